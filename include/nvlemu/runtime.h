@@ -1,0 +1,66 @@
+/* nvlemu: the MPI job around the emulator: start-up (host probe, wait
+ * policy, MPI), agreement between ranks, and failing without hangs.
+ *
+ * Errors detected identically on every rank (a bad topology file) are
+ * reported once: each rank captures its reports, the ranks agree on a status
+ * with one collective, and only the lowest failing rank prints.  Errors
+ * detected on one rank while others may wait on it end the job with
+ * nvl_runtime_abort(), which never hangs. */
+#ifndef NVLEMU_RUNTIME_H
+#define NVLEMU_RUNTIME_H
+
+#include <mpi.h>
+#include <stdio.h>
+
+#include "nvlemu/host.h"
+#include "nvlemu/status.h"
+#include "nvlemu/topo.h"
+
+typedef struct {
+    int rank, size;             /* in MPI_COMM_WORLD */
+    int local_rank, local_size; /* on this host */
+    int hosts;                  /* distinct hosts in the job */
+    nvl_host_info_t host;
+    nvl_wait_policy_t wait;
+} nvl_runtime_t;
+
+/* Probes the host, chooses the wait policy (setting Open MPI's
+ * mpi_yield_when_idle before MPI_Init when ranks outnumber cores), starts
+ * MPI and fills *rt_out.  Reports and returns an error if MPI cannot start. */
+nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out);
+
+/* Ends MPI; call once on every rank. */
+void nvl_runtime_finalize(void);
+
+/* The runtime filled by nvl_runtime_init (NULL before it). */
+const nvl_runtime_t *nvl_runtime(void);
+
+/* Starts capturing reports on this rank instead of printing them. */
+void nvl_runtime_capture_begin(void);
+
+/* Collective over MPI_COMM_WORLD: stops capturing, and returns NVL_OK on
+ * every rank if local is NVL_OK on every rank; otherwise the lowest failing
+ * rank prints what it captured and every rank returns that rank's status. */
+nvl_status_t nvl_runtime_capture_end(nvl_status_t local);
+
+/* Collective: checks that every rank loaded the same topology (equal
+ * nvl_topo_hash) and that it has a GPU for every rank.  On disagreement
+ * rank 0 names the ranks that differ, and every rank returns
+ * NVL_ERR_MISMATCH (or NVL_ERR_INVALID when ranks exceed GPUs). */
+nvl_status_t nvl_runtime_check_topo(const nvl_topo_t *topo);
+
+/* Waits for a request by the host's wait policy: MPI_Wait when ranks have a
+ * core each, else polls with MPI_Test and sleeps between polls (backing off
+ * from 1 us to 1 ms) so that oversubscribed ranks leave the cores to the
+ * ranks that have work. */
+void nvl_runtime_wait(MPI_Request *request);
+
+/* Ends the whole job at once with a non-zero code, after what was reported;
+ * for errors found on one rank while others may be waiting. */
+_Noreturn void nvl_runtime_abort(int code);
+
+/* Prints the run header (ranks, hosts, host cores and NUMA nodes, wait
+ * policy) as '#' lines; rank 0 only. */
+void nvl_runtime_print_header(FILE *out);
+
+#endif

@@ -1,0 +1,222 @@
+/* nvlemu: the rack that is emulated, read from a topology file.
+ *
+ * A topology file is INI text (parsed by inih) whose sections describe one
+ * GPU model, the NVLink fabric, the GPU's host link (NVLink-C2C) and host
+ * memory, the scale-out network between NVLink domains, the shape of a
+ * compute tray, NCCL's tuning constants, and per-GPU overrides for what-if
+ * studies.  docs/topology-format.md lists every key; the one table behind
+ * parsing, export and that document is in src/topo/keys.c.
+ *
+ * MPI rank r plays GPU r.  GPUs [d*domain_gpus, (d+1)*domain_gpus) form
+ * NVLink domain d; GPUs of one domain talk over NVLink (through the NVSwitch
+ * trays, or directly when there are none), GPUs of different domains over the
+ * scale-out network.
+ *
+ * A loaded nvl_topo_t is read-only; every field is in base units named by its
+ * suffix (bytes, bytes per second, picoseconds, FLOP per second, hertz). */
+#ifndef NVLEMU_TOPO_H
+#define NVLEMU_TOPO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nvlemu/status.h"
+
+#define NVL_TOPO_MAX_GPUS 4096u
+#define NVL_TOPO_NAME_MAX 64
+
+/* NCCL's algorithms and protocols, in the order of NCCL's tuning table. */
+typedef enum {
+    NVL_ALGO_TREE,
+    NVL_ALGO_RING,
+    NVL_ALGO_NVLS,
+    NVL_ALGO_NVLS_TREE,
+    NVL_ALGO_PAT,
+    NVL_ALGO_COUNT
+} nvl_algo_t;
+
+typedef enum {
+    NVL_PROTO_LL,
+    NVL_PROTO_LL128,
+    NVL_PROTO_SIMPLE,
+    NVL_PROTO_COUNT
+} nvl_proto_t;
+
+/* Lower-case names as used in topology keys ("ring", "ll128"). */
+const char *nvl_algo_key(nvl_algo_t algo);
+const char *nvl_proto_key(nvl_proto_t proto);
+
+/* Which fabric carries traffic between two GPUs. */
+typedef enum {
+    NVL_FABRIC_LOCAL,    /* the same GPU */
+    NVL_FABRIC_NVLINK,   /* same NVLink domain */
+    NVL_FABRIC_SCALEOUT, /* different NVLink domains, through NICs */
+    NVL_FABRIC_COUNT
+} nvl_fabric_t;
+
+const char *nvl_fabric_name(nvl_fabric_t fabric);
+
+typedef struct {
+    uint64_t hbm_bytes;
+    double hbm_bw_bytes_per_s;
+    double bf16_flops_per_s; /* dense peak */
+    double fp8_flops_per_s;
+    double fp4_flops_per_s;
+    uint32_t sm_count;
+    double clock_hz;
+    double exp_ops_per_s; /* SFU exp2 throughput of the whole GPU */
+    int64_t kernel_overhead_ps; /* fixed cost of one kernel on the GPU */
+    int64_t launch_overhead_ps; /* host cost of launching one kernel */
+    uint32_t dies;
+} nvl_gpu_spec_t;
+
+typedef struct {
+    uint32_t links_per_gpu;
+    double link_bw_bytes_per_s; /* per link, per direction */
+    int64_t hop_lat_ps;         /* one traversal GPU -> switch -> GPU */
+    uint32_t switch_trays;      /* 0: GPUs are linked directly */
+    uint32_t switch_chips_per_tray;
+    uint32_t switch_trays_down; /* what-if: trays out of service */
+    bool nvls;                  /* NVLink SHARP in-switch reduction */
+    double nvls_bw_bytes_per_s; /* per GPU, per direction */
+    uint32_t domain_gpus;       /* GPUs in one NVLink domain */
+} nvl_nvlink_spec_t;
+
+typedef struct {
+    double bw_bytes_per_s; /* per direction; 0 when the GPU has no C2C */
+    int64_t lat_ps;
+} nvl_c2c_spec_t;
+
+typedef struct {
+    uint64_t bytes; /* host memory reachable per GPU; 0 when not modeled */
+    double bw_bytes_per_s;
+} nvl_host_memory_spec_t;
+
+typedef struct {
+    double nic_bw_bytes_per_s; /* per GPU, per direction; 0: no scale-out */
+    int64_t lat_ps;
+    double oversubscription; /* >= 1: tapering of the fabric above the NICs */
+} nvl_scaleout_spec_t;
+
+typedef struct {
+    uint32_t gpus_per_tray;
+    uint32_t gpus_per_superchip;
+} nvl_node_spec_t;
+
+/* NCCL's tuning model constants (NCCL src/graph/tuning.cc, baseLat and
+ * hwLat): a fixed latency per call and one per step over NVLink or the
+ * network, per algorithm and protocol. */
+typedef struct {
+    int64_t base_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
+    int64_t nvlink_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
+    int64_t net_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
+} nvl_nccl_spec_t;
+
+/* Per-GPU what-if overrides; the defaults (1, 1, 0, 1, 1) change nothing. */
+typedef struct {
+    double clock_scale;   /* scales FLOP/s and exp throughput */
+    double hbm_bw_scale;
+    uint32_t links_down;  /* NVLink links of this GPU out of service */
+    double link_bw_scale; /* scales this GPU's per-link bandwidth */
+    double nic_bw_scale;
+} nvl_gpu_override_t;
+
+typedef struct {
+    char name[NVL_TOPO_NAME_MAX];
+    char description[160];
+    uint32_t gpus;
+    nvl_gpu_spec_t gpu;
+    nvl_nvlink_spec_t nvlink;
+    nvl_c2c_spec_t c2c;
+    nvl_host_memory_spec_t host_memory;
+    nvl_scaleout_spec_t scaleout;
+    nvl_node_spec_t node;
+    nvl_nccl_spec_t nccl;
+    nvl_gpu_override_t *overrides; /* gpus entries, owned */
+} nvl_topo_t;
+
+/* Loads and validates a topology file.  On success *topo_out is a new
+ * topology that the caller releases with nvl_topo_free().  On error reports
+ * once, naming the file and line and what was expected, and returns
+ * NVL_ERR_IO (cannot read) or NVL_ERR_INVALID. */
+nvl_status_t nvl_topo_load(const char *path, nvl_topo_t **topo_out);
+
+/* As nvl_topo_load, from text in memory; origin names it in reports. */
+nvl_status_t nvl_topo_load_string(const char *text, const char *origin,
+                                  nvl_topo_t **topo_out);
+
+/* Applies one override "section.key=value" as a what-if on a loaded
+ * topology ("nvlink.link_bw=100GB/s", "gpu[17].clock_scale=0.8",
+ * "gpu.0-3.links_down=1", "switch_trays_down=1" for keys whose name is
+ * unique), then re-validates.  Reports and returns NVL_ERR_INVALID on a bad
+ * key or value; the topology is unchanged then. */
+nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment);
+
+void nvl_topo_free(nvl_topo_t *topo);
+
+/* Writes the topology as a complete, canonical topology file: every key,
+ * in table order, values in units that read back bit for bit, overrides
+ * for the GPUs that have any.  Loading the output gives an equal topology. */
+nvl_status_t nvl_topo_export(const nvl_topo_t *topo, FILE *out);
+
+/* True when two topologies describe the same model (every field). */
+bool nvl_topo_equal(const nvl_topo_t *a, const nvl_topo_t *b);
+
+/* A 64-bit FNV-1a hash of the canonical export: equal models, equal hash. */
+uint64_t nvl_topo_hash(const nvl_topo_t *topo);
+
+/* ---- derived quantities ------------------------------------------------ */
+
+uint32_t nvl_topo_domains(const nvl_topo_t *topo);
+uint32_t nvl_topo_domain_of(const nvl_topo_t *topo, uint32_t gpu);
+uint32_t nvl_topo_tray_of(const nvl_topo_t *topo, uint32_t gpu);
+nvl_fabric_t nvl_topo_fabric(const nvl_topo_t *topo, uint32_t a, uint32_t b);
+
+/* NVLink links of a GPU that are up (after links_down and switch trays
+ * down). */
+uint32_t nvl_topo_links_up(const nvl_topo_t *topo, uint32_t gpu);
+
+/* Per-direction NVLink bandwidth of one GPU: links up x link bandwidth. */
+double nvl_topo_nvlink_bw(const nvl_topo_t *topo, uint32_t gpu);
+
+/* Per-direction scale-out bandwidth of one GPU (NIC, after its override). */
+double nvl_topo_nic_bw(const nvl_topo_t *topo, uint32_t gpu);
+
+/* Effective compute and memory of one GPU after overrides. */
+double nvl_topo_gpu_flops(const nvl_topo_t *topo, uint32_t gpu,
+                          double peak_flops_per_s);
+double nvl_topo_hbm_bw(const nvl_topo_t *topo, uint32_t gpu);
+
+/* Point-to-point bandwidth between two GPUs (the slower end's port) and the
+ * one-way wire latency, from the fabric that joins them. */
+double nvl_topo_p2p_bw(const nvl_topo_t *topo, uint32_t a, uint32_t b);
+int64_t nvl_topo_p2p_lat_ps(const nvl_topo_t *topo, uint32_t a, uint32_t b);
+
+/* Bisection bandwidth (per direction) among GPUs [0, ranks) over one
+ * fabric: NVLink within each domain (the sum over domains), scale-out
+ * across the split of the job into two halves.  0 when that fabric does
+ * not carry traffic of the job. */
+double nvl_topo_bisection_bw(const nvl_topo_t *topo, uint32_t ranks,
+                             nvl_fabric_t fabric);
+
+/* ---- descriptions for users ------------------------------------------- */
+
+/* Writes what a user needs to reason about the system as a job of `ranks`
+ * ranks (GPUs [0, ranks)): GPUs and nodes, per-GPU and bisection bandwidth
+ * per fabric, latencies, which rank pairs use which fabric, NVLS, what-if
+ * overrides.  `origin` names the file in the heading. */
+void nvl_topo_describe(const nvl_topo_t *topo, uint32_t ranks,
+                       const char *origin, FILE *out);
+
+/* The same as a JSON document (jansson), values in base units (bytes,
+ * bytes/s, ps, FLOP/s, op/s, Hz).  Reports and returns NVL_ERR_IO if it
+ * cannot write. */
+nvl_status_t nvl_topo_describe_json(const nvl_topo_t *topo, uint32_t ranks,
+                                    const char *origin, FILE *out);
+
+/* Writes the key reference (section, key, unit kind, default, meaning) as a
+ * Markdown table: the source of docs/topology-format.md's key list. */
+void nvl_topo_keys_markdown(FILE *out);
+
+#endif

@@ -1,0 +1,40 @@
+/* nvlemu: the command-line entry point; one row per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct {
+    const char *name;
+    nvl_cli_cmd_fn run;
+    const char *summary;
+} command_t;
+
+static const command_t commands[] = {
+    {"topo", nvl_cmd_topo,
+     "validate a topology file and describe the emulated system"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np N nvlemu COMMAND [options]\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'nvlemu COMMAND --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "nvlemu: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

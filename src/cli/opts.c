@@ -1,0 +1,40 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "nvlemu/status.h"
+
+void nvl_cli_longopts(const nvl_cli_opt_t *opts, size_t n,
+                      struct option *longopts)
+{
+    for (size_t i = 0; i < n; i++)
+        longopts[i] = (struct option){opts[i].name, opts[i].has_arg, NULL,
+                                      opts[i].id};
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+void nvl_cli_help(FILE *out, const char *usage, const nvl_cli_opt_t *opts,
+                  size_t n)
+{
+    fprintf(out, "usage: %s\n\noptions:\n", usage);
+    for (size_t i = 0; i < n; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", opts[i].name,
+                 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
+        fprintf(out, "  %-24s %s\n", left, opts[i].doc);
+    }
+}
+
+long nvl_cli_positive(const char *option, const char *text, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < 1 || v > max) {
+        nvl_report("%s %s: expected a whole number from 1 to %ld", option,
+                   text, max);
+        return -1;
+    }
+    return v;
+}

@@ -1,0 +1,190 @@
+#include "nvlemu/runtime.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static nvl_runtime_t runtime;
+static int runtime_up;
+
+static char captured[4096];
+static size_t captured_len;
+
+static void capture_sink(void *ctx, const char *message)
+{
+    (void)ctx;
+    int n = snprintf(captured + captured_len,
+                     sizeof captured - captured_len, "%s%s",
+                     captured_len ? "\n" : "", message);
+    if (n > 0)
+        captured_len += (size_t)n;
+    if (captured_len >= sizeof captured)
+        captured_len = sizeof captured - 1;
+}
+
+/* Ranks on this host before MPI_Init, from the launcher's environment. */
+static unsigned launcher_local_size(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE",
+                                       "MPI_LOCALNRANKS", "MPI_LOCAL_NRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && atoi(v) > 0)
+            return (unsigned)atoi(v);
+    }
+    return 1;
+}
+
+nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out)
+{
+    nvl_runtime_t rt = {0};
+    nvl_status_t st = nvl_host_probe(&rt.host);
+    if (st != NVL_OK)
+        return st;
+    rt.wait = nvl_host_wait_policy(&rt.host, launcher_local_size());
+    if (rt.wait == NVL_WAIT_BLOCK)
+        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+    if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+        nvl_report("MPI_Init failed");
+        return NVL_ERR_MPI;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &rt.size);
+    nvl_report_set_rank(rt.size > 1 ? rt.rank : -1);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank,
+                        MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &rt.local_rank);
+    MPI_Comm_size(local, &rt.local_size);
+    MPI_Comm_free(&local);
+    int leader = rt.local_rank == 0;
+    MPI_Allreduce(&leader, &rt.hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    rt.wait = nvl_host_wait_policy(&rt.host, (unsigned)rt.local_size);
+    runtime = rt;
+    runtime_up = 1;
+    *rt_out = rt;
+    return NVL_OK;
+}
+
+void nvl_runtime_finalize(void)
+{
+    if (runtime_up)
+        MPI_Finalize();
+    runtime_up = 0;
+}
+
+const nvl_runtime_t *nvl_runtime(void) { return runtime_up ? &runtime : NULL; }
+
+void nvl_runtime_capture_begin(void)
+{
+    captured_len = 0;
+    captured[0] = '\0';
+    nvl_report_set_sink(capture_sink, NULL);
+}
+
+nvl_status_t nvl_runtime_capture_end(nvl_status_t local)
+{
+    nvl_report_set_sink(NULL, NULL);
+    int mine = local == NVL_OK ? runtime.size : runtime.rank;
+    int first = runtime.size;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == runtime.size)
+        return NVL_OK;
+    int status = (int)local;
+    MPI_Bcast(&status, 1, MPI_INT, first, MPI_COMM_WORLD);
+    if (runtime.rank == first) {
+        /* print line by line, through the normal prefix */
+        char *save = NULL;
+        for (char *line = strtok_r(captured, "\n", &save); line != NULL;
+             line = strtok_r(NULL, "\n", &save))
+            nvl_report("%s", line);
+        if (captured_len == 0)
+            nvl_report("failed: %s", nvl_status_str(local));
+    }
+    return (nvl_status_t)status;
+}
+
+nvl_status_t nvl_runtime_check_topo(const nvl_topo_t *topo)
+{
+    uint64_t h = nvl_topo_hash(topo);
+    uint64_t hmin, hmax;
+    MPI_Allreduce(&h, &hmin, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hmax, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (hmin != hmax) {
+        uint64_t *all = NULL;
+        if (runtime.rank == 0)
+            all = malloc((size_t)runtime.size * sizeof *all);
+        MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0,
+                   MPI_COMM_WORLD);
+        if (runtime.rank == 0) {
+            char list[512] = "";
+            size_t used = 0;
+            int differ = 0;
+            for (int r = 0; r < runtime.size && all != NULL; r++) {
+                if (all[r] == h)
+                    continue;
+                differ++;
+                if (used < sizeof list - 16)
+                    used += (size_t)snprintf(list + used, sizeof list - used,
+                                             "%s%d", differ > 1 ? ", " : "", r);
+            }
+            nvl_report("ranks disagree on the topology: %d rank(s) (%s) "
+                       "loaded a model different from rank 0's '%s' (hash "
+                       "%016" PRIx64 "); give every rank the same file and "
+                       "--set options",
+                       differ, list, topo->name, h);
+            free(all);
+        }
+        return NVL_ERR_MISMATCH;
+    }
+    if ((uint32_t)runtime.size > topo->gpus) {
+        if (runtime.rank == 0)
+            nvl_report("%d ranks but topology '%s' has only %" PRIu32
+                       " GPUs (rank r plays GPU r)",
+                       runtime.size, topo->name, topo->gpus);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+void nvl_runtime_wait(MPI_Request *request)
+{
+    if (runtime.wait != NVL_WAIT_BLOCK) {
+        MPI_Wait(request, MPI_STATUS_IGNORE);
+        return;
+    }
+    long sleep_ns = 1000;
+    for (;;) {
+        int done = 0;
+        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 1000000)
+            sleep_ns *= 2;
+    }
+}
+
+_Noreturn void nvl_runtime_abort(int code)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (runtime_up)
+        MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
+void nvl_runtime_print_header(FILE *out)
+{
+    if (runtime.rank != 0)
+        return;
+    fprintf(out, "# nvlemu: %d rank(s) on %d host(s); rank 0 on %s: %u "
+                 "core(s), %u hardware thread(s), %u NUMA node(s), %s\n",
+            runtime.size, runtime.hosts, runtime.host.hostname,
+            runtime.host.cores, runtime.host.pus, runtime.host.numa_nodes,
+            runtime.host.cpu_model);
+    fprintf(out, "# nvlemu: %d rank(s) on this host; ranks wait by %s\n",
+            runtime.local_size, nvl_wait_policy_name(runtime.wait));
+}

@@ -1,0 +1,303 @@
+/* The table of topology keys: one row per key, read by the parser, the
+ * exporter, validation and the key reference.  Defaults exist only where a
+ * value is not a property of the hardware (a what-if that is off, an absent
+ * link) or where it comes from NCCL's own source (its tuning constants). */
+#include "keys.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(member) offsetof(nvl_topo_t, member), sizeof(((nvl_topo_t *)0)->member)
+#define O(member)                                                          \
+    offsetof(nvl_gpu_override_t, member),                                  \
+        sizeof(((nvl_gpu_override_t *)0)->member)
+
+#define BIG 1e30
+#define PS(us) ((us) * 1e6)
+
+const char *const nvl_topo_sections[] = {
+    "system", "gpu", "nvlink", "c2c", "host_memory",
+    "scaleout", "node", "nccl", NULL};
+
+/* NCCL latency rows: base latency per call, per-step latency over NVLink
+ * and over the network.  Defaults: NCCL src/graph/tuning.cc (baseLat,
+ * hwLat[NVLINK], hwLat[NET]), as NCCL 2.28 prints them for the measured
+ * 2 x H200 machine (shared/calibration/h200-nvl2/nccl_model_table.txt);
+ * PAT: tuning.cc's "8 + nRanks * 2.8" us. */
+#define NCCL_LAT(algo, akey, proto, pkey, base, nvl, net)                  \
+    {"nccl", akey "." pkey ".base_lat", NVL_QTY_TIME, NVL_FIELD_I64,        \
+     F(nccl.base_lat_ps[algo][proto]), base, 0, PS(10000.0), "6.6us",       \
+     "NCCL base latency of one " akey "/" pkey " call"},                     \
+    {"nccl", akey "." pkey ".nvlink_lat", NVL_QTY_TIME, NVL_FIELD_I64,      \
+     F(nccl.nvlink_lat_ps[algo][proto]), nvl, 0, PS(10000.0), "0.6us",      \
+     "NCCL latency of one " akey "/" pkey " step over NVLink"},              \
+    {"nccl", akey "." pkey ".net_lat", NVL_QTY_TIME, NVL_FIELD_I64,         \
+     F(nccl.net_lat_ps[algo][proto]), net, 0, PS(10000.0), "2.7us",         \
+     "NCCL latency of one " akey "/" pkey " step over the network"}
+
+const nvl_topo_key_t nvl_topo_keys[] = {
+    {"system", "name", NVL_QTY_COUNT, NVL_FIELD_STR, F(name), NULL, 0, 0,
+     "gb200-nvl72", "short name of the system"},
+    {"system", "description", NVL_QTY_COUNT, NVL_FIELD_STR, F(description),
+     "", 0, 0, "GB200 NVL72 rack", "one line describing the system"},
+    {"system", "gpus", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpus), NULL, 1,
+     NVL_TOPO_MAX_GPUS, "72", "GPUs in the system (MPI rank r plays GPU r)"},
+
+    {"gpu", "hbm", NVL_QTY_BYTES, NVL_FIELD_U64, F(gpu.hbm_bytes), NULL, 1,
+     1e15, "186GB", "HBM capacity per GPU"},
+    {"gpu", "hbm_bw", NVL_QTY_BW, NVL_FIELD_F64, F(gpu.hbm_bw_bytes_per_s),
+     NULL, 1e9, 1e15, "8TB/s", "HBM bandwidth per GPU"},
+    {"gpu", "bf16_flops", NVL_QTY_FLOPS, NVL_FIELD_F64,
+     F(gpu.bf16_flops_per_s), NULL, 1e12, 1e18, "2.5PFLOP/s",
+     "dense BF16 tensor-core peak"},
+    {"gpu", "fp8_flops", NVL_QTY_FLOPS, NVL_FIELD_F64,
+     F(gpu.fp8_flops_per_s), NULL, 1e12, 1e18, "5PFLOP/s",
+     "dense FP8 tensor-core peak"},
+    {"gpu", "fp4_flops", NVL_QTY_FLOPS, NVL_FIELD_F64,
+     F(gpu.fp4_flops_per_s), "0FLOP/s", 0, 1e18, "10PFLOP/s",
+     "dense FP4 tensor-core peak (0: no FP4 tensor cores)"},
+    {"gpu", "sms", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.sm_count), NULL, 1,
+     100000, "148", "streaming multiprocessors"},
+    {"gpu", "clock", NVL_QTY_FREQ, NVL_FIELD_F64, F(gpu.clock_hz), NULL,
+     1e8, 1e11, "1.965GHz", "SM clock used for throughput figures"},
+    {"gpu", "exp_rate", NVL_QTY_RATE, NVL_FIELD_F64, F(gpu.exp_ops_per_s),
+     NULL, 1e9, 1e16, "4.65Top/s",
+     "exp2 evaluations per second on the special function units"},
+    {"gpu", "kernel_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.kernel_overhead_ps), NULL, 0, PS(1000.0), "2us",
+     "fixed GPU time of one kernel (ramp-up, tail)"},
+    {"gpu", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.launch_overhead_ps), NULL, 0, PS(1000.0), "4us",
+     "host time to launch one kernel eagerly"},
+    {"gpu", "dies", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.dies), "1", 1, 8,
+     "2", "compute dies per GPU package"},
+
+    {"nvlink", "links", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nvlink.links_per_gpu), NULL, 1, 1024, "18", "NVLink links per GPU"},
+    {"nvlink", "link_bw", NVL_QTY_BW, NVL_FIELD_F64,
+     F(nvlink.link_bw_bytes_per_s), NULL, 1e8, 1e13, "50GB/s",
+     "bandwidth of one link, per direction"},
+    {"nvlink", "hop_lat", NVL_QTY_TIME, NVL_FIELD_I64, F(nvlink.hop_lat_ps),
+     NULL, 0, PS(100.0), "0.5us",
+     "one-way latency GPU to GPU through the fabric"},
+    {"nvlink", "switch_trays", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nvlink.switch_trays), NULL, 0, 1024, "9",
+     "NVLink switch trays (0: GPUs linked directly)"},
+    {"nvlink", "switch_chips_per_tray", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nvlink.switch_chips_per_tray), "0", 0, 64, "2",
+     "NVSwitch chips in one tray"},
+    {"nvlink", "switch_trays_down", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nvlink.switch_trays_down), "0", 0, 1024, "1",
+     "what-if: switch trays out of service (each takes its share of every "
+     "GPU's links)"},
+    {"nvlink", "nvls", NVL_QTY_BOOL, NVL_FIELD_BOOL, F(nvlink.nvls), "no", 0,
+     1, "yes", "NVLink SHARP (in-switch reduction) available"},
+    {"nvlink", "nvls_bw", NVL_QTY_BW, NVL_FIELD_F64,
+     F(nvlink.nvls_bw_bytes_per_s), "0B/s", 0, 1e14, "480GB/s",
+     "NVLS reduction bandwidth per GPU, per direction"},
+    {"nvlink", "domain_size", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nvlink.domain_gpus), NULL, 1, NVL_TOPO_MAX_GPUS, "72",
+     "GPUs in one NVLink domain"},
+
+    {"c2c", "bw", NVL_QTY_BW, NVL_FIELD_F64, F(c2c.bw_bytes_per_s), "0B/s",
+     0, 1e14, "450GB/s",
+     "GPU <-> host CPU link bandwidth per direction (0: not modeled)"},
+    {"c2c", "lat", NVL_QTY_TIME, NVL_FIELD_I64, F(c2c.lat_ps), "0us", 0,
+     PS(1000.0), "1us", "GPU <-> host CPU link latency"},
+
+    {"host_memory", "size", NVL_QTY_BYTES, NVL_FIELD_U64,
+     F(host_memory.bytes), "0B", 0, 1e16, "240GB",
+     "host memory per GPU (0: not modeled)"},
+    {"host_memory", "bw", NVL_QTY_BW, NVL_FIELD_F64,
+     F(host_memory.bw_bytes_per_s), "0B/s", 0, 1e14, "256GB/s",
+     "host memory bandwidth per GPU"},
+
+    {"scaleout", "nic_bw", NVL_QTY_BW, NVL_FIELD_F64,
+     F(scaleout.nic_bw_bytes_per_s), "0B/s", 0, 1e13, "400Gb/s",
+     "scale-out NIC bandwidth per GPU, per direction (0: none)"},
+    {"scaleout", "lat", NVL_QTY_TIME, NVL_FIELD_I64, F(scaleout.lat_ps),
+     "0us", 0, PS(10000.0), "5us", "one-way latency between NVLink domains"},
+    {"scaleout", "oversubscription", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(scaleout.oversubscription), "1", 1, 1000, "2",
+     "oversubscription of the network above the NICs (1: non-blocking)"},
+
+    {"node", "gpus_per_tray", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(node.gpus_per_tray), NULL, 1, 64, "4", "GPUs per compute tray"},
+    {"node", "gpus_per_superchip", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(node.gpus_per_superchip), "1", 1, 64, "2",
+     "GPUs sharing one host CPU (a GB200 superchip has 2)"},
+
+    NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL, "ll", "6.8us", "0.6us", "5us"),
+    NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL128, "ll128", "14us", "1.25us", "8.5us"),
+    NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_SIMPLE, "simple", "8.4us", "4us", "14us"),
+    NCCL_LAT(NVL_ALGO_RING, "ring", NVL_PROTO_LL, "ll", "6.6us", "0.6us", "2.7us"),
+    NCCL_LAT(NVL_ALGO_RING, "ring", NVL_PROTO_LL128, "ll128", "14us", "1.9us", "4us"),
+    NCCL_LAT(NVL_ALGO_RING, "ring", NVL_PROTO_SIMPLE, "simple", "8.4us", "3.4us", "14us"),
+    NCCL_LAT(NVL_ALGO_NVLS, "nvls", NVL_PROTO_SIMPLE, "simple", "0us", "25us", "18us"),
+    NCCL_LAT(NVL_ALGO_NVLS_TREE, "nvlstree", NVL_PROTO_SIMPLE, "simple", "0us", "25us", "14us"),
+    NCCL_LAT(NVL_ALGO_PAT, "pat", NVL_PROTO_SIMPLE, "simple", "8us", "2.8us", "14us"),
+};
+const size_t nvl_topo_key_count = sizeof nvl_topo_keys / sizeof nvl_topo_keys[0];
+
+const nvl_gpu_override_t nvl_topo_override_none = {
+    .clock_scale = 1.0, .hbm_bw_scale = 1.0, .links_down = 0,
+    .link_bw_scale = 1.0, .nic_bw_scale = 1.0};
+
+const nvl_topo_key_t nvl_topo_gpu_keys[] = {
+    {"gpu.N", "clock_scale", NVL_QTY_RATIO, NVL_FIELD_F64, O(clock_scale),
+     "1", 0.01, 100, "0.8", "scales the GPU's FLOP/s and exp throughput"},
+    {"gpu.N", "hbm_bw_scale", NVL_QTY_RATIO, NVL_FIELD_F64, O(hbm_bw_scale),
+     "1", 0.01, 100, "0.5", "scales the GPU's HBM bandwidth"},
+    {"gpu.N", "links_down", NVL_QTY_COUNT, NVL_FIELD_U32, O(links_down), "0",
+     0, 1024, "1", "NVLink links of the GPU out of service"},
+    {"gpu.N", "link_bw_scale", NVL_QTY_RATIO, NVL_FIELD_F64,
+     O(link_bw_scale), "1", 0.01, 100, "0.5",
+     "scales the bandwidth of the GPU's NVLink links"},
+    {"gpu.N", "nic_bw_scale", NVL_QTY_RATIO, NVL_FIELD_F64, O(nic_bw_scale),
+     "1", 0.01, 100, "0.5", "scales the GPU's scale-out NIC bandwidth"},
+};
+const size_t nvl_topo_gpu_key_count =
+    sizeof nvl_topo_gpu_keys / sizeof nvl_topo_gpu_keys[0];
+
+/* Converts a base-unit value to the field's type, checking the range. */
+nvl_status_t nvl_topo_key_parse(const nvl_topo_key_t *k, const char *text,
+                                void *base, char *why_buf, size_t why_len)
+{
+    char *field = (char *)base + k->offset;
+    if (k->field == NVL_FIELD_STR) {
+        size_t n = strlen(text);
+        if (n == 0 || n >= k->size) {
+            snprintf(why_buf, why_len, "expected text of 1 to %zu characters",
+                     k->size - 1);
+            return NVL_ERR_INVALID;
+        }
+        memcpy(field, text, n + 1);
+        return NVL_OK;
+    }
+    double v;
+    char why[160];
+    if (nvl_qty_parse(k->kind, text, &v, why, sizeof why) != NVL_OK) {
+        snprintf(why_buf, why_len, "%s (expected a %s: %s; e.g. %s)", why,
+                 nvl_qty_kind_name(k->kind), nvl_qty_units(k->kind),
+                 k->example);
+        return NVL_ERR_INVALID;
+    }
+    if (v < k->min || v > k->max) {
+        char lo[48], hi[48];
+        nvl_qty_format(k->kind, k->min, lo, sizeof lo);
+        nvl_qty_format(k->kind, k->max, hi, sizeof hi);
+        snprintf(why_buf, why_len, "out of range (expected %s to %s)", lo, hi);
+        return NVL_ERR_INVALID;
+    }
+    switch (k->field) {
+    case NVL_FIELD_U32: *(uint32_t *)field = (uint32_t)v; break;
+    case NVL_FIELD_U64: *(uint64_t *)field = (uint64_t)llround(v); break;
+    case NVL_FIELD_I64: *(int64_t *)field = (int64_t)llround(v); break;
+    case NVL_FIELD_F64: *(double *)field = v; break;
+    case NVL_FIELD_BOOL: *(bool *)field = v != 0.0; break;
+    case NVL_FIELD_STR: break;
+    }
+    return NVL_OK;
+}
+
+void nvl_topo_key_format(const nvl_topo_key_t *k, const void *base,
+                         char *buf, size_t len)
+{
+    const char *field = (const char *)base + k->offset;
+    double v = 0;
+    switch (k->field) {
+    case NVL_FIELD_STR: snprintf(buf, len, "%s", field); return;
+    case NVL_FIELD_U32: v = *(const uint32_t *)field; break;
+    case NVL_FIELD_U64: v = (double)*(const uint64_t *)field; break;
+    case NVL_FIELD_I64: v = (double)*(const int64_t *)field; break;
+    case NVL_FIELD_F64: v = *(const double *)field; break;
+    case NVL_FIELD_BOOL: v = *(const bool *)field ? 1.0 : 0.0; break;
+    }
+    nvl_qty_format(k->kind, v, buf, len);
+}
+
+nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin)
+{
+    const nvl_nvlink_spec_t *nv = &t->nvlink;
+    if (nv->domain_gpus > t->gpus || t->gpus % nv->domain_gpus != 0) {
+        nvl_report("%s: [nvlink] domain_size = %" PRIu32 " must divide "
+                   "[system] gpus = %" PRIu32,
+                   origin, nv->domain_gpus, t->gpus);
+        return NVL_ERR_INVALID;
+    }
+    if (nv->domain_gpus % t->node.gpus_per_tray != 0) {
+        nvl_report("%s: [node] gpus_per_tray = %" PRIu32 " must divide "
+                   "[nvlink] domain_size = %" PRIu32,
+                   origin, t->node.gpus_per_tray, nv->domain_gpus);
+        return NVL_ERR_INVALID;
+    }
+    if (t->node.gpus_per_tray % t->node.gpus_per_superchip != 0) {
+        nvl_report("%s: [node] gpus_per_superchip = %" PRIu32 " must divide "
+                   "gpus_per_tray = %" PRIu32,
+                   origin, t->node.gpus_per_superchip, t->node.gpus_per_tray);
+        return NVL_ERR_INVALID;
+    }
+    if (nv->switch_trays == 0) {
+        if (nv->domain_gpus > 2) {
+            nvl_report("%s: [nvlink] switch_trays = 0 (GPUs linked directly) "
+                       "allows domain_size 1 or 2, not %" PRIu32,
+                       origin, nv->domain_gpus);
+            return NVL_ERR_INVALID;
+        }
+        if (nv->nvls || nv->switch_trays_down > 0) {
+            nvl_report("%s: [nvlink] nvls and switch_trays_down need NVLink "
+                       "switches (switch_trays > 0)", origin);
+            return NVL_ERR_INVALID;
+        }
+    } else {
+        if (nv->switch_chips_per_tray == 0) {
+            nvl_report("%s: [nvlink] switch_chips_per_tray must be at least 1 "
+                       "when switch_trays = %" PRIu32,
+                       origin, nv->switch_trays);
+            return NVL_ERR_INVALID;
+        }
+        if (nv->links_per_gpu % nv->switch_trays != 0) {
+            nvl_report("%s: [nvlink] links = %" PRIu32 " must be a multiple "
+                       "of switch_trays = %" PRIu32
+                       " (each tray takes an equal share of every GPU's links)",
+                       origin, nv->links_per_gpu, nv->switch_trays);
+            return NVL_ERR_INVALID;
+        }
+        if (nv->switch_trays_down >= nv->switch_trays) {
+            nvl_report("%s: [nvlink] switch_trays_down = %" PRIu32
+                       " leaves no tray up (switch_trays = %" PRIu32 ")",
+                       origin, nv->switch_trays_down, nv->switch_trays);
+            return NVL_ERR_INVALID;
+        }
+    }
+    if (nv->nvls && nv->nvls_bw_bytes_per_s <= 0) {
+        nvl_report("%s: [nvlink] nvls = yes needs nvls_bw > 0", origin);
+        return NVL_ERR_INVALID;
+    }
+    if (t->gpus > nv->domain_gpus && t->scaleout.nic_bw_bytes_per_s <= 0) {
+        nvl_report("%s: %" PRIu32 " GPUs in NVLink domains of %" PRIu32
+                   " need a scale-out network: set [scaleout] nic_bw",
+                   origin, t->gpus, nv->domain_gpus);
+        return NVL_ERR_INVALID;
+    }
+    if (t->overrides != NULL) {
+        for (uint32_t g = 0; g < t->gpus; g++) {
+            if (nvl_topo_links_up(t, g) == 0) {
+                nvl_report("%s: GPU %" PRIu32 " has no NVLink link up (links = "
+                           "%" PRIu32 ", links_down = %" PRIu32
+                           ", switch_trays_down = %" PRIu32 ")",
+                           origin, g, nv->links_per_gpu,
+                           t->overrides[g].links_down, nv->switch_trays_down);
+                return NVL_ERR_INVALID;
+            }
+        }
+    }
+    return NVL_OK;
+}
+
+_Static_assert(sizeof nvl_topo_keys / sizeof nvl_topo_keys[0] <=
+                   NVL_TOPO_MAX_KEYS,
+               "raise NVL_TOPO_MAX_KEYS");

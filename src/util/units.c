@@ -1,0 +1,251 @@
+/* Quantities with units: one table of units per kind; parse and format share
+ * it, so what is written can always be read back. */
+#include "nvlemu/units.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+    nvl_qty_kind_t kind;
+    const char *suffix; /* exact, case-sensitive */
+    double scale;       /* base units per one of these */
+    int preferred;      /* used when formatting */
+} unit_t;
+
+#define PS_PER_S 1e12
+
+static const unit_t units[] = {
+    {NVL_QTY_BYTES, "B", 1.0, 1},
+    {NVL_QTY_BYTES, "KB", 1e3, 1},
+    {NVL_QTY_BYTES, "MB", 1e6, 1},
+    {NVL_QTY_BYTES, "GB", 1e9, 1},
+    {NVL_QTY_BYTES, "TB", 1e12, 1},
+    {NVL_QTY_BYTES, "KiB", 1024.0, 0},
+    {NVL_QTY_BYTES, "MiB", 1048576.0, 0},
+    {NVL_QTY_BYTES, "GiB", 1073741824.0, 0},
+    {NVL_QTY_BYTES, "TiB", 1099511627776.0, 0},
+
+    {NVL_QTY_BW, "B/s", 1.0, 1},
+    {NVL_QTY_BW, "KB/s", 1e3, 1},
+    {NVL_QTY_BW, "MB/s", 1e6, 1},
+    {NVL_QTY_BW, "GB/s", 1e9, 1},
+    {NVL_QTY_BW, "TB/s", 1e12, 1},
+    {NVL_QTY_BW, "KiB/s", 1024.0, 0},
+    {NVL_QTY_BW, "MiB/s", 1048576.0, 0},
+    {NVL_QTY_BW, "GiB/s", 1073741824.0, 0},
+    {NVL_QTY_BW, "b/s", 0.125, 0},
+    {NVL_QTY_BW, "Kb/s", 125.0, 0},
+    {NVL_QTY_BW, "Mb/s", 125e3, 0},
+    {NVL_QTY_BW, "Gb/s", 125e6, 0},
+    {NVL_QTY_BW, "Tb/s", 125e9, 0},
+
+    {NVL_QTY_TIME, "ps", 1.0, 1},
+    {NVL_QTY_TIME, "ns", 1e3, 1},
+    {NVL_QTY_TIME, "us", 1e6, 1},
+    {NVL_QTY_TIME, "ms", 1e9, 1},
+    {NVL_QTY_TIME, "s", PS_PER_S, 1},
+
+    {NVL_QTY_FLOPS, "FLOP/s", 1.0, 1},
+    {NVL_QTY_FLOPS, "GFLOP/s", 1e9, 1},
+    {NVL_QTY_FLOPS, "TFLOP/s", 1e12, 1},
+    {NVL_QTY_FLOPS, "PFLOP/s", 1e15, 1},
+    {NVL_QTY_FLOPS, "FLOPS", 1.0, 0},
+    {NVL_QTY_FLOPS, "GFLOPS", 1e9, 0},
+    {NVL_QTY_FLOPS, "TFLOPS", 1e12, 0},
+    {NVL_QTY_FLOPS, "PFLOPS", 1e15, 0},
+
+    {NVL_QTY_RATE, "op/s", 1.0, 1},
+    {NVL_QTY_RATE, "Kop/s", 1e3, 1},
+    {NVL_QTY_RATE, "Mop/s", 1e6, 1},
+    {NVL_QTY_RATE, "Gop/s", 1e9, 1},
+    {NVL_QTY_RATE, "Top/s", 1e12, 1},
+
+    {NVL_QTY_FREQ, "Hz", 1.0, 1},
+    {NVL_QTY_FREQ, "kHz", 1e3, 1},
+    {NVL_QTY_FREQ, "MHz", 1e6, 1},
+    {NVL_QTY_FREQ, "GHz", 1e9, 1},
+};
+
+#define N_UNITS (sizeof units / sizeof units[0])
+
+static const char *const kind_names[NVL_QTY_KIND_COUNT] = {
+    [NVL_QTY_COUNT] = "count",   [NVL_QTY_RATIO] = "ratio",
+    [NVL_QTY_BOOL] = "yes/no",   [NVL_QTY_BYTES] = "size",
+    [NVL_QTY_BW] = "bandwidth",  [NVL_QTY_TIME] = "time",
+    [NVL_QTY_FLOPS] = "FLOP rate", [NVL_QTY_RATE] = "operation rate",
+    [NVL_QTY_FREQ] = "frequency",
+};
+
+static const char *const unit_lists[NVL_QTY_KIND_COUNT] = {
+    [NVL_QTY_COUNT] = "a whole number without unit",
+    [NVL_QTY_RATIO] = "a number without unit, or a percentage like 80%",
+    [NVL_QTY_BOOL] = "yes, no, true, false, on, off, 1 or 0",
+    [NVL_QTY_BYTES] = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB",
+    [NVL_QTY_BW] = "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, b/s, "
+                   "Kb/s, Mb/s, Gb/s, Tb/s",
+    [NVL_QTY_TIME] = "ps, ns, us, ms, s",
+    [NVL_QTY_FLOPS] = "FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s (or FLOPS, "
+                      "GFLOPS, TFLOPS, PFLOPS)",
+    [NVL_QTY_RATE] = "op/s, Kop/s, Mop/s, Gop/s, Top/s",
+    [NVL_QTY_FREQ] = "Hz, kHz, MHz, GHz",
+};
+
+const char *nvl_qty_units(nvl_qty_kind_t kind)
+{
+    return kind < NVL_QTY_KIND_COUNT ? unit_lists[kind] : "";
+}
+
+const char *nvl_qty_kind_name(nvl_qty_kind_t kind)
+{
+    return kind < NVL_QTY_KIND_COUNT ? kind_names[kind] : "?";
+}
+
+static nvl_status_t parse_bool(const char *t, double *out, char *why,
+                               size_t why_len)
+{
+    static const char *const yes[] = {"yes", "true", "on", "1"};
+    static const char *const no[] = {"no", "false", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(t, yes[i]) == 0) { *out = 1.0; return NVL_OK; }
+        if (strcasecmp(t, no[i]) == 0) { *out = 0.0; return NVL_OK; }
+    }
+    snprintf(why, why_len, "'%s' is not a yes/no value", t);
+    return NVL_ERR_INVALID;
+}
+
+nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
+                           double *value_out, char *why_buf, size_t why_len)
+{
+    const char *why = "no value";
+    if (text == NULL || kind >= NVL_QTY_KIND_COUNT)
+        goto fail;
+    while (*text == ' ' || *text == '\t')
+        text++;
+    if (*text == '\0')
+        goto fail;
+    if (kind == NVL_QTY_BOOL)
+        return parse_bool(text, value_out, why_buf, why_len);
+
+    char *end;
+    errno = 0;
+    double number = strtod(text, &end);
+    if (end == text) {
+        why = "does not start with a number";
+        goto fail;
+    }
+    if (errno == ERANGE || !isfinite(number)) {
+        why = "number is too large or not finite";
+        goto fail;
+    }
+    if (number < 0) {
+        why = "negative values are not allowed";
+        goto fail;
+    }
+    while (*end == ' ' || *end == '\t')
+        end++;
+    /* strip trailing blanks from the unit */
+    char unit[32];
+    size_t n = strlen(end);
+    while (n > 0 && (end[n - 1] == ' ' || end[n - 1] == '\t'))
+        n--;
+    if (n >= sizeof unit) {
+        why = "unit is too long";
+        goto fail;
+    }
+    memcpy(unit, end, n);
+    unit[n] = '\0';
+
+    switch (kind) {
+    case NVL_QTY_COUNT:
+        if (unit[0] != '\0') {
+            why = "a count takes no unit";
+            goto fail;
+        }
+        if (number != floor(number) || number > 9007199254740992.0) {
+            why = "a count must be a whole number";
+            goto fail;
+        }
+        *value_out = number;
+        return NVL_OK;
+    case NVL_QTY_RATIO:
+        if (strcmp(unit, "%") == 0) {
+            *value_out = number / 100.0;
+            return NVL_OK;
+        }
+        if (unit[0] != '\0') {
+            why = "a ratio takes no unit (expected a number, or a "
+                  "percentage like 80%)";
+            goto fail;
+        }
+        *value_out = number;
+        return NVL_OK;
+    default:
+        break;
+    }
+    if (unit[0] == '\0') {
+        why = "missing unit";
+        goto fail;
+    }
+    for (size_t i = 0; i < N_UNITS; i++) {
+        if (units[i].kind == kind && strcmp(units[i].suffix, unit) == 0) {
+            *value_out = number * units[i].scale;
+            return NVL_OK;
+        }
+    }
+    snprintf(why_buf, why_len, "unknown unit '%s'", unit);
+    return NVL_ERR_INVALID;
+fail:
+    snprintf(why_buf, why_len, "%s", why);
+    return NVL_ERR_INVALID;
+}
+
+/* Tries to write value with unit u; succeeds when it reads back exactly. */
+static int try_format(const unit_t *u, double value, char *buf, size_t len)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, "%.*g%s", digits, value / u->scale,
+                 u->suffix);
+        double back;
+        char why[128];
+        if (nvl_qty_parse(u->kind, tmp, &back, why, sizeof why) == NVL_OK &&
+            back == value)
+            return snprintf(buf, len, "%s", tmp);
+    }
+    return -1;
+}
+
+int nvl_qty_format(nvl_qty_kind_t kind, double value, char *buf, size_t len)
+{
+    switch (kind) {
+    case NVL_QTY_COUNT:
+        return snprintf(buf, len, "%.0f", value);
+    case NVL_QTY_RATIO:
+        return snprintf(buf, len, "%.17g", value);
+    case NVL_QTY_BOOL:
+        return snprintf(buf, len, "%s", value != 0.0 ? "yes" : "no");
+    default:
+        break;
+    }
+    /* the largest preferred unit in which the value is at least 1 */
+    const unit_t *best = NULL, *base = NULL;
+    for (size_t i = 0; i < N_UNITS; i++) {
+        const unit_t *u = &units[i];
+        if (u->kind != kind || !u->preferred)
+            continue;
+        if (u->scale == 1.0)
+            base = u;
+        if (value >= u->scale && (best == NULL || u->scale > best->scale))
+            best = u;
+    }
+    if (best != NULL) {
+        int n = try_format(best, value, buf, len);
+        if (n >= 0)
+            return n;
+    }
+    return snprintf(buf, len, "%.17g%s", value, base ? base->suffix : "");
+}
