@@ -111,6 +111,8 @@ typedef struct {
     int64_t base_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
     int64_t nvlink_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
     int64_t net_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
+    uint32_t channels;        /* collective channels NCCL opens */
+    int64_t step_overhead_ps; /* sync cost of one Simple-protocol step */
 } nvl_nccl_spec_t;
 
 /* Per-GPU what-if overrides; the defaults (1, 1, 0, 1, 1) change nothing. */

@@ -13,6 +13,9 @@ typedef struct {
 static const command_t commands[] = {
     {"topo", nvl_cmd_topo,
      "validate a topology file and describe the emulated system"},
+    {"coll-table", nvl_cmd_coll_table,
+     "NCCL's tuning table (latency / bandwidth per collective, algorithm "
+     "and protocol) as the model predicts it"},
 };
 
 static void usage(FILE *out)

@@ -80,8 +80,8 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
     FMT(NVL_QTY_BW, nv->link_bw_bytes_per_s, a);
     FMT(NVL_QTY_BW, min_over(t, ranks, nvl_topo_nvlink_bw), b);
     FMT(NVL_QTY_TIME, (double)nv->hop_lat_ps, c);
-    fprintf(out, "NVLink     %" PRIu32 " links x %s = %s per GPU per direction"
-                 " (slowest GPU of the job); latency %s\n",
+    fprintf(out, "NVLink     %" PRIu32 " links x %s per GPU per direction; "
+                 "the job's slowest GPU has %s; latency %s\n",
             nv->links_per_gpu, a, b, c);
     if (nv->switch_trays > 0)
         fprintf(out, "           %" PRIu32 " switch tray(s) x %" PRIu32

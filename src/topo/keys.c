@@ -130,6 +130,14 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(node.gpus_per_superchip), "1", 1, 64, "2",
      "GPUs sharing one host CPU (a GB200 superchip has 2)"},
 
+    {"nccl", "channels", NVL_QTY_COUNT, NVL_FIELD_U32, F(nccl.channels), "24",
+     1, 64, "24",
+     "collective channels NCCL opens (measured: 24 on 2 x H200 NV18, "
+     "NCCL 2.28 init log)"},
+    {"nccl", "step_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.step_overhead_ps), "1.5us", 0, PS(1000.0), "1.5us",
+     "synchronisation cost of one Simple-protocol chunk step (fit to the "
+     "h200-nvl2 all_reduce curve)"},
     NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL, "ll", "6.8us", "0.6us", "5us"),
     NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL128, "ll128", "14us", "1.25us", "8.5us"),
     NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_SIMPLE, "simple", "8.4us", "4us", "14us"),
@@ -219,82 +227,127 @@ void nvl_topo_key_format(const nvl_topo_key_t *k, const void *base,
     nvl_qty_format(k->kind, v, buf, len);
 }
 
-nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin)
+/* "origin:line" of the first of the keys a and b (as "section.key", b may
+ * be NULL) that the file set; just origin when neither was or when lines is
+ * NULL (the topology is not being read from a file). */
+static const char *where_set(char *buf, size_t len, const char *origin,
+                             const int *lines, const char *a, const char *b)
+{
+    snprintf(buf, len, "%s", origin);
+    for (int pass = 0; lines != NULL && pass < 2; pass++) {
+        const char *name = pass ? b : a;
+        for (size_t i = 0; name != NULL && i < nvl_topo_key_count; i++) {
+            const nvl_topo_key_t *k = &nvl_topo_keys[i];
+            size_t n = strlen(k->section);
+            if (lines[i] > 0 && strncmp(name, k->section, n) == 0 &&
+                name[n] == '.' && strcmp(name + n + 1, k->key) == 0) {
+                snprintf(buf, len, "%s:%d", origin, lines[i]);
+                return buf;
+            }
+        }
+    }
+    return buf;
+}
+
+nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin,
+                               const int *key_lines,
+                               const int *links_down_lines)
 {
     const nvl_nvlink_spec_t *nv = &t->nvlink;
+    char w[512];
+/* the file:line to blame: where the first named key was set */
+#define AT(a, b) where_set(w, sizeof w, origin, key_lines, a, b)
     if (nv->domain_gpus > t->gpus || t->gpus % nv->domain_gpus != 0) {
         nvl_report("%s: [nvlink] domain_size = %" PRIu32 " must divide "
                    "[system] gpus = %" PRIu32,
-                   origin, nv->domain_gpus, t->gpus);
+                   AT("nvlink.domain_size", "system.gpus"), nv->domain_gpus,
+                   t->gpus);
         return NVL_ERR_INVALID;
     }
     if (nv->domain_gpus % t->node.gpus_per_tray != 0) {
         nvl_report("%s: [node] gpus_per_tray = %" PRIu32 " must divide "
                    "[nvlink] domain_size = %" PRIu32,
-                   origin, t->node.gpus_per_tray, nv->domain_gpus);
+                   AT("node.gpus_per_tray", "nvlink.domain_size"),
+                   t->node.gpus_per_tray, nv->domain_gpus);
         return NVL_ERR_INVALID;
     }
     if (t->node.gpus_per_tray % t->node.gpus_per_superchip != 0) {
         nvl_report("%s: [node] gpus_per_superchip = %" PRIu32 " must divide "
                    "gpus_per_tray = %" PRIu32,
-                   origin, t->node.gpus_per_superchip, t->node.gpus_per_tray);
+                   AT("node.gpus_per_superchip", "node.gpus_per_tray"),
+                   t->node.gpus_per_superchip, t->node.gpus_per_tray);
         return NVL_ERR_INVALID;
     }
     if (nv->switch_trays == 0) {
         if (nv->domain_gpus > 2) {
             nvl_report("%s: [nvlink] switch_trays = 0 (GPUs linked directly) "
                        "allows domain_size 1 or 2, not %" PRIu32,
-                       origin, nv->domain_gpus);
+                       AT("nvlink.switch_trays", "nvlink.domain_size"),
+                       nv->domain_gpus);
             return NVL_ERR_INVALID;
         }
         if (nv->nvls || nv->switch_trays_down > 0) {
             nvl_report("%s: [nvlink] nvls and switch_trays_down need NVLink "
-                       "switches (switch_trays > 0)", origin);
+                       "switches (switch_trays > 0)",
+                       AT(nv->nvls ? "nvlink.nvls" : "nvlink.switch_trays_down",
+                          "nvlink.switch_trays"));
             return NVL_ERR_INVALID;
         }
     } else {
         if (nv->switch_chips_per_tray == 0) {
             nvl_report("%s: [nvlink] switch_chips_per_tray must be at least 1 "
                        "when switch_trays = %" PRIu32,
-                       origin, nv->switch_trays);
+                       AT("nvlink.switch_chips_per_tray",
+                          "nvlink.switch_trays"),
+                       nv->switch_trays);
             return NVL_ERR_INVALID;
         }
         if (nv->links_per_gpu % nv->switch_trays != 0) {
             nvl_report("%s: [nvlink] links = %" PRIu32 " must be a multiple "
                        "of switch_trays = %" PRIu32
                        " (each tray takes an equal share of every GPU's links)",
-                       origin, nv->links_per_gpu, nv->switch_trays);
+                       AT("nvlink.links", "nvlink.switch_trays"),
+                       nv->links_per_gpu, nv->switch_trays);
             return NVL_ERR_INVALID;
         }
         if (nv->switch_trays_down >= nv->switch_trays) {
             nvl_report("%s: [nvlink] switch_trays_down = %" PRIu32
                        " leaves no tray up (switch_trays = %" PRIu32 ")",
-                       origin, nv->switch_trays_down, nv->switch_trays);
+                       AT("nvlink.switch_trays_down", "nvlink.switch_trays"),
+                       nv->switch_trays_down, nv->switch_trays);
             return NVL_ERR_INVALID;
         }
     }
     if (nv->nvls && nv->nvls_bw_bytes_per_s <= 0) {
-        nvl_report("%s: [nvlink] nvls = yes needs nvls_bw > 0", origin);
+        nvl_report("%s: [nvlink] nvls = yes needs nvls_bw > 0",
+                   AT("nvlink.nvls_bw", "nvlink.nvls"));
         return NVL_ERR_INVALID;
     }
     if (t->gpus > nv->domain_gpus && t->scaleout.nic_bw_bytes_per_s <= 0) {
         nvl_report("%s: %" PRIu32 " GPUs in NVLink domains of %" PRIu32
                    " need a scale-out network: set [scaleout] nic_bw",
-                   origin, t->gpus, nv->domain_gpus);
+                   AT("scaleout.nic_bw", "nvlink.domain_size"), t->gpus,
+                   nv->domain_gpus);
         return NVL_ERR_INVALID;
     }
     if (t->overrides != NULL) {
         for (uint32_t g = 0; g < t->gpus; g++) {
             if (nvl_topo_links_up(t, g) == 0) {
+                if (links_down_lines != NULL && links_down_lines[g] > 0)
+                    snprintf(w, sizeof w, "%s:%d", origin,
+                             links_down_lines[g]);
+                else
+                    snprintf(w, sizeof w, "%s", origin);
                 nvl_report("%s: GPU %" PRIu32 " has no NVLink link up (links = "
                            "%" PRIu32 ", links_down = %" PRIu32
                            ", switch_trays_down = %" PRIu32 ")",
-                           origin, g, nv->links_per_gpu,
+                           w, g, nv->links_per_gpu,
                            t->overrides[g].links_down, nv->switch_trays_down);
                 return NVL_ERR_INVALID;
             }
         }
     }
+#undef AT
     return NVL_OK;
 }
 

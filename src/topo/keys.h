@@ -57,7 +57,13 @@ void nvl_topo_key_format(const nvl_topo_key_t *k, const void *base,
 extern const nvl_gpu_override_t nvl_topo_override_none;
 
 /* Validates the cross-key rules of a fully parsed topology; reports the
- * first broken rule naming origin.  Returns NVL_ERR_INVALID then. */
-nvl_status_t nvl_topo_validate(const nvl_topo_t *topo, const char *origin);
+ * first broken rule naming origin, and the line of the key it blames when
+ * key_lines (per row of nvl_topo_keys: the line that set it, 0 if
+ * defaulted) and links_down_lines (per GPU: the line of the override that
+ * set its links_down, 0 if none) are given; both may be NULL.  Returns
+ * NVL_ERR_INVALID then. */
+nvl_status_t nvl_topo_validate(const nvl_topo_t *topo, const char *origin,
+                               const int *key_lines,
+                               const int *links_down_lines);
 
 #endif

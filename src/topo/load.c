@@ -38,12 +38,17 @@ static char *reader(char *str, int num, void *stream)
     if (*ctx->next == '\0')
         return NULL;
     const char *nl = strchr(ctx->next, '\n');
-    size_t n = nl ? (size_t)(nl - ctx->next) + 1 : strlen(ctx->next);
-    if (n > (size_t)num - 1)
-        n = (size_t)num - 1; /* cannot happen: lines are checked first */
-    memcpy(str, ctx->next, n);
-    str[n] = '\0';
-    ctx->next += n;
+    size_t n = nl ? (size_t)(nl - ctx->next) : strlen(ctx->next);
+    /* hand inih the line without its "\n" or "\r\n": a line of
+     * LINE_MAX_CHARS characters then fits inih's buffer whole, instead of
+     * leaving its "\n" to be read as one more line (which shifted every
+     * later line number by one) */
+    size_t copy = n > 0 && ctx->next[n - 1] == '\r' ? n - 1 : n;
+    if (copy > (size_t)num - 1)
+        copy = (size_t)num - 1; /* cannot happen: lines are checked first */
+    memcpy(str, ctx->next, copy);
+    str[copy] = '\0';
+    ctx->next += nl ? n + 1 : n;
     ctx->line++;
     /* remember where main sections start, for "section lacks key" reports */
     const char *p = str;
@@ -135,6 +140,55 @@ static int add_pending(load_ctx_t *ctx, const pending_override_t *p)
     return 1;
 }
 
+/* Reports a section that is neither a main section nor a well-formed GPU
+ * override section; where is "file:line" or "--set ...". */
+static nvl_status_t check_section(const char *where, const char *section)
+{
+    uint32_t first, last;
+    int malformed;
+    if (parse_gpu_section(section, &first, &last, &malformed)) {
+        if (!malformed)
+            return NVL_OK;
+        nvl_report("%s: malformed GPU override section [%s] (expected "
+                   "[gpu.N] or [gpu.A-B] with 0 <= A <= B < %u)",
+                   where, section, NVL_TOPO_MAX_GPUS);
+        return NVL_ERR_INVALID;
+    }
+    for (size_t s = 0; nvl_topo_sections[s] != NULL; s++)
+        if (strcmp(nvl_topo_sections[s], section) == 0)
+            return NVL_OK;
+    nvl_report("%s: unknown section [%s] (expected %s)", where, section,
+               section_list());
+    return NVL_ERR_INVALID;
+}
+
+/* Checks a "[section]" line of n characters at p where it stands, so that
+ * an unknown or empty section is reported on its own line. */
+static nvl_status_t check_header(const char *p, size_t n, const char *origin,
+                                 int line)
+{
+    /* the name as inih reads it: up to ']', or up to a " ;" comment */
+    size_t e = 1;
+    while (e < n && p[e] != ']' &&
+           !(p[e] == ';' && (p[e - 1] == ' ' || p[e - 1] == '\t')))
+        e++;
+    if (e == n || p[e] != ']') {
+        nvl_report("%s:%d: unclosed section header '%.*s' (expected "
+                   "'[section]')", origin, line, (int)n, p);
+        return NVL_ERR_INVALID;
+    }
+    char where[512], name[64];
+    snprintf(where, sizeof where, "%s:%d", origin, line);
+    if (e - 1 >= sizeof name) {
+        nvl_report("%s: unknown section [%.*s] (expected %s)", where,
+                   (int)(e - 1), p + 1, section_list());
+        return NVL_ERR_INVALID;
+    }
+    memcpy(name, p + 1, e - 1);
+    name[e - 1] = '\0';
+    return check_section(where, name);
+}
+
 /* Sets section.key = value; line 0 means "from --set". */
 static nvl_status_t apply(load_ctx_t *ctx, const char *section,
                           const char *key, const char *value)
@@ -147,13 +201,9 @@ static nvl_status_t apply(load_ctx_t *ctx, const char *section,
 
     uint32_t first, last;
     int malformed;
+    if (check_section(where, section) != NVL_OK)
+        return NVL_ERR_INVALID;
     if (parse_gpu_section(section, &first, &last, &malformed)) {
-        if (malformed) {
-            nvl_report("%s: malformed GPU override section [%s] (expected "
-                       "[gpu.N] or [gpu.A-B] with 0 <= A <= B < %u)",
-                       where, section, NVL_TOPO_MAX_GPUS);
-            return NVL_ERR_INVALID;
-        }
         for (size_t i = 0; i < nvl_topo_gpu_key_count; i++) {
             const nvl_topo_key_t *k = &nvl_topo_gpu_keys[i];
             if (strcmp(k->key, key) != 0)
@@ -180,14 +230,6 @@ static nvl_status_t apply(load_ctx_t *ctx, const char *section,
         return NVL_ERR_INVALID;
     }
 
-    int known_section = 0;
-    for (size_t s = 0; nvl_topo_sections[s] != NULL; s++)
-        known_section |= strcmp(nvl_topo_sections[s], section) == 0;
-    if (!known_section) {
-        nvl_report("%s: unknown section [%s] (expected %s)", where, section,
-                   section_list());
-        return NVL_ERR_INVALID;
-    }
     for (size_t i = 0; i < nvl_topo_key_count; i++) {
         const nvl_topo_key_t *k = &nvl_topo_keys[i];
         if (strcmp(k->section, section) != 0 || strcmp(k->key, key) != 0)
@@ -263,6 +305,8 @@ static nvl_status_t prescan(const char *text, const char *origin)
                 return NVL_ERR_INVALID;
             }
         }
+        if (n > 0 && p[0] == '[' && check_header(p, n, origin, line) != NVL_OK)
+            return NVL_ERR_INVALID;
         if (memchr(p, '\0', n) != NULL) {
             nvl_report("%s:%d: NUL byte in text", origin, line);
             return NVL_ERR_INVALID;
@@ -306,22 +350,38 @@ static nvl_status_t finish(load_ctx_t *ctx)
                    t->gpus);
         return NVL_ERR_NOMEM;
     }
+    /* per GPU, the line that set its links_down, for validation reports */
+    int *links_down_lines = calloc(t->gpus, sizeof *links_down_lines);
+    if (links_down_lines == NULL) {
+        nvl_report("%s: out of memory for %" PRIu32 " GPUs", ctx->origin,
+                   t->gpus);
+        return NVL_ERR_NOMEM;
+    }
     for (uint32_t g = 0; g < t->gpus; g++)
         t->overrides[g] = nvl_topo_override_none;
+    nvl_status_t st = NVL_OK;
     for (size_t i = 0; i < ctx->n_pending; i++) {
         const pending_override_t *p = &ctx->pending[i];
         if (p->last >= t->gpus) {
             nvl_report("%s:%d: GPU override for GPU %" PRIu32 " but the system "
                        "has %" PRIu32 " GPUs (0..%" PRIu32 ")",
                        ctx->origin, p->line, p->last, t->gpus, t->gpus - 1);
-            return NVL_ERR_INVALID;
+            st = NVL_ERR_INVALID;
+            break;
         }
         const nvl_topo_key_t *k = &nvl_topo_gpu_keys[p->key];
-        for (uint32_t g = p->first; g <= p->last; g++)
+        for (uint32_t g = p->first; g <= p->last; g++) {
             memcpy((char *)&t->overrides[g] + k->offset,
                    (const char *)&p->value + k->offset, k->size);
+            if (k->offset == offsetof(nvl_gpu_override_t, links_down))
+                links_down_lines[g] = p->line;
+        }
     }
-    return nvl_topo_validate(t, ctx->origin);
+    if (st == NVL_OK)
+        st = nvl_topo_validate(t, ctx->origin, ctx->seen_line,
+                               links_down_lines);
+    free(links_down_lines);
+    return st;
 }
 
 static void set_defaults(nvl_topo_t *t)
@@ -434,32 +494,43 @@ nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment)
     const char *value = eq + 1;
     while (*value == ' ')
         value++;
-    char *section = buf, *key;
-    char *dot = strrchr(buf, '.');
+    const char *section = NULL, *key = buf;
     char origin[300];
     snprintf(origin, sizeof origin, "--set %s", assignment);
-    if (dot != NULL) {
-        *dot = '\0';
-        key = dot + 1;
-    } else {
-        /* a bare key: accepted when exactly one section has it */
-        key = buf;
-        section = NULL;
-        for (size_t i = 0; i < nvl_topo_key_count; i++) {
-            if (strcmp(nvl_topo_keys[i].key, key) != 0)
-                continue;
-            if (section != NULL) {
-                nvl_report("%s: key '%s' is in several sections; write "
-                           "section.%s", origin, key, key);
-                return NVL_ERR_INVALID;
-            }
-            section = (char *)nvl_topo_keys[i].section;
+    /* keys may contain dots (nccl's ring.ll.base_lat): match section.key and
+     * bare keys whole before splitting at the last dot */
+    int bare = 0;
+    for (size_t i = 0; i < nvl_topo_key_count; i++) {
+        const nvl_topo_key_t *k = &nvl_topo_keys[i];
+        size_t len = strlen(k->section);
+        if (strncmp(buf, k->section, len) == 0 && buf[len] == '.' &&
+            strcmp(buf + len + 1, k->key) == 0) {
+            section = k->section;
+            key = k->key;
+            bare = 0;
+            break;
         }
-        if (section == NULL) {
+        if (strcmp(k->key, buf) == 0) {
+            section = k->section;
+            bare++;
+        }
+    }
+    if (bare > 1) {
+        /* a bare key is accepted only when exactly one section has it */
+        nvl_report("%s: key '%s' is in several sections; write section.%s",
+                   origin, key, key);
+        return NVL_ERR_INVALID;
+    }
+    if (section == NULL) {
+        char *dot = strrchr(buf, '.');
+        if (dot == NULL) {
             nvl_report("%s: unknown key '%s' (expected section.key, e.g. "
                        "nvlink.link_bw)", origin, key);
             return NVL_ERR_INVALID;
         }
+        *dot = '\0';
+        section = buf;
+        key = dot + 1;
     }
     /* apply to a copy, validate, then commit */
     nvl_topo_t copy = *topo;
@@ -492,7 +563,7 @@ nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment)
     }
     free(ctx.pending);
     if (st == NVL_OK)
-        st = nvl_topo_validate(&copy, origin);
+        st = nvl_topo_validate(&copy, origin, NULL, NULL);
     if (st != NVL_OK) {
         free(copy.overrides);
         return st;

@@ -114,9 +114,11 @@ int64_t nvl_topo_p2p_lat_ps(const nvl_topo_t *t, uint32_t a, uint32_t b)
     }
 }
 
-/* The sum of the smaller half's per-GPU bandwidths (sorted descending
- * order does not matter for a non-blocking switch: any half can send at its
- * full port rate, the cut is the min of the two halves' port sums). */
+/* Bisection across the job's natural split: GPUs [first, first + n/2)
+ * against the next n/2, the smaller side's port sum (a non-blocking switch
+ * lets each side send at its full port rate).  With uneven per-GPU
+ * overrides another split can be lower; this one is what a TP group split
+ * in rank order sees. */
 static double half_ports(const nvl_topo_t *t, uint32_t first, uint32_t n,
                          double (*port)(const nvl_topo_t *, uint32_t))
 {

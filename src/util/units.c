@@ -109,11 +109,21 @@ static nvl_status_t parse_bool(const char *t, double *out, char *why,
 {
     static const char *const yes[] = {"yes", "true", "on", "1"};
     static const char *const no[] = {"no", "false", "off", "0"};
+    /* trailing blanks are ignored, as after the other kinds' units */
+    size_t n = strlen(t);
+    while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+        n--;
     for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(t, yes[i]) == 0) { *out = 1.0; return NVL_OK; }
-        if (strcasecmp(t, no[i]) == 0) { *out = 0.0; return NVL_OK; }
+        if (strlen(yes[i]) == n && strncasecmp(t, yes[i], n) == 0) {
+            *out = 1.0;
+            return NVL_OK;
+        }
+        if (strlen(no[i]) == n && strncasecmp(t, no[i], n) == 0) {
+            *out = 0.0;
+            return NVL_OK;
+        }
     }
-    snprintf(why, why_len, "'%s' is not a yes/no value", t);
+    snprintf(why, why_len, "'%.*s' is not a yes/no value", (int)n, t);
     return NVL_ERR_INVALID;
 }
 
@@ -225,6 +235,14 @@ int nvl_qty_format(nvl_qty_kind_t kind, double value, char *buf, size_t len)
     case NVL_QTY_COUNT:
         return snprintf(buf, len, "%.0f", value);
     case NVL_QTY_RATIO:
+        /* the shortest of 15 to 17 digits that reads back exactly: 0.8, not
+         * 0.80000000000000004 */
+        for (int digits = 15; digits < 17; digits++) {
+            char tmp[64];
+            snprintf(tmp, sizeof tmp, "%.*g", digits, value);
+            if (strtod(tmp, NULL) == value)
+                return snprintf(buf, len, "%s", tmp);
+        }
         return snprintf(buf, len, "%.17g", value);
     case NVL_QTY_BOOL:
         return snprintf(buf, len, "%s", value != 0.0 ? "yes" : "no");

@@ -1,0 +1,201 @@
+/* nvlemu: NCCL-modeled collectives in virtual time.
+ *
+ * A communicator (nvl_comm_t) is a group of ranks, each playing the GPU of
+ * its MPI_COMM_WORLD rank, on one topology.  Every collective
+ *   1. agrees across the group on the call (kind, count, dtype, op, root)
+ *      and on the start time, the latest entry clock of the group, in one
+ *      small MPI_Allreduce;
+ *   2. picks an algorithm and protocol as NCCL's tuner does (or as forced by
+ *      NCCL_ALGO / NCCL_PROTO), and predicts its duration from the topology;
+ *   3. in data mode, moves the real buffers through MPI along the pattern of
+ *      that algorithm and computes the real result; in timing mode moves no
+ *      payload at all;
+ *   4. sets every member's clock to start + duration.
+ * Both modes therefore give identical virtual times for the same calls.
+ *
+ * Buffers are host memory; in timing mode they may be NULL.  In-place
+ * operation (sendbuf == recvbuf, or for allgather sendbuf == recvbuf +
+ * rank * count elements) is allowed as in NCCL.  Errors (bad arguments,
+ * ranks that disagree on a call) are reported once, by the lowest rank that
+ * sees them, and returned on every rank of the group: never a hang. */
+#ifndef NVLEMU_COLL_H
+#define NVLEMU_COLL_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nvlemu/status.h"
+#include "nvlemu/topo.h"
+#include "nvlemu/vclock.h"
+
+typedef enum {
+    NVL_DT_F32,
+    NVL_DT_BF16,
+    NVL_DT_F16,
+    NVL_DT_FP8_E4M3,
+    NVL_DT_COUNT
+} nvl_dtype_t;
+
+typedef enum { NVL_OP_SUM, NVL_OP_MAX, NVL_OP_MIN, NVL_OP_COUNT } nvl_redop_t;
+
+/* The collectives, the first five in NCCL's ncclFunc order. */
+typedef enum {
+    NVL_COLL_BROADCAST,
+    NVL_COLL_REDUCE,
+    NVL_COLL_ALLGATHER,
+    NVL_COLL_REDUCESCATTER,
+    NVL_COLL_ALLREDUCE,
+    NVL_COLL_ALLTOALL,
+    NVL_COLL_SENDRECV,
+    NVL_COLL_COUNT
+} nvl_coll_t;
+
+typedef enum { NVL_MODE_DATA, NVL_MODE_TIMING } nvl_mode_t;
+
+/* Bytes per element. */
+size_t nvl_dtype_size(nvl_dtype_t dtype);
+/* nccl-tests' names: "float", "bfloat16", "half", "f8e4m3". */
+const char *nvl_dtype_name(nvl_dtype_t dtype);
+/* Accepts nccl-tests' names and short ones (f32, bf16, f16, fp8, e4m3). */
+nvl_status_t nvl_dtype_parse(const char *name, nvl_dtype_t *dtype_out);
+/* "sum", "max", "min". */
+const char *nvl_redop_name(nvl_redop_t op);
+nvl_status_t nvl_redop_parse(const char *name, nvl_redop_t *op_out);
+/* NCCL's names: "AllReduce", "AllGather", ... */
+const char *nvl_coll_name(nvl_coll_t coll);
+
+/* Converts between a dtype and float (round to nearest even; fp8 e4m3
+ * saturates to +-448, NaN stays NaN). */
+float nvl_dtype_to_float(nvl_dtype_t dtype, const void *elem);
+void nvl_dtype_from_float(nvl_dtype_t dtype, float value, void *elem_out);
+
+/* inout[i] = inout[i] op in[i] for n elements, computed in float and
+ * rounded back to the dtype, as NCCL reduces in the element type. */
+void nvl_reduce_into(nvl_dtype_t dtype, nvl_redop_t op, void *inout,
+                     const void *in, size_t n);
+
+/* ---- tuning: which algorithm and protocol ----------------------------- */
+
+/* What NCCL's environment allows: NCCL_ALGO, NCCL_PROTO (lists, or "^list"
+ * to exclude), NCCL_NVLS_ENABLE, NCCL_MAX_NCHANNELS / NCCL_MIN_NCHANNELS. */
+typedef struct {
+    bool algo_enabled[NVL_ALGO_COUNT];
+    bool proto_enabled[NVL_PROTO_COUNT];
+    int max_channels; /* 0: the topology's default */
+    int min_channels;
+} nvl_tuner_cfg_t;
+
+/* Everything enabled, channels from the topology. */
+void nvl_tuner_cfg_default(nvl_tuner_cfg_t *cfg_out);
+
+/* Reads NCCL's variables from the environment; an unknown algorithm or
+ * protocol name is reported with the variable and the accepted names, and
+ * NVL_ERR_INVALID returned. */
+nvl_status_t nvl_tuner_cfg_from_env(nvl_tuner_cfg_t *cfg_out);
+
+/* ---- communicators ----------------------------------------------------- */
+
+typedef struct nvl_comm nvl_comm_t;
+
+/* Collective over mpi_comm: a communicator whose member i plays the GPU of
+ * its MPI_COMM_WORLD rank, advancing *clock (owned by the caller, one per
+ * rank, shared by all of its communicators).  The topology must outlive the
+ * communicator.  Tuning comes from the environment (nvl_tuner_cfg_from_env).
+ * Free with nvl_comm_destroy. */
+nvl_status_t nvl_comm_create(MPI_Comm mpi_comm, const nvl_topo_t *topo,
+                             nvl_vclock_t *clock, nvl_comm_t **comm_out);
+
+/* Collective: splits comm into sub-communicators by color (a TP group is
+ * one color), ordered by key then rank, as MPI_Comm_split. */
+nvl_status_t nvl_comm_split(nvl_comm_t *comm, int color, int key,
+                            nvl_comm_t **comm_out);
+
+/* Not collective, no MPI needed: a prediction-only communicator of nranks
+ * members playing GPUs 0..nranks-1, as seen from member 0 (rank 0, size
+ * nranks, nvl_comm_mpi() is MPI_COMM_NULL), for tools that model a job
+ * they do not run (nvlemu coll-table).  Only nvl_coll_predict and
+ * nvl_coll_choose (and the accessors) may be used on it; the collectives
+ * need a real group.  clock may be NULL.  Tuning comes from the
+ * environment.  Reports and returns NVL_ERR_INVALID when nranks is not
+ * 1..topo->gpus or the environment is bad.  Free with nvl_comm_destroy. */
+nvl_status_t nvl_comm_create_virtual(const nvl_topo_t *topo, int nranks,
+                                     nvl_vclock_t *clock,
+                                     nvl_comm_t **comm_out);
+
+void nvl_comm_destroy(nvl_comm_t *comm);
+
+int nvl_comm_rank(const nvl_comm_t *comm);
+int nvl_comm_size(const nvl_comm_t *comm);
+/* The GPU (topology index) member i plays. */
+uint32_t nvl_comm_gpu(const nvl_comm_t *comm, int member);
+const nvl_topo_t *nvl_comm_topo(const nvl_comm_t *comm);
+nvl_vclock_t *nvl_comm_clock(nvl_comm_t *comm);
+MPI_Comm nvl_comm_mpi(const nvl_comm_t *comm);
+
+void nvl_comm_set_mode(nvl_comm_t *comm, nvl_mode_t mode);
+nvl_mode_t nvl_comm_mode(const nvl_comm_t *comm);
+/* Replaces the tuning configuration (must be the same on every member). */
+void nvl_comm_set_tuner(nvl_comm_t *comm, const nvl_tuner_cfg_t *cfg);
+const nvl_tuner_cfg_t *nvl_comm_tuner(const nvl_comm_t *comm);
+
+/* ---- prediction -------------------------------------------------------- */
+
+/* What one collective call did or would do. */
+typedef struct {
+    nvl_coll_t coll;
+    nvl_algo_t algo;   /* NVL_ALGO_COUNT for alltoall / sendrecv (p2p) */
+    nvl_proto_t proto;
+    int channels;
+    size_t bytes;      /* NCCL's nBytes: the larger of send and receive */
+    int64_t start_ps;  /* group-wide start: latest entry clock */
+    int64_t time_ps;   /* modeled duration */
+} nvl_coll_info_t;
+
+/* Predicted duration of one call of coll moving `bytes` (NCCL's nBytes) on
+ * this communicator with a given algorithm and protocol.  Returns
+ * NVL_ERR_RANGE (no report) when the pair cannot run this collective here
+ * (NVLS without switches, PAT for allreduce, ...). */
+nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
+                              size_t bytes, nvl_algo_t algo,
+                              nvl_proto_t proto, nvl_coll_info_t *info_out);
+
+/* The fastest enabled (algorithm, protocol) for the call, as NCCL picks. */
+nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
+                             size_t bytes, nvl_coll_info_t *info_out);
+
+/* ---- the collectives (collective over comm; info_out may be NULL) ----- */
+
+nvl_status_t nvl_allreduce(nvl_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t count, nvl_dtype_t dtype,
+                           nvl_redop_t op, nvl_coll_info_t *info_out);
+/* sendcount elements from each rank; recvbuf holds size * sendcount. */
+nvl_status_t nvl_allgather(nvl_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t sendcount, nvl_dtype_t dtype,
+                           nvl_coll_info_t *info_out);
+/* sendbuf holds size * recvcount; rank r gets block r reduced. */
+nvl_status_t nvl_reducescatter(nvl_comm_t *comm, const void *sendbuf,
+                               void *recvbuf, size_t recvcount,
+                               nvl_dtype_t dtype, nvl_redop_t op,
+                               nvl_coll_info_t *info_out);
+nvl_status_t nvl_broadcast(nvl_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t count, nvl_dtype_t dtype,
+                           int root, nvl_coll_info_t *info_out);
+/* recvbuf is used on root only. */
+nvl_status_t nvl_reduce(nvl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, nvl_dtype_t dtype, nvl_redop_t op,
+                        int root, nvl_coll_info_t *info_out);
+/* count elements to and from every rank (buffers hold size * count). */
+nvl_status_t nvl_alltoall(nvl_comm_t *comm, const void *sendbuf,
+                          void *recvbuf, size_t count, nvl_dtype_t dtype,
+                          nvl_coll_info_t *info_out);
+/* Sends count elements to member `to` and receives count from member
+ * `from` at once (nccl-tests sendrecv: to = rank+1, from = rank-1).  Both
+ * directions share the GPU's ports; the receive completes no earlier than
+ * the sender's clock plus latency plus transfer. */
+nvl_status_t nvl_sendrecv(nvl_comm_t *comm, const void *sendbuf, int to,
+                          void *recvbuf, int from, size_t count,
+                          nvl_dtype_t dtype, nvl_coll_info_t *info_out);
+
+#endif

@@ -1,0 +1,35 @@
+/* nvlemu: virtual time.  Each rank (one emulated GPU) keeps one clock in
+ * integer picoseconds.  Compute advances it by the cost model, and a
+ * collective or message moves it to the earliest time the data could have
+ * arrived under the topology; the host's speed never enters.  The same run
+ * therefore gives bit-identical times on any number of hosts. */
+#ifndef NVLEMU_VCLOCK_H
+#define NVLEMU_VCLOCK_H
+
+#include <stdint.h>
+
+typedef struct {
+    int64_t now_ps;
+} nvl_vclock_t;
+
+#define NVL_PS_PER_US INT64_C(1000000)
+#define NVL_PS_PER_S INT64_C(1000000000000)
+
+/* Moves the clock forward by dt_ps (>= 0). */
+static inline void nvl_vclock_advance(nvl_vclock_t *c, int64_t dt_ps)
+{
+    c->now_ps += dt_ps > 0 ? dt_ps : 0;
+}
+
+/* Moves the clock to t_ps unless it is already later. */
+static inline void nvl_vclock_wait_until(nvl_vclock_t *c, int64_t t_ps)
+{
+    if (t_ps > c->now_ps)
+        c->now_ps = t_ps;
+}
+
+/* Converts a duration in seconds (a cost-model result) to picoseconds,
+ * rounding to nearest; the one place where real numbers become time. */
+int64_t nvl_ps_from_s(double seconds);
+
+#endif

@@ -1,0 +1,319 @@
+/* nvlemu coll-table: NCCL's tuning table (what NCCL_DEBUG_SUBSYS=TUNING
+ * prints) as the emulator's cost model predicts it for a job of N ranks on
+ * a topology: per collective, algorithm and protocol, the latency (us) and
+ * algorithm bandwidth (GB/s) of
+ *
+ *   time(B) = latency + B / bandwidth        (B: NCCL's nBytes)
+ *   latency   = the predicted time of a 0-byte call
+ *   bandwidth = BIG / (time(BIG) - latency), BIG = 4 GiB
+ *
+ * 0.0/0.0 where the pair cannot run the collective here or NCCL_ALGO /
+ * NCCL_PROTO / NCCL_NVLS_ENABLE disable it.  No MPI job is needed: the
+ * table comes from a prediction-only communicator (nvl_comm_create_virtual)
+ * in one process; under mpirun every rank checks its input and rank 0
+ * prints. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "nvlemu/coll.h"
+#include "nvlemu/runtime.h"
+#include "nvlemu/topo.h"
+#include "nvlemu/units.h"
+
+#define BIG_BYTES ((size_t)4 << 30)
+#define N_TABLE_COLLS (NVL_COLL_ALLREDUCE + 1) /* NCCL's five, in order */
+#define ALGOS_PER_BLOCK 3                      /* as NCCL prints them */
+
+enum { OPT_TOPO = 1, OPT_RANKS, OPT_JSON, OPT_SET, OPT_HELP };
+
+static const nvl_cli_opt_t table_opts[] = {
+    {"topo", required_argument, OPT_TOPO, "FILE", "the topology (required)"},
+    {"ranks", required_argument, OPT_RANKS, "N",
+     "model a job of N ranks, GPUs 0..N-1 (default: every GPU)"},
+    {"json", required_argument, OPT_JSON, "FILE",
+     "write the table as JSON to FILE ('-': standard output) instead"},
+    {"set", required_argument, OPT_SET, "SECTION.KEY=VALUE",
+     "what-if override of the topology, repeatable"},
+    {"help", no_argument, OPT_HELP, NULL, "this help"},
+};
+#define N_OPTS (sizeof table_opts / sizeof table_opts[0])
+#define USAGE "nvlemu coll-table --topo FILE [--ranks N] [--json FILE] " \
+              "[--set K=V]...   (honours NCCL_ALGO, NCCL_PROTO, "       \
+              "NCCL_NVLS_ENABLE, NCCL_MAX_NCHANNELS)"
+
+/* NCCL's spellings, as in its table. */
+static const char *const algo_names[NVL_ALGO_COUNT] = {
+    [NVL_ALGO_TREE] = "Tree", [NVL_ALGO_RING] = "Ring",
+    [NVL_ALGO_NVLS] = "NVLS", [NVL_ALGO_NVLS_TREE] = "NVLSTree",
+    [NVL_ALGO_PAT] = "PAT"};
+static const char *const proto_names[NVL_PROTO_COUNT] = {
+    [NVL_PROTO_LL] = "LL", [NVL_PROTO_LL128] = "LL128",
+    [NVL_PROTO_SIMPLE] = "Simple"};
+
+typedef struct {
+    const char *topo_file, *json;
+    long ranks;
+    const char **sets;
+    int n_sets, help;
+} table_args_t;
+
+typedef enum { CELL_OK, CELL_UNSUPPORTED, CELL_DISABLED } cell_state_t;
+static const char *const cell_state_names[] = {
+    [CELL_OK] = "ok", [CELL_UNSUPPORTED] = "unsupported",
+    [CELL_DISABLED] = "disabled"};
+
+typedef struct {
+    cell_state_t state;
+    int64_t lat_ps;
+    double algbw_bytes_per_s;
+} cell_t;
+
+typedef cell_t table_t[N_TABLE_COLLS][NVL_ALGO_COUNT][NVL_PROTO_COUNT];
+
+static nvl_status_t parse_args(int argc, char **argv, table_args_t *a)
+{
+    struct option longopts[N_OPTS + 1];
+    nvl_cli_longopts(table_opts, N_OPTS, longopts);
+    a->sets = calloc((size_t)argc, sizeof *a->sets);
+    if (a->sets == NULL)
+        return NVL_ERR_NOMEM;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_TOPO: a->topo_file = optarg; break;
+        case OPT_RANKS:
+            a->ranks = nvl_cli_positive("--ranks", optarg, NVL_TOPO_MAX_GPUS);
+            if (a->ranks < 0)
+                return NVL_ERR_INVALID;
+            break;
+        case OPT_JSON: a->json = optarg; break;
+        case OPT_SET: a->sets[a->n_sets++] = optarg; break;
+        case OPT_HELP: a->help = 1; break;
+        case ':':
+            nvl_report("coll-table: option %s needs a value",
+                       argv[optind - 1]);
+            return NVL_ERR_INVALID;
+        default:
+            nvl_report("coll-table: unknown option '%s' (see nvlemu "
+                       "coll-table --help)",
+                       argv[optind - 1]);
+            return NVL_ERR_INVALID;
+        }
+    }
+    if (a->help)
+        return NVL_OK;
+    if (optind < argc) {
+        nvl_report("coll-table: unexpected argument '%s' (usage: %s)",
+                   argv[optind], USAGE);
+        return NVL_ERR_INVALID;
+    }
+    if (a->topo_file == NULL) {
+        nvl_report("coll-table: --topo FILE is required (usage: %s)", USAGE);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+static void fill_table(const nvl_comm_t *comm, table_t table)
+{
+    const nvl_tuner_cfg_t *cfg = nvl_comm_tuner(comm);
+    for (int c = 0; c < N_TABLE_COLLS; c++)
+        for (int a = 0; a < NVL_ALGO_COUNT; a++)
+            for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+                cell_t *cell = &table[c][a][p];
+                nvl_coll_info_t zero, big;
+                *cell = (cell_t){CELL_DISABLED, 0, 0};
+                if (!cfg->algo_enabled[a] || !cfg->proto_enabled[p])
+                    continue;
+                cell->state = CELL_UNSUPPORTED;
+                if (nvl_coll_predict(comm, (nvl_coll_t)c, 0, (nvl_algo_t)a,
+                                     (nvl_proto_t)p, &zero) != NVL_OK ||
+                    nvl_coll_predict(comm, (nvl_coll_t)c, BIG_BYTES,
+                                     (nvl_algo_t)a, (nvl_proto_t)p,
+                                     &big) != NVL_OK)
+                    continue;
+                cell->state = CELL_OK;
+                cell->lat_ps = zero.time_ps;
+                if (big.time_ps > zero.time_ps)
+                    cell->algbw_bytes_per_s =
+                        (double)BIG_BYTES /
+                        ((double)(big.time_ps - zero.time_ps) * 1e-12);
+            }
+}
+
+/* The line NCCL prints above its table, with what the model knows. */
+static void print_summary(const nvl_topo_t *topo, const nvl_comm_t *comm,
+                          const table_t table)
+{
+    int n = nvl_comm_size(comm);
+    const nvl_tuner_cfg_t *cfg = nvl_comm_tuner(comm);
+    uint32_t channels = topo->nccl.channels;
+    if (cfg->max_channels > 0 && (uint32_t)cfg->max_channels < channels)
+        channels = (uint32_t)cfg->max_channels;
+    uint32_t domains = 1;
+    double nvlink = nvl_topo_nvlink_bw(topo, 0), nic = nvl_topo_nic_bw(topo, 0);
+    for (int i = 1; i < n; i++) {
+        uint32_t g = nvl_comm_gpu(comm, i);
+        if (nvl_topo_domain_of(topo, g) != nvl_topo_domain_of(topo, g - 1))
+            domains++;
+        double bw = nvl_topo_nvlink_bw(topo, g), nb = nvl_topo_nic_bw(topo, g);
+        nvlink = bw < nvlink ? bw : nvlink;
+        nic = nb < nic ? nb : nic;
+    }
+    char nv[32], net[32];
+    nvl_qty_format(NVL_QTY_BW, nvlink, nv, sizeof nv);
+    nvl_qty_format(NVL_QTY_BW, nic, net, sizeof net);
+    const cell_t *nvls = &table[NVL_COLL_ALLREDUCE][NVL_ALGO_NVLS]
+                               [NVL_PROTO_SIMPLE];
+    const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
+    printf("nvlemu model of NCCL tuning for %s, %d rank%s: %u coll "
+           "channels; %u NVLink domain%s, NVLink %s per GPU%s%s; NVLS %s; "
+           "NCCL_ALGO=%s NCCL_PROTO=%s.\n",
+           topo->name, n, n == 1 ? "" : "s", channels, domains,
+           domains == 1 ? "" : "s", nv, domains > 1 ? ", scale-out " : "",
+           domains > 1 ? net : "",
+           nvls->state == CELL_OK            ? "available"
+           : nvls->state == CELL_DISABLED    ? "disabled"
+                                             : "unavailable",
+           algo != NULL && *algo ? algo : "(all)",
+           proto != NULL && *proto ? proto : "(all)");
+    printf("Each cell: predicted latency (us) / algorithm bandwidth (GB/s): "
+           "latency = time of a 0-byte call, bandwidth = 4 GiB / (time(4 "
+           "GiB) - latency); 0.0/0.0: unsupported or disabled.\n");
+}
+
+static void print_table(const table_t table)
+{
+    for (int first = 0; first < NVL_ALGO_COUNT; first += ALGOS_PER_BLOCK) {
+        int end = first + ALGOS_PER_BLOCK < NVL_ALGO_COUNT
+                      ? first + ALGOS_PER_BLOCK
+                      : NVL_ALGO_COUNT;
+        printf("  Algorithm   |");
+        for (int a = first; a < end; a++)
+            printf(" %14s   %14s   %14s |", "", algo_names[a], "");
+        printf("\n  Protocol    |");
+        for (int a = first; a < end; a++)
+            for (int p = 0; p < NVL_PROTO_COUNT; p++)
+                printf(" %14s |", proto_names[p]);
+        printf("\n");
+        for (int c = 0; c < N_TABLE_COLLS; c++) {
+            printf("%13s |", nvl_coll_name((nvl_coll_t)c));
+            for (int a = first; a < end; a++)
+                for (int p = 0; p < NVL_PROTO_COUNT; p++)
+                    printf(" %7.1f/%6.1f |",
+                           (double)table[c][a][p].lat_ps / 1e6,
+                           table[c][a][p].algbw_bytes_per_s / 1e9);
+            printf("\n");
+        }
+    }
+}
+
+/* Base units, as nvlemu topo --json: ps and bytes/s. */
+static nvl_status_t write_json(const nvl_topo_t *topo, const char *origin,
+                               const nvl_comm_t *comm, const table_t table,
+                               FILE *out)
+{
+    json_t *root = json_object(), *cells = json_array();
+    json_object_set_new(root, "topology", json_string(topo->name));
+    json_object_set_new(root, "file", json_string(origin));
+    json_object_set_new(root, "ranks", json_integer(nvl_comm_size(comm)));
+    json_object_set_new(root, "bandwidth_bytes",
+                        json_integer((json_int_t)BIG_BYTES));
+    json_object_set_new(root, "units", json_string("lat: ps, algbw: bytes/s"));
+    for (int c = 0; c < N_TABLE_COLLS; c++)
+        for (int a = 0; a < NVL_ALGO_COUNT; a++)
+            for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+                const cell_t *cell = &table[c][a][p];
+                json_t *o = json_object();
+                json_object_set_new(o, "coll",
+                                    json_string(nvl_coll_name((nvl_coll_t)c)));
+                json_object_set_new(o, "algo", json_string(algo_names[a]));
+                json_object_set_new(o, "proto", json_string(proto_names[p]));
+                json_object_set_new(o, "state",
+                                    json_string(cell_state_names[cell->state]));
+                json_object_set_new(o, "lat_ps", json_integer(cell->lat_ps));
+                json_object_set_new(o, "algbw_bytes_per_s",
+                                    json_real(cell->algbw_bytes_per_s));
+                json_array_append_new(cells, o);
+            }
+    json_object_set_new(root, "cells", cells);
+    int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (rc != 0 || fputc('\n', out) == EOF) {
+        nvl_report("cannot write the JSON table");
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}
+
+static nvl_status_t output(const table_args_t *args, const nvl_topo_t *topo,
+                           const nvl_comm_t *comm, const table_t table)
+{
+    if (args->json == NULL) {
+        print_summary(topo, comm, table);
+        print_table(table);
+        return NVL_OK;
+    }
+    bool to_stdout = strcmp(args->json, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(args->json, "w");
+    if (out == NULL) {
+        nvl_report("--json %s: cannot open for writing", args->json);
+        return NVL_ERR_IO;
+    }
+    nvl_status_t st = write_json(topo, args->topo_file, comm, table, out);
+    if (!to_stdout && fclose(out) != 0 && st == NVL_OK) {
+        nvl_report("--json %s: write failed", args->json);
+        st = NVL_ERR_IO;
+    }
+    return st;
+}
+
+int nvl_cmd_coll_table(int argc, char **argv)
+{
+    nvl_runtime_t rt;
+    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
+        return 1;
+    table_args_t args = {0};
+    nvl_topo_t *topo = NULL;
+    nvl_comm_t *comm = NULL;
+    int code = 1;
+
+    nvl_runtime_capture_begin();
+    nvl_status_t st = parse_args(argc, argv, &args);
+    if (st == NVL_OK && !args.help)
+        st = nvl_topo_load(args.topo_file, &topo);
+    for (int i = 0; st == NVL_OK && i < args.n_sets; i++)
+        st = nvl_topo_set(topo, args.sets[i]);
+    if (st == NVL_OK && !args.help)
+        st = nvl_comm_create_virtual(
+            topo, args.ranks > 0 ? (int)args.ranks : (int)topo->gpus, NULL,
+            &comm);
+    if (nvl_runtime_capture_end(st) != NVL_OK)
+        goto out;
+    if (args.help) {
+        if (rt.rank == 0)
+            nvl_cli_help(stdout, USAGE, table_opts, N_OPTS);
+        code = 0;
+        goto out;
+    }
+    st = NVL_OK;
+    if (rt.rank == 0) {
+        static table_t table;
+        fill_table(comm, table);
+        st = output(&args, topo, comm, table);
+        fflush(stdout);
+    }
+    int ok = st == NVL_OK, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    code = all_ok ? 0 : 1;
+out:
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+    free(args.sets);
+    nvl_runtime_finalize();
+    return code;
+}

@@ -1,0 +1,243 @@
+/* The collective entry points: check the call, agree on it and on the start
+ * time in one small allreduce, choose the algorithm, move the data (data
+ * mode), advance the clock. */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coll_impl.h"
+#include "nvlemu/runtime.h"
+
+enum { AGREE_CLOCK, AGREE_SIG, AGREE_NEG_SIG, AGREE_ERR, AGREE_TIME, AGREE_N };
+
+/* What the members must agree on, as one number. */
+static int64_t signature(const nvl_coll_call_t *c)
+{
+    uint64_t h = 1469598103934665603ull;
+    uint64_t parts[] = {(uint64_t)c->coll, (uint64_t)c->count,
+                        (uint64_t)c->dtype, (uint64_t)c->op,
+                        (uint64_t)(int64_t)c->root,
+                        (uint64_t)c->comm->mode};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        h ^= parts[i];
+        h *= 1099511628211ull;
+    }
+    return (int64_t)(h >> 1);
+}
+
+static void describe(const nvl_coll_call_t *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s(count=%zu, %s, %s, root=%d)",
+             nvl_coll_name(c->coll), c->count,
+             c->dtype < NVL_DT_COUNT ? nvl_dtype_name(c->dtype) : "bad dtype",
+             c->op < NVL_OP_COUNT ? nvl_redop_name(c->op) : "bad op",
+             c->root);
+}
+
+/* Checks one rank's arguments; writes why on error. */
+static int check(const nvl_coll_call_t *c, size_t *bytes_out, char *why,
+                 size_t len)
+{
+    int n = c->comm->size;
+    if (c->dtype >= NVL_DT_COUNT) {
+        snprintf(why, len, "unknown dtype %d", (int)c->dtype);
+        return 0;
+    }
+    if (c->op >= NVL_OP_COUNT) {
+        snprintf(why, len, "unknown reduction op %d", (int)c->op);
+        return 0;
+    }
+    size_t esz = nvl_dtype_size(c->dtype);
+    size_t mult = (c->coll == NVL_COLL_ALLGATHER ||
+                   c->coll == NVL_COLL_REDUCESCATTER ||
+                   c->coll == NVL_COLL_ALLTOALL)
+                      ? (size_t)n
+                      : 1;
+    if (c->count > SIZE_MAX / esz / mult) {
+        snprintf(why, len, "count %zu x %zu-byte %s x %zu overflows", c->count,
+                 esz, nvl_dtype_name(c->dtype), mult);
+        return 0;
+    }
+    if ((c->coll == NVL_COLL_BROADCAST || c->coll == NVL_COLL_REDUCE) &&
+        (c->root < 0 || c->root >= n)) {
+        snprintf(why, len, "root %d is not a member (0..%d)", c->root, n - 1);
+        return 0;
+    }
+    if (c->coll == NVL_COLL_SENDRECV &&
+        (c->peer_to < 0 || c->peer_to >= n || c->peer_from < 0 ||
+         c->peer_from >= n)) {
+        snprintf(why, len, "peers %d/%d are not members (0..%d)", c->peer_to,
+                 c->peer_from, n - 1);
+        return 0;
+    }
+    if (c->comm->mode == NVL_MODE_DATA && c->count > 0 &&
+        (c->recv == NULL ||
+         (c->send == NULL && c->coll != NVL_COLL_BROADCAST))) {
+        snprintf(why, len, "NULL buffer in data mode");
+        return 0;
+    }
+    if (c->comm->mode == NVL_MODE_DATA && c->coll == NVL_COLL_ALLTOALL &&
+        c->count > 0 && c->send == c->recv) {
+        snprintf(why, len, "in-place alltoall is not supported (as in NCCL)");
+        return 0;
+    }
+    *bytes_out = c->count * esz * mult;
+    return 1;
+}
+
+/* Lowest failing member reports; everyone returns the error. */
+static nvl_status_t fail_once(nvl_comm_t *comm, int failed, const char *call,
+                              const char *why)
+{
+    int mine = failed ? comm->rank : comm->size, first;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm->mpi);
+    if (comm->rank == first)
+        nvl_report("%s: %s", call, why);
+    return NVL_ERR_INVALID;
+}
+
+static nvl_status_t report_mismatch(nvl_comm_t *comm, const nvl_coll_call_t *c)
+{
+    int64_t mine[5] = {(int64_t)c->coll, (int64_t)c->count, (int64_t)c->dtype,
+                       (int64_t)c->op, (int64_t)c->root};
+    int64_t *all = NULL;
+    if (comm->rank == 0)
+        all = malloc((size_t)comm->size * sizeof mine);
+    MPI_Gather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, 0, comm->mpi);
+    if (comm->rank == 0 && all != NULL) {
+        for (int r = 1; r < comm->size; r++) {
+            int64_t *o = all + 5 * r;
+            if (o[0] == mine[0] && o[1] == mine[1] && o[2] == mine[2] &&
+                o[3] == mine[3] && o[4] == mine[4])
+                continue;
+            nvl_coll_call_t other = *c;
+            other.coll = (nvl_coll_t)o[0];
+            other.count = (size_t)o[1];
+            other.dtype = (nvl_dtype_t)o[2];
+            other.op = (nvl_redop_t)o[3];
+            other.root = (int)o[4];
+            char a[160], b[160];
+            describe(c, a, sizeof a);
+            describe(&other, b, sizeof b);
+            nvl_report("ranks disagree on a collective: member 0 (GPU %u) "
+                       "called %s, member %d (GPU %u) called %s",
+                       comm->gpus[0], a, r, comm->gpus[r], b);
+            break;
+        }
+    }
+    free(all);
+    return NVL_ERR_MISMATCH;
+}
+
+static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
+{
+    nvl_comm_t *comm = call->comm;
+    char why[256] = "", name[160];
+    size_t bytes = 0;
+    int ok = check(call, &bytes, why, sizeof why);
+    nvl_coll_info_t info = {.coll = call->coll, .algo = NVL_ALGO_COUNT,
+                            .proto = NVL_PROTO_SIMPLE, .bytes = bytes};
+    if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
+        if (nvl_coll_choose_quiet(comm, call->coll, bytes, &info) != NVL_OK) {
+            snprintf(why, sizeof why, "no enabled algorithm/protocol can run "
+                                      "it on %d rank(s) (check NCCL_ALGO, "
+                                      "NCCL_PROTO, NCCL_NVLS_ENABLE)",
+                     comm->size);
+            ok = 0;
+        }
+    } else if (ok) {
+        info.time_ps = nvl_p2p_predict_ps(call);
+    }
+    int64_t sig = signature(call);
+    int64_t v[AGREE_N] = {comm->clock->now_ps, sig, -sig, ok ? 0 : 1,
+                          info.time_ps};
+    int64_t agreed[AGREE_N];
+    MPI_Allreduce(v, agreed, AGREE_N, MPI_INT64_T, MPI_MAX, comm->mpi);
+    describe(call, name, sizeof name);
+    if (agreed[AGREE_ERR])
+        return fail_once(comm, !ok, name, why);
+    if (agreed[AGREE_SIG] != -agreed[AGREE_NEG_SIG])
+        return report_mismatch(comm, call);
+    info.start_ps = agreed[AGREE_CLOCK];
+    info.time_ps = agreed[AGREE_TIME];
+    if (comm->mode == NVL_MODE_DATA && comm->size >= 1) {
+        nvl_status_t st =
+            call->coll <= NVL_COLL_ALLREDUCE
+                ? nvl_coll_algos[info.algo]->run(call)
+                : nvl_p2p_run(call);
+        if (st != NVL_OK) {
+            /* a local failure while peers may wait on this rank: end it */
+            nvl_report("%s failed on this rank: %s", name, nvl_status_str(st));
+            nvl_runtime_abort(1);
+        }
+    }
+    comm->clock->now_ps = info.start_ps + info.time_ps;
+    if (out != NULL)
+        *out = info;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_allreduce(nvl_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t count, nvl_dtype_t dtype,
+                           nvl_redop_t op, nvl_coll_info_t *info_out)
+{
+    nvl_coll_call_t c = {comm, NVL_COLL_ALLREDUCE, sendbuf, recvbuf, count,
+                         dtype, op, 0, 0, 0};
+    return collective(&c, info_out);
+}
+
+nvl_status_t nvl_allgather(nvl_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t sendcount, nvl_dtype_t dtype,
+                           nvl_coll_info_t *info_out)
+{
+    nvl_coll_call_t c = {comm, NVL_COLL_ALLGATHER, sendbuf, recvbuf,
+                         sendcount, dtype, NVL_OP_SUM, 0, 0, 0};
+    return collective(&c, info_out);
+}
+
+nvl_status_t nvl_reducescatter(nvl_comm_t *comm, const void *sendbuf,
+                               void *recvbuf, size_t recvcount,
+                               nvl_dtype_t dtype, nvl_redop_t op,
+                               nvl_coll_info_t *info_out)
+{
+    nvl_coll_call_t c = {comm, NVL_COLL_REDUCESCATTER, sendbuf, recvbuf,
+                         recvcount, dtype, op, 0, 0, 0};
+    return collective(&c, info_out);
+}
+
+nvl_status_t nvl_broadcast(nvl_comm_t *comm, const void *sendbuf,
+                           void *recvbuf, size_t count, nvl_dtype_t dtype,
+                           int root, nvl_coll_info_t *info_out)
+{
+    nvl_coll_call_t c = {comm, NVL_COLL_BROADCAST, sendbuf, recvbuf, count,
+                         dtype, NVL_OP_SUM, root, 0, 0};
+    return collective(&c, info_out);
+}
+
+nvl_status_t nvl_reduce(nvl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                        size_t count, nvl_dtype_t dtype, nvl_redop_t op,
+                        int root, nvl_coll_info_t *info_out)
+{
+    nvl_coll_call_t c = {comm, NVL_COLL_REDUCE, sendbuf, recvbuf, count,
+                         dtype, op, root, 0, 0};
+    return collective(&c, info_out);
+}
+
+nvl_status_t nvl_alltoall(nvl_comm_t *comm, const void *sendbuf,
+                          void *recvbuf, size_t count, nvl_dtype_t dtype,
+                          nvl_coll_info_t *info_out)
+{
+    nvl_coll_call_t c = {comm, NVL_COLL_ALLTOALL, sendbuf, recvbuf, count,
+                         dtype, NVL_OP_SUM, 0, 0, 0};
+    return collective(&c, info_out);
+}
+
+nvl_status_t nvl_sendrecv(nvl_comm_t *comm, const void *sendbuf, int to,
+                          void *recvbuf, int from, size_t count,
+                          nvl_dtype_t dtype, nvl_coll_info_t *info_out)
+{
+    nvl_coll_call_t c = {comm, NVL_COLL_SENDRECV, sendbuf, recvbuf, count,
+                         dtype, NVL_OP_SUM, 0, to, from};
+    return collective(&c, info_out);
+}

@@ -1,0 +1,141 @@
+/* Private to src/coll: the communicator, one call's arguments, the table
+ * row each algorithm fills, and the shared pieces of the cost model and of
+ * data movement. */
+#ifndef NVLEMU_COLL_IMPL_H
+#define NVLEMU_COLL_IMPL_H
+
+#include "nvlemu/coll.h"
+
+struct nvl_comm {
+    MPI_Comm mpi;
+    int rank, size;
+    uint32_t *gpus;          /* size entries: GPU played by each member */
+    const nvl_topo_t *topo;
+    nvl_vclock_t *clock;
+    nvl_mode_t mode;
+    nvl_tuner_cfg_t tuner;
+    /* derived from the members' GPUs (same on every member) */
+    int domains;             /* NVLink domains spanned ("nodes" in NCCL) */
+    int max_per_domain;      /* most members in one domain */
+    double nvlink_bw;        /* slowest member's NVLink, bytes/s/direction */
+    double nic_bw;           /* slowest member's NIC, after oversubscription */
+    bool nvls;               /* all members in one switched domain with NVLS */
+    void *scratch;           /* owned: nvl_xfer_scratch */
+    size_t scratch_bytes;
+};
+
+/* One collective call, as every algorithm's run() receives it. */
+typedef struct {
+    nvl_comm_t *comm;
+    nvl_coll_t coll;
+    const void *send;
+    void *recv;
+    size_t count;            /* elements: per rank for allgather/RS/alltoall */
+    nvl_dtype_t dtype;
+    nvl_redop_t op;
+    int root;
+    int peer_to, peer_from;  /* sendrecv */
+} nvl_coll_call_t;
+
+/* One row per NCCL algorithm (src/coll/<algo>.c). */
+typedef struct {
+    nvl_algo_t algo;
+    const char *name;        /* NCCL's spelling, for NCCL_ALGO and tables */
+    /* whether the algorithm can run coll with proto on this communicator */
+    bool (*supports)(const nvl_comm_t *comm, nvl_coll_t coll,
+                     nvl_proto_t proto);
+    /* modeled duration in seconds of coll moving `bytes` (NCCL nBytes) */
+    double (*predict_s)(const nvl_comm_t *comm, nvl_coll_t coll,
+                        size_t bytes, nvl_proto_t proto, int channels);
+    /* moves the data of a call (data mode only) */
+    nvl_status_t (*run)(const nvl_coll_call_t *call);
+} nvl_coll_algo_t;
+
+extern const nvl_coll_algo_t nvl_coll_algo_tree, nvl_coll_algo_ring,
+    nvl_coll_algo_nvls, nvl_coll_algo_nvls_tree, nvl_coll_algo_pat;
+
+/* Indexed by nvl_algo_t. */
+extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
+
+/* ---- cost model pieces (src/coll/model.c) ------------------------------ */
+
+/* NCCL's latency model for one call: base + steps over NVLink and over the
+ * network, in seconds, from the topology's [nccl] constants. */
+double nvl_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
+                       nvl_proto_t proto, int intra_steps, int inter_steps);
+
+/* Bus bandwidth (bytes/s) that `channels` channels of a protocol reach over
+ * a path of raw per-direction bandwidth path_bw. */
+double nvl_model_bus_bw(const nvl_comm_t *comm, nvl_algo_t algo,
+                        nvl_proto_t proto, double path_bw, int channels);
+
+/* Channels NCCL would use for nBytes (fewer for small messages). */
+int nvl_model_channels(const nvl_comm_t *comm, nvl_algo_t algo,
+                       nvl_proto_t proto, size_t bytes);
+
+/* ---- data movement helpers (src/coll/xfer.c) --------------------------- */
+
+/* Sends sbytes to dst and receives rbytes from src at once (either may be
+ * -1 / 0 to skip), in pieces MPI's int counts can hold, waiting by the
+ * host's wait policy.  Tags separate concurrent phases. */
+nvl_status_t nvl_xfer_sendrecv(nvl_comm_t *comm, const void *sbuf,
+                               size_t sbytes, int dst, void *rbuf,
+                               size_t rbytes, int src, int tag);
+
+/* Reduces n elements of in into inout (nvl_reduce_into). */
+void nvl_xfer_reduce(const nvl_coll_call_t *call, void *inout, const void *in,
+                     size_t n);
+
+/* Scratch memory of the communicator, at least bytes long (owned by the
+ * comm; valid until the next call). NULL (reported) when out of memory. */
+void *nvl_xfer_scratch(nvl_comm_t *comm, size_t bytes);
+
+#endif
+
+/* ---- building blocks shared by algorithms ------------------------------ */
+
+/* A group of members (comm ranks) in the order an algorithm walks them, and
+ * this rank's position in it. */
+typedef struct {
+    const int *members;
+    int n;
+    int pos;
+} nvl_group_t;
+
+/* Element blocks: block i is [off[i], off[i] + len[i]). */
+typedef struct {
+    const size_t *off;
+    const size_t *len;
+} nvl_blocks_t;
+
+/* Splits count elements into n nearly equal blocks (the first count % n
+ * get one more); off and len have n entries. */
+void nvl_blocks_even(size_t count, int n, size_t *off, size_t *len);
+
+/* Ring reduce-scatter over g on buf (n blocks): afterwards this member's
+ * block g->pos holds the reduction of everyone's block g->pos. */
+nvl_status_t nvl_ring_reduce_scatter(const nvl_coll_call_t *call,
+                                     const nvl_group_t *g, char *buf,
+                                     const nvl_blocks_t *b);
+/* Ring allgather over g on buf: each member contributes its block g->pos. */
+nvl_status_t nvl_ring_allgather(const nvl_coll_call_t *call,
+                                const nvl_group_t *g, char *buf,
+                                const nvl_blocks_t *b);
+/* Direct (NVLS-style) reduce-scatter: every member pulls its block from
+ * every other member and reduces them in member order 0..n-1. */
+nvl_status_t nvl_direct_reduce_scatter(const nvl_coll_call_t *call,
+                                       const nvl_group_t *g, char *buf,
+                                       const nvl_blocks_t *b);
+/* Direct (multicast-style) allgather. */
+nvl_status_t nvl_direct_allgather(const nvl_coll_call_t *call,
+                                  const nvl_group_t *g, char *buf,
+                                  const nvl_blocks_t *b);
+
+/* nvl_coll_choose without reporting (NVL_ERR_INVALID when nothing fits). */
+nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
+                                   size_t bytes, nvl_coll_info_t *info_out);
+
+/* Point-to-point operations (src/coll/p2p.c): this rank's modeled time of
+ * an alltoall or sendrecv call, and its data movement. */
+int64_t nvl_p2p_predict_ps(const nvl_coll_call_t *call);
+nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);

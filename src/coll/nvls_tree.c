@@ -1,0 +1,115 @@
+/* NVLSTree (NCCL_ALGO=NVLSTree): NVLS inside each NVLink domain and a tree
+ * between domains, for allreduce across domains.
+ *
+ *   domain A: reduce-scatter through the switch -> GPU a_i holds share i
+ *   share i: allreduce among a_i, b_i, ... across domains (NIC)
+ *   domain A: allgather through the switch
+ *
+ * Data mode follows those three phases (the inter-domain phase as a ring
+ * over the members that hold the same share).  Needs at least two domains,
+ * the same number of members in each, and NVLS switches.
+ *
+ * Cost (NCCL tuning.cc): T = nvlstree.simple.nvlink_lat
+ *   + 2 log2(D) nvlstree.simple.net_lat + S / algbw,
+ *   algbw = min(port, NIC (D <= 2) or NIC/2) x 5/6. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_impl.h"
+
+static bool same_per_domain(const nvl_comm_t *c)
+{
+    return c->domains > 1 && c->max_per_domain * c->domains == c->size;
+}
+
+static bool nvlstree_supports(const nvl_comm_t *c, nvl_coll_t coll,
+                              nvl_proto_t proto)
+{
+    return coll == NVL_COLL_ALLREDUCE && proto == NVL_PROTO_SIMPLE &&
+           c->topo->nvlink.nvls && c->topo->nvlink.switch_trays > 0 &&
+           same_per_domain(c);
+}
+
+static double nvlstree_predict(const nvl_comm_t *c, nvl_coll_t coll,
+                               size_t bytes, nvl_proto_t proto, int channels)
+{
+    (void)coll;
+    int log2d = 0;
+    while ((1 << (log2d + 1)) <= c->domains)
+        log2d++;
+    double lat = nvl_model_lat_s(c, NVL_ALGO_NVLS_TREE, proto, 1, 2 * log2d);
+    double port = nvl_model_bus_bw(c, NVL_ALGO_NVLS_TREE, proto, c->nvlink_bw,
+                                   channels);
+    double nic = c->domains <= 2 ? c->nic_bw : c->nic_bw / 2;
+    double algbw = (port < nic ? port : nic) * 5.0 / 6.0;
+    return lat + (double)bytes / algbw;
+}
+
+static nvl_status_t nvlstree_run(const nvl_coll_call_t *call)
+{
+    nvl_comm_t *c = call->comm;
+    int n = c->size, per = c->max_per_domain, nd = c->domains;
+    size_t esz = nvl_dtype_size(call->dtype);
+    int *intra = malloc((size_t)(per + nd) * sizeof *intra);
+    size_t *off = malloc(2 * (size_t)(per + nd) * sizeof *off);
+    nvl_status_t st = NVL_ERR_NOMEM;
+    if (intra == NULL || off == NULL)
+        goto out;
+    int *inter = intra + per;
+    /* members of my domain in member order, and the members holding the same
+     * share in the other domains */
+    uint32_t my_dom = nvl_topo_domain_of(c->topo, c->gpus[c->rank]);
+    int ni = 0, pos_intra = 0;
+    for (int i = 0; i < n; i++)
+        if (nvl_topo_domain_of(c->topo, c->gpus[i]) == my_dom) {
+            if (i == c->rank)
+                pos_intra = ni;
+            intra[ni++] = i;
+        }
+    int nx = 0, pos_inter = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t d = nvl_topo_domain_of(c->topo, c->gpus[i]);
+        int idx = 0; /* index of member i within its domain */
+        for (int j = 0; j < i; j++)
+            idx += nvl_topo_domain_of(c->topo, c->gpus[j]) == d;
+        if (idx == pos_intra) {
+            if (i == c->rank)
+                pos_inter = nx;
+            inter[nx++] = i;
+        }
+    }
+    if (call->recv != call->send)
+        memcpy(call->recv, call->send, call->count * esz);
+    size_t *len = off + per;
+    nvl_blocks_even(call->count, per, off, len);
+    nvl_group_t gi = {intra, per, pos_intra};
+    nvl_blocks_t b = {off, len};
+    st = nvl_direct_reduce_scatter(call, &gi, call->recv, &b);
+    if (st == NVL_OK) {
+        size_t *xoff = off + 2 * per, *xlen = xoff + nd;
+        nvl_blocks_even(len[pos_intra], nd, xoff, xlen);
+        for (int k = 0; k < nd; k++)
+            xoff[k] += off[pos_intra];
+        nvl_group_t gx = {inter, nd, pos_inter};
+        nvl_blocks_t bx = {xoff, xlen};
+        st = nvl_ring_reduce_scatter(call, &gx, call->recv, &bx);
+        if (st == NVL_OK)
+            st = nvl_ring_allgather(call, &gx, call->recv, &bx);
+    }
+    if (st == NVL_OK)
+        st = nvl_direct_allgather(call, &gi, call->recv, &b);
+out:
+    if (st == NVL_ERR_NOMEM)
+        nvl_report("out of memory in NVLSTree allreduce");
+    free(intra);
+    free(off);
+    return st;
+}
+
+const nvl_coll_algo_t nvl_coll_algo_nvls_tree = {
+    .algo = NVL_ALGO_NVLS_TREE,
+    .name = "NVLSTree",
+    .supports = nvlstree_supports,
+    .predict_s = nvlstree_predict,
+    .run = nvlstree_run,
+};

@@ -1,0 +1,205 @@
+/* Ring (NCCL_ALGO=Ring): members pass blocks to the next member around a
+ * ring.
+ *
+ *   allreduce = reduce-scatter + allgather:   2(N-1) steps
+ *   r0 -> r1 -> r2 -> ... -> rN-1 -> r0        each step moves S/N per rank
+ *   allgather, reduce-scatter:                 N-1 steps of S/N
+ *   broadcast, reduce: a chain from / to the root, S pipelined in chunks
+ *
+ * Cost (docs/collectives.md):
+ *   T = base + intra_steps x nvlink_lat + inter_steps x net_lat + T_bw
+ *   LL, LL128: T_bw = w S / busbw, busbw = C bw_ch eff(proto)
+ *   Simple:    per channel Sch = S / C moves in chunks of c (512 KiB,
+ *              halved down to 128 KiB while a channel has fewer than 16
+ *              chunks per step); each chunk step costs c / bw_ch + sigma:
+ *              T_bw = w Sch (1/bw_ch + sigma/c) + (hops - 1)(c'/bw_ch + sigma)
+ *   where w = 2(N-1)/N (allreduce), (N-1)/N (allgather, reduce-scatter),
+ *   1 (broadcast, reduce); bw_ch = path_bw x eta / C_topo; sigma is the
+ *   topology's [nccl] step_overhead; the path is NVLink within one domain and
+ *   the slower of NVLink and the NIC across domains. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_impl.h"
+
+static bool ring_supports(const nvl_comm_t *c, nvl_coll_t coll,
+                          nvl_proto_t proto)
+{
+    (void)c;
+    (void)proto;
+    return coll <= NVL_COLL_ALLREDUCE;
+}
+
+static double path_bw(const nvl_comm_t *c)
+{
+    if (c->domains <= 1)
+        return c->nvlink_bw;
+    return c->nic_bw < c->nvlink_bw ? c->nic_bw : c->nvlink_bw;
+}
+
+static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
+                           size_t bytes, nvl_proto_t proto, int channels)
+{
+    int n = c->size, d = c->domains;
+    int nsteps, inter, hops;
+    double w;
+    switch (coll) {
+    case NVL_COLL_ALLREDUCE:
+        nsteps = 2 * (n - 1);
+        inter = d > 1 ? 2 * (d - 1) : 0;
+        w = 2.0 * (n - 1) / n;
+        hops = nsteps;
+        break;
+    case NVL_COLL_ALLGATHER:
+    case NVL_COLL_REDUCESCATTER:
+        nsteps = n - 1;
+        inter = d - 1;
+        w = (double)(n - 1) / n;
+        hops = nsteps;
+        break;
+    default: /* broadcast, reduce: NCCL charges one step of latency */
+        nsteps = 1;
+        inter = d > 1 ? 1 : 0;
+        w = 1.0;
+        hops = n - 1;
+        break;
+    }
+    double lat = nvl_model_lat_s(c, NVL_ALGO_RING, proto,
+                                 nsteps - inter, inter);
+    double pbw = path_bw(c);
+    if (proto != NVL_PROTO_SIMPLE)
+        return lat + w * (double)bytes /
+                         nvl_model_bus_bw(c, NVL_ALGO_RING, proto, pbw,
+                                          channels);
+    double bw_ch = nvl_model_bus_bw(c, NVL_ALGO_RING, proto, pbw, 1);
+    double sigma = (double)c->topo->nccl.step_overhead_ps * 1e-12;
+    double sch = (double)bytes / channels;
+    double per_step = coll <= NVL_COLL_REDUCE ? sch : sch / n;
+    double chunk = 512.0 * 1024;
+    while (per_step / chunk < 16 && chunk > 128.0 * 1024)
+        chunk /= 2;
+    double first = per_step < chunk ? per_step : chunk;
+    double t_bw = w * sch * (1.0 / bw_ch + sigma / chunk) +
+                  (hops - 1) * (first / bw_ch + sigma);
+    return lat + t_bw;
+}
+
+/* The ring in member order, starting anywhere: member i is position i. */
+static nvl_group_t whole(const nvl_coll_call_t *call, int **members_out)
+{
+    int n = call->comm->size;
+    int *m = malloc((size_t)n * sizeof *m);
+    for (int i = 0; m != NULL && i < n; i++)
+        m[i] = i;
+    *members_out = m;
+    return (nvl_group_t){m, n, call->comm->rank};
+}
+
+static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,
+                          int reduce)
+{
+    nvl_comm_t *c = call->comm;
+    int n = c->size, p = (c->rank - call->root + n) % n;
+    int up = (c->rank - 1 + n) % n, down = (c->rank + 1) % n;
+    nvl_status_t st = NVL_OK;
+    if (!reduce) { /* root -> root+1 -> ... */
+        if (p > 0)
+            st = nvl_xfer_sendrecv(c, NULL, 0, -1, buf, bytes, up, 110);
+        if (st == NVL_OK && p < n - 1)
+            st = nvl_xfer_sendrecv(c, buf, bytes, down, NULL, 0, -1, 110);
+        return st;
+    }
+    /* reduce: ... -> root+1 -> root, each member adds its own */
+    if (p < n - 1) {
+        char *tmp = nvl_xfer_scratch(c, bytes);
+        if (tmp == NULL && bytes > 0)
+            return NVL_ERR_NOMEM;
+        st = nvl_xfer_sendrecv(c, NULL, 0, -1, tmp, bytes, down, 111);
+        if (st == NVL_OK)
+            nvl_xfer_reduce(call, buf, tmp, call->count);
+    }
+    if (st == NVL_OK && p > 0)
+        st = nvl_xfer_sendrecv(c, buf, bytes, up, NULL, 0, -1, 111);
+    return st;
+}
+
+static nvl_status_t ring_run(const nvl_coll_call_t *call)
+{
+    nvl_comm_t *c = call->comm;
+    int n = c->size;
+    size_t esz = nvl_dtype_size(call->dtype);
+    size_t *off = malloc(2 * (size_t)n * sizeof *off);
+    int *members = NULL;
+    char *work = NULL;
+    nvl_status_t st = NVL_ERR_NOMEM;
+    if (off == NULL)
+        goto out;
+    size_t *len = off + n;
+    nvl_group_t g = whole(call, &members);
+    if (members == NULL)
+        goto out;
+    nvl_blocks_t b = {off, len};
+    switch (call->coll) {
+    case NVL_COLL_ALLREDUCE:
+        if (call->recv != call->send)
+            memcpy(call->recv, call->send, call->count * esz);
+        nvl_blocks_even(call->count, n, off, len);
+        st = nvl_ring_reduce_scatter(call, &g, call->recv, &b);
+        if (st == NVL_OK)
+            st = nvl_ring_allgather(call, &g, call->recv, &b);
+        break;
+    case NVL_COLL_REDUCESCATTER:
+        work = malloc(call->count * (size_t)n * esz + 1);
+        if (work == NULL)
+            break;
+        memcpy(work, call->send, call->count * (size_t)n * esz);
+        for (int i = 0; i < n; i++) {
+            off[i] = (size_t)i * call->count;
+            len[i] = call->count;
+        }
+        st = nvl_ring_reduce_scatter(call, &g, work, &b);
+        if (st == NVL_OK)
+            memcpy(call->recv, work + off[c->rank] * esz, call->count * esz);
+        break;
+    case NVL_COLL_ALLGATHER:
+        for (int i = 0; i < n; i++) {
+            off[i] = (size_t)i * call->count;
+            len[i] = call->count;
+        }
+        memmove((char *)call->recv + off[c->rank] * esz, call->send,
+                call->count * esz);
+        st = nvl_ring_allgather(call, &g, call->recv, &b);
+        break;
+    case NVL_COLL_BROADCAST:
+        if (c->rank == call->root && call->recv != call->send)
+            memcpy(call->recv, call->send, call->count * esz);
+        st = chain(call, call->recv, call->count * esz, 0);
+        break;
+    case NVL_COLL_REDUCE:
+        work = malloc(call->count * esz + 1);
+        if (work == NULL)
+            break;
+        memcpy(work, call->send, call->count * esz);
+        st = chain(call, work, call->count * esz, 1);
+        if (st == NVL_OK && c->rank == call->root)
+            memcpy(call->recv, work, call->count * esz);
+        break;
+    default:
+        st = NVL_ERR_INVALID;
+    }
+out:
+    free(work);
+    free(members);
+    free(off);
+    if (st == NVL_ERR_NOMEM)
+        nvl_report("out of memory in ring %s", nvl_coll_name(call->coll));
+    return st;
+}
+
+const nvl_coll_algo_t nvl_coll_algo_ring = {
+    .algo = NVL_ALGO_RING,
+    .name = "Ring",
+    .supports = ring_supports,
+    .predict_s = ring_predict,
+    .run = ring_run,
+};

@@ -1,0 +1,107 @@
+/* Tree (NCCL_ALGO=Tree): NCCL's double binary tree, allreduce only.  The
+ * buffer is split in two halves; each half is reduced up one binary tree
+ * and broadcast back down it.  The second tree is the first mirrored
+ * (member i sits where member N-1-i sits in the first), so a member that is
+ * a leaf in one tree is inner in the other and every link carries half the
+ * data in each direction.
+ *
+ *          0              N-1
+ *        /   \           /   \
+ *       1     2        N-2   N-3     reduce up, then broadcast down
+ *
+ * Cost (NCCL tuning.cc): T = base + 2((ppn-1) nvlink_lat + log2(D) net_lat)
+ *   + S / algbw, algbw = 0.5 x busbw, busbw = C bw_ch x 0.92 x eff(proto). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_impl.h"
+
+static bool tree_supports(const nvl_comm_t *c, nvl_coll_t coll,
+                          nvl_proto_t proto)
+{
+    (void)c;
+    (void)proto;
+    return coll == NVL_COLL_ALLREDUCE;
+}
+
+static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                           nvl_proto_t proto, int channels)
+{
+    (void)coll;
+    int ppn = c->max_per_domain;
+    int log2d = 0;
+    while ((1 << (log2d + 1)) <= c->domains)
+        log2d++;
+    double lat = nvl_model_lat_s(c, NVL_ALGO_TREE, proto, 2 * (ppn - 1),
+                                 2 * log2d);
+    double path = c->domains > 1 && c->nic_bw < c->nvlink_bw ? c->nic_bw
+                                                            : c->nvlink_bw;
+    double busbw =
+        0.92 * nvl_model_bus_bw(c, NVL_ALGO_TREE, proto, path, channels);
+    return lat + (double)bytes / (0.5 * busbw);
+}
+
+/* Reduce up and broadcast down the binary heap over positions, where
+ * position q is played by member member_of(q). */
+static nvl_status_t heap_allreduce(const nvl_coll_call_t *call, char *buf,
+                                   size_t n_elems, int mirrored)
+{
+    nvl_comm_t *c = call->comm;
+    int n = c->size;
+    size_t esz = nvl_dtype_size(call->dtype), bytes = n_elems * esz;
+    int me = mirrored ? n - 1 - c->rank : c->rank;
+#define MEMBER(q) (mirrored ? n - 1 - (q) : (q))
+    int kids[2] = {2 * me + 1, 2 * me + 2};
+    nvl_status_t st = NVL_OK;
+    if (bytes > 0) {
+        char *tmp = nvl_xfer_scratch(c, bytes);
+        if (tmp == NULL)
+            return NVL_ERR_NOMEM;
+        for (int k = 0; k < 2 && st == NVL_OK; k++) {
+            if (kids[k] >= n)
+                continue;
+            st = nvl_xfer_sendrecv(c, NULL, 0, -1, tmp, bytes,
+                                   MEMBER(kids[k]), 120 + mirrored);
+            if (st == NVL_OK)
+                nvl_xfer_reduce(call, buf, tmp, n_elems);
+        }
+    }
+    if (st == NVL_OK && me > 0 && bytes > 0) {
+        int parent = MEMBER((me - 1) / 2);
+        st = nvl_xfer_sendrecv(c, buf, bytes, parent, NULL, 0, -1,
+                               120 + mirrored);
+        if (st == NVL_OK)
+            st = nvl_xfer_sendrecv(c, NULL, 0, -1, buf, bytes, parent,
+                                   122 + mirrored);
+    }
+    for (int k = 0; k < 2 && st == NVL_OK && bytes > 0; k++)
+        if (kids[k] < n)
+            st = nvl_xfer_sendrecv(c, buf, bytes, MEMBER(kids[k]), NULL, 0,
+                                   -1, 122 + mirrored);
+#undef MEMBER
+    return st;
+}
+
+static nvl_status_t tree_run(const nvl_coll_call_t *call)
+{
+    size_t esz = nvl_dtype_size(call->dtype);
+    if (call->recv != call->send)
+        memcpy(call->recv, call->send, call->count * esz);
+    size_t half = call->count / 2;
+    nvl_status_t st = heap_allreduce(call, call->recv, half, 0);
+    if (st == NVL_OK)
+        st = heap_allreduce(call, (char *)call->recv + half * esz,
+                            call->count - half, 1);
+    if (st == NVL_ERR_NOMEM)
+        nvl_report("out of memory in tree allreduce");
+    return st;
+}
+
+const nvl_coll_algo_t nvl_coll_algo_tree = {
+    .algo = NVL_ALGO_TREE,
+    .name = "Tree",
+    .supports = tree_supports,
+    .predict_s = tree_predict,
+    .run = tree_run,
+};

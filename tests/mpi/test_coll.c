@@ -1,0 +1,229 @@
+/* MPI test: every collective, algorithm, protocol, dtype and op against a
+ * plain reference, in data mode; then the same calls in timing mode must
+ * give identical virtual times.  Run at several rank counts by ctest. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/runtime.h"
+
+static int rank_, size_, failures;
+
+/* A value every rank can recompute: small integers, exact in every dtype
+ * incl. fp8 for sums of up to 17 ranks (kept <= 8 in magnitude each). */
+static float input(int r, size_t i, nvl_redop_t op)
+{
+    int v = (int)((r * 7 + (int)(i % 13) * 3) % 9) - 4;
+    if (op != NVL_OP_SUM)
+        v = (int)((r * 5 + i * 11) % 17) - 8;
+    return (float)v * (op == NVL_OP_SUM ? 0.5f : 1.0f);
+}
+
+static float combine(nvl_redop_t op, float a, float b)
+{
+    return op == NVL_OP_SUM ? a + b : op == NVL_OP_MAX ? fmaxf(a, b) : fminf(a, b);
+}
+
+static void fill(void *buf, nvl_dtype_t dt, int r, size_t n, size_t base,
+                 nvl_redop_t op)
+{
+    size_t esz = nvl_dtype_size(dt);
+    for (size_t i = 0; i < n; i++)
+        nvl_dtype_from_float(dt, input(r, base + i, op), (char *)buf + i * esz);
+}
+
+static float reduced(int nranks, size_t i, nvl_redop_t op)
+{
+    float acc = input(0, i, op);
+    for (int r = 1; r < nranks; r++)
+        acc = combine(op, acc, input(r, i, op));
+    return acc;
+}
+
+static void expect(const char *what, const void *buf, nvl_dtype_t dt,
+                   size_t n, float (*want)(size_t, void *), void *ctx)
+{
+    size_t esz = nvl_dtype_size(dt);
+    for (size_t i = 0; i < n; i++) {
+        float got = nvl_dtype_to_float(dt, (const char *)buf + i * esz);
+        float w = want(i, ctx);
+        /* the reference is exact in float; one rounding of the dtype */
+        char tmp[4];
+        nvl_dtype_from_float(dt, w, tmp);
+        float wr = nvl_dtype_to_float(dt, tmp);
+        if (got != wr) {
+            fprintf(stderr, "rank %d: %s: element %zu = %g, expected %g\n",
+                    rank_, what, i, got, wr);
+            failures++;
+            return;
+        }
+    }
+}
+
+typedef struct { nvl_redop_t op; int nranks; size_t off; int root; } want_ctx;
+static float want_reduced(size_t i, void *c)
+{
+    want_ctx *w = c;
+    return reduced(w->nranks, w->off + i, w->op);
+}
+static float want_gathered(size_t i, void *c)
+{
+    want_ctx *w = c; /* block r of count w->off holds rank r's input */
+    return input((int)(i / w->off), i % w->off, NVL_OP_SUM);
+}
+static float want_root(size_t i, void *c)
+{
+    want_ctx *w = c;
+    return input(w->root, i, NVL_OP_SUM);
+}
+static float want_a2a(size_t i, void *c)
+{
+    want_ctx *w = c; /* block s from rank s: its block for me */
+    size_t s = i / w->off;
+    return input((int)s, (size_t)rank_ * w->off + i % w->off, NVL_OP_SUM);
+}
+static float want_prev(size_t i, void *c)
+{
+    (void)c;
+    return input((rank_ - 1 + size_) % size_, i, NVL_OP_SUM);
+}
+
+static int64_t run_one(nvl_comm_t *comm, nvl_coll_t coll, nvl_dtype_t dt,
+                       nvl_redop_t op, size_t count, char *label)
+{
+    size_t esz = nvl_dtype_size(dt), n = (size_t)size_;
+    int data = nvl_comm_mode(comm) == NVL_MODE_DATA;
+    char *send = calloc(count * n + 1, esz), *recv = calloc(count * n + 1, esz);
+    want_ctx w = {op, size_, 0, size_ > 2 ? 2 : 0};
+    nvl_status_t st = NVL_OK;
+    switch (coll) {
+    case NVL_COLL_ALLREDUCE:
+        fill(send, dt, rank_, count, 0, op);
+        st = nvl_allreduce(comm, data ? send : NULL, data ? recv : NULL, count, dt, op, NULL);
+        if (data && st == NVL_OK)
+            expect(label, recv, dt, count, want_reduced, &w);
+        break;
+    case NVL_COLL_REDUCESCATTER:
+        fill(send, dt, rank_, count * n, 0, op);
+        st = nvl_reducescatter(comm, data ? send : NULL, data ? recv : NULL, count, dt, op, NULL);
+        w.off = (size_t)rank_ * count;
+        if (data && st == NVL_OK)
+            expect(label, recv, dt, count, want_reduced, &w);
+        break;
+    case NVL_COLL_ALLGATHER:
+        fill(send, dt, rank_, count, 0, NVL_OP_SUM);
+        st = nvl_allgather(comm, data ? send : NULL, data ? recv : NULL, count, dt, NULL);
+        w.off = count;
+        if (data && st == NVL_OK && count > 0)
+            expect(label, recv, dt, count * n, want_gathered, &w);
+        break;
+    case NVL_COLL_BROADCAST:
+        fill(send, dt, rank_, count, 0, NVL_OP_SUM);
+        st = nvl_broadcast(comm, data ? send : NULL, data ? recv : NULL, count, dt, w.root, NULL);
+        if (data && st == NVL_OK)
+            expect(label, recv, dt, count, want_root, &w);
+        break;
+    case NVL_COLL_REDUCE:
+        fill(send, dt, rank_, count, 0, op);
+        st = nvl_reduce(comm, data ? send : NULL, data ? recv : NULL, count, dt, op, w.root, NULL);
+        if (data && st == NVL_OK && rank_ == w.root)
+            expect(label, recv, dt, count, want_reduced, &w);
+        break;
+    case NVL_COLL_ALLTOALL:
+        fill(send, dt, rank_, count * n, 0, NVL_OP_SUM);
+        st = nvl_alltoall(comm, data ? send : NULL, data ? recv : NULL, count, dt, NULL);
+        w.off = count;
+        if (data && st == NVL_OK && count > 0)
+            expect(label, recv, dt, count * n, want_a2a, &w);
+        break;
+    case NVL_COLL_SENDRECV:
+        fill(send, dt, rank_, count, 0, NVL_OP_SUM);
+        st = nvl_sendrecv(comm, data ? send : NULL, (rank_ + 1) % size_,
+                          data ? recv : NULL, (rank_ - 1 + size_) % size_, count, dt, NULL);
+        if (data && st == NVL_OK)
+            expect(label, recv, dt, count, want_prev, &w);
+        break;
+    default:
+        break;
+    }
+    if (st != NVL_OK) {
+        fprintf(stderr, "rank %d: %s returned %s\n", rank_, label, nvl_status_str(st));
+        failures++;
+    }
+    free(send);
+    free(recv);
+    return nvl_comm_clock(comm)->now_ps;
+}
+
+int main(int argc, char **argv)
+{
+    nvl_runtime_t rt;
+    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
+        return 1;
+    rank_ = rt.rank;
+    size_ = rt.size;
+    const char *topo_path = argc > 1 ? argv[1] : "topology/gb200-nvl72.topo";
+    nvl_topo_t *topo;
+    if (nvl_topo_load(topo_path, &topo) != NVL_OK)
+        return 1;
+    nvl_vclock_t clock = {0};
+    nvl_comm_t *comm;
+    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
+        return 1;
+    static const size_t counts[] = {0, 1, 7, 1000, 33333};
+    int64_t times[2][4096];
+    int ncalls = 0;
+    for (int mode = 0; mode < 2; mode++) {
+        nvl_comm_set_mode(comm, mode ? NVL_MODE_TIMING : NVL_MODE_DATA);
+        clock.now_ps = 1000 * rank_; /* skewed entry clocks */
+        ncalls = 0;
+        for (int coll = 0; coll < NVL_COLL_COUNT; coll++)
+        for (int a = 0; a < NVL_ALGO_COUNT; a++)
+        for (int p = 0; p < NVL_PROTO_COUNT; p++)
+        for (int dt = 0; dt < NVL_DT_COUNT; dt++)
+        for (int op = 0; op < NVL_OP_COUNT; op++)
+        for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+            nvl_coll_info_t probe;
+            int p2p = coll >= NVL_COLL_ALLTOALL;
+            if (p2p && (a > 0 || p > 0))
+                continue;
+            if (!p2p && nvl_coll_predict(comm, (nvl_coll_t)coll, 1024, (nvl_algo_t)a,
+                                         (nvl_proto_t)p, &probe) != NVL_OK)
+                continue;
+            int reducing = coll == NVL_COLL_ALLREDUCE || coll == NVL_COLL_REDUCE ||
+                           coll == NVL_COLL_REDUCESCATTER;
+            if (!reducing && op > 0)
+                continue;
+            nvl_tuner_cfg_t cfg;
+            nvl_tuner_cfg_default(&cfg);
+            for (int i = 0; i < NVL_ALGO_COUNT; i++) cfg.algo_enabled[i] = i == a;
+            for (int i = 0; i < NVL_PROTO_COUNT; i++) cfg.proto_enabled[i] = i == p;
+            nvl_comm_set_tuner(comm, &cfg);
+            char label[128];
+            snprintf(label, sizeof label, "%s %s/%s %s %s count=%zu",
+                     nvl_coll_name((nvl_coll_t)coll), nvl_algo_key((nvl_algo_t)a),
+                     nvl_proto_key((nvl_proto_t)p), nvl_dtype_name((nvl_dtype_t)dt),
+                     nvl_redop_name((nvl_redop_t)op), counts[ci]);
+            times[mode][ncalls++ % 4096] =
+                run_one(comm, (nvl_coll_t)coll, (nvl_dtype_t)dt, (nvl_redop_t)op,
+                        counts[ci], label);
+        }
+    }
+    for (int i = 0; i < ncalls && i < 4096; i++)
+        if (times[0][i] != times[1][i]) {
+            fprintf(stderr, "rank %d: call %d: data-mode time %lld ps != timing-mode %lld ps\n",
+                    rank_, i, (long long)times[0][i], (long long)times[1][i]);
+            failures++;
+            break;
+        }
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank_ == 0)
+        printf("test_coll: %d ranks, %d calls per mode, %d failure(s)\n", size_, ncalls, all);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+    nvl_runtime_finalize();
+    return all == 0 ? 0 : 1;
+}
