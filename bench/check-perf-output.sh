@@ -26,7 +26,7 @@ fail() {
     exit 1
 }
 [ "$rc" -eq 0 ] || fail "the job exited $rc; expected 0"
-reports=$(grep -c '^nvlemu' "$out")
+reports=$(grep -cE '^nvlemu(:|\[)' "$out")
 [ "$reports" -eq 0 ] || fail "$reports nvlemu reports; expected none"
 # a row: size count type redop root | time algbw busbw #wrong (out of
 # place) | the same in place | wall(us) algo proto

@@ -376,17 +376,20 @@ static nvl_status_t run_phase(const bench_size_t *b, bool in_place,
                               bench_phase_t *out)
 {
     const nvl_bench_coll_t *row = b->row;
+    /* timing mode (no buffers), or an in-place run the collective does not
+     * allow: no payload */
+    bool data = b->send != NULL &&
+                !(in_place && row->inplace == NVL_BENCH_INPLACE_NONE);
+    char *send = data ? b->send : NULL, *recv = data ? b->recv : NULL;
     size_t rank_off = (size_t)b->call.rank * b->call.count * b->esz;
-    char *send = b->send, *recv = b->recv;
-    if (in_place) {
+    if (data && in_place) {
         switch (row->inplace) {
         case NVL_BENCH_INPLACE_SAME: send = recv; break;
         case NVL_BENCH_INPLACE_SEND_IN_RECV: send = recv + rank_off; break;
         case NVL_BENCH_INPLACE_RECV_IN_SEND: recv = send + rank_off; break;
-        case NVL_BENCH_INPLACE_NONE: send = recv = NULL; break;
+        case NVL_BENCH_INPLACE_NONE: break;
         }
     }
-    bool data = send != NULL;
     nvl_comm_set_mode(b->comm, data ? NVL_MODE_DATA : NVL_MODE_TIMING);
     if (data) {
         memset(recv, 0, b->recv_elems * b->esz);

@@ -161,6 +161,13 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
                               size_t bytes, nvl_algo_t algo,
                               nvl_proto_t proto, nvl_coll_info_t *info_out);
 
+/* The time one call takes in a back-to-back loop such as nccl-tests': the
+ * device time, but never less than the host's enqueue time of the call
+ * ([nccl] launch_overhead) on each of host_gpus GPUs one host thread drives
+ * (1 for a rank per GPU; nccl-tests -g 2 drives 2). */
+int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
+                              const nvl_coll_info_t *info, int host_gpus);
+
 /* The fastest enabled (algorithm, protocol) for the call, as NCCL picks. */
 nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
                              size_t bytes, nvl_coll_info_t *info_out);

@@ -112,7 +112,16 @@ typedef struct {
     int64_t nvlink_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
     int64_t net_lat_ps[NVL_ALGO_COUNT][NVL_PROTO_COUNT];
     uint32_t channels;        /* collective channels NCCL opens */
-    int64_t step_overhead_ps; /* sync cost of one Simple-protocol step */
+    double mid_efficiency;    /* LL128/Simple channel efficiency, mid sizes */
+    uint64_t knee_bytes;      /* bytes per channel where efficiency is halfway to 1 */
+    double gather_scatter_efficiency; /* allgather/reduce-scatter vs allreduce */
+    uint32_t nvls_min_ranks;  /* NVLS only for groups at least this large */
+    double nvls_mid_efficiency; /* NVLS efficiency at mid sizes */
+    uint64_t nvls_knee_bytes;   /* call size where it is halfway to 1 */
+    int64_t launch_overhead_ps; /* host cost of enqueueing one NCCL call */
+    double ll_max_bw_bytes_per_s;          /* LL ceiling, all channels */
+    double ll128_max_bw_per_channel_bytes_per_s;
+    double tree_max_bw_per_channel_bytes_per_s;
 } nvl_nccl_spec_t;
 
 /* Per-GPU what-if overrides; the defaults (1, 1, 0, 1, 1) change nothing. */

@@ -221,7 +221,7 @@ static nvl_status_t write_json(const nvl_topo_t *topo, const char *origin,
     json_object_set_new(root, "topology", json_string(topo->name));
     json_object_set_new(root, "file", json_string(origin));
     json_object_set_new(root, "ranks", json_integer(nvl_comm_size(comm)));
-    json_object_set_new(root, "bandwidth_bytes",
+    json_object_set_new(root, "algbw_probe_bytes",
                         json_integer((json_int_t)BIG_BYTES));
     json_object_set_new(root, "units", json_string("lat: ps, algbw: bytes/s"));
     for (int c = 0; c < N_TABLE_COLLS; c++)
@@ -288,6 +288,11 @@ int nvl_cmd_coll_table(int argc, char **argv)
         st = nvl_topo_load(args.topo_file, &topo);
     for (int i = 0; st == NVL_OK && i < args.n_sets; i++)
         st = nvl_topo_set(topo, args.sets[i]);
+    if (st == NVL_OK && !args.help && args.ranks > (long)topo->gpus) {
+        nvl_report("--ranks %ld: topology '%s' has only %u GPUs", args.ranks,
+                   topo->name, topo->gpus);
+        st = NVL_ERR_INVALID;
+    }
     if (st == NVL_OK && !args.help)
         st = nvl_comm_create_virtual(
             topo, args.ranks > 0 ? (int)args.ranks : (int)topo->gpus, NULL,

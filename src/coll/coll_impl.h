@@ -65,9 +65,11 @@ double nvl_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
                        nvl_proto_t proto, int intra_steps, int inter_steps);
 
 /* Bus bandwidth (bytes/s) that `channels` channels of a protocol reach over
- * a path of raw per-direction bandwidth path_bw. */
-double nvl_model_bus_bw(const nvl_comm_t *comm, nvl_algo_t algo,
-                        nvl_proto_t proto, double path_bw, int channels);
+ * a path of raw per-direction bandwidth path_bw, when each channel moves
+ * wire_bytes / channels bytes of collective coll. */
+double nvl_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
+                        nvl_algo_t algo, nvl_proto_t proto, double path_bw,
+                        int channels, double wire_bytes);
 
 /* Channels NCCL would use for nBytes (fewer for small messages). */
 int nvl_model_channels(const nvl_comm_t *comm, nvl_algo_t algo,

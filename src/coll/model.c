@@ -1,10 +1,14 @@
 /* The pieces of the collective cost model that all algorithms share.
  * docs/collectives.md states each formula and the source of each constant.
  *
- * Latency: NCCL's own model, base + per-step latencies (topology [nccl]).
+ * Latency: the GPU's kernel overhead + NCCL's own model, base + per-step
+ * latencies (topology [nccl]), each step also paying the wire's one-way
+ * latency.
  * Bandwidth: a channel moves path_bw x NVLINK_DATA_EFF / channels bytes per
  * second; protocols keep a fraction of it (LL: half the line is flags,
- * LL128: 120 of 128 bytes); NCCL uses fewer channels for small messages. */
+ * LL128: 120 of 128 bytes) under NCCL's ceilings; the chunked protocols
+ * reach mid_efficiency of it at mid sizes, approaching 1 past the knee;
+ * NCCL uses fewer channels for small messages. */
 #include <math.h>
 
 #include "coll_impl.h"
@@ -29,17 +33,42 @@ double nvl_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
                        nvl_proto_t proto, int intra_steps, int inter_steps)
 {
     const nvl_nccl_spec_t *n = &c->topo->nccl;
-    double ps = (double)n->base_lat_ps[algo][proto] +
-                intra_steps * (double)n->nvlink_lat_ps[algo][proto] +
-                inter_steps * (double)n->net_lat_ps[algo][proto];
+    /* each step pays NCCL's software latency and the wire's one-way
+     * latency (NVLink hop or scale-out) */
+    double ps = (double)c->topo->gpu.kernel_overhead_ps +
+                (double)n->base_lat_ps[algo][proto] +
+                intra_steps * ((double)n->nvlink_lat_ps[algo][proto] +
+                               (double)c->topo->nvlink.hop_lat_ps) +
+                inter_steps * ((double)n->net_lat_ps[algo][proto] +
+                               (double)c->topo->scaleout.lat_ps);
     return ps * 1e-12;
 }
 
-double nvl_model_bus_bw(const nvl_comm_t *c, nvl_algo_t algo,
-                        nvl_proto_t proto, double path_bw, int channels)
+double nvl_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
+                        nvl_algo_t algo, nvl_proto_t proto, double path_bw,
+                        int channels, double wire_bytes)
 {
-    double per_channel = path_bw * NVLINK_DATA_EFF / c->topo->nccl.channels;
-    return per_channel * channels * proto_eff(algo, proto);
+    const nvl_nccl_spec_t *n = &c->topo->nccl;
+    double per_channel = path_bw * NVLINK_DATA_EFF / n->channels;
+    double bw = per_channel * channels * proto_eff(algo, proto);
+    /* NCCL's ceilings (tuning.cc): what the SMs of a channel can move */
+    if (proto == NVL_PROTO_LL && bw > n->ll_max_bw_bytes_per_s)
+        bw = n->ll_max_bw_bytes_per_s;
+    if (proto == NVL_PROTO_LL128 &&
+        bw > channels * n->ll128_max_bw_per_channel_bytes_per_s)
+        bw = channels * n->ll128_max_bw_per_channel_bytes_per_s;
+    if (algo == NVL_ALGO_TREE &&
+        bw > channels * n->tree_max_bw_per_channel_bytes_per_s)
+        bw = channels * n->tree_max_bw_per_channel_bytes_per_s;
+    /* chunked protocols: a channel reaches mid_efficiency of its rate at
+     * mid sizes and approaches all of it as its share grows past the knee */
+    if (proto != NVL_PROTO_LL) {
+        double x = wire_bytes / channels, knee = (double)n->knee_bytes;
+        bw *= n->mid_efficiency + (1 - n->mid_efficiency) * x / (x + knee);
+    }
+    if (coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER)
+        bw *= n->gather_scatter_efficiency;
+    return bw;
 }
 
 /* NCCL's thread thresholds (bytes per thread before adding a channel):
@@ -52,6 +81,8 @@ int nvl_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
     if (c->tuner.max_channels > 0 && c->tuner.max_channels < nc)
         nc = c->tuner.max_channels;
     int min_nc = c->tuner.min_channels > 0 ? c->tuner.min_channels : 1;
+    if (algo == NVL_ALGO_NVLS || algo == NVL_ALGO_NVLS_TREE)
+        return nc; /* NCCL runs NVLS on its fixed set of NVLS channels */
     double threshold = proto == NVL_PROTO_SIMPLE ? 64.0
                        : proto == NVL_PROTO_LL128 ? 8.0
                        : algo == NVL_ALGO_RING ? 16.0 * c->size

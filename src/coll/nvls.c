@@ -23,7 +23,8 @@
 static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
                           nvl_proto_t proto)
 {
-    return c->nvls && c->size > 1 && proto == NVL_PROTO_SIMPLE &&
+    return c->nvls && (uint32_t)c->size >= c->topo->nccl.nvls_min_ranks &&
+           proto == NVL_PROTO_SIMPLE &&
            (coll == NVL_COLL_ALLREDUCE || coll == NVL_COLL_ALLGATHER ||
             coll == NVL_COLL_REDUCESCATTER);
 }
@@ -32,12 +33,16 @@ static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, int channels)
 {
     double lat = nvl_model_lat_s(c, NVL_ALGO_NVLS, proto, 1, 0);
-    double port = nvl_model_bus_bw(c, NVL_ALGO_NVLS, proto, c->nvlink_bw,
-                                   channels);
+    double port = nvl_model_bus_bw(c, coll, NVL_ALGO_NVLS, proto,
+                                   c->nvlink_bw, channels, (double)bytes);
     double algbw;
     if (coll == NVL_COLL_ALLREDUCE) {
+        const nvl_nccl_spec_t *n = &c->topo->nccl;
+        double x = (double)bytes, knee = (double)n->nvls_knee_bytes;
         double sw = c->topo->nvlink.nvls_bw_bytes_per_s * channels /
-                    c->topo->nccl.channels;
+                    n->channels *
+                    (n->nvls_mid_efficiency +
+                     (1 - n->nvls_mid_efficiency) * x / (x + knee));
         algbw = (sw < port ? sw : port) * 5.0 / 6.0;
     } else {
         algbw = port * (double)c->size / (c->size - 1);

@@ -27,7 +27,7 @@ static bool pat_supports(const nvl_comm_t *c, nvl_coll_t coll,
 static double pat_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
                           nvl_proto_t proto, int channels)
 {
-    (void)coll;
+
     const nvl_nccl_spec_t *k = &c->topo->nccl;
     int log2d = 0;
     while ((1 << (log2d + 1)) <= c->domains)
@@ -38,7 +38,8 @@ static double pat_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
                  1e-12;
     double path = c->nic_bw < c->nvlink_bw ? c->nic_bw : c->nvlink_bw;
     double busbw =
-        0.75 * nvl_model_bus_bw(c, NVL_ALGO_PAT, proto, path, channels);
+        0.75 * nvl_model_bus_bw(c, coll, NVL_ALGO_PAT, proto, path, channels,
+                                (double)bytes);
     return lat + (double)bytes * (c->size - 1) / c->size / busbw;
 }
 

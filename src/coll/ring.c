@@ -7,16 +7,11 @@
  *   broadcast, reduce: a chain from / to the root, S pipelined in chunks
  *
  * Cost (docs/collectives.md):
- *   T = base + intra_steps x nvlink_lat + inter_steps x net_lat + T_bw
- *   LL, LL128: T_bw = w S / busbw, busbw = C bw_ch eff(proto)
- *   Simple:    per channel Sch = S / C moves in chunks of c (512 KiB,
- *              halved down to 128 KiB while a channel has fewer than 16
- *              chunks per step); each chunk step costs c / bw_ch + sigma:
- *              T_bw = w Sch (1/bw_ch + sigma/c) + (hops - 1)(c'/bw_ch + sigma)
- *   where w = 2(N-1)/N (allreduce), (N-1)/N (allgather, reduce-scatter),
- *   1 (broadcast, reduce); bw_ch = path_bw x eta / C_topo; sigma is the
- *   topology's [nccl] step_overhead; the path is NVLink within one domain and
- *   the slower of NVLink and the NIC across domains. */
+ *   T = kernel + base + intra_steps (nvlink_lat + hop_lat)
+ *       + inter_steps (net_lat + scale-out lat) + w S / busbw
+ *   w = 2(N-1)/N (allreduce), (N-1)/N (allgather, reduce-scatter), 1
+ *   (broadcast, reduce); busbw from nvl_model_bus_bw over the path: NVLink
+ *   within one domain, the slower of NVLink and the NIC across domains. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,47 +36,31 @@ static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, int channels)
 {
     int n = c->size, d = c->domains;
-    int nsteps, inter, hops;
+    int nsteps, inter;
     double w;
     switch (coll) {
     case NVL_COLL_ALLREDUCE:
         nsteps = 2 * (n - 1);
         inter = d > 1 ? 2 * (d - 1) : 0;
         w = 2.0 * (n - 1) / n;
-        hops = nsteps;
         break;
     case NVL_COLL_ALLGATHER:
     case NVL_COLL_REDUCESCATTER:
         nsteps = n - 1;
         inter = d - 1;
         w = (double)(n - 1) / n;
-        hops = nsteps;
         break;
     default: /* broadcast, reduce: NCCL charges one step of latency */
         nsteps = 1;
         inter = d > 1 ? 1 : 0;
         w = 1.0;
-        hops = n - 1;
         break;
     }
     double lat = nvl_model_lat_s(c, NVL_ALGO_RING, proto,
                                  nsteps - inter, inter);
-    double pbw = path_bw(c);
-    if (proto != NVL_PROTO_SIMPLE)
-        return lat + w * (double)bytes /
-                         nvl_model_bus_bw(c, NVL_ALGO_RING, proto, pbw,
-                                          channels);
-    double bw_ch = nvl_model_bus_bw(c, NVL_ALGO_RING, proto, pbw, 1);
-    double sigma = (double)c->topo->nccl.step_overhead_ps * 1e-12;
-    double sch = (double)bytes / channels;
-    double per_step = coll <= NVL_COLL_REDUCE ? sch : sch / n;
-    double chunk = 512.0 * 1024;
-    while (per_step / chunk < 16 && chunk > 128.0 * 1024)
-        chunk /= 2;
-    double first = per_step < chunk ? per_step : chunk;
-    double t_bw = w * sch * (1.0 / bw_ch + sigma / chunk) +
-                  (hops - 1) * (first / bw_ch + sigma);
-    return lat + t_bw;
+    double wire = w * (double)bytes;
+    return lat + wire / nvl_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
+                                         path_bw(c), channels, wire);
 }
 
 /* The ring in member order, starting anywhere: member i is position i. */

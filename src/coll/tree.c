@@ -28,7 +28,7 @@ static bool tree_supports(const nvl_comm_t *c, nvl_coll_t coll,
 static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
                            nvl_proto_t proto, int channels)
 {
-    (void)coll;
+
     int ppn = c->max_per_domain;
     int log2d = 0;
     while ((1 << (log2d + 1)) <= c->domains)
@@ -38,7 +38,8 @@ static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
     double path = c->domains > 1 && c->nic_bw < c->nvlink_bw ? c->nic_bw
                                                             : c->nvlink_bw;
     double busbw =
-        0.92 * nvl_model_bus_bw(c, NVL_ALGO_TREE, proto, path, channels);
+        0.92 * nvl_model_bus_bw(c, coll, NVL_ALGO_TREE, proto, path, channels,
+                                (double)bytes);
     return lat + (double)bytes / (0.5 * busbw);
 }
 

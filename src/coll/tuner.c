@@ -175,3 +175,10 @@ nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
     }
     return st;
 }
+
+int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
+                              const nvl_coll_info_t *info, int host_gpus)
+{
+    int64_t host = host_gpus * comm->topo->nccl.launch_overhead_ps;
+    return info->time_ps > host ? info->time_ps : host;
+}

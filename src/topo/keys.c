@@ -134,10 +134,42 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      1, 64, "24",
      "collective channels NCCL opens (measured: 24 on 2 x H200 NV18, "
      "NCCL 2.28 init log)"},
-    {"nccl", "step_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
-     F(nccl.step_overhead_ps), "1.5us", 0, PS(1000.0), "1.5us",
-     "synchronisation cost of one Simple-protocol chunk step (fit to the "
-     "h200-nvl2 all_reduce curve)"},
+    {"nccl", "mid_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(nccl.mid_efficiency), "0.74", 0.05, 1, "0.74",
+     "fraction of a channel's bandwidth LL128 and Simple reach at mid sizes "
+     "(fit to the h200-nvl2 curves)"},
+    {"nccl", "knee", NVL_QTY_BYTES, NVL_FIELD_U64, F(nccl.knee_bytes), "32MB",
+     1, 1e13, "32MB",
+     "bytes per channel at which that efficiency is halfway to 1 (fit to "
+     "the h200-nvl2 curves)"},
+    {"nccl", "gather_scatter_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(nccl.gather_scatter_efficiency), "0.86", 0.05, 1, "0.86",
+     "allgather and reduce-scatter bandwidth relative to allreduce's per "
+     "byte (fit to the h200-nvl2 curves)"},
+    {"nccl", "nvls_min_ranks", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nccl.nvls_min_ranks), "5", 2, NVL_TOPO_MAX_GPUS, "5",
+     "smallest group NCCL runs NVLS on (HGX H200: ring at 4 GPUs, NVLS "
+     "from 5, ml-engineering)"},
+    {"nccl", "nvls_mid_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(nccl.nvls_mid_efficiency), "0.5", 0.05, 1, "0.5",
+     "fraction of nvls_bw NVLS reaches for mid-size calls (fit to Azure ND "
+     "H200 v5 16 MB - 1 GB)"},
+    {"nccl", "nvls_knee", NVL_QTY_BYTES, NVL_FIELD_U64,
+     F(nccl.nvls_knee_bytes), "28MB", 1, 1e13, "28MB",
+     "call size at which NVLS efficiency is halfway to 1 (same fit)"},
+    {"nccl", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.launch_overhead_ps), "9us", 0, PS(1000.0), "9us",
+     "host time to enqueue one NCCL call on one GPU (the floor of "
+     "back-to-back calls)"},
+    {"nccl", "ll_max_bw", NVL_QTY_BW, NVL_FIELD_F64,
+     F(nccl.ll_max_bw_bytes_per_s), "141GB/s", 1e9, 1e14, "141GB/s",
+     "LL protocol ceiling over all channels (NCCL llMaxBws)"},
+    {"nccl", "ll128_max_bw_per_channel", NVL_QTY_BW, NVL_FIELD_F64,
+     F(nccl.ll128_max_bw_per_channel_bytes_per_s), "36.7GB/s", 1e9, 1e13,
+     "36.7GB/s", "LL128 ceiling per channel (NCCL perChMaxRingLL128Bws)"},
+    {"nccl", "tree_max_bw_per_channel", NVL_QTY_BW, NVL_FIELD_F64,
+     F(nccl.tree_max_bw_per_channel_bytes_per_s), "38.7GB/s", 1e9, 1e13,
+     "38.7GB/s", "Tree ceiling per channel (NCCL perChMaxTreeBws)"},
     NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL, "ll", "6.8us", "0.6us", "5us"),
     NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL128, "ll128", "14us", "1.25us", "8.5us"),
     NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_SIMPLE, "simple", "8.4us", "4us", "14us"),

@@ -24,6 +24,6 @@ fail() {
 [ "$rc" -lt 124 ] || fail "the job ended with code $rc (a signal or a timeout)"
 n=$(grep -cF -- "$message" "$out")
 [ "$n" -eq 1 ] || fail "'$message' printed $n times; expected once"
-reports=$(grep -c '^nvlemu' "$out")
+reports=$(grep -cE '^nvlemu(:|\[)' "$out") # "nvlemu: " or "nvlemu[rank N]: "
 [ "$reports" -eq 1 ] || fail "$reports nvlemu reports; expected 1"
 exit 0

@@ -21,6 +21,6 @@ fail() {
 [ "$rc" -eq 0 ] || fail "the job exited $rc; expected 0"
 n=$(grep -cF -- "$message" "$out")
 [ "$n" -eq 1 ] || fail "'$message' printed $n times; expected once"
-reports=$(grep -c '^nvlemu' "$out")
+reports=$(grep -cE '^nvlemu(:|\[)' "$out") # "nvlemu: " or "nvlemu[rank N]: "
 [ "$reports" -eq 0 ] || fail "$reports nvlemu reports; expected none"
 exit 0

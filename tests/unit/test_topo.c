@@ -297,7 +297,7 @@ static void test_gb200_nvl72_values(void **state)
     assert_int_equal(t->gpu.dies, 2);
     assert_int_equal(t->nvlink.links_per_gpu, 18);
     assert_true(t->nvlink.link_bw_bytes_per_s == 50e9);
-    assert_int_equal(t->nvlink.hop_lat_ps, 500000);
+    assert_int_equal(t->nvlink.hop_lat_ps, 200000);
     assert_int_equal(t->nvlink.switch_trays, 9);
     assert_true(t->nvlink.nvls);
     assert_int_equal(t->nvlink.domain_gpus, 72);
@@ -1195,7 +1195,7 @@ static void test_fabric_across_domains(void **state)
     assert_true(nvl_topo_p2p_bw(t, 0, 71) == 900e9);    /* 18 x 50GB/s */
     assert_true(nvl_topo_p2p_bw(t, 71, 72) == 50e9);    /* 400Gb/s NIC */
     assert_int_equal(nvl_topo_p2p_lat_ps(t, 5, 5), 0);
-    assert_int_equal(nvl_topo_p2p_lat_ps(t, 0, 71), 500000);
+    assert_int_equal(nvl_topo_p2p_lat_ps(t, 0, 71), 200000);
     assert_int_equal(nvl_topo_p2p_lat_ps(t, 71, 72), 2000000);
     nvl_topo_free(t);
 }
