@@ -1,0 +1,94 @@
+/* MPI test: bad collective calls fail on every rank, are reported exactly
+ * once across the job, and never hang.  Run at 3 and 5 ranks. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/runtime.h"
+
+static int reports;
+static char last[512];
+
+static void sink(void *ctx, const char *message)
+{
+    (void)ctx;
+    reports++;
+    snprintf(last, sizeof last, "%s", message);
+}
+
+static int rank_, failures;
+
+/* Every rank must see `want`; the job as a whole one report containing
+ * `text`. */
+static void expect(const char *what, nvl_status_t got, nvl_status_t want,
+                   const char *text)
+{
+    int local_bad = got != want, any_bad;
+    MPI_Allreduce(&local_bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int total;
+    MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int has = reports > 0 && strstr(last, text) != NULL, any_has;
+    MPI_Allreduce(&has, &any_has, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank_ == 0 && (any_bad || total != 1 || !any_has)) {
+        fprintf(stderr, "%s: status %s on some rank, %d report(s), text '%s' "
+                        "%s\n", what, any_bad ? "wrong" : "right", total,
+                text, any_has ? "found" : "missing");
+        failures++;
+    }
+    if (reports > 0 && rank_ >= 0)
+        printf("rank %d reported: %s\n", rank_, last);
+    reports = 0;
+    last[0] = '\0';
+}
+
+int main(int argc, char **argv)
+{
+    nvl_runtime_t rt;
+    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
+        return 1;
+    rank_ = rt.rank;
+    nvl_topo_t *topo;
+    if (nvl_topo_load(argc > 1 ? argv[1] : "topology/gb200-nvl72.topo",
+                      &topo) != NVL_OK)
+        return 1;
+    nvl_vclock_t clock = {0};
+    nvl_comm_t *comm;
+    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
+        return 1;
+    nvl_report_set_sink(sink, NULL);
+    float buf[64] = {0}, out[64 * 8];
+
+    /* rank 1 calls with another count */
+    nvl_status_t st = nvl_allreduce(comm, buf, out, rank_ == 1 ? 9 : 8,
+                                    NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("count mismatch", st, NVL_ERR_MISMATCH, "member 1");
+    /* rank 2 calls another collective */
+    st = rank_ == 2 ? nvl_allgather(comm, buf, out, 8, NVL_DT_F32, NULL)
+                    : nvl_allreduce(comm, buf, out, 8, NVL_DT_F32, NVL_OP_SUM,
+                                    NULL);
+    expect("collective mismatch", st, NVL_ERR_MISMATCH, "AllGather");
+    /* every rank gives a root that is not a member */
+    st = nvl_broadcast(comm, buf, out, 8, NVL_DT_F32, rt.size, NULL);
+    expect("bad root", st, NVL_ERR_INVALID, "is not a member");
+    /* a count whose bytes overflow */
+    st = nvl_allgather(comm, buf, out, SIZE_MAX / 2, NVL_DT_F32, NULL);
+    expect("overflow", st, NVL_ERR_INVALID, "overflows");
+    /* NULL buffers in data mode */
+    st = nvl_allreduce(comm, NULL, NULL, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("NULL buffer", st, NVL_ERR_INVALID, "NULL buffer");
+    /* afterwards the communicator still works, and the clock moved only for
+     * calls that ran */
+    st = nvl_allreduce(comm, buf, out, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
+    if (st != NVL_OK)
+        failures++;
+    int all;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    nvl_report_set_sink(NULL, NULL);
+    if (rank_ == 0)
+        printf("test_coll_errors: %d ranks, %d failure(s)\n", rt.size, all);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+    nvl_runtime_finalize();
+    return all == 0 ? 0 : 1;
+}
