@@ -10,7 +10,10 @@
  * per call, and the algorithm and protocol the tuner chose.
  *
  *   time   emulated time of one call (us): the mean over the timed calls of
- *          the group's virtual end - start (nvl_coll_info_t.time_ps)
+ *          the group's virtual end - start (nvl_coll_info_t.time_ps), but
+ *          never less than the host's enqueue time of a call
+ *          (nvl_coll_loop_time_ps: [nccl] launch_overhead), as a loop of
+ *          back-to-back calls measures it
  *   algbw  size / time;  busbw = algbw x the collective's factor
  *          (nccl-tests: allreduce 2(n-1)/n, allgather, reduce-scatter and
  *          alltoall (n-1)/n, broadcast, reduce and sendrecv 1)
@@ -108,7 +111,7 @@ static const bench_opt_t opts[] = {
      "data, timing, or auto: data mode up to --data-max and timing mode "
      "above (default auto)"},
     {"data-max", 0, OPT_SIZE, AT(data_max), 0, "SIZE",
-     "largest size that auto mode runs in data mode (default 64M)"},
+     "largest size that auto mode runs in data mode (default 1M)"},
     {"ngpus", 'g', OPT_ONE, 0, 0, "1",
      "GPUs per rank: only 1 (one rank plays one GPU)"},
     {"nthreads", 't', OPT_ONE, 0, 0, "1", "threads per rank: only 1"},
@@ -403,7 +406,9 @@ static nvl_status_t run_phase(const bench_size_t *b, bool in_place,
     out->time_ps = 0;
     for (long i = 0; i < b->args->iters && st == NVL_OK; i++) {
         st = row->run(b->comm, send, recv, &b->call, &out->info);
-        out->time_ps += out->info.time_ps;
+        if (st == NVL_OK)
+            /* back to back, a call never beats its host enqueue time */
+            out->time_ps += nvl_coll_loop_time_ps(b->comm, &out->info, 1);
     }
     out->wall_s = MPI_Wtime() - t0;
     out->wrong = -1;
@@ -434,14 +439,6 @@ static void format_num(double v, int width, char *buf, size_t len)
     else
         snprintf(buf, len, "%*.1e", width, v);
 }
-
-static const char *const algo_names[NVL_ALGO_COUNT] = {
-    [NVL_ALGO_TREE] = "Tree", [NVL_ALGO_RING] = "Ring",
-    [NVL_ALGO_NVLS] = "NVLS", [NVL_ALGO_NVLS_TREE] = "NVLSTree",
-    [NVL_ALGO_PAT] = "PAT"};
-static const char *const proto_names[NVL_PROTO_COUNT] = {
-    [NVL_PROTO_LL] = "LL", [NVL_PROTO_LL128] = "LL128",
-    [NVL_PROTO_SIMPLE] = "Simple"};
 
 /* Prints time, algbw, busbw and #wrong of one phase; returns busbw. */
 static double print_phase(const bench_size_t *b, size_t bytes,
@@ -526,8 +523,8 @@ static nvl_status_t run_size(const nvl_bench_coll_t *row,
         format_num((ph[0].wall_s + ph[1].wall_s) * 1e6 / (2.0 * a->iters), 8,
                    wall, sizeof wall);
         printf("  %8s  %8s  %6s\n", wall,
-               info->algo < NVL_ALGO_COUNT ? algo_names[info->algo] : "P2P",
-               proto_names[info->proto]);
+               nvl_algo_name(info->algo),
+               nvl_proto_name((nvl_proto_t)info->proto));
         fflush(stdout);
     }
     return NVL_OK;
@@ -576,8 +573,9 @@ static void print_header(const nvl_bench_coll_t *row, const bench_args_t *a,
         printf("# nvlemu: %s mode at every size%s\n", mode_names[a->mode],
                a->mode == MODE_DATA && a->check ? " (results checked)" : "");
     printf("# nvlemu: time = emulated time per call (mean of the virtual "
-           "clock over the iters); wall(us) = host time per call; algo "
-           "proto = the tuner's choice\n");
+           "clock over the iters, at least the host's enqueue time); "
+           "wall(us) = host time per call; algo proto = the tuner's "
+           "choice\n");
     printf("#\n# Using devices\n");
     nvl_qty_format(NVL_QTY_BYTES, (double)topo->gpu.hbm_bytes, hbm,
                    sizeof hbm);
@@ -630,7 +628,7 @@ int main(int argc, char **argv)
     const nvl_bench_coll_t *row = nvl_bench_coll_find(NVL_BENCH_COLL);
     bench_args_t args = {
         .min_bytes = 32u << 20, .max_bytes = 32u << 20,
-        .step_bytes = 1u << 20, .data_max = 64u << 20, .step_factor = 1,
+        .step_bytes = 1u << 20, .data_max = 1u << 20, .step_factor = 1,
         .iters = 20, .warmup = 5, .check = 1, .dtype = NVL_DT_F32,
         .op = NVL_OP_SUM, .mode = MODE_AUTO};
     nvl_topo_t *topo = NULL;

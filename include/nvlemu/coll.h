@@ -65,6 +65,11 @@ const char *nvl_redop_name(nvl_redop_t op);
 nvl_status_t nvl_redop_parse(const char *name, nvl_redop_t *op_out);
 /* NCCL's names: "AllReduce", "AllGather", ... */
 const char *nvl_coll_name(nvl_coll_t coll);
+/* NCCL's spellings of algorithms and protocols, as NCCL_ALGO / NCCL_PROTO
+ * and NCCL's tuning table write them: "Ring", "NVLSTree", "LL128",
+ * "Simple" ("P2P" for NVL_ALGO_COUNT, the point-to-point operations). */
+const char *nvl_algo_name(nvl_algo_t algo);
+const char *nvl_proto_name(nvl_proto_t proto);
 
 /* Converts between a dtype and float (round to nearest even; fp8 e4m3
  * saturates to +-448, NaN stays NaN). */

@@ -50,10 +50,13 @@ nvl_status_t nvl_runtime_capture_end(nvl_status_t local);
 nvl_status_t nvl_runtime_check_topo(const nvl_topo_t *topo);
 
 /* Waits for a request by the host's wait policy: MPI_Wait when ranks have a
- * core each, else polls with MPI_Test and sleeps between polls (backing off
- * from 1 us to 1 ms) so that oversubscribed ranks leave the cores to the
- * ranks that have work. */
+ * core each, else polls with MPI_Test, yielding the core between the first
+ * polls and then sleeping (backing off from 1 us to 100 us), so that
+ * oversubscribed ranks leave the cores to the ranks that have work. */
 void nvl_runtime_wait(MPI_Request *request);
+
+/* As nvl_runtime_wait, for n requests at once (MPI_Waitall). */
+void nvl_runtime_waitall(int n, MPI_Request *requests);
 
 /* Ends the whole job at once with a non-zero code, after what was reported;
  * for errors found on one rank while others may be waiting. */

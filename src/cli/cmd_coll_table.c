@@ -43,15 +43,6 @@ static const nvl_cli_opt_t table_opts[] = {
               "[--set K=V]...   (honours NCCL_ALGO, NCCL_PROTO, "       \
               "NCCL_NVLS_ENABLE, NCCL_MAX_NCHANNELS)"
 
-/* NCCL's spellings, as in its table. */
-static const char *const algo_names[NVL_ALGO_COUNT] = {
-    [NVL_ALGO_TREE] = "Tree", [NVL_ALGO_RING] = "Ring",
-    [NVL_ALGO_NVLS] = "NVLS", [NVL_ALGO_NVLS_TREE] = "NVLSTree",
-    [NVL_ALGO_PAT] = "PAT"};
-static const char *const proto_names[NVL_PROTO_COUNT] = {
-    [NVL_PROTO_LL] = "LL", [NVL_PROTO_LL128] = "LL128",
-    [NVL_PROTO_SIMPLE] = "Simple"};
-
 typedef struct {
     const char *topo_file, *json;
     long ranks;
@@ -194,11 +185,11 @@ static void print_table(const table_t table)
                       : NVL_ALGO_COUNT;
         printf("  Algorithm   |");
         for (int a = first; a < end; a++)
-            printf(" %14s   %14s   %14s |", "", algo_names[a], "");
+            printf(" %14s   %14s   %14s |", "", nvl_algo_name((nvl_algo_t)a), "");
         printf("\n  Protocol    |");
         for (int a = first; a < end; a++)
             for (int p = 0; p < NVL_PROTO_COUNT; p++)
-                printf(" %14s |", proto_names[p]);
+                printf(" %14s |", nvl_proto_name((nvl_proto_t)p));
         printf("\n");
         for (int c = 0; c < N_TABLE_COLLS; c++) {
             printf("%13s |", nvl_coll_name((nvl_coll_t)c));
@@ -231,8 +222,8 @@ static nvl_status_t write_json(const nvl_topo_t *topo, const char *origin,
                 json_t *o = json_object();
                 json_object_set_new(o, "coll",
                                     json_string(nvl_coll_name((nvl_coll_t)c)));
-                json_object_set_new(o, "algo", json_string(algo_names[a]));
-                json_object_set_new(o, "proto", json_string(proto_names[p]));
+                json_object_set_new(o, "algo", json_string(nvl_algo_name((nvl_algo_t)a)));
+                json_object_set_new(o, "proto", json_string(nvl_proto_name((nvl_proto_t)p)));
                 json_object_set_new(o, "state",
                                     json_string(cell_state_names[cell->state]));
                 json_object_set_new(o, "lat_ps", json_integer(cell->lat_ps));

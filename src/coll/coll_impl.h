@@ -84,6 +84,15 @@ nvl_status_t nvl_xfer_sendrecv(nvl_comm_t *comm, const void *sbuf,
                                size_t sbytes, int dst, void *rbuf,
                                size_t rbytes, int src, int tag);
 
+/* Exchanges with many peers at once: for each k < n, sends sbytes[k] from
+ * sbuf[k] to dst[k] and receives rbytes[k] into rbuf[k] from src[k] (a peer
+ * of -1 skips that side), all posted together and waited for together, in
+ * pieces MPI's int counts can hold. */
+nvl_status_t nvl_xfer_exchange(nvl_comm_t *comm, int n,
+                               const void *const *sbuf, const size_t *sbytes,
+                               const int *dst, void *const *rbuf,
+                               const size_t *rbytes, const int *src, int tag);
+
 /* Reduces n elements of in into inout (nvl_reduce_into). */
 void nvl_xfer_reduce(const nvl_coll_call_t *call, void *inout, const void *in,
                      size_t n);
@@ -92,7 +101,6 @@ void nvl_xfer_reduce(const nvl_coll_call_t *call, void *inout, const void *in,
  * comm; valid until the next call). NULL (reported) when out of memory. */
 void *nvl_xfer_scratch(nvl_comm_t *comm, size_t bytes);
 
-#endif
 
 /* ---- building blocks shared by algorithms ------------------------------ */
 
@@ -141,3 +149,5 @@ nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
  * an alltoall or sendrecv call, and its data movement. */
 int64_t nvl_p2p_predict_ps(const nvl_coll_call_t *call);
 nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);
+
+#endif

@@ -8,6 +8,7 @@
  *   + max(bytes over NVLink / (nvlink_bw x eta), bytes over NIC / nic_bw),
  *   the slowest member setting the pace (the call ends when the last block
  *   has arrived). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll_impl.h"
@@ -71,13 +72,28 @@ nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call)
     int n = c->size, r = c->rank;
     memmove((char *)call->recv + (size_t)r * bytes,
             (const char *)call->send + (size_t)r * bytes, bytes);
-    for (int k = 1; k < n; k++) {
-        int to = (r + k) % n, from = (r - k + n) % n;
-        nvl_status_t st = nvl_xfer_sendrecv(
-            c, (const char *)call->send + (size_t)to * bytes, bytes, to,
-            (char *)call->recv + (size_t)from * bytes, bytes, from, 141);
-        if (st != NVL_OK)
-            return st;
+    if (n == 1)
+        return NVL_OK;
+    const void **sb = malloc((size_t)n * sizeof *sb);
+    void **rb = malloc((size_t)n * sizeof *rb);
+    size_t *len = malloc((size_t)n * sizeof *len);
+    int *peer = malloc((size_t)n * sizeof *peer);
+    nvl_status_t st = NVL_ERR_NOMEM;
+    if (sb != NULL && rb != NULL && len != NULL && peer != NULL) {
+        for (int k = 0; k < n; k++) {
+            peer[k] = k == r ? -1 : k;
+            len[k] = bytes;
+            sb[k] = (const char *)call->send + (size_t)k * bytes;
+            rb[k] = (char *)call->recv + (size_t)k * bytes;
+        }
+        st = nvl_xfer_exchange(c, n, (const void *const *)sb, len, peer,
+                               (void *const *)rb, len, peer, 141);
+    } else {
+        nvl_report("out of memory for a %d-member alltoall", n);
     }
-    return NVL_OK;
+    free(sb);
+    free(rb);
+    free(len);
+    free(peer);
+    return st;
 }

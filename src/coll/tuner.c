@@ -60,8 +60,18 @@ static nvl_status_t parse_list(const char *var, const char *text,
     return NVL_OK;
 }
 
-static const char *algo_name(int a) { return nvl_coll_algos[a]->name; }
-static const char *proto_name(int p) { return proto_names[p]; }
+const char *nvl_algo_name(nvl_algo_t a)
+{
+    return a < NVL_ALGO_COUNT ? nvl_coll_algos[a]->name : "P2P";
+}
+
+const char *nvl_proto_name(nvl_proto_t p)
+{
+    return p < NVL_PROTO_COUNT ? proto_names[p] : "?";
+}
+
+static const char *algo_name(int a) { return nvl_algo_name((nvl_algo_t)a); }
+static const char *proto_name(int p) { return nvl_proto_name((nvl_proto_t)p); }
 
 static nvl_status_t env_int(const char *var, int *out)
 {
@@ -129,9 +139,11 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
     nvl_coll_info_t info = {.coll = coll, .algo = algo, .proto = proto,
                             .bytes = bytes};
     info.channels = nvl_model_channels(comm, algo, proto, bytes);
+    /* one rank, or nothing to move: NCCL returns without a kernel */
     info.time_ps = nvl_ps_from_s(
-        comm->size > 1 ? a->predict_s(comm, coll, bytes, proto, info.channels)
-                       : 0.0);
+        comm->size > 1 && bytes > 0
+            ? a->predict_s(comm, coll, bytes, proto, info.channels)
+            : 0.0);
     *info_out = info;
     return NVL_OK;
 }

@@ -23,38 +23,60 @@ void *nvl_xfer_scratch(nvl_comm_t *c, size_t bytes)
     return p;
 }
 
-static void wait_req(MPI_Request *r)
+static void wait_all(int n, MPI_Request *r)
 {
     if (nvl_runtime() != NULL)
-        nvl_runtime_wait(r);
+        nvl_runtime_waitall(n, r);
     else
-        MPI_Wait(r, MPI_STATUS_IGNORE);
+        MPI_Waitall(n, r, MPI_STATUSES_IGNORE);
+}
+
+static size_t pieces(size_t bytes)
+{
+    return bytes == 0 ? 0 : (bytes + PIECE_BYTES - 1) / PIECE_BYTES;
+}
+
+nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, int n,
+                               const void *const *sbuf, const size_t *sbytes,
+                               const int *dst, void *const *rbuf,
+                               const size_t *rbytes, const int *src, int tag)
+{
+    size_t nreq = 0;
+    for (int k = 0; k < n; k++)
+        nreq += (dst[k] >= 0 ? pieces(sbytes[k]) : 0) +
+                (src[k] >= 0 ? pieces(rbytes[k]) : 0);
+    MPI_Request *req = malloc((nreq + 1) * sizeof *req);
+    if (req == NULL) {
+        nvl_report("out of memory for %zu MPI requests", nreq);
+        return NVL_ERR_NOMEM;
+    }
+    size_t r = 0;
+    for (int k = 0; k < n; k++)
+        for (size_t at = 0; src[k] >= 0 && at < rbytes[k]; at += PIECE_BYTES) {
+            size_t len = rbytes[k] - at < PIECE_BYTES ? rbytes[k] - at
+                                                      : PIECE_BYTES;
+            MPI_Irecv((char *)rbuf[k] + at, (int)len, MPI_BYTE, src[k], tag,
+                      c->mpi, &req[r++]);
+        }
+    for (int k = 0; k < n; k++)
+        for (size_t at = 0; dst[k] >= 0 && at < sbytes[k]; at += PIECE_BYTES) {
+            size_t len = sbytes[k] - at < PIECE_BYTES ? sbytes[k] - at
+                                                      : PIECE_BYTES;
+            MPI_Isend((const char *)sbuf[k] + at, (int)len, MPI_BYTE, dst[k],
+                      tag, c->mpi, &req[r++]);
+        }
+    wait_all((int)r, req);
+    free(req);
+    return NVL_OK;
 }
 
 nvl_status_t nvl_xfer_sendrecv(nvl_comm_t *c, const void *sbuf,
                                size_t sbytes, int dst, void *rbuf,
                                size_t rbytes, int src, int tag)
 {
-    size_t sdone = 0, rdone = 0;
-    do {
-        MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        size_t rn = 0, sn = 0;
-        if (src >= 0 && rdone < rbytes) {
-            rn = rbytes - rdone < PIECE_BYTES ? rbytes - rdone : PIECE_BYTES;
-            MPI_Irecv((char *)rbuf + rdone, (int)rn, MPI_BYTE, src, tag,
-                      c->mpi, &req[0]);
-        }
-        if (dst >= 0 && sdone < sbytes) {
-            sn = sbytes - sdone < PIECE_BYTES ? sbytes - sdone : PIECE_BYTES;
-            MPI_Isend((const char *)sbuf + sdone, (int)sn, MPI_BYTE, dst, tag,
-                      c->mpi, &req[1]);
-        }
-        wait_req(&req[0]);
-        wait_req(&req[1]);
-        rdone += rn;
-        sdone += sn;
-    } while ((src >= 0 && rdone < rbytes) || (dst >= 0 && sdone < sbytes));
-    return NVL_OK;
+    const void *sb[1] = {sbuf};
+    void *rb[1] = {rbuf};
+    return nvl_xfer_exchange(c, 1, sb, &sbytes, &dst, rb, &rbytes, &src, tag);
 }
 
 void nvl_xfer_reduce(const nvl_coll_call_t *call, void *inout, const void *in,
@@ -121,6 +143,57 @@ nvl_status_t nvl_ring_allgather(const nvl_coll_call_t *call,
     return NVL_OK;
 }
 
+/* Every member sends block[to] of its buffer to member `to` and receives
+ * block[me] of member `from` into slot `from` of tmp (reduce-scatter), or
+ * block[from] into its own buffer (allgather), all peers at once. */
+static nvl_status_t direct_exchange(const nvl_coll_call_t *call,
+                                    const nvl_group_t *g, char *buf,
+                                    const nvl_blocks_t *b, char *tmp,
+                                    int tag)
+{
+    size_t esz = nvl_dtype_size(call->dtype);
+    int n = g->n, p = g->pos;
+    const void **sb = malloc((size_t)n * sizeof *sb);
+    void **rb = malloc((size_t)n * sizeof *rb);
+    size_t *sn = malloc(2 * (size_t)n * sizeof *sn);
+    int *peers = malloc(2 * (size_t)n * sizeof *peers);
+    nvl_status_t st = NVL_ERR_NOMEM;
+    if (sb == NULL || rb == NULL || sn == NULL || peers == NULL) {
+        nvl_report("out of memory for a %d-member exchange", n);
+        goto out;
+    }
+    size_t *rn = sn + n;
+    int *dst = peers, *src = peers + n;
+    for (int k = 0; k < n; k++) {
+        dst[k] = src[k] = -1;
+        sn[k] = rn[k] = 0;
+        sb[k] = NULL;
+        rb[k] = NULL;
+        if (k == p)
+            continue;
+        int blk_out = tmp != NULL ? k : p; /* RS sends their block */
+        dst[k] = g->members[k];
+        sb[k] = buf + b->off[blk_out] * esz;
+        sn[k] = b->len[blk_out] * esz;
+        src[k] = g->members[k];
+        if (tmp != NULL) {
+            rb[k] = tmp + (size_t)k * b->len[p] * esz;
+            rn[k] = b->len[p] * esz;
+        } else {
+            rb[k] = buf + b->off[k] * esz;
+            rn[k] = b->len[k] * esz;
+        }
+    }
+    st = nvl_xfer_exchange(call->comm, n, (const void *const *)sb, sn, dst,
+                           (void *const *)rb, rn, src, tag);
+out:
+    free(sb);
+    free(rb);
+    free(sn);
+    free(peers);
+    return st;
+}
+
 nvl_status_t nvl_direct_reduce_scatter(const nvl_coll_call_t *call,
                                        const nvl_group_t *g, char *buf,
                                        const nvl_blocks_t *b)
@@ -130,19 +203,13 @@ nvl_status_t nvl_direct_reduce_scatter(const nvl_coll_call_t *call,
     if (n == 1)
         return NVL_OK;
     size_t mine = b->len[p] * esz;
-    /* slot j holds member j's copy of my block; my own stays in buf */
-    char *tmp = nvl_xfer_scratch(call->comm, mine * (size_t)n);
-    if (tmp == NULL && mine > 0)
+    /* slot j holds member j's copy of my block */
+    char *tmp = nvl_xfer_scratch(call->comm, mine * (size_t)n + 1);
+    if (tmp == NULL)
         return NVL_ERR_NOMEM;
-    for (int k = 1; k < n; k++) {
-        int to = mod(p + k, n), from = mod(p - k, n);
-        nvl_status_t st = nvl_xfer_sendrecv(
-            call->comm, buf + b->off[to] * esz, b->len[to] * esz,
-            g->members[to], tmp + (size_t)from * mine, mine,
-            g->members[from], 102);
-        if (st != NVL_OK)
-            return st;
-    }
+    nvl_status_t st = direct_exchange(call, g, buf, b, tmp, 102);
+    if (st != NVL_OK)
+        return st;
     memcpy(tmp + (size_t)p * mine, buf + b->off[p] * esz, mine);
     /* the switch reduces in a fixed order: member 0, 1, ..., n-1 */
     for (int j = 1; j < n; j++)
@@ -155,16 +222,7 @@ nvl_status_t nvl_direct_allgather(const nvl_coll_call_t *call,
                                   const nvl_group_t *g, char *buf,
                                   const nvl_blocks_t *b)
 {
-    size_t esz = nvl_dtype_size(call->dtype);
-    int n = g->n, p = g->pos;
-    for (int k = 1; k < n; k++) {
-        int to = mod(p + k, n), from = mod(p - k, n);
-        nvl_status_t st = nvl_xfer_sendrecv(
-            call->comm, buf + b->off[p] * esz, b->len[p] * esz,
-            g->members[to], buf + b->off[from] * esz, b->len[from] * esz,
-            g->members[from], 103);
-        if (st != NVL_OK)
-            return st;
-    }
-    return NVL_OK;
+    if (g->n == 1)
+        return NVL_OK;
+    return direct_exchange(call, g, buf, b, NULL, 103);
 }

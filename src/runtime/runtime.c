@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 static nvl_runtime_t runtime;
@@ -150,19 +151,30 @@ nvl_status_t nvl_runtime_check_topo(const nvl_topo_t *topo)
 
 void nvl_runtime_wait(MPI_Request *request)
 {
+    nvl_runtime_waitall(1, request);
+}
+
+void nvl_runtime_waitall(int n, MPI_Request *requests)
+{
     if (runtime.wait != NVL_WAIT_BLOCK) {
-        MPI_Wait(request, MPI_STATUS_IGNORE);
+        MPI_Waitall(n, requests, MPI_STATUSES_IGNORE);
         return;
     }
+    /* oversubscribed: give the core away at once (the rank we wait for may
+     * need it), then sleep, backing off from 1 us to 100 us */
     long sleep_ns = 1000;
-    for (;;) {
+    for (int polls = 0;; polls++) {
         int done = 0;
-        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
         if (done)
             return;
+        if (polls < 16) {
+            sched_yield();
+            continue;
+        }
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
-        if (sleep_ns < 1000000)
+        if (sleep_ns < 100000)
             sleep_ns *= 2;
     }
 }
