@@ -4,7 +4,7 @@
  * algorithm bandwidth (GB/s) of
  *
  *   time(B) = latency + B / bandwidth        (B: NCCL's nBytes)
- *   latency   = the predicted time of a 0-byte call
+ *   latency   = the predicted time of a 1-byte call (0 bytes cost nothing)
  *   bandwidth = BIG / (time(BIG) - latency), BIG = 4 GiB
  *
  * 0.0/0.0 where the pair cannot run the collective here or NCCL_ALGO /
@@ -121,7 +121,7 @@ static void fill_table(const nvl_comm_t *comm, table_t table)
                 if (!cfg->algo_enabled[a] || !cfg->proto_enabled[p])
                     continue;
                 cell->state = CELL_UNSUPPORTED;
-                if (nvl_coll_predict(comm, (nvl_coll_t)c, 0, (nvl_algo_t)a,
+                if (nvl_coll_predict(comm, (nvl_coll_t)c, 1, (nvl_algo_t)a,
                                      (nvl_proto_t)p, &zero) != NVL_OK ||
                     nvl_coll_predict(comm, (nvl_coll_t)c, BIG_BYTES,
                                      (nvl_algo_t)a, (nvl_proto_t)p,
@@ -173,7 +173,7 @@ static void print_summary(const nvl_topo_t *topo, const nvl_comm_t *comm,
            algo != NULL && *algo ? algo : "(all)",
            proto != NULL && *proto ? proto : "(all)");
     printf("Each cell: predicted latency (us) / algorithm bandwidth (GB/s): "
-           "latency = time of a 0-byte call, bandwidth = 4 GiB / (time(4 "
+           "latency = time of a 1-byte call, bandwidth = 4 GiB / (time(4 "
            "GiB) - latency); 0.0/0.0: unsupported or disabled.\n");
 }
 
