@@ -210,4 +210,28 @@ nvl_status_t nvl_sendrecv(nvl_comm_t *comm, const void *sendbuf, int to,
                           void *recvbuf, int from, size_t count,
                           nvl_dtype_t dtype, nvl_coll_info_t *info_out);
 
+/* ---- point-to-point groups (ncclGroupStart / ncclSend / ncclRecv /
+ * ncclGroupEnd) ----------------------------------------------------------- */
+
+/* Starts queuing: until nvl_group_end, nvl_send and nvl_recv only record
+ * their operation (buffers must stay valid until nvl_group_end returns).
+ * Reports and returns NVL_ERR_INVALID if a group is already open. */
+nvl_status_t nvl_group_start(nvl_comm_t *comm);
+
+/* Queue count elements to send to member peer / to receive from it. */
+nvl_status_t nvl_send(nvl_comm_t *comm, const void *buf, size_t count,
+                      nvl_dtype_t dtype, int peer);
+nvl_status_t nvl_recv(nvl_comm_t *comm, void *buf, size_t count,
+                      nvl_dtype_t dtype, int peer);
+
+/* Collective over comm (every member calls it, with or without queued
+ * operations): runs everything queued at once.  A GPU's NVLink ports and its
+ * NIC are shared by all of its sends, and (the other direction) by all of
+ * its receives, so the group takes its busiest port's time plus one
+ * latency; the slowest member sets everyone's end.  In data mode the
+ * members first check that every send matches a receive of the same size
+ * (one MPI_Alltoall of sizes); a mismatch is reported once, naming both
+ * members, and fails everywhere. */
+nvl_status_t nvl_group_end(nvl_comm_t *comm, nvl_coll_info_t *info_out);
+
 #endif

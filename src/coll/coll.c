@@ -130,12 +130,35 @@ static nvl_status_t report_mismatch(nvl_comm_t *comm, const nvl_coll_call_t *c)
     return NVL_ERR_MISMATCH;
 }
 
+nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t sig, bool ok,
+                            const char *what, const char *why,
+                            int64_t time_ps, int64_t *start_ps_out,
+                            int64_t *time_ps_out)
+{
+    int64_t v[AGREE_N] = {comm->clock->now_ps, sig, -sig, ok ? 0 : 1,
+                          time_ps};
+    int64_t agreed[AGREE_N];
+    MPI_Allreduce(v, agreed, AGREE_N, MPI_INT64_T, MPI_MAX, comm->mpi);
+    if (agreed[AGREE_ERR])
+        return fail_once(comm, !ok, what, why);
+    if (agreed[AGREE_SIG] != -agreed[AGREE_NEG_SIG])
+        return NVL_ERR_MISMATCH; /* the caller names who differs */
+    *start_ps_out = agreed[AGREE_CLOCK];
+    *time_ps_out = agreed[AGREE_TIME];
+    return NVL_OK;
+}
+
 static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
 {
     nvl_comm_t *comm = call->comm;
     char why[256] = "", name[160];
     size_t bytes = 0;
     int ok = check(call, &bytes, why, sizeof why);
+    if (ok && comm->group_open) {
+        snprintf(why, sizeof why, "called inside a point-to-point group "
+                                  "(nvl_group_start without nvl_group_end)");
+        ok = 0;
+    }
     nvl_coll_info_t info = {.coll = call->coll, .algo = NVL_ALGO_COUNT,
                             .proto = NVL_PROTO_SIMPLE, .bytes = bytes};
     if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
@@ -149,18 +172,17 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     } else if (ok) {
         info.time_ps = nvl_p2p_predict_ps(call);
     }
-    int64_t sig = signature(call);
-    int64_t v[AGREE_N] = {comm->clock->now_ps, sig, -sig, ok ? 0 : 1,
-                          info.time_ps};
-    int64_t agreed[AGREE_N];
-    MPI_Allreduce(v, agreed, AGREE_N, MPI_INT64_T, MPI_MAX, comm->mpi);
     describe(call, name, sizeof name);
-    if (agreed[AGREE_ERR])
-        return fail_once(comm, !ok, name, why);
-    if (agreed[AGREE_SIG] != -agreed[AGREE_NEG_SIG])
+    int64_t start_ps, time_ps;
+    nvl_status_t agreed = nvl_coll_agree(comm, signature(call), ok, name,
+                                         why, info.time_ps, &start_ps,
+                                         &time_ps);
+    if (agreed == NVL_ERR_MISMATCH)
         return report_mismatch(comm, call);
-    info.start_ps = agreed[AGREE_CLOCK];
-    info.time_ps = agreed[AGREE_TIME];
+    if (agreed != NVL_OK)
+        return agreed;
+    info.start_ps = start_ps;
+    info.time_ps = time_ps;
     if (comm->mode == NVL_MODE_DATA && comm->size >= 1) {
         nvl_status_t st =
             call->coll <= NVL_COLL_ALLREDUCE

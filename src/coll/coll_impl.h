@@ -22,7 +22,19 @@ struct nvl_comm {
     bool nvls;               /* all members in one switched domain with NVLS */
     void *scratch;           /* owned: nvl_xfer_scratch */
     size_t scratch_bytes;
+    /* point-to-point group being queued (nvl_group_start .. _end) */
+    bool group_open;
+    struct nvl_p2p_op *ops;  /* owned */
+    size_t n_ops, cap_ops;
 };
+
+/* One queued send or receive of a group. */
+typedef struct nvl_p2p_op {
+    bool send;
+    void *buf;
+    size_t bytes;
+    int peer;
+} nvl_p2p_op_t;
 
 /* One collective call, as every algorithm's run() receives it. */
 typedef struct {
@@ -149,5 +161,15 @@ nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
  * an alltoall or sendrecv call, and its data movement. */
 int64_t nvl_p2p_predict_ps(const nvl_coll_call_t *call);
 nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);
+
+/* The agreement step of every call (src/coll/coll.c): one allreduce of the
+ * entry clock, the call's signature, whether this member's arguments were
+ * wrong (why says how) and its modeled duration.  On success sets the
+ * group-wide start and duration; otherwise the lowest failing member
+ * reports (what names the call) and every member returns the error. */
+nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t signature, bool ok,
+                            const char *what, const char *why,
+                            int64_t time_ps, int64_t *start_ps_out,
+                            int64_t *time_ps_out);
 
 #endif

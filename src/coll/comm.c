@@ -178,6 +178,7 @@ void nvl_comm_destroy(nvl_comm_t *comm)
         MPI_Comm_free(&comm->mpi);
     free(comm->gpus);
     free(comm->scratch);
+    free(comm->ops);
     free(comm);
 }
 

@@ -1,0 +1,126 @@
+/* MPI test: groups of sends and receives (nvl_group_start .. _end): the
+ * data arrives, data and timing mode give the same clocks, a GPU's ports
+ * are shared by everything it sends at once, and a send/receive size
+ * mismatch fails everywhere with one report. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/runtime.h"
+
+static int rank_, size_, failures, reports;
+
+static void sink(void *ctx, const char *m)
+{
+    (void)ctx;
+    reports++;
+    printf("rank %d reported: %s\n", rank_, m);
+}
+
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "rank %d: ", rank_);                          \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, "\n");                                         \
+            failures++;                                                    \
+        }                                                                  \
+    } while (0)
+
+/* Each rank sends (k + 1) * base floats to rank + k for k = 1..fan and
+ * receives as many from rank - k; returns the group's modeled time. */
+static int64_t fan_out(nvl_comm_t *comm, int fan, size_t base, int check)
+{
+    int data = nvl_comm_mode(comm) == NVL_MODE_DATA;
+    float *out[8], *in[8];
+    nvl_group_start(comm);
+    for (int k = 1; k <= fan; k++) {
+        size_t n = (size_t)(k + 1) * base;
+        out[k] = malloc(n * sizeof(float) + 1);
+        in[k] = calloc(n + 1, sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            out[k][i] = (float)(rank_ * 1000 + k * 10 + (int)(i % 7));
+        nvl_send(comm, data ? out[k] : NULL, n, NVL_DT_F32,
+                 (rank_ + k) % size_);
+        nvl_recv(comm, data ? in[k] : NULL, n, NVL_DT_F32,
+                 (rank_ - k + size_) % size_);
+    }
+    nvl_coll_info_t info;
+    nvl_status_t st = nvl_group_end(comm, &info);
+    CHECK(st == NVL_OK, "group_end returned %s", nvl_status_str(st));
+    for (int k = 1; k <= fan; k++) {
+        size_t n = (size_t)(k + 1) * base;
+        int from = (rank_ - k + size_) % size_;
+        for (size_t i = 0; check && data && i < n; i++)
+            if (in[k][i] != (float)(from * 1000 + k * 10 + (int)(i % 7))) {
+                CHECK(0, "fan %d: element %zu from %d is %g", k, i, from,
+                      in[k][i]);
+                break;
+            }
+        free(out[k]);
+        free(in[k]);
+    }
+    return info.time_ps;
+}
+
+int main(int argc, char **argv)
+{
+    nvl_runtime_t rt;
+    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
+        return 1;
+    rank_ = rt.rank;
+    size_ = rt.size;
+    nvl_topo_t *topo;
+    if (nvl_topo_load(argc > 1 ? argv[1] : "topology/gb200-nvl72.topo",
+                      &topo) != NVL_OK)
+        return 1;
+    nvl_vclock_t clock = {0};
+    nvl_comm_t *comm;
+    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
+        return 1;
+    int fan = size_ - 1 < 4 ? size_ - 1 : 4;
+    int64_t t[2][2];
+    for (int mode = 0; mode < 2; mode++) {
+        nvl_comm_set_mode(comm, mode ? NVL_MODE_TIMING : NVL_MODE_DATA);
+        t[mode][0] = fan_out(comm, 1, 100000, 1);
+        t[mode][1] = fan_out(comm, fan, 100000, 1);
+    }
+    CHECK(t[0][0] == t[1][0] && t[0][1] == t[1][1],
+          "data and timing mode differ: %lld/%lld vs %lld/%lld",
+          (long long)t[0][0], (long long)t[0][1], (long long)t[1][0],
+          (long long)t[1][1]);
+    /* sharing the ports: fan-out to several peers takes longer than to one */
+    if (fan > 1)
+        CHECK(t[1][1] > t[1][0], "fan-out of %d (%lld ps) not slower than 1 "
+              "(%lld ps)", fan, (long long)t[1][1], (long long)t[1][0]);
+
+    /* member 1 expects more than member 0 sends: fails everywhere, once */
+    nvl_comm_set_mode(comm, NVL_MODE_DATA);
+    nvl_report_set_sink(sink, NULL);
+    float buf[64] = {0};
+    nvl_group_start(comm);
+    if (rank_ == 0)
+        nvl_send(comm, buf, 10, NVL_DT_F32, 1);
+    if (rank_ == 1)
+        nvl_recv(comm, buf, 12, NVL_DT_F32, 0);
+    nvl_status_t st = nvl_group_end(comm, NULL);
+    CHECK(st == NVL_ERR_INVALID, "mismatched group returned %s",
+          nvl_status_str(st));
+    int total;
+    MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank_ == 0)
+        CHECK(total == 1, "%d reports of the mismatch, expected 1", total);
+    nvl_report_set_sink(NULL, NULL);
+    /* the communicator still works */
+    fan_out(comm, 1, 10, 1);
+
+    int all;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank_ == 0)
+        printf("test_p2p_group: %d ranks, %d failure(s)\n", size_, all);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+    nvl_runtime_finalize();
+    return all == 0 ? 0 : 1;
+}
