@@ -28,11 +28,21 @@ static int64_t signature(const nvl_coll_call_t *c)
 
 static void describe(const nvl_coll_call_t *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s(count=%zu, %s, %s, root=%d)",
-             nvl_coll_name(c->coll), c->count,
+    bool reduces = c->coll == NVL_COLL_ALLREDUCE ||
+                   c->coll == NVL_COLL_REDUCE ||
+                   c->coll == NVL_COLL_REDUCESCATTER;
+    bool rooted = c->coll == NVL_COLL_BROADCAST || c->coll == NVL_COLL_REDUCE;
+    char root[32] = "";
+    if (rooted)
+        snprintf(root, sizeof root, ", root=%d", c->root);
+    snprintf(buf, len, "%s(count=%zu, %s%s%s%s)", nvl_coll_name(c->coll),
+             c->count,
              c->dtype < NVL_DT_COUNT ? nvl_dtype_name(c->dtype) : "bad dtype",
-             c->op < NVL_OP_COUNT ? nvl_redop_name(c->op) : "bad op",
-             c->root);
+             reduces ? ", " : "",
+             !reduces ? ""
+             : c->op < NVL_OP_COUNT ? nvl_redop_name(c->op)
+                                    : "bad op",
+             root);
 }
 
 /* Checks one rank's arguments; writes why on error. */

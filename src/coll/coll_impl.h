@@ -71,6 +71,11 @@ extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
 
 /* ---- cost model pieces (src/coll/model.c) ------------------------------ */
 
+/* The fraction of an NVLink's raw rate that carries payload: NCCL 2.28
+ * reports maxBw 370.8 GB/s on 18 x 26.562 GB/s = 478.1 GB/s of raw NVLink-4
+ * (tests/data/calibration/h200-nvl2/nccl_model_table.txt). */
+#define NVL_NVLINK_DATA_EFF (370.8 / 478.116)
+
 /* NCCL's latency model for one call: base + steps over NVLink and over the
  * network, in seconds, from the topology's [nccl] constants. */
 double nvl_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,

@@ -4,7 +4,7 @@
  * Latency: the GPU's kernel overhead + NCCL's own model, base + per-step
  * latencies (topology [nccl]), each step also paying the wire's one-way
  * latency.
- * Bandwidth: a channel moves path_bw x NVLINK_DATA_EFF / channels bytes per
+ * Bandwidth: a channel moves path_bw x NVL_NVLINK_DATA_EFF / channels bytes per
  * second; protocols keep a fraction of it (LL: half the line is flags,
  * LL128: 120 of 128 bytes) under NCCL's ceilings; the chunked protocols
  * reach mid_efficiency of it at mid sizes, approaching 1 past the knee;
@@ -13,10 +13,6 @@
 
 #include "coll_impl.h"
 
-/* NCCL 2.28 reports maxBw 370.8 GB/s on 18 x 26.562 GB/s = 478.1 GB/s of
- * raw NVLink-4 (shared/calibration/h200-nvl2/nccl_model_table.txt): the
- * fraction of a link's raw rate that carries payload. */
-#define NVLINK_DATA_EFF (370.8 / 478.116)
 
 /* Protocol efficiencies, NCCL tuning.cc: LL moves 4 data bytes per 8-byte
  * line; LL128 120 of 128 bytes (NCCL applies 0.92); Tree LL 1/3.8. */
@@ -49,7 +45,7 @@ double nvl_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
                         int channels, double wire_bytes)
 {
     const nvl_nccl_spec_t *n = &c->topo->nccl;
-    double per_channel = path_bw * NVLINK_DATA_EFF / n->channels;
+    double per_channel = path_bw * NVL_NVLINK_DATA_EFF / n->channels;
     double bw = per_channel * channels * proto_eff(algo, proto);
     /* NCCL's ceilings (tuning.cc): what the SMs of a channel can move */
     if (proto == NVL_PROTO_LL && bw > n->ll_max_bw_bytes_per_s)

@@ -19,8 +19,6 @@
 #include "coll_impl.h"
 #include "nvlemu/runtime.h"
 
-#define NVLINK_DATA_EFF (370.8 / 478.116) /* as src/coll/model.c */
-
 /* Bytes this member moves per fabric and direction. */
 typedef struct {
     double out[NVL_FABRIC_COUNT], in[NVL_FABRIC_COUNT];
@@ -53,7 +51,7 @@ static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
                           : (double)k->nvlink_lat_ps[NVL_ALGO_RING]
                                                     [NVL_PROTO_SIMPLE] +
                                 (double)t->nvlink.hop_lat_ps);
-    double t_nv = nv > 0 ? nv / (nvl_topo_nvlink_bw(t, me) * NVLINK_DATA_EFF)
+    double t_nv = nv > 0 ? nv / (nvl_topo_nvlink_bw(t, me) * NVL_NVLINK_DATA_EFF)
                          : 0;
     double t_net = net > 0 ? net / (nvl_topo_nic_bw(t, me) /
                                     t->scaleout.oversubscription)
