@@ -158,9 +158,9 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(nccl.nvls_knee_bytes), "28MB", 1, 1e13, "28MB",
      "call size at which NVLS efficiency is halfway to 1 (same fit)"},
     {"nccl", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
-     F(nccl.launch_overhead_ps), "9us", 0, PS(1000.0), "9us",
-     "host time to enqueue one NCCL call on one GPU (the floor of "
-     "back-to-back calls)"},
+     F(nccl.launch_overhead_ps), "8.5us", 0, PS(1000.0), "8.5us",
+     "host time to enqueue one NCCL call on one GPU (fit to the "
+     "h200-nvl2 small-size floor)"},
     {"nccl", "ll_max_bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(nccl.ll_max_bw_bytes_per_s), "141GB/s", 1e9, 1e14, "141GB/s",
      "LL protocol ceiling over all channels (NCCL llMaxBws)"},
