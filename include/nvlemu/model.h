@@ -1,0 +1,57 @@
+/* nvlemu: the Qwen models an emulated rack serves: their architecture, from
+ * a built-in preset or a Hugging Face config.json.
+ *
+ * Families: Qwen2 (biases on q, k and v) and Qwen3 (no bias unless
+ * attention_bias, per-head RMSNorm on q and k before RoPE, head_dim
+ * independent of hidden / heads). */
+#ifndef NVLEMU_MODEL_H
+#define NVLEMU_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nvlemu/status.h"
+
+typedef enum { NVL_QWEN2, NVL_QWEN3 } nvl_model_family_t;
+
+typedef struct {
+    char name[64];              /* preset name or the directory read */
+    nvl_model_family_t family;
+    uint32_t hidden;
+    uint32_t intermediate;
+    uint32_t layers;
+    uint32_t q_heads;
+    uint32_t kv_heads;
+    uint32_t head_dim;
+    uint32_t vocab;
+    uint32_t max_positions;
+    bool tied_embeddings;       /* lm_head shares the embedding matrix */
+    bool qkv_bias;
+    bool qk_norm;
+    double rope_theta;
+    double rms_eps;
+} nvl_model_config_t;
+
+/* The built-in presets ("qwen2.5-72b", "qwen2.5-7b", "qwen2.5-0.5b",
+ * "qwen3-32b"), with the values of their published config.json.  Reports
+ * an unknown name with the list of presets and returns NVL_ERR_INVALID. */
+nvl_status_t nvl_model_preset(const char *name, nvl_model_config_t *out);
+
+size_t nvl_model_preset_count(void);
+const char *nvl_model_preset_name(size_t index);
+
+/* Reads a Hugging Face config.json: path is the file or the directory
+ * holding it.  Accepts rope_theta at the top level or under
+ * rope_parameters (transformers' defaults where a key is absent: rope_theta
+ * 10000, rms_norm_eps 1e-6, num_key_value_heads = heads, head_dim = hidden /
+ * heads); model_type qwen2 or qwen3.  Reports the file, the key and
+ * what was expected (or jansson's line and column for bad JSON) and returns
+ * NVL_ERR_IO or NVL_ERR_INVALID. */
+nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out);
+
+/* Parameters of the model (embedding, layers, final norm, lm_head unless
+ * tied). */
+uint64_t nvl_model_param_count(const nvl_model_config_t *cfg);
+
+#endif

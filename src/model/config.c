@@ -1,0 +1,231 @@
+/* Qwen model configurations: one table of presets, and the reader of a
+ * Hugging Face config.json (jansson). */
+#include "nvlemu/model.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Values of each model's config.json on the Hugging Face hub (Qwen/...). */
+static const nvl_model_config_t presets[] = {
+    {.name = "qwen2.5-72b", .family = NVL_QWEN2, .hidden = 8192,
+     .intermediate = 29568, .layers = 80, .q_heads = 64, .kv_heads = 8,
+     .head_dim = 128, .vocab = 152064, .max_positions = 32768,
+     .tied_embeddings = false, .qkv_bias = true, .qk_norm = false,
+     .rope_theta = 1000000.0, .rms_eps = 1e-6},
+    {.name = "qwen2.5-7b", .family = NVL_QWEN2, .hidden = 3584,
+     .intermediate = 18944, .layers = 28, .q_heads = 28, .kv_heads = 4,
+     .head_dim = 128, .vocab = 152064, .max_positions = 131072,
+     .tied_embeddings = false, .qkv_bias = true, .qk_norm = false,
+     .rope_theta = 1000000.0, .rms_eps = 1e-6},
+    {.name = "qwen2.5-0.5b", .family = NVL_QWEN2, .hidden = 896,
+     .intermediate = 4864, .layers = 24, .q_heads = 14, .kv_heads = 2,
+     .head_dim = 64, .vocab = 151936, .max_positions = 32768,
+     .tied_embeddings = true, .qkv_bias = true, .qk_norm = false,
+     .rope_theta = 1000000.0, .rms_eps = 1e-6},
+    {.name = "qwen3-32b", .family = NVL_QWEN3, .hidden = 5120,
+     .intermediate = 25600, .layers = 64, .q_heads = 64, .kv_heads = 8,
+     .head_dim = 128, .vocab = 151936, .max_positions = 40960,
+     .tied_embeddings = false, .qkv_bias = false, .qk_norm = true,
+     .rope_theta = 1000000.0, .rms_eps = 1e-6},
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+size_t nvl_model_preset_count(void) { return N_PRESETS; }
+
+const char *nvl_model_preset_name(size_t i)
+{
+    return i < N_PRESETS ? presets[i].name : NULL;
+}
+
+nvl_status_t nvl_model_preset(const char *name, nvl_model_config_t *out)
+{
+    char list[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < N_PRESETS; i++) {
+        if (strcmp(name, presets[i].name) == 0) {
+            *out = presets[i];
+            return NVL_OK;
+        }
+        size_t n = strlen(presets[i].name);
+        if (used + n + 3 >= sizeof list)
+            break;
+        if (used > 0) {
+            memcpy(list + used, ", ", 2);
+            used += 2;
+        }
+        memcpy(list + used, presets[i].name, n + 1);
+        used += n;
+    }
+    nvl_report("unknown model preset '%s' (presets: %s; or give a Hugging "
+               "Face model directory)", name, list);
+    return NVL_ERR_INVALID;
+}
+
+/* Reads key as a positive integer; dflt 0 means required. */
+static int get_count(json_t *root, const char *file, const char *key,
+                     uint32_t dflt, uint32_t *out)
+{
+    json_t *v = json_object_get(root, key);
+    if (v == NULL || json_is_null(v)) {
+        if (dflt == 0) {
+            nvl_report("%s: missing '%s' (a positive integer)", file, key);
+            return 0;
+        }
+        *out = dflt;
+        return 1;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+        json_integer_value(v) > UINT32_MAX) {
+        nvl_report("%s: '%s' must be a positive integer", file, key);
+        return 0;
+    }
+    *out = (uint32_t)json_integer_value(v);
+    return 1;
+}
+
+static int get_real(json_t *obj, const char *file, const char *key,
+                    double *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL)
+        return -1; /* absent */
+    if (!json_is_number(v) || json_number_value(v) <= 0) {
+        nvl_report("%s: '%s' must be a positive number", file, key);
+        return 0;
+    }
+    *out = json_number_value(v);
+    return 1;
+}
+
+static int get_bool(json_t *root, const char *file, const char *key,
+                    bool dflt, bool *out)
+{
+    json_t *v = json_object_get(root, key);
+    if (v == NULL || json_is_null(v)) {
+        *out = dflt;
+        return 1;
+    }
+    if (!json_is_boolean(v)) {
+        nvl_report("%s: '%s' must be true or false", file, key);
+        return 0;
+    }
+    *out = json_is_true(v);
+    return 1;
+}
+
+nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out)
+{
+    char file[1024];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(file, sizeof file, "%s/config.json", path);
+    else
+        snprintf(file, sizeof file, "%s", path);
+    json_error_t err;
+    json_t *root = json_load_file(file, 0, &err);
+    if (root == NULL) {
+        if (err.line < 0) {
+            nvl_report("%s: cannot read: %s", file, err.text);
+            return NVL_ERR_IO;
+        }
+        nvl_report("%s:%d:%d: not valid JSON: %s", file, err.line,
+                   err.column, err.text);
+        return NVL_ERR_INVALID;
+    }
+    nvl_model_config_t c = {0};
+    nvl_status_t status = NVL_ERR_INVALID;
+    if (!json_is_object(root)) {
+        nvl_report("%s: expected a JSON object", file);
+        goto out;
+    }
+    snprintf(c.name, sizeof c.name, "%s", path);
+    const char *type = json_string_value(json_object_get(root, "model_type"));
+    if (type != NULL && strcmp(type, "qwen2") == 0) {
+        c.family = NVL_QWEN2;
+    } else if (type != NULL && strcmp(type, "qwen3") == 0) {
+        c.family = NVL_QWEN3;
+    } else {
+        nvl_report("%s: model_type '%s' is not supported (expected qwen2 or "
+                   "qwen3)", file, type ? type : "(missing)");
+        goto out;
+    }
+    if (!get_count(root, file, "hidden_size", 0, &c.hidden) ||
+        !get_count(root, file, "intermediate_size", 0, &c.intermediate) ||
+        !get_count(root, file, "num_hidden_layers", 0, &c.layers) ||
+        !get_count(root, file, "num_attention_heads", 0, &c.q_heads) ||
+        !get_count(root, file, "num_key_value_heads", c.q_heads,
+                   &c.kv_heads) ||
+        !get_count(root, file, "vocab_size", 0, &c.vocab) ||
+        !get_count(root, file, "max_position_embeddings", 32768,
+                   &c.max_positions) ||
+        !get_bool(root, file, "tie_word_embeddings", false,
+                  &c.tied_embeddings))
+        goto out;
+    if (c.family == NVL_QWEN3 || json_object_get(root, "head_dim") != NULL) {
+        if (!get_count(root, file, "head_dim",
+                       c.hidden % c.q_heads == 0 ? c.hidden / c.q_heads : 0,
+                       &c.head_dim))
+            goto out;
+    } else if (c.hidden % c.q_heads != 0) {
+        nvl_report("%s: hidden_size %u is not a multiple of "
+                   "num_attention_heads %u and there is no head_dim",
+                   file, c.hidden, c.q_heads);
+        goto out;
+    } else {
+        c.head_dim = c.hidden / c.q_heads;
+    }
+    if (c.q_heads % c.kv_heads != 0) {
+        nvl_report("%s: num_attention_heads %u is not a multiple of "
+                   "num_key_value_heads %u", file, c.q_heads, c.kv_heads);
+        goto out;
+    }
+    if (c.family == NVL_QWEN2) {
+        c.qkv_bias = true;
+        c.qk_norm = false;
+    } else {
+        if (!get_bool(root, file, "attention_bias", false, &c.qkv_bias))
+            goto out;
+        c.qk_norm = true;
+    }
+    int r = get_real(root, file, "rms_norm_eps", &c.rms_eps);
+    if (r == 0)
+        goto out;
+    if (r < 0)
+        c.rms_eps = 1e-6; /* transformers' Qwen2/Qwen3 default */
+    /* rope_theta: top level (hub checkpoints) or under rope_parameters
+     * (transformers 5) */
+    r = get_real(root, file, "rope_theta", &c.rope_theta);
+    if (r == 0)
+        goto out;
+    if (r < 0) {
+        json_t *rp = json_object_get(root, "rope_parameters");
+        r = json_is_object(rp) ? get_real(rp, file, "rope_theta", &c.rope_theta)
+                               : -1;
+        if (r == 0)
+            goto out;
+        if (r < 0)
+            c.rope_theta = 10000.0; /* transformers' default when absent */
+    }
+    *out = c;
+    status = NVL_OK;
+out:
+    json_decref(root);
+    return status;
+}
+
+uint64_t nvl_model_param_count(const nvl_model_config_t *c)
+{
+    uint64_t h = c->hidden, q = (uint64_t)c->q_heads * c->head_dim,
+             kv = (uint64_t)c->kv_heads * c->head_dim;
+    uint64_t attn = h * q + 2 * h * kv + q * h;
+    if (c->qkv_bias)
+        attn += q + 2 * kv;
+    if (c->qk_norm)
+        attn += 2 * (uint64_t)c->head_dim;
+    uint64_t mlp = 3 * h * c->intermediate;
+    uint64_t layer = attn + mlp + 2 * h; /* two RMSNorm weights */
+    uint64_t emb = (uint64_t)c->vocab * h;
+    return emb + c->layers * layer + h + (c->tied_embeddings ? 0 : emb);
+}

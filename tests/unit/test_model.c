@@ -1,0 +1,224 @@
+/* Unit tests of the model module: presets, config.json reading (the
+ * Hugging Face fixtures in tests/data/hf and hand-made variants), errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/model.h"
+
+static char last_report[1024];
+static int reports;
+
+static void sink(void *ctx, const char *m)
+{
+    (void)ctx;
+    reports++;
+    snprintf(last_report, sizeof last_report, "%s", m);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    reports = 0;
+    last_report[0] = '\0';
+    nvl_report_set_sink(sink, NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    nvl_report_set_sink(NULL, NULL);
+    return 0;
+}
+
+/* Writes text to a fresh temporary config.json; returns its path. */
+static const char *write_config(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/nvl_test_config_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void test_presets_match_their_config(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen2.5-72b", &c), NVL_OK);
+    assert_int_equal(c.hidden, 8192);
+    assert_int_equal(c.intermediate, 29568);
+    assert_int_equal(c.layers, 80);
+    assert_int_equal(c.q_heads, 64);
+    assert_int_equal(c.kv_heads, 8);
+    assert_int_equal(c.head_dim, 128);
+    assert_int_equal(c.vocab, 152064);
+    assert_false(c.tied_embeddings);
+    assert_true(c.qkv_bias);
+    assert_false(c.qk_norm);
+    assert_true(c.rope_theta == 1e6 && c.rms_eps == 1e-6);
+
+    assert_int_equal(nvl_model_preset("qwen2.5-0.5b", &c), NVL_OK);
+    assert_int_equal(c.hidden, 896);
+    assert_int_equal(c.q_heads, 14);
+    assert_int_equal(c.head_dim, 64);
+    assert_true(c.tied_embeddings);
+
+    assert_int_equal(nvl_model_preset("qwen3-32b", &c), NVL_OK);
+    assert_int_equal(c.family, NVL_QWEN3);
+    assert_int_equal(c.hidden, 5120);
+    assert_int_equal(c.intermediate, 25600);
+    assert_int_equal(c.q_heads * c.head_dim, 8192); /* not hidden */
+    assert_false(c.qkv_bias);
+    assert_true(c.qk_norm);
+    assert_int_equal(reports, 0);
+}
+
+/* Published sizes: 72.7B, 7.61B, 0.49B, 32.8B parameters. */
+static void test_param_counts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        double billions;
+    } want[] = {{"qwen2.5-72b", 72.7},
+                {"qwen2.5-7b", 7.61},
+                {"qwen2.5-0.5b", 0.494},
+                {"qwen3-32b", 32.8}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        nvl_model_config_t c;
+        assert_int_equal(nvl_model_preset(want[i].name, &c), NVL_OK);
+        double b = (double)nvl_model_param_count(&c) / 1e9;
+        assert_true(b > want[i].billions * 0.99 && b < want[i].billions * 1.01);
+    }
+    assert_int_equal(nvl_model_preset_count(), 4);
+    assert_string_equal(nvl_model_preset_name(0), "qwen2.5-72b");
+    assert_null(nvl_model_preset_name(4));
+}
+
+static void test_unknown_preset(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen2.5-70b", &c), NVL_ERR_INVALID);
+    assert_int_equal(reports, 1);
+    assert_non_null(strstr(last_report, "'qwen2.5-70b'"));
+    assert_non_null(strstr(last_report, "qwen3-32b"));
+}
+
+static void test_hf_fixtures(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_config_load(NVL_TEST_DATA "/hf/qwen2-tiny", &c),
+                     NVL_OK);
+    assert_int_equal(c.family, NVL_QWEN2);
+    assert_int_equal(c.hidden, 128);
+    assert_int_equal(c.intermediate, 344);
+    assert_int_equal(c.layers, 3);
+    assert_int_equal(c.q_heads, 8);
+    assert_int_equal(c.kv_heads, 2);
+    assert_int_equal(c.head_dim, 16);
+    assert_int_equal(c.vocab, 512);
+    assert_false(c.tied_embeddings);
+    assert_true(c.qkv_bias);
+    assert_true(c.rope_theta == 1e6); /* under rope_parameters */
+    assert_true(c.rms_eps == 1e-6);
+    assert_int_equal(nvl_model_config_load(
+                         NVL_TEST_DATA "/hf/qwen2-tiny-tied/config.json", &c),
+                     NVL_OK);
+    assert_int_equal(c.hidden, 96);
+    assert_int_equal(c.q_heads, 6);
+    assert_int_equal(c.head_dim, 16);
+    assert_true(c.tied_embeddings);
+    assert_int_equal(reports, 0);
+}
+
+static void test_rope_theta_top_level_and_qwen3(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    const char *p = write_config(
+        "{\"model_type\": \"qwen3\", \"hidden_size\": 64, "
+        "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+        "\"head_dim\": 32, \"vocab_size\": 100, \"rope_theta\": 5000.0, "
+        "\"rms_norm_eps\": 1e-5, \"attention_bias\": false}");
+    assert_int_equal(nvl_model_config_load(p, &c), NVL_OK);
+    unlink(p);
+    assert_int_equal(c.family, NVL_QWEN3);
+    assert_int_equal(c.head_dim, 32); /* not hidden / heads = 16 */
+    assert_true(c.rope_theta == 5000.0);
+    assert_true(c.rms_eps == 1e-5);
+    assert_false(c.qkv_bias);
+    assert_true(c.qk_norm);
+    assert_int_equal(c.kv_heads, 2);
+}
+
+static void expect_error(const char *json, nvl_status_t want,
+                         const char *text)
+{
+    nvl_model_config_t c;
+    reports = 0;
+    const char *p = write_config(json);
+    assert_int_equal(nvl_model_config_load(p, &c), want);
+    unlink(p);
+    assert_int_equal(reports, 1);
+    if (strstr(last_report, text) == NULL)
+        fail_msg("report '%s' lacks '%s'", last_report, text);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64,\n"
+                 " \"intermediate_size\": }",
+                 NVL_ERR_INVALID, ":2:");
+    expect_error("{\"model_type\": \"llama\"}", NVL_ERR_INVALID,
+                 "model_type 'llama' is not supported");
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64}",
+                 NVL_ERR_INVALID, "missing 'intermediate_size'");
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": \"64\"}",
+                 NVL_ERR_INVALID, "'hidden_size' must be a positive integer");
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 96, "
+                 "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 6, \"num_key_value_heads\": 4, "
+                 "\"vocab_size\": 100}",
+                 NVL_ERR_INVALID, "is not a multiple of num_key_value_heads");
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, "
+                 "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+                 "\"rope_theta\": -1}",
+                 NVL_ERR_INVALID, "'rope_theta' must be a positive number");
+    nvl_model_config_t c;
+    reports = 0;
+    assert_int_equal(nvl_model_config_load("/nonexistent/model", &c),
+                     NVL_ERR_IO);
+    assert_int_equal(reports, 1);
+    assert_non_null(strstr(last_report, "/nonexistent/model"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_presets_match_their_config,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_param_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_preset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hf_fixtures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rope_theta_top_level_and_qwen3,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
