@@ -1,0 +1,127 @@
+/* Unit tests of the tensor-parallel sharding rules. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/shard.h"
+
+/* Every item of n lands in exactly one part, in order. */
+static void test_split_covers_everything(void **state)
+{
+    (void)state;
+    for (uint32_t n = 0; n < 200; n += 7)
+        for (int parts = 1; parts <= 80; parts++) {
+            uint32_t next = 0;
+            for (int i = 0; i < parts; i++) {
+                nvl_range_t r = nvl_range_split(n, parts, i);
+                assert_int_equal(r.first, next);
+                next += r.count;
+            }
+            assert_int_equal(next, n);
+        }
+}
+
+static void test_qwen25_72b_tp8(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen2.5-72b", &c), NVL_OK);
+    for (int r = 0; r < 8; r++) {
+        nvl_shard_t s;
+        assert_int_equal(nvl_shard_plan(&c, 8, r, &s), NVL_OK);
+        assert_int_equal(s.q_heads.count, 8);
+        assert_int_equal(s.kv_heads.first, (uint32_t)r);
+        assert_int_equal(s.kv_heads.count, 1);
+        assert_int_equal(s.intermediate.count, 3696);
+        assert_int_equal(s.vocab.count, 19008);
+    }
+}
+
+/* TP = 72 on 64 heads and 29568 intermediate: 8 ranks idle in attention,
+ * kv heads replicated 8 ways, uneven intermediate shards. */
+static void test_qwen25_72b_tp72(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen2.5-72b", &c), NVL_OK);
+    int idle = 0, wide = 0;
+    for (int r = 0; r < 72; r++) {
+        nvl_shard_t s;
+        assert_int_equal(nvl_shard_plan(&c, 72, r, &s), NVL_OK);
+        if (s.q_heads.count == 0) {
+            idle++;
+            assert_int_equal(s.kv_heads.count, 0);
+        } else {
+            assert_int_equal(s.q_heads.count, 1);
+            assert_int_equal(s.kv_heads.first, s.q_heads.first / 8);
+            assert_int_equal(s.kv_heads.count, 1);
+        }
+        wide += s.intermediate.count == 411;
+        assert_true(s.intermediate.count == 411 || s.intermediate.count == 410);
+        assert_int_equal(s.vocab.count, 2112);
+    }
+    assert_int_equal(idle, 8);
+    assert_int_equal(wide, 48); /* 29568 = 72 x 410 + 48 */
+}
+
+/* TP = 3 on 8 query heads in 2 groups: 3, 3, 2 heads; the middle rank's
+ * heads straddle both groups and need both kv heads. */
+static void test_uneven_heads_straddle_groups(void **state)
+{
+    (void)state;
+    nvl_model_config_t c = {.hidden = 128, .intermediate = 344, .layers = 3,
+                            .q_heads = 8, .kv_heads = 2, .head_dim = 16,
+                            .vocab = 512};
+    nvl_shard_t s[3];
+    for (int r = 0; r < 3; r++)
+        assert_int_equal(nvl_shard_plan(&c, 3, r, &s[r]), NVL_OK);
+    assert_int_equal(s[0].q_heads.count, 3);
+    assert_int_equal(s[1].q_heads.count, 3);
+    assert_int_equal(s[2].q_heads.count, 2);
+    assert_int_equal(s[0].kv_heads.first, 0);
+    assert_int_equal(s[0].kv_heads.count, 1);
+    assert_int_equal(s[1].kv_heads.first, 0);
+    assert_int_equal(s[1].kv_heads.count, 2);
+    assert_int_equal(s[2].kv_heads.first, 1);
+    assert_int_equal(s[2].kv_heads.count, 1);
+    assert_int_equal(s[0].intermediate.count + s[1].intermediate.count +
+                         s[2].intermediate.count,
+                     344);
+}
+
+static char last[256];
+static void sink(void *ctx, const char *m)
+{
+    (void)ctx;
+    snprintf(last, sizeof last, "%s", m);
+}
+
+static void test_bad_degree(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    nvl_shard_t s;
+    assert_int_equal(nvl_model_preset("qwen3-32b", &c), NVL_OK);
+    nvl_report_set_sink(sink, NULL);
+    assert_int_equal(nvl_shard_plan(&c, 0, 0, &s), NVL_ERR_INVALID);
+    assert_int_equal(nvl_shard_plan(&c, 4, 4, &s), NVL_ERR_INVALID);
+    nvl_report_set_sink(NULL, NULL);
+    assert_non_null(strstr(last, "rank 4"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_covers_everything),
+        cmocka_unit_test(test_qwen25_72b_tp8),
+        cmocka_unit_test(test_qwen25_72b_tp72),
+        cmocka_unit_test(test_uneven_heads_straddle_groups),
+        cmocka_unit_test(test_bad_degree),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
