@@ -45,7 +45,8 @@ nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, int n,
     for (int k = 0; k < n; k++)
         nreq += (dst[k] >= 0 ? pieces(sbytes[k]) : 0) +
                 (src[k] >= 0 ? pieces(rbytes[k]) : 0);
-    MPI_Request *req = malloc((nreq + 1) * sizeof *req);
+    MPI_Request few[8];
+    MPI_Request *req = nreq <= 8 ? few : malloc(nreq * sizeof *req);
     if (req == NULL) {
         nvl_report("out of memory for %zu MPI requests", nreq);
         return NVL_ERR_NOMEM;
@@ -66,7 +67,8 @@ nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, int n,
                       tag, c->mpi, &req[r++]);
         }
     wait_all((int)r, req);
-    free(req);
+    if (req != few)
+        free(req);
     return NVL_OK;
 }
 
