@@ -7,8 +7,8 @@
  * weights are converted when read).  The collectives run through
  * include/nvlemu/coll.h, so they also advance the ranks' virtual clocks.
  *
- * Status: prefill (a full forward over the prompt, no KV cache yet) giving
- * the last position's logits; greedy decoding re-runs it. */
+ * Prefill runs a prompt's tokens together; decode then runs one token at a
+ * time against a per-sequence key/value cache of this rank's kv heads. */
 #ifndef NVLEMU_ENGINE_H
 #define NVLEMU_ENGINE_H
 
@@ -34,5 +34,14 @@ void nvl_engine_free(nvl_engine_t *e);
  * token id outside the vocabulary. */
 nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
                                     int batch, int len, float *logits_out);
+
+/* Collective over tp: greedy generation.  ids holds the batch's prompts one
+ * after another (prompt b has lens[b] tokens); writes max_new new tokens per
+ * prompt (new_tokens_out: batch x max_new) and, unless NULL, the logits of
+ * each prompt's last position (batch x vocab).  Decode uses a KV cache. */
+nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
+                                 const int *lens, int batch, int max_new,
+                                 int32_t *new_tokens_out,
+                                 float *last_logits_out);
 
 #endif

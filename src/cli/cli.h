@@ -30,6 +30,7 @@ long nvl_cli_positive(const char *option, const char *text, long max);
 typedef int (*nvl_cli_cmd_fn)(int argc, char **argv);
 
 int nvl_cmd_topo(int argc, char **argv);
+int nvl_cmd_generate(int argc, char **argv);
 int nvl_cmd_coll_table(int argc, char **argv);
 
 #endif

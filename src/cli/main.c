@@ -16,6 +16,8 @@ static const command_t commands[] = {
     {"coll-table", nvl_cmd_coll_table,
      "NCCL's tuning table (latency / bandwidth per collective, algorithm "
      "and protocol) as the model predicts it"},
+    {"generate", nvl_cmd_generate,
+     "greedy generation with a Hugging Face model over a TP group"},
 };
 
 static void usage(FILE *out)

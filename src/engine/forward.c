@@ -227,131 +227,245 @@ static nvl_status_t allreduce(nvl_engine_t *e, float *buf, size_t n)
     return nvl_allreduce(e->tp, buf, buf, n, NVL_DT_F32, NVL_OP_SUM, NULL);
 }
 
-nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
-                                    int batch, int len, float *logits_out)
+/* One sequence's key/value cache on this rank: per layer, the keys and
+ * values of this rank's kv heads at every position so far. */
+typedef struct {
+    float *k, *v;  /* [cap, kv heads x head_dim] */
+} kv_layer_t;
+
+typedef struct {
+    kv_layer_t *layers;
+    uint64_t len, cap;
+} kv_cache_t;
+
+static void cache_free(kv_cache_t *c, uint32_t layers)
+{
+    for (uint32_t i = 0; c->layers != NULL && i < layers; i++) {
+        free(c->layers[i].k);
+        free(c->layers[i].v);
+    }
+    free(c->layers);
+    memset(c, 0, sizeof *c);
+}
+
+/* Makes room for `more` positions; aborts the job when memory runs out
+ * (the other ranks would wait in the next collective). */
+static void cache_reserve(nvl_engine_t *e, kv_cache_t *c, uint64_t more)
+{
+    uint64_t row = (uint64_t)e->shard.kv_heads.count * e->cfg.head_dim;
+    if (c->layers == NULL)
+        c->layers = calloc(e->cfg.layers, sizeof *c->layers);
+    if (c->layers == NULL)
+        goto oom;
+    if (c->len + more <= c->cap)
+        return;
+    uint64_t cap = c->cap ? c->cap : 16;
+    while (cap < c->len + more)
+        cap *= 2;
+    for (uint32_t i = 0; i < e->cfg.layers; i++) {
+        float *k = realloc(c->layers[i].k, (cap * row + 1) * sizeof *k);
+        if (k == NULL)
+            goto oom;
+        c->layers[i].k = k;
+        float *v = realloc(c->layers[i].v, (cap * row + 1) * sizeof *v);
+        if (v == NULL)
+            goto oom;
+        c->layers[i].v = v;
+    }
+    c->cap = cap;
+    return;
+oom:
+    nvl_report("out of memory for the KV cache of %llu positions",
+               (unsigned long long)(c->len + more));
+    nvl_runtime_abort(1);
+}
+
+/* Runs T new tokens of one sequence through the model at positions
+ * cache->len .. cache->len + T - 1, appending their keys and values, and
+ * writes the last token's logits (full vocabulary, every rank). */
+static nvl_status_t forward(nvl_engine_t *e, kv_cache_t *cache,
+                            const int32_t *tok, uint64_t T, float *logits)
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    uint64_t hid = c->hidden, hd = c->head_dim, T = (uint64_t)len;
+    uint64_t hid = c->hidden, hd = c->head_dim;
     uint64_t qn = s->q_heads.count, kn = s->kv_heads.count;
     uint64_t in = s->intermediate.count, vn = s->vocab.count;
-    int bad = 0;
-    for (int i = 0; i < batch * len; i++)
-        bad |= ids[i] < 0 || (uint32_t)ids[i] >= c->vocab;
-    if (bad) {
-        if (nvl_comm_rank(e->tp) == 0)
-            nvl_report("a token id is outside the vocabulary (0..%u)",
-                       c->vocab - 1);
-        return NVL_ERR_INVALID;
-    }
+    cache_reserve(e, cache, T);
+    uint64_t pos0 = cache->len, total = pos0 + T;
     float *x = malloc(T * hid * sizeof *x), *h = malloc(T * hid * sizeof *h);
     float *q = malloc((T * qn * hd + 1) * sizeof *q);
-    float *k = malloc((T * kn * hd + 1) * sizeof *k);
-    float *v = malloc((T * kn * hd + 1) * sizeof *v);
     float *a = malloc((T * qn * hd + 1) * sizeof *a);
-    float *g = malloc((T * in + 1) * sizeof *g), *u = malloc((T * in + 1) * sizeof *u);
-    float *sc = malloc(T * sizeof *sc);
-    float *logits = malloc(c->vocab * sizeof *logits);
-    nvl_status_t st = NVL_OK;
-    if (!x || !h || !q || !k || !v || !a || !g || !u || !sc || !logits) {
-        /* the other ranks would wait in the next collective: end the job */
-        nvl_report("out of memory for a %d-token forward pass", len);
+    float *g = malloc((T * in + 1) * sizeof *g);
+    float *u = malloc((T * in + 1) * sizeof *u);
+    float *sc = malloc(total * sizeof *sc);
+    if (!x || !h || !q || !a || !g || !u || !sc) {
+        nvl_report("out of memory for a %llu-token forward pass",
+                   (unsigned long long)T);
         nvl_runtime_abort(1);
     }
     uint32_t group = c->q_heads / c->kv_heads;
-    for (int b = 0; b < batch && st == NVL_OK; b++) {
-        const int32_t *tok = ids + (size_t)b * len;
-        /* vocab-parallel embedding: rows this rank holds, zeros elsewhere */
-        for (uint64_t t = 0; t < T; t++) {
-            uint32_t id = (uint32_t)tok[t];
-            bool mine = id >= s->vocab.first && id < s->vocab.first + vn;
-            for (uint64_t i = 0; i < hid; i++)
-                x[t * hid + i] = mine ? e->embed[(id - s->vocab.first) * hid + i]
-                                      : 0.0f;
-        }
-        st = allreduce(e, x, T * hid);
-        for (uint32_t li = 0; li < c->layers && st == NVL_OK; li++) {
-            const layer_t *l = &e->layers[li];
-            rmsnorm(x, l->in_norm, h, T, hid, c->rms_eps);
-            linear(h, l->wq, l->bq, q, T, qn * hd, hid);
-            linear(h, l->wk, l->bk, k, T, kn * hd, hid);
-            linear(h, l->wv, l->bv, v, T, kn * hd, hid);
-            for (uint64_t t = 0; t < T; t++) {
-                for (uint64_t j = 0; j < qn; j++) {
-                    float *qv = q + (t * qn + j) * hd;
-                    if (l->q_norm)
-                        rmsnorm(qv, l->q_norm, qv, 1, hd, c->rms_eps);
-                    rope(qv, hd, (int)t, c->rope_theta);
-                }
-                for (uint64_t j = 0; j < kn; j++) {
-                    float *kv = k + (t * kn + j) * hd;
-                    if (l->k_norm)
-                        rmsnorm(kv, l->k_norm, kv, 1, hd, c->rms_eps);
-                    rope(kv, hd, (int)t, c->rope_theta);
-                }
-            }
-            double scale = 1.0 / sqrt((double)hd);
-            for (uint64_t j = 0; j < qn; j++) {
-                uint64_t kvj = (s->q_heads.first + j) / group - s->kv_heads.first;
-                for (uint64_t t = 0; t < T; t++) {
-                    const float *qv = q + (t * qn + j) * hd;
-                    double mx = -INFINITY, sum = 0;
-                    for (uint64_t p = 0; p <= t; p++) {
-                        const float *kv = k + (p * kn + kvj) * hd;
-                        double dot = 0;
-                        for (uint64_t i = 0; i < hd; i++)
-                            dot += (double)qv[i] * kv[i];
-                        sc[p] = (float)(dot * scale);
-                        if (sc[p] > mx)
-                            mx = sc[p];
-                    }
-                    for (uint64_t p = 0; p <= t; p++) {
-                        sc[p] = (float)exp(sc[p] - mx);
-                        sum += sc[p];
-                    }
-                    float *av = a + (t * qn + j) * hd;
-                    for (uint64_t i = 0; i < hd; i++) {
-                        double acc = 0;
-                        for (uint64_t p = 0; p <= t; p++)
-                            acc += (double)sc[p] * v[(p * kn + kvj) * hd + i];
-                        av[i] = (float)(acc / sum);
-                    }
-                }
-            }
-            /* row-parallel o_proj: partial sums, then allreduce */
-            linear(a, l->wo, NULL, h, T, hid, qn * hd);
-            st = allreduce(e, h, T * hid);
-            for (uint64_t i = 0; i < T * hid; i++)
-                x[i] += h[i];
-            rmsnorm(x, l->post_norm, h, T, hid, c->rms_eps);
-            linear(h, l->wg, NULL, g, T, in, hid);
-            linear(h, l->wu, NULL, u, T, in, hid);
-            for (uint64_t i = 0; i < T * in; i++)
-                g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-            linear(g, l->wd, NULL, h, T, hid, in);
-            if (st == NVL_OK)
-                st = allreduce(e, h, T * hid);
-            for (uint64_t i = 0; i < T * hid; i++)
-                x[i] += h[i];
-        }
-        /* last position: final norm, vocab-parallel lm_head */
-        rmsnorm(x + (T - 1) * hid, e->norm, h, 1, hid, c->rms_eps);
-        memset(logits, 0, c->vocab * sizeof *logits);
-        linear(h, e->lm_head, NULL, logits + s->vocab.first, 1, vn, hid);
-        if (st == NVL_OK)
-            st = allreduce(e, logits, c->vocab);
-        memcpy(logits_out + (size_t)b * c->vocab, logits,
-               c->vocab * sizeof *logits);
+    /* vocab-parallel embedding: the rows this rank holds, zeros elsewhere */
+    for (uint64_t t = 0; t < T; t++) {
+        uint32_t id = (uint32_t)tok[t];
+        bool mine = id >= s->vocab.first && id < s->vocab.first + vn;
+        for (uint64_t i = 0; i < hid; i++)
+            x[t * hid + i] =
+                mine ? e->embed[(id - s->vocab.first) * hid + i] : 0.0f;
     }
+    nvl_status_t st = allreduce(e, x, T * hid);
+    double scale = 1.0 / sqrt((double)hd);
+    for (uint32_t li = 0; li < c->layers && st == NVL_OK; li++) {
+        const layer_t *l = &e->layers[li];
+        float *kc = cache->layers[li].k, *vc = cache->layers[li].v;
+        float *kn_new = kc + pos0 * kn * hd, *vn_new = vc + pos0 * kn * hd;
+        rmsnorm(x, l->in_norm, h, T, hid, c->rms_eps);
+        linear(h, l->wq, l->bq, q, T, qn * hd, hid);
+        linear(h, l->wk, l->bk, kn_new, T, kn * hd, hid);
+        linear(h, l->wv, l->bv, vn_new, T, kn * hd, hid);
+        for (uint64_t t = 0; t < T; t++) {
+            int pos = (int)(pos0 + t);
+            for (uint64_t j = 0; j < qn; j++) {
+                float *qv = q + (t * qn + j) * hd;
+                if (l->q_norm)
+                    rmsnorm(qv, l->q_norm, qv, 1, hd, c->rms_eps);
+                rope(qv, hd, pos, c->rope_theta);
+            }
+            for (uint64_t j = 0; j < kn; j++) {
+                float *kv = kn_new + (t * kn + j) * hd;
+                if (l->k_norm)
+                    rmsnorm(kv, l->k_norm, kv, 1, hd, c->rms_eps);
+                rope(kv, hd, pos, c->rope_theta);
+            }
+        }
+        /* causal GQA attention of the new tokens over the whole cache */
+        for (uint64_t j = 0; j < qn; j++) {
+            uint64_t kvj = (s->q_heads.first + j) / group - s->kv_heads.first;
+            for (uint64_t t = 0; t < T; t++) {
+                const float *qv = q + (t * qn + j) * hd;
+                uint64_t upto = pos0 + t;
+                double mx = -INFINITY, sum = 0;
+                for (uint64_t p = 0; p <= upto; p++) {
+                    const float *kv = kc + (p * kn + kvj) * hd;
+                    double dot = 0;
+                    for (uint64_t i = 0; i < hd; i++)
+                        dot += (double)qv[i] * kv[i];
+                    sc[p] = (float)(dot * scale);
+                    if (sc[p] > mx)
+                        mx = sc[p];
+                }
+                for (uint64_t p = 0; p <= upto; p++) {
+                    sc[p] = (float)exp(sc[p] - mx);
+                    sum += sc[p];
+                }
+                float *av = a + (t * qn + j) * hd;
+                for (uint64_t i = 0; i < hd; i++) {
+                    double acc = 0;
+                    for (uint64_t p = 0; p <= upto; p++)
+                        acc += (double)sc[p] * vc[(p * kn + kvj) * hd + i];
+                    av[i] = (float)(acc / sum);
+                }
+            }
+        }
+        /* row-parallel o_proj: partial sums, then allreduce */
+        linear(a, l->wo, NULL, h, T, hid, qn * hd);
+        st = allreduce(e, h, T * hid);
+        for (uint64_t i = 0; i < T * hid; i++)
+            x[i] += h[i];
+        rmsnorm(x, l->post_norm, h, T, hid, c->rms_eps);
+        linear(h, l->wg, NULL, g, T, in, hid);
+        linear(h, l->wu, NULL, u, T, in, hid);
+        for (uint64_t i = 0; i < T * in; i++)
+            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        linear(g, l->wd, NULL, h, T, hid, in);
+        if (st == NVL_OK)
+            st = allreduce(e, h, T * hid);
+        for (uint64_t i = 0; i < T * hid; i++)
+            x[i] += h[i];
+    }
+    cache->len = total;
+    /* last position: final norm, vocab-parallel lm_head */
+    rmsnorm(x + (T - 1) * hid, e->norm, h, 1, hid, c->rms_eps);
+    memset(logits, 0, c->vocab * sizeof *logits);
+    linear(h, e->lm_head, NULL, logits + s->vocab.first, 1, vn, hid);
+    if (st == NVL_OK)
+        st = allreduce(e, logits, c->vocab);
     free(x);
     free(h);
     free(q);
-    free(k);
-    free(v);
     free(a);
     free(g);
     free(u);
     free(sc);
+    return st;
+}
+
+static nvl_status_t check_ids(const nvl_engine_t *e, const int32_t *ids,
+                              size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (uint32_t)ids[i] >= e->cfg.vocab) {
+            if (nvl_comm_rank(e->tp) == 0)
+                nvl_report("token id %d (position %zu) is outside the "
+                           "vocabulary (0..%u)", (int)ids[i], i,
+                           e->cfg.vocab - 1);
+            return NVL_ERR_INVALID;
+        }
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
+                                    int batch, int len, float *logits_out)
+{
+    nvl_status_t st = check_ids(e, ids, (size_t)batch * len);
+    for (int b = 0; b < batch && st == NVL_OK; b++) {
+        kv_cache_t cache = {0};
+        st = forward(e, &cache, ids + (size_t)b * len, (uint64_t)len,
+                     logits_out + (size_t)b * e->cfg.vocab);
+        cache_free(&cache, e->cfg.layers);
+    }
+    return st;
+}
+
+static int32_t argmax(const float *v, uint32_t n)
+{
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (v[i] > v[best])
+            best = i;
+    return (int32_t)best;
+}
+
+nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
+                                 const int *lens, int batch, int max_new,
+                                 int32_t *new_tokens_out,
+                                 float *last_logits_out)
+{
+    size_t total = 0;
+    for (int b = 0; b < batch; b++)
+        total += (size_t)lens[b];
+    nvl_status_t st = check_ids(e, ids, total);
+    float *logits = malloc(e->cfg.vocab * sizeof *logits);
+    if (logits == NULL) {
+        nvl_report("out of memory for %u logits", e->cfg.vocab);
+        nvl_runtime_abort(1);
+    }
+    const int32_t *prompt = ids;
+    for (int b = 0; b < batch && st == NVL_OK; b++) {
+        kv_cache_t cache = {0};
+        st = forward(e, &cache, prompt, (uint64_t)lens[b], logits);
+        if (st == NVL_OK && last_logits_out != NULL)
+            memcpy(last_logits_out + (size_t)b * e->cfg.vocab, logits,
+                   e->cfg.vocab * sizeof *logits);
+        for (int s = 0; s < max_new && st == NVL_OK; s++) {
+            int32_t tok = argmax(logits, e->cfg.vocab); /* greedy */
+            new_tokens_out[(size_t)b * max_new + s] = tok;
+            if (s + 1 < max_new)
+                st = forward(e, &cache, &tok, 1, logits);
+        }
+        cache_free(&cache, e->cfg.layers);
+        prompt += lens[b];
+    }
     free(logits);
     return st;
 }
