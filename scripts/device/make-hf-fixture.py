@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Makes a tiny, randomly initialised Hugging Face model and the reference
+outputs transformers computes for it, in the layout of tests/data/hf:
+config.json, generation_config.json, model.safetensors (float32) and
+reference.json (input_ids, last_logits, logits_token0_first8,
+greedy_new_tokens).  Runs on CPU; needs torch and transformers (the device
+machine has them).
+
+    python3 scripts/device/make-hf-fixture.py qwen3 OUTDIR
+"""
+import json
+import sys
+
+import torch
+import transformers
+
+
+def qwen3(out):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    cfg = Qwen3Config(
+        vocab_size=512, hidden_size=96, intermediate_size=200,
+        num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+        head_dim=24,  # not hidden / heads (16): Qwen3 keeps them apart
+        max_position_embeddings=512, rope_theta=1000000.0, rms_norm_eps=1e-6,
+        attention_bias=False, tie_word_embeddings=False,
+        initializer_range=0.08, bos_token_id=1, eos_token_id=2,
+        pad_token_id=0)
+    return Qwen3ForCausalLM(cfg)
+
+
+MAKERS = {"qwen3": qwen3}
+
+
+def main():
+    kind, out = sys.argv[1], sys.argv[2]
+    torch.manual_seed(0)
+    model = MAKERS[kind](out).eval().float()
+    # q_norm / k_norm start at ones: make them non-trivial so the test sees them
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_norm.weight.uniform_(0.5, 1.5)
+            layer.self_attn.k_norm.weight.uniform_(0.5, 1.5)
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    model.save_pretrained(out, safe_serialization=True)
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, model.config.vocab_size, (2, 11), generator=gen)
+    with torch.no_grad():
+        logits = model(ids).logits
+        new = model.generate(ids, max_new_tokens=8, do_sample=False,
+                             use_cache=True)[:, ids.shape[1]:]
+    ref = {
+        "input_ids": ids.tolist(),
+        "last_logits": logits[:, -1, :].tolist(),
+        "logits_token0_first8": logits[:, :, :8].tolist(),
+        "greedy_new_tokens": new.tolist(),
+        "dtype": "float32",
+        "note": "made by scripts/device/make-hf-fixture.py %s with "
+                "transformers %s, torch %s" % (kind, transformers.__version__,
+                                               torch.__version__),
+    }
+    with open(out + "/reference.json", "w") as f:
+        json.dump(ref, f)
+    print(ref["note"], ref["greedy_new_tokens"])
+
+
+if __name__ == "__main__":
+    main()
