@@ -5,6 +5,8 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "nvlemu/status.h"
+
 /* One option of a command: parsing (getopt_long) and --help read the same
  * row. */
 typedef struct {
@@ -23,6 +25,19 @@ void nvl_cli_longopts(const nvl_cli_opt_t *opts, size_t n,
 /* Prints "usage" and the option table. */
 void nvl_cli_help(FILE *out, const char *usage, const nvl_cli_opt_t *opts,
                   size_t n);
+
+/* Receives one parsed option (arg is NULL for flags); returns non-OK,
+ * having reported, to stop parsing. */
+typedef nvl_status_t (*nvl_cli_on_opt_t)(int id, const char *arg, void *ctx);
+
+/* Parses argv[1..] with the option table: calls on_opt for each option,
+ * reports an unknown option or a missing value naming the command, and sets
+ * *first_arg_out to the index of the first argument that is not an option.
+ * Returns the first error. */
+nvl_status_t nvl_cli_parse(const char *command, int argc, char **argv,
+                           const nvl_cli_opt_t *opts, size_t n,
+                           nvl_cli_on_opt_t on_opt, void *ctx,
+                           int *first_arg_out);
 
 /* Parses a positive integer option value; reports and returns -1 if bad. */
 long nvl_cli_positive(const char *option, const char *text, long max);

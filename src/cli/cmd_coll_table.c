@@ -63,43 +63,34 @@ typedef struct {
 
 typedef cell_t table_t[N_TABLE_COLLS][NVL_ALGO_COUNT][NVL_PROTO_COUNT];
 
+static nvl_status_t on_opt(int id, const char *arg, void *ctx)
+{
+    table_args_t *a = ctx;
+    switch (id) {
+    case OPT_TOPO: a->topo_file = arg; break;
+    case OPT_RANKS:
+        a->ranks = nvl_cli_positive("--ranks", arg, NVL_TOPO_MAX_GPUS);
+        return a->ranks < 0 ? NVL_ERR_INVALID : NVL_OK;
+    case OPT_JSON: a->json = arg; break;
+    case OPT_SET: a->sets[a->n_sets++] = arg; break;
+    case OPT_HELP: a->help = 1; break;
+    }
+    return NVL_OK;
+}
+
 static nvl_status_t parse_args(int argc, char **argv, table_args_t *a)
 {
-    struct option longopts[N_OPTS + 1];
-    nvl_cli_longopts(table_opts, N_OPTS, longopts);
     a->sets = calloc((size_t)argc, sizeof *a->sets);
     if (a->sets == NULL)
         return NVL_ERR_NOMEM;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_TOPO: a->topo_file = optarg; break;
-        case OPT_RANKS:
-            a->ranks = nvl_cli_positive("--ranks", optarg, NVL_TOPO_MAX_GPUS);
-            if (a->ranks < 0)
-                return NVL_ERR_INVALID;
-            break;
-        case OPT_JSON: a->json = optarg; break;
-        case OPT_SET: a->sets[a->n_sets++] = optarg; break;
-        case OPT_HELP: a->help = 1; break;
-        case ':':
-            nvl_report("coll-table: option %s needs a value",
-                       argv[optind - 1]);
-            return NVL_ERR_INVALID;
-        default:
-            nvl_report("coll-table: unknown option '%s' (see nvlemu "
-                       "coll-table --help)",
-                       argv[optind - 1]);
-            return NVL_ERR_INVALID;
-        }
-    }
-    if (a->help)
-        return NVL_OK;
-    if (optind < argc) {
+    int first;
+    nvl_status_t st = nvl_cli_parse("coll-table", argc, argv, table_opts,
+                                    N_OPTS, on_opt, a, &first);
+    if (st != NVL_OK || a->help)
+        return st;
+    if (first < argc) {
         nvl_report("coll-table: unexpected argument '%s' (usage: %s)",
-                   argv[optind], USAGE);
+                   argv[first], USAGE);
         return NVL_ERR_INVALID;
     }
     if (a->topo_file == NULL) {

@@ -75,37 +75,32 @@ static nvl_status_t parse_ids(const char *text, gen_args_t *a)
     }
 }
 
+static nvl_status_t on_opt(int id, const char *arg, void *ctx)
+{
+    gen_args_t *a = ctx;
+    switch (id) {
+    case OPT_MODEL: a->model = arg; break;
+    case OPT_IDS: a->ids = arg; break;
+    case OPT_NEW:
+        a->max_new = nvl_cli_positive("--max-new-tokens", arg, 1 << 20);
+        return a->max_new < 0 ? NVL_ERR_INVALID : NVL_OK;
+    case OPT_LOGITS: a->logits_out = arg; break;
+    case OPT_TOPO: a->topo = arg; break;
+    case OPT_HELP: a->help = 1; break;
+    }
+    return NVL_OK;
+}
+
 static nvl_status_t parse_args(int argc, char **argv, gen_args_t *a)
 {
-    struct option longopts[N_OPTS + 1];
-    nvl_cli_longopts(gen_opts, N_OPTS, longopts);
-    optind = 1;
-    opterr = 0;
     a->max_new = 16;
     a->topo = "topology/gb200-nvl72.topo";
-    int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_MODEL: a->model = optarg; break;
-        case OPT_IDS: a->ids = optarg; break;
-        case OPT_NEW:
-            a->max_new = nvl_cli_positive("--max-new-tokens", optarg, 1 << 20);
-            if (a->max_new < 0)
-                return NVL_ERR_INVALID;
-            break;
-        case OPT_LOGITS: a->logits_out = optarg; break;
-        case OPT_TOPO: a->topo = optarg; break;
-        case OPT_HELP: a->help = 1; return NVL_OK;
-        case ':':
-            nvl_report("generate: option %s needs a value", argv[optind - 1]);
-            return NVL_ERR_INVALID;
-        default:
-            nvl_report("generate: unknown option '%s' (see nvlemu generate "
-                       "--help)", argv[optind - 1]);
-            return NVL_ERR_INVALID;
-        }
-    }
-    if (a->model == NULL || a->ids == NULL || optind != argc) {
+    int first;
+    nvl_status_t st = nvl_cli_parse("generate", argc, argv, gen_opts, N_OPTS,
+                                    on_opt, a, &first);
+    if (st != NVL_OK || a->help)
+        return st;
+    if (a->model == NULL || a->ids == NULL || first != argc) {
         nvl_report("generate: --model and --input-ids are required (usage: "
                    "%s)", USAGE);
         return NVL_ERR_INVALID;

@@ -37,44 +37,37 @@ typedef struct {
     int export_file, keys, help;
 } topo_args_t;
 
+static nvl_status_t on_opt(int id, const char *arg, void *ctx)
+{
+    topo_args_t *a = ctx;
+    switch (id) {
+    case OPT_RANKS:
+        a->ranks = nvl_cli_positive("--ranks", arg, NVL_TOPO_MAX_GPUS);
+        return a->ranks < 0 ? NVL_ERR_INVALID : NVL_OK;
+    case OPT_JSON: a->json = arg; break;
+    case OPT_SET: a->sets[a->n_sets++] = arg; break;
+    case OPT_EXPORT: a->export_file = 1; break;
+    case OPT_KEYS: a->keys = 1; break;
+    case OPT_HELP: a->help = 1; break;
+    }
+    return NVL_OK;
+}
+
 static nvl_status_t parse_args(int argc, char **argv, topo_args_t *a)
 {
-    struct option longopts[N_OPTS + 1];
-    nvl_cli_longopts(topo_opts, N_OPTS, longopts);
     a->sets = calloc((size_t)argc, sizeof *a->sets);
     if (a->sets == NULL)
         return NVL_ERR_NOMEM;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_RANKS:
-            a->ranks = nvl_cli_positive("--ranks", optarg, NVL_TOPO_MAX_GPUS);
-            if (a->ranks < 0)
-                return NVL_ERR_INVALID;
-            break;
-        case OPT_JSON: a->json = optarg; break;
-        case OPT_SET: a->sets[a->n_sets++] = optarg; break;
-        case OPT_EXPORT: a->export_file = 1; break;
-        case OPT_KEYS: a->keys = 1; break;
-        case OPT_HELP: a->help = 1; break;
-        case ':':
-            nvl_report("topo: option %s needs a value", argv[optind - 1]);
-            return NVL_ERR_INVALID;
-        default:
-            nvl_report("topo: unknown option '%s' (see nvlemu topo --help)",
-                       argv[optind - 1]);
-            return NVL_ERR_INVALID;
-        }
-    }
-    if (a->help || a->keys)
-        return NVL_OK;
-    if (optind != argc - 1) {
+    int first;
+    nvl_status_t st = nvl_cli_parse("topo", argc, argv, topo_opts, N_OPTS,
+                                    on_opt, a, &first);
+    if (st != NVL_OK || a->help || a->keys)
+        return st;
+    if (first != argc - 1) {
         nvl_report("topo: expected one topology FILE (usage: %s)", USAGE);
         return NVL_ERR_INVALID;
     }
-    a->file = argv[optind];
+    a->file = argv[first];
     return NVL_OK;
 }
 

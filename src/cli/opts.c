@@ -38,3 +38,37 @@ long nvl_cli_positive(const char *option, const char *text, long max)
     }
     return v;
 }
+
+nvl_status_t nvl_cli_parse(const char *command, int argc, char **argv,
+                           const nvl_cli_opt_t *opts, size_t n,
+                           nvl_cli_on_opt_t on_opt, void *ctx,
+                           int *first_arg_out)
+{
+    struct option *longopts = calloc(n + 1, sizeof *longopts);
+    if (longopts == NULL) {
+        nvl_report("%s: out of memory", command);
+        return NVL_ERR_NOMEM;
+    }
+    nvl_cli_longopts(opts, n, longopts);
+    optind = 1;
+    opterr = 0;
+    nvl_status_t st = NVL_OK;
+    int c;
+    while (st == NVL_OK &&
+           (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        if (c == ':') {
+            nvl_report("%s: option %s needs a value", command,
+                       argv[optind - 1]);
+            st = NVL_ERR_INVALID;
+        } else if (c == '?') {
+            nvl_report("%s: unknown option '%s' (see nvlemu %s --help)",
+                       command, argv[optind - 1], command);
+            st = NVL_ERR_INVALID;
+        } else {
+            st = on_opt(c, optarg, ctx);
+        }
+    }
+    free(longopts);
+    *first_arg_out = optind;
+    return st;
+}
