@@ -15,7 +15,9 @@ struct nvl_comm {
     nvl_mode_t mode;
     nvl_tuner_cfg_t tuner;
     /* derived from the members' GPUs (same on every member) */
+    int *members;            /* 0..size-1: the group of every member */
     int domains;             /* NVLink domains spanned ("nodes" in NCCL) */
+    int log2_domains;        /* floor(log2(domains)), NCCL's log2i */
     int max_per_domain;      /* most members in one domain */
     double nvlink_bw;        /* slowest member's NVLink, bytes/s/direction */
     double nic_bw;           /* slowest member's NIC, after oversubscription */
@@ -128,6 +130,12 @@ typedef struct {
     int n;
     int pos;
 } nvl_group_t;
+
+/* Every member of the communicator, in member order. */
+static inline nvl_group_t nvl_group_all(const nvl_comm_t *c)
+{
+    return (nvl_group_t){c->members, c->size, c->rank};
+}
 
 /* Element blocks: block i is [off[i], off[i] + len[i]). */
 typedef struct {

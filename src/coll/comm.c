@@ -33,6 +33,9 @@ static nvl_status_t derive(nvl_comm_t *c)
             c->nic_bw = nic;
     }
     free(per_dom);
+    c->log2_domains = 0;
+    while ((1 << (c->log2_domains + 1)) <= c->domains)
+        c->log2_domains++;
     c->nvls = t->nvlink.nvls && t->nvlink.switch_trays > 0 && c->domains == 1;
     return NVL_OK;
 }
@@ -45,12 +48,17 @@ static nvl_comm_t *comm_alloc(MPI_Comm mpi, int rank, int size,
 {
     nvl_comm_t *c = calloc(1, sizeof *c);
     uint32_t *gpus = malloc((size_t)size * sizeof *gpus);
-    if (c == NULL || gpus == NULL) {
+    int *members = malloc((size_t)size * sizeof *members);
+    if (c == NULL || gpus == NULL || members == NULL) {
+        free(members);
         free(gpus);
         free(c);
         nvl_report("out of memory creating a communicator");
         return NULL;
     }
+    for (int i = 0; i < size; i++)
+        members[i] = i;
+    c->members = members;
     c->mpi = mpi;
     c->rank = rank;
     c->size = size;
@@ -79,6 +87,7 @@ static nvl_status_t comm_finish(nvl_comm_t *c, nvl_comm_t **comm_out)
     if (st == NVL_OK)
         st = derive(c);
     if (st != NVL_OK) {
+        free(c->members);
         free(c->gpus);
         free(c);
         return st;
@@ -177,6 +186,7 @@ void nvl_comm_destroy(nvl_comm_t *comm)
     if (comm->mpi != MPI_COMM_NULL) /* a virtual communicator has none */
         MPI_Comm_free(&comm->mpi);
     free(comm->gpus);
+    free(comm->members);
     free(comm->scratch);
     free(comm->ops);
     free(comm);

@@ -56,15 +56,12 @@ static nvl_status_t nvls_run(const nvl_coll_call_t *call)
     int n = c->size;
     size_t esz = nvl_dtype_size(call->dtype);
     size_t *off = malloc(2 * (size_t)n * sizeof *off);
-    int *members = malloc((size_t)n * sizeof *members);
     char *work = NULL;
     nvl_status_t st = NVL_ERR_NOMEM;
-    if (off == NULL || members == NULL)
+    if (off == NULL)
         goto out;
     size_t *len = off + n;
-    for (int i = 0; i < n; i++)
-        members[i] = i;
-    nvl_group_t g = {members, n, c->rank};
+    nvl_group_t g = nvl_group_all(c);
     nvl_blocks_t b = {off, len};
     if (call->coll == NVL_COLL_ALLREDUCE) {
         if (call->recv != call->send)
@@ -96,7 +93,6 @@ out:
     if (st == NVL_ERR_NOMEM)
         nvl_report("out of memory in NVLS %s", nvl_coll_name(call->coll));
     free(work);
-    free(members);
     free(off);
     return st;
 }

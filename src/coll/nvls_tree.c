@@ -34,10 +34,8 @@ static double nvlstree_predict(const nvl_comm_t *c, nvl_coll_t coll,
                                size_t bytes, nvl_proto_t proto, int channels)
 {
 
-    int log2d = 0;
-    while ((1 << (log2d + 1)) <= c->domains)
-        log2d++;
-    double lat = nvl_model_lat_s(c, NVL_ALGO_NVLS_TREE, proto, 1, 2 * log2d);
+    double lat = nvl_model_lat_s(c, NVL_ALGO_NVLS_TREE, proto, 1,
+                                 2 * c->log2_domains);
     double port = nvl_model_bus_bw(c, coll, NVL_ALGO_NVLS_TREE, proto,
                                    c->nvlink_bw, channels, (double)bytes);
     double nic = c->domains <= 2 ? c->nic_bw : c->nic_bw / 2;

@@ -29,11 +29,8 @@ static double pat_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
 {
 
     const nvl_nccl_spec_t *k = &c->topo->nccl;
-    int log2d = 0;
-    while ((1 << (log2d + 1)) <= c->domains)
-        log2d++;
     double lat = ((double)k->base_lat_ps[NVL_ALGO_PAT][proto] +
-                  log2d * (double)k->net_lat_ps[NVL_ALGO_PAT][proto] / 3.5 +
+                  c->log2_domains * (double)k->net_lat_ps[NVL_ALGO_PAT][proto] / 3.5 +
                   c->size * (double)k->nvlink_lat_ps[NVL_ALGO_PAT][proto]) *
                  1e-12;
     double path = c->nic_bw < c->nvlink_bw ? c->nic_bw : c->nvlink_bw;

@@ -63,17 +63,6 @@ static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
                                          path_bw(c), channels, wire);
 }
 
-/* The ring in member order, starting anywhere: member i is position i. */
-static nvl_group_t whole(const nvl_coll_call_t *call, int **members_out)
-{
-    int n = call->comm->size;
-    int *m = malloc((size_t)n * sizeof *m);
-    for (int i = 0; m != NULL && i < n; i++)
-        m[i] = i;
-    *members_out = m;
-    return (nvl_group_t){m, n, call->comm->rank};
-}
-
 static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,
                           int reduce)
 {
@@ -108,15 +97,12 @@ static nvl_status_t ring_run(const nvl_coll_call_t *call)
     int n = c->size;
     size_t esz = nvl_dtype_size(call->dtype);
     size_t *off = malloc(2 * (size_t)n * sizeof *off);
-    int *members = NULL;
     char *work = NULL;
     nvl_status_t st = NVL_ERR_NOMEM;
     if (off == NULL)
         goto out;
     size_t *len = off + n;
-    nvl_group_t g = whole(call, &members);
-    if (members == NULL)
-        goto out;
+    nvl_group_t g = nvl_group_all(c);
     nvl_blocks_t b = {off, len};
     switch (call->coll) {
     case NVL_COLL_ALLREDUCE:
@@ -168,7 +154,6 @@ static nvl_status_t ring_run(const nvl_coll_call_t *call)
     }
 out:
     free(work);
-    free(members);
     free(off);
     if (st == NVL_ERR_NOMEM)
         nvl_report("out of memory in ring %s", nvl_coll_name(call->coll));

@@ -30,11 +30,8 @@ static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
 {
 
     int ppn = c->max_per_domain;
-    int log2d = 0;
-    while ((1 << (log2d + 1)) <= c->domains)
-        log2d++;
     double lat = nvl_model_lat_s(c, NVL_ALGO_TREE, proto, 2 * (ppn - 1),
-                                 2 * log2d);
+                                 2 * c->log2_domains);
     double path = c->domains > 1 && c->nic_bw < c->nvlink_bw ? c->nic_bw
                                                             : c->nvlink_bw;
     double busbw =
