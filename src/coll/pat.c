@@ -30,7 +30,8 @@ static double pat_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
 
     const nvl_nccl_spec_t *k = &c->topo->nccl;
     double lat = ((double)k->base_lat_ps[NVL_ALGO_PAT][proto] +
-                  c->log2_domains * (double)k->net_lat_ps[NVL_ALGO_PAT][proto] / 3.5 +
+                  c->log2_domains *
+                      (double)k->net_lat_ps[NVL_ALGO_PAT][proto] / 3.5 +
                   c->size * (double)k->nvlink_lat_ps[NVL_ALGO_PAT][proto]) *
                  1e-12;
     double path = c->nic_bw < c->nvlink_bw ? c->nic_bw : c->nvlink_bw;
