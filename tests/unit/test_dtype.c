@@ -13,28 +13,9 @@
 #include <cmocka.h>
 
 #include "nvlemu/coll.h"
+#include "reports.h"
 
 /* ---- helpers ------------------------------------------------------------- */
-
-typedef struct {
-    int count;
-    char last[2048];
-} reports_t;
-
-static void capture(void *ctx, const char *message)
-{
-    reports_t *r = ctx;
-    r->count++;
-    snprintf(r->last, sizeof r->last, "%s", message);
-}
-
-static void reports_start(reports_t *r)
-{
-    memset(r, 0, sizeof *r);
-    nvl_report_set_sink(capture, r);
-}
-
-static void reports_stop(void) { nvl_report_set_sink(NULL, NULL); }
 
 static float f32_of_bits(uint32_t u)
 {
@@ -142,28 +123,26 @@ static void test_dtype_parse_error(void **state)
     (void)state;
     static const char *const bad[] = {"double", "int8", "f8e5m2", "", "float "};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        reports_t r;
         nvl_dtype_t got = NVL_DT_BF16;
-        reports_start(&r);
+        capture_reports(NULL);
         nvl_status_t st = nvl_dtype_parse(bad[i], &got);
-        reports_stop();
+        release_reports(NULL);
         assert_int_equal(st, NVL_ERR_INVALID);
         assert_int_equal(got, NVL_DT_BF16); /* untouched on error */
-        assert_int_equal(r.count, 1);
+        assert_int_equal(reports.count, 1);
         char quoted[64];
         snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
-        assert_non_null(strstr(r.last, quoted));
+        assert_non_null(strstr(reports.last, quoted));
         for (int t = 0; t < NVL_DT_COUNT; t++)
-            assert_non_null(strstr(r.last, nvl_dtype_name((nvl_dtype_t)t)));
-        assert_non_null(strstr(r.last, "bf16"));
-        assert_non_null(strstr(r.last, "fp8"));
+            assert_non_null(strstr(reports.last, nvl_dtype_name((nvl_dtype_t)t)));
+        assert_non_null(strstr(reports.last, "bf16"));
+        assert_non_null(strstr(reports.last, "fp8"));
     }
-    reports_t r;
     nvl_dtype_t got = NVL_DT_BF16;
-    reports_start(&r);
+    capture_reports(NULL);
     assert_int_equal(nvl_dtype_parse(NULL, &got), NVL_ERR_INVALID);
-    reports_stop();
-    assert_int_equal(r.count, 1);
+    release_reports(NULL);
+    assert_int_equal(reports.count, 1);
 }
 
 static void test_redop_parse(void **state)
@@ -181,19 +160,18 @@ static void test_redop_parse(void **state)
     /* nccl-tests' other operations are refused, not mapped. */
     static const char *const bad[] = {"prod", "avg", "mulsum", "all", "add"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        reports_t r;
         got = NVL_OP_MIN;
-        reports_start(&r);
+        capture_reports(NULL);
         nvl_status_t st = nvl_redop_parse(bad[i], &got);
-        reports_stop();
+        release_reports(NULL);
         assert_int_equal(st, NVL_ERR_INVALID);
         assert_int_equal(got, NVL_OP_MIN);
-        assert_int_equal(r.count, 1);
+        assert_int_equal(reports.count, 1);
         char quoted[64];
         snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
-        assert_non_null(strstr(r.last, quoted));
-        assert_non_null(strstr(r.last, "unsupported"));
-        assert_non_null(strstr(r.last, "sum, max, min"));
+        assert_non_null(strstr(reports.last, quoted));
+        assert_non_null(strstr(reports.last, "unsupported"));
+        assert_non_null(strstr(reports.last, "sum, max, min"));
     }
 }
 
@@ -606,12 +584,11 @@ static void test_reduce_invalid(void **state)
 {
     (void)state;
     float x[2] = {1.0f, 2.0f}, y[2] = {3.0f, 4.0f};
-    reports_t r;
-    reports_start(&r);
+    capture_reports(NULL);
     nvl_reduce_into(NVL_DT_F32, NVL_OP_COUNT, x, y, 2);
     nvl_reduce_into(NVL_DT_COUNT, NVL_OP_SUM, x, y, 2);
-    reports_stop();
-    assert_int_equal(r.count, 2);
+    release_reports(NULL);
+    assert_int_equal(reports.count, 2);
     assert_same_float(x[0], 1.0f);
     assert_same_float(x[1], 2.0f);
 }

@@ -11,33 +11,9 @@
 
 #include <cmocka.h>
 
+#include "reports.h"
+
 #include "nvlemu/model.h"
-
-static char last_report[1024];
-static int reports;
-
-static void sink(void *ctx, const char *m)
-{
-    (void)ctx;
-    reports++;
-    snprintf(last_report, sizeof last_report, "%s", m);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    reports = 0;
-    last_report[0] = '\0';
-    nvl_report_set_sink(sink, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    nvl_report_set_sink(NULL, NULL);
-    return 0;
-}
 
 /* Writes text to a fresh temporary config.json; returns its path. */
 static const char *write_config(const char *text)
@@ -81,7 +57,7 @@ static void test_presets_match_their_config(void **state)
     assert_int_equal(c.q_heads * c.head_dim, 8192); /* not hidden */
     assert_false(c.qkv_bias);
     assert_true(c.qk_norm);
-    assert_int_equal(reports, 0);
+    assert_int_equal(reports.count, 0);
 }
 
 /* Published sizes: 72.7B, 7.61B, 0.49B, 32.8B parameters. */
@@ -111,9 +87,9 @@ static void test_unknown_preset(void **state)
     (void)state;
     nvl_model_config_t c;
     assert_int_equal(nvl_model_preset("qwen2.5-70b", &c), NVL_ERR_INVALID);
-    assert_int_equal(reports, 1);
-    assert_non_null(strstr(last_report, "'qwen2.5-70b'"));
-    assert_non_null(strstr(last_report, "qwen3-32b"));
+    assert_int_equal(reports.count, 1);
+    assert_non_null(strstr(reports.last, "'qwen2.5-70b'"));
+    assert_non_null(strstr(reports.last, "qwen3-32b"));
 }
 
 static void test_hf_fixtures(void **state)
@@ -141,7 +117,7 @@ static void test_hf_fixtures(void **state)
     assert_int_equal(c.q_heads, 6);
     assert_int_equal(c.head_dim, 16);
     assert_true(c.tied_embeddings);
-    assert_int_equal(reports, 0);
+    assert_int_equal(reports.count, 0);
 }
 
 static void test_rope_theta_top_level_and_qwen3(void **state)
@@ -169,13 +145,13 @@ static void expect_error(const char *json, nvl_status_t want,
                          const char *text)
 {
     nvl_model_config_t c;
-    reports = 0;
+    reports.count = 0;
     const char *p = write_config(json);
     assert_int_equal(nvl_model_config_load(p, &c), want);
     unlink(p);
-    assert_int_equal(reports, 1);
-    if (strstr(last_report, text) == NULL)
-        fail_msg("report '%s' lacks '%s'", last_report, text);
+    assert_int_equal(reports.count, 1);
+    if (strstr(reports.last, text) == NULL)
+        fail_msg("report '%s' lacks '%s'", reports.last, text);
 }
 
 static void test_errors(void **state)
@@ -201,24 +177,25 @@ static void test_errors(void **state)
                  "\"rope_theta\": -1}",
                  NVL_ERR_INVALID, "'rope_theta' must be a positive number");
     nvl_model_config_t c;
-    reports = 0;
+    reports.count = 0;
     assert_int_equal(nvl_model_config_load("/nonexistent/model", &c),
                      NVL_ERR_IO);
-    assert_int_equal(reports, 1);
-    assert_non_null(strstr(last_report, "/nonexistent/model"));
+    assert_int_equal(reports.count, 1);
+    assert_non_null(strstr(reports.last, "/nonexistent/model"));
 }
+
+#define TEST(f)                                                            \
+    cmocka_unit_test_setup_teardown(f, capture_reports, release_reports)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_presets_match_their_config,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_param_counts, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unknown_preset, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hf_fixtures, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rope_theta_top_level_and_qwen3,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        TEST(test_presets_match_their_config),
+        TEST(test_param_counts),
+        TEST(test_unknown_preset),
+        TEST(test_hf_fixtures),
+        TEST(test_rope_theta_top_level_and_qwen3),
+        TEST(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

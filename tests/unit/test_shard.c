@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "nvlemu/shard.h"
+#include "reports.h"
 
 /* Every item of n lands in exactly one part, in order. */
 static void test_split_covers_everything(void **state)
@@ -94,24 +95,18 @@ static void test_uneven_heads_straddle_groups(void **state)
                      344);
 }
 
-static char last[256];
-static void sink(void *ctx, const char *m)
-{
-    (void)ctx;
-    snprintf(last, sizeof last, "%s", m);
-}
-
 static void test_bad_degree(void **state)
 {
     (void)state;
     nvl_model_config_t c;
     nvl_shard_t s;
     assert_int_equal(nvl_model_preset("qwen3-32b", &c), NVL_OK);
-    nvl_report_set_sink(sink, NULL);
+    capture_reports(NULL);
     assert_int_equal(nvl_shard_plan(&c, 0, 0, &s), NVL_ERR_INVALID);
     assert_int_equal(nvl_shard_plan(&c, 4, 4, &s), NVL_ERR_INVALID);
-    nvl_report_set_sink(NULL, NULL);
-    assert_non_null(strstr(last, "rank 4"));
+    release_reports(NULL);
+    assert_int_equal(reports.count, 2);
+    assert_non_null(strstr(reports.last, "rank 4"));
 }
 
 int main(void)

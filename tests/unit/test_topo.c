@@ -21,40 +21,12 @@
 #include "keys.h" /* src/topo: the key table */
 #include "nvlemu/topo.h"
 #include "nvlemu/units.h"
+#include "reports.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 #define DATA_DIR NVL_TEST_DATA "/topo"
 
 /* ---- captured reports ------------------------------------------------- */
-
-static struct {
-    int count;
-    char text[16384]; /* every report, one per line */
-} reports;
-
-static void capture(void *ctx, const char *message)
-{
-    (void)ctx;
-    size_t used = strlen(reports.text);
-    snprintf(reports.text + used, sizeof reports.text - used, "%s%s",
-             used ? "\n" : "", message);
-    reports.count++;
-}
-
-static int capture_reports(void **state)
-{
-    (void)state;
-    memset(&reports, 0, sizeof reports);
-    nvl_report_set_sink(capture, NULL);
-    return 0;
-}
-
-static int release_reports(void **state)
-{
-    (void)state;
-    nvl_report_set_sink(NULL, NULL);
-    return 0;
-}
 
 static void expect_no_reports(void)
 {

@@ -13,33 +13,9 @@
 
 #include <cmocka.h>
 
+#include "reports.h"
+
 #include "nvlemu/weights.h"
-
-static char last_report[1024];
-static int reports;
-
-static void sink(void *ctx, const char *m)
-{
-    (void)ctx;
-    reports++;
-    snprintf(last_report, sizeof last_report, "%s", m);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    reports = 0;
-    last_report[0] = '\0';
-    nvl_report_set_sink(sink, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    nvl_report_set_sink(NULL, NULL);
-    return 0;
-}
 
 /* Writes a safetensors file: header text, then data bytes. */
 static void write_st(const char *path, const char *header, const void *data,
@@ -110,7 +86,7 @@ static void test_fixture_slices(void **state)
                      NVL_OK);
     assert_false(nvl_weights_has(w, "lm_head.weight"));
     nvl_weights_close(w);
-    assert_int_equal(reports, 0);
+    assert_int_equal(reports.count, 0);
 }
 
 static void test_sharded_dtypes(void **state)
@@ -152,10 +128,10 @@ static void test_sharded_dtypes(void **state)
     /* errors on an open checkpoint */
     assert_int_equal(nvl_weights_read_f32(w, "d", 0, 1, 0, 1, out),
                      NVL_ERR_INVALID);
-    assert_non_null(strstr(last_report, "no tensor 'd'"));
+    assert_non_null(strstr(reports.last, "no tensor 'd'"));
     assert_int_equal(nvl_weights_read_f32(w, "a", 1, 2, 0, 3, out),
                      NVL_ERR_INVALID);
-    assert_non_null(strstr(last_report, "outside"));
+    assert_non_null(strstr(reports.last, "outside"));
     nvl_weights_close(w);
     remove_dir();
 }
@@ -168,11 +144,11 @@ static void expect_open_error(const char *header, const void *data, size_t n,
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     write_st(path, header, data, n);
     nvl_weights_t *w = NULL;
-    reports = 0;
+    reports.count = 0;
     assert_int_not_equal(nvl_weights_open(dir, &w), NVL_OK);
-    assert_int_equal(reports, 1);
-    if (strstr(last_report, text) == NULL)
-        fail_msg("report '%s' lacks '%s'", last_report, text);
+    assert_int_equal(reports.count, 1);
+    if (strstr(reports.last, text) == NULL)
+        fail_msg("report '%s' lacks '%s'", reports.last, text);
     remove_dir();
 }
 
@@ -198,15 +174,15 @@ static void test_broken_files(void **state)
     fwrite(le, 1, 8, f);
     fclose(f);
     nvl_weights_t *w;
-    reports = 0;
+    reports.count = 0;
     assert_int_equal(nvl_weights_open(dir, &w), NVL_ERR_INVALID);
-    assert_non_null(strstr(last_report, "runs past the end"));
+    assert_non_null(strstr(reports.last, "runs past the end"));
     remove_dir();
     /* no checkpoint at all */
-    reports = 0;
+    reports.count = 0;
     assert_int_equal(nvl_weights_open("/nonexistent/ckpt", &w), NVL_ERR_IO);
-    assert_int_equal(reports, 1);
-    assert_non_null(strstr(last_report, "/nonexistent/ckpt/model.safetensors"));
+    assert_int_equal(reports.count, 1);
+    assert_non_null(strstr(reports.last, "/nonexistent/ckpt/model.safetensors"));
     /* an unsupported dtype is reported when read */
     make_dir();
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -217,17 +193,20 @@ static void test_broken_files(void **state)
     float out[4];
     assert_int_equal(nvl_weights_read_f32(w, "q", 0, 1, 0, 4, out),
                      NVL_ERR_INVALID);
-    assert_non_null(strstr(last_report, "dtype I8"));
+    assert_non_null(strstr(reports.last, "dtype I8"));
     nvl_weights_close(w);
     remove_dir();
 }
 
+#define TEST(f)                                                            \
+    cmocka_unit_test_setup_teardown(f, capture_reports, release_reports)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fixture_slices, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sharded_dtypes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_broken_files, setup, teardown),
+        TEST(test_fixture_slices),
+        TEST(test_sharded_dtypes),
+        TEST(test_broken_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
