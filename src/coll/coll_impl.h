@@ -103,14 +103,11 @@ nvl_status_t nvl_xfer_sendrecv(nvl_comm_t *comm, const void *sbuf,
                                size_t sbytes, int dst, void *rbuf,
                                size_t rbytes, int src, int tag);
 
-/* Exchanges with many peers at once: for each k < n, sends sbytes[k] from
- * sbuf[k] to dst[k] and receives rbytes[k] into rbuf[k] from src[k] (a peer
- * of -1 skips that side), all posted together and waited for together, in
- * pieces MPI's int counts can hold. */
-nvl_status_t nvl_xfer_exchange(nvl_comm_t *comm, int n,
-                               const void *const *sbuf, const size_t *sbytes,
-                               const int *dst, void *const *rbuf,
-                               const size_t *rbytes, const int *src, int tag);
+/* Runs n sends and receives (nvl_p2p_op_t) at once: all posted together,
+ * receives first, and waited for together, in pieces MPI's int counts can
+ * hold, by the host's wait policy. */
+nvl_status_t nvl_xfer_exchange(nvl_comm_t *comm, const nvl_p2p_op_t *ops,
+                               size_t n, int tag);
 
 /* Reduces n elements of in into inout (nvl_reduce_into). */
 void nvl_xfer_reduce(const nvl_coll_call_t *call, void *inout, const void *in,

@@ -97,27 +97,22 @@ nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call)
             (const char *)call->send + (size_t)r * bytes, bytes);
     if (n == 1)
         return NVL_OK;
-    const void **sb = malloc((size_t)n * sizeof *sb);
-    void **rb = malloc((size_t)n * sizeof *rb);
-    size_t *len = malloc((size_t)n * sizeof *len);
-    int *peer = malloc((size_t)n * sizeof *peer);
-    nvl_status_t st = NVL_ERR_NOMEM;
-    if (sb != NULL && rb != NULL && len != NULL && peer != NULL) {
-        for (int k = 0; k < n; k++) {
-            peer[k] = k == r ? -1 : k;
-            len[k] = bytes;
-            sb[k] = (const char *)call->send + (size_t)k * bytes;
-            rb[k] = (char *)call->recv + (size_t)k * bytes;
-        }
-        st = nvl_xfer_exchange(c, n, (const void *const *)sb, len, peer,
-                               (void *const *)rb, len, peer, 141);
-    } else {
+    nvl_p2p_op_t *ops = malloc(2 * (size_t)n * sizeof *ops);
+    if (ops == NULL) {
         nvl_report("out of memory for a %d-member alltoall", n);
+        return NVL_ERR_NOMEM;
     }
-    free(sb);
-    free(rb);
-    free(len);
-    free(peer);
+    size_t m = 0;
+    for (int k = 0; k < n; k++) {
+        if (k == r)
+            continue;
+        ops[m++] = (nvl_p2p_op_t){true, (char *)call->send + (size_t)k * bytes,
+                                  bytes, k};
+        ops[m++] = (nvl_p2p_op_t){false, (char *)call->recv + (size_t)k * bytes,
+                                  bytes, k};
+    }
+    nvl_status_t st = nvl_xfer_exchange(c, ops, m, 141);
+    free(ops);
     return st;
 }
 
@@ -235,36 +230,9 @@ nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
         c->n_ops = 0;
         return st;
     }
-    if (c->mode == NVL_MODE_DATA && c->n_ops > 0) {
-        size_t n = c->n_ops;
-        const void **sb = calloc(n, sizeof *sb);
-        void **rb = calloc(n, sizeof *rb);
-        size_t *sn = calloc(2 * n, sizeof *sn);
-        int *peers = malloc(2 * n * sizeof *peers);
-        if (sb == NULL || rb == NULL || sn == NULL || peers == NULL) {
-            nvl_report("nvl_group_end: out of memory for %zu operations", n);
-            nvl_runtime_abort(1);
-        }
-        size_t *rn = sn + n;
-        int *dst = peers, *src = peers + n;
-        for (size_t i = 0; i < n; i++) {
-            const nvl_p2p_op_t *o = &c->ops[i];
-            dst[i] = o->send ? o->peer : -1;
-            src[i] = o->send ? -1 : o->peer;
-            sb[i] = o->send ? o->buf : NULL;
-            rb[i] = o->send ? NULL : o->buf;
-            sn[i] = o->send ? o->bytes : 0;
-            rn[i] = o->send ? 0 : o->bytes;
-        }
-        st = nvl_xfer_exchange(c, (int)n, (const void *const *)sb, sn, dst,
-                               (void *const *)rb, rn, src, 150);
-        free(sb);
-        free(rb);
-        free(sn);
-        free(peers);
-        if (st != NVL_OK)
-            nvl_runtime_abort(1);
-    }
+    if (c->mode == NVL_MODE_DATA && c->n_ops > 0 &&
+        nvl_xfer_exchange(c, c->ops, c->n_ops, 150) != NVL_OK)
+        nvl_runtime_abort(1);
     c->clock->now_ps = start_ps + time_ps;
     if (info_out != NULL)
         *info_out = (nvl_coll_info_t){.coll = NVL_COLL_SENDRECV,

@@ -36,15 +36,12 @@ static size_t pieces(size_t bytes)
     return bytes == 0 ? 0 : (bytes + PIECE_BYTES - 1) / PIECE_BYTES;
 }
 
-nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, int n,
-                               const void *const *sbuf, const size_t *sbytes,
-                               const int *dst, void *const *rbuf,
-                               const size_t *rbytes, const int *src, int tag)
+nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, const nvl_p2p_op_t *ops,
+                               size_t n, int tag)
 {
     size_t nreq = 0;
-    for (int k = 0; k < n; k++)
-        nreq += (dst[k] >= 0 ? pieces(sbytes[k]) : 0) +
-                (src[k] >= 0 ? pieces(rbytes[k]) : 0);
+    for (size_t k = 0; k < n; k++)
+        nreq += pieces(ops[k].bytes);
     MPI_Request few[8];
     MPI_Request *req = nreq <= 8 ? few : malloc(nreq * sizeof *req);
     if (req == NULL) {
@@ -52,19 +49,21 @@ nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, int n,
         return NVL_ERR_NOMEM;
     }
     size_t r = 0;
-    for (int k = 0; k < n; k++)
-        for (size_t at = 0; src[k] >= 0 && at < rbytes[k]; at += PIECE_BYTES) {
-            size_t len = rbytes[k] - at < PIECE_BYTES ? rbytes[k] - at
-                                                      : PIECE_BYTES;
-            MPI_Irecv((char *)rbuf[k] + at, (int)len, MPI_BYTE, src[k], tag,
-                      c->mpi, &req[r++]);
-        }
-    for (int k = 0; k < n; k++)
-        for (size_t at = 0; dst[k] >= 0 && at < sbytes[k]; at += PIECE_BYTES) {
-            size_t len = sbytes[k] - at < PIECE_BYTES ? sbytes[k] - at
-                                                      : PIECE_BYTES;
-            MPI_Isend((const char *)sbuf[k] + at, (int)len, MPI_BYTE, dst[k],
-                      tag, c->mpi, &req[r++]);
+    for (int sends = 0; sends < 2; sends++) /* receives first */
+        for (size_t k = 0; k < n; k++) {
+            const nvl_p2p_op_t *o = &ops[k];
+            if (o->send != (sends == 1))
+                continue;
+            for (size_t at = 0; at < o->bytes; at += PIECE_BYTES) {
+                int len = (int)(o->bytes - at < PIECE_BYTES ? o->bytes - at
+                                                             : PIECE_BYTES);
+                if (o->send)
+                    MPI_Isend((const char *)o->buf + at, len, MPI_BYTE,
+                              o->peer, tag, c->mpi, &req[r++]);
+                else
+                    MPI_Irecv((char *)o->buf + at, len, MPI_BYTE, o->peer,
+                              tag, c->mpi, &req[r++]);
+            }
         }
     wait_all((int)r, req);
     if (req != few)
@@ -76,9 +75,13 @@ nvl_status_t nvl_xfer_sendrecv(nvl_comm_t *c, const void *sbuf,
                                size_t sbytes, int dst, void *rbuf,
                                size_t rbytes, int src, int tag)
 {
-    const void *sb[1] = {sbuf};
-    void *rb[1] = {rbuf};
-    return nvl_xfer_exchange(c, 1, sb, &sbytes, &dst, rb, &rbytes, &src, tag);
+    nvl_p2p_op_t ops[2] = {{0}};
+    size_t n = 0;
+    if (src >= 0)
+        ops[n++] = (nvl_p2p_op_t){false, rbuf, rbytes, src};
+    if (dst >= 0)
+        ops[n++] = (nvl_p2p_op_t){true, (void *)sbuf, sbytes, dst};
+    return nvl_xfer_exchange(c, ops, n, tag);
 }
 
 void nvl_xfer_reduce(const nvl_coll_call_t *call, void *inout, const void *in,
@@ -155,44 +158,27 @@ static nvl_status_t direct_exchange(const nvl_coll_call_t *call,
 {
     size_t esz = nvl_dtype_size(call->dtype);
     int n = g->n, p = g->pos;
-    const void **sb = malloc((size_t)n * sizeof *sb);
-    void **rb = malloc((size_t)n * sizeof *rb);
-    size_t *sn = malloc(2 * (size_t)n * sizeof *sn);
-    int *peers = malloc(2 * (size_t)n * sizeof *peers);
-    nvl_status_t st = NVL_ERR_NOMEM;
-    if (sb == NULL || rb == NULL || sn == NULL || peers == NULL) {
+    nvl_p2p_op_t *ops = malloc(2 * (size_t)n * sizeof *ops);
+    if (ops == NULL) {
         nvl_report("out of memory for a %d-member exchange", n);
-        goto out;
+        return NVL_ERR_NOMEM;
     }
-    size_t *rn = sn + n;
-    int *dst = peers, *src = peers + n;
+    size_t m = 0;
     for (int k = 0; k < n; k++) {
-        dst[k] = src[k] = -1;
-        sn[k] = rn[k] = 0;
-        sb[k] = NULL;
-        rb[k] = NULL;
         if (k == p)
             continue;
-        int blk_out = tmp != NULL ? k : p; /* RS sends their block */
-        dst[k] = g->members[k];
-        sb[k] = buf + b->off[blk_out] * esz;
-        sn[k] = b->len[blk_out] * esz;
-        src[k] = g->members[k];
-        if (tmp != NULL) {
-            rb[k] = tmp + (size_t)k * b->len[p] * esz;
-            rn[k] = b->len[p] * esz;
-        } else {
-            rb[k] = buf + b->off[k] * esz;
-            rn[k] = b->len[k] * esz;
-        }
+        int out = tmp != NULL ? k : p; /* reduce-scatter sends their block */
+        ops[m++] = (nvl_p2p_op_t){true, buf + b->off[out] * esz,
+                                  b->len[out] * esz, g->members[k]};
+        if (tmp != NULL)
+            ops[m++] = (nvl_p2p_op_t){false, tmp + (size_t)k * b->len[p] * esz,
+                                      b->len[p] * esz, g->members[k]};
+        else
+            ops[m++] = (nvl_p2p_op_t){false, buf + b->off[k] * esz,
+                                      b->len[k] * esz, g->members[k]};
     }
-    st = nvl_xfer_exchange(call->comm, n, (const void *const *)sb, sn, dst,
-                           (void *const *)rb, rn, src, tag);
-out:
-    free(sb);
-    free(rb);
-    free(sn);
-    free(peers);
+    nvl_status_t st = nvl_xfer_exchange(call->comm, ops, m, tag);
+    free(ops);
     return st;
 }
 
