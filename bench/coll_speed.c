@@ -3,11 +3,13 @@
  *
  *   timing mode: wall time of one emulated allreduce (8 B and 1 GiB: the
  *     payload never moves) against one MPI_Allreduce of 8 bytes;
- *   data mode: wall throughput of nvl_allreduce (float, sum, the algorithm
- *     the tuner picks) against MPI_Allreduce on the same buffers.
+ *   data mode: wall time per call of nvl_allreduce (float, sum, the
+ *     algorithm the tuner picks) against MPI_Allreduce on the same buffers,
+ *     from --min-bytes to --max-bytes by --factor; each size runs --reps
+ *     times, the two alternating, and the medians are printed.
  *
  *   mpirun -np N build/bench/coll_speed [--topo FILE] [--iters N]
- *                                       [--max-bytes SIZE]
+ *       [--min-bytes SIZE] [--max-bytes SIZE] [--factor F] [--reps R]
  * Reported, never asserted (timings belong in bench/, not in tests). */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,6 +18,20 @@
 
 #include "nvlemu/coll.h"
 #include "nvlemu/runtime.h"
+
+#define MAX_REPS 99
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 static double per_call_us(double t0, long iters)
 {
@@ -31,11 +47,15 @@ int main(int argc, char **argv)
         return 1;
     const char *topo_path = "topology/gb200-nvl72.topo";
     long iters = 200;
-    size_t max_bytes = (size_t)64 << 20;
+    size_t min_bytes = 1024, max_bytes = (size_t)64 << 20, factor = 8;
+    int reps = 5;
     static const struct option opts[] = {
         {"topo", required_argument, NULL, 't'},
         {"iters", required_argument, NULL, 'n'},
+        {"min-bytes", required_argument, NULL, 'b'},
         {"max-bytes", required_argument, NULL, 'e'},
+        {"factor", required_argument, NULL, 'f'},
+        {"reps", required_argument, NULL, 'r'},
         {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -45,6 +65,20 @@ int main(int argc, char **argv)
             iters = atol(optarg) > 0 ? atol(optarg) : iters;
         else if (c == 'e')
             max_bytes = (size_t)atoll(optarg);
+        else if (c == 'b')
+            min_bytes = (size_t)atoll(optarg);
+        else if (c == 'f')
+            factor = (size_t)atoll(optarg);
+        else if (c == 'r')
+            reps = atoi(optarg);
+    }
+    if (min_bytes < sizeof(float) || factor < 2 || reps < 1 ||
+        reps > MAX_REPS) {
+        if (rt.rank == 0)
+            nvl_report("coll_speed: need --min-bytes >= 4, --factor >= 2, "
+                       "--reps 1..%d", MAX_REPS);
+        nvl_runtime_finalize();
+        return 1;
     }
     nvl_topo_t *topo = NULL;
     nvl_runtime_capture_begin();
@@ -63,34 +97,41 @@ int main(int argc, char **argv)
     nvl_runtime_print_header(stdout);
     if (rt.rank == 0)
         printf("# coll_speed: %d ranks, %ld iterations, topology %s\n"
-               "#\n# timing mode: wall time per call (us)\n"
+               "#\n# timing mode: wall time per call (us), the median of "
+               "%d runs\n"
                "# %-32s %12s\n",
-               rt.size, iters, topo->name, "call", "wall(us)");
+               rt.size, iters, topo->name, reps, "call", "wall(us)");
 
-    double x = 1, y;
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (long i = 0; i < iters; i++)
-        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    double mpi8 = per_call_us(t0, iters);
-    nvl_comm_set_mode(comm, NVL_MODE_TIMING);
-    double emu[2];
+    /* the median of reps alternating runs of each, after a warm-up */
+    double x = 1, y, t0, mpi8[MAX_REPS], emu[2][MAX_REPS];
     size_t timing_counts[2] = {2, (size_t)1 << 28}; /* 8 B and 1 GiB floats */
-    for (int k = 0; k < 2; k++) {
+    nvl_comm_set_mode(comm, NVL_MODE_TIMING);
+    for (int r = -1; r < reps; r++) {
+        long n = r < 0 ? 2 : iters;
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
-        for (long i = 0; i < iters; i++)
-            nvl_allreduce(comm, NULL, NULL, timing_counts[k], NVL_DT_F32,
-                          NVL_OP_SUM, NULL);
-        emu[k] = per_call_us(t0, iters);
+        for (long i = 0; i < n; i++)
+            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        mpi8[r < 0 ? 0 : r] = per_call_us(t0, n);
+        for (int k = 0; k < 2; k++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            for (long i = 0; i < n; i++)
+                nvl_allreduce(comm, NULL, NULL, timing_counts[k], NVL_DT_F32,
+                              NVL_OP_SUM, NULL);
+            emu[k][r < 0 ? 0 : r] = per_call_us(t0, n);
+        }
     }
     if (rt.rank == 0) {
-        printf("  %-32s %12.2f\n", "MPI_Allreduce 8 B", mpi8);
-        printf("  %-32s %12.2f\n", "nvl_allreduce 8 B (timing)", emu[0]);
-        printf("  %-32s %12.2f\n", "nvl_allreduce 1 GiB (timing)", emu[1]);
-        printf("#\n# data mode, float sum: wall throughput per rank (GB/s "
-               "of buffer per second)\n# %12s %12s %12s %8s  %s\n",
-               "size(B)", "nvlemu", "MPI", "ratio", "algorithm");
+        printf("  %-32s %12.2f\n", "MPI_Allreduce 8 B",
+               median(mpi8, reps));
+        printf("  %-32s %12.2f\n", "nvl_allreduce 8 B (timing)",
+               median(emu[0], reps));
+        printf("  %-32s %12.2f\n", "nvl_allreduce 1 GiB (timing)",
+               median(emu[1], reps));
+        printf("#\n# data mode, float sum: wall time per call (us), the "
+               "median of %d alternating runs\n# %12s %12s %12s %8s  %s\n",
+               reps, "size(B)", "nvlemu", "MPI", "ratio", "algorithm");
     }
     nvl_comm_set_mode(comm, NVL_MODE_DATA);
     float *send = malloc(max_bytes), *recv = malloc(max_bytes);
@@ -100,27 +141,36 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < max_bytes / sizeof(float); i++)
         send[i] = (float)(i % 7);
-    for (size_t bytes = 1024; bytes <= max_bytes; bytes *= 8) {
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
         size_t count = bytes / sizeof(float);
         long n = iters;
         if (bytes >= ((size_t)1 << 20))
             n = iters / 20 > 2 ? iters / 20 : 2;
         nvl_coll_info_t info = {0};
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = MPI_Wtime();
-        for (long i = 0; i < n; i++)
+        double t_emu[MAX_REPS], t_mpi[MAX_REPS];
+        for (long i = 0; i < 2; i++) { /* warm up: buffers, connections */
             nvl_allreduce(comm, send, recv, count, NVL_DT_F32, NVL_OP_SUM,
                           &info);
-        double t_emu = per_call_us(t0, n);
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = MPI_Wtime();
-        for (long i = 0; i < n; i++)
             MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM,
                           MPI_COMM_WORLD);
-        double t_mpi = per_call_us(t0, n);
+        }
+        for (int r = 0; r < reps; r++) { /* alternate, so drift hits both */
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            for (long i = 0; i < n; i++)
+                nvl_allreduce(comm, send, recv, count, NVL_DT_F32,
+                              NVL_OP_SUM, &info);
+            t_emu[r] = per_call_us(t0, n);
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            for (long i = 0; i < n; i++)
+                MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM,
+                              MPI_COMM_WORLD);
+            t_mpi[r] = per_call_us(t0, n);
+        }
+        double e = median(t_emu, reps), m = median(t_mpi, reps);
         if (rt.rank == 0)
-            printf("  %12zu %12.3f %12.3f %8.2f  %s/%s\n", bytes,
-                   bytes / t_emu / 1e3, bytes / t_mpi / 1e3, t_emu / t_mpi,
+            printf("  %12zu %12.2f %12.2f %8.2f  %s/%s\n", bytes, e, m, e / m,
                    nvl_algo_key(info.algo), nvl_proto_key(info.proto));
     }
     free(send);

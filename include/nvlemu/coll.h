@@ -141,6 +141,11 @@ MPI_Comm nvl_comm_mpi(const nvl_comm_t *comm);
 
 void nvl_comm_set_mode(nvl_comm_t *comm, nvl_mode_t mode);
 nvl_mode_t nvl_comm_mode(const nvl_comm_t *comm);
+/* Models every later call's time as if its elements were of `dtype`
+ * (same count), whatever type the buffers hold: a float32 emulation of a
+ * GPU that moves bf16 activations.  NVL_DT_COUNT restores the call's own
+ * dtype (the default).  Must be the same on every member. */
+void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
 /* Replaces the tuning configuration (must be the same on every member). */
 void nvl_comm_set_tuner(nvl_comm_t *comm, const nvl_tuner_cfg_t *cfg);
 const nvl_tuner_cfg_t *nvl_comm_tuner(const nvl_comm_t *comm);

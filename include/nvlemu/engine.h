@@ -1,47 +1,144 @@
-/* nvlemu: the tensor-parallel forward pass of a Qwen model in data mode.
+/* nvlemu: the tensor-parallel forward pass of a Qwen model, in modeled time.
  *
  * Each rank of a TP communicator holds only its shard (include/nvlemu/
- * shard.h), read slice by slice from the checkpoint: q/k/v and gate/up
- * column-parallel, o and down row-parallel with an allreduce after each,
- * embedding and lm_head vocab-parallel.  Computes in float32 (BF16/F16
- * weights are converted when read).  The collectives run through
- * include/nvlemu/coll.h, so they also advance the ranks' virtual clocks.
+ * shard.h): q/k/v and gate/up column-parallel, o and down row-parallel with
+ * an allreduce after each, embedding and lm_head vocab-parallel (logits
+ * gathered with an allgather).  A batch of sequences runs together: their
+ * tokens are the rows of every matmul; attention reads each sequence's own
+ * key/value cache.
  *
- * Prefill runs a prompt's tokens together; decode then runs one token at a
- * time against a per-sequence key/value cache of this rank's kv heads. */
+ * Two modes, one path and one clock.  Data mode holds real weights (read
+ * slice by slice from a checkpoint, or deterministic synthetic ones) and
+ * computes in float32 (BF16/F16 weights are converted when read); timing
+ * mode allocates no weights, no activations and no cache, and does no
+ * arithmetic.  Both issue the same kernels and collectives: every kernel
+ * advances the rank's virtual clock by the cost model (include/nvlemu/
+ * cost.h), every collective by the collective model (include/nvlemu/
+ * coll.h, timed as bf16 activations), so the same run gives the same
+ * virtual times in either mode. */
 #ifndef NVLEMU_ENGINE_H
 #define NVLEMU_ENGINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nvlemu/coll.h"
+#include "nvlemu/cost.h"
 #include "nvlemu/model.h"
 #include "nvlemu/status.h"
 
 typedef struct nvl_engine nvl_engine_t;
 
-/* Collective over tp: loads this rank's shard of the model in dir (cfg from
- * nvl_model_config_load).  Reports (naming the tensor or file) and returns
- * an error when a tensor is missing or mis-shaped; the error is agreed across
- * tp so that every rank fails.  Free with nvl_engine_free. */
+typedef struct {
+    nvl_mode_t mode;         /* NVL_MODE_DATA or NVL_MODE_TIMING */
+    const char *weights_dir; /* data mode: checkpoint; NULL: synthetic */
+    uint64_t seed;           /* synthetic weights */
+    uint32_t layers;         /* run only the first N layers; 0: all */
+    nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp */
+} nvl_engine_opts_t;
+
+/* Data mode from a checkpoint directory, bf16 weights and KV, FA4 on
+ * GPUs with FP4 tensor cores (Blackwell) and FA3 otherwise, typical
+ * fusion, CUDA graphs, all layers. */
+void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
+                             const nvl_topo_t *topo);
+
+/* Collective over tp: builds this rank's engine.  Data mode with a
+ * weights_dir reads only this rank's slices of the checkpoint; with none it
+ * generates synthetic weights that do not depend on the TP degree (value of
+ * element (r, c) of a tensor = f(seed, tensor, r, c)), so every TP degree
+ * computes the same logits.  Reports (naming the tensor or file) and
+ * returns an error when a tensor is missing or mis-shaped, or when the TP
+ * degree exceeds what the model can use (more ranks than intermediate rows
+ * or vocabulary rows); every rank fails.  Sets tp's time dtype to bf16.
+ * Free with nvl_engine_free. */
+nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
+                               const nvl_engine_opts_t *opts, nvl_comm_t *tp,
+                               nvl_engine_t **out);
+
+/* nvl_engine_create in data mode from dir with the default options. */
 nvl_status_t nvl_engine_load(const nvl_model_config_t *cfg, const char *dir,
                              nvl_comm_t *tp, nvl_engine_t **out);
 void nvl_engine_free(nvl_engine_t *e);
 
 /* Collective over tp: runs `batch` prompts of `len` tokens each (ids:
- * batch x len, row-major) and writes the logits of each prompt's last
- * position (batch x vocab, the full vocabulary on every rank).  Reports a
- * token id outside the vocabulary. */
+ * batch x len, row-major) as one prefill and writes the logits of each
+ * prompt's last position (batch x vocab, the full vocabulary on every
+ * rank).  Reports a token id outside the vocabulary. */
 nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
                                     int batch, int len, float *logits_out);
 
 /* Collective over tp: greedy generation.  ids holds the batch's prompts one
- * after another (prompt b has lens[b] tokens); writes max_new new tokens per
- * prompt (new_tokens_out: batch x max_new) and, unless NULL, the logits of
- * each prompt's last position (batch x vocab).  Decode uses a KV cache. */
+ * after another (prompt b has lens[b] tokens; NULL in timing mode); one
+ * prefill runs every prompt, then max_new - 1 decode steps run the batch
+ * together, each sequence against its own KV cache.  Writes max_new new
+ * tokens per prompt (new_tokens_out: batch x max_new; -1 in timing mode)
+ * and, unless NULL, the prefill's last-position logits (batch x vocab).
+ * Reports an id outside the vocabulary and a sequence longer than the
+ * model's max_position_embeddings. */
 nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
                                  const int *lens, int batch, int max_new,
                                  int32_t *new_tokens_out,
                                  float *last_logits_out);
+
+/* ---- where the time went ---------------------------------------------- */
+
+/* The parts of a rank's time. */
+typedef enum {
+    NVL_PART_GEMM,   /* matrix products (projections, lm_head) */
+    NVL_PART_ATTN,   /* attention kernels */
+    NVL_PART_COLL,   /* collectives, from the group's start to their end */
+    NVL_PART_OTHER,  /* norms, RoPE, activation, residual, embedding, sampling */
+    NVL_PART_LAUNCH, /* GPU idle, waiting for the host to launch */
+    NVL_PART_WAIT,   /* GPU idle at a collective, waiting for slower ranks */
+    NVL_PART_COUNT
+} nvl_part_t;
+
+/* "gemm", "attention", "collective", "other", "launch", "wait" */
+const char *nvl_part_name(nvl_part_t part);
+
+/* One kernel or collective as this rank ran it. */
+typedef struct {
+    const char *name;     /* static: "qkv_proj", "attention", "allreduce", ... */
+    const char *algo, *proto; /* collectives: NCCL's names; NULL for kernels */
+    nvl_part_t part;
+    int32_t layer;        /* -1 outside the transformer layers */
+    int32_t pass;         /* 0: prefill, i: decode step i */
+    int64_t start_ps, dur_ps;
+    double flops, bytes;  /* bytes: HBM traffic, or the collective's size */
+} nvl_op_event_t;
+
+/* One forward pass (prefill or one decode step) on this rank. */
+typedef struct {
+    int64_t start_ps, end_ps;   /* on this rank's clock */
+    int64_t part_ps[NVL_PART_COUNT];       /* the whole pass */
+    int64_t layers_part_ps[NVL_PART_COUNT]; /* inside the transformer layers */
+    uint64_t tokens;            /* new tokens the pass ran (matmul rows) */
+    uint64_t context;           /* longest sequence after the pass */
+    double flops, hbm_bytes, coll_bytes;
+    double wall_s;              /* host time the emulation of the pass took */
+} nvl_pass_stats_t;
+
+/* Keeps the op events of the first `passes` passes (0, the default: none;
+ * -1: all) for a trace. */
+void nvl_engine_record_events(nvl_engine_t *e, int32_t passes);
+/* The events kept so far (owned by the engine; valid until the next call
+ * into it). */
+const nvl_op_event_t *nvl_engine_events(const nvl_engine_t *e, size_t *n_out);
+/* The passes run so far, in order (owned by the engine). */
+const nvl_pass_stats_t *nvl_engine_passes(const nvl_engine_t *e,
+                                          size_t *n_out);
+/* Forgets events and passes. */
+void nvl_engine_reset_stats(nvl_engine_t *e);
+
+/* Layers the engine runs (opts.layers or all). */
+uint32_t nvl_engine_layers(const nvl_engine_t *e);
+
+/* Bytes this rank's GPU would hold: its weight shard in the weight dtype,
+ * and the KV cache for `seqs` sequences of `positions` each in the KV
+ * dtype. */
+double nvl_engine_weight_bytes(const nvl_engine_t *e);
+double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
+                           uint64_t positions);
 
 #endif

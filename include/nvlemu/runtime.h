@@ -43,6 +43,9 @@ void nvl_runtime_capture_begin(void);
  * rank prints what it captured and every rank returns that rank's status. */
 nvl_status_t nvl_runtime_capture_end(nvl_status_t local);
 
+/* As nvl_runtime_capture_end, over the ranks of comm only. */
+nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local);
+
 /* Collective: checks that every rank loaded the same topology (equal
  * nvl_topo_hash) and that it has a GPU for every rank.  On disagreement
  * rank 0 names the ranks that differ, and every rank returns

@@ -68,7 +68,18 @@ typedef struct {
     double exp_ops_per_s; /* SFU exp2 throughput of the whole GPU */
     int64_t kernel_overhead_ps; /* fixed cost of one kernel on the GPU */
     int64_t launch_overhead_ps; /* host cost of launching one kernel */
+    int64_t kernel_floor_ps;    /* GPU time of an empty kernel in a graph */
     uint32_t dies;
+    /* compute cost model constants (include/nvlemu/cost.h) */
+    double matmul_efficiency;   /* large matmuls: fraction of peak */
+    uint32_t matmul_k_pad;      /* per-tile fixed work, in k steps */
+    double hbm_efficiency;      /* streaming reads: fraction of hbm_bw */
+    uint32_t matmul_cols_per_sm; /* output columns per SM to stream at full rate */
+    double matmul_width_exp;    /* how bandwidth falls with fewer columns */
+    double attn_efficiency;     /* attention matmuls: fraction of bf16 peak */
+    double attn_hbm_efficiency; /* attention KV streams: fraction of hbm_bw */
+    int64_t attn_overhead_ps;   /* fixed GPU time of one attention kernel */
+    double fa4_exp_fma_share;   /* FA4: share of exps done on FMA units */
 } nvl_gpu_spec_t;
 
 typedef struct {

@@ -47,5 +47,6 @@ typedef int (*nvl_cli_cmd_fn)(int argc, char **argv);
 int nvl_cmd_topo(int argc, char **argv);
 int nvl_cmd_generate(int argc, char **argv);
 int nvl_cmd_coll_table(int argc, char **argv);
+int nvl_cmd_run(int argc, char **argv);
 
 #endif

@@ -11,6 +11,9 @@ typedef struct {
 } command_t;
 
 static const command_t commands[] = {
+    {"run", nvl_cmd_run,
+     "serve a Qwen model with tensor parallelism over the job's ranks: "
+     "TTFT, TPOT, tokens/s and where the time goes"},
     {"topo", nvl_cmd_topo,
      "validate a topology file and describe the emulated system"},
     {"coll-table", nvl_cmd_coll_table,

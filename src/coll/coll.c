@@ -1,15 +1,15 @@
-/* The collective entry points: check the call, agree on it and on the start
- * time in one small allreduce, choose the algorithm, move the data (data
- * mode), advance the clock. */
+/* The collective entry points: check the call, choose the algorithm, agree
+ * on the call and on the start time (agree.c; in small groups the first of
+ * the data rides along, direct.c), move the data (data mode), advance the
+ * clock. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll_impl.h"
 #include "nvlemu/runtime.h"
-
-enum { AGREE_CLOCK, AGREE_SIG, AGREE_NEG_SIG, AGREE_ERR, AGREE_TIME, AGREE_N };
 
 /* What the members must agree on, as one number. */
 static int64_t signature(const nvl_coll_call_t *c)
@@ -92,47 +92,48 @@ static int check(const nvl_coll_call_t *c, size_t *bytes_out, char *why,
         snprintf(why, len, "in-place alltoall is not supported (as in NCCL)");
         return 0;
     }
+    if (c->comm->time_elem_bytes != 0)
+        esz = c->comm->time_elem_bytes; /* what the modeled GPU moves */
     *bytes_out = c->count * esz * mult;
     return 1;
 }
 
-/* Lowest failing member reports; everyone returns the error. */
-static nvl_status_t fail_once(nvl_comm_t *comm, int failed, const char *call,
-                              const char *why)
-{
-    int mine = failed ? comm->rank : comm->size, first;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm->mpi);
-    if (comm->rank == first)
-        nvl_report("%s: %s", call, why);
-    return NVL_ERR_INVALID;
-}
+/* Every member's call, at member 0, which names the first that differs. */
+enum { SIG_COLL, SIG_COUNT, SIG_DTYPE, SIG_OP, SIG_ROOT, SIG_MODE, SIG_N };
 
 static nvl_status_t report_mismatch(nvl_comm_t *comm, const nvl_coll_call_t *c)
 {
-    int64_t mine[5] = {(int64_t)c->coll, (int64_t)c->count, (int64_t)c->dtype,
-                       (int64_t)c->op, (int64_t)c->root};
+    int64_t mine[SIG_N] = {(int64_t)c->coll, (int64_t)c->count,
+                           (int64_t)c->dtype, (int64_t)c->op,
+                           (int64_t)c->root, (int64_t)comm->mode};
     int64_t *all = NULL;
     if (comm->rank == 0)
         all = malloc((size_t)comm->size * sizeof mine);
-    MPI_Gather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, 0, comm->mpi);
+    MPI_Gather(mine, SIG_N, MPI_INT64_T, all, SIG_N, MPI_INT64_T, 0,
+               comm->mpi);
     if (comm->rank == 0 && all != NULL) {
         for (int r = 1; r < comm->size; r++) {
-            int64_t *o = all + 5 * r;
-            if (o[0] == mine[0] && o[1] == mine[1] && o[2] == mine[2] &&
-                o[3] == mine[3] && o[4] == mine[4])
+            int64_t *o = all + SIG_N * r;
+            if (memcmp(o, mine, sizeof mine) == 0)
                 continue;
             nvl_coll_call_t other = *c;
-            other.coll = (nvl_coll_t)o[0];
-            other.count = (size_t)o[1];
-            other.dtype = (nvl_dtype_t)o[2];
-            other.op = (nvl_redop_t)o[3];
-            other.root = (int)o[4];
-            char a[160], b[160];
+            other.coll = (nvl_coll_t)o[SIG_COLL];
+            other.count = (size_t)o[SIG_COUNT];
+            other.dtype = (nvl_dtype_t)o[SIG_DTYPE];
+            other.op = (nvl_redop_t)o[SIG_OP];
+            other.root = (int)o[SIG_ROOT];
+            char a[160], b[160], ma[24] = "", mb[24] = "";
             describe(c, a, sizeof a);
             describe(&other, b, sizeof b);
+            if (o[SIG_MODE] != mine[SIG_MODE]) {
+                snprintf(ma, sizeof ma, " in %s mode",
+                         mine[SIG_MODE] == NVL_MODE_DATA ? "data" : "timing");
+                snprintf(mb, sizeof mb, " in %s mode",
+                         o[SIG_MODE] == NVL_MODE_DATA ? "data" : "timing");
+            }
             nvl_report("ranks disagree on a collective: member 0 (GPU %u) "
-                       "called %s, member %d (GPU %u) called %s",
-                       comm->gpus[0], a, r, comm->gpus[r], b);
+                       "called %s%s, member %d (GPU %u) called %s%s",
+                       comm->gpus[0], a, ma, r, comm->gpus[r], b, mb);
             break;
         }
     }
@@ -140,28 +141,28 @@ static nvl_status_t report_mismatch(nvl_comm_t *comm, const nvl_coll_call_t *c)
     return NVL_ERR_MISMATCH;
 }
 
-nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t sig, bool ok,
-                            const char *what, const char *why,
-                            int64_t time_ps, int64_t *start_ps_out,
-                            int64_t *time_ps_out)
+/* nvl_coll_choose_quiet, remembering the last answer: a loop of equal
+ * calls asks the same question each time, and the tuner's sweep over
+ * every algorithm and protocol costs about as much as a small exchange. */
+static nvl_status_t choose(nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
+                           nvl_coll_info_t *info_out)
 {
-    int64_t v[AGREE_N] = {comm->clock->now_ps, sig, -sig, ok ? 0 : 1,
-                          time_ps};
-    int64_t agreed[AGREE_N];
-    MPI_Allreduce(v, agreed, AGREE_N, MPI_INT64_T, MPI_MAX, comm->mpi);
-    if (agreed[AGREE_ERR])
-        return fail_once(comm, !ok, what, why);
-    if (agreed[AGREE_SIG] != -agreed[AGREE_NEG_SIG])
-        return NVL_ERR_MISMATCH; /* the caller names who differs */
-    *start_ps_out = agreed[AGREE_CLOCK];
-    *time_ps_out = agreed[AGREE_TIME];
-    return NVL_OK;
+    if (comm->choice_valid && comm->choice.coll == coll &&
+        comm->choice.bytes == bytes) {
+        *info_out = comm->choice;
+        return NVL_OK;
+    }
+    nvl_status_t st = nvl_coll_choose_quiet(comm, coll, bytes, info_out);
+    comm->choice_valid = st == NVL_OK;
+    if (st == NVL_OK)
+        comm->choice = *info_out;
+    return st;
 }
 
 static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
 {
     nvl_comm_t *comm = call->comm;
-    char why[256] = "", name[160];
+    char why[256] = "", name[160] = "";
     size_t bytes = 0;
     int ok = check(call, &bytes, why, sizeof why);
     if (ok && comm->group_open) {
@@ -172,7 +173,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     nvl_coll_info_t info = {.coll = call->coll, .algo = NVL_ALGO_COUNT,
                             .proto = NVL_PROTO_SIMPLE, .bytes = bytes};
     if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
-        if (nvl_coll_choose_quiet(comm, call->coll, bytes, &info) != NVL_OK) {
+        if (choose(comm, call->coll, bytes, &info) != NVL_OK) {
             snprintf(why, sizeof why, "no enabled algorithm/protocol can run "
                                       "it on %d rank(s) (check NCCL_ALGO, "
                                       "NCCL_PROTO, NCCL_NVLS_ENABLE)",
@@ -182,10 +183,18 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     } else if (ok) {
         info.time_ps = nvl_p2p_predict_ps(call);
     }
-    describe(call, name, sizeof name);
+    if (!ok) /* named only where reported: formatting costs */
+        describe(call, name, sizeof name);
+    /* small groups: the agreement's messages carry the first of the data */
+    nvl_agree_msg_t msgs[NVL_DIRECT_MAX_MEMBERS] = {{0}};
+    bool direct = comm->size <= NVL_DIRECT_MAX_MEMBERS;
+    nvl_direct_path_t path = NVL_DIRECT_NONE;
+    if (direct && ok && comm->mode == NVL_MODE_DATA)
+        path = nvl_direct_plan(call, msgs);
     int64_t start_ps, time_ps;
     nvl_status_t agreed = nvl_coll_agree(comm, signature(call), ok, name,
-                                         why, info.time_ps, &start_ps,
+                                         why, info.time_ps,
+                                         direct ? msgs : NULL, &start_ps,
                                          &time_ps);
     if (agreed == NVL_ERR_MISMATCH)
         return report_mismatch(comm, call);
@@ -195,11 +204,13 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     info.time_ps = time_ps;
     if (comm->mode == NVL_MODE_DATA && comm->size >= 1) {
         nvl_status_t st =
-            call->coll <= NVL_COLL_ALLREDUCE
+            path != NVL_DIRECT_NONE ? nvl_direct_finish(call, path, msgs)
+            : call->coll <= NVL_COLL_ALLREDUCE
                 ? nvl_coll_algos[info.algo]->run(call)
                 : nvl_p2p_run(call);
         if (st != NVL_OK) {
             /* a local failure while peers may wait on this rank: end it */
+            describe(call, name, sizeof name);
             nvl_report("%s failed on this rank: %s", name, nvl_status_str(st));
             nvl_runtime_abort(1);
         }

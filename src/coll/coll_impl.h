@@ -13,7 +13,10 @@ struct nvl_comm {
     const nvl_topo_t *topo;
     nvl_vclock_t *clock;
     nvl_mode_t mode;
+    size_t time_elem_bytes;  /* element size the time model uses; 0: the call's */
     nvl_tuner_cfg_t tuner;
+    nvl_coll_info_t choice;  /* the tuner's last answer (coll, bytes: key) */
+    bool choice_valid;       /* cleared when the tuner changes */
     /* derived from the members' GPUs (same on every member) */
     int *members;            /* 0..size-1: the group of every member */
     int domains;             /* NVLink domains spanned ("nodes" in NCCL) */
@@ -24,6 +27,8 @@ struct nvl_comm {
     bool nvls;               /* all members in one switched domain with NVLS */
     void *scratch;           /* owned: nvl_xfer_scratch */
     size_t scratch_bytes;
+    char *agree_buf;         /* owned: the agreement exchange's messages */
+    size_t agree_bytes;
     /* point-to-point group being queued (nvl_group_start .. _end) */
     bool group_open;
     struct nvl_p2p_op *ops;  /* owned */
@@ -172,14 +177,67 @@ nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
 int64_t nvl_p2p_predict_ps(const nvl_coll_call_t *call);
 nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);
 
-/* The agreement step of every call (src/coll/coll.c): one allreduce of the
- * entry clock, the call's signature, whether this member's arguments were
- * wrong (why says how) and its modeled duration.  On success sets the
- * group-wide start and duration; otherwise the lowest failing member
- * reports (what names the call) and every member returns the error. */
+/* ---- agreeing on a call (src/coll/agree.c) ----------------------------- */
+
+/* Groups of up to this many members agree on a call in one direct
+ * exchange (every member sends every other one message), which also
+ * carries the first part of the call's data; larger groups agree in one
+ * MPI_Allreduce, N(N-1) messages being dearer than its log2 N rounds. */
+#define NVL_DIRECT_MAX_MEMBERS 8
+
+/* The most payload one member sends another within the agreement
+ * exchange; every receive slot has this room, so that a member that
+ * disagrees on the call cannot overflow it. */
+#define NVL_AGREE_MAX_PAYLOAD ((size_t)64 << 10)
+
+/* What this member sends member k within the agreement exchange, and what
+ * it expects from k (bytes, at most NVL_AGREE_MAX_PAYLOAD each); the
+ * exchange sets recv to where k's payload landed (the comm's agreement
+ * buffer, valid until the next call; NULL for this member itself). */
+typedef struct {
+    const void *send;
+    size_t send_bytes;
+    size_t recv_bytes;
+    const char *recv;
+} nvl_agree_msg_t;
+
+/* The agreement step of every call: the max over the members of the entry
+ * clock, the call's signature and its negation, whether a member's
+ * arguments were wrong (why says how) and the modeled duration.  Groups of
+ * up to NVL_DIRECT_MAX_MEMBERS exchange it directly, with msgs[k] (indexed
+ * by member; NULL: nothing more) riding along; larger groups in one
+ * MPI_Allreduce (msgs must then be NULL).  On success sets the group-wide
+ * start and duration; on wrong arguments the lowest failing member reports
+ * (what names the call) and every member returns NVL_ERR_INVALID; when the
+ * members' signatures differ every member returns NVL_ERR_MISMATCH and the
+ * caller reports. */
 nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t signature, bool ok,
                             const char *what, const char *why,
-                            int64_t time_ps, int64_t *start_ps_out,
-                            int64_t *time_ps_out);
+                            int64_t time_ps, nvl_agree_msg_t *msgs,
+                            int64_t *start_ps_out, int64_t *time_ps_out);
+
+/* ---- the direct data path of small groups (src/coll/direct.c) ---------- */
+
+/* How a call's data moves when the group agrees directly. */
+typedef enum {
+    NVL_DIRECT_NONE,     /* the chosen algorithm's run() after agreeing */
+    NVL_DIRECT_WHOLE,    /* allreduce: every member's buffer to every other
+                            within the agreement; each reduces all of them */
+    NVL_DIRECT_SHARES,   /* allreduce: block k to member k within the
+                            agreement, reduced there, then gathered */
+    NVL_DIRECT_SPLIT     /* allreduce: after agreeing, the same in two
+                            exchanges (blocks too large to ride along) */
+} nvl_direct_path_t;
+
+/* Data mode, group of up to NVL_DIRECT_MAX_MEMBERS, arguments checked: the
+ * path of the call and, in msgs (comm size entries), what its agreement
+ * messages carry. */
+nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
+                                  nvl_agree_msg_t *msgs);
+
+/* After agreeing: the rest of the data movement of a planned call. */
+nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,
+                               nvl_direct_path_t path,
+                               const nvl_agree_msg_t *msgs);
 
 #endif

@@ -188,6 +188,7 @@ void nvl_comm_destroy(nvl_comm_t *comm)
     free(comm->gpus);
     free(comm->members);
     free(comm->scratch);
+    free(comm->agree_buf);
     free(comm->ops);
     free(comm);
 }
@@ -199,10 +200,15 @@ const nvl_topo_t *nvl_comm_topo(const nvl_comm_t *c) { return c->topo; }
 nvl_vclock_t *nvl_comm_clock(nvl_comm_t *c) { return c->clock; }
 MPI_Comm nvl_comm_mpi(const nvl_comm_t *c) { return c->mpi; }
 void nvl_comm_set_mode(nvl_comm_t *c, nvl_mode_t m) { c->mode = m; }
+void nvl_comm_set_time_dtype(nvl_comm_t *c, nvl_dtype_t dtype)
+{
+    c->time_elem_bytes = dtype < NVL_DT_COUNT ? nvl_dtype_size(dtype) : 0;
+}
 nvl_mode_t nvl_comm_mode(const nvl_comm_t *c) { return c->mode; }
 void nvl_comm_set_tuner(nvl_comm_t *c, const nvl_tuner_cfg_t *cfg)
 {
     c->tuner = *cfg;
+    c->choice_valid = false;
 }
 const nvl_tuner_cfg_t *nvl_comm_tuner(const nvl_comm_t *c)
 {

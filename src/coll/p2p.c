@@ -225,7 +225,8 @@ nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
     }
     int64_t start_ps, time_ps;
     nvl_status_t st = nvl_coll_agree(c, 0x5EED, ok, "nvl_group_end", why,
-                                     port_time_ps(c, &l), &start_ps, &time_ps);
+                                     port_time_ps(c, &l), NULL, &start_ps,
+                                     &time_ps);
     if (st != NVL_OK) {
         c->n_ops = 0;
         return st;

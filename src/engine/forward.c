@@ -1,4 +1,4 @@
-/* The Qwen2/Qwen3 forward pass, tensor-parallel, float32.
+/* The Qwen2/Qwen3 forward pass, tensor-parallel, over a batch of sequences.
  *
  *   x = embed(ids)                               vocab-parallel + allreduce
  *   for each layer:
@@ -7,192 +7,282 @@
  *     q,k = rope(q,k); a = softmax(q k^T / sqrt(d), causal) v   (GQA)
  *     x += allreduce(a W_o^T)                    row-parallel
  *     h = rmsnorm(x); x += allreduce((silu(h W_g^T) * h W_u^T) W_d^T)
- *   logits = rmsnorm(x) W_lm^T                   vocab-parallel + allreduce
- * as transformers' Qwen2ForCausalLM / Qwen3ForCausalLM compute it. */
-#include "nvlemu/engine.h"
-
+ *   logits = rmsnorm(x) W_lm^T at each sequence's last position
+ *                                                vocab-parallel + allgather
+ * as transformers' Qwen2ForCausalLM / Qwen3ForCausalLM compute it, in
+ * float32 (data mode).  Every step is also issued as the kernel (or
+ * collective) a GPU would run, whose modeled time advances the clock in
+ * both modes; --fusion decides which steps share a kernel. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_impl.h"
 #include "nvlemu/runtime.h"
-#include "nvlemu/shard.h"
-#include "nvlemu/weights.h"
 
-typedef struct {
-    float *in_norm, *post_norm;       /* hidden */
-    float *wq, *bq;                   /* [qh*hd, hidden], [qh*hd] */
-    float *wk, *bk, *wv, *bv;         /* [kvh*hd, hidden], [kvh*hd] */
-    float *q_norm, *k_norm;           /* [hd] (Qwen3) */
-    float *wo;                        /* [hidden, qh*hd] */
-    float *wg, *wu;                   /* [inter, hidden] */
-    float *wd;                        /* [hidden, inter] */
-} layer_t;
+/* ---- options, creation ------------------------------------------------- */
 
-struct nvl_engine {
-    nvl_model_config_t cfg;
-    nvl_shard_t shard;
-    nvl_comm_t *tp;
-    float *embed;   /* [vocab shard, hidden] */
-    float *lm_head; /* [vocab shard, hidden] (the embedding when tied) */
-    float *norm;    /* [hidden] */
-    layer_t *layers;
-};
-
-static void free_layer(layer_t *l)
+void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
 {
-    float **p = (float **)l;
-    for (size_t i = 0; i < sizeof *l / sizeof(float *); i++)
-        free(p[i]);
+    memset(o, 0, sizeof *o);
+    o->mode = NVL_MODE_DATA;
+    o->seed = 1;
+    o->cost.topo = topo;
+    o->cost.weight_dtype = NVL_WDT_BF16;
+    o->cost.kv_dtype = NVL_WDT_BF16;
+    /* FlashAttention-4 is Blackwell's kernel (the GPUs with FP4 units) */
+    o->cost.attn = topo != NULL && topo->gpu.fp4_flops_per_s > 0
+                       ? NVL_ATTN_FA4
+                       : NVL_ATTN_FA3;
+    o->cost.fusion = NVL_FUSION_TYPICAL;
+    o->cost.launch = NVL_LAUNCH_GRAPH;
+}
+
+nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
+                               const nvl_engine_opts_t *opts, nvl_comm_t *tp,
+                               nvl_engine_t **out)
+{
+    nvl_engine_t *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        nvl_report("out of memory for the engine");
+        nvl_runtime_abort(1);
+    }
+    e->cfg = *cfg;
+    e->opts = *opts;
+    e->tp = tp;
+    e->data = opts->mode == NVL_MODE_DATA;
+    e->layers = opts->layers ? opts->layers : cfg->layers;
+    e->opts.cost.topo = nvl_comm_topo(tp);
+    e->opts.cost.gpu = nvl_comm_gpu(tp, nvl_comm_rank(tp));
+    nvl_comm_set_mode(tp, opts->mode);
+    nvl_comm_set_time_dtype(tp, NVL_DT_BF16);
+    nvl_stream_init(&e->stream, &e->opts.cost, nvl_comm_clock(tp));
+
+    /* the same on every rank: the lowest rank reports */
+    nvl_runtime_capture_begin();
+    nvl_status_t st = NVL_OK;
+    if (opts->layers > cfg->layers) {
+        nvl_report("--layers %u: model '%s' has %u layers", opts->layers,
+                   cfg->name, cfg->layers);
+        st = NVL_ERR_INVALID;
+    }
+    if (st == NVL_OK)
+        st = nvl_shard_plan(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
+                            &e->shard);
+    if (st == NVL_OK && e->data)
+        st = nvl_engine_load_weights(e);
+    st = nvl_runtime_capture_end_on(nvl_comm_mpi(tp), st);
+    if (st != NVL_OK) {
+        nvl_engine_free(e);
+        return st;
+    }
+    *out = e;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_load(const nvl_model_config_t *cfg, const char *dir,
+                             nvl_comm_t *tp, nvl_engine_t **out)
+{
+    nvl_engine_opts_t o;
+    nvl_engine_opts_default(&o, nvl_comm_topo(tp));
+    o.weights_dir = dir;
+    return nvl_engine_create(cfg, &o, tp, out);
 }
 
 void nvl_engine_free(nvl_engine_t *e)
 {
     if (e == NULL)
         return;
-    for (uint32_t i = 0; e->layers != NULL && i < e->cfg.layers; i++)
-        free_layer(&e->layers[i]);
-    free(e->layers);
-    if (e->lm_head != e->embed)
-        free(e->lm_head);
-    free(e->embed);
-    free(e->norm);
+    nvl_engine_free_weights(e);
+    free(e->events);
+    free(e->passes);
     free(e);
 }
 
-/* Reads rows [r0, r0+nr) x columns [c0, c0+nc) of a tensor whose shape must
- * be [rows, cols] (cols 0: 1-D of rows elements). */
-static float *slice(const nvl_weights_t *w, const char *name, uint64_t rows,
-                    uint64_t cols, uint64_t r0, uint64_t nr, uint64_t c0,
-                    uint64_t nc, nvl_status_t *st)
-{
-    if (*st != NVL_OK)
-        return NULL;
-    nvl_tensor_info_t info;
-    if ((*st = nvl_weights_info(w, name, &info)) != NVL_OK)
-        return NULL;
-    bool ok = cols == 0 ? info.ndim == 1 && info.shape[0] == rows
-                        : info.ndim == 2 && info.shape[0] == rows &&
-                              info.shape[1] == cols;
-    if (!ok) {
-        nvl_report("tensor '%s' has the wrong shape (expected [%llu%s%llu])",
-                   name, (unsigned long long)rows, cols ? ", " : "",
-                   (unsigned long long)(cols ? cols : 0));
-        *st = NVL_ERR_INVALID;
-        return NULL;
-    }
-    float *out = malloc((nr * (cols ? nc : 1) + 1) * sizeof *out);
-    if (out == NULL) {
-        nvl_report("out of memory for tensor '%s'", name);
-        *st = NVL_ERR_NOMEM;
-        return NULL;
-    }
-    *st = cols ? nvl_weights_read_f32(w, name, r0, nr, c0, nc, out)
-               : nvl_weights_read_f32(w, name, 0, 1, r0, nr, out);
-    if (*st != NVL_OK) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
+uint32_t nvl_engine_layers(const nvl_engine_t *e) { return e->layers; }
 
-nvl_status_t nvl_engine_load(const nvl_model_config_t *cfg, const char *dir,
-                             nvl_comm_t *tp, nvl_engine_t **out)
+double nvl_engine_weight_bytes(const nvl_engine_t *e)
 {
-    nvl_engine_t *e = calloc(1, sizeof *e);
-    nvl_status_t st = e ? NVL_OK : NVL_ERR_NOMEM;
-    nvl_weights_t *w = NULL;
-    if (st == NVL_OK) {
-        e->cfg = *cfg;
-        e->tp = tp;
-        st = nvl_shard_plan(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
-                            &e->shard);
-    }
-    if (st == NVL_OK)
-        st = nvl_weights_open(dir, &w);
-    const nvl_model_config_t *c = cfg;
+    const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    uint64_t hd = c->head_dim, hid = c->hidden;
-    if (st == NVL_OK) {
-        e->layers = calloc(c->layers, sizeof *e->layers);
-        if (e->layers == NULL)
-            st = NVL_ERR_NOMEM;
-    }
-    e->embed = slice(w, "model.embed_tokens.weight", c->vocab, hid,
-                     s->vocab.first, s->vocab.count, 0, hid, &st);
-    if (st == NVL_OK && !c->tied_embeddings)
-        e->lm_head = slice(w, "lm_head.weight", c->vocab, hid, s->vocab.first,
-                           s->vocab.count, 0, hid, &st);
-    else
-        e->lm_head = e->embed;
-    e->norm = slice(w, "model.norm.weight", hid, 0, 0, hid, 0, 0, &st);
-    uint64_t qh = c->q_heads * hd, kvh = c->kv_heads * hd;
-    uint64_t q0 = s->q_heads.first * hd, qn = s->q_heads.count * hd;
-    uint64_t k0 = s->kv_heads.first * hd, kn = s->kv_heads.count * hd;
-    uint64_t i0 = s->intermediate.first, in = s->intermediate.count;
-    for (uint32_t i = 0; st == NVL_OK && i < c->layers; i++) {
-        layer_t *l = &e->layers[i];
-        char n[160];
-#define P(suffix) (snprintf(n, sizeof n, "model.layers.%u.%s", i, suffix), n)
-        l->in_norm = slice(w, P("input_layernorm.weight"), hid, 0, 0, hid, 0,
-                           0, &st);
-        l->post_norm = slice(w, P("post_attention_layernorm.weight"), hid, 0,
-                             0, hid, 0, 0, &st);
-        l->wq = slice(w, P("self_attn.q_proj.weight"), qh, hid, q0, qn, 0, hid,
-                      &st);
-        l->wk = slice(w, P("self_attn.k_proj.weight"), kvh, hid, k0, kn, 0,
-                      hid, &st);
-        l->wv = slice(w, P("self_attn.v_proj.weight"), kvh, hid, k0, kn, 0,
-                      hid, &st);
-        if (c->qkv_bias) {
-            l->bq = slice(w, P("self_attn.q_proj.bias"), qh, 0, q0, qn, 0, 0,
-                          &st);
-            l->bk = slice(w, P("self_attn.k_proj.bias"), kvh, 0, k0, kn, 0, 0,
-                          &st);
-            l->bv = slice(w, P("self_attn.v_proj.bias"), kvh, 0, k0, kn, 0, 0,
-                          &st);
-        }
-        if (c->qk_norm) {
-            l->q_norm = slice(w, P("self_attn.q_norm.weight"), hd, 0, 0, hd, 0,
-                              0, &st);
-            l->k_norm = slice(w, P("self_attn.k_norm.weight"), hd, 0, 0, hd, 0,
-                              0, &st);
-        }
-        l->wo = slice(w, P("self_attn.o_proj.weight"), hid, qh, 0, hid, q0,
-                      qn, &st);
-        l->wg = slice(w, P("mlp.gate_proj.weight"), c->intermediate, hid, i0,
-                      in, 0, hid, &st);
-        l->wu = slice(w, P("mlp.up_proj.weight"), c->intermediate, hid, i0,
-                      in, 0, hid, &st);
-        l->wd = slice(w, P("mlp.down_proj.weight"), hid, c->intermediate, 0,
-                      hid, i0, in, &st);
-#undef P
-    }
-    nvl_weights_close(w);
-    /* every rank fails if one does */
-    int bad = st != NVL_OK, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, nvl_comm_mpi(tp));
-    if (any) {
-        nvl_engine_free(e);
-        return st != NVL_OK ? st : NVL_ERR_INVALID;
-    }
-    *out = e;
-    return NVL_OK;
+    double hid = c->hidden, hd = c->head_dim;
+    double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
+    double in = s->intermediate.count, vn = s->vocab.count;
+    double wb = nvl_wdtype_bytes(e->opts.cost.weight_dtype);
+    double layer = ((qn + 2 * kn) * hid + hid * qn + 3 * in * hid) * wb +
+                   (c->qkv_bias ? (qn + 2 * kn) * 2 : 0) + 2 * hid * 2 +
+                   (c->qk_norm ? 2 * hd * 2 : 0);
+    /* embedding and lm_head stay bf16, as quantized checkpoints keep them */
+    return e->layers * layer + vn * hid * 2 * (c->tied_embeddings ? 1 : 2) +
+           hid * 2;
 }
 
-/* y[t, o] = sum_i x[t, i] w[o, i] (+ b[o]) for t < T, o < O, i < I */
+double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
+                           uint64_t positions)
+{
+    double kvb = nvl_wdtype_bytes(e->opts.cost.kv_dtype == NVL_WDT_FP8
+                                      ? NVL_WDT_FP8
+                                      : NVL_WDT_BF16);
+    return (double)e->layers * 2.0 * e->shard.kv_heads.count *
+           e->cfg.head_dim * kvb * (double)seqs * (double)positions;
+}
+
+/* ---- issuing kernels and collectives ----------------------------------- */
+
+static nvl_vclock_t *clk(nvl_engine_t *e) { return nvl_comm_clock(e->tp); }
+
+static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
+{
+    int64_t now = clk(e)->now_ps;
+    if (now > before)
+        nvl_engine_account(e, "launch", NVL_PART_LAUNCH, layer, before,
+                           now - before, 0, 0);
+}
+
+/* Runs one kernel (nothing when it has no work). */
+static void kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
+                   int32_t layer, nvl_kernel_cost_t c)
+{
+    if (c.time_ps <= 0)
+        return;
+    int64_t before = clk(e)->now_ps;
+    int64_t start = nvl_stream_kernel(&e->stream, clk(e), c.time_ps);
+    if (start > before)
+        nvl_engine_account(e, "launch", NVL_PART_LAUNCH, layer, before,
+                           start - before, 0, 0);
+    nvl_engine_account(e, name, part, layer, start, c.time_ps, c.flops,
+                       c.bytes);
+}
+
+static void matmul(nvl_engine_t *e, const char *name, int32_t layer,
+                   uint64_t m, uint64_t n, uint64_t k)
+{
+    kernel(e, name, NVL_PART_GEMM, layer,
+           nvl_cost_matmul(&e->opts.cost, m, n, k));
+}
+
+/* A memory-bound kernel moving `elems` bf16 elements through HBM. */
+static void elementwise(nvl_engine_t *e, const char *name, int32_t layer,
+                        double elems)
+{
+    if (elems > 0)
+        kernel(e, name, NVL_PART_OTHER, layer,
+               nvl_cost_memory(&e->opts.cost, elems * 2.0));
+}
+
+/* Accounts a collective that ran: the wait for the group, then its time. */
+static void collective_done(nvl_engine_t *e, const char *name, int32_t layer,
+                            int64_t entry_ps, const nvl_coll_info_t *info)
+{
+    if (info->start_ps > entry_ps)
+        nvl_engine_account(e, "wait", NVL_PART_WAIT, layer, entry_ps,
+                           info->start_ps - entry_ps, 0, 0);
+    nvl_engine_account(e, name, NVL_PART_COLL, layer, info->start_ps,
+                       info->time_ps, 0, (double)info->bytes);
+    nvl_op_event_t *ev = nvl_engine_last_event(e);
+    if (ev != NULL && ev->part == NVL_PART_COLL) {
+        ev->algo = nvl_algo_name(info->algo);
+        ev->proto = nvl_proto_name(info->proto);
+    }
+}
+
+/* Row-parallel sum across the group (none at TP = 1, as serving engines
+ * skip it). */
+static nvl_status_t allreduce(nvl_engine_t *e, int32_t layer, float *buf,
+                              size_t n)
+{
+    if (nvl_comm_size(e->tp) == 1)
+        return NVL_OK;
+    int64_t before = clk(e)->now_ps;
+    nvl_stream_collective(&e->stream, clk(e));
+    launch_wait(e, layer, before);
+    int64_t entry = clk(e)->now_ps;
+    nvl_coll_info_t info;
+    void *b = e->data ? buf : NULL;
+    nvl_status_t st = nvl_allreduce(e->tp, b, b, n, NVL_DT_F32, NVL_OP_SUM,
+                                    &info);
+    if (st == NVL_OK)
+        collective_done(e, "allreduce", layer, entry, &info);
+    return st;
+}
+
+/* Every rank's vocabulary slice of the logits of n sequences, gathered
+ * into logits (n x vocab) on every rank. */
+static nvl_status_t gather_logits(nvl_engine_t *e, const float *local, int n,
+                                  float *logits)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    int tp = nvl_comm_size(e->tp);
+    uint32_t vn = e->shard.vocab.count;
+    if (tp == 1) {
+        if (e->data)
+            memcpy(logits, local, (size_t)n * c->vocab * sizeof *logits);
+        return NVL_OK;
+    }
+    /* slices are uneven: every rank sends the largest, padded */
+    size_t maxv = nvl_range_split(c->vocab, tp, 0).count;
+    size_t per = (size_t)n * maxv;
+    float *send = NULL, *recv = NULL;
+    if (e->data) {
+        send = calloc(per + 1, sizeof *send);
+        recv = malloc((per * tp + 1) * sizeof *recv);
+        if (send == NULL || recv == NULL) {
+            nvl_report("out of memory gathering %d x %u logits", n, c->vocab);
+            nvl_runtime_abort(1);
+        }
+        for (int s = 0; s < n; s++)
+            memcpy(send + s * maxv, local + (size_t)s * vn, vn * sizeof *send);
+    }
+    int64_t before = clk(e)->now_ps;
+    nvl_stream_collective(&e->stream, clk(e));
+    launch_wait(e, -1, before);
+    int64_t entry = clk(e)->now_ps;
+    nvl_coll_info_t info;
+    nvl_status_t st = nvl_allgather(e->tp, send, recv, per, NVL_DT_F32, &info);
+    if (st == NVL_OK)
+        collective_done(e, "allgather", -1, entry, &info);
+    if (st == NVL_OK && e->data)
+        for (int r = 0; r < tp; r++) {
+            nvl_range_t v = nvl_range_split(c->vocab, tp, r);
+            for (int s = 0; s < n; s++)
+                memcpy(logits + (size_t)s * c->vocab + v.first,
+                       recv + (size_t)r * per + (size_t)s * maxv,
+                       v.count * sizeof *logits);
+        }
+    free(send);
+    free(recv);
+    return st;
+}
+
+/* ---- float32 arithmetic (data mode) ------------------------------------ */
+
+/* sum_i x[i] w[i] in float32, in 8 interleaved partial sums (the order
+ * the compiler may vectorize without reassociating), added pairwise. */
+static float dot(const float *x, const float *w, uint64_t n)
+{
+    float acc[8] = {0};
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += x[i + j] * w[i + j];
+    for (int j = 0; i < n; i++, j++)
+        acc[j] += x[i] * w[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+           ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* y[t, o] = sum_i x[t, i] w[o, i] (+ b[o]) for t < T, o < O, i < I; each
+ * weight row is read once for four tokens at a time. */
 static void linear(const float *x, const float *w, const float *b, float *y,
                    uint64_t T, uint64_t O, uint64_t I)
 {
-    for (uint64_t t = 0; t < T; t++)
-        for (uint64_t o = 0; o < O; o++) {
-            const float *xr = x + t * I, *wr = w + o * I;
-            double acc = 0;
-            for (uint64_t i = 0; i < I; i++)
-                acc += (double)xr[i] * wr[i];
-            y[t * O + o] = (float)acc + (b ? b[o] : 0.0f);
-        }
+    for (uint64_t t0 = 0; t0 < T; t0 += 4) {
+        uint64_t nt = T - t0 < 4 ? T - t0 : 4;
+        for (uint64_t o = 0; o < O; o++)
+            for (uint64_t t = t0; t < t0 + nt; t++)
+                y[t * O + o] = dot(x + t * I, w + o * I, I) + (b ? b[o] : 0.0f);
+    }
 }
 
 static void rmsnorm(const float *x, const float *w, float *y, uint64_t T,
@@ -209,7 +299,7 @@ static void rmsnorm(const float *x, const float *w, float *y, uint64_t T,
 }
 
 /* rotate_half RoPE on one head vector at position pos */
-static void rope(float *v, uint64_t d, int pos, double theta)
+static void rope(float *v, uint64_t d, uint64_t pos, double theta)
 {
     uint64_t half = d / 2;
     for (uint64_t i = 0; i < half; i++) {
@@ -222,55 +312,52 @@ static void rope(float *v, uint64_t d, int pos, double theta)
     }
 }
 
-static nvl_status_t allreduce(nvl_engine_t *e, float *buf, size_t n)
-{
-    return nvl_allreduce(e->tp, buf, buf, n, NVL_DT_F32, NVL_OP_SUM, NULL);
-}
+/* ---- the key/value cache ----------------------------------------------- */
 
-/* One sequence's key/value cache on this rank: per layer, the keys and
- * values of this rank's kv heads at every position so far. */
+/* One sequence's cache on this rank: per layer, the keys and values of
+ * this rank's kv heads at every position so far (data mode), and its
+ * length (both modes). */
 typedef struct {
-    float *k, *v;  /* [cap, kv heads x head_dim] */
-} kv_layer_t;
-
-typedef struct {
-    kv_layer_t *layers;
+    float **k, **v; /* [layer][cap x kv heads x head_dim] */
     uint64_t len, cap;
 } kv_cache_t;
 
 static void cache_free(kv_cache_t *c, uint32_t layers)
 {
-    for (uint32_t i = 0; c->layers != NULL && i < layers; i++) {
-        free(c->layers[i].k);
-        free(c->layers[i].v);
+    for (uint32_t i = 0; c->k != NULL && i < layers; i++) {
+        free(c->k[i]);
+        free(c->v[i]);
     }
-    free(c->layers);
+    free(c->k);
+    free(c->v);
     memset(c, 0, sizeof *c);
 }
 
-/* Makes room for `more` positions; aborts the job when memory runs out
- * (the other ranks would wait in the next collective). */
+/* Makes room for `more` positions (data mode); aborts the job when memory
+ * runs out (the other ranks would wait in the next collective). */
 static void cache_reserve(nvl_engine_t *e, kv_cache_t *c, uint64_t more)
 {
     uint64_t row = (uint64_t)e->shard.kv_heads.count * e->cfg.head_dim;
-    if (c->layers == NULL)
-        c->layers = calloc(e->cfg.layers, sizeof *c->layers);
-    if (c->layers == NULL)
-        goto oom;
     if (c->len + more <= c->cap)
         return;
+    if (c->k == NULL) {
+        c->k = calloc(e->layers, sizeof *c->k);
+        c->v = calloc(e->layers, sizeof *c->v);
+        if (c->k == NULL || c->v == NULL)
+            goto oom;
+    }
     uint64_t cap = c->cap ? c->cap : 16;
     while (cap < c->len + more)
         cap *= 2;
-    for (uint32_t i = 0; i < e->cfg.layers; i++) {
-        float *k = realloc(c->layers[i].k, (cap * row + 1) * sizeof *k);
+    for (uint32_t i = 0; i < e->layers; i++) {
+        float *k = realloc(c->k[i], (cap * row + 1) * sizeof *k);
         if (k == NULL)
             goto oom;
-        c->layers[i].k = k;
-        float *v = realloc(c->layers[i].v, (cap * row + 1) * sizeof *v);
+        c->k[i] = k;
+        float *v = realloc(c->v[i], (cap * row + 1) * sizeof *v);
         if (v == NULL)
             goto oom;
-        c->layers[i].v = v;
+        c->v[i] = v;
     }
     c->cap = cap;
     return;
@@ -280,151 +367,329 @@ oom:
     nvl_runtime_abort(1);
 }
 
-/* Runs T new tokens of one sequence through the model at positions
- * cache->len .. cache->len + T - 1, appending their keys and values, and
- * writes the last token's logits (full vocabulary, every rank). */
-static nvl_status_t forward(nvl_engine_t *e, kv_cache_t *cache,
-                            const int32_t *tok, uint64_t T, float *logits)
+/* ---- one forward pass --------------------------------------------------- */
+
+/* Activations of one pass (data mode). */
+typedef struct {
+    float *x, *h;   /* [M, hidden] */
+    float *q, *a;   /* [M, q heads x head_dim] */
+    float *k, *v;   /* [M, kv heads x head_dim] */
+    float *g, *u;   /* [M, intermediate shard] */
+    float *sc;      /* [longest context] */
+    float *last;    /* [n, vocab shard] */
+} acts_t;
+
+static void acts_free(acts_t *b)
+{
+    float **p = (float **)b;
+    for (size_t i = 0; i < sizeof *b / sizeof(float *); i++)
+        free(p[i]);
+}
+
+static void acts_alloc(nvl_engine_t *e, acts_t *b, uint64_t M, int n,
+                       uint64_t ctx)
+{
+    const nvl_shard_t *s = &e->shard;
+    uint64_t hid = e->cfg.hidden, hd = e->cfg.head_dim;
+    uint64_t sizes[] = {M * hid, M * hid, M * s->q_heads.count * hd,
+                        M * s->q_heads.count * hd, M * s->kv_heads.count * hd,
+                        M * s->kv_heads.count * hd, M * s->intermediate.count,
+                        M * s->intermediate.count, ctx,
+                        (uint64_t)n * s->vocab.count};
+    float **p = (float **)b;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if ((p[i] = calloc(sizes[i] + 1, sizeof(float))) == NULL) {
+            nvl_report("out of memory for a %llu-token forward pass",
+                       (unsigned long long)M);
+            nvl_runtime_abort(1);
+        }
+}
+
+/* Causal GQA attention of sequence s's new rows (from row r0) over its
+ * cache, for this rank's query heads (data mode). */
+static void attend(nvl_engine_t *e, const kv_cache_t *c, uint32_t li,
+                   uint64_t r0, uint64_t T, uint64_t past, acts_t *b)
+{
+    const nvl_shard_t *s = &e->shard;
+    uint64_t hd = e->cfg.head_dim, qn = s->q_heads.count;
+    uint64_t kn = s->kv_heads.count;
+    uint32_t group = e->cfg.q_heads / e->cfg.kv_heads;
+    double scale = 1.0 / sqrt((double)hd);
+    const float *kc = c->k[li], *vc = c->v[li];
+    for (uint64_t j = 0; j < qn; j++) {
+        uint64_t kvj = (s->q_heads.first + j) / group - s->kv_heads.first;
+        for (uint64_t t = 0; t < T; t++) {
+            const float *qv = b->q + ((r0 + t) * qn + j) * hd;
+            uint64_t upto = past + t;
+            double mx = -INFINITY, sum = 0;
+            for (uint64_t p = 0; p <= upto; p++) {
+                const float *kv = kc + (p * kn + kvj) * hd;
+                double dot = 0;
+                for (uint64_t i = 0; i < hd; i++)
+                    dot += (double)qv[i] * kv[i];
+                b->sc[p] = (float)(dot * scale);
+                if (b->sc[p] > mx)
+                    mx = b->sc[p];
+            }
+            for (uint64_t p = 0; p <= upto; p++) {
+                b->sc[p] = (float)exp(b->sc[p] - mx);
+                sum += b->sc[p];
+            }
+            float *av = b->a + ((r0 + t) * qn + j) * hd;
+            for (uint64_t i = 0; i < hd; i++) {
+                double acc = 0;
+                for (uint64_t p = 0; p <= upto; p++)
+                    acc += (double)b->sc[p] * vc[(p * kn + kvj) * hd + i];
+                av[i] = (float)(acc / sum);
+            }
+        }
+    }
+}
+
+/* The first layer has no residual pending; later ones fuse the previous
+ * residual add into their norm (typical) or add it in its own kernel. */
+static void norm_kernels(nvl_engine_t *e, int32_t layer, double rows,
+                         bool residual_pending)
+{
+    double hid = e->cfg.hidden;
+    if (e->opts.cost.fusion == NVL_FUSION_TYPICAL) {
+        elementwise(e, residual_pending ? "add_rmsnorm" : "rmsnorm", layer,
+                    rows * hid * (residual_pending ? 4 : 2));
+        return;
+    }
+    if (residual_pending)
+        elementwise(e, "residual_add", layer, rows * hid * 3);
+    elementwise(e, "rmsnorm", layer, rows * hid * 2);
+}
+
+/* The attention half of layer li for M rows of n sequences. */
+static nvl_status_t attention_block(nvl_engine_t *e, uint32_t li, int n,
+                                    kv_cache_t *caches, const uint64_t *T,
+                                    const uint64_t *past, uint64_t M,
+                                    acts_t *b)
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
+    const nvl_layer_weights_t *l = e->data ? &e->lw[li] : NULL;
     uint64_t hid = c->hidden, hd = c->head_dim;
     uint64_t qn = s->q_heads.count, kn = s->kv_heads.count;
-    uint64_t in = s->intermediate.count, vn = s->vocab.count;
-    cache_reserve(e, cache, T);
-    uint64_t pos0 = cache->len, total = pos0 + T;
-    float *x = malloc(T * hid * sizeof *x), *h = malloc(T * hid * sizeof *h);
-    float *q = malloc((T * qn * hd + 1) * sizeof *q);
-    float *a = malloc((T * qn * hd + 1) * sizeof *a);
-    float *g = malloc((T * in + 1) * sizeof *g);
-    float *u = malloc((T * in + 1) * sizeof *u);
-    float *sc = malloc(total * sizeof *sc);
-    if (!x || !h || !q || !a || !g || !u || !sc) {
-        nvl_report("out of memory for a %llu-token forward pass",
-                   (unsigned long long)T);
+    bool typical = e->opts.cost.fusion == NVL_FUSION_TYPICAL;
+    int32_t L = (int32_t)li;
+
+    norm_kernels(e, L, (double)M, li > 0);
+    if (e->data) {
+        rmsnorm(b->x, l->in_norm, b->h, M, hid, c->rms_eps);
+        linear(b->h, l->wq, l->bq, b->q, M, qn * hd, hid);
+        linear(b->h, l->wk, l->bk, b->k, M, kn * hd, hid);
+        linear(b->h, l->wv, l->bv, b->v, M, kn * hd, hid);
+    }
+    if (typical) {
+        matmul(e, "qkv_proj", L, M, (qn + 2 * kn) * hd, hid);
+    } else {
+        matmul(e, "q_proj", L, M, qn * hd, hid);
+        matmul(e, "k_proj", L, M, kn * hd, hid);
+        matmul(e, "v_proj", L, M, kn * hd, hid);
+        if (c->qkv_bias)
+            elementwise(e, "qkv_bias", L, (double)M * (qn + 2 * kn) * hd * 2);
+    }
+    if (c->qk_norm) {
+        if (typical) {
+            elementwise(e, "qk_norm", L, (double)M * (qn + kn) * hd * 2);
+        } else {
+            elementwise(e, "q_norm", L, (double)M * qn * hd * 2);
+            elementwise(e, "k_norm", L, (double)M * kn * hd * 2);
+        }
+    }
+    elementwise(e, "rope", L, (double)M * (qn + kn) * hd * 2);
+    if (e->data) {
+        uint64_t r = 0;
+        for (int sq = 0; sq < n; sq++)
+            for (uint64_t t = 0; t < T[sq]; t++, r++) {
+                uint64_t pos = past[sq] + t;
+                for (uint64_t j = 0; j < qn; j++) {
+                    float *qv = b->q + (r * qn + j) * hd;
+                    if (l->q_norm)
+                        rmsnorm(qv, l->q_norm, qv, 1, hd, c->rms_eps);
+                    rope(qv, hd, pos, c->rope_theta);
+                }
+                for (uint64_t j = 0; j < kn; j++) {
+                    float *kv = b->k + (r * kn + j) * hd;
+                    if (l->k_norm)
+                        rmsnorm(kv, l->k_norm, kv, 1, hd, c->rms_eps);
+                    rope(kv, hd, pos, c->rope_theta);
+                }
+                /* append to the sequence's cache */
+                memcpy(caches[sq].k[li] + pos * kn * hd, b->k + r * kn * hd,
+                       kn * hd * sizeof(float));
+                memcpy(caches[sq].v[li] + pos * kn * hd, b->v + r * kn * hd,
+                       kn * hd * sizeof(float));
+            }
+        r = 0;
+        for (int sq = 0; sq < n; sq++) {
+            attend(e, &caches[sq], li, r, T[sq], past[sq], b);
+            r += T[sq];
+        }
+    }
+    kernel(e, "attention", NVL_PART_ATTN, L,
+           nvl_cost_attention(&e->opts.cost, (size_t)n, T, past,
+                              (uint32_t)qn, (uint32_t)kn, (uint32_t)hd));
+    /* row-parallel o_proj: partial sums (zeros on ranks without heads) */
+    if (e->data)
+        linear(b->a, l->wo, NULL, b->h, M, hid, qn * hd);
+    matmul(e, "o_proj", L, M, hid, qn * hd);
+    nvl_status_t st = allreduce(e, L, b->h, M * hid);
+    if (e->data)
+        for (uint64_t i = 0; i < M * hid; i++)
+            b->x[i] += b->h[i];
+    return st;
+}
+
+/* The MLP half of layer li. */
+static nvl_status_t mlp_block(nvl_engine_t *e, uint32_t li, uint64_t M,
+                              acts_t *b)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    const nvl_layer_weights_t *l = e->data ? &e->lw[li] : NULL;
+    uint64_t hid = c->hidden, in = e->shard.intermediate.count;
+    int32_t L = (int32_t)li;
+    double rows_in = (double)M * in;
+
+    norm_kernels(e, L, (double)M, true);
+    if (e->data) {
+        rmsnorm(b->x, l->post_norm, b->h, M, hid, c->rms_eps);
+        linear(b->h, l->wg, NULL, b->g, M, in, hid);
+        linear(b->h, l->wu, NULL, b->u, M, in, hid);
+        for (uint64_t i = 0; i < M * in; i++)
+            b->g[i] = b->g[i] / (1.0f + expf(-b->g[i])) * b->u[i];
+        linear(b->g, l->wd, NULL, b->h, M, hid, in);
+    }
+    if (e->opts.cost.fusion == NVL_FUSION_TYPICAL) {
+        matmul(e, "gate_up_proj", L, M, 2 * in, hid);
+        elementwise(e, "silu_mul", L, rows_in * 3);
+    } else {
+        matmul(e, "gate_proj", L, M, in, hid);
+        matmul(e, "up_proj", L, M, in, hid);
+        elementwise(e, "silu", L, rows_in * 2);
+        elementwise(e, "mul", L, rows_in * 3);
+    }
+    matmul(e, "down_proj", L, M, hid, in);
+    nvl_status_t st = allreduce(e, L, b->h, M * hid);
+    if (e->data)
+        for (uint64_t i = 0; i < M * hid; i++)
+            b->x[i] += b->h[i];
+    return st;
+}
+
+/* Runs T[s] new tokens of each of n sequences (tokens one sequence after
+ * another) at positions caches[s].len .., appending to the caches, and
+ * writes each sequence's last-position logits (n x vocab, every rank; data
+ * mode).  The pass ends with the greedy sampling kernel and the host
+ * reading its result. */
+static nvl_status_t forward(nvl_engine_t *e, int n, kv_cache_t *caches,
+                            const int32_t *tok, const uint64_t *T,
+                            float *logits)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    const nvl_shard_t *s = &e->shard;
+    uint64_t hid = c->hidden, vn = s->vocab.count;
+    uint64_t M = 0, ctx = 0;
+    uint64_t *past = malloc(((size_t)n + 1) * sizeof *past);
+    if (past == NULL) {
+        nvl_report("out of memory for %d sequences", n);
         nvl_runtime_abort(1);
     }
-    uint32_t group = c->q_heads / c->kv_heads;
+    for (int i = 0; i < n; i++) {
+        past[i] = caches[i].len;
+        M += T[i];
+        if (past[i] + T[i] > ctx)
+            ctx = past[i] + T[i];
+    }
+    acts_t b = {0};
+    if (e->data) {
+        acts_alloc(e, &b, M, n, ctx);
+        for (int i = 0; i < n; i++)
+            cache_reserve(e, &caches[i], T[i]);
+    }
+    nvl_engine_pass_begin(e, M);
+    nvl_stream_begin_pass(&e->stream, clk(e));
+
     /* vocab-parallel embedding: the rows this rank holds, zeros elsewhere */
-    for (uint64_t t = 0; t < T; t++) {
-        uint32_t id = (uint32_t)tok[t];
-        bool mine = id >= s->vocab.first && id < s->vocab.first + vn;
-        for (uint64_t i = 0; i < hid; i++)
-            x[t * hid + i] =
-                mine ? e->embed[(id - s->vocab.first) * hid + i] : 0.0f;
-    }
-    nvl_status_t st = allreduce(e, x, T * hid);
-    double scale = 1.0 / sqrt((double)hd);
-    for (uint32_t li = 0; li < c->layers && st == NVL_OK; li++) {
-        const layer_t *l = &e->layers[li];
-        float *kc = cache->layers[li].k, *vc = cache->layers[li].v;
-        float *kn_new = kc + pos0 * kn * hd, *vn_new = vc + pos0 * kn * hd;
-        rmsnorm(x, l->in_norm, h, T, hid, c->rms_eps);
-        linear(h, l->wq, l->bq, q, T, qn * hd, hid);
-        linear(h, l->wk, l->bk, kn_new, T, kn * hd, hid);
-        linear(h, l->wv, l->bv, vn_new, T, kn * hd, hid);
-        for (uint64_t t = 0; t < T; t++) {
-            int pos = (int)(pos0 + t);
-            for (uint64_t j = 0; j < qn; j++) {
-                float *qv = q + (t * qn + j) * hd;
-                if (l->q_norm)
-                    rmsnorm(qv, l->q_norm, qv, 1, hd, c->rms_eps);
-                rope(qv, hd, pos, c->rope_theta);
-            }
-            for (uint64_t j = 0; j < kn; j++) {
-                float *kv = kn_new + (t * kn + j) * hd;
-                if (l->k_norm)
-                    rmsnorm(kv, l->k_norm, kv, 1, hd, c->rms_eps);
-                rope(kv, hd, pos, c->rope_theta);
-            }
+    if (e->data)
+        for (uint64_t t = 0; t < M; t++) {
+            uint32_t id = (uint32_t)tok[t];
+            if (id >= s->vocab.first && id < s->vocab.first + vn)
+                memcpy(b.x + t * hid,
+                       e->embed + (id - s->vocab.first) * hid,
+                       hid * sizeof *b.x);
         }
-        /* causal GQA attention of the new tokens over the whole cache */
-        for (uint64_t j = 0; j < qn; j++) {
-            uint64_t kvj = (s->q_heads.first + j) / group - s->kv_heads.first;
-            for (uint64_t t = 0; t < T; t++) {
-                const float *qv = q + (t * qn + j) * hd;
-                uint64_t upto = pos0 + t;
-                double mx = -INFINITY, sum = 0;
-                for (uint64_t p = 0; p <= upto; p++) {
-                    const float *kv = kc + (p * kn + kvj) * hd;
-                    double dot = 0;
-                    for (uint64_t i = 0; i < hd; i++)
-                        dot += (double)qv[i] * kv[i];
-                    sc[p] = (float)(dot * scale);
-                    if (sc[p] > mx)
-                        mx = sc[p];
-                }
-                for (uint64_t p = 0; p <= upto; p++) {
-                    sc[p] = (float)exp(sc[p] - mx);
-                    sum += sc[p];
-                }
-                float *av = a + (t * qn + j) * hd;
-                for (uint64_t i = 0; i < hd; i++) {
-                    double acc = 0;
-                    for (uint64_t p = 0; p <= upto; p++)
-                        acc += (double)sc[p] * vc[(p * kn + kvj) * hd + i];
-                    av[i] = (float)(acc / sum);
-                }
-            }
-        }
-        /* row-parallel o_proj: partial sums, then allreduce */
-        linear(a, l->wo, NULL, h, T, hid, qn * hd);
-        st = allreduce(e, h, T * hid);
-        for (uint64_t i = 0; i < T * hid; i++)
-            x[i] += h[i];
-        rmsnorm(x, l->post_norm, h, T, hid, c->rms_eps);
-        linear(h, l->wg, NULL, g, T, in, hid);
-        linear(h, l->wu, NULL, u, T, in, hid);
-        for (uint64_t i = 0; i < T * in; i++)
-            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-        linear(g, l->wd, NULL, h, T, hid, in);
+    elementwise(e, "embedding", -1, (double)M * hid * 2);
+    nvl_status_t st = allreduce(e, -1, b.x, M * hid);
+
+    for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {
+        st = attention_block(e, li, n, caches, T, past, M, &b);
         if (st == NVL_OK)
-            st = allreduce(e, h, T * hid);
-        for (uint64_t i = 0; i < T * hid; i++)
-            x[i] += h[i];
+            st = mlp_block(e, li, M, &b);
     }
-    cache->len = total;
-    /* last position: final norm, vocab-parallel lm_head */
-    rmsnorm(x + (T - 1) * hid, e->norm, h, 1, hid, c->rms_eps);
-    memset(logits, 0, c->vocab * sizeof *logits);
-    linear(h, e->lm_head, NULL, logits + s->vocab.first, 1, vn, hid);
+    /* final norm (with the last residual add), then each sequence's last
+     * position through the vocab-parallel lm_head (kept in bf16) */
+    norm_kernels(e, -1, (double)M, true);
+    if (e->data) {
+        uint64_t r = 0;
+        for (int i = 0; i < n; i++) {
+            r += T[i];
+            rmsnorm(b.x + (r - 1) * hid, e->norm, b.h + (uint64_t)i * hid, 1,
+                    hid, c->rms_eps);
+        }
+        linear(b.h, e->lm_head, NULL, b.last, (uint64_t)n, vn, hid);
+    }
+    nvl_cost_cfg_t head = e->opts.cost;
+    head.weight_dtype = NVL_WDT_BF16;
+    kernel(e, "lm_head", NVL_PART_GEMM, -1,
+           nvl_cost_matmul(&head, (uint64_t)n, vn, hid));
     if (st == NVL_OK)
-        st = allreduce(e, logits, c->vocab);
-    free(x);
-    free(h);
-    free(q);
-    free(a);
-    free(g);
-    free(u);
-    free(sc);
+        st = gather_logits(e, b.last, n, logits);
+    elementwise(e, "sample", -1, (double)n * c->vocab);
+    nvl_stream_sync(&e->stream, clk(e));
+    for (int i = 0; i < n; i++)
+        caches[i].len += T[i];
+    nvl_engine_pass_end(e, ctx);
+    acts_free(&b);
+    free(past);
     return st;
 }
 
-static nvl_status_t check_ids(const nvl_engine_t *e, const int32_t *ids,
-                              size_t n)
+/* ---- generation -------------------------------------------------------- */
+
+static nvl_status_t check_prompts(const nvl_engine_t *e, const int32_t *ids,
+                                  const int *lens, int batch, int max_new)
 {
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] < 0 || (uint32_t)ids[i] >= e->cfg.vocab) {
-            if (nvl_comm_rank(e->tp) == 0)
-                nvl_report("token id %d (position %zu) is outside the "
-                           "vocabulary (0..%u)", (int)ids[i], i,
-                           e->cfg.vocab - 1);
+    size_t at = 0;
+    for (int b = 0; b < batch; b++) {
+        if (lens[b] < 1) {
+            nvl_report("prompt %d is empty", b);
             return NVL_ERR_INVALID;
         }
-    return NVL_OK;
-}
-
-nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
-                                    int batch, int len, float *logits_out)
-{
-    nvl_status_t st = check_ids(e, ids, (size_t)batch * len);
-    for (int b = 0; b < batch && st == NVL_OK; b++) {
-        kv_cache_t cache = {0};
-        st = forward(e, &cache, ids + (size_t)b * len, (uint64_t)len,
-                     logits_out + (size_t)b * e->cfg.vocab);
-        cache_free(&cache, e->cfg.layers);
+        uint64_t need = (uint64_t)lens[b] + (uint64_t)(max_new - 1);
+        if (need > e->cfg.max_positions) {
+            nvl_report("prompt %d: %d tokens + %d new need %llu positions, "
+                       "more than model '%s' allows (max_position_embeddings "
+                       "%u)", b, lens[b], max_new, (unsigned long long)need,
+                       e->cfg.name, e->cfg.max_positions);
+            return NVL_ERR_INVALID;
+        }
+        for (int t = 0; ids != NULL && t < lens[b]; t++, at++)
+            if (ids[at] < 0 || (uint32_t)ids[at] >= e->cfg.vocab) {
+                nvl_report("token id %d (prompt %d, position %d) is outside "
+                           "the vocabulary (0..%u)", (int)ids[at], b, t,
+                           e->cfg.vocab - 1);
+                return NVL_ERR_INVALID;
+            }
     }
-    return st;
+    if (e->data && ids == NULL) {
+        nvl_report("data mode needs prompt token ids");
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
 }
 
 static int32_t argmax(const float *v, uint32_t n)
@@ -441,31 +706,68 @@ nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
                                  int32_t *new_tokens_out,
                                  float *last_logits_out)
 {
-    size_t total = 0;
-    for (int b = 0; b < batch; b++)
-        total += (size_t)lens[b];
-    nvl_status_t st = check_ids(e, ids, total);
-    float *logits = malloc(e->cfg.vocab * sizeof *logits);
-    if (logits == NULL) {
-        nvl_report("out of memory for %u logits", e->cfg.vocab);
+    /* the same on every rank: reported once */
+    nvl_runtime_capture_begin();
+    nvl_status_t st = batch < 1 || max_new < 1 ? NVL_ERR_INVALID : NVL_OK;
+    if (st != NVL_OK)
+        nvl_report("generate: batch %d and new tokens %d must be >= 1", batch,
+                   max_new);
+    else
+        st = check_prompts(e, ids, lens, batch, max_new);
+    st = nvl_runtime_capture_end_on(nvl_comm_mpi(e->tp), st);
+    if (st != NVL_OK)
+        return st;
+    kv_cache_t *caches = calloc((size_t)batch, sizeof *caches);
+    uint64_t *T = malloc((size_t)batch * sizeof *T);
+    int32_t *tok = malloc((size_t)batch * sizeof *tok);
+    float *logits = e->data ? malloc((size_t)batch * e->cfg.vocab *
+                                     sizeof *logits)
+                            : NULL;
+    if (caches == NULL || T == NULL || tok == NULL ||
+        (e->data && logits == NULL)) {
+        nvl_report("out of memory for a batch of %d", batch);
         nvl_runtime_abort(1);
     }
-    const int32_t *prompt = ids;
-    for (int b = 0; b < batch && st == NVL_OK; b++) {
-        kv_cache_t cache = {0};
-        st = forward(e, &cache, prompt, (uint64_t)lens[b], logits);
-        if (st == NVL_OK && last_logits_out != NULL)
-            memcpy(last_logits_out + (size_t)b * e->cfg.vocab, logits,
-                   e->cfg.vocab * sizeof *logits);
-        for (int s = 0; s < max_new && st == NVL_OK; s++) {
-            int32_t tok = argmax(logits, e->cfg.vocab); /* greedy */
-            new_tokens_out[(size_t)b * max_new + s] = tok;
-            if (s + 1 < max_new)
-                st = forward(e, &cache, &tok, 1, logits);
+    for (int b = 0; b < batch; b++)
+        T[b] = (uint64_t)lens[b];
+    st = forward(e, batch, caches, ids, T, logits);
+    if (st == NVL_OK && last_logits_out != NULL && e->data)
+        memcpy(last_logits_out, logits,
+               (size_t)batch * e->cfg.vocab * sizeof *logits);
+    for (int s = 0; s < max_new && st == NVL_OK; s++) {
+        for (int b = 0; b < batch; b++) {
+            tok[b] = e->data ? argmax(logits + (size_t)b * e->cfg.vocab,
+                                      e->cfg.vocab)
+                             : -1; /* greedy */
+            new_tokens_out[(size_t)b * max_new + s] = tok[b];
+            T[b] = 1;
         }
-        cache_free(&cache, e->cfg.layers);
-        prompt += lens[b];
+        if (s + 1 < max_new)
+            st = forward(e, batch, caches, tok, T, logits);
     }
+    for (int b = 0; b < batch; b++)
+        cache_free(&caches[b], e->layers);
+    free(caches);
+    free(T);
+    free(tok);
     free(logits);
+    return st;
+}
+
+nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
+                                    int batch, int len, float *logits_out)
+{
+    int *lens = malloc(((size_t)batch + 1) * sizeof *lens);
+    int32_t *toks = malloc(((size_t)batch + 1) * sizeof *toks);
+    if (lens == NULL || toks == NULL) {
+        nvl_report("out of memory for a batch of %d", batch);
+        nvl_runtime_abort(1);
+    }
+    for (int b = 0; b < batch; b++)
+        lens[b] = len;
+    nvl_status_t st =
+        nvl_engine_generate(e, ids, lens, batch, 1, toks, logits_out);
+    free(lens);
+    free(toks);
     return st;
 }

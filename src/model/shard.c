@@ -19,6 +19,14 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
                    "0 <= rank < TP", tp, rank);
         return NVL_ERR_INVALID;
     }
+    /* attention may leave ranks idle; the MLP and the vocabulary may not */
+    if ((uint32_t)tp > cfg->intermediate || (uint32_t)tp > cfg->vocab) {
+        nvl_report("tensor parallelism %d is more than model '%s' can use: "
+                   "every rank needs rows of the MLP (%u) and of the "
+                   "vocabulary (%u)", tp, cfg->name, cfg->intermediate,
+                   cfg->vocab);
+        return NVL_ERR_INVALID;
+    }
     nvl_shard_t s = {.tp = tp, .rank = rank};
     s.q_heads = nvl_range_split(cfg->q_heads, tp, rank);
     if (s.q_heads.count > 0) {

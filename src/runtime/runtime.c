@@ -84,17 +84,20 @@ void nvl_runtime_capture_begin(void)
     nvl_report_set_sink(capture_sink, NULL);
 }
 
-nvl_status_t nvl_runtime_capture_end(nvl_status_t local)
+nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
 {
     nvl_report_set_sink(NULL, NULL);
-    int mine = local == NVL_OK ? runtime.size : runtime.rank;
-    int first = runtime.size;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first == runtime.size)
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int mine = local == NVL_OK ? size : rank;
+    int first = size;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == size)
         return NVL_OK;
     int status = (int)local;
-    MPI_Bcast(&status, 1, MPI_INT, first, MPI_COMM_WORLD);
-    if (runtime.rank == first) {
+    MPI_Bcast(&status, 1, MPI_INT, first, comm);
+    if (rank == first) {
         /* print line by line, through the normal prefix */
         char *save = NULL;
         for (char *line = strtok_r(captured, "\n", &save); line != NULL;
@@ -104,6 +107,11 @@ nvl_status_t nvl_runtime_capture_end(nvl_status_t local)
             nvl_report("failed: %s", nvl_status_str(local));
     }
     return (nvl_status_t)status;
+}
+
+nvl_status_t nvl_runtime_capture_end(nvl_status_t local)
+{
+    return nvl_runtime_capture_end_on(MPI_COMM_WORLD, local);
 }
 
 nvl_status_t nvl_runtime_check_topo(const nvl_topo_t *topo)

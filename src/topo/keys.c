@@ -1,7 +1,9 @@
 /* The table of topology keys: one row per key, read by the parser, the
  * exporter, validation and the key reference.  Defaults exist only where a
  * value is not a property of the hardware (a what-if that is off, an absent
- * link) or where it comes from NCCL's own source (its tuning constants). */
+ * link), where it comes from NCCL's own source (its tuning constants), or
+ * for the compute cost model's fitted efficiencies (docs/cost-model.md:
+ * measured on an H200; the shipped files state theirs). */
 #include "keys.h"
 
 #include <float.h>
@@ -72,6 +74,41 @@ const nvl_topo_key_t nvl_topo_keys[] = {
     {"gpu", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
      F(gpu.launch_overhead_ps), NULL, 0, PS(1000.0), "4us",
      "host time to launch one kernel eagerly"},
+    {"gpu", "kernel_floor", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.kernel_floor_ps), "0.9us", 0, PS(1000.0), "0.9us",
+     "GPU time of an empty kernel replayed from a CUDA graph (a persistent "
+     "kernel saves it per operator)"},
+    {"gpu", "matmul_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.matmul_efficiency), "0.8", 0.05, 1, "0.8",
+     "fraction of tensor-core peak a large matmul reaches"},
+    {"gpu", "matmul_k_pad", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(gpu.matmul_k_pad), "256", 0, 1000000, "256",
+     "fixed work of one output tile, in steps of k (short k runs below "
+     "matmul_efficiency)"},
+    {"gpu", "hbm_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.hbm_efficiency), "0.8", 0.05, 1, "0.8",
+     "fraction of hbm_bw a kernel streaming weights or KV reaches"},
+    {"gpu", "matmul_cols_per_sm", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(gpu.matmul_cols_per_sm), "30", 1, 1000000, "30",
+     "output columns (x 64-row blocks) per SM a skinny matmul needs to "
+     "stream at full rate"},
+    {"gpu", "matmul_width_exp", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.matmul_width_exp), "0.75", 0.05, 1, "0.75",
+     "exponent of the bandwidth loss of skinny matmuls"},
+    {"gpu", "attn_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.attn_efficiency), "0.75", 0.05, 1, "0.71",
+     "fraction of BF16 peak the attention kernel's matmuls reach"},
+    {"gpu", "attn_hbm_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.attn_hbm_efficiency), "0.95", 0.05, 1, "0.95",
+     "fraction of hbm_bw decode attention reaches streaming a large KV cache "
+     "(with one sequence x KV head it reaches half of that)"},
+    {"gpu", "attn_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.attn_overhead_ps), "6.5us", 0, PS(1000.0), "6.5us",
+     "fixed GPU time of one attention kernel"},
+    {"gpu", "fa4_exp_fma_share", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.fa4_exp_fma_share), "0.25", 0, 1, "0.25",
+     "--attn fa4: share of the softmax exps computed as polynomials on the "
+     "FMA units instead of the SFUs"},
     {"gpu", "dies", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.dies), "1", 1, 8,
      "2", "compute dies per GPU package"},
 

@@ -1,6 +1,8 @@
 /* MPI test: every collective, algorithm, protocol, dtype and op against a
- * plain reference, in data mode; then the same calls in timing mode must
- * give identical virtual times.  Run at several rank counts by ctest. */
+ * plain reference, in data mode, half of them in place; allreduce also at
+ * the sizes where small groups change how the data moves, every member
+ * holding the same bits; then the same calls in timing mode must give
+ * identical virtual times.  Run at several rank counts by ctest. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,60 +92,96 @@ static float want_prev(size_t i, void *c)
     return input((rank_ - 1 + size_) % size_, i, NVL_OP_SUM);
 }
 
+/* Every member must hold the same bits after an allreduce. */
+static void expect_same_bits(const char *what, const void *buf, size_t bytes)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ ((const unsigned char *)buf)[i]) * 1099511628211ull;
+    uint64_t lo, hi;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi) {
+        fprintf(stderr, "rank %d: %s: members hold different bits\n", rank_,
+                what);
+        failures++;
+    }
+}
+
+/* One call, checked against the reference in data mode; in place (as NCCL
+ * defines it for each collective) when inplace is set. */
 static int64_t run_one(nvl_comm_t *comm, nvl_coll_t coll, nvl_dtype_t dt,
-                       nvl_redop_t op, size_t count, char *label)
+                       nvl_redop_t op, size_t count, int inplace, char *label)
 {
     size_t esz = nvl_dtype_size(dt), n = (size_t)size_;
     int data = nvl_comm_mode(comm) == NVL_MODE_DATA;
     char *send = calloc(count * n + 1, esz), *recv = calloc(count * n + 1, esz);
     want_ctx w = {op, size_, 0, size_ > 2 ? 2 : 0};
     nvl_status_t st = NVL_OK;
+    char *s = data ? send : NULL, *r = data ? recv : NULL;
     switch (coll) {
     case NVL_COLL_ALLREDUCE:
         fill(send, dt, rank_, count, 0, op);
-        st = nvl_allreduce(comm, data ? send : NULL, data ? recv : NULL, count, dt, op, NULL);
-        if (data && st == NVL_OK)
-            expect(label, recv, dt, count, want_reduced, &w);
+        if (inplace)
+            r = s;
+        st = nvl_allreduce(comm, s, r, count, dt, op, NULL);
+        if (data && st == NVL_OK) {
+            expect(label, r, dt, count, want_reduced, &w);
+            expect_same_bits(label, r, count * esz);
+        }
         break;
     case NVL_COLL_REDUCESCATTER:
         fill(send, dt, rank_, count * n, 0, op);
-        st = nvl_reducescatter(comm, data ? send : NULL, data ? recv : NULL, count, dt, op, NULL);
+        if (inplace && data) /* recvbuf = sendbuf + rank * recvcount */
+            r = send + (size_t)rank_ * count * esz;
+        st = nvl_reducescatter(comm, s, r, count, dt, op, NULL);
         w.off = (size_t)rank_ * count;
         if (data && st == NVL_OK)
-            expect(label, recv, dt, count, want_reduced, &w);
+            expect(label, r, dt, count, want_reduced, &w);
         break;
     case NVL_COLL_ALLGATHER:
-        fill(send, dt, rank_, count, 0, NVL_OP_SUM);
-        st = nvl_allgather(comm, data ? send : NULL, data ? recv : NULL, count, dt, NULL);
+        if (inplace && data) { /* sendbuf = recvbuf + rank * sendcount */
+            s = recv + (size_t)rank_ * count * esz;
+            fill(s, dt, rank_, count, 0, NVL_OP_SUM);
+        } else {
+            fill(send, dt, rank_, count, 0, NVL_OP_SUM);
+        }
+        st = nvl_allgather(comm, s, r, count, dt, NULL);
         w.off = count;
         if (data && st == NVL_OK && count > 0)
-            expect(label, recv, dt, count * n, want_gathered, &w);
+            expect(label, r, dt, count * n, want_gathered, &w);
         break;
     case NVL_COLL_BROADCAST:
         fill(send, dt, rank_, count, 0, NVL_OP_SUM);
-        st = nvl_broadcast(comm, data ? send : NULL, data ? recv : NULL, count, dt, w.root, NULL);
+        if (inplace)
+            r = s;
+        st = nvl_broadcast(comm, s, r, count, dt, w.root, NULL);
         if (data && st == NVL_OK)
-            expect(label, recv, dt, count, want_root, &w);
+            expect(label, r, dt, count, want_root, &w);
         break;
     case NVL_COLL_REDUCE:
         fill(send, dt, rank_, count, 0, op);
-        st = nvl_reduce(comm, data ? send : NULL, data ? recv : NULL, count, dt, op, w.root, NULL);
+        if (inplace)
+            r = s;
+        st = nvl_reduce(comm, s, r, count, dt, op, w.root, NULL);
         if (data && st == NVL_OK && rank_ == w.root)
-            expect(label, recv, dt, count, want_reduced, &w);
+            expect(label, r, dt, count, want_reduced, &w);
         break;
-    case NVL_COLL_ALLTOALL:
+    case NVL_COLL_ALLTOALL: /* never in place (as in NCCL) */
         fill(send, dt, rank_, count * n, 0, NVL_OP_SUM);
-        st = nvl_alltoall(comm, data ? send : NULL, data ? recv : NULL, count, dt, NULL);
+        st = nvl_alltoall(comm, s, r, count, dt, NULL);
         w.off = count;
         if (data && st == NVL_OK && count > 0)
-            expect(label, recv, dt, count * n, want_a2a, &w);
+            expect(label, r, dt, count * n, want_a2a, &w);
         break;
     case NVL_COLL_SENDRECV:
         fill(send, dt, rank_, count, 0, NVL_OP_SUM);
-        st = nvl_sendrecv(comm, data ? send : NULL, (rank_ + 1) % size_,
-                          data ? recv : NULL, (rank_ - 1 + size_) % size_, count, dt, NULL);
+        if (inplace)
+            r = s;
+        st = nvl_sendrecv(comm, s, (rank_ + 1) % size_, r,
+                          (rank_ - 1 + size_) % size_, count, dt, NULL);
         if (data && st == NVL_OK)
-            expect(label, recv, dt, count, want_prev, &w);
+            expect(label, r, dt, count, want_prev, &w);
         break;
     default:
         break;
@@ -201,14 +239,45 @@ int main(int argc, char **argv)
             for (int i = 0; i < NVL_ALGO_COUNT; i++) cfg.algo_enabled[i] = i == a;
             for (int i = 0; i < NVL_PROTO_COUNT; i++) cfg.proto_enabled[i] = i == p;
             nvl_comm_set_tuner(comm, &cfg);
-            char label[128];
-            snprintf(label, sizeof label, "%s %s/%s %s %s count=%zu",
+            /* half of the calls in place, alternating over every axis */
+            int inplace = (coll + a + p + dt + op + (int)ci) % 2;
+            char label[160];
+            snprintf(label, sizeof label, "%s %s/%s %s %s count=%zu%s",
                      nvl_coll_name((nvl_coll_t)coll), nvl_algo_key((nvl_algo_t)a),
                      nvl_proto_key((nvl_proto_t)p), nvl_dtype_name((nvl_dtype_t)dt),
-                     nvl_redop_name((nvl_redop_t)op), counts[ci]);
+                     nvl_redop_name((nvl_redop_t)op), counts[ci],
+                     inplace ? " in place" : "");
             times[mode][ncalls++ % 4096] =
                 run_one(comm, (nvl_coll_t)coll, (nvl_dtype_t)dt, (nvl_redop_t)op,
-                        counts[ci], label);
+                        counts[ci], inplace, label);
+        }
+        /* allreduce as the tuner picks, at the sizes where groups of up to
+         * 8 change how the data moves (src/coll/direct.c): the largest
+         * whole buffer that rides along with the agreement (16 KB) and one
+         * element more, every dtype and op; in groups of up to 8, also the
+         * largest shares (64 KB per member), one element more and a larger
+         * uneven size, one op per dtype */
+        nvl_tuner_cfg_t dflt;
+        nvl_tuner_cfg_default(&dflt);
+        nvl_comm_set_tuner(comm, &dflt);
+        for (int dt = 0; dt < NVL_DT_COUNT; dt++)
+        for (int op = 0; op < NVL_OP_COUNT; op++)
+        for (int k = 0; k < 5; k++) {
+            if (k >= 2 && (size_ > 8 || op != (dt + k) % NVL_OP_COUNT))
+                continue;
+            size_t esz = nvl_dtype_size((nvl_dtype_t)dt);
+            size_t whole = 16384 / esz, shares = (size_t)size_ * 65536 / esz;
+            size_t sizes[5] = {whole, whole + 1, shares, shares + 1,
+                               2 * shares + 3};
+            int inplace = (dt + op + k) % 2;
+            char label[160];
+            snprintf(label, sizeof label, "AllReduce tuned %s %s count=%zu%s",
+                     nvl_dtype_name((nvl_dtype_t)dt),
+                     nvl_redop_name((nvl_redop_t)op), sizes[k],
+                     inplace ? " in place" : "");
+            times[mode][ncalls++ % 4096] =
+                run_one(comm, NVL_COLL_ALLREDUCE, (nvl_dtype_t)dt,
+                        (nvl_redop_t)op, sizes[k], inplace, label);
         }
     }
     for (int i = 0; i < ncalls && i < 4096; i++)

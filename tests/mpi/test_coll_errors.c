@@ -1,7 +1,9 @@
 /* MPI test: bad collective calls fail on every rank, are reported exactly
- * once across the job, and never hang.  Run at 3 and 5 ranks. */
+ * once across the job, and never hang.  Run at 3 and 5 ranks (members
+ * agree by a direct exchange that carries data) and 9 (by an allreduce). */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nvlemu/coll.h"
@@ -77,6 +79,45 @@ int main(int argc, char **argv)
     /* NULL buffers in data mode */
     st = nvl_allreduce(comm, NULL, NULL, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("NULL buffer", st, NVL_ERR_INVALID, "NULL buffer");
+    /* In groups of up to 8 the agreement messages carry the data: whole
+     * buffers (up to 16 KB), one share per member (up to 64 KB each), or
+     * nothing (larger).  Calls that disagree across those paths, or only on
+     * what the data means, must still fail everywhere with one report. */
+    size_t big = 100000; /* 400 KB: too large to ride along */
+    float *bin = calloc(big, sizeof *bin), *bout = calloc(big, sizeof *bout);
+    if (bin == NULL || bout == NULL)
+        return 1;
+    st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? big : 8, NVL_DT_F32,
+                       NVL_OP_SUM, NULL);
+    expect("large vs whole-buffer count", st, NVL_ERR_MISMATCH,
+           "member 1 (GPU 1) called AllReduce(count=100000");
+    st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? 6000 : big, NVL_DT_F32,
+                       NVL_OP_SUM, NULL);
+    expect("shares vs large count", st, NVL_ERR_MISMATCH,
+           "AllReduce(count=6000, float, sum)");
+    st = nvl_allreduce(comm, bin, bout, 8,
+                       rank_ == 2 ? NVL_DT_BF16 : NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("dtype mismatch", st, NVL_ERR_MISMATCH, "bfloat16");
+    st = nvl_allreduce(comm, bin, bout, 8, NVL_DT_F32,
+                       rank_ == 1 ? NVL_OP_MAX : NVL_OP_SUM, NULL);
+    expect("op mismatch, same bytes", st, NVL_ERR_MISMATCH,
+           "AllReduce(count=8, float, max)");
+    nvl_comm_set_mode(comm, rank_ == 1 ? NVL_MODE_TIMING : NVL_MODE_DATA);
+    st = nvl_allreduce(comm, bin, bout, 2000, NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("mode mismatch", st, NVL_ERR_MISMATCH, "in timing mode");
+    nvl_comm_set_mode(comm, NVL_MODE_DATA);
+    st = rank_ == 2 ? nvl_allreduce(comm, NULL, NULL, big, NVL_DT_F32,
+                                    NVL_OP_SUM, NULL)
+                    : nvl_allreduce(comm, bin, bout, 8, NVL_DT_F32,
+                                    NVL_OP_SUM, NULL);
+    expect("bad arguments on one member", st, NVL_ERR_INVALID, "NULL buffer");
+    st = rank_ == 0 ? nvl_broadcast(comm, bin, bout, big, NVL_DT_F32, 0, NULL)
+                    : nvl_allreduce(comm, bin, bout, big, NVL_DT_F32,
+                                    NVL_OP_SUM, NULL);
+    expect("broadcast vs large allreduce", st, NVL_ERR_MISMATCH,
+           "Broadcast(count=100000, float, root=0)");
+    free(bin);
+    free(bout);
     /* afterwards the communicator still works, and the clock moved only for
      * calls that ran */
     st = nvl_allreduce(comm, buf, out, 8, NVL_DT_F32, NVL_OP_SUM, NULL);

@@ -1,0 +1,145 @@
+/* nvlemu: the compute cost model.  How long one kernel takes on one emulated
+ * GPU, from that GPU's entry in the topology (after its what-if overrides):
+ *
+ *   matmul     t = overhead + max(FLOPs / (peak(dtype) x e_c(k)),
+ *                                 bytes / (HBM bw x e_m(m, n)))
+ *              e_c(k)    = matmul_efficiency x k / (k + matmul_k_pad)
+ *              e_m(m, n) = hbm_efficiency x
+ *                          min(1, n ceil(m/64) / (sms x matmul_cols_per_sm))
+ *                              ^ matmul_width_exp
+ *   attention  t = overhead + max(FLOPs / (bf16 peak x attn_efficiency),
+ *                                 exps on the SFUs / exp_rate,
+ *                                 KV and Q/O bytes / (HBM bw x hbm_efficiency))
+ *              FA3: every exp on the SFUs; FA4: a share fa4_exp_fma_share of
+ *              them as polynomials on the FMA units
+ *   memory-bound element-wise kernels
+ *              t = overhead + bytes / (HBM bw x hbm_efficiency)
+ *
+ * where overhead is the GPU's kernel_overhead, or kernel_overhead -
+ * kernel_floor inside a persistent kernel.  docs/cost-model.md gives each
+ * formula's reasoning and the source of every constant.
+ *
+ * Host launch (nvl_stream_t): in eager mode the host spends launch_overhead
+ * per kernel and [nccl] launch_overhead per collective, and a kernel cannot
+ * start before the host has launched it; a CUDA graph costs one
+ * launch_overhead per forward pass; a persistent kernel costs nothing. */
+#ifndef NVLEMU_COST_H
+#define NVLEMU_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nvlemu/status.h"
+#include "nvlemu/topo.h"
+#include "nvlemu/vclock.h"
+
+/* Weight (and matmul input) element types.  FP4 is MXFP4: 4-bit elements
+ * with one 8-bit scale per 32, so 0.53125 bytes per element. */
+typedef enum {
+    NVL_WDT_BF16,
+    NVL_WDT_FP8,
+    NVL_WDT_FP4,
+    NVL_WDT_COUNT
+} nvl_wdtype_t;
+
+typedef enum { NVL_ATTN_FA3, NVL_ATTN_FA4, NVL_ATTN_COUNT } nvl_attn_impl_t;
+
+/* none: every element-wise step its own kernel; typical: what serving
+ * engines fuse (residual add into RMSNorm, SiLU x up into one kernel,
+ * q/k/v and gate/up as one matmul each, biases in the matmul epilogue). */
+typedef enum { NVL_FUSION_NONE, NVL_FUSION_TYPICAL, NVL_FUSION_COUNT } nvl_fusion_t;
+
+typedef enum {
+    NVL_LAUNCH_EAGER,
+    NVL_LAUNCH_GRAPH,
+    NVL_LAUNCH_PERSISTENT,
+    NVL_LAUNCH_COUNT
+} nvl_launch_t;
+
+/* Names as the command line spells them ("bf16", "fp8", "fp4"; "fa3",
+ * "fa4"; "none", "typical"; "eager", "graph", "persistent"), and their
+ * parsers: an unknown name is reported with the accepted ones, naming
+ * `what` (the option), and NVL_ERR_INVALID returned. */
+const char *nvl_wdtype_name(nvl_wdtype_t dt);
+const char *nvl_attn_name(nvl_attn_impl_t attn);
+const char *nvl_fusion_name(nvl_fusion_t fusion);
+const char *nvl_launch_name(nvl_launch_t launch);
+nvl_status_t nvl_wdtype_parse(const char *what, const char *name,
+                              nvl_wdtype_t *dt_out);
+nvl_status_t nvl_attn_parse(const char *what, const char *name,
+                            nvl_attn_impl_t *attn_out);
+nvl_status_t nvl_fusion_parse(const char *what, const char *name,
+                              nvl_fusion_t *fusion_out);
+nvl_status_t nvl_launch_parse(const char *what, const char *name,
+                              nvl_launch_t *launch_out);
+
+/* Bytes per element, block scales included. */
+double nvl_wdtype_bytes(nvl_wdtype_t dt);
+
+/* How kernels run on one GPU. */
+typedef struct {
+    const nvl_topo_t *topo;
+    uint32_t gpu;              /* topology index (what-if overrides apply) */
+    nvl_wdtype_t weight_dtype; /* matmul weights and inputs */
+    nvl_wdtype_t kv_dtype;     /* the KV cache (bf16 or fp8) */
+    nvl_attn_impl_t attn;
+    nvl_fusion_t fusion;
+    nvl_launch_t launch;
+} nvl_cost_cfg_t;
+
+/* The cost of one kernel: its duration and the work it did. */
+typedef struct {
+    int64_t time_ps;
+    double flops;
+    double bytes; /* HBM bytes read and written */
+} nvl_kernel_cost_t;
+
+/* y[m, n] = x[m, k] W[n, k]^T with W in the weight dtype, x in it too
+ * (bf16 for bf16 weights), y in bf16.  m, n or k == 0 costs nothing. */
+nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
+                                  uint64_t n, uint64_t k);
+
+/* Attention of one kernel launch over n_seqs sequences: sequence i runs
+ * new_tokens[i] query positions against past[i] cached positions plus its
+ * own (causal), with q_heads query and kv_heads key/value heads of head_dim
+ * on this GPU.  Decode is new_tokens[i] == 1.  Reads the whole KV (past +
+ * new positions) in kv_dtype, writes the new KV, reads Q and writes O in
+ * bf16.  q_heads == 0 (a rank idle in attention) costs nothing. */
+nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
+                                     const uint64_t *new_tokens,
+                                     const uint64_t *past, uint32_t q_heads,
+                                     uint32_t kv_heads, uint32_t head_dim);
+
+/* A memory-bound kernel moving `bytes` through HBM (read + written). */
+nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes);
+
+/* ---- host launch ------------------------------------------------------ */
+
+/* One rank's host thread issuing work to its GPU (whose clock is the
+ * rank's virtual clock). */
+typedef struct {
+    const nvl_cost_cfg_t *cfg;
+    int64_t host_ps;       /* when the host is free to launch the next */
+    int64_t launch_wait_ps; /* GPU time spent waiting for launches, total */
+} nvl_stream_t;
+
+/* A stream whose host is ready at the GPU clock's current time. */
+void nvl_stream_init(nvl_stream_t *s, const nvl_cost_cfg_t *cfg,
+                     const nvl_vclock_t *gpu);
+
+/* Starts a forward pass: a CUDA graph's one launch (graph mode). */
+void nvl_stream_begin_pass(nvl_stream_t *s, const nvl_vclock_t *gpu);
+
+/* Issues one kernel of duration dur_ps: the GPU clock moves to the later
+ * of itself and the kernel's launch, then by dur_ps.  Returns the kernel's
+ * start time. */
+int64_t nvl_stream_kernel(nvl_stream_t *s, nvl_vclock_t *gpu, int64_t dur_ps);
+
+/* Before a collective: the host launches it (eager: [nccl]
+ * launch_overhead); the GPU clock moves to the launch if that is later. */
+void nvl_stream_collective(nvl_stream_t *s, nvl_vclock_t *gpu);
+
+/* The host waits for the GPU (reading the sampled tokens). */
+void nvl_stream_sync(nvl_stream_t *s, const nvl_vclock_t *gpu);
+
+#endif

@@ -1,0 +1,70 @@
+/* Private to src/cli: `nvlemu run`'s inputs and results, shared by the
+ * command (cmd_run.c), its report (run_report.c) and its trace
+ * (run_trace.c). */
+#ifndef NVLEMU_CLI_RUN_H
+#define NVLEMU_CLI_RUN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nvlemu/engine.h"
+
+typedef struct {
+    const char *topo_path, *model, *json, *trace;
+    const char **sets;
+    int n_sets;
+    long batch, prompt_len, gen_len, ctx, layers, trace_steps, seed;
+    nvl_wdtype_t dtype, kv_dtype;
+    nvl_attn_impl_t attn;
+    nvl_fusion_t fusion;
+    nvl_launch_t launch;
+    int attn_set;       /* --attn given (else the GPU's default) */
+    int mode;           /* -1: choose; else nvl_mode_t */
+    int help;
+} nvl_run_args_t;
+
+/* One rank's totals, gathered on rank 0 (all doubles: one MPI_Gather). */
+typedef struct {
+    double prefill_ps[NVL_PART_COUNT];
+    double prefill_layers_ps[NVL_PART_COUNT];
+    double decode_ps[NVL_PART_COUNT];        /* summed over decode steps */
+    double decode_layers_ps[NVL_PART_COUNT];
+    double decode_flops, decode_hbm_bytes, decode_coll_bytes;
+    double prefill_flops;
+    double q_heads, kv_heads, intermediate, vocab; /* this rank's shard */
+    double peak_rss_bytes;
+} nvl_run_rank_t;
+
+/* What rank 0 reports. */
+typedef struct {
+    const nvl_run_args_t *args;
+    const nvl_model_config_t *cfg;
+    const nvl_topo_t *topo;
+    nvl_mode_t mode;
+    const char *weights;      /* "checkpoint DIR", "synthetic", "none" */
+    int tp;
+    uint32_t layers;
+    uint64_t prompt_len, gen_len; /* after --ctx */
+    int64_t *pass_end_ps;     /* latest end over the ranks, per pass */
+    double *pass_wall_s;      /* rank 0's wall time per pass */
+    size_t n_passes;
+    nvl_run_rank_t *ranks;    /* tp entries */
+    double weight_bytes, kv_bytes; /* per GPU, the largest shard */
+    double wall_s;
+    const int32_t *tokens;    /* batch x gen_len (data mode) */
+} nvl_run_result_t;
+
+/* Writes the readable report. */
+void nvl_run_report_text(const nvl_run_result_t *r, FILE *out);
+
+/* Writes the JSON report (stable keys, docs/run.md); reports and returns
+ * NVL_ERR_IO if path cannot be written ('-': standard output). */
+nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path);
+
+/* Collective over comm: every rank's recorded events to a Chrome trace
+ * written by rank 0 to `out` (opened by rank 0; NULL elsewhere), one track
+ * per rank. */
+nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
+                                 const nvl_topo_t *topo, FILE *out);
+
+#endif

@@ -1,0 +1,334 @@
+/* nvlemu run's report: the readable text and the JSON with stable keys
+ * (docs/run.md lists them).  Times are the emulated GPU times; a decode
+ * step lasts from the end of the previous pass to the end of its own
+ * (latest rank), so TPOT includes sampling and the host's turn-around. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvlemu/runtime.h"
+#include "run.h"
+
+#define MS(ps) ((ps) / 1e9)
+
+/* Derived numbers, shared by both outputs. */
+typedef struct {
+    size_t steps;            /* decode steps */
+    double ttft_ms, tpot_ms, tpot_min_ms, tpot_max_ms, e2e_ms;
+    double tokens_per_s, tokens_per_s_per_gpu, tokens_per_s_rack;
+    int replicas;            /* TP groups of this size in the system */
+    double dec[NVL_PART_COUNT], dec_layer[NVL_PART_COUNT]; /* mean ms */
+    double pre[NVL_PART_COUNT], pre_layer[NVL_PART_COUNT];
+    double dec_total, pre_total;
+    int slowest, fastest;    /* ranks: least and most idle in decode */
+    double busy_ms[2], idle_ms[2];
+    double q_min, q_max, i_min, i_max, v_min, v_max;
+    int attn_idle_ranks;
+    double hbm_bytes, rss_max, wall_per_step_s;
+    double decode_tflops_per_gpu, decode_hbm_tb_per_s;
+} derived_t;
+
+static void derive(const nvl_run_result_t *r, derived_t *d)
+{
+    memset(d, 0, sizeof *d);
+    int n = r->tp;
+    d->steps = r->n_passes > 0 ? r->n_passes - 1 : 0;
+    d->ttft_ms = r->n_passes ? MS((double)r->pass_end_ps[0]) : 0;
+    d->e2e_ms = r->n_passes ? MS((double)r->pass_end_ps[r->n_passes - 1]) : 0;
+    d->tpot_min_ms = INFINITY;
+    double wall = 0;
+    for (size_t i = 1; i < r->n_passes; i++) {
+        double ms = MS((double)(r->pass_end_ps[i] - r->pass_end_ps[i - 1]));
+        d->tpot_ms += ms / (double)d->steps;
+        d->tpot_min_ms = fmin(d->tpot_min_ms, ms);
+        d->tpot_max_ms = fmax(d->tpot_max_ms, ms);
+        wall += r->pass_wall_s[i];
+    }
+    if (d->steps == 0)
+        d->tpot_min_ms = 0;
+    d->wall_per_step_s = d->steps ? wall / (double)d->steps : 0;
+    double batch = (double)r->args->batch;
+    if (d->tpot_ms > 0) {
+        d->tokens_per_s = batch / (d->tpot_ms / 1e3);
+        d->tokens_per_s_per_gpu = d->tokens_per_s / n;
+    }
+    d->replicas = (int)(r->topo->gpus / (uint32_t)n);
+    d->tokens_per_s_rack = d->tokens_per_s * d->replicas;
+    double steps = d->steps ? (double)d->steps : 1;
+    double layers = r->layers ? (double)r->layers : 1;
+    double best_idle = INFINITY, worst_idle = -1;
+    d->q_min = d->i_min = d->v_min = INFINITY;
+    for (int k = 0; k < n; k++) {
+        const nvl_run_rank_t *x = &r->ranks[k];
+        double total = 0;
+        for (int p = 0; p < NVL_PART_COUNT; p++) {
+            d->dec[p] += MS(x->decode_ps[p]) / steps / n;
+            d->dec_layer[p] += MS(x->decode_layers_ps[p]) / steps / layers / n;
+            d->pre[p] += MS(x->prefill_ps[p]) / n;
+            d->pre_layer[p] += MS(x->prefill_layers_ps[p]) / layers / n;
+            total += MS(x->decode_ps[p]) / steps;
+        }
+        double idle = (MS(x->decode_ps[NVL_PART_WAIT]) +
+                       MS(x->decode_ps[NVL_PART_LAUNCH])) / steps;
+        if (idle < best_idle) {
+            best_idle = idle;
+            d->slowest = k;
+            d->busy_ms[0] = total - idle;
+            d->idle_ms[0] = idle;
+        }
+        if (idle > worst_idle) {
+            worst_idle = idle;
+            d->fastest = k;
+            d->busy_ms[1] = total - idle;
+            d->idle_ms[1] = idle;
+        }
+        d->q_min = fmin(d->q_min, x->q_heads);
+        d->q_max = fmax(d->q_max, x->q_heads);
+        d->i_min = fmin(d->i_min, x->intermediate);
+        d->i_max = fmax(d->i_max, x->intermediate);
+        d->v_min = fmin(d->v_min, x->vocab);
+        d->v_max = fmax(d->v_max, x->vocab);
+        d->attn_idle_ranks += x->q_heads == 0;
+        d->rss_max = fmax(d->rss_max, x->peak_rss_bytes);
+        d->decode_tflops_per_gpu += x->decode_flops / n;
+        d->decode_hbm_tb_per_s += x->decode_hbm_bytes / n;
+    }
+    double dec_s = d->tpot_ms * steps / 1e3;
+    d->decode_tflops_per_gpu = dec_s > 0 ? d->decode_tflops_per_gpu / dec_s / 1e12 : 0;
+    d->decode_hbm_tb_per_s = dec_s > 0 ? d->decode_hbm_tb_per_s / dec_s / 1e12 : 0;
+    for (int p = 0; p < NVL_PART_COUNT; p++) {
+        d->dec_total += d->dec[p];
+        d->pre_total += d->pre[p];
+    }
+    d->hbm_bytes = (double)r->topo->gpu.hbm_bytes;
+}
+
+static double pct(double part, double total)
+{
+    return total > 0 ? 100.0 * part / total : 0;
+}
+
+static void breakdown_text(FILE *out, const char *title, const double *parts,
+                           double total, const char *unit, double scale)
+{
+    fprintf(out, "\n%-40s %10s %7s\n", title, unit, "share");
+    for (int p = 0; p < NVL_PART_COUNT; p++)
+        fprintf(out, "  %-38s %10.3f %6.1f%%\n",
+                p == NVL_PART_LAUNCH ? "launch (GPU waits for the host)"
+                : p == NVL_PART_WAIT ? "wait (GPU waits for slower ranks)"
+                                     : nvl_part_name((nvl_part_t)p),
+                parts[p] * scale, pct(parts[p], total));
+    double comp = parts[NVL_PART_GEMM] + parts[NVL_PART_ATTN] +
+                  parts[NVL_PART_OTHER];
+    double idle = parts[NVL_PART_LAUNCH] + parts[NVL_PART_WAIT];
+    fprintf(out, "  %-38s %10.3f\n", "total", total * scale);
+    fprintf(out, "  compute %.1f%% | communication %.1f%% | idle %.1f%%\n",
+            pct(comp, total), pct(parts[NVL_PART_COLL], total),
+            pct(idle, total));
+}
+
+void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
+{
+    derived_t d;
+    derive(r, &d);
+    const nvl_run_args_t *a = r->args;
+    nvl_runtime_print_header(out);
+    fprintf(out, "# nvlemu run: %s (%u of %u layers) on %s, TP %d, %s mode, "
+                 "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
+            r->topo->name, r->tp,
+            r->mode == NVL_MODE_DATA ? "data" : "timing", r->weights);
+    fprintf(out, "# batch %ld, prompt %llu tokens, %llu new tokens per "
+                 "sequence%s; weights %s, KV %s, attention %s, fusion %s, "
+                 "launch %s\n", a->batch,
+            (unsigned long long)r->prompt_len, (unsigned long long)r->gen_len,
+            a->ctx ? " (--ctx: one steady-state decode step)" : "",
+            nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
+            nvl_attn_name(a->attn), nvl_fusion_name(a->fusion),
+            nvl_launch_name(a->launch));
+    for (int i = 0; i < a->n_sets; i++)
+        fprintf(out, "# what-if: --set %s\n", a->sets[i]);
+    fprintf(out, "# shards per rank: q heads %.0f..%.0f of %u, MLP rows "
+                 "%.0f..%.0f of %u, vocabulary %.0f..%.0f of %u",
+            d.q_min, d.q_max, r->cfg->q_heads, d.i_min, d.i_max,
+            r->cfg->intermediate, d.v_min, d.v_max, r->cfg->vocab);
+    if (d.attn_idle_ranks > 0)
+        fprintf(out, "; %d rank(s) idle in attention", d.attn_idle_ranks);
+    fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB of "
+                 "%.0f GB HBM%s\n", r->weight_bytes / 1e9, r->kv_bytes / 1e9,
+            d.hbm_bytes / 1e9,
+            r->weight_bytes + r->kv_bytes > d.hbm_bytes
+                ? " -- DOES NOT FIT on the real GPU"
+                : "");
+    if (r->tokens != NULL && a->batch <= 4) {
+        for (long b = 0; b < a->batch; b++) {
+            fprintf(out, "# sequence %ld tokens:", b);
+            for (uint64_t s = 0; s < r->gen_len && s < 16; s++)
+                fprintf(out, " %d", r->tokens[(uint64_t)b * r->gen_len + s]);
+            fprintf(out, "%s\n", r->gen_len > 16 ? " ..." : "");
+        }
+    }
+    fprintf(out, "\nTTFT        %10.3f ms   prefill of %ld x %llu tokens\n",
+            d.ttft_ms, a->batch, (unsigned long long)r->prompt_len);
+    if (d.steps > 0) {
+        fprintf(out, "TPOT        %10.3f ms   mean of %zu decode step(s); "
+                     "min %.3f, max %.3f\n", d.tpot_ms, d.steps,
+                d.tpot_min_ms, d.tpot_max_ms);
+        if (d.steps <= 8) {
+            fprintf(out, "  per step (ms):");
+            for (size_t i = 1; i < r->n_passes; i++)
+                fprintf(out, " %.3f", MS((double)(r->pass_end_ps[i] -
+                                                  r->pass_end_ps[i - 1])));
+            fprintf(out, "\n");
+        }
+        fprintf(out, "throughput  %10.1f tokens/s for this TP group, %.1f "
+                     "per GPU\n", d.tokens_per_s, d.tokens_per_s_per_gpu);
+        fprintf(out, "rack        %10.1f tokens/s with %d TP group(s) of %d "
+                     "on the %u GPUs\n", d.tokens_per_s_rack, d.replicas,
+                r->tp, r->topo->gpus);
+        fprintf(out, "decode      %10.2f TFLOP/s and %.2f TB/s of HBM per "
+                     "GPU\n", d.decode_tflops_per_gpu, d.decode_hbm_tb_per_s);
+        breakdown_text(out, "decode step (mean over steps and ranks)",
+                       d.dec, d.dec_total, "ms", 1.0);
+        char t[64];
+        snprintf(t, sizeof t, "per layer, decode (mean of %u)", r->layers);
+        breakdown_text(out, t, d.dec_layer, d.dec_layer[0] + d.dec_layer[1] +
+                       d.dec_layer[2] + d.dec_layer[3] + d.dec_layer[4] +
+                       d.dec_layer[5], "us", 1e3);
+        fprintf(out, "  slowest rank %d: busy %.3f ms, idle %.3f ms per "
+                     "step; fastest rank %d: busy %.3f ms, idle %.3f ms\n",
+                d.slowest, d.busy_ms[0], d.idle_ms[0], d.fastest,
+                d.busy_ms[1], d.idle_ms[1]);
+    }
+    breakdown_text(out, "prefill (mean over ranks)", d.pre, d.pre_total, "ms",
+                   1.0);
+    fprintf(out, "\n# emulation: %.2f s wall, %.4f s per decode step, peak "
+                 "RSS %.1f MB per rank (largest)\n", r->wall_s,
+            d.wall_per_step_s, d.rss_max / 1e6);
+}
+
+static json_t *parts_json(const double *parts, double total, double scale,
+                          const char *unit)
+{
+    json_t *o = json_object();
+    char k[64];
+    for (int p = 0; p < NVL_PART_COUNT; p++) {
+        snprintf(k, sizeof k, "%s_%s", nvl_part_name((nvl_part_t)p), unit);
+        json_object_set_new(o, k, json_real(parts[p] * scale));
+        snprintf(k, sizeof k, "%s_share", nvl_part_name((nvl_part_t)p));
+        json_object_set_new(o, k, json_real(total > 0 ? parts[p] / total : 0));
+    }
+    double comp = parts[NVL_PART_GEMM] + parts[NVL_PART_ATTN] +
+                  parts[NVL_PART_OTHER];
+    snprintf(k, sizeof k, "total_%s", unit);
+    json_object_set_new(o, k, json_real(total * scale));
+    snprintf(k, sizeof k, "compute_%s", unit);
+    json_object_set_new(o, k, json_real(comp * scale));
+    snprintf(k, sizeof k, "communication_%s", unit);
+    json_object_set_new(o, k, json_real(parts[NVL_PART_COLL] * scale));
+    snprintf(k, sizeof k, "idle_%s", unit);
+    json_object_set_new(o, k, json_real((parts[NVL_PART_LAUNCH] +
+                                         parts[NVL_PART_WAIT]) * scale));
+    return o;
+}
+
+nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
+{
+    derived_t d;
+    derive(r, &d);
+    const nvl_run_args_t *a = r->args;
+    json_t *in = json_object(), *sets = json_array();
+    for (int i = 0; i < a->n_sets; i++)
+        json_array_append_new(sets, json_string(a->sets[i]));
+    json_object_set_new(in, "model", json_string(r->cfg->name));
+    json_object_set_new(in, "topology", json_string(a->topo_path));
+    json_object_set_new(in, "system", json_string(r->topo->name));
+    json_object_set_new(in, "set", sets);
+    json_object_set_new(in, "tp", json_integer(r->tp));
+    json_object_set_new(in, "batch", json_integer(a->batch));
+    json_object_set_new(in, "prompt_len", json_integer((json_int_t)r->prompt_len));
+    json_object_set_new(in, "gen_len", json_integer((json_int_t)r->gen_len));
+    json_object_set_new(in, "ctx", a->ctx ? json_integer(a->ctx) : json_null());
+    json_object_set_new(in, "layers", json_integer(r->layers));
+    json_object_set_new(in, "dtype", json_string(nvl_wdtype_name(a->dtype)));
+    json_object_set_new(in, "kv_dtype", json_string(nvl_wdtype_name(a->kv_dtype)));
+    json_object_set_new(in, "attn", json_string(nvl_attn_name(a->attn)));
+    json_object_set_new(in, "fusion", json_string(nvl_fusion_name(a->fusion)));
+    json_object_set_new(in, "launch", json_string(nvl_launch_name(a->launch)));
+    json_object_set_new(in, "mode", json_string(r->mode == NVL_MODE_DATA
+                                                    ? "data" : "timing"));
+    json_object_set_new(in, "weights", json_string(r->weights));
+    json_object_set_new(in, "seed", json_integer(a->seed));
+    const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
+    json_object_set_new(in, "nccl_algo", algo ? json_string(algo) : json_null());
+    json_object_set_new(in, "nccl_proto", proto ? json_string(proto) : json_null());
+
+    json_t *root = json_object(), *steps = json_array();
+    for (size_t i = 1; i < r->n_passes; i++)
+        json_array_append_new(steps, json_real(MS((double)(
+                                         r->pass_end_ps[i] - r->pass_end_ps[i - 1]))));
+    json_object_set_new(root, "inputs", in);
+    json_object_set_new(root, "ttft_ms", json_real(d.ttft_ms));
+    json_object_set_new(root, "tpot_ms", d.steps ? json_real(d.tpot_ms) : json_null());
+    json_object_set_new(root, "tpot_ms_steps", steps);
+    json_object_set_new(root, "e2e_ms", json_real(d.e2e_ms));
+    json_object_set_new(root, "tokens_per_s", json_real(d.tokens_per_s));
+    json_object_set_new(root, "tokens_per_s_per_gpu", json_real(d.tokens_per_s_per_gpu));
+    json_object_set_new(root, "tokens_per_s_rack", json_real(d.tokens_per_s_rack));
+    json_object_set_new(root, "replicas_per_system", json_integer(d.replicas));
+    json_object_set_new(root, "decode_tflops_per_gpu", json_real(d.decode_tflops_per_gpu));
+    json_object_set_new(root, "decode_hbm_tb_per_s_per_gpu", json_real(d.decode_hbm_tb_per_s));
+    json_object_set_new(root, "decode_step_breakdown",
+                        parts_json(d.dec, d.dec_total, 1.0, "ms"));
+    double lt = 0;
+    for (int p = 0; p < NVL_PART_COUNT; p++)
+        lt += d.dec_layer[p];
+    json_object_set_new(root, "decode_layer_breakdown",
+                        parts_json(d.dec_layer, lt, 1e3, "us"));
+    json_object_set_new(root, "prefill_breakdown",
+                        parts_json(d.pre, d.pre_total, 1.0, "ms"));
+    json_object_set_new(root, "slowest_rank",
+                        json_pack("{s:i, s:f, s:f}", "rank", d.slowest,
+                                  "busy_ms", d.busy_ms[0], "idle_ms", d.idle_ms[0]));
+    json_object_set_new(root, "fastest_rank",
+                        json_pack("{s:i, s:f, s:f}", "rank", d.fastest,
+                                  "busy_ms", d.busy_ms[1], "idle_ms", d.idle_ms[1]));
+    json_object_set_new(root, "shards",
+                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:i}",
+                                  "q_heads_min", d.q_min, "q_heads_max", d.q_max,
+                                  "intermediate_min", d.i_min,
+                                  "intermediate_max", d.i_max, "vocab_min", d.v_min,
+                                  "vocab_max", d.v_max, "attention_idle_ranks",
+                                  d.attn_idle_ranks));
+    json_object_set_new(root, "memory_per_gpu",
+                        json_pack("{s:f, s:f, s:f, s:b}", "weights_gb",
+                                  r->weight_bytes / 1e9, "kv_cache_gb",
+                                  r->kv_bytes / 1e9, "hbm_gb", d.hbm_bytes / 1e9,
+                                  "fits", r->weight_bytes + r->kv_bytes <= d.hbm_bytes));
+    json_object_set_new(root, "emulation",
+                        json_pack("{s:f, s:f, s:f}", "wall_s", r->wall_s,
+                                  "wall_s_per_decode_step", d.wall_per_step_s,
+                                  "peak_rss_mb_max", d.rss_max / 1e6));
+    if (r->tokens != NULL) {
+        json_t *toks = json_array();
+        for (long b = 0; b < a->batch; b++) {
+            json_t *row = json_array();
+            for (uint64_t s = 0; s < r->gen_len; s++)
+                json_array_append_new(row, json_integer(
+                    r->tokens[(uint64_t)b * r->gen_len + s]));
+            json_array_append_new(toks, row);
+        }
+        json_object_set_new(root, "new_tokens", toks);
+    }
+    int rc = strcmp(path, "-") == 0
+                 ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10))
+                 : json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    if (strcmp(path, "-") == 0)
+        fputc('\n', stdout);
+    json_decref(root);
+    if (rc != 0) {
+        nvl_report("--json %s: cannot write", path);
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}

@@ -1,0 +1,132 @@
+/* nvlemu run --trace: a Chrome trace (the JSON Trace Event Format that
+ * Perfetto and chrome://tracing open) of the recorded passes: one process,
+ * one thread (track) per rank, one complete ("X") event per kernel,
+ * collective, launch wait or group wait, in emulated microseconds.
+ *
+ * Rank 0 receives each rank's events in turn and streams them out, one
+ * event object at a time (jansson encodes each), so memory stays at one
+ * rank's events. */
+#include <jansson.h>
+#include <string.h>
+
+#include "nvlemu/runtime.h"
+#include "run.h"
+
+/* An event as it travels between ranks (the names are copied: pointers do
+ * not survive the trip). */
+typedef struct {
+    char name[24], algo[16], proto[8];
+    int32_t part, layer, pass, pad;
+    int64_t start_ps, dur_ps;
+    double flops, bytes;
+} wire_event_t;
+
+static void copy_name(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src != NULL ? src : "");
+}
+
+static void write_event(FILE *out, int rank, const wire_event_t *w,
+                        bool *first)
+{
+    json_t *args = json_pack("{s:i, s:i, s:f, s:f}", "layer", w->layer,
+                             "pass", w->pass, "flops", w->flops, "bytes",
+                             w->bytes);
+    if (w->algo[0] != '\0') {
+        json_object_set_new(args, "algorithm", json_string(w->algo));
+        json_object_set_new(args, "protocol", json_string(w->proto));
+    }
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name",
+                           w->name, "cat", nvl_part_name((nvl_part_t)w->part),
+                           "ph", "X", "ts", (double)w->start_ps / 1e6, "dur",
+                           (double)w->dur_ps / 1e6, "pid", 0, "tid", rank,
+                           "args", args);
+    fputs(*first ? "\n" : ",\n", out);
+    json_dumpf(ev, out, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    json_decref(ev);
+    *first = false;
+}
+
+static void write_track_name(FILE *out, int rank, uint32_t gpu, bool *first)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank %d (GPU %u)", rank, gpu);
+    json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
+                           "thread_name", "ph", "M", "pid", 0, "tid", rank,
+                           "args", "name", name);
+    fputs(*first ? "\n" : ",\n", out);
+    json_dumpf(ev, out, JSON_COMPACT);
+    json_decref(ev);
+    *first = false;
+}
+
+nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
+                                 const nvl_topo_t *topo, FILE *out)
+{
+    (void)topo;
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    size_t n;
+    const nvl_op_event_t *ev = nvl_engine_events(e, &n);
+    wire_event_t *mine = calloc(n + 1, sizeof *mine);
+    if (mine == NULL) {
+        nvl_report("out of memory for %zu trace events", n);
+        nvl_runtime_abort(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        wire_event_t *w = &mine[i];
+        copy_name(w->name, sizeof w->name, ev[i].name);
+        copy_name(w->algo, sizeof w->algo, ev[i].algo);
+        copy_name(w->proto, sizeof w->proto, ev[i].proto);
+        w->part = (int32_t)ev[i].part;
+        w->layer = ev[i].layer;
+        w->pass = ev[i].pass;
+        w->start_ps = ev[i].start_ps;
+        w->dur_ps = ev[i].dur_ps;
+        w->flops = ev[i].flops;
+        w->bytes = ev[i].bytes;
+    }
+    long long count = (long long)n;
+    if (rank != 0) {
+        MPI_Send(&count, 1, MPI_LONG_LONG, 0, 0, comm);
+        MPI_Send(mine, (int)(n * sizeof *mine), MPI_BYTE, 0, 1, comm);
+        free(mine);
+        return NVL_OK;
+    }
+    bool first = true;
+    fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
+    json_t *proc = json_pack("{s:s, s:s, s:i, s:{s:s}}", "name",
+                             "process_name", "ph", "M", "pid", 0, "args",
+                             "name", "nvlemu (emulated time)");
+    fputs("\n", out);
+    json_dumpf(proc, out, JSON_COMPACT);
+    json_decref(proc);
+    first = false;
+    for (int r = 0; r < size; r++) {
+        wire_event_t *w = mine;
+        long long cnt = count;
+        if (r != 0) {
+            MPI_Recv(&cnt, 1, MPI_LONG_LONG, r, 0, comm, MPI_STATUS_IGNORE);
+            w = malloc(((size_t)cnt + 1) * sizeof *w);
+            if (w == NULL) {
+                nvl_report("out of memory for rank %d's trace", r);
+                nvl_runtime_abort(1);
+            }
+            MPI_Recv(w, (int)((size_t)cnt * sizeof *w), MPI_BYTE, r, 1, comm,
+                     MPI_STATUS_IGNORE);
+        }
+        write_track_name(out, r, (uint32_t)r, &first);
+        for (long long i = 0; i < cnt; i++)
+            write_event(out, r, &w[i], &first);
+        if (w != mine)
+            free(w);
+    }
+    fputs("\n]}\n", out);
+    free(mine);
+    if (ferror(out)) {
+        nvl_report("--trace: write error");
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}

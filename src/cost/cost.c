@@ -1,0 +1,188 @@
+/* The compute cost model: one kernel's time on one GPU (formulas in
+ * include/nvlemu/cost.h, reasoning and sources in docs/cost-model.md). */
+#include "nvlemu/cost.h"
+
+#include <math.h>
+#include <string.h>
+
+/* One row per weight dtype: name, bytes per element (block scales
+ * included), which tensor-core peak it runs at. */
+static const struct {
+    const char *name;
+    double bytes;
+    size_t peak_offset; /* into nvl_gpu_spec_t */
+} wdtypes[NVL_WDT_COUNT] = {
+    [NVL_WDT_BF16] = {"bf16", 2.0, offsetof(nvl_gpu_spec_t, bf16_flops_per_s)},
+    [NVL_WDT_FP8] = {"fp8", 1.0, offsetof(nvl_gpu_spec_t, fp8_flops_per_s)},
+    /* MXFP4: 32 four-bit elements share one 8-bit scale (OCP MX spec) */
+    [NVL_WDT_FP4] = {"fp4", 0.5 + 1.0 / 32.0,
+                     offsetof(nvl_gpu_spec_t, fp4_flops_per_s)},
+};
+
+static const char *const attn_names[NVL_ATTN_COUNT] = {"fa3", "fa4"};
+static const char *const fusion_names[NVL_FUSION_COUNT] = {"none", "typical"};
+static const char *const launch_names[NVL_LAUNCH_COUNT] = {"eager", "graph",
+                                                           "persistent"};
+
+const char *nvl_wdtype_name(nvl_wdtype_t dt)
+{
+    return dt < NVL_WDT_COUNT ? wdtypes[dt].name : "?";
+}
+const char *nvl_attn_name(nvl_attn_impl_t a)
+{
+    return a < NVL_ATTN_COUNT ? attn_names[a] : "?";
+}
+const char *nvl_fusion_name(nvl_fusion_t f)
+{
+    return f < NVL_FUSION_COUNT ? fusion_names[f] : "?";
+}
+const char *nvl_launch_name(nvl_launch_t l)
+{
+    return l < NVL_LAUNCH_COUNT ? launch_names[l] : "?";
+}
+
+/* Finds name among n names; reports the accepted ones otherwise. */
+static nvl_status_t parse_name(const char *what, const char *name,
+                               const char *(*name_of)(int), int n, int *out)
+{
+    char list[128] = "";
+    for (int i = 0; i < n; i++) {
+        if (strcmp(name, name_of(i)) == 0) {
+            *out = i;
+            return NVL_OK;
+        }
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, name_of(i), sizeof list - strlen(list) - 1);
+    }
+    nvl_report("%s: unknown value '%s' (expected one of: %s)", what, name,
+               list);
+    return NVL_ERR_INVALID;
+}
+
+/* One parser per option family, over that family's names. */
+#define NVL_NAME_PARSER(fn, type, count, name_of)                         \
+    static const char *fn##_name(int i) { return name_of((type)i); }      \
+    nvl_status_t fn(const char *what, const char *name, type *out)        \
+    {                                                                     \
+        int v;                                                            \
+        nvl_status_t st = parse_name(what, name, fn##_name, count, &v);   \
+        if (st == NVL_OK)                                                 \
+            *out = (type)v;                                               \
+        return st;                                                        \
+    }
+
+NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, NVL_WDT_COUNT, nvl_wdtype_name)
+NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, NVL_ATTN_COUNT, nvl_attn_name)
+NVL_NAME_PARSER(nvl_fusion_parse, nvl_fusion_t, NVL_FUSION_COUNT,
+                nvl_fusion_name)
+NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, NVL_LAUNCH_COUNT,
+                nvl_launch_name)
+
+double nvl_wdtype_bytes(nvl_wdtype_t dt)
+{
+    return dt < NVL_WDT_COUNT ? wdtypes[dt].bytes : 2.0;
+}
+
+/* A kernel's fixed GPU time: a persistent kernel saves the part an empty
+ * kernel costs (its launch and teardown on the GPU, kernel_floor). */
+static double overhead_s(const nvl_cost_cfg_t *cfg, int64_t ps)
+{
+    if (cfg->launch == NVL_LAUNCH_PERSISTENT) {
+        int64_t floor_ps = cfg->topo->gpu.kernel_floor_ps;
+        ps = ps > floor_ps ? ps - floor_ps : 0;
+    }
+    return (double)ps * 1e-12;
+}
+
+static double hbm_rate(const nvl_cost_cfg_t *cfg)
+{
+    return nvl_topo_hbm_bw(cfg->topo, cfg->gpu) * cfg->topo->gpu.hbm_efficiency;
+}
+
+nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
+                                  uint64_t n, uint64_t k)
+{
+    nvl_kernel_cost_t c = {0, 0, 0};
+    if (m == 0 || n == 0 || k == 0)
+        return c;
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
+                                                        : NVL_WDT_BF16;
+    double peak;
+    memcpy(&peak, (const char *)g + wdtypes[dt].peak_offset, sizeof peak);
+    double act_bytes = wdtypes[dt].bytes;
+    if (peak <= 0) {
+        /* no tensor cores for this type (FP4 on Hopper): weight-only
+         * quantisation, dequantised to BF16 in the kernel */
+        peak = g->bf16_flops_per_s;
+        act_bytes = 2.0;
+    }
+    double M = (double)m, N = (double)n, K = (double)k;
+    c.flops = 2.0 * M * N * K;
+    c.bytes = N * K * wdtypes[dt].bytes + M * K * act_bytes + M * N * 2.0;
+    double e_c = g->matmul_efficiency * K / (K + (double)g->matmul_k_pad);
+    double width = N * ceil(M / 64.0) /
+                   ((double)g->sm_count * (double)g->matmul_cols_per_sm);
+    double e_w = pow(fmin(1.0, width), g->matmul_width_exp);
+    double t_c = c.flops / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * e_c);
+    double t_m = c.bytes / (hbm_rate(cfg) * e_w);
+    c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
+                             fmax(t_c, t_m));
+    return c;
+}
+
+nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
+                                     const uint64_t *new_tokens,
+                                     const uint64_t *past, uint32_t q_heads,
+                                     uint32_t kv_heads, uint32_t head_dim)
+{
+    nvl_kernel_cost_t c = {0, 0, 0};
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    double d = (double)head_dim;
+    double kv_row = 2.0 * kv_heads * d *
+                    nvl_wdtype_bytes(cfg->kv_dtype == NVL_WDT_FP8 ? NVL_WDT_FP8
+                                                                  : NVL_WDT_BF16);
+    double scores = 0, tokens = 0;
+    for (size_t i = 0; i < n_seqs; i++) {
+        double T = (double)new_tokens[i], P = (double)past[i];
+        /* causal: new token t sees past + t + 1 positions */
+        scores += q_heads * (T * P + T * (T + 1.0) / 2.0);
+        /* the KV read once (past and new) and the new KV written */
+        c.bytes += kv_row * (P + 2.0 * T);
+        tokens += T;
+    }
+    if (q_heads == 0 || tokens == 0)
+        return (nvl_kernel_cost_t){0, 0, 0};
+    c.bytes += 2.0 * tokens * q_heads * d * 2.0; /* q read, o written */
+    c.flops = 4.0 * d * scores; /* q k^T and p v: 2 FLOPs per MAC each */
+    double exps = scores;
+    if (cfg->attn == NVL_ATTN_FA4)
+        exps *= 1.0 - g->fa4_exp_fma_share;
+    /* independent (sequence, KV head) streams: one reaches half the rate */
+    double units = (double)n_seqs * kv_heads;
+    /* (sequence, query head, 128-row query block) tiles: with fewer tiles
+     * than SMs part of the GPU idles */
+    double tiles = 0;
+    for (size_t i = 0; i < n_seqs; i++)
+        tiles += (double)q_heads * ceil((double)new_tokens[i] / 128.0);
+    double fill = tiles / (tiles + (double)g->sm_count);
+    double t_mma = c.flops / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
+                                                 g->bf16_flops_per_s) *
+                              g->attn_efficiency * fill);
+    double t_exp = exps / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
+                                              g->exp_ops_per_s) * fill);
+    double t_mem = c.bytes / (nvl_topo_hbm_bw(cfg->topo, cfg->gpu) *
+                              g->attn_hbm_efficiency * units / (units + 1.0));
+    c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->attn_overhead_ps) +
+                              fmax(t_mma, fmax(t_exp, t_mem)));
+    return c;
+}
+
+nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes)
+{
+    nvl_kernel_cost_t c = {0, 0, bytes > 0 ? bytes : 0};
+    /* simple kernels pay only what an empty one costs (kernel_floor) */
+    c.time_ps = nvl_ps_from_s(overhead_s(cfg, cfg->topo->gpu.kernel_floor_ps) +
+                              c.bytes / hbm_rate(cfg));
+    return c;
+}

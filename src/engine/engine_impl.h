@@ -1,0 +1,60 @@
+/* The engine's private state, shared by its files: load.c (weights from a
+ * checkpoint or synthetic), forward.c (the pass), record.c (events and
+ * per-pass statistics). */
+#ifndef NVLEMU_ENGINE_IMPL_H
+#define NVLEMU_ENGINE_IMPL_H
+
+#include "nvlemu/engine.h"
+#include "nvlemu/shard.h"
+
+typedef struct {
+    float *in_norm, *post_norm;       /* hidden */
+    float *wq, *bq;                   /* [qh*hd, hidden], [qh*hd] */
+    float *wk, *bk, *wv, *bv;         /* [kvh*hd, hidden], [kvh*hd] */
+    float *q_norm, *k_norm;           /* [hd] (Qwen3) */
+    float *wo;                        /* [hidden, qh*hd] */
+    float *wg, *wu;                   /* [inter, hidden] */
+    float *wd;                        /* [hidden, inter] */
+} nvl_layer_weights_t;
+
+struct nvl_engine {
+    nvl_model_config_t cfg;
+    nvl_engine_opts_t opts;
+    nvl_shard_t shard;
+    nvl_comm_t *tp;
+    uint32_t layers;      /* layers run */
+    bool data;            /* data mode: weights and arithmetic */
+    /* data mode only */
+    float *embed;   /* [vocab shard, hidden] */
+    float *lm_head; /* [vocab shard, hidden] (the embedding when tied) */
+    float *norm;    /* [hidden] */
+    nvl_layer_weights_t *lw;
+    /* time */
+    nvl_stream_t stream;
+    int32_t pass;         /* pass being run */
+    nvl_pass_stats_t cur; /* its statistics */
+    /* record.c */
+    int32_t keep_passes;  /* record events of passes below this (-1: all) */
+    double pass_wall_start;
+    nvl_op_event_t *events;
+    size_t n_events, cap_events;
+    nvl_pass_stats_t *passes;
+    size_t n_passes, cap_passes;
+};
+
+/* load.c: fills the weights of a data-mode engine (e->shard set). */
+nvl_status_t nvl_engine_load_weights(nvl_engine_t *e);
+void nvl_engine_free_weights(nvl_engine_t *e);
+
+/* record.c */
+void nvl_engine_pass_begin(nvl_engine_t *e, uint64_t tokens);
+void nvl_engine_pass_end(nvl_engine_t *e, uint64_t context);
+/* Adds dur_ps of part to the current pass, and an event unless it is
+ * idle time (launch, wait) or recording is off. */
+void nvl_engine_account(nvl_engine_t *e, const char *name, nvl_part_t part,
+                        int32_t layer, int64_t start_ps, int64_t dur_ps,
+                        double flops, double bytes);
+/* The last event accounted, or NULL (to add collective details). */
+nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e);
+
+#endif

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Runs `nvlemu run` as an MPI job and checks its JSON results.
+
+Usage: check_run.py CHECK -- MPIEXEC -n N NVLEMU run ARGS...
+
+CHECK is one of
+  modes        run in data mode and in timing mode: the virtual times (TTFT,
+               every decode step, every breakdown) must be identical, and the
+               stable keys present and consistent
+  trace        run with --trace: the file must be a Chrome trace with one
+               track per rank and complete events of kernels and collectives
+  tp-invariant run as given and again with -n 1: the same greedy tokens
+               (synthetic weights do not depend on the TP degree)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+KEYS = ["ttft_ms", "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu",
+        "decode_step_breakdown", "prefill_breakdown", "tpot_ms_steps", "inputs"]
+
+
+def run(cmd, extra):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "out.json")
+        full = cmd + extra + ["--json", path]
+        p = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        sys.stdout.write(p.stdout)
+        if p.returncode != 0:
+            sys.exit("check_run.py: %s exited %d" % (" ".join(full), p.returncode))
+        with open(path) as f:
+            return json.load(f)
+
+
+def check_keys(doc):
+    for k in KEYS:
+        if k not in doc:
+            sys.exit("check_run.py: key %s missing" % k)
+    if not doc["ttft_ms"] > 0 or not doc["tpot_ms"] > 0:
+        sys.exit("check_run.py: non-positive TTFT or TPOT")
+    batch, tp = doc["inputs"]["batch"], doc["inputs"]["tp"]
+    want = batch / (doc["tpot_ms"] / 1e3)
+    if abs(doc["tokens_per_s"] - want) > 1e-6 * want:
+        sys.exit("check_run.py: tokens_per_s %g != batch / TPOT %g"
+                 % (doc["tokens_per_s"], want))
+    if abs(doc["tokens_per_s_per_gpu"] * tp - want) > 1e-6 * want:
+        sys.exit("check_run.py: tokens_per_s_per_gpu is not tokens_per_s / TP")
+    b = doc["decode_step_breakdown"]
+    shares = sum(v for k, v in b.items() if k.endswith("_share"))
+    if abs(shares - 1) > 1e-9:
+        sys.exit("check_run.py: decode shares sum to %g" % shares)
+    steps = doc["tpot_ms_steps"]
+    if abs(sum(steps) / len(steps) - doc["tpot_ms"]) > 1e-9 * doc["tpot_ms"]:
+        sys.exit("check_run.py: tpot_ms is not the mean of tpot_ms_steps")
+
+
+def main():
+    check = sys.argv[1]
+    cmd = sys.argv[sys.argv.index("--") + 1:]
+    if check == "modes":
+        data = run(cmd, ["--mode", "data"])
+        timing = run(cmd, ["--mode", "timing"])
+        for doc in (data, timing):
+            check_keys(doc)
+        for k in ["ttft_ms", "tpot_ms_steps", "decode_step_breakdown",
+                  "decode_layer_breakdown", "prefill_breakdown"]:
+            if data[k] != timing[k]:
+                sys.exit("check_run.py: %s differs between data and timing "
+                         "mode:\n%s\n%s" % (k, data[k], timing[k]))
+        if "new_tokens" not in data:
+            sys.exit("check_run.py: data mode reported no tokens")
+        print("check_run.py: data and timing mode agree on every time")
+    elif check == "trace":
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace.json")
+            doc = run(cmd, ["--trace", path])
+            check_keys(doc)
+            with open(path) as f:
+                trace = json.load(f)
+        ranks = doc["inputs"]["tp"]
+        ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        tids = sorted({e["tid"] for e in ev})
+        if tids != list(range(ranks)):
+            sys.exit("check_run.py: tracks %s, expected one per rank" % tids)
+        names = {e["name"] for e in ev}
+        for need in ("qkv_proj", "attention", "down_proj", "lm_head"):
+            if need not in names:
+                sys.exit("check_run.py: no '%s' event in the trace" % need)
+        if ranks > 1 and "allreduce" not in names:
+            sys.exit("check_run.py: no allreduce in the trace")
+        if any(e["dur"] < 0 for e in ev):
+            sys.exit("check_run.py: negative duration")
+        meta = [e for e in trace["traceEvents"] if e["ph"] == "M"
+                and e["name"] == "thread_name"]
+        if len(meta) != ranks:
+            sys.exit("check_run.py: %d track names for %d ranks" % (len(meta), ranks))
+        print("check_run.py: trace with %d events on %d tracks" % (len(ev), ranks))
+    elif check == "tp-invariant":
+        many = run(cmd, [])
+        one_cmd = list(cmd)
+        one_cmd[one_cmd.index("-n") + 1] = "1"
+        one = run(one_cmd, [])
+        if many.get("new_tokens") != one.get("new_tokens") or "new_tokens" not in one:
+            sys.exit("check_run.py: tokens differ: TP %d %s, TP 1 %s" % (
+                many["inputs"]["tp"], many.get("new_tokens"), one.get("new_tokens")))
+        print("check_run.py: TP %d and TP 1 generate %s" % (
+            many["inputs"]["tp"], one["new_tokens"]))
+    else:
+        sys.exit("check_run.py: unknown check " + check)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+#!/bin/sh
+# Usage: test_sweep.sh NVLEMU: a tiny bench/sweep (qwen2-tiny, TP 1,2 x
+# batch 1,2 at context 16 on hgx-h200) into a temporary folder; checks the
+# CSV, JSON and Markdown rows, that a second run resumes without running
+# anything again, a what-if axis recorded in every row, a failing run
+# recorded and reported, and the plots when gnuplot is installed.
+# Exits 77 (skipped) without python3.
+set -eu
+command -v python3 >/dev/null 2>&1 || { echo "test_sweep: python3 not found; skipped"; exit 77; }
+nvlemu=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+sweep="$repo/bench/sweep"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "test_sweep: FAIL: $*"; exit 1; }
+
+args="--model tests/data/hf/qwen2-tiny --tp 1,2 --batch 1,2 --ctx 16 --topo hgx-h200 --nvlemu $nvlemu"
+# 1. the sweep itself
+(cd "$repo" && "$sweep" $args --out "$tmp/s") 2>"$tmp/err1" || { cat "$tmp/err1"; fail "first sweep failed"; }
+grep -q '4/4 runs' "$tmp/err1" || fail "no progress line '4/4 runs' on stderr"
+python3 "$here/check_sweep.py" "$tmp/s" 4 || fail "results of the first sweep"
+# 2. again: every run is reused, nothing launched
+(cd "$repo" && "$sweep" $args --out "$tmp/s") 2>"$tmp/err2" || { cat "$tmp/err2"; fail "second sweep failed"; }
+grep -q '0 new, 4 reused' "$tmp/err2" || { cat "$tmp/err2"; fail "the second sweep ran again"; }
+[ "$(ls "$tmp/s/runs"/*.log | wc -l)" -eq 4 ] || fail "expected 4 run logs"
+python3 "$here/check_sweep.py" "$tmp/s" 4 || fail "results after resuming"
+# 3. an interrupted sweep: remove one result, only that one runs again
+rm "$(ls "$tmp/s/runs"/tp2-b2-*.json | grep -v "\.sweep\.json$")"
+(cd "$repo" && "$sweep" $args --out "$tmp/s") 2>"$tmp/err3" || fail "third sweep failed"
+grep -q '1 new, 3 reused' "$tmp/err3" || { cat "$tmp/err3"; fail "resume did not rerun exactly the missing run"; }
+# 4. what-if axis and --set in every row; a failing what-if is recorded
+(cd "$repo" && "$sweep" --model tests/data/hf/qwen2-tiny --tp 2 --batch 1 --ctx 16 \
+    --topo hgx-h200 --nvlemu "$nvlemu" --no-plots --set 'gpu[1].clock_scale=0.8' \
+    --what-if slow=nvlink.link_bw=10GB/s --what-if bad=nvlink.no_such_key=1 \
+    --out "$tmp/w") 2>"$tmp/err4" && fail "a sweep with a failing run exited 0"
+python3 - "$tmp/w" <<'PY' || fail "what-if rows"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/results.csv")))
+assert [r["what_if"] for r in rows] == ["baseline", "slow", "bad"], rows
+assert all("gpu[1].clock_scale=0.8" in r["set"] for r in rows)
+ok = {r["what_if"]: r for r in rows}
+assert ok["baseline"]["status"] == ok["slow"]["status"] == "ok"
+assert ok["bad"]["status"] == "failed" and ok["bad"]["error"], ok["bad"]
+assert "nvlink.link_bw=10GB/s" in ok["slow"]["inputs.set"]
+assert float(ok["slow"]["tpot_ms"]) > float(ok["baseline"]["tpot_ms"])
+md = open(sys.argv[1] + "/summary.md").read()
+assert "FAILED" in md and "slow" in md
+PY
+# 5. --dry-run prints the commands and runs nothing
+(cd "$repo" && "$sweep" $args --dry-run --out "$tmp/d") >"$tmp/dry" || fail "dry run"
+[ "$(grep -c ' run --model ' "$tmp/dry")" -eq 4 ] || fail "dry run: expected 4 commands"
+[ ! -e "$tmp/d" ] || fail "dry run wrote $tmp/d"
+# 6. --hostfile: the same numbers whatever the hosts (hostfiles/README.md)
+(cd "$repo" && "$sweep" --model tests/data/hf/qwen2-tiny --tp 2 --batch 1,2 --ctx 16 \
+    --topo hgx-h200 --nvlemu "$nvlemu" --no-plots --hostfile hostfiles/one-host-72.txt \
+    --out "$tmp/h") 2>"$tmp/err6" || { cat "$tmp/err6"; fail "sweep --hostfile"; }
+python3 - "$tmp/s" "$tmp/h" <<'PY' || fail "--hostfile changed the results"
+import csv, sys
+a = {(r["tp"], r["batch"]): r for r in csv.DictReader(open(sys.argv[1] + "/results.csv"))}
+b = list(csv.DictReader(open(sys.argv[2] + "/results.csv")))
+assert len(b) == 2 and all(r["hostfile"] == "hostfiles/one-host-72.txt" for r in b)
+for r in b:
+    for k in ("ttft_ms", "tpot_ms", "tokens_per_s_per_gpu", "new_tokens"):
+        assert r[k] == a[(r["tp"], r["batch"])][k], (k, r[k], a[(r["tp"], r["batch"])][k])
+PY
+# 7. --collectives: busbw per algorithm/protocol, refused ones skipped,
+# the measured h200-nvl2 points added
+(cd "$repo" && "$sweep" --collectives --topo h200-nvl2 --ranks 2 --algos Ring,NVLS \
+    --protos LL,Simple --max-bytes 1M --nvlemu "$nvlemu" --out "$tmp/c") 2>"$tmp/err7" \
+    || { cat "$tmp/err7"; fail "sweep --collectives"; }
+python3 - "$tmp/c" <<'PY' || fail "collectives results"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/collectives.csv")))
+curves = {(r["nccl_algo"], r["nccl_proto"]) for r in rows}
+assert ("Ring", "LL") in curves and ("Ring", "Simple") in curves, curves
+assert not any(a == "NVLS" for a, _ in curves), curves
+sizes = [int(r["size_bytes"]) for r in rows if r["nccl_algo"] == "Ring" and r["nccl_proto"] == "LL"]
+assert sizes[0] == 8 and sizes[-1] == 1 << 20 and len(sizes) == 18, sizes
+assert any(r["nccl_algo"] == "measured" for r in rows)
+assert "NVLS/LL at 2 ranks" in open(sys.argv[1] + "/summary.md").read()
+PY
+# 8. plots
+if command -v gnuplot >/dev/null 2>&1; then
+    for p in s/plots/tokens_per_gpu s/plots/tpot s/plots/breakdown c/plots/busbw; do
+        for e in png svg; do
+            [ -s "$tmp/$p.$e" ] || fail "no $p.$e"
+        done
+    done
+else
+    echo "test_sweep: gnuplot not found; plots not checked"
+fi
+echo "test_sweep: ok"

@@ -1,0 +1,194 @@
+/* Unit tests of the compute cost model (include/nvlemu/cost.h): its
+ * regimes, its inputs, and the host launch model.  How close it comes to
+ * measured kernels is bench/validate_compute's job. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/cost.h"
+#include "reports.h"
+
+static nvl_topo_t *topo;
+
+static int load(void **state)
+{
+    (void)state;
+    return nvl_topo_load(NVL_TOPOLOGY_DIR "/h200-nvl2.topo", &topo) == NVL_OK
+               ? 0
+               : -1;
+}
+
+static int unload(void **state)
+{
+    (void)state;
+    nvl_topo_free(topo);
+    return 0;
+}
+
+static nvl_cost_cfg_t cfg_of(nvl_launch_t launch)
+{
+    return (nvl_cost_cfg_t){.topo = topo, .gpu = 0,
+                            .weight_dtype = NVL_WDT_BF16,
+                            .kv_dtype = NVL_WDT_BF16, .attn = NVL_ATTN_FA3,
+                            .fusion = NVL_FUSION_TYPICAL, .launch = launch};
+}
+
+static double us(nvl_kernel_cost_t c) { return (double)c.time_ps / 1e6; }
+
+/* A decode matmul streams its weights: time ~ bytes; a large one is
+ * compute-bound at matmul_efficiency of peak. */
+static void test_matmul_regimes(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    nvl_kernel_cost_t small = nvl_cost_matmul(&c, 1, 37888, 3584);
+    assert_true(small.bytes > 37888.0 * 3584 * 2);
+    /* measured 68.5 us (gemm_qwen2.5-7b.csv): within 10 % */
+    assert_in_range((int64_t)us(small), 62, 75);
+    /* the same weights at m = 64: still memory-bound, barely slower */
+    nvl_kernel_cost_t m64 = nvl_cost_matmul(&c, 64, 37888, 3584);
+    assert_true(us(m64) < 1.1 * us(small));
+    /* 8192^3 is compute-bound: 0.8 x 8192/8448 of 989 TFLOP/s */
+    nvl_kernel_cost_t big = nvl_cost_matmul(&c, 8192, 8192, 8192);
+    double tflops = big.flops / ((double)big.time_ps * 1e-12) / 1e12;
+    assert_in_range((int64_t)tflops, 740, 775);
+    /* nothing to do costs nothing */
+    assert_int_equal(nvl_cost_matmul(&c, 0, 10, 10).time_ps, 0);
+    assert_int_equal(nvl_cost_matmul(&c, 4, 0, 10).time_ps, 0);
+}
+
+/* FP8 halves the weight bytes; FP4 on a GPU without FP4 units runs as
+ * weight-only quantization at the BF16 rate with MX scales counted. */
+static void test_matmul_dtypes(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    nvl_kernel_cost_t bf = nvl_cost_matmul(&c, 1, 29568, 8192);
+    c.weight_dtype = NVL_WDT_FP8;
+    nvl_kernel_cost_t f8 = nvl_cost_matmul(&c, 1, 29568, 8192);
+    c.weight_dtype = NVL_WDT_FP4;
+    nvl_kernel_cost_t f4 = nvl_cost_matmul(&c, 1, 29568, 8192);
+    assert_true(f8.bytes < 0.51 * bf.bytes);
+    assert_true(f4.bytes < 0.28 * bf.bytes && f4.bytes > 0.26 * bf.bytes);
+    assert_true(us(f4) < us(f8) && us(f8) < us(bf));
+    assert_float_equal(nvl_wdtype_bytes(NVL_WDT_FP4), 0.53125, 1e-12);
+    /* compute-bound: FP4 on Hopper is no faster than BF16 */
+    c.weight_dtype = NVL_WDT_FP4;
+    int64_t t4 = nvl_cost_matmul(&c, 8192, 8192, 8192).time_ps;
+    c.weight_dtype = NVL_WDT_BF16;
+    int64_t tb = nvl_cost_matmul(&c, 8192, 8192, 8192).time_ps;
+    assert_true(t4 >= tb * 99 / 100);
+}
+
+/* Decode attention reads the KV cache; FA4 relieves the SFUs; an idle rank
+ * costs nothing; fp8 KV halves the bytes. */
+static void test_attention(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    uint64_t one = 1, past = 32767, T = 16384, zero = 0;
+    nvl_kernel_cost_t d = nvl_cost_attention(&c, 1, &one, &past, 8, 1, 128);
+    assert_true(d.bytes >= 2.0 * 32768 * 128 * 2);
+    nvl_kernel_cost_t idle = nvl_cost_attention(&c, 1, &one, &past, 0, 0, 128);
+    assert_int_equal(idle.time_ps, 0);
+    c.kv_dtype = NVL_WDT_FP8;
+    nvl_kernel_cost_t d8 = nvl_cost_attention(&c, 1, &one, &past, 8, 1, 128);
+    assert_true(d8.bytes < 0.51 * d.bytes + 8 * 128 * 4);
+    assert_true(d8.time_ps < d.time_ps);
+    /* prefill: exps bound the FA3 kernel when the SFUs are slow */
+    c.kv_dtype = NVL_WDT_BF16;
+    topo->gpu.exp_ops_per_s /= 10;
+    int64_t fa3 = nvl_cost_attention(&c, 1, &T, &zero, 64, 8, 128).time_ps;
+    c.attn = NVL_ATTN_FA4;
+    int64_t fa4 = nvl_cost_attention(&c, 1, &T, &zero, 64, 8, 128).time_ps;
+    topo->gpu.exp_ops_per_s *= 10;
+    assert_true(fa4 < fa3);
+    double share = 1 - topo->gpu.fa4_exp_fma_share;
+    assert_in_range(fa4 * 1000 / fa3, (int64_t)(share * 1000) - 20,
+                    (int64_t)(share * 1000) + 20);
+}
+
+/* Eager: a kernel shorter than its launch leaves the GPU waiting; graph:
+ * one launch per pass; persistent: no launch, less fixed time per kernel. */
+static void test_launch_modes(void **state)
+{
+    (void)state;
+    int64_t launch = topo->gpu.launch_overhead_ps;
+    int64_t tiny = launch / 4;
+    int64_t end[NVL_LAUNCH_COUNT], wait[NVL_LAUNCH_COUNT];
+    for (int l = 0; l < NVL_LAUNCH_COUNT; l++) {
+        nvl_cost_cfg_t c = cfg_of((nvl_launch_t)l);
+        nvl_vclock_t gpu = {0};
+        nvl_stream_t s;
+        nvl_stream_init(&s, &c, &gpu);
+        nvl_stream_begin_pass(&s, &gpu);
+        for (int k = 0; k < 10; k++)
+            nvl_stream_kernel(&s, &gpu, tiny);
+        end[l] = gpu.now_ps;
+        wait[l] = s.launch_wait_ps;
+    }
+    assert_int_equal(end[NVL_LAUNCH_EAGER], 10 * launch + tiny);
+    assert_int_equal(end[NVL_LAUNCH_GRAPH], launch + 10 * tiny);
+    assert_int_equal(end[NVL_LAUNCH_PERSISTENT], 10 * tiny);
+    assert_int_equal(wait[NVL_LAUNCH_PERSISTENT], 0);
+    assert_true(wait[NVL_LAUNCH_EAGER] > wait[NVL_LAUNCH_GRAPH]);
+    /* a persistent kernel saves the empty-kernel floor */
+    nvl_cost_cfg_t g = cfg_of(NVL_LAUNCH_GRAPH);
+    nvl_cost_cfg_t p = cfg_of(NVL_LAUNCH_PERSISTENT);
+    assert_int_equal(nvl_cost_memory(&g, 1e6).time_ps -
+                         nvl_cost_memory(&p, 1e6).time_ps,
+                     topo->gpu.kernel_floor_ps);
+}
+
+/* What-if overrides reach the model: half the HBM bandwidth, twice the
+ * time of a streaming kernel's data part. */
+static void test_overrides(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_PERSISTENT);
+    int64_t base = nvl_cost_memory(&c, 1e9).time_ps;
+    assert_int_equal(nvl_topo_set(topo, "gpu.0.hbm_bw_scale=0.5"), NVL_OK);
+    int64_t slow = nvl_cost_memory(&c, 1e9).time_ps;
+    assert_int_equal(nvl_topo_set(topo, "gpu.0.hbm_bw_scale=1"), NVL_OK);
+    /* inside a persistent kernel a memory-bound step has no fixed part */
+    assert_in_range(slow, 2 * base - 2, 2 * base + 2);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    nvl_wdtype_t dt;
+    nvl_launch_t l;
+    assert_int_equal(nvl_wdtype_parse("--dtype", "fp8", &dt), NVL_OK);
+    assert_int_equal(dt, NVL_WDT_FP8);
+    assert_int_equal(nvl_launch_parse("--launch", "persistent", &l), NVL_OK);
+    assert_int_equal(l, NVL_LAUNCH_PERSISTENT);
+    assert_int_equal(nvl_wdtype_parse("--dtype", "int3", &dt),
+                     NVL_ERR_INVALID);
+    assert_string_equal(reports.last, "--dtype: unknown value 'int3' "
+                                      "(expected one of: bf16, fp8, fp4)");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_regimes),
+        cmocka_unit_test(test_matmul_dtypes),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_launch_modes),
+        cmocka_unit_test(test_overrides),
+        cmocka_unit_test_setup_teardown(test_names, capture_reports,
+                                        release_reports),
+    };
+    int rc = load(NULL);
+    if (rc != 0)
+        return 1;
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    unload(NULL);
+    return rc;
+}
