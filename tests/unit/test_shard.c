@@ -109,6 +109,23 @@ static void test_bad_degree(void **state)
     assert_non_null(strstr(reports.last, "rank 4"));
 }
 
+/* More ranks than MLP rows: some rank would hold no MLP at all. */
+static void test_degree_beyond_model(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    nvl_shard_t s;
+    assert_int_equal(nvl_model_preset("qwen2.5-0.5b", &c), NVL_OK);
+    c.intermediate = 64;
+    capture_reports(NULL);
+    assert_int_equal(nvl_shard_plan(&c, 64, 0, &s), NVL_OK);
+    assert_int_equal(nvl_shard_plan(&c, 65, 0, &s), NVL_ERR_INVALID);
+    release_reports(NULL);
+    assert_int_equal(reports.count, 1);
+    assert_non_null(strstr(reports.last, "tensor parallelism 65 is more "
+                                         "than model 'qwen2.5-0.5b' can use"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +134,7 @@ int main(void)
         cmocka_unit_test(test_qwen25_72b_tp72),
         cmocka_unit_test(test_uneven_heads_straddle_groups),
         cmocka_unit_test(test_bad_degree),
+        cmocka_unit_test(test_degree_beyond_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
