@@ -48,5 +48,6 @@ int nvl_cmd_topo(int argc, char **argv);
 int nvl_cmd_generate(int argc, char **argv);
 int nvl_cmd_coll_table(int argc, char **argv);
 int nvl_cmd_run(int argc, char **argv);
+int nvl_cmd_sweep(int argc, char **argv);
 
 #endif

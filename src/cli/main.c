@@ -19,6 +19,9 @@ static const command_t commands[] = {
     {"coll-table", nvl_cmd_coll_table,
      "NCCL's tuning table (latency / bandwidth per collective, algorithm "
      "and protocol) as the model predicts it"},
+    {"sweep", nvl_cmd_sweep,
+     "a grid of runs (TP, batch, context, dtypes, what-ifs) with CSV, JSON, "
+     "Markdown and plots (bench/sweep; run it without mpirun)"},
     {"generate", nvl_cmd_generate,
      "greedy generation with a Hugging Face model over a TP group"},
 };
