@@ -7,6 +7,8 @@
  *              e_m(m, n) = hbm_efficiency x
  *                          min(1, n ceil(m/64) / (sms x matmul_cols_per_sm))
  *                              ^ matmul_width_exp
+ *   grouped matmul (experts): the matmul formula over the groups' summed
+ *              FLOPs and bytes, e_m over all their n ceil(m_i/64) tiles
  *   attention  t = overhead + max(FLOPs / (bf16 peak x attn_efficiency),
  *                                 exps on the SFUs / exp_rate,
  *                                 KV and Q/O bytes / (HBM bw x hbm_efficiency))
@@ -98,6 +100,16 @@ typedef struct {
  * (bf16 for bf16 weights), y in bf16.  m, n or k == 0 costs nothing. */
 nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k);
+
+/* A grouped matmul (a mixture of experts' expert GEMM): group i computes
+ * y_i[m[i], n] = x_i[m[i], k] W_i[n, k]^T with its own weights, all in one
+ * kernel: the matmul formula over the groups' summed FLOPs and bytes, the
+ * width term over all their output tiles (they fill the GPU together),
+ * the overhead once.  Groups with m[i] == 0 cost nothing (their weights
+ * are not read). */
+nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
+                                          size_t groups, const uint64_t *m,
+                                          uint64_t n, uint64_t k);
 
 /* Attention of one kernel launch over n_seqs sequences: sequence i runs
  * new_tokens[i] query positions against past[i] cached positions plus its

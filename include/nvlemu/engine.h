@@ -15,7 +15,9 @@
  * advances the rank's virtual clock by the cost model (include/nvlemu/
  * cost.h), every collective by the collective model (include/nvlemu/
  * coll.h, timed as bf16 activations), so the same run gives the same
- * virtual times in either mode. */
+ * virtual times in either mode; except for a mixture of experts, whose
+ * kernel times follow the tokens each expert receives: the real routing in
+ * data mode, a seeded one in timing mode (src/engine/moe.c). */
 #ifndef NVLEMU_ENGINE_H
 #define NVLEMU_ENGINE_H
 
@@ -34,6 +36,9 @@ typedef struct {
     const char *weights_dir; /* data mode: checkpoint; NULL: synthetic */
     uint64_t seed;           /* synthetic weights */
     uint32_t layers;         /* run only the first N layers; 0: all */
+    double route_skew;       /* timing mode, mixture of experts: Zipf
+                                exponent of the seeded routing over the
+                                experts (0: uniform) */
     nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp */
 } nvl_engine_opts_t;
 
@@ -49,8 +54,8 @@ void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
  * element (r, c) of a tensor = f(seed, tensor, r, c)), so every TP degree
  * computes the same logits.  Reports (naming the tensor or file) and
  * returns an error when a tensor is missing or mis-shaped, or when the TP
- * degree exceeds what the model can use (more ranks than intermediate rows
- * or vocabulary rows); every rank fails.  Sets tp's time dtype to bf16.
+ * degree exceeds what the model can use (more ranks than intermediate rows,
+ * rows of each expert, or vocabulary rows); every rank fails.  Sets tp's time dtype to bf16.
  * Free with nvl_engine_free. */
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,

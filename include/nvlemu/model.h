@@ -3,7 +3,9 @@
  *
  * Families: Qwen2 (biases on q, k and v) and Qwen3 (no bias unless
  * attention_bias, per-head RMSNorm on q and k before RoPE, head_dim
- * independent of hidden / heads). */
+ * independent of hidden / heads), and Qwen3-MoE (Qwen3's attention; the
+ * MLP of most layers a mixture of experts: a router picks top_k of
+ * num_experts SwiGLU experts per token). */
 #ifndef NVLEMU_MODEL_H
 #define NVLEMU_MODEL_H
 
@@ -13,7 +15,9 @@
 
 #include "nvlemu/status.h"
 
-typedef enum { NVL_QWEN2, NVL_QWEN3 } nvl_model_family_t;
+typedef enum { NVL_QWEN2, NVL_QWEN3, NVL_QWEN3_MOE } nvl_model_family_t;
+
+#define NVL_MOE_MAX_MLP_ONLY 128 /* mlp_only_layers entries kept */
 
 typedef struct {
     char name[64];              /* preset name or the directory read */
@@ -31,11 +35,25 @@ typedef struct {
     bool qk_norm;
     double rope_theta;
     double rms_eps;
+    /* mixture of experts (num_experts 0: every layer a dense MLP) */
+    uint32_t num_experts;
+    uint32_t top_k;             /* num_experts_per_tok */
+    uint32_t moe_intermediate;  /* each expert's SwiGLU width */
+    bool norm_topk_prob;        /* renormalise the top-k probabilities */
+    uint32_t decoder_sparse_step; /* every step-th layer is sparse */
+    uint32_t n_mlp_only;        /* layers kept dense */
+    uint32_t mlp_only_layers[NVL_MOE_MAX_MLP_ONLY];
 } nvl_model_config_t;
 
+/* Whether layer's MLP is a mixture of experts, as transformers'
+ * Qwen3MoeDecoderLayer decides: experts exist, the layer is not in
+ * mlp_only_layers, and (layer + 1) is a multiple of decoder_sparse_step. */
+bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer);
+
 /* The built-in presets ("qwen2.5-72b", "qwen2.5-7b", "qwen2.5-0.5b",
- * "qwen3-32b"), with the values of their published config.json.  Reports
- * an unknown name with the list of presets and returns NVL_ERR_INVALID. */
+ * "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b"), with the values of
+ * their published config.json.  Reports an unknown name with the list of
+ * presets and returns NVL_ERR_INVALID. */
 nvl_status_t nvl_model_preset(const char *name, nvl_model_config_t *out);
 
 size_t nvl_model_preset_count(void);
@@ -45,9 +63,11 @@ const char *nvl_model_preset_name(size_t index);
  * holding it.  Accepts rope_theta at the top level or under
  * rope_parameters (transformers' defaults where a key is absent: rope_theta
  * 10000, rms_norm_eps 1e-6, num_key_value_heads = heads, head_dim = hidden /
- * heads); model_type qwen2 or qwen3.  Reports the file, the key and
- * what was expected (or jansson's line and column for bad JSON) and returns
- * NVL_ERR_IO or NVL_ERR_INVALID. */
+ * heads); model_type qwen2, qwen3 or qwen3_moe (num_experts (or
+ * num_local_experts), num_experts_per_tok, moe_intermediate_size required;
+ * norm_topk_prob default false, decoder_sparse_step 1, mlp_only_layers
+ * []).  Reports the file, the key and what was expected (or jansson's line
+ * and column for bad JSON) and returns NVL_ERR_IO or NVL_ERR_INVALID. */
 nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out);
 
 /* Parameters of the model (embedding, layers, final norm, lm_head unless

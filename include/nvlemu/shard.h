@@ -1,6 +1,8 @@
 /* nvlemu: how a Qwen model is cut across a tensor-parallel group, as
  * Megatron and the serving engines cut it: QKV and gate/up column-parallel,
- * O and down row-parallel, embedding and lm_head vocab-parallel.  Any TP
+ * O and down row-parallel, embedding and lm_head vocab-parallel; each
+ * expert of a mixture of experts cut like the dense MLP (its
+ * moe_intermediate split), the router replicated.  Any TP
  * degree is allowed: counts that do not divide go one extra to the first
  * ranks, and ranks beyond the query-head count hold no attention (idle in
  * attention, as at TP = 72 on 64 heads). */
@@ -25,6 +27,8 @@ typedef struct {
                                  replicated on several ranks when tp exceeds
                                  them, two when a rank's heads straddle groups */
     nvl_range_t intermediate; /* gate/up rows, down columns */
+    /* the same of every expert (experts tensor-parallel; none without) */
+    nvl_range_t moe_intermediate;
     nvl_range_t vocab;        /* embedding and lm_head rows */
 } nvl_shard_t;
 

@@ -16,16 +16,17 @@
 enum {
     OPT_TOPO = 1, OPT_MODEL, OPT_BATCH, OPT_PROMPT, OPT_GEN, OPT_CTX,
     OPT_DTYPE, OPT_KV, OPT_LAUNCH, OPT_ATTN, OPT_FUSION, OPT_LAYERS,
-    OPT_MODE, OPT_SEED, OPT_SET, OPT_JSON, OPT_TRACE, OPT_TRACE_STEPS,
-    OPT_HELP
+    OPT_MODE, OPT_SEED, OPT_ROUTE_SKEW, OPT_SET, OPT_JSON, OPT_TRACE,
+    OPT_TRACE_STEPS, OPT_HELP
 };
 
 static const nvl_cli_opt_t run_opts[] = {
     {"topo", required_argument, OPT_TOPO, "FILE",
      "topology (default topology/gb200-nvl72.topo)"},
     {"model", required_argument, OPT_MODEL, "NAME|DIR",
-     "a preset (qwen2.5-72b, qwen2.5-7b, qwen2.5-0.5b, qwen3-32b) or a "
-     "Hugging Face model directory (default qwen2.5-72b)"},
+     "a preset (qwen2.5-72b, qwen2.5-7b, qwen2.5-0.5b, qwen3-32b, "
+     "qwen3-30b-a3b, qwen3-235b-a22b) or a Hugging Face model directory "
+     "(default qwen2.5-72b)"},
     {"batch", required_argument, OPT_BATCH, "B",
      "sequences decoded together (default 1)"},
     {"prompt-len", required_argument, OPT_PROMPT, "P",
@@ -51,7 +52,11 @@ static const nvl_cli_opt_t run_opts[] = {
      "data: weights and numerics (synthetic for presets); timing: none "
      "(default: data for a directory with safetensors, else timing)"},
     {"seed", required_argument, OPT_SEED, "S",
-     "synthetic weights and prompts (default 1)"},
+     "synthetic weights and prompts, timing mode's expert routing "
+     "(default 1)"},
+    {"route-skew", required_argument, OPT_ROUTE_SKEW, "S",
+     "timing mode, mixture of experts: tokens pick experts Zipf-distributed "
+     "with exponent S (default 0: uniform)"},
     {"set", required_argument, OPT_SET, "SECTION.KEY=VALUE",
      "topology what-if, repeatable (nvlink.link_bw=100GB/s)"},
     {"json", required_argument, OPT_JSON, "FILE",
@@ -106,6 +111,17 @@ static nvl_status_t on_opt(int id, const char *arg, void *ctx)
         nvl_report("--mode: unknown value '%s' (expected data or timing)",
                    arg);
         return NVL_ERR_INVALID;
+    case OPT_ROUTE_SKEW: {
+        char *end;
+        a->route_skew = strtod(arg, &end);
+        if (end == arg || *end != '\0' || !(a->route_skew >= 0) ||
+            a->route_skew > 100) {
+            nvl_report("--route-skew: expected a number from 0 to 100, got "
+                       "'%s'", arg);
+            return NVL_ERR_INVALID;
+        }
+        return NVL_OK;
+    }
     case OPT_SET: a->sets[a->n_sets++] = arg; break;
     case OPT_JSON: a->json = arg; break;
     case OPT_TRACE: a->trace = arg; break;
@@ -226,6 +242,7 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.mode = mode;
     o.weights_dir = weights_dir;
     o.seed = (uint64_t)a->seed;
+    o.route_skew = a->route_skew;
     o.layers = (uint32_t)a->layers;
     o.cost.weight_dtype = a->dtype;
     o.cost.kv_dtype = a->kv_dtype;

@@ -14,6 +14,7 @@ typedef struct {
     const char **sets;
     int n_sets;
     long batch, prompt_len, gen_len, ctx, layers, trace_steps, seed;
+    double route_skew; /* timing mode's expert routing (0: uniform) */
     nvl_wdtype_t dtype, kv_dtype;
     nvl_attn_impl_t attn;
     nvl_fusion_t fusion;

@@ -259,6 +259,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                                                     ? "data" : "timing"));
     json_object_set_new(in, "weights", json_string(r->weights));
     json_object_set_new(in, "seed", json_integer(a->seed));
+    json_object_set_new(in, "route_skew", json_real(a->route_skew));
     const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
     json_object_set_new(in, "nccl_algo", algo ? json_string(algo) : json_null());
     json_object_set_new(in, "nccl_proto", proto ? json_string(proto) : json_null());

@@ -99,12 +99,16 @@ static double hbm_rate(const nvl_cost_cfg_t *cfg)
     return nvl_topo_hbm_bw(cfg->topo, cfg->gpu) * cfg->topo->gpu.hbm_efficiency;
 }
 
-nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
-                                  uint64_t n, uint64_t k)
+/* Matmuls of groups[i] = (m[i] rows) x n x k sharing one kernel: their
+ * work, and the time of its body (without the kernel overhead).  The
+ * groups' tiles fill the GPU together, so the width term e_m counts the
+ * n ceil(m/64) output tiles of all of them. */
+static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
+                                     const uint64_t *m, uint64_t n,
+                                     uint64_t k, double *t_s_out)
 {
     nvl_kernel_cost_t c = {0, 0, 0};
-    if (m == 0 || n == 0 || k == 0)
-        return c;
+    *t_s_out = 0;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
@@ -117,18 +121,42 @@ nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
         peak = g->bf16_flops_per_s;
         act_bytes = 2.0;
     }
-    double M = (double)m, N = (double)n, K = (double)k;
-    c.flops = 2.0 * M * N * K;
-    c.bytes = N * K * wdtypes[dt].bytes + M * K * act_bytes + M * N * 2.0;
+    double N = (double)n, K = (double)k, tiles = 0;
+    for (size_t i = 0; i < groups; i++) {
+        if (m[i] == 0 || n == 0 || k == 0)
+            continue;
+        double M = (double)m[i];
+        c.flops += 2.0 * M * N * K;
+        c.bytes += N * K * wdtypes[dt].bytes + M * K * act_bytes + M * N * 2.0;
+        tiles += N * ceil(M / 64.0);
+    }
+    if (c.flops <= 0)
+        return c;
     double e_c = g->matmul_efficiency * K / (K + (double)g->matmul_k_pad);
-    double width = N * ceil(M / 64.0) /
-                   ((double)g->sm_count * (double)g->matmul_cols_per_sm);
+    double width =
+        tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
     double e_w = pow(fmin(1.0, width), g->matmul_width_exp);
     double t_c = c.flops / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * e_c);
     double t_m = c.bytes / (hbm_rate(cfg) * e_w);
+    *t_s_out = fmax(t_c, t_m);
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
-                             fmax(t_c, t_m));
+                             *t_s_out);
     return c;
+}
+
+nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
+                                  uint64_t n, uint64_t k)
+{
+    double t_s;
+    return matmul_work(cfg, 1, &m, n, k, &t_s);
+}
+
+nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
+                                          size_t groups, const uint64_t *m,
+                                          uint64_t n, uint64_t k)
+{
+    double t_s;
+    return matmul_work(cfg, groups, m, n, k, &t_s);
 }
 
 nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,

@@ -1,6 +1,6 @@
 /* The engine's private state, shared by its files: load.c (weights from a
- * checkpoint or synthetic), forward.c (the pass), record.c (events and
- * per-pass statistics). */
+ * checkpoint or synthetic), forward.c (the pass), moe.c (the mixture-of-
+ * experts MLP), record.c (events and per-pass statistics). */
 #ifndef NVLEMU_ENGINE_IMPL_H
 #define NVLEMU_ENGINE_IMPL_H
 
@@ -15,6 +15,10 @@ typedef struct {
     float *wo;                        /* [hidden, qh*hd] */
     float *wg, *wu;                   /* [inter, hidden] */
     float *wd;                        /* [hidden, inter] */
+    /* mixture-of-experts layers (the dense wg, wu, wd stay NULL) */
+    float *router;                    /* [experts, hidden], every rank */
+    float *eg, *eu;                   /* [experts][moe inter shard, hidden] */
+    float *ed;                        /* [experts][hidden, moe inter shard] */
 } nvl_layer_weights_t;
 
 struct nvl_engine {
@@ -45,6 +49,28 @@ struct nvl_engine {
 /* load.c: fills the weights of a data-mode engine (e->shard set). */
 nvl_status_t nvl_engine_load_weights(nvl_engine_t *e);
 void nvl_engine_free_weights(nvl_engine_t *e);
+
+/* forward.c: issuing kernels (their modeled time advances the clock; a
+ * kernel without work is skipped) and float32 arithmetic. */
+void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
+                       int32_t layer, nvl_kernel_cost_t c);
+void nvl_engine_matmul(nvl_engine_t *e, const char *name, int32_t layer,
+                       uint64_t m, uint64_t n, uint64_t k);
+/* A memory-bound kernel moving `elems` bf16 elements through HBM. */
+void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
+                            double elems);
+/* y[t, o] = sum_i x[t, i] w[o, i] (+ b[o]) */
+void nvl_engine_linear(const float *x, const float *w, const float *b,
+                       float *y, uint64_t T, uint64_t O, uint64_t I);
+
+/* moe.c: the mixture-of-experts MLP of layer li over M rows.  Data mode:
+ * h holds the normed input [M, hidden] and receives this rank's partial
+ * sum of the experts' output (the caller's allreduce completes it); timing
+ * mode: h is NULL.  Issues the router, top-k, grouped expert GEMMs and
+ * combine kernels, costed with the routing's per-expert token counts (data
+ * mode: the real routing; timing mode: seeded, uniform or Zipf over the
+ * experts, opts.route_skew). */
+void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
 
 /* record.c */
 void nvl_engine_pass_begin(nvl_engine_t *e, uint64_t tokens);

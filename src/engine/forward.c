@@ -7,6 +7,7 @@
  *     q,k = rope(q,k); a = softmax(q k^T / sqrt(d), causal) v   (GQA)
  *     x += allreduce(a W_o^T)                    row-parallel
  *     h = rmsnorm(x); x += allreduce((silu(h W_g^T) * h W_u^T) W_d^T)
+ *       (Qwen3-MoE: the routed experts' weighted sum instead, moe.c)
  *   logits = rmsnorm(x) W_lm^T at each sequence's last position
  *                                                vocab-parallel + allgather
  * as transformers' Qwen2ForCausalLM / Qwen3ForCausalLM compute it, in
@@ -109,13 +110,19 @@ double nvl_engine_weight_bytes(const nvl_engine_t *e)
     double hid = c->hidden, hd = c->head_dim;
     double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
     double in = s->intermediate.count, vn = s->vocab.count;
+    double sn = s->moe_intermediate.count, ne = c->num_experts;
     double wb = nvl_wdtype_bytes(e->opts.cost.weight_dtype);
-    double layer = ((qn + 2 * kn) * hid + hid * qn + 3 * in * hid) * wb +
-                   (c->qkv_bias ? (qn + 2 * kn) * 2 : 0) + 2 * hid * 2 +
-                   (c->qk_norm ? 2 * hd * 2 : 0);
+    double attn = ((qn + 2 * kn) * hid + hid * qn) * wb +
+                  (c->qkv_bias ? (qn + 2 * kn) * 2 : 0) + 2 * hid * 2 +
+                  (c->qk_norm ? 2 * hd * 2 : 0);
+    double total = 0;
+    for (uint32_t i = 0; i < e->layers; i++)
+        total += attn + (nvl_model_layer_is_moe(c, i)
+                             /* experts, and the router in bf16 */
+                             ? ne * 3 * sn * hid * wb + ne * hid * 2
+                             : 3 * in * hid * wb);
     /* embedding and lm_head stay bf16, as quantized checkpoints keep them */
-    return e->layers * layer + vn * hid * 2 * (c->tied_embeddings ? 1 : 2) +
-           hid * 2;
+    return total + vn * hid * 2 * (c->tied_embeddings ? 1 : 2) + hid * 2;
 }
 
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
@@ -141,7 +148,7 @@ static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
 }
 
 /* Runs one kernel (nothing when it has no work). */
-static void kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
+void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                    int32_t layer, nvl_kernel_cost_t c)
 {
     if (c.time_ps <= 0)
@@ -155,19 +162,19 @@ static void kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                        c.bytes);
 }
 
-static void matmul(nvl_engine_t *e, const char *name, int32_t layer,
+void nvl_engine_matmul(nvl_engine_t *e, const char *name, int32_t layer,
                    uint64_t m, uint64_t n, uint64_t k)
 {
-    kernel(e, name, NVL_PART_GEMM, layer,
+    nvl_engine_kernel(e, name, NVL_PART_GEMM, layer,
            nvl_cost_matmul(&e->opts.cost, m, n, k));
 }
 
 /* A memory-bound kernel moving `elems` bf16 elements through HBM. */
-static void elementwise(nvl_engine_t *e, const char *name, int32_t layer,
+void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                         double elems)
 {
     if (elems > 0)
-        kernel(e, name, NVL_PART_OTHER, layer,
+        nvl_engine_kernel(e, name, NVL_PART_OTHER, layer,
                nvl_cost_memory(&e->opts.cost, elems * 2.0));
 }
 
@@ -274,14 +281,15 @@ static float dot(const float *x, const float *w, uint64_t n)
 
 /* y[t, o] = sum_i x[t, i] w[o, i] (+ b[o]) for t < T, o < O, i < I; each
  * weight row is read once for four tokens at a time. */
-static void linear(const float *x, const float *w, const float *b, float *y,
-                   uint64_t T, uint64_t O, uint64_t I)
+void nvl_engine_linear(const float *x, const float *w, const float *b,
+                       float *y,                   uint64_t T, uint64_t O, uint64_t I)
 {
     for (uint64_t t0 = 0; t0 < T; t0 += 4) {
         uint64_t nt = T - t0 < 4 ? T - t0 : 4;
         for (uint64_t o = 0; o < O; o++)
             for (uint64_t t = t0; t < t0 + nt; t++)
-                y[t * O + o] = dot(x + t * I, w + o * I, I) + (b ? b[o] : 0.0f);
+                y[t * O + o] =
+                    dot(x + t * I, w + o * I, I) + (b ? b[o] : 0.0f);
     }
 }
 
@@ -453,13 +461,15 @@ static void norm_kernels(nvl_engine_t *e, int32_t layer, double rows,
 {
     double hid = e->cfg.hidden;
     if (e->opts.cost.fusion == NVL_FUSION_TYPICAL) {
-        elementwise(e, residual_pending ? "add_rmsnorm" : "rmsnorm", layer,
+        nvl_engine_elementwise(e,
+                               residual_pending ? "add_rmsnorm" : "rmsnorm",
+                               layer,
                     rows * hid * (residual_pending ? 4 : 2));
         return;
     }
     if (residual_pending)
-        elementwise(e, "residual_add", layer, rows * hid * 3);
-    elementwise(e, "rmsnorm", layer, rows * hid * 2);
+        nvl_engine_elementwise(e, "residual_add", layer, rows * hid * 3);
+    nvl_engine_elementwise(e, "rmsnorm", layer, rows * hid * 2);
 }
 
 /* The attention half of layer li for M rows of n sequences. */
@@ -479,28 +489,30 @@ static nvl_status_t attention_block(nvl_engine_t *e, uint32_t li, int n,
     norm_kernels(e, L, (double)M, li > 0);
     if (e->data) {
         rmsnorm(b->x, l->in_norm, b->h, M, hid, c->rms_eps);
-        linear(b->h, l->wq, l->bq, b->q, M, qn * hd, hid);
-        linear(b->h, l->wk, l->bk, b->k, M, kn * hd, hid);
-        linear(b->h, l->wv, l->bv, b->v, M, kn * hd, hid);
+        nvl_engine_linear(b->h, l->wq, l->bq, b->q, M, qn * hd, hid);
+        nvl_engine_linear(b->h, l->wk, l->bk, b->k, M, kn * hd, hid);
+        nvl_engine_linear(b->h, l->wv, l->bv, b->v, M, kn * hd, hid);
     }
     if (typical) {
-        matmul(e, "qkv_proj", L, M, (qn + 2 * kn) * hd, hid);
+        nvl_engine_matmul(e, "qkv_proj", L, M, (qn + 2 * kn) * hd, hid);
     } else {
-        matmul(e, "q_proj", L, M, qn * hd, hid);
-        matmul(e, "k_proj", L, M, kn * hd, hid);
-        matmul(e, "v_proj", L, M, kn * hd, hid);
+        nvl_engine_matmul(e, "q_proj", L, M, qn * hd, hid);
+        nvl_engine_matmul(e, "k_proj", L, M, kn * hd, hid);
+        nvl_engine_matmul(e, "v_proj", L, M, kn * hd, hid);
         if (c->qkv_bias)
-            elementwise(e, "qkv_bias", L, (double)M * (qn + 2 * kn) * hd * 2);
+            nvl_engine_elementwise(e, "qkv_bias", L,
+                                   (double)M * (qn + 2 * kn) * hd * 2);
     }
     if (c->qk_norm) {
         if (typical) {
-            elementwise(e, "qk_norm", L, (double)M * (qn + kn) * hd * 2);
+            nvl_engine_elementwise(e, "qk_norm", L,
+                                   (double)M * (qn + kn) * hd * 2);
         } else {
-            elementwise(e, "q_norm", L, (double)M * qn * hd * 2);
-            elementwise(e, "k_norm", L, (double)M * kn * hd * 2);
+            nvl_engine_elementwise(e, "q_norm", L, (double)M * qn * hd * 2);
+            nvl_engine_elementwise(e, "k_norm", L, (double)M * kn * hd * 2);
         }
     }
-    elementwise(e, "rope", L, (double)M * (qn + kn) * hd * 2);
+    nvl_engine_elementwise(e, "rope", L, (double)M * (qn + kn) * hd * 2);
     if (e->data) {
         uint64_t r = 0;
         for (int sq = 0; sq < n; sq++)
@@ -530,13 +542,13 @@ static nvl_status_t attention_block(nvl_engine_t *e, uint32_t li, int n,
             r += T[sq];
         }
     }
-    kernel(e, "attention", NVL_PART_ATTN, L,
+    nvl_engine_kernel(e, "attention", NVL_PART_ATTN, L,
            nvl_cost_attention(&e->opts.cost, (size_t)n, T, past,
                               (uint32_t)qn, (uint32_t)kn, (uint32_t)hd));
     /* row-parallel o_proj: partial sums (zeros on ranks without heads) */
     if (e->data)
-        linear(b->a, l->wo, NULL, b->h, M, hid, qn * hd);
-    matmul(e, "o_proj", L, M, hid, qn * hd);
+        nvl_engine_linear(b->a, l->wo, NULL, b->h, M, hid, qn * hd);
+    nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
     nvl_status_t st = allreduce(e, L, b->h, M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
@@ -544,7 +556,8 @@ static nvl_status_t attention_block(nvl_engine_t *e, uint32_t li, int n,
     return st;
 }
 
-/* The MLP half of layer li. */
+/* The MLP half of layer li: dense, or a mixture of experts (moe.c); one
+ * allreduce either way. */
 static nvl_status_t mlp_block(nvl_engine_t *e, uint32_t li, uint64_t M,
                               acts_t *b)
 {
@@ -555,24 +568,29 @@ static nvl_status_t mlp_block(nvl_engine_t *e, uint32_t li, uint64_t M,
     double rows_in = (double)M * in;
 
     norm_kernels(e, L, (double)M, true);
-    if (e->data) {
+    if (e->data)
         rmsnorm(b->x, l->post_norm, b->h, M, hid, c->rms_eps);
-        linear(b->h, l->wg, NULL, b->g, M, in, hid);
-        linear(b->h, l->wu, NULL, b->u, M, in, hid);
-        for (uint64_t i = 0; i < M * in; i++)
-            b->g[i] = b->g[i] / (1.0f + expf(-b->g[i])) * b->u[i];
-        linear(b->g, l->wd, NULL, b->h, M, hid, in);
-    }
-    if (e->opts.cost.fusion == NVL_FUSION_TYPICAL) {
-        matmul(e, "gate_up_proj", L, M, 2 * in, hid);
-        elementwise(e, "silu_mul", L, rows_in * 3);
+    if (nvl_model_layer_is_moe(c, li)) {
+        nvl_engine_moe(e, li, M, e->data ? b->h : NULL);
     } else {
-        matmul(e, "gate_proj", L, M, in, hid);
-        matmul(e, "up_proj", L, M, in, hid);
-        elementwise(e, "silu", L, rows_in * 2);
-        elementwise(e, "mul", L, rows_in * 3);
+        if (e->data) {
+            nvl_engine_linear(b->h, l->wg, NULL, b->g, M, in, hid);
+            nvl_engine_linear(b->h, l->wu, NULL, b->u, M, in, hid);
+            for (uint64_t i = 0; i < M * in; i++)
+                b->g[i] = b->g[i] / (1.0f + expf(-b->g[i])) * b->u[i];
+            nvl_engine_linear(b->g, l->wd, NULL, b->h, M, hid, in);
+        }
+        if (e->opts.cost.fusion == NVL_FUSION_TYPICAL) {
+            nvl_engine_matmul(e, "gate_up_proj", L, M, 2 * in, hid);
+            nvl_engine_elementwise(e, "silu_mul", L, rows_in * 3);
+        } else {
+            nvl_engine_matmul(e, "gate_proj", L, M, in, hid);
+            nvl_engine_matmul(e, "up_proj", L, M, in, hid);
+            nvl_engine_elementwise(e, "silu", L, rows_in * 2);
+            nvl_engine_elementwise(e, "mul", L, rows_in * 3);
+        }
+        nvl_engine_matmul(e, "down_proj", L, M, hid, in);
     }
-    matmul(e, "down_proj", L, M, hid, in);
     nvl_status_t st = allreduce(e, L, b->h, M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
@@ -622,7 +640,7 @@ static nvl_status_t forward(nvl_engine_t *e, int n, kv_cache_t *caches,
                        e->embed + (id - s->vocab.first) * hid,
                        hid * sizeof *b.x);
         }
-    elementwise(e, "embedding", -1, (double)M * hid * 2);
+    nvl_engine_elementwise(e, "embedding", -1, (double)M * hid * 2);
     nvl_status_t st = allreduce(e, -1, b.x, M * hid);
 
     for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {
@@ -640,15 +658,15 @@ static nvl_status_t forward(nvl_engine_t *e, int n, kv_cache_t *caches,
             rmsnorm(b.x + (r - 1) * hid, e->norm, b.h + (uint64_t)i * hid, 1,
                     hid, c->rms_eps);
         }
-        linear(b.h, e->lm_head, NULL, b.last, (uint64_t)n, vn, hid);
+        nvl_engine_linear(b.h, e->lm_head, NULL, b.last, (uint64_t)n, vn, hid);
     }
     nvl_cost_cfg_t head = e->opts.cost;
     head.weight_dtype = NVL_WDT_BF16;
-    kernel(e, "lm_head", NVL_PART_GEMM, -1,
+    nvl_engine_kernel(e, "lm_head", NVL_PART_GEMM, -1,
            nvl_cost_matmul(&head, (uint64_t)n, vn, hid));
     if (st == NVL_OK)
         st = gather_logits(e, b.last, n, logits);
-    elementwise(e, "sample", -1, (double)n * c->vocab);
+    nvl_engine_elementwise(e, "sample", -1, (double)n * c->vocab);
     nvl_stream_sync(&e->stream, clk(e));
     for (int i = 0; i < n; i++)
         caches[i].len += T[i];

@@ -116,6 +116,44 @@ static float *slice(const source_t *src, const char *name, uint64_t rows,
     return out;
 }
 
+/* Every expert's slice of layer li (experts tensor-parallel: rows
+ * [moe_intermediate shard] of gate/up, those columns of down), one after
+ * another in l->eg, l->eu, l->ed. */
+static nvl_status_t load_experts(const source_t *src,
+                                 const nvl_model_config_t *c,
+                                 const nvl_shard_t *s, uint32_t li,
+                                 nvl_layer_weights_t *l, nvl_status_t st)
+{
+    if (st != NVL_OK)
+        return st;
+    uint64_t hid = c->hidden, mi = c->moe_intermediate;
+    uint64_t m0 = s->moe_intermediate.first, mn = s->moe_intermediate.count;
+    uint64_t per = mn * hid;
+    l->eg = malloc((c->num_experts * per + 1) * sizeof *l->eg);
+    l->eu = malloc((c->num_experts * per + 1) * sizeof *l->eu);
+    l->ed = malloc((c->num_experts * per + 1) * sizeof *l->ed);
+    if (l->eg == NULL || l->eu == NULL || l->ed == NULL) {
+        nvl_report("out of memory for the %u experts of layer %u",
+                   c->num_experts, li);
+        return NVL_ERR_NOMEM;
+    }
+    for (uint32_t x = 0; x < c->num_experts && st == NVL_OK; x++) {
+        char n[192];
+        float *dst[3] = {l->eg + x * per, l->eu + x * per, l->ed + x * per};
+        const char *part[3] = {"gate_proj", "up_proj", "down_proj"};
+        for (int j = 0; j < 3 && st == NVL_OK; j++) {
+            snprintf(n, sizeof n, "model.layers.%u.mlp.experts.%u.%s.weight",
+                     li, x, part[j]);
+            float *w = j < 2 ? slice(src, n, mi, hid, m0, mn, 0, hid, &st)
+                             : slice(src, n, hid, mi, 0, hid, m0, mn, &st);
+            if (w != NULL)
+                memcpy(dst[j], w, per * sizeof *w);
+            free(w);
+        }
+    }
+    return st;
+}
+
 void nvl_engine_free_weights(nvl_engine_t *e)
 {
     for (uint32_t i = 0; e->lw != NULL && i < e->layers; i++) {
@@ -190,6 +228,12 @@ nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
         }
         l->wo = slice(&src, P("self_attn.o_proj.weight"), hid, qh, 0, hid, q0,
                       qn, &st);
+        if (nvl_model_layer_is_moe(c, i)) {
+            l->router = slice(&src, P("mlp.gate.weight"), c->num_experts,
+                              hid, 0, c->num_experts, 0, hid, &st);
+            st = load_experts(&src, c, s, i, l, st);
+            continue;
+        }
         l->wg = slice(&src, P("mlp.gate_proj.weight"), c->intermediate, hid,
                       i0, in, 0, hid, &st);
         l->wu = slice(&src, P("mlp.up_proj.weight"), c->intermediate, hid, i0,

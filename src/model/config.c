@@ -29,8 +29,32 @@ static const nvl_model_config_t presets[] = {
      .head_dim = 128, .vocab = 151936, .max_positions = 40960,
      .tied_embeddings = false, .qkv_bias = false, .qk_norm = true,
      .rope_theta = 1000000.0, .rms_eps = 1e-6},
+    {.name = "qwen3-30b-a3b", .family = NVL_QWEN3_MOE, .hidden = 2048,
+     .intermediate = 6144, .layers = 48, .q_heads = 32, .kv_heads = 4,
+     .head_dim = 128, .vocab = 151936, .max_positions = 40960,
+     .tied_embeddings = false, .qkv_bias = false, .qk_norm = true,
+     .rope_theta = 1000000.0, .rms_eps = 1e-6, .num_experts = 128,
+     .top_k = 8, .moe_intermediate = 768, .norm_topk_prob = true,
+     .decoder_sparse_step = 1},
+    {.name = "qwen3-235b-a22b", .family = NVL_QWEN3_MOE, .hidden = 4096,
+     .intermediate = 12288, .layers = 94, .q_heads = 64, .kv_heads = 4,
+     .head_dim = 128, .vocab = 151936, .max_positions = 40960,
+     .tied_embeddings = false, .qkv_bias = false, .qk_norm = true,
+     .rope_theta = 1000000.0, .rms_eps = 1e-6, .num_experts = 128,
+     .top_k = 8, .moe_intermediate = 1536, .norm_topk_prob = true,
+     .decoder_sparse_step = 1},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
+
+bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer)
+{
+    if (cfg->num_experts == 0 || cfg->decoder_sparse_step == 0)
+        return false;
+    for (uint32_t i = 0; i < cfg->n_mlp_only; i++)
+        if (cfg->mlp_only_layers[i] == layer)
+            return false;
+    return (layer + 1) % cfg->decoder_sparse_step == 0;
+}
 
 size_t nvl_model_preset_count(void) { return N_PRESETS; }
 
@@ -115,6 +139,51 @@ static int get_bool(json_t *root, const char *file, const char *key,
     return 1;
 }
 
+/* The mixture-of-experts keys of a qwen3_moe config.json. */
+static int get_moe(json_t *root, const char *file, nvl_model_config_t *c)
+{
+    /* the hub's checkpoints say num_experts, transformers 5 writes
+     * num_local_experts */
+    const char *experts = json_object_get(root, "num_experts") == NULL &&
+                                  json_object_get(root, "num_local_experts")
+                              ? "num_local_experts"
+                              : "num_experts";
+    if (!get_count(root, file, experts, 0, &c->num_experts) ||
+        !get_count(root, file, "num_experts_per_tok", 0, &c->top_k) ||
+        !get_count(root, file, "moe_intermediate_size", 0,
+                   &c->moe_intermediate) ||
+        !get_count(root, file, "decoder_sparse_step", 1,
+                   &c->decoder_sparse_step) ||
+        !get_bool(root, file, "norm_topk_prob", false, &c->norm_topk_prob))
+        return 0;
+    if (c->top_k > c->num_experts) {
+        nvl_report("%s: num_experts_per_tok %u is more than %s %u", file,
+                   c->top_k, experts, c->num_experts);
+        return 0;
+    }
+    json_t *list = json_object_get(root, "mlp_only_layers");
+    if (list == NULL || json_is_null(list))
+        return 1;
+    if (!json_is_array(list) ||
+        json_array_size(list) > NVL_MOE_MAX_MLP_ONLY) {
+        nvl_report("%s: 'mlp_only_layers' must be a list of at most %d "
+                   "layer indices", file, NVL_MOE_MAX_MLP_ONLY);
+        return 0;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= (json_int_t)c->layers) {
+            nvl_report("%s: 'mlp_only_layers' entry %zu is not a layer index "
+                       "(0..%u)", file, i, c->layers - 1);
+            return 0;
+        }
+        c->mlp_only_layers[c->n_mlp_only++] = (uint32_t)json_integer_value(v);
+    }
+    return 1;
+}
+
 nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out)
 {
     char file[1024];
@@ -146,9 +215,11 @@ nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out)
         c.family = NVL_QWEN2;
     } else if (type != NULL && strcmp(type, "qwen3") == 0) {
         c.family = NVL_QWEN3;
+    } else if (type != NULL && strcmp(type, "qwen3_moe") == 0) {
+        c.family = NVL_QWEN3_MOE;
     } else {
-        nvl_report("%s: model_type '%s' is not supported (expected qwen2 or "
-                   "qwen3)", file, type ? type : "(missing)");
+        nvl_report("%s: model_type '%s' is not supported (expected qwen2, "
+                   "qwen3 or qwen3_moe)", file, type ? type : "(missing)");
         goto out;
     }
     if (!get_count(root, file, "hidden_size", 0, &c.hidden) ||
@@ -163,7 +234,9 @@ nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out)
         !get_bool(root, file, "tie_word_embeddings", false,
                   &c.tied_embeddings))
         goto out;
-    if (c.family == NVL_QWEN3 || json_object_get(root, "head_dim") != NULL) {
+    if (c.family == NVL_QWEN3_MOE && !get_moe(root, file, &c))
+        goto out;
+    if (c.family != NVL_QWEN2 || json_object_get(root, "head_dim") != NULL) {
         if (!get_count(root, file, "head_dim",
                        c.hidden % c.q_heads == 0 ? c.hidden / c.q_heads : 0,
                        &c.head_dim))
@@ -224,8 +297,13 @@ uint64_t nvl_model_param_count(const nvl_model_config_t *c)
         attn += q + 2 * kv;
     if (c->qk_norm)
         attn += 2 * (uint64_t)c->head_dim;
-    uint64_t mlp = 3 * h * c->intermediate;
-    uint64_t layer = attn + mlp + 2 * h; /* two RMSNorm weights */
+    uint64_t dense = 3 * h * c->intermediate;
+    uint64_t moe =
+        (uint64_t)c->num_experts * (3 * h * c->moe_intermediate + h);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < c->layers; i++)
+        total += attn + 2 * h + /* two RMSNorm weights */
+                 (nvl_model_layer_is_moe(c, i) ? moe : dense);
     uint64_t emb = (uint64_t)c->vocab * h;
-    return emb + c->layers * layer + h + (c->tied_embeddings ? 0 : emb);
+    return emb + total + h + (c->tied_embeddings ? 0 : emb);
 }

@@ -27,6 +27,12 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
                    cfg->vocab);
         return NVL_ERR_INVALID;
     }
+    if (cfg->num_experts > 0 && (uint32_t)tp > cfg->moe_intermediate) {
+        nvl_report("tensor parallelism %d is more than model '%s' can use: "
+                   "every rank needs rows of each expert (%u)", tp, cfg->name,
+                   cfg->moe_intermediate);
+        return NVL_ERR_INVALID;
+    }
     nvl_shard_t s = {.tp = tp, .rank = rank};
     s.q_heads = nvl_range_split(cfg->q_heads, tp, rank);
     if (s.q_heads.count > 0) {
@@ -40,6 +46,8 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
     }
     s.intermediate = nvl_range_split(cfg->intermediate, tp, rank);
     s.vocab = nvl_range_split(cfg->vocab, tp, rank);
+    if (cfg->num_experts > 0)
+        s.moe_intermediate = nvl_range_split(cfg->moe_intermediate, tp, rank);
     *out = s;
     return NVL_OK;
 }

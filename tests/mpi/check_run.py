@@ -11,6 +11,9 @@ CHECK is one of
                track per rank and complete events of kernels and collectives
   tp-invariant run as given and again with -n 1: the same greedy tokens
                (synthetic weights do not depend on the TP degree)
+  route-skew   a mixture of experts in timing mode, routed uniformly and
+               with --route-skew 3: the skewed routing touches fewer
+               experts, so its decode step spends less time in gemm
 """
 import json
 import os
@@ -108,6 +111,17 @@ def main():
                 many["inputs"]["tp"], many.get("new_tokens"), one.get("new_tokens")))
         print("check_run.py: TP %d and TP 1 generate %s" % (
             many["inputs"]["tp"], one["new_tokens"]))
+    elif check == "route-skew":
+        uniform = run(cmd, ["--mode", "timing"])
+        skewed = run(cmd, ["--mode", "timing", "--route-skew", "3"])
+        for doc in (uniform, skewed):
+            check_keys(doc)
+        g_u = uniform["decode_step_breakdown"]["gemm_ms"]
+        g_s = skewed["decode_step_breakdown"]["gemm_ms"]
+        if not g_s < g_u:
+            sys.exit("check_run.py: decode gemm %s (skew 3) not below %s "
+                     "(uniform)" % (g_s, g_u))
+        print("check_run.py: decode gemm %s uniform, %s with skew 3" % (g_u, g_s))
     else:
         sys.exit("check_run.py: unknown check " + check)
 

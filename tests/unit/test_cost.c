@@ -87,6 +87,33 @@ static void test_matmul_dtypes(void **state)
 
 /* Decode attention reads the KV cache; FA4 relieves the SFUs; an idle rank
  * costs nothing; fp8 KV halves the bytes. */
+/* One group is the plain matmul; idle groups cost nothing; a grouped
+ * kernel pays its overhead once and fills the GPU with all groups' tiles,
+ * so 8 one-token experts cost less than 8 separate matmuls. */
+static void test_grouped_matmul(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    uint64_t one = 5;
+    nvl_kernel_cost_t a = nvl_cost_grouped_matmul(&c, 1, &one, 1536, 2048);
+    nvl_kernel_cost_t b = nvl_cost_matmul(&c, 5, 1536, 2048);
+    assert_int_equal(a.time_ps, b.time_ps);
+    assert_true(a.flops == b.flops && a.bytes == b.bytes);
+    uint64_t idle[4] = {0, 0, 0, 0};
+    assert_int_equal(nvl_cost_grouped_matmul(&c, 4, idle, 1536, 2048).time_ps,
+                     0);
+    uint64_t m[8] = {1, 1, 1, 1, 1, 1, 1, 1}, with_idle[9] = {0};
+    nvl_kernel_cost_t g = nvl_cost_grouped_matmul(&c, 8, m, 1536, 2048);
+    nvl_kernel_cost_t s = nvl_cost_matmul(&c, 1, 1536, 2048);
+    assert_true(g.time_ps < 8 * s.time_ps);
+    assert_true(g.flops == 8 * s.flops && g.bytes == 8 * s.bytes);
+    for (int i = 0; i < 8; i++)
+        with_idle[i + 1] = 1;
+    assert_int_equal(nvl_cost_grouped_matmul(&c, 9, with_idle, 1536, 2048)
+                         .time_ps,
+                     g.time_ps);
+}
+
 static void test_attention(void **state)
 {
     (void)state;
@@ -179,6 +206,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_regimes),
         cmocka_unit_test(test_matmul_dtypes),
+        cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_launch_modes),
         cmocka_unit_test(test_overrides),

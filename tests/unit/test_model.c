@@ -70,16 +70,18 @@ static void test_param_counts(void **state)
     } want[] = {{"qwen2.5-72b", 72.7},
                 {"qwen2.5-7b", 7.61},
                 {"qwen2.5-0.5b", 0.494},
-                {"qwen3-32b", 32.8}};
+                {"qwen3-32b", 32.8},
+                {"qwen3-30b-a3b", 30.5},
+                {"qwen3-235b-a22b", 235.1}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         nvl_model_config_t c;
         assert_int_equal(nvl_model_preset(want[i].name, &c), NVL_OK);
         double b = (double)nvl_model_param_count(&c) / 1e9;
         assert_true(b > want[i].billions * 0.99 && b < want[i].billions * 1.01);
     }
-    assert_int_equal(nvl_model_preset_count(), 4);
+    assert_int_equal(nvl_model_preset_count(), 6);
     assert_string_equal(nvl_model_preset_name(0), "qwen2.5-72b");
-    assert_null(nvl_model_preset_name(4));
+    assert_null(nvl_model_preset_name(6));
 }
 
 static void test_unknown_preset(void **state)
@@ -141,6 +143,55 @@ static void test_rope_theta_top_level_and_qwen3(void **state)
     assert_int_equal(c.kv_heads, 2);
 }
 
+/* Qwen3-MoE: the presets, the fixtures transformers 5 wrote
+ * (num_local_experts, mlp_only_layers) and which layers are sparse. */
+static void test_moe(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen3-30b-a3b", &c), NVL_OK);
+    assert_int_equal(c.family, NVL_QWEN3_MOE);
+    assert_int_equal(c.num_experts, 128);
+    assert_int_equal(c.top_k, 8);
+    assert_int_equal(c.moe_intermediate, 768);
+    assert_true(c.norm_topk_prob);
+    assert_true(c.qk_norm);
+    assert_true(nvl_model_layer_is_moe(&c, 0));
+    assert_true(nvl_model_layer_is_moe(&c, 47));
+    assert_int_equal(nvl_model_preset("qwen3-32b", &c), NVL_OK);
+    assert_false(nvl_model_layer_is_moe(&c, 0));
+    assert_int_equal(nvl_model_config_load(
+                         NVL_TEST_DATA "/hf/qwen3-moe-tiny-mlp-only", &c),
+                     NVL_OK);
+    assert_int_equal(c.family, NVL_QWEN3_MOE);
+    assert_int_equal(c.num_experts, 8);
+    assert_int_equal(c.top_k, 2);
+    assert_int_equal(c.moe_intermediate, 24);
+    assert_int_equal(c.intermediate, 64);
+    assert_int_equal(c.head_dim, 16);
+    assert_int_equal(c.n_mlp_only, 1);
+    assert_true(nvl_model_layer_is_moe(&c, 0));
+    assert_false(nvl_model_layer_is_moe(&c, 1));
+    assert_true(nvl_model_layer_is_moe(&c, 2));
+    c.decoder_sparse_step = 2; /* layers 1, 3, 5, ... (minus mlp_only) */
+    assert_false(nvl_model_layer_is_moe(&c, 0));
+    assert_false(nvl_model_layer_is_moe(&c, 1));
+    assert_true(nvl_model_layer_is_moe(&c, 3));
+    const char *p = write_config(
+        "{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, "
+        "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+        "\"num_experts\": 16, \"num_experts_per_tok\": 4, "
+        "\"moe_intermediate_size\": 32}");
+    assert_int_equal(nvl_model_config_load(p, &c), NVL_OK);
+    unlink(p);
+    assert_int_equal(c.num_experts, 16);
+    assert_false(c.norm_topk_prob); /* transformers' default */
+    assert_int_equal(c.decoder_sparse_step, 1);
+    assert_int_equal(c.n_mlp_only, 0);
+    assert_int_equal(reports.count, 0);
+}
+
 static void expect_error(const char *json, nvl_status_t want,
                          const char *text)
 {
@@ -176,6 +227,24 @@ static void test_errors(void **state)
                  "\"num_attention_heads\": 4, \"vocab_size\": 100, "
                  "\"rope_theta\": -1}",
                  NVL_ERR_INVALID, "'rope_theta' must be a positive number");
+    expect_error("{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, "
+                 "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+                 "\"num_experts\": 4, \"num_experts_per_tok\": 8, "
+                 "\"moe_intermediate_size\": 32}",
+                 NVL_ERR_INVALID,
+                 "num_experts_per_tok 8 is more than num_experts 4");
+    expect_error("{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, "
+                 "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+                 "\"num_experts\": 4, \"num_experts_per_tok\": 2}",
+                 NVL_ERR_INVALID, "missing 'moe_intermediate_size'");
+    expect_error("{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, "
+                 "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+                 "\"num_experts\": 4, \"num_experts_per_tok\": 2, "
+                 "\"moe_intermediate_size\": 32, \"mlp_only_layers\": [5]}",
+                 NVL_ERR_INVALID, "'mlp_only_layers' entry 0");
     nvl_model_config_t c;
     reports.count = 0;
     assert_int_equal(nvl_model_config_load("/nonexistent/model", &c),
@@ -195,6 +264,7 @@ int main(void)
         TEST(test_unknown_preset),
         TEST(test_hf_fixtures),
         TEST(test_rope_theta_top_level_and_qwen3),
+        TEST(test_moe),
         TEST(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

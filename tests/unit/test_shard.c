@@ -126,6 +126,33 @@ static void test_degree_beyond_model(void **state)
                                          "than model 'qwen2.5-0.5b' can use"));
 }
 
+/* Experts tensor-parallel: every rank a slice of each expert's
+ * moe_intermediate, cut like the dense MLP; none for a dense model. */
+static void test_moe_experts_split(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    nvl_shard_t s;
+    assert_int_equal(nvl_model_preset("qwen3-30b-a3b", &c), NVL_OK);
+    uint32_t next = 0;
+    for (int r = 0; r < 5; r++) {
+        assert_int_equal(nvl_shard_plan(&c, 5, r, &s), NVL_OK);
+        assert_int_equal(s.moe_intermediate.first, next);
+        assert_int_equal(s.moe_intermediate.count, r < 3 ? 154 : 153);
+        next += s.moe_intermediate.count;
+    }
+    assert_int_equal(next, 768);
+    assert_int_equal(nvl_model_preset("qwen3-32b", &c), NVL_OK);
+    assert_int_equal(nvl_shard_plan(&c, 4, 1, &s), NVL_OK);
+    assert_int_equal(s.moe_intermediate.count, 0);
+    assert_int_equal(nvl_model_preset("qwen3-30b-a3b", &c), NVL_OK);
+    c.moe_intermediate = 8;
+    capture_reports(NULL);
+    assert_int_equal(nvl_shard_plan(&c, 9, 0, &s), NVL_ERR_INVALID);
+    release_reports(NULL);
+    assert_non_null(strstr(reports.last, "rows of each expert (8)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +162,7 @@ int main(void)
         cmocka_unit_test(test_uneven_heads_straddle_groups),
         cmocka_unit_test(test_bad_degree),
         cmocka_unit_test(test_degree_beyond_model),
+        cmocka_unit_test(test_moe_experts_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
