@@ -12,6 +12,7 @@
  *       [--min-bytes SIZE] [--max-bytes SIZE] [--factor F] [--reps R]
  * Reported, never asserted (timings belong in bench/, not in tests). */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,24 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A number of bytes, optionally with K, M or G (powers of 1024), as
+ * nccl-tests writes sizes; 0 when it is not one. */
+static size_t parse_size(const char *text)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    int shift = 0;
+    switch (end != text ? *end : '\0') {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    default: break;
+    }
+    if (end == text || *end != '\0' || v > (SIZE_MAX >> shift))
+        return 0;
+    return (size_t)v << shift;
 }
 
 static double per_call_us(double t0, long iters)
@@ -64,19 +83,20 @@ int main(int argc, char **argv)
         else if (c == 'n')
             iters = atol(optarg) > 0 ? atol(optarg) : iters;
         else if (c == 'e')
-            max_bytes = (size_t)atoll(optarg);
+            max_bytes = parse_size(optarg);
         else if (c == 'b')
-            min_bytes = (size_t)atoll(optarg);
+            min_bytes = parse_size(optarg);
         else if (c == 'f')
             factor = (size_t)atoll(optarg);
         else if (c == 'r')
             reps = atoi(optarg);
     }
-    if (min_bytes < sizeof(float) || factor < 2 || reps < 1 ||
-        reps > MAX_REPS) {
+    if (min_bytes < sizeof(float) || max_bytes < min_bytes || factor < 2 ||
+        reps < 1 || reps > MAX_REPS) {
         if (rt.rank == 0)
-            nvl_report("coll_speed: need --min-bytes >= 4, --factor >= 2, "
-                       "--reps 1..%d", MAX_REPS);
+            nvl_report("coll_speed: need 4 <= --min-bytes <= --max-bytes "
+                       "(bytes, or with K, M, G), --factor >= 2, --reps "
+                       "1..%d", MAX_REPS);
         nvl_runtime_finalize();
         return 1;
     }

@@ -4,12 +4,15 @@
  * its MPI_COMM_WORLD rank, on one topology.  Every collective
  *   1. agrees across the group on the call (kind, count, dtype, op, root)
  *      and on the start time, the latest entry clock of the group, in one
- *      small MPI_Allreduce;
+ *      small exchange (groups of up to 8: one message between every two
+ *      members, which in data mode also carries the first of the data;
+ *      larger groups: one MPI_Allreduce);
  *   2. picks an algorithm and protocol as NCCL's tuner does (or as forced by
  *      NCCL_ALGO / NCCL_PROTO), and predicts its duration from the topology;
- *   3. in data mode, moves the real buffers through MPI along the pattern of
- *      that algorithm and computes the real result; in timing mode moves no
- *      payload at all;
+ *   3. in data mode, moves the real buffers through MPI and computes the
+ *      real result (groups of up to 8 in direct exchanges, reducing in
+ *      member order; larger groups along the pattern of that algorithm); in
+ *      timing mode moves no payload at all;
  *   4. sets every member's clock to start + duration.
  * Both modes therefore give identical virtual times for the same calls.
  *

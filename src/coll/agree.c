@@ -31,6 +31,9 @@ typedef struct {
     int64_t payload_bytes;  /* what follows in this message */
 } agree_hdr_t;
 
+_Static_assert(sizeof(agree_hdr_t) == NVL_AGREE_HEADER_BYTES,
+               "the header size direct.c plans with");
+
 #define TAG_AGREE 90
 #define SLOT_BYTES                                                           \
     ((sizeof(agree_hdr_t) + NVL_AGREE_MAX_PAYLOAD + 63) / 64 * 64)
@@ -151,12 +154,10 @@ nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t sig, bool ok,
                           time_ps};
     bool sizes_ok = true;
     if (comm->size <= NVL_DIRECT_MAX_MEMBERS) {
-        nvl_status_t st = exchange(comm, v, msgs, &sizes_ok);
-        if (st != NVL_OK) { /* peers may be waiting on this member */
-            nvl_report("%s: the agreement exchange failed on this member: "
-                       "%s", what, nvl_status_str(st));
+        /* a failure here (reported where found) leaves peers waiting on
+         * this member: end the job */
+        if (exchange(comm, v, msgs, &sizes_ok) != NVL_OK)
             nvl_runtime_abort(1);
-        }
     } else {
         int64_t mine[AGREE_N];
         memcpy(mine, v, sizeof mine);
@@ -166,10 +167,9 @@ nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t sig, bool ok,
         return fail_once(comm, !ok, what, why);
     if (v[AGREE_SIG] != -v[AGREE_NEG_SIG])
         return NVL_ERR_MISMATCH; /* the caller names who differs */
-    if (!sizes_ok) {
-        /* equal calls always expect what their peers send */
-        nvl_report("%s: internal error: a peer's agreement payload has "
-                   "another size than this member expects", what);
+    if (!sizes_ok) { /* equal calls always expect what their peers send */
+        nvl_report("internal error: member %d got an agreement payload of "
+                   "another size than it expects", comm->rank);
         nvl_runtime_abort(1);
     }
     *start_ps_out = v[AGREE_CLOCK];

@@ -190,6 +190,9 @@ nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);
  * disagrees on the call cannot overflow it. */
 #define NVL_AGREE_MAX_PAYLOAD ((size_t)64 << 10)
 
+/* Each message of the exchange starts with a header of this size. */
+#define NVL_AGREE_HEADER_BYTES 48
+
 /* What this member sends member k within the agreement exchange, and what
  * it expects from k (bytes, at most NVL_AGREE_MAX_PAYLOAD each); the
  * exchange sets recv to where k's payload landed (the comm's agreement
@@ -208,15 +211,16 @@ typedef struct {
  * by member; NULL: nothing more) riding along; larger groups in one
  * MPI_Allreduce (msgs must then be NULL).  On success sets the group-wide
  * start and duration; on wrong arguments the lowest failing member reports
- * (what names the call) and every member returns NVL_ERR_INVALID; when the
- * members' signatures differ every member returns NVL_ERR_MISMATCH and the
- * caller reports. */
+ * "what: why" (both needed only where ok is false) and every member returns
+ * NVL_ERR_INVALID; when the members' signatures differ every member returns
+ * NVL_ERR_MISMATCH and the caller reports.  A local failure within the
+ * exchange, peers waiting, ends the job (nvl_runtime_abort). */
 nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t signature, bool ok,
                             const char *what, const char *why,
                             int64_t time_ps, nvl_agree_msg_t *msgs,
                             int64_t *start_ps_out, int64_t *time_ps_out);
 
-/* ---- the direct data path of small groups (src/coll/direct.c) ---------- */
+/* ---- the direct data paths of small groups (src/coll/direct.c) --------- */
 
 /* How a call's data moves when the group agrees directly. */
 typedef enum {
@@ -225,8 +229,12 @@ typedef enum {
                             within the agreement; each reduces all of them */
     NVL_DIRECT_SHARES,   /* allreduce: block k to member k within the
                             agreement, reduced there, then gathered */
-    NVL_DIRECT_SPLIT     /* allreduce: after agreeing, the same in two
+    NVL_DIRECT_SPLIT,    /* allreduce: after agreeing, the same in two
                             exchanges (blocks too large to ride along) */
+    NVL_DIRECT_GATHER,   /* allgather: every member's block to every other
+                            within the agreement */
+    NVL_DIRECT_SCATTER   /* reduce-scatter: block k to member k within the
+                            agreement, reduced there */
 } nvl_direct_path_t;
 
 /* Data mode, group of up to NVL_DIRECT_MAX_MEMBERS, arguments checked: the

@@ -1,17 +1,23 @@
-/* The data path of allreduce in small groups (up to NVL_DIRECT_MAX_MEMBERS
- * members): the agreement exchange every call opens with (agree.c) already
- * sends one message from every member to every other, so the data rides
- * along with it instead of following it.
+/* The data paths of small groups (up to NVL_DIRECT_MAX_MEMBERS members):
+ * the agreement exchange every call opens with (agree.c) already sends one
+ * message from every member to every other, so the data rides along with
+ * it instead of following it.
  *
- *   WHOLE   (up to WHOLE_MAX_BYTES): member i sends its whole buffer x_i to
- *           every other; each reduces x_0 op x_1 op ... op x_{N-1}.
- *           One exchange in all.
+ * allreduce, S bytes:
+ *   WHOLE   (up to (N-1) x S = WHOLE_MAX_RECV_BYTES, unless a whole
+ *           buffer is too large to go at once and a share is not): member
+ *           i sends its whole buffer x_i to every other; each reduces
+ *           x_0 op x_1 op ... op x_{N-1}.  One exchange in all.
  *   SHARES  (blocks of up to NVL_AGREE_MAX_PAYLOAD): member i sends block k
  *           of x_i to member k; member k reduces its block in the same
  *           order, then sends it to every other (a direct allgather).
  *           Two exchanges, each member moving 2(N-1)/N of the buffer.
  *   SPLIT   (larger): the agreement carries nothing, then the two
  *           exchanges of SHARES.
+ * allgather, reduce-scatter (blocks of up to NVL_AGREE_MAX_PAYLOAD):
+ *   GATHER  member i sends its block to every other.
+ *   SCATTER member i sends its block k to member k, which reduces them.
+ * Other collectives, and larger blocks: the chosen algorithm's run().
  *
  * Every element is reduced in member order 0, 1, ..., N-1 (as the NVLS
  * switch does), so every member gets the same bits on every path, at every
@@ -22,28 +28,53 @@
 
 #include "coll_impl.h"
 
-/* Up to here one exchange of whole buffers beats two of shares on the
- * host (bench/coll_speed, docs/collectives.md). */
-#define WHOLE_MAX_BYTES ((size_t)16 << 10)
+/* Whole buffers while a member receives at most this much of them,
+ * (N-1) x the buffer: where one exchange of whole buffers beats two of
+ * shares on the host (2 to 8 ranks on 2 cores, bench/coll_speed). */
+#define WHOLE_MAX_RECV_BYTES ((size_t)64 << 10)
+
+/* The largest message Open MPI's shared-memory transport sends at once;
+ * a larger one waits for a rendezvous with its receiver (vader's 4 KB
+ * eager limit, its own headers included: 4040 bytes measured to go at
+ * once, 4048 not).  Two exchanges of shares that go at once beat one of
+ * whole buffers that does not: 2 ranks, 4 KB: 3.0 us against 6.8 us. */
+#define EAGER_MAX_BYTES ((size_t)4000)
 
 #define TAG_SPLIT 91
 
 nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
                                   nvl_agree_msg_t *msgs)
 {
-    if (call->coll != NVL_COLL_ALLREDUCE)
-        return NVL_DIRECT_NONE;
     const nvl_comm_t *c = call->comm;
     int n = c->size;
     size_t esz = nvl_dtype_size(call->dtype), bytes = call->count * esz;
-    if (bytes <= WHOLE_MAX_BYTES && bytes <= NVL_AGREE_MAX_PAYLOAD) {
+    if (call->coll == NVL_COLL_ALLGATHER ||
+        call->coll == NVL_COLL_REDUCESCATTER) {
+        if (bytes > NVL_AGREE_MAX_PAYLOAD) /* bytes: one member's block */
+            return NVL_DIRECT_NONE;
+        bool gather = call->coll == NVL_COLL_ALLGATHER;
+        for (int k = 0; k < n; k++)
+            msgs[k] = (nvl_agree_msg_t){
+                (const char *)call->send + (gather ? 0 : (size_t)k * bytes),
+                bytes, bytes, NULL};
+        return gather ? NVL_DIRECT_GATHER : NVL_DIRECT_SCATTER;
+    }
+    if (call->coll != NVL_COLL_ALLREDUCE)
+        return NVL_DIRECT_NONE;
+    size_t off[NVL_DIRECT_MAX_MEMBERS], len[NVL_DIRECT_MAX_MEMBERS];
+    nvl_blocks_even(call->count, n, off, len);
+    size_t share = len[0] * esz; /* block 0 is the longest */
+    const size_t hb = NVL_AGREE_HEADER_BYTES;
+    bool whole_fits = bytes <= NVL_AGREE_MAX_PAYLOAD &&
+                      bytes * (size_t)(n - 1) <= WHOLE_MAX_RECV_BYTES;
+    bool whole_eager = bytes + hb <= EAGER_MAX_BYTES;
+    bool share_eager = share + hb <= EAGER_MAX_BYTES;
+    if (whole_fits && (whole_eager || !share_eager)) {
         for (int k = 0; k < n; k++)
             msgs[k] = (nvl_agree_msg_t){call->send, bytes, bytes, NULL};
         return NVL_DIRECT_WHOLE;
     }
-    size_t off[NVL_DIRECT_MAX_MEMBERS], len[NVL_DIRECT_MAX_MEMBERS];
-    nvl_blocks_even(call->count, n, off, len);
-    if (len[0] * esz > NVL_AGREE_MAX_PAYLOAD) /* block 0 is the longest */
+    if (share > NVL_AGREE_MAX_PAYLOAD)
         return NVL_DIRECT_SPLIT;
     for (int k = 0; k < n; k++)
         msgs[k] = (nvl_agree_msg_t){(const char *)call->send + off[k] * esz,
@@ -134,6 +165,21 @@ nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,
     size_t esz = nvl_dtype_size(call->dtype);
     if (path == NVL_DIRECT_WHOLE)
         return reduce_block(call, msgs, call->send, call->recv, call->count);
+    if (path == NVL_DIRECT_SCATTER)
+        return reduce_block(call, msgs,
+                            (const char *)call->send +
+                                (size_t)me * call->count * esz,
+                            call->recv, call->count);
+    if (path == NVL_DIRECT_GATHER) {
+        size_t bytes = call->count * esz;
+        for (int k = 0; k < n && bytes > 0; k++) {
+            char *dst = (char *)call->recv + (size_t)k * bytes;
+            const void *src = k == me ? call->send : msgs[k].recv;
+            if (dst != src) /* in place: the block is already there */
+                memcpy(dst, src, bytes);
+        }
+        return NVL_OK;
+    }
     size_t off[NVL_DIRECT_MAX_MEMBERS], len[NVL_DIRECT_MAX_MEMBERS];
     nvl_blocks_even(call->count, n, off, len);
     nvl_group_t g = nvl_group_all(c);
@@ -146,7 +192,5 @@ nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,
             : split_reduce_scatter(call, off, len);
     if (st == NVL_OK)
         st = nvl_direct_allgather(call, &g, call->recv, &b);
-    if (st == NVL_ERR_NOMEM)
-        nvl_report("out of memory in a direct allreduce");
-    return st;
+    return st; /* out of memory: nvl_xfer_scratch reported it */
 }

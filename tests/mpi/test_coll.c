@@ -253,10 +253,11 @@ int main(int argc, char **argv)
         }
         /* allreduce as the tuner picks, at the sizes where groups of up to
          * 8 change how the data moves (src/coll/direct.c): the largest
-         * whole buffer that rides along with the agreement (16 KB) and one
-         * element more, every dtype and op; in groups of up to 8, also the
-         * largest shares (64 KB per member), one element more and a larger
-         * uneven size, one op per dtype */
+         * whole buffer that rides along with the agreement (members
+         * receive up to 64 KB of them) and one element more, every dtype
+         * and op; in groups of up to 8, also the largest shares (64 KB per
+         * member), one element more and a larger uneven size, one op per
+         * dtype */
         nvl_tuner_cfg_t dflt;
         nvl_tuner_cfg_default(&dflt);
         nvl_comm_set_tuner(comm, &dflt);
@@ -266,7 +267,8 @@ int main(int argc, char **argv)
             if (k >= 2 && (size_ > 8 || op != (dt + k) % NVL_OP_COUNT))
                 continue;
             size_t esz = nvl_dtype_size((nvl_dtype_t)dt);
-            size_t whole = 16384 / esz, shares = (size_t)size_ * 65536 / esz;
+            size_t whole = 65536 / (size_ > 1 ? size_ - 1 : 1) / esz;
+            size_t shares = (size_t)size_ * 65536 / esz;
             size_t sizes[5] = {whole, whole + 1, shares, shares + 1,
                                2 * shares + 3};
             int inplace = (dt + op + k) % 2;

@@ -80,9 +80,10 @@ int main(int argc, char **argv)
     st = nvl_allreduce(comm, NULL, NULL, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("NULL buffer", st, NVL_ERR_INVALID, "NULL buffer");
     /* In groups of up to 8 the agreement messages carry the data: whole
-     * buffers (up to 16 KB), one share per member (up to 64 KB each), or
-     * nothing (larger).  Calls that disagree across those paths, or only on
-     * what the data means, must still fail everywhere with one report. */
+     * buffers (while a member receives up to 64 KB of them), one share per
+     * member (up to 64 KB each), or nothing (larger).  Calls that disagree
+     * across those paths, or only on what the data means, must still fail
+     * everywhere with one report. */
     size_t big = 100000; /* 400 KB: too large to ride along */
     float *bin = calloc(big, sizeof *bin), *bout = calloc(big, sizeof *bout);
     if (bin == NULL || bout == NULL)
@@ -91,10 +92,10 @@ int main(int argc, char **argv)
                        NVL_OP_SUM, NULL);
     expect("large vs whole-buffer count", st, NVL_ERR_MISMATCH,
            "member 1 (GPU 1) called AllReduce(count=100000");
-    st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? 6000 : big, NVL_DT_F32,
+    st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? 9000 : big, NVL_DT_F32,
                        NVL_OP_SUM, NULL);
     expect("shares vs large count", st, NVL_ERR_MISMATCH,
-           "AllReduce(count=6000, float, sum)");
+           "AllReduce(count=9000, float, sum)");
     st = nvl_allreduce(comm, bin, bout, 8,
                        rank_ == 2 ? NVL_DT_BF16 : NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("dtype mismatch", st, NVL_ERR_MISMATCH, "bfloat16");
