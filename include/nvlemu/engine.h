@@ -17,7 +17,17 @@
  * coll.h, timed as bf16 activations), so the same run gives the same
  * virtual times in either mode; except for a mixture of experts, whose
  * kernel times follow the tokens each expert receives: the real routing in
- * data mode, a seeded one in timing mode (src/engine/moe.c). */
+ * data mode, a seeded one in timing mode (src/engine/moe.c).
+ *
+ * A mixture of experts may instead be placed with expert parallelism
+ * (opts.place, nvl_shard_place): the experts spread over groups of ranks,
+ * each token sent to the ranks holding its experts and their outputs sent
+ * back (dispatch and combine, one all-to-all each, through nvl_group_*);
+ * attention stays tensor-parallel over all ranks (then each rank routes
+ * its share of the rows: the attention's allreduce becomes a reduce-
+ * scatter before the experts and an allgather after them) or becomes
+ * data-parallel (each rank runs its own sequences with the whole
+ * attention; no collective outside the experts). */
 #ifndef NVLEMU_ENGINE_H
 #define NVLEMU_ENGINE_H
 
@@ -27,6 +37,7 @@
 #include "nvlemu/coll.h"
 #include "nvlemu/cost.h"
 #include "nvlemu/model.h"
+#include "nvlemu/shard.h"
 #include "nvlemu/status.h"
 
 typedef struct nvl_engine nvl_engine_t;
@@ -39,6 +50,9 @@ typedef struct {
     double route_skew;       /* timing mode, mixture of experts: Zipf
                                 exponent of the seeded routing over the
                                 experts (0: uniform) */
+    nvl_placement_t place;   /* mixture of experts: expert parallelism and
+                                data-parallel attention (default: ep 1,
+                                attention tensor-parallel) */
     nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp */
 } nvl_engine_opts_t;
 
@@ -48,14 +62,17 @@ typedef struct {
 void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
                              const nvl_topo_t *topo);
 
-/* Collective over tp: builds this rank's engine.  Data mode with a
+/* Collective over tp: builds this rank's engine (tp is the whole job:
+ * the tensor-parallel group, or the expert-parallel world when
+ * opts.place says so).  Data mode with a
  * weights_dir reads only this rank's slices of the checkpoint; with none it
  * generates synthetic weights that do not depend on the TP degree (value of
  * element (r, c) of a tensor = f(seed, tensor, r, c)), so every TP degree
  * computes the same logits.  Reports (naming the tensor or file) and
  * returns an error when a tensor is missing or mis-shaped, or when the TP
  * degree exceeds what the model can use (more ranks than intermediate rows,
- * rows of each expert, or vocabulary rows); every rank fails.  Sets tp's time dtype to bf16.
+ * rows of each expert, or vocabulary rows) or the placement does not fit
+ * (nvl_shard_place); every rank fails.  Sets tp's time dtype to bf16.
  * Free with nvl_engine_free. */
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,
@@ -79,8 +96,11 @@ nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
  * together, each sequence against its own KV cache.  Writes max_new new
  * tokens per prompt (new_tokens_out: batch x max_new; -1 in timing mode)
  * and, unless NULL, the prefill's last-position logits (batch x vocab).
- * Reports an id outside the vocabulary and a sequence longer than the
- * model's max_position_embeddings. */
+ * Reports an id outside the vocabulary, a sequence longer than the
+ * model's max_position_embeddings, and, with data-parallel attention, a
+ * batch smaller than the ranks (each rank runs sequences
+ * nvl_range_split(batch, ranks, rank); the outputs are gathered on every
+ * rank). */
 nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
                                  const int *lens, int batch, int max_new,
                                  int32_t *new_tokens_out,
@@ -122,6 +142,18 @@ typedef struct {
     uint64_t context;           /* longest sequence after the pass */
     double flops, hbm_bytes, coll_bytes;
     double wall_s;              /* host time the emulation of the pass took */
+    /* mixture of experts, summed over the pass's MoE layers */
+    uint32_t moe_layers;
+    double expert_pairs;        /* (token, expert) pairs this rank's
+                                   experts computed */
+    double expert_pairs_max;    /* per layer the most any rank computed, */
+    double expert_pairs_mean;   /* and the mean over the ranks */
+    /* expert parallelism: the all-to-alls (dispatch: tokens to their
+       experts' ranks; combine: the outputs back) */
+    double dispatch_bytes, combine_bytes; /* sent by this rank */
+    int64_t dispatch_ps, combine_ps;
+    int64_t combine_wait_ps;    /* idle before the combine, waiting for the
+                                   busiest rank: the cost of imbalance */
 } nvl_pass_stats_t;
 
 /* Keeps the op events of the first `passes` passes (0, the default: none;
@@ -139,9 +171,12 @@ void nvl_engine_reset_stats(nvl_engine_t *e);
 /* Layers the engine runs (opts.layers or all). */
 uint32_t nvl_engine_layers(const nvl_engine_t *e);
 
+/* This rank's shard and placement. */
+const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e);
+
 /* Bytes this rank's GPU would hold: its weight shard in the weight dtype,
- * and the KV cache for `seqs` sequences of `positions` each in the KV
- * dtype. */
+ * and its KV cache for a batch of `seqs` sequences of `positions` each in
+ * the KV dtype (data-parallel attention: for its share of the batch). */
 double nvl_engine_weight_bytes(const nvl_engine_t *e);
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions);

@@ -2,13 +2,16 @@
  * Megatron and the serving engines cut it: QKV and gate/up column-parallel,
  * O and down row-parallel, embedding and lm_head vocab-parallel; each
  * expert of a mixture of experts cut like the dense MLP (its
- * moe_intermediate split), the router replicated.  Any TP
+ * moe_intermediate split), the router replicated; or, placed with expert
+ * parallelism, the experts spread over groups of ranks and the attention
+ * tensor- or data-parallel (nvl_shard_place).  Any TP
  * degree is allowed: counts that do not divide go one extra to the first
  * ranks, and ranks beyond the query-head count hold no attention (idle in
  * attention, as at TP = 72 on 64 heads). */
 #ifndef NVLEMU_SHARD_H
 #define NVLEMU_SHARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nvlemu/model.h"
@@ -27,15 +30,45 @@ typedef struct {
                                  replicated on several ranks when tp exceeds
                                  them, two when a rank's heads straddle groups */
     nvl_range_t intermediate; /* gate/up rows, down columns */
-    /* the same of every expert (experts tensor-parallel; none without) */
+    /* the same of every expert this rank holds (none without experts) */
     nvl_range_t moe_intermediate;
     nvl_range_t vocab;        /* embedding and lm_head rows */
+    /* placement of a mixture of experts (nvl_shard_place) */
+    bool attn_dp;             /* attention data-parallel: tp is 1 */
+    int ep, ep_rank;          /* expert groups; this rank's group */
+    int etp;                  /* ranks sharing each group's experts
+                                 (expert tensor parallelism) */
+    nvl_range_t experts;      /* the experts this rank holds */
 } nvl_shard_t;
 
-/* This rank's shard of cfg at tensor-parallel degree tp.  Reports and
- * returns NVL_ERR_INVALID when tp < 1 or rank is outside [0, tp). */
+/* Where the parts of a mixture-of-experts model go on `world` ranks. */
+typedef struct {
+    int ep;       /* expert-parallel degree: the experts are spread over ep
+                     groups of world / ep ranks (uneven counts go one
+                     extra to the first groups), each expert cut over the
+                     ranks of its group like the dense MLP; 1: every rank
+                     holds a slice of every expert (experts tensor-
+                     parallel) */
+    bool attn_dp; /* attention data-parallel: every rank holds the whole
+                     attention, embedding, lm_head and dense MLPs and runs
+                     its own sequences; else all of them are tensor-
+                     parallel over the world */
+} nvl_placement_t;
+
+/* This rank's shard of cfg at tensor-parallel degree tp (experts tensor-
+ * parallel).  Reports and returns NVL_ERR_INVALID when tp < 1, rank is
+ * outside [0, tp), or the model has fewer rows than ranks to cut. */
 nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
                             nvl_shard_t *out);
+
+/* This rank's shard of cfg on `world` ranks placed as pl says.  Reports
+ * and returns NVL_ERR_INVALID, naming the value, when ep < 1, ep does not
+ * divide world, ep exceeds the expert count, an expert has fewer rows
+ * than world / ep, ep > 1 or attn_dp is asked of a dense model, or the
+ * tensor-parallel part cannot be cut (as nvl_shard_plan). */
+nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
+                             int rank, const nvl_placement_t *pl,
+                             nvl_shard_t *out);
 
 /* An even split of n items over parts: part i's range. */
 nvl_range_t nvl_range_split(uint32_t n, int parts, int i);

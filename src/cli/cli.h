@@ -3,6 +3,7 @@
 #define NVLEMU_CLI_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "nvlemu/status.h"
@@ -41,6 +42,22 @@ nvl_status_t nvl_cli_parse(const char *command, int argc, char **argv,
 
 /* Parses a positive integer option value; reports and returns -1 if bad. */
 long nvl_cli_positive(const char *option, const char *text, long max);
+
+/* The placement options of `run` and `generate` (a mixture of experts),
+ * with their ids in the command's table. */
+#define NVL_CLI_PLACEMENT_OPTS(ep_id, attn_par_id)                          \
+    {"ep", required_argument, (ep_id), "N",                                 \
+     "mixture of experts: spread the experts over N groups of ranks "       \
+     "(expert parallelism; N divides the rank count; default 1: experts "   \
+     "tensor-parallel)"},                                                   \
+    {"attn-parallel", required_argument, (attn_par_id), "tp|dp",            \
+     "mixture of experts: attention tensor-parallel over all ranks, or "    \
+     "data-parallel (each rank its own sequences, at least one each; "      \
+     "default tp)"}
+
+/* Parses --attn-parallel's value: "tp" (false) or "dp" (true); reports
+ * anything else. */
+nvl_status_t nvl_cli_attn_parallel_parse(const char *text, bool *dp_out);
 
 typedef int (*nvl_cli_cmd_fn)(int argc, char **argv);
 

@@ -9,7 +9,10 @@
 #include "nvlemu/engine.h"
 #include "nvlemu/runtime.h"
 
-enum { OPT_MODEL = 1, OPT_IDS, OPT_NEW, OPT_LOGITS, OPT_TOPO, OPT_HELP };
+enum {
+    OPT_MODEL = 1, OPT_IDS, OPT_NEW, OPT_LOGITS, OPT_TOPO, OPT_EP,
+    OPT_ATTN_PAR, OPT_HELP
+};
 
 static const nvl_cli_opt_t gen_opts[] = {
     {"model", required_argument, OPT_MODEL, "DIR",
@@ -22,15 +25,18 @@ static const nvl_cli_opt_t gen_opts[] = {
      "write {\"new_tokens\": [[...]], \"last_logits\": [[...]]}"},
     {"topo", required_argument, OPT_TOPO, "FILE",
      "topology (default topology/gb200-nvl72.topo)"},
+    NVL_CLI_PLACEMENT_OPTS(OPT_EP, OPT_ATTN_PAR),
     {"help", no_argument, OPT_HELP, NULL, "this help"},
 };
 #define N_OPTS (sizeof gen_opts / sizeof gen_opts[0])
-#define USAGE "mpirun -np TP nvlemu generate --model DIR --input-ids " \
-              "\"1,2,3;4,5\" [--max-new-tokens N] [--logits-out FILE.json]"
+#define USAGE "mpirun -np N nvlemu generate --model DIR --input-ids " \
+              "\"1,2,3;4,5\" [--max-new-tokens N] [--logits-out FILE.json] " \
+              "[--ep N] [--attn-parallel tp|dp]"
 
 typedef struct {
     const char *model, *ids, *logits_out, *topo;
-    long max_new;
+    long max_new, ep;
+    bool attn_dp;
     int help;
     int32_t *tokens; /* all prompts, one after another */
     int *lens;
@@ -86,6 +92,10 @@ static nvl_status_t on_opt(int id, const char *arg, void *ctx)
         return a->max_new < 0 ? NVL_ERR_INVALID : NVL_OK;
     case OPT_LOGITS: a->logits_out = arg; break;
     case OPT_TOPO: a->topo = arg; break;
+    case OPT_EP:
+        a->ep = nvl_cli_positive("--ep", arg, 1 << 20);
+        return a->ep < 0 ? NVL_ERR_INVALID : NVL_OK;
+    case OPT_ATTN_PAR: return nvl_cli_attn_parallel_parse(arg, &a->attn_dp);
     case OPT_HELP: a->help = 1; break;
     }
     return NVL_OK;
@@ -94,6 +104,7 @@ static nvl_status_t on_opt(int id, const char *arg, void *ctx)
 static nvl_status_t parse_args(int argc, char **argv, gen_args_t *a)
 {
     a->max_new = 16;
+    a->ep = 1;
     a->topo = "topology/gb200-nvl72.topo";
     int first;
     nvl_status_t st = nvl_cli_parse("generate", argc, argv, gen_opts, N_OPTS,
@@ -164,7 +175,12 @@ int nvl_cmd_generate(int argc, char **argv)
     nvl_engine_t *e = NULL;
     if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &tp) != NVL_OK)
         goto out;
-    if (nvl_engine_load(&cfg, args.model, tp, &e) == NVL_OK) {
+    nvl_engine_opts_t o;
+    nvl_engine_opts_default(&o, topo);
+    o.weights_dir = args.model;
+    o.place.ep = (int)args.ep;
+    o.place.attn_dp = args.attn_dp;
+    if (nvl_engine_create(&cfg, &o, tp, &e) == NVL_OK) {
         int32_t *out = malloc((size_t)args.batch * args.max_new * sizeof *out);
         float *logits = malloc((size_t)args.batch * cfg.vocab * sizeof *logits);
         if (out == NULL || logits == NULL) {
@@ -175,9 +191,16 @@ int nvl_cmd_generate(int argc, char **argv)
                                  (int)args.max_new, out, logits);
         if (st == NVL_OK && rt.rank == 0) {
             nvl_runtime_print_header(stdout);
-            printf("# nvlemu generate: %s, TP %d on %s, greedy, %ld new "
-                   "token(s) per prompt\n", args.model, rt.size, topo->name,
-                   args.max_new);
+            if (args.ep == 1 && !args.attn_dp)
+                printf("# nvlemu generate: %s, TP %d on %s, greedy, %ld new "
+                       "token(s) per prompt\n", args.model, rt.size,
+                       topo->name, args.max_new);
+            else
+                printf("# nvlemu generate: %s, EP %ld x expert-TP %ld, "
+                       "attention %s %d on %s, greedy, %ld new token(s) per "
+                       "prompt\n", args.model, args.ep, rt.size / args.ep,
+                       args.attn_dp ? "DP" : "TP", rt.size, topo->name,
+                       args.max_new);
             for (int b = 0; b < args.batch; b++) {
                 printf("prompt %d:", b);
                 for (long s = 0; s < args.max_new; s++)

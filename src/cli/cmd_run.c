@@ -16,8 +16,8 @@
 enum {
     OPT_TOPO = 1, OPT_MODEL, OPT_BATCH, OPT_PROMPT, OPT_GEN, OPT_CTX,
     OPT_DTYPE, OPT_KV, OPT_LAUNCH, OPT_ATTN, OPT_FUSION, OPT_LAYERS,
-    OPT_MODE, OPT_SEED, OPT_ROUTE_SKEW, OPT_SET, OPT_JSON, OPT_TRACE,
-    OPT_TRACE_STEPS, OPT_HELP
+    OPT_MODE, OPT_SEED, OPT_ROUTE_SKEW, OPT_EP, OPT_ATTN_PAR, OPT_SET,
+    OPT_JSON, OPT_TRACE, OPT_TRACE_STEPS, OPT_HELP
 };
 
 static const nvl_cli_opt_t run_opts[] = {
@@ -57,6 +57,7 @@ static const nvl_cli_opt_t run_opts[] = {
     {"route-skew", required_argument, OPT_ROUTE_SKEW, "S",
      "timing mode, mixture of experts: tokens pick experts Zipf-distributed "
      "with exponent S (default 0: uniform)"},
+    NVL_CLI_PLACEMENT_OPTS(OPT_EP, OPT_ATTN_PAR),
     {"set", required_argument, OPT_SET, "SECTION.KEY=VALUE",
      "topology what-if, repeatable (nvlink.link_bw=100GB/s)"},
     {"json", required_argument, OPT_JSON, "FILE",
@@ -122,6 +123,9 @@ static nvl_status_t on_opt(int id, const char *arg, void *ctx)
         }
         return NVL_OK;
     }
+    case OPT_EP: num = &a->ep, name = "--ep", max = 1 << 20; break;
+    case OPT_ATTN_PAR:
+        return nvl_cli_attn_parallel_parse(arg, &a->attn_dp);
     case OPT_SET: a->sets[a->n_sets++] = arg; break;
     case OPT_JSON: a->json = arg; break;
     case OPT_TRACE: a->trace = arg; break;
@@ -139,7 +143,7 @@ static nvl_status_t parse_args(int argc, char **argv, nvl_run_args_t *a)
     *a = (nvl_run_args_t){
         .topo_path = "topology/gb200-nvl72.topo", .model = "qwen2.5-72b",
         .batch = 1, .prompt_len = 1024, .gen_len = 128, .trace_steps = 2,
-        .seed = 1, .dtype = NVL_WDT_BF16, .kv_dtype = NVL_WDT_BF16,
+        .seed = 1, .ep = 1, .dtype = NVL_WDT_BF16, .kv_dtype = NVL_WDT_BF16,
         .fusion = NVL_FUSION_TYPICAL, .launch = NVL_LAUNCH_GRAPH, .mode = -1};
     a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
     if (a->sets == NULL)
@@ -199,9 +203,9 @@ static double peak_rss_bytes(void)
 }
 
 /* This rank's totals for the report. */
-static void summarize(const nvl_engine_t *e, const nvl_shard_t *sh,
-                      nvl_run_rank_t *out)
+static void summarize(const nvl_engine_t *e, nvl_run_rank_t *out)
 {
+    const nvl_shard_t *sh = nvl_engine_shard(e);
     memset(out, 0, sizeof *out);
     size_t n;
     const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
@@ -217,7 +221,17 @@ static void summarize(const nvl_engine_t *e, const nvl_shard_t *sh,
         out->decode_flops += p[i].flops;
         out->decode_hbm_bytes += p[i].hbm_bytes;
         out->decode_coll_bytes += p[i].coll_bytes;
+        out->decode_expert_pairs += p[i].expert_pairs;
+        out->decode_expert_pairs_max += p[i].expert_pairs_max;
+        out->decode_expert_pairs_mean += p[i].expert_pairs_mean;
+        out->decode_dispatch_ps += (double)p[i].dispatch_ps;
+        out->decode_combine_ps += (double)p[i].combine_ps;
+        out->decode_dispatch_bytes += p[i].dispatch_bytes;
+        out->decode_combine_bytes += p[i].combine_bytes;
+        out->decode_combine_wait_ps += (double)p[i].combine_wait_ps;
     }
+    out->moe_layers = n > 0 ? p[0].moe_layers : 0;
+    out->experts = sh->experts.count;
     if (n > 0)
         out->prefill_flops = p[0].flops;
     out->q_heads = sh->q_heads.count;
@@ -243,6 +257,8 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.weights_dir = weights_dir;
     o.seed = (uint64_t)a->seed;
     o.route_skew = a->route_skew;
+    o.place.ep = (int)a->ep;
+    o.place.attn_dp = a->attn_dp;
     o.layers = (uint32_t)a->layers;
     o.cost.weight_dtype = a->dtype;
     o.cost.kv_dtype = a->kv_dtype;
@@ -284,7 +300,6 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
         int64_t *end_max = malloc((n + 1) * sizeof *end_max);
         double *pw = malloc((n + 1) * sizeof *pw);
         nvl_run_rank_t mine, *all = malloc((size_t)rt->size * sizeof *all);
-        nvl_shard_t sh;
         if (!end || !end_max || !pw || !all) {
             nvl_report("out of memory for the report");
             nvl_runtime_abort(1);
@@ -295,8 +310,7 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
         }
         MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0,
                    MPI_COMM_WORLD);
-        nvl_shard_plan(cfg, rt->size, rt->rank, &sh);
-        summarize(e, &sh, &mine);
+        summarize(e, &mine);
         int nd = (int)(sizeof mine / sizeof(double));
         MPI_Gather(&mine, nd, MPI_DOUBLE, all, nd, MPI_DOUBLE, 0,
                    MPI_COMM_WORLD);

@@ -39,6 +39,17 @@ long nvl_cli_positive(const char *option, const char *text, long max)
     return v;
 }
 
+nvl_status_t nvl_cli_attn_parallel_parse(const char *text, bool *dp_out)
+{
+    if (strcmp(text, "tp") == 0 || strcmp(text, "dp") == 0) {
+        *dp_out = strcmp(text, "dp") == 0;
+        return NVL_OK;
+    }
+    nvl_report("--attn-parallel: unknown value '%s' (expected tp or dp)",
+               text);
+    return NVL_ERR_INVALID;
+}
+
 nvl_status_t nvl_cli_parse(const char *command, int argc, char **argv,
                            const nvl_cli_opt_t *opts, size_t n,
                            nvl_cli_on_opt_t on_opt, void *ctx,

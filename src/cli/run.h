@@ -4,6 +4,7 @@
 #ifndef NVLEMU_CLI_RUN_H
 #define NVLEMU_CLI_RUN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -15,6 +16,8 @@ typedef struct {
     int n_sets;
     long batch, prompt_len, gen_len, ctx, layers, trace_steps, seed;
     double route_skew; /* timing mode's expert routing (0: uniform) */
+    long ep;           /* expert-parallel degree (1: experts TP) */
+    bool attn_dp;      /* attention data-parallel */
     nvl_wdtype_t dtype, kv_dtype;
     nvl_attn_impl_t attn;
     nvl_fusion_t fusion;
@@ -34,6 +37,13 @@ typedef struct {
     double prefill_flops;
     double q_heads, kv_heads, intermediate, vocab; /* this rank's shard */
     double peak_rss_bytes;
+    /* mixture of experts (nvl_pass_stats_t), decode steps summed */
+    double experts, moe_layers;     /* experts held; MoE layers per pass */
+    double decode_expert_pairs, decode_expert_pairs_max,
+        decode_expert_pairs_mean;
+    double decode_dispatch_ps, decode_combine_ps;
+    double decode_dispatch_bytes, decode_combine_bytes;
+    double decode_combine_wait_ps;
 } nvl_run_rank_t;
 
 /* What rank 0 reports. */

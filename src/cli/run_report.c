@@ -27,7 +27,44 @@ typedef struct {
     int attn_idle_ranks;
     double hbm_bytes, rss_max, wall_per_step_s;
     double decode_tflops_per_gpu, decode_hbm_tb_per_s;
+    /* mixture of experts, per MoE layer of a decode step (means over the
+     * ranks unless said) */
+    double experts_min, experts_max;
+    double dispatch_ms, combine_ms, dispatch_bytes, combine_bytes;
+    double pairs_max, pairs_mean; /* per layer: busiest rank, mean rank */
+    double wait_ms_step;          /* imbalance wait per decode step */
+    int most_loaded;              /* the rank with most expert tokens */
+    double most_loaded_pairs;     /* its tokens per layer */
 } derived_t;
+
+static void derive_moe(const nvl_run_result_t *r, derived_t *d)
+{
+    int n = r->tp;
+    double steps = d->steps ? (double)d->steps : 1;
+    double per = r->ranks[0].moe_layers * steps; /* MoE layers in decode */
+    d->experts_min = INFINITY;
+    d->most_loaded_pairs = -1;
+    for (int k = 0; k < n; k++) {
+        const nvl_run_rank_t *x = &r->ranks[k];
+        d->experts_min = fmin(d->experts_min, x->experts);
+        d->experts_max = fmax(d->experts_max, x->experts);
+        if (per <= 0)
+            continue;
+        d->dispatch_ms += MS(x->decode_dispatch_ps) / per / n;
+        d->combine_ms += MS(x->decode_combine_ps) / per / n;
+        d->dispatch_bytes += x->decode_dispatch_bytes / per / n;
+        d->combine_bytes += x->decode_combine_bytes / per / n;
+        d->wait_ms_step += MS(x->decode_combine_wait_ps) / steps / n;
+        if (x->decode_expert_pairs / per > d->most_loaded_pairs) {
+            d->most_loaded_pairs = x->decode_expert_pairs / per;
+            d->most_loaded = k;
+        }
+    }
+    if (per > 0) {
+        d->pairs_max = r->ranks[0].decode_expert_pairs_max / per;
+        d->pairs_mean = r->ranks[0].decode_expert_pairs_mean / per;
+    }
+}
 
 static void derive(const nvl_run_result_t *r, derived_t *d)
 {
@@ -94,6 +131,7 @@ static void derive(const nvl_run_result_t *r, derived_t *d)
         d->decode_tflops_per_gpu += x->decode_flops / n;
         d->decode_hbm_tb_per_s += x->decode_hbm_bytes / n;
     }
+    derive_moe(r, d);
     double dec_s = d->tpot_ms * steps / 1e3;
     d->decode_tflops_per_gpu = dec_s > 0 ? d->decode_tflops_per_gpu / dec_s / 1e12 : 0;
     d->decode_hbm_tb_per_s = dec_s > 0 ? d->decode_hbm_tb_per_s / dec_s / 1e12 : 0;
@@ -128,15 +166,62 @@ static void breakdown_text(FILE *out, const char *title, const double *parts,
             pct(idle, total));
 }
 
+/* "TP 8", or "EP 4 x expert-TP 2, attention DP 8". */
+static void placement_text(const nvl_run_result_t *r, char *buf, size_t len)
+{
+    const nvl_run_args_t *a = r->args;
+    if (a->ep == 1 && !a->attn_dp)
+        snprintf(buf, len, "TP %d", r->tp);
+    else
+        snprintf(buf, len, "EP %ld x expert-TP %ld, attention %s %d", a->ep,
+                 r->tp / a->ep, a->attn_dp ? "DP" : "TP", r->tp);
+}
+
+/* The mixture of experts' lines: placement, all-to-alls, imbalance. */
+static void moe_text(const nvl_run_result_t *r, const derived_t *d,
+                     FILE *out)
+{
+    const nvl_run_args_t *a = r->args;
+    if (r->cfg->num_experts == 0)
+        return;
+    fprintf(out, "\nexperts: %u, top-%u; ", r->cfg->num_experts,
+            r->cfg->top_k);
+    if (d->experts_min == d->experts_max)
+        fprintf(out, "%.0f per rank", d->experts_min);
+    else
+        fprintf(out, "%.0f..%.0f per rank (uneven)", d->experts_min,
+                d->experts_max);
+    fprintf(out, " (EP %ld, each expert cut over %ld rank(s)); %.0f MoE "
+                 "layer(s)\n", a->ep, r->tp / a->ep, r->ranks[0].moe_layers);
+    if (d->steps == 0 || r->ranks[0].moe_layers == 0)
+        return;
+    if (a->ep > 1 || a->attn_dp)
+        fprintf(out, "  all-to-all per MoE layer (decode): dispatch %.4f ms, "
+                     "%.1f KB sent; combine %.4f ms, %.1f KB sent (mean "
+                     "rank)\n", d->dispatch_ms, d->dispatch_bytes / 1e3,
+                d->combine_ms, d->combine_bytes / 1e3);
+    fprintf(out, "  expert tokens per MoE layer (decode): busiest rank %.1f "
+                 "vs mean %.1f (x%.2f); most loaded over the run: rank %d "
+                 "(%.1f)\n", d->pairs_max, d->pairs_mean,
+            d->pairs_mean > 0 ? d->pairs_max / d->pairs_mean : 1.0,
+            d->most_loaded, d->most_loaded_pairs);
+    if (a->ep > 1 || a->attn_dp)
+        fprintf(out, "  cost of imbalance: %.4f ms per decode step (%.1f%%): "
+                     "ranks waiting for the busiest before the combine\n",
+                d->wait_ms_step, pct(d->wait_ms_step, d->tpot_ms));
+}
+
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
 {
     derived_t d;
     derive(r, &d);
     const nvl_run_args_t *a = r->args;
     nvl_runtime_print_header(out);
-    fprintf(out, "# nvlemu run: %s (%u of %u layers) on %s, TP %d, %s mode, "
+    char place[128];
+    placement_text(r, place, sizeof place);
+    fprintf(out, "# nvlemu run: %s (%u of %u layers) on %s, %s, %s mode, "
                  "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
-            r->topo->name, r->tp,
+            r->topo->name, place,
             r->mode == NVL_MODE_DATA ? "data" : "timing", r->weights);
     fprintf(out, "# batch %ld, prompt %llu tokens, %llu new tokens per "
                  "sequence%s; weights %s, KV %s, attention %s, fusion %s, "
@@ -181,9 +266,10 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                                                   r->pass_end_ps[i - 1])));
             fprintf(out, "\n");
         }
-        fprintf(out, "throughput  %10.1f tokens/s for this TP group, %.1f "
-                     "per GPU\n", d.tokens_per_s, d.tokens_per_s_per_gpu);
-        fprintf(out, "rack        %10.1f tokens/s with %d TP group(s) of %d "
+        fprintf(out, "throughput  %10.1f tokens/s for these %d GPUs, %.1f "
+                     "per GPU\n", d.tokens_per_s, r->tp,
+                d.tokens_per_s_per_gpu);
+        fprintf(out, "rack        %10.1f tokens/s with %d group(s) of %d "
                      "on the %u GPUs\n", d.tokens_per_s_rack, d.replicas,
                 r->tp, r->topo->gpus);
         fprintf(out, "decode      %10.2f TFLOP/s and %.2f TB/s of HBM per "
@@ -200,6 +286,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                 d.slowest, d.busy_ms[0], d.idle_ms[0], d.fastest,
                 d.busy_ms[1], d.idle_ms[1]);
     }
+    moe_text(r, &d, out);
     breakdown_text(out, "prefill (mean over ranks)", d.pre, d.pre_total, "ms",
                    1.0);
     fprintf(out, "\n# emulation: %.2f s wall, %.4f s per decode step, peak "
@@ -232,6 +319,43 @@ static json_t *parts_json(const double *parts, double total, double scale,
     return o;
 }
 
+/* null for a dense model */
+static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
+{
+    const nvl_run_args_t *a = r->args;
+    if (r->cfg->num_experts == 0)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "experts", json_integer(r->cfg->num_experts));
+    json_object_set_new(o, "top_k", json_integer(r->cfg->top_k));
+    json_object_set_new(o, "ep", json_integer(a->ep));
+    json_object_set_new(o, "expert_tp", json_integer(r->tp / a->ep));
+    json_object_set_new(o, "attn_parallel", json_string(a->attn_dp ? "dp"
+                                                                    : "tp"));
+    json_object_set_new(o, "experts_per_rank_min", json_real(d->experts_min));
+    json_object_set_new(o, "experts_per_rank_max", json_real(d->experts_max));
+    json_object_set_new(o, "moe_layers", json_real(r->ranks[0].moe_layers));
+    json_object_set_new(o, "dispatch_ms_per_layer", json_real(d->dispatch_ms));
+    json_object_set_new(o, "dispatch_bytes_per_layer",
+                        json_real(d->dispatch_bytes));
+    json_object_set_new(o, "combine_ms_per_layer", json_real(d->combine_ms));
+    json_object_set_new(o, "combine_bytes_per_layer",
+                        json_real(d->combine_bytes));
+    json_object_set_new(o, "expert_tokens_per_layer_max",
+                        json_real(d->pairs_max));
+    json_object_set_new(o, "expert_tokens_per_layer_mean",
+                        json_real(d->pairs_mean));
+    json_object_set_new(o, "imbalance",
+                        json_real(d->pairs_mean > 0
+                                      ? d->pairs_max / d->pairs_mean : 1.0));
+    json_object_set_new(o, "imbalance_wait_ms_per_step",
+                        json_real(d->wait_ms_step));
+    json_object_set_new(o, "most_loaded_rank", json_integer(d->most_loaded));
+    json_object_set_new(o, "most_loaded_rank_tokens_per_layer",
+                        json_real(d->most_loaded_pairs));
+    return o;
+}
+
 nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
 {
     derived_t d;
@@ -260,6 +384,9 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(in, "weights", json_string(r->weights));
     json_object_set_new(in, "seed", json_integer(a->seed));
     json_object_set_new(in, "route_skew", json_real(a->route_skew));
+    json_object_set_new(in, "ep", json_integer(a->ep));
+    json_object_set_new(in, "attn_parallel", json_string(a->attn_dp ? "dp"
+                                                                     : "tp"));
     const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
     json_object_set_new(in, "nccl_algo", algo ? json_string(algo) : json_null());
     json_object_set_new(in, "nccl_proto", proto ? json_string(proto) : json_null());
@@ -310,6 +437,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                         json_pack("{s:f, s:f, s:f}", "wall_s", r->wall_s,
                                   "wall_s_per_decode_step", d.wall_per_step_s,
                                   "peak_rss_mb_max", d.rss_max / 1e6));
+    json_object_set_new(root, "experts", moe_json(r, &d));
     if (r->tokens != NULL) {
         json_t *toks = json_array();
         for (long b = 0; b < a->batch; b++) {

@@ -17,16 +17,21 @@ typedef struct {
     float *wd;                        /* [hidden, inter] */
     /* mixture-of-experts layers (the dense wg, wu, wd stay NULL) */
     float *router;                    /* [experts, hidden], every rank */
-    float *eg, *eu;                   /* [experts][moe inter shard, hidden] */
-    float *ed;                        /* [experts][hidden, moe inter shard] */
+    float *eg, *eu;                   /* [held experts][moe inter shard, hidden] */
+    float *ed;                        /* [held experts][hidden, moe inter shard] */
 } nvl_layer_weights_t;
 
 struct nvl_engine {
     nvl_model_config_t cfg;
     nvl_engine_opts_t opts;
     nvl_shard_t shard;
-    nvl_comm_t *tp;
+    nvl_comm_t *tp;       /* the whole job */
+    nvl_comm_t *dense;    /* attention, embedding, lm_head, dense MLPs: tp,
+                             or this rank alone (data-parallel attention;
+                             owned) */
     uint32_t layers;      /* layers run */
+    uint64_t row0;        /* the pass's first row in the whole batch's
+                             (seeds timing mode's routing) */
     bool data;            /* data mode: weights and arithmetic */
     /* data mode only */
     float *embed;   /* [vocab shard, hidden] */
@@ -63,6 +68,13 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
 void nvl_engine_linear(const float *x, const float *w, const float *b,
                        float *y, uint64_t T, uint64_t O, uint64_t I);
 
+/* forward.c: a collective's launch (returns this rank's clock on
+ * entering the collective) and its accounting (the wait for the group,
+ * then its time). */
+int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer);
+void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
+                          int64_t entry_ps, const nvl_coll_info_t *info);
+
 /* moe.c: the mixture-of-experts MLP of layer li over M rows.  Data mode:
  * h holds the normed input [M, hidden] and receives this rank's partial
  * sum of the experts' output (the caller's allreduce completes it); timing
@@ -71,6 +83,18 @@ void nvl_engine_linear(const float *x, const float *w, const float *b,
  * mode: the real routing; timing mode: seeded, uniform or Zipf over the
  * experts, opts.route_skew). */
 void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
+
+/* moe.c, expert parallelism (e->shard.ep > 1 or attention data-parallel):
+ * collective over e->tp.  This rank's R rows (the pass's rows row0 ..
+ * row0 + R - 1 of the whole batch) are routed here, sent to the ranks
+ * holding their experts (dispatch), computed there and sent back
+ * (combine).  Data mode: h holds the normed input [R, hidden] and receives
+ * the experts' complete weighted sum; timing mode: h is NULL. */
+nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
+                               uint64_t row0, float *h);
+
+/* Whether layer li's experts exchange tokens with all-to-alls. */
+bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li);
 
 /* record.c */
 void nvl_engine_pass_begin(nvl_engine_t *e, uint64_t tokens);

@@ -68,12 +68,26 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                    cfg->name, cfg->layers);
         st = NVL_ERR_INVALID;
     }
+    nvl_placement_t pl = opts->place;
+    if (pl.ep == 0)
+        pl.ep = 1;
     if (st == NVL_OK)
-        st = nvl_shard_plan(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
-                            &e->shard);
+        st = nvl_shard_place(cfg, nvl_comm_size(tp), nvl_comm_rank(tp), &pl,
+                             &e->shard);
     if (st == NVL_OK && e->data)
         st = nvl_engine_load_weights(e);
     st = nvl_runtime_capture_end_on(nvl_comm_mpi(tp), st);
+    e->dense = tp;
+    if (st == NVL_OK && e->shard.attn_dp) {
+        /* every rank its own attention: a communicator of one */
+        st = nvl_comm_split(tp, nvl_comm_rank(tp), 0, &e->dense);
+        if (st == NVL_OK) {
+            nvl_comm_set_mode(e->dense, opts->mode);
+            nvl_comm_set_time_dtype(e->dense, NVL_DT_BF16);
+        } else {
+            e->dense = tp;
+        }
+    }
     if (st != NVL_OK) {
         nvl_engine_free(e);
         return st;
@@ -96,12 +110,19 @@ void nvl_engine_free(nvl_engine_t *e)
     if (e == NULL)
         return;
     nvl_engine_free_weights(e);
+    if (e->dense != NULL && e->dense != e->tp)
+        nvl_comm_destroy(e->dense);
     free(e->events);
     free(e->passes);
     free(e);
 }
 
 uint32_t nvl_engine_layers(const nvl_engine_t *e) { return e->layers; }
+
+const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e)
+{
+    return &e->shard;
+}
 
 double nvl_engine_weight_bytes(const nvl_engine_t *e)
 {
@@ -110,7 +131,7 @@ double nvl_engine_weight_bytes(const nvl_engine_t *e)
     double hid = c->hidden, hd = c->head_dim;
     double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
     double in = s->intermediate.count, vn = s->vocab.count;
-    double sn = s->moe_intermediate.count, ne = c->num_experts;
+    double sn = s->moe_intermediate.count, ne = s->experts.count;
     double wb = nvl_wdtype_bytes(e->opts.cost.weight_dtype);
     double attn = ((qn + 2 * kn) * hid + hid * qn) * wb +
                   (c->qkv_bias ? (qn + 2 * kn) * 2 : 0) + 2 * hid * 2 +
@@ -118,8 +139,9 @@ double nvl_engine_weight_bytes(const nvl_engine_t *e)
     double total = 0;
     for (uint32_t i = 0; i < e->layers; i++)
         total += attn + (nvl_model_layer_is_moe(c, i)
-                             /* experts, and the router in bf16 */
-                             ? ne * 3 * sn * hid * wb + ne * hid * 2
+                             /* experts held, and the router in bf16 */
+                             ? ne * 3 * sn * hid * wb +
+                                   c->num_experts * hid * 2
                              : 3 * in * hid * wb);
     /* embedding and lm_head stay bf16, as quantized checkpoints keep them */
     return total + vn * hid * 2 * (c->tied_embeddings ? 1 : 2) + hid * 2;
@@ -131,6 +153,8 @@ double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
     double kvb = nvl_wdtype_bytes(e->opts.cost.kv_dtype == NVL_WDT_FP8
                                       ? NVL_WDT_FP8
                                       : NVL_WDT_BF16);
+    if (e->shard.attn_dp && seqs > 0) /* the largest share */
+        seqs = nvl_range_split((uint32_t)seqs, nvl_comm_size(e->tp), 0).count;
     return (double)e->layers * 2.0 * e->shard.kv_heads.count *
            e->cfg.head_dim * kvb * (double)seqs * (double)positions;
 }
@@ -178,9 +202,16 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                nvl_cost_memory(&e->opts.cost, elems * 2.0));
 }
 
-/* Accounts a collective that ran: the wait for the group, then its time. */
-static void collective_done(nvl_engine_t *e, const char *name, int32_t layer,
-                            int64_t entry_ps, const nvl_coll_info_t *info)
+int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
+{
+    int64_t before = clk(e)->now_ps;
+    nvl_stream_collective(&e->stream, clk(e));
+    launch_wait(e, layer, before);
+    return clk(e)->now_ps;
+}
+
+void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
+                          int64_t entry_ps, const nvl_coll_info_t *info)
 {
     if (info->start_ps > entry_ps)
         nvl_engine_account(e, "wait", NVL_PART_WAIT, layer, entry_ps,
@@ -199,18 +230,15 @@ static void collective_done(nvl_engine_t *e, const char *name, int32_t layer,
 static nvl_status_t allreduce(nvl_engine_t *e, int32_t layer, float *buf,
                               size_t n)
 {
-    if (nvl_comm_size(e->tp) == 1)
+    if (nvl_comm_size(e->dense) == 1)
         return NVL_OK;
-    int64_t before = clk(e)->now_ps;
-    nvl_stream_collective(&e->stream, clk(e));
-    launch_wait(e, layer, before);
-    int64_t entry = clk(e)->now_ps;
+    int64_t entry = nvl_engine_coll_begin(e, layer);
     nvl_coll_info_t info;
     void *b = e->data ? buf : NULL;
-    nvl_status_t st = nvl_allreduce(e->tp, b, b, n, NVL_DT_F32, NVL_OP_SUM,
-                                    &info);
+    nvl_status_t st = nvl_allreduce(e->dense, b, b, n, NVL_DT_F32,
+                                    NVL_OP_SUM, &info);
     if (st == NVL_OK)
-        collective_done(e, "allreduce", layer, entry, &info);
+        nvl_engine_coll_done(e, "allreduce", layer, entry, &info);
     return st;
 }
 
@@ -220,7 +248,7 @@ static nvl_status_t gather_logits(nvl_engine_t *e, const float *local, int n,
                                   float *logits)
 {
     const nvl_model_config_t *c = &e->cfg;
-    int tp = nvl_comm_size(e->tp);
+    int tp = nvl_comm_size(e->dense);
     uint32_t vn = e->shard.vocab.count;
     if (tp == 1) {
         if (e->data)
@@ -241,14 +269,12 @@ static nvl_status_t gather_logits(nvl_engine_t *e, const float *local, int n,
         for (int s = 0; s < n; s++)
             memcpy(send + s * maxv, local + (size_t)s * vn, vn * sizeof *send);
     }
-    int64_t before = clk(e)->now_ps;
-    nvl_stream_collective(&e->stream, clk(e));
-    launch_wait(e, -1, before);
-    int64_t entry = clk(e)->now_ps;
+    int64_t entry = nvl_engine_coll_begin(e, -1);
     nvl_coll_info_t info;
-    nvl_status_t st = nvl_allgather(e->tp, send, recv, per, NVL_DT_F32, &info);
+    nvl_status_t st = nvl_allgather(e->dense, send, recv, per, NVL_DT_F32,
+                                    &info);
     if (st == NVL_OK)
-        collective_done(e, "allgather", -1, entry, &info);
+        nvl_engine_coll_done(e, "allgather", -1, entry, &info);
     if (st == NVL_OK && e->data)
         for (int r = 0; r < tp; r++) {
             nvl_range_t v = nvl_range_split(c->vocab, tp, r);
@@ -472,7 +498,8 @@ static void norm_kernels(nvl_engine_t *e, int32_t layer, double rows,
     nvl_engine_elementwise(e, "rmsnorm", layer, rows * hid * 2);
 }
 
-/* The attention half of layer li for M rows of n sequences. */
+/* The attention half of layer li for M rows of n sequences, up to o_proj:
+ * its partial sums (complete with data-parallel attention) in b->h. */
 static nvl_status_t attention_block(nvl_engine_t *e, uint32_t li, int n,
                                     kv_cache_t *caches, const uint64_t *T,
                                     const uint64_t *past, uint64_t M,
@@ -549,10 +576,85 @@ static nvl_status_t attention_block(nvl_engine_t *e, uint32_t li, int n,
     if (e->data)
         nvl_engine_linear(b->a, l->wo, NULL, b->h, M, hid, qn * hd);
     nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
-    nvl_status_t st = allreduce(e, L, b->h, M * hid);
+    return NVL_OK;
+}
+
+/* The attention's partial sums completed (allreduce) and added to the
+ * residual. */
+static nvl_status_t attention_out(nvl_engine_t *e, uint32_t li, uint64_t M,
+                                  acts_t *b)
+{
+    uint64_t hid = e->cfg.hidden;
+    nvl_status_t st = allreduce(e, (int32_t)li, b->h, M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
             b->x[i] += b->h[i];
+    return st;
+}
+
+/* Tensor-parallel attention before expert parallelism: the o_proj partial
+ * sums are reduce-scattered by rows (rank r gets rows nvl_range_split(M,
+ * ranks, r), blocks padded to the largest share), added to the residual,
+ * normed, sent through the experts (nvl_engine_moe_ep), added again, and
+ * allgathered, so that every rank holds every row for the next layer. */
+static nvl_status_t attention_out_moe_ep(nvl_engine_t *e, uint32_t li,
+                                         uint64_t M, acts_t *b)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    int n = nvl_comm_size(e->tp), me = nvl_comm_rank(e->tp);
+    uint64_t hid = c->hidden;
+    int32_t L = (int32_t)li;
+    nvl_range_t mine = nvl_range_split((uint32_t)M, n, me);
+    uint64_t R = mine.count, per = nvl_range_split((uint32_t)M, n, 0).count *
+                                   hid;
+    float *blk = NULL, *rows = NULL, *hl = NULL;
+    if (e->data) {
+        blk = calloc((size_t)n * per + 1, sizeof *blk);
+        rows = calloc(per + 1, sizeof *rows);
+        hl = calloc(per + 1, sizeof *hl);
+        if (blk == NULL || rows == NULL || hl == NULL) {
+            nvl_report("out of memory for %llu rows",
+                       (unsigned long long)M);
+            nvl_runtime_abort(1);
+        }
+        for (int r = 0; r < n; r++) {
+            nvl_range_t rr = nvl_range_split((uint32_t)M, n, r);
+            memcpy(blk + (size_t)r * per, b->h + rr.first * hid,
+                   rr.count * hid * sizeof *blk);
+        }
+    }
+    nvl_coll_info_t info;
+    int64_t entry = nvl_engine_coll_begin(e, L);
+    nvl_status_t st = nvl_reducescatter(e->tp, blk, rows, per, NVL_DT_F32,
+                                        NVL_OP_SUM, &info);
+    if (st == NVL_OK)
+        nvl_engine_coll_done(e, "reducescatter", L, entry, &info);
+    norm_kernels(e, L, (double)R, true);
+    if (st == NVL_OK && e->data) {
+        for (uint64_t i = 0; i < R * hid; i++)
+            rows[i] += b->x[mine.first * hid + i];
+        rmsnorm(rows, e->lw[li].post_norm, hl, R, hid, c->rms_eps);
+    }
+    if (st == NVL_OK)
+        st = nvl_engine_moe_ep(e, li, R, e->row0 + mine.first, hl);
+    if (st == NVL_OK && e->data)
+        for (uint64_t i = 0; i < R * hid; i++)
+            rows[i] += hl[i];
+    if (st == NVL_OK) {
+        entry = nvl_engine_coll_begin(e, L);
+        st = nvl_allgather(e->tp, rows, blk, per, NVL_DT_F32, &info);
+        if (st == NVL_OK)
+            nvl_engine_coll_done(e, "allgather", L, entry, &info);
+    }
+    if (st == NVL_OK && e->data)
+        for (int r = 0; r < n; r++) {
+            nvl_range_t rr = nvl_range_split((uint32_t)M, n, r);
+            memcpy(b->x + rr.first * hid, blk + (size_t)r * per,
+                   rr.count * hid * sizeof *blk);
+        }
+    free(hl);
+    free(rows);
+    free(blk);
     return st;
 }
 
@@ -570,7 +672,11 @@ static nvl_status_t mlp_block(nvl_engine_t *e, uint32_t li, uint64_t M,
     norm_kernels(e, L, (double)M, true);
     if (e->data)
         rmsnorm(b->x, l->post_norm, b->h, M, hid, c->rms_eps);
-    if (nvl_model_layer_is_moe(c, li)) {
+    nvl_status_t st = NVL_OK;
+    if (nvl_engine_moe_is_ep(e, li)) {
+        /* data-parallel attention: this rank's rows, complete sums */
+        st = nvl_engine_moe_ep(e, li, M, e->row0, e->data ? b->h : NULL);
+    } else if (nvl_model_layer_is_moe(c, li)) {
         nvl_engine_moe(e, li, M, e->data ? b->h : NULL);
     } else {
         if (e->data) {
@@ -591,7 +697,8 @@ static nvl_status_t mlp_block(nvl_engine_t *e, uint32_t li, uint64_t M,
         }
         nvl_engine_matmul(e, "down_proj", L, M, hid, in);
     }
-    nvl_status_t st = allreduce(e, L, b->h, M * hid);
+    if (st == NVL_OK)
+        st = allreduce(e, L, b->h, M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
             b->x[i] += b->h[i];
@@ -645,6 +752,13 @@ static nvl_status_t forward(nvl_engine_t *e, int n, kv_cache_t *caches,
 
     for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {
         st = attention_block(e, li, n, caches, T, past, M, &b);
+        if (st == NVL_OK && nvl_engine_moe_is_ep(e, li) &&
+            !e->shard.attn_dp) {
+            st = attention_out_moe_ep(e, li, M, &b);
+            continue;
+        }
+        if (st == NVL_OK)
+            st = attention_out(e, li, M, &b);
         if (st == NVL_OK)
             st = mlp_block(e, li, M, &b);
     }
@@ -707,6 +821,12 @@ static nvl_status_t check_prompts(const nvl_engine_t *e, const int32_t *ids,
         nvl_report("data mode needs prompt token ids");
         return NVL_ERR_INVALID;
     }
+    int ranks = nvl_comm_size(e->tp);
+    if (e->shard.attn_dp && batch < ranks) {
+        nvl_report("data-parallel attention on %d ranks needs at least one "
+                   "sequence per rank: batch %d", ranks, batch);
+        return NVL_ERR_INVALID;
+    }
     return NVL_OK;
 }
 
@@ -717,6 +837,27 @@ static int32_t argmax(const float *v, uint32_t n)
         if (v[i] > v[best])
             best = i;
     return (int32_t)best;
+}
+
+/* Data-parallel attention: every rank's new tokens and logits (rows of
+ * `per` values, rank r's from row share.first) gathered on every rank. */
+static void gather_outputs(nvl_engine_t *e, int batch, void *buf, int per,
+                           MPI_Datatype type)
+{
+    int n = nvl_comm_size(e->tp);
+    int *counts = malloc(2 * (size_t)n * sizeof *counts);
+    if (counts == NULL) {
+        nvl_report("out of memory gathering the outputs");
+        nvl_runtime_abort(1);
+    }
+    for (int r = 0; r < n; r++) {
+        nvl_range_t sh = nvl_range_split((uint32_t)batch, n, r);
+        counts[r] = (int)sh.count * per;
+        counts[n + r] = (int)sh.first * per;
+    }
+    MPI_Allgatherv(MPI_IN_PLACE, 0, type, buf, counts, counts + n, type,
+                   nvl_comm_mpi(e->tp));
+    free(counts);
 }
 
 nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
@@ -735,35 +876,53 @@ nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
     st = nvl_runtime_capture_end_on(nvl_comm_mpi(e->tp), st);
     if (st != NVL_OK)
         return st;
-    kv_cache_t *caches = calloc((size_t)batch, sizeof *caches);
-    uint64_t *T = malloc((size_t)batch * sizeof *T);
-    int32_t *tok = malloc((size_t)batch * sizeof *tok);
-    float *logits = e->data ? malloc((size_t)batch * e->cfg.vocab *
-                                     sizeof *logits)
+    /* this rank's sequences: all, or its share (data-parallel attention);
+     * prefill_row0: their first row in the whole batch's prefill */
+    nvl_range_t mine = {0, (uint32_t)batch};
+    uint64_t prefill_row0 = 0;
+    if (e->shard.attn_dp)
+        mine = nvl_range_split((uint32_t)batch, nvl_comm_size(e->tp),
+                               nvl_comm_rank(e->tp));
+    for (uint32_t b = 0; b < mine.first; b++)
+        prefill_row0 += (uint64_t)lens[b];
+    int nb = (int)mine.count;
+    uint32_t V = e->cfg.vocab;
+    kv_cache_t *caches = calloc((size_t)nb + 1, sizeof *caches);
+    uint64_t *T = malloc(((size_t)nb + 1) * sizeof *T);
+    int32_t *tok = malloc(((size_t)nb + 1) * sizeof *tok);
+    float *logits = e->data ? malloc(((size_t)nb * V + 1) * sizeof *logits)
                             : NULL;
     if (caches == NULL || T == NULL || tok == NULL ||
         (e->data && logits == NULL)) {
         nvl_report("out of memory for a batch of %d", batch);
         nvl_runtime_abort(1);
     }
-    for (int b = 0; b < batch; b++)
-        T[b] = (uint64_t)lens[b];
-    st = forward(e, batch, caches, ids, T, logits);
+    for (int b = 0; b < nb; b++)
+        T[b] = (uint64_t)lens[mine.first + (uint32_t)b];
+    e->row0 = prefill_row0;
+    st = forward(e, nb, caches, ids != NULL ? ids + prefill_row0 : NULL, T,
+                 logits);
     if (st == NVL_OK && last_logits_out != NULL && e->data)
-        memcpy(last_logits_out, logits,
-               (size_t)batch * e->cfg.vocab * sizeof *logits);
+        memcpy(last_logits_out + (size_t)mine.first * V, logits,
+               (size_t)nb * V * sizeof *logits);
     for (int s = 0; s < max_new && st == NVL_OK; s++) {
-        for (int b = 0; b < batch; b++) {
-            tok[b] = e->data ? argmax(logits + (size_t)b * e->cfg.vocab,
-                                      e->cfg.vocab)
+        for (int b = 0; b < nb; b++) {
+            tok[b] = e->data ? argmax(logits + (size_t)b * V, V)
                              : -1; /* greedy */
-            new_tokens_out[(size_t)b * max_new + s] = tok[b];
+            new_tokens_out[(size_t)(mine.first + (uint32_t)b) * max_new + s] =
+                tok[b];
             T[b] = 1;
         }
+        e->row0 = mine.first;
         if (s + 1 < max_new)
-            st = forward(e, batch, caches, tok, T, logits);
+            st = forward(e, nb, caches, tok, T, logits);
     }
-    for (int b = 0; b < batch; b++)
+    if (st == NVL_OK && mine.count != (uint32_t)batch) {
+        gather_outputs(e, batch, new_tokens_out, max_new, MPI_INT32_T);
+        if (last_logits_out != NULL && e->data)
+            gather_outputs(e, batch, last_logits_out, (int)V, MPI_FLOAT);
+    }
+    for (int b = 0; b < nb; b++)
         cache_free(&caches[b], e->layers);
     free(caches);
     free(T);

@@ -116,9 +116,9 @@ static float *slice(const source_t *src, const char *name, uint64_t rows,
     return out;
 }
 
-/* Every expert's slice of layer li (experts tensor-parallel: rows
- * [moe_intermediate shard] of gate/up, those columns of down), one after
- * another in l->eg, l->eu, l->ed. */
+/* The slices of layer li's experts this rank holds (rows [moe_intermediate
+ * shard] of gate/up, those columns of down, of experts [experts range]),
+ * one after another in l->eg, l->eu, l->ed. */
 static nvl_status_t load_experts(const source_t *src,
                                  const nvl_model_config_t *c,
                                  const nvl_shard_t *s, uint32_t li,
@@ -128,22 +128,22 @@ static nvl_status_t load_experts(const source_t *src,
         return st;
     uint64_t hid = c->hidden, mi = c->moe_intermediate;
     uint64_t m0 = s->moe_intermediate.first, mn = s->moe_intermediate.count;
-    uint64_t per = mn * hid;
-    l->eg = malloc((c->num_experts * per + 1) * sizeof *l->eg);
-    l->eu = malloc((c->num_experts * per + 1) * sizeof *l->eu);
-    l->ed = malloc((c->num_experts * per + 1) * sizeof *l->ed);
+    uint64_t per = mn * hid, ne = s->experts.count;
+    l->eg = malloc((ne * per + 1) * sizeof *l->eg);
+    l->eu = malloc((ne * per + 1) * sizeof *l->eu);
+    l->ed = malloc((ne * per + 1) * sizeof *l->ed);
     if (l->eg == NULL || l->eu == NULL || l->ed == NULL) {
-        nvl_report("out of memory for the %u experts of layer %u",
-                   c->num_experts, li);
+        nvl_report("out of memory for the %llu experts of layer %u",
+                   (unsigned long long)ne, li);
         return NVL_ERR_NOMEM;
     }
-    for (uint32_t x = 0; x < c->num_experts && st == NVL_OK; x++) {
+    for (uint32_t i = 0; i < ne && st == NVL_OK; i++) {
         char n[192];
-        float *dst[3] = {l->eg + x * per, l->eu + x * per, l->ed + x * per};
+        float *dst[3] = {l->eg + i * per, l->eu + i * per, l->ed + i * per};
         const char *part[3] = {"gate_proj", "up_proj", "down_proj"};
         for (int j = 0; j < 3 && st == NVL_OK; j++) {
             snprintf(n, sizeof n, "model.layers.%u.mlp.experts.%u.%s.weight",
-                     li, x, part[j]);
+                     li, s->experts.first + i, part[j]);
             float *w = j < 2 ? slice(src, n, mi, hid, m0, mn, 0, hid, &st)
                              : slice(src, n, hid, mi, 0, hid, m0, mn, &st);
             if (w != NULL)

@@ -1,5 +1,4 @@
-/* The mixture-of-experts MLP of a Qwen3-MoE layer, experts tensor-parallel
- * (every rank holds a slice of every expert; no expert parallelism):
+/* The mixture-of-experts MLP of a Qwen3-MoE layer:
  *
  *   p = softmax(h W_router^T)              [M, experts], float32; the
  *                                          router is replicated
@@ -8,10 +7,27 @@
  *   y = sum_{x in S} w_x (silu(h W_g,x^T) * h W_u,x^T) W_d,x^T
  *
  * as transformers' Qwen3MoeSparseMoeBlock computes it (experts in index
- * order, each adding its weighted output).  A rank holds rows [moe
+ * order, each adding its weighted output).
+ *
+ * Experts tensor-parallel (nvl_engine_moe): a rank holds rows [moe
  * intermediate shard] of each expert's gate and up and those columns of
  * its down, so its y is a partial sum that the MLP's one allreduce
  * completes, as for the dense MLP.
+ *
+ * Expert parallelism (nvl_engine_moe_ep): the experts are spread over
+ * ep groups of world / ep ranks (each expert cut over its group's ranks
+ * as above).  A rank routes its own rows, tells every rank how many rows
+ * it will send it (an MPI_Alltoall) and how many tokens each of its
+ * experts gets (an MPI_Allreduce) -- bookkeeping the GPUs' dispatch
+ * kernels do in their layout step, not timed apart -- sends each row once to every rank of
+ * each group holding one of its experts, with its expert ids and weights
+ * (dispatch: hidden + 2 top_k values, timed as bf16), computes the
+ * experts it holds for the rows it received, returns each row's weighted
+ * sum over them (combine: hidden values), and adds what comes back in
+ * rank order.  The all-to-alls are groups of sends and receives
+ * (nvl_group_*): their time follows the busiest GPU's ports, so a rank
+ * whose experts are hot receives and computes more, and the others wait
+ * for it before the combine: that wait is the cost of imbalance.
  *
  * Kernels, as fused-MoE serving kernels issue them:
  *   router           matmul (M, experts, hidden), bf16 weights
@@ -20,16 +36,19 @@
  *                    matmul(t_x, 2 x shard, hidden); the kernel's overhead
  *                    once (nvl_cost_grouped_matmul); idle experts' weights
  *                    are not read
- *   silu_mul         over the M x top_k rows of the shard
+ *   silu_mul         over the (token, expert) pairs' rows of the shard
  *   experts_down     grouped GEMM: matmul(t_x, hidden, shard) per expert
- *   moe_sum          the weighted sum of each token's top_k rows
+ *   moe_sum          the weighted sum of each row's pairs
+ *   combine_sum      (expert parallelism) the returned rows added up
  * (--fusion none: experts_gate and experts_up, silu and mul apart).  The
  * token counts t_x come from the real routing in data mode and from a
  * seeded one in timing mode: each token picks top_k distinct experts,
  * uniformly, or Zipf-distributed with exponent route_skew over a per-layer
  * rotation of the experts (expert ranked r drawn with probability
- * proportional to 1 / (r + 1)^s).  So data and timing mode time a MoE
- * model differently; the dense models' agreement is unchanged. */
+ * proportional to 1 / (r + 1)^s), seeded by the row's index in the whole
+ * batch so that every placement routes alike.  So data and timing mode
+ * time a MoE model differently; the dense models' agreement is
+ * unchanged. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,15 +82,15 @@ static bool picked(const uint32_t *sel, uint32_t n, uint32_t x)
     return false;
 }
 
-/* Timing mode: per-expert token counts of a seeded routing of M tokens,
- * the same on every rank (a function of seed, pass, layer and row). */
-static void seeded_counts(const nvl_engine_t *e, uint32_t li, uint64_t M,
-                          uint64_t *count)
+/* Timing mode: a seeded routing of rows row0 .. row0 + M - 1 of the
+ * pass (ids: M x top_k), the same on every rank and for every placement
+ * (a function of seed, pass, layer and row). */
+static void seeded_route(const nvl_engine_t *e, uint32_t li, uint64_t row0,
+                         uint64_t M, uint32_t *ids)
 {
     uint32_t E = e->cfg.num_experts, k = e->cfg.top_k;
     double s = e->opts.route_skew;
     double *cdf = alloc_or_abort(E, sizeof *cdf);
-    uint32_t *sel = alloc_or_abort(k, sizeof *sel);
     double total = 0;
     for (uint32_t r = 0; r < E; r++) {
         total += s > 0 ? pow((double)(r + 1), -s) : 1.0;
@@ -80,7 +99,8 @@ static void seeded_counts(const nvl_engine_t *e, uint32_t li, uint64_t M,
     uint64_t key = mix(e->opts.seed ^ mix(((uint64_t)e->pass << 32) | li));
     uint32_t rot = (uint32_t)(mix(e->opts.seed ^ li) % E);
     for (uint64_t t = 0; t < M; t++) {
-        uint64_t h = mix(key + t);
+        uint32_t *sel = ids + t * k;
+        uint64_t h = mix(key + row0 + t);
         for (uint32_t j = 0; j < k; j++) {
             uint32_t x = E;
             /* distinct experts: redraw a repeat; past 64 tries (a steep
@@ -105,17 +125,14 @@ static void seeded_counts(const nvl_engine_t *e, uint32_t li, uint64_t M,
                 if (!picked(sel, j, (r + rot) % E))
                     x = (r + rot) % E;
             sel[j] = x;
-            count[x]++;
         }
     }
-    free(sel);
     free(cdf);
 }
 
-/* Data mode: routes each token (ids and weights, M x top_k) and counts the
- * tokens of each expert. */
+/* Data mode: routes each token (ids and weights, M x top_k). */
 static void route(const nvl_engine_t *e, const float *router, const float *h,
-                  uint64_t M, uint32_t *ids, float *w, uint64_t *count)
+                  uint64_t M, uint32_t *ids, float *w)
 {
     uint32_t E = e->cfg.num_experts, k = e->cfg.top_k;
     uint64_t hid = e->cfg.hidden;
@@ -141,7 +158,6 @@ static void route(const nvl_engine_t *e, const float *router, const float *h,
             ids[t * k + j] = best;
             w[t * k + j] = pt[best] / sum;
             top += w[t * k + j];
-            count[best]++;
         }
         if (e->cfg.norm_topk_prob)
             for (uint32_t j = 0; j < k; j++)
@@ -150,13 +166,26 @@ static void route(const nvl_engine_t *e, const float *router, const float *h,
     free(p);
 }
 
-/* Data mode: this rank's partial sums of the routed experts' outputs,
- * written over h. */
-static void experts_compute(const nvl_engine_t *e,
-                            const nvl_layer_weights_t *l, float *h,
-                            uint64_t M, const uint32_t *ids, const float *w)
+/* This rank's routing of its M rows (ids, and weights in data mode). */
+static void route_rows(const nvl_engine_t *e, uint32_t li, uint64_t row0,
+                       uint64_t M, const float *h, uint32_t *ids, float *w)
 {
-    uint32_t E = e->cfg.num_experts, k = e->cfg.top_k;
+    if (e->data)
+        route(e, e->lw[li].router, h, M, ids, w);
+    else
+        seeded_route(e, li, row0, M, ids);
+}
+
+/* Data mode: out = the sum over the experts this rank holds that each row
+ * chose, in expert order, of w_x (silu(in W_g,x^T) * in W_u,x^T) W_d,x^T
+ * with this rank's slice of each (in and out may be the same). */
+static void experts_compute(const nvl_engine_t *e,
+                            const nvl_layer_weights_t *l, const float *in,
+                            float *out, uint64_t M, const uint32_t *ids,
+                            const float *w)
+{
+    uint32_t k = e->cfg.top_k;
+    nvl_range_t held = e->shard.experts;
     uint64_t hid = e->cfg.hidden, sn = e->shard.moe_intermediate.count;
     float *xs = alloc_or_abort(M * hid, sizeof *xs);
     float *g = alloc_or_abort(M * sn, sizeof *g);
@@ -165,27 +194,28 @@ static void experts_compute(const nvl_engine_t *e,
     float *y = alloc_or_abort(M * hid, sizeof *y);
     uint64_t *row = alloc_or_abort(M, sizeof *row);
     float *wt = alloc_or_abort(M, sizeof *wt);
-    for (uint32_t x = 0; x < E; x++) {
+    for (uint32_t i = 0; i < held.count; i++) {
+        uint32_t x = held.first + i;
         uint64_t n = 0;
         for (uint64_t t = 0; t < M; t++)
             for (uint32_t j = 0; j < k; j++)
                 if (ids[t * k + j] == x) {
-                    memcpy(xs + n * hid, h + t * hid, hid * sizeof *xs);
+                    memcpy(xs + n * hid, in + t * hid, hid * sizeof *xs);
                     row[n] = t;
                     wt[n++] = w[t * k + j];
                 }
         if (n == 0 || sn == 0)
             continue;
-        nvl_engine_linear(xs, l->eg + x * sn * hid, NULL, g, n, sn, hid);
-        nvl_engine_linear(xs, l->eu + x * sn * hid, NULL, u, n, sn, hid);
-        for (uint64_t i = 0; i < n * sn; i++)
-            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-        nvl_engine_linear(g, l->ed + x * hid * sn, NULL, d, n, hid, sn);
+        nvl_engine_linear(xs, l->eg + i * sn * hid, NULL, g, n, sn, hid);
+        nvl_engine_linear(xs, l->eu + i * sn * hid, NULL, u, n, sn, hid);
+        for (uint64_t r = 0; r < n * sn; r++)
+            g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
+        nvl_engine_linear(g, l->ed + i * hid * sn, NULL, d, n, hid, sn);
         for (uint64_t r = 0; r < n; r++)
-            for (uint64_t i = 0; i < hid; i++)
-                y[row[r] * hid + i] += d[r * hid + i] * wt[r];
+            for (uint64_t c = 0; c < hid; c++)
+                y[row[r] * hid + c] += d[r * hid + c] * wt[r];
     }
-    memcpy(h, y, M * hid * sizeof *h);
+    memcpy(out, y, M * hid * sizeof *out);
     free(wt);
     free(row);
     free(y);
@@ -195,47 +225,275 @@ static void experts_compute(const nvl_engine_t *e,
     free(xs);
 }
 
-void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
+/* The router and top-k kernels over M rows. */
+static void router_kernels(nvl_engine_t *e, int32_t L, uint64_t M)
 {
-    const nvl_model_config_t *c = &e->cfg;
-    uint32_t E = c->num_experts, k = c->top_k;
-    uint64_t hid = c->hidden, sn = e->shard.moe_intermediate.count;
-    int32_t L = (int32_t)li;
-    uint64_t *count = alloc_or_abort(E, sizeof *count);
-    if (e->data) {
-        uint32_t *ids = alloc_or_abort(M * k, sizeof *ids);
-        float *w = alloc_or_abort(M * k, sizeof *w);
-        route(e, e->lw[li].router, h, M, ids, w, count);
-        experts_compute(e, &e->lw[li], h, M, ids, w);
-        free(w);
-        free(ids);
-    } else {
-        seeded_counts(e, li, M, count);
-    }
-
+    uint32_t E = e->cfg.num_experts, k = e->cfg.top_k;
+    if (M == 0)
+        return;
     nvl_cost_cfg_t router = e->opts.cost;
     router.weight_dtype = NVL_WDT_BF16;
     nvl_engine_kernel(e, "router", NVL_PART_GEMM, L,
-                      nvl_cost_matmul(&router, M, E, hid));
+                      nvl_cost_matmul(&router, M, E, e->cfg.hidden));
     nvl_engine_elementwise(e, "topk_softmax", L,
                            (double)M * E + 2.0 * (double)M * k);
-    double rows_sn = (double)M * k * sn;
+}
+
+/* The expert kernels of this rank: count[i] tokens for its i-th expert,
+ * over `rows` distinct rows. */
+static void expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *count,
+                           uint64_t rows)
+{
+    uint32_t ne = e->shard.experts.count;
+    uint64_t hid = e->cfg.hidden, sn = e->shard.moe_intermediate.count;
+    double pairs = 0;
+    for (uint32_t i = 0; i < ne; i++)
+        pairs += (double)count[i];
+    double rows_sn = pairs * (double)sn;
     const nvl_cost_cfg_t *cc = &e->opts.cost;
     if (cc->fusion == NVL_FUSION_TYPICAL) {
         nvl_engine_kernel(e, "experts_gate_up", NVL_PART_GEMM, L,
-                          nvl_cost_grouped_matmul(cc, E, count, 2 * sn, hid));
+                          nvl_cost_grouped_matmul(cc, ne, count, 2 * sn, hid));
         nvl_engine_elementwise(e, "silu_mul", L, rows_sn * 3);
     } else {
         nvl_engine_kernel(e, "experts_gate", NVL_PART_GEMM, L,
-                          nvl_cost_grouped_matmul(cc, E, count, sn, hid));
+                          nvl_cost_grouped_matmul(cc, ne, count, sn, hid));
         nvl_engine_kernel(e, "experts_up", NVL_PART_GEMM, L,
-                          nvl_cost_grouped_matmul(cc, E, count, sn, hid));
+                          nvl_cost_grouped_matmul(cc, ne, count, sn, hid));
         nvl_engine_elementwise(e, "silu", L, rows_sn * 2);
         nvl_engine_elementwise(e, "mul", L, rows_sn * 3);
     }
     nvl_engine_kernel(e, "experts_down", NVL_PART_GEMM, L,
-                      nvl_cost_grouped_matmul(cc, E, count, hid, sn));
+                      nvl_cost_grouped_matmul(cc, ne, count, hid, sn));
     nvl_engine_elementwise(e, "moe_sum", L,
-                           (double)M * k * hid + (double)M * hid);
+                           pairs * (double)hid + (double)rows * (double)hid);
+}
+
+void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    uint32_t E = c->num_experts, k = c->top_k;
+    int32_t L = (int32_t)li;
+    uint64_t *count = alloc_or_abort(E, sizeof *count);
+    uint32_t *ids = alloc_or_abort(M * k, sizeof *ids);
+    float *w = alloc_or_abort(M * k, sizeof *w);
+    route_rows(e, li, 0, M, h, ids, w);
+    for (uint64_t i = 0; i < M * k; i++)
+        count[ids[i]]++;
+    if (e->data)
+        experts_compute(e, &e->lw[li], h, h, M, ids, w);
+    router_kernels(e, L, M);
+    expert_kernels(e, L, count, M);
+    /* every rank computes a slice of every pair */
+    e->cur.moe_layers++;
+    e->cur.expert_pairs += (double)M * k;
+    e->cur.expert_pairs_max += (double)M * k;
+    e->cur.expert_pairs_mean += (double)M * k;
+    free(w);
+    free(ids);
     free(count);
+}
+
+bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li)
+{
+    return nvl_model_layer_is_moe(&e->cfg, li) &&
+           nvl_comm_size(e->tp) > 1 &&
+           (e->shard.ep > 1 || e->shard.attn_dp);
+}
+
+/* The expert group holding expert x (groups hold nvl_range_split shares). */
+static int expert_group(const nvl_engine_t *e, uint32_t x)
+{
+    uint32_t E = e->cfg.num_experts, ep = (uint32_t)e->shard.ep;
+    uint32_t base = E / ep, extra = E % ep;
+    if (x < extra * (base + 1))
+        return (int)(x / (base + 1));
+    return (int)(extra + (x - extra * (base + 1)) / base);
+}
+
+static float *at(float *buf, uint64_t off) { return buf ? buf + off : NULL; }
+
+/* One all-to-all of rows: to[d] rows of `width` floats to member d (from
+ * send at sofs[d]) and from[s] rows from member s (into recv at rofs[s]);
+ * the own block is copied.  Accounted as `name`; adds its time and the
+ * bytes this rank sent to *ps and *bytes, the wait before it to *wait. */
+static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
+                             float *send, const uint64_t *to,
+                             const uint64_t *sofs, float *recv,
+                             const uint64_t *from, const uint64_t *rofs,
+                             uint64_t width, int64_t *ps, double *bytes,
+                             int64_t *wait)
+{
+    nvl_comm_t *c = e->tp;
+    int n = nvl_comm_size(c), me = nvl_comm_rank(c);
+    if (e->data && to[me] > 0)
+        memcpy(recv + rofs[me] * width, send + sofs[me] * width,
+               to[me] * width * sizeof *recv);
+    int64_t entry = nvl_engine_coll_begin(e, L);
+    nvl_status_t st = nvl_group_start(c);
+    double sent = 0;
+    for (int d = 0; d < n && st == NVL_OK; d++)
+        if (d != me && to[d] > 0) {
+            st = nvl_send(c, at(send, sofs[d] * width), to[d] * width,
+                          NVL_DT_F32, d);
+            sent += (double)(to[d] * width);
+        }
+    for (int s = 0; s < n && st == NVL_OK; s++)
+        if (s != me && from[s] > 0)
+            st = nvl_recv(c, at(recv, rofs[s] * width), from[s] * width,
+                          NVL_DT_F32, s);
+    nvl_coll_info_t info;
+    nvl_status_t end = nvl_group_end(c, &info);
+    if (st == NVL_OK)
+        st = end;
+    if (st != NVL_OK)
+        return st;
+    nvl_engine_coll_done(e, name, L, entry, &info);
+    *ps += info.time_ps;
+    *bytes += sent * (double)nvl_dtype_size(NVL_DT_BF16); /* timed as bf16 */
+    if (wait != NULL && info.start_ps > entry)
+        *wait += info.start_ps - entry;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
+                               uint64_t row0, float *h)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    uint32_t E = c->num_experts, k = c->top_k;
+    uint64_t hid = c->hidden, pay = hid + 2 * (uint64_t)k;
+    int n = nvl_comm_size(e->tp);
+    int etp = e->shard.etp;
+    nvl_range_t held = e->shard.experts;
+    int32_t L = (int32_t)li;
+
+    /* route this rank's rows; row t goes to every rank of each group
+     * holding one of its experts, once */
+    uint32_t *ids = alloc_or_abort(R * k, sizeof *ids);
+    float *w = alloc_or_abort(R * k, sizeof *w);
+    route_rows(e, li, row0, R, h, ids, w);
+    router_kernels(e, L, R);
+    unsigned char *dest = alloc_or_abort(R * (uint64_t)n, 1);
+    uint64_t *to = alloc_or_abort((uint64_t)n * 4, sizeof *to);
+    uint64_t *sofs = to + n, *from = to + 2 * n, *rofs = to + 3 * n;
+    uint64_t *mine = alloc_or_abort(E, sizeof *mine);
+    for (uint64_t t = 0; t < R; t++)
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t x = ids[t * k + j];
+            int g = expert_group(e, x);
+            mine[x]++;
+            for (int i = 0; i < etp; i++)
+                if (!dest[t * (uint64_t)n + (uint64_t)(g * etp + i)]) {
+                    dest[t * (uint64_t)n + (uint64_t)(g * etp + i)] = 1;
+                    to[g * etp + i]++;
+                }
+        }
+    /* what every rank tells every other: the rows it will send it, and its
+     * tokens per expert (summed: every expert's load over the job) */
+    uint64_t *count = alloc_or_abort(E, sizeof *count);
+    MPI_Comm mpi = nvl_comm_mpi(e->tp);
+    MPI_Alltoall(to, 1, MPI_UINT64_T, from, 1, MPI_UINT64_T, mpi);
+    MPI_Allreduce(mine, count, (int)E, MPI_UINT64_T, MPI_SUM, mpi);
+    uint64_t nsend = 0, nrecv = 0;
+    for (int r = 0; r < n; r++) {
+        sofs[r] = nsend;
+        rofs[r] = nrecv;
+        nsend += to[r];
+        nrecv += from[r];
+    }
+    double most = 0, sum = 0;
+    for (int r = 0; r < n; r++) {
+        nvl_range_t gx = nvl_range_split(E, e->shard.ep, r / etp);
+        double load = 0;
+        for (uint32_t i = 0; i < gx.count; i++)
+            load += (double)count[gx.first + i];
+        most = load > most ? load : most;
+        sum += load;
+    }
+    double own = 0;
+    for (uint32_t i = 0; i < held.count; i++)
+        own += (double)count[held.first + i];
+    e->cur.moe_layers++;
+    e->cur.expert_pairs += own;
+    e->cur.expert_pairs_max += most;
+    e->cur.expert_pairs_mean += sum / n;
+
+    /* dispatch: each row with its experts and weights */
+    float *sbuf = NULL, *rbuf = NULL, *xin = NULL, *win = NULL;
+    uint32_t *idin = NULL;
+    if (e->data) {
+        sbuf = alloc_or_abort(nsend * pay, sizeof *sbuf);
+        rbuf = alloc_or_abort(nrecv * pay, sizeof *rbuf);
+        uint64_t at_row = 0;
+        for (int d = 0; d < n; d++)
+            for (uint64_t t = 0; t < R; t++)
+                if (dest[t * (uint64_t)n + (uint64_t)d]) {
+                    float *p = sbuf + at_row++ * pay;
+                    memcpy(p, h + t * hid, hid * sizeof *p);
+                    for (uint32_t j = 0; j < k; j++) {
+                        p[hid + j] = (float)ids[t * k + j];
+                        p[hid + k + j] = w[t * k + j];
+                    }
+                }
+    }
+    nvl_status_t st =
+        exchange(e, "moe_dispatch", L, sbuf, to, sofs, rbuf, from, rofs, pay,
+                 &e->cur.dispatch_ps, &e->cur.dispatch_bytes, NULL);
+
+    /* the experts this rank holds, over the rows it received */
+    uint64_t *held_count = alloc_or_abort(held.count, sizeof *held_count);
+    for (uint32_t i = 0; i < held.count; i++)
+        held_count[i] = count[held.first + i];
+    if (st == NVL_OK && e->data) {
+        xin = alloc_or_abort(nrecv * hid, sizeof *xin);
+        win = alloc_or_abort(nrecv * k, sizeof *win);
+        idin = alloc_or_abort(nrecv * k, sizeof *idin);
+        for (uint64_t r = 0; r < nrecv; r++) {
+            const float *p = rbuf + r * pay;
+            memcpy(xin + r * hid, p, hid * sizeof *xin);
+            for (uint32_t j = 0; j < k; j++) {
+                idin[r * k + j] = (uint32_t)p[hid + j];
+                win[r * k + j] = p[hid + k + j];
+            }
+        }
+        experts_compute(e, &e->lw[li], xin, xin, nrecv, idin, win);
+    }
+    if (st == NVL_OK)
+        expert_kernels(e, L, held_count, nrecv);
+
+    /* combine: the outputs back to the rows' ranks, summed there in rank
+     * order */
+    float *back = e->data ? alloc_or_abort(nsend * hid, sizeof *back) : NULL;
+    if (st == NVL_OK)
+        st = exchange(e, "moe_combine", L, xin, from, rofs, back, to, sofs,
+                      hid, &e->cur.combine_ps, &e->cur.combine_bytes,
+                      &e->cur.combine_wait_ps);
+    if (st == NVL_OK && e->data) {
+        memset(h, 0, R * hid * sizeof *h);
+        uint64_t at_row = 0;
+        for (int d = 0; d < n; d++)
+            for (uint64_t t = 0; t < R; t++)
+                if (dest[t * (uint64_t)n + (uint64_t)d]) {
+                    const float *p = back + at_row++ * hid;
+                    for (uint64_t i = 0; i < hid; i++)
+                        h[t * hid + i] += p[i];
+                }
+    }
+    if (st == NVL_OK)
+        nvl_engine_elementwise(e, "combine_sum", L,
+                               (double)(nsend + R) * (double)hid);
+    free(back);
+    free(idin);
+    free(win);
+    free(xin);
+    free(rbuf);
+    free(sbuf);
+    free(held_count);
+    free(count);
+    free(to);
+    free(mine);
+    free(dest);
+    free(w);
+    free(ids);
+    return st;
 }

@@ -48,6 +48,62 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
     s.vocab = nvl_range_split(cfg->vocab, tp, rank);
     if (cfg->num_experts > 0)
         s.moe_intermediate = nvl_range_split(cfg->moe_intermediate, tp, rank);
+    s.ep = 1;
+    s.etp = tp;
+    s.experts = (nvl_range_t){0, cfg->num_experts};
+    *out = s;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
+                             int rank, const nvl_placement_t *pl,
+                             nvl_shard_t *out)
+{
+    if (world < 1 || rank < 0 || rank >= world) {
+        nvl_report("%d ranks with rank %d: expected 0 <= rank < ranks", world,
+                   rank);
+        return NVL_ERR_INVALID;
+    }
+    int ep = pl->ep;
+    if ((ep != 1 || pl->attn_dp) && cfg->num_experts == 0) {
+        nvl_report("%s: model '%s' has no experts (expert parallelism and "
+                   "data-parallel attention are for mixture-of-experts "
+                   "models)", ep != 1 ? "--ep" : "--attn-parallel dp",
+                   cfg->name);
+        return NVL_ERR_INVALID;
+    }
+    if ((uint32_t)ep > cfg->num_experts && cfg->num_experts > 0) {
+        nvl_report("--ep %d: model '%s' has only %u experts", ep, cfg->name,
+                   cfg->num_experts);
+        return NVL_ERR_INVALID;
+    }
+    if (ep < 1 || world % ep != 0) {
+        nvl_report("--ep %d does not fit %d rank(s): the expert-parallel "
+                   "degree must divide the world size (each group of "
+                   "world / ep ranks shares its experts)", ep, world);
+        return NVL_ERR_INVALID;
+    }
+    int etp = world / ep;
+    if (cfg->num_experts > 0 && (uint32_t)etp > cfg->moe_intermediate) {
+        nvl_report("--ep %d on %d ranks cuts every expert over %d ranks, "
+                   "more than model '%s' can use (%u rows per expert)", ep,
+                   world, etp, cfg->name, cfg->moe_intermediate);
+        return NVL_ERR_INVALID;
+    }
+    nvl_shard_t s;
+    nvl_status_t st = nvl_shard_plan(cfg, pl->attn_dp ? 1 : world,
+                                     pl->attn_dp ? 0 : rank, &s);
+    if (st != NVL_OK)
+        return st;
+    s.attn_dp = pl->attn_dp;
+    s.ep = ep;
+    s.etp = etp;
+    s.ep_rank = rank / etp;
+    if (cfg->num_experts > 0) {
+        s.experts = nvl_range_split(cfg->num_experts, ep, s.ep_rank);
+        s.moe_intermediate =
+            nvl_range_split(cfg->moe_intermediate, etp, rank % etp);
+    }
     *out = s;
     return NVL_OK;
 }

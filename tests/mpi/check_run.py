@@ -14,6 +14,11 @@ CHECK is one of
   route-skew   a mixture of experts in timing mode, routed uniformly and
                with --route-skew 3: the skewed routing touches fewer
                experts, so its decode step spends less time in gemm
+  ep           a mixture of experts placed with --ep (in the command) in
+               timing mode, routed uniformly and with --route-skew 2, and
+               with --ep 1: dispatch and combine bytes and times reported
+               under expert parallelism only; the skewed routing loads the
+               busiest rank more and makes the others wait longer
 """
 import json
 import os
@@ -36,6 +41,21 @@ def run(cmd, extra):
             sys.exit("check_run.py: %s exited %d" % (" ".join(full), p.returncode))
         with open(path) as f:
             return json.load(f)
+
+
+def one_rank(cmd):
+    """The command on one rank, without a placement (--ep, --attn-parallel)."""
+    out, skip = [], False
+    for i, a in enumerate(cmd):
+        if skip:
+            skip = False
+        elif a in ("--ep", "--attn-parallel"):
+            skip = True
+        elif i > 0 and cmd[i - 1] == "-n":
+            out.append("1")
+        else:
+            out.append(a)
+    return out
 
 
 def check_keys(doc):
@@ -103,8 +123,7 @@ def main():
         print("check_run.py: trace with %d events on %d tracks" % (len(ev), ranks))
     elif check == "tp-invariant":
         many = run(cmd, [])
-        one_cmd = list(cmd)
-        one_cmd[one_cmd.index("-n") + 1] = "1"
+        one_cmd = one_rank(cmd)
         one = run(one_cmd, [])
         if many.get("new_tokens") != one.get("new_tokens") or "new_tokens" not in one:
             sys.exit("check_run.py: tokens differ: TP %d %s, TP 1 %s" % (
@@ -122,6 +141,33 @@ def main():
             sys.exit("check_run.py: decode gemm %s (skew 3) not below %s "
                      "(uniform)" % (g_s, g_u))
         print("check_run.py: decode gemm %s uniform, %s with skew 3" % (g_u, g_s))
+    elif check == "ep":
+        uniform = run(cmd, ["--mode", "timing"])
+        skewed = run(cmd, ["--mode", "timing", "--route-skew", "2"])
+        tp = run(cmd, ["--mode", "timing", "--ep", "1",
+                       "--attn-parallel", "tp"])
+        for doc in (uniform, skewed, tp):
+            check_keys(doc)
+        u, s, t = uniform["experts"], skewed["experts"], tp["experts"]
+        if u["ep"] <= 1 or t["ep"] != 1:
+            sys.exit("check_run.py: expected --ep > 1 in the command")
+        for k in ("dispatch_bytes_per_layer", "combine_bytes_per_layer",
+                  "dispatch_ms_per_layer", "combine_ms_per_layer"):
+            if not u[k] > 0 or t[k] != 0:
+                sys.exit("check_run.py: %s %s under EP, %s under TP" % (k, u[k], t[k]))
+        if not (u["imbalance"] >= 1 and s["imbalance"] > u["imbalance"]):
+            sys.exit("check_run.py: imbalance %s uniform, %s skewed" % (
+                u["imbalance"], s["imbalance"]))
+        if not s["imbalance_wait_ms_per_step"] > u["imbalance_wait_ms_per_step"]:
+            sys.exit("check_run.py: imbalance wait %s uniform, %s skewed" % (
+                u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
+        if t["imbalance"] != 1:
+            sys.exit("check_run.py: experts TP should be balanced: %s" % t["imbalance"])
+        print("check_run.py: tokens/s per GPU: EP %d %.1f, TP %.1f; imbalance "
+              "x%.2f uniform, x%.2f skewed (wait %.4f vs %.4f ms per step)" % (
+                  u["ep"], uniform["tokens_per_s_per_gpu"],
+                  tp["tokens_per_s_per_gpu"], u["imbalance"], s["imbalance"],
+                  u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
     else:
         sys.exit("check_run.py: unknown check " + check)
 

@@ -153,6 +153,81 @@ static void test_moe_experts_split(void **state)
     assert_non_null(strstr(reports.last, "rows of each expert (8)"));
 }
 
+/* Expert parallelism: 128 experts over 72 ranks go 2 to the first 56 and
+ * 1 to the other 16, each whole; EP 4 on 8 ranks cuts each expert over 2
+ * ranks and gives each pair the same 32 experts; data-parallel attention
+ * gives every rank the whole attention and vocabulary. */
+static void test_expert_placement(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    nvl_shard_t s;
+    assert_int_equal(nvl_model_preset("qwen3-235b-a22b", &c), NVL_OK);
+    nvl_placement_t ep72 = {.ep = 72, .attn_dp = false};
+    uint32_t next = 0;
+    for (int r = 0; r < 72; r++) {
+        assert_int_equal(nvl_shard_place(&c, 72, r, &ep72, &s), NVL_OK);
+        assert_int_equal(s.experts.first, next);
+        assert_int_equal(s.experts.count, r < 56 ? 2 : 1);
+        assert_int_equal(s.moe_intermediate.count, c.moe_intermediate);
+        assert_int_equal(s.etp, 1);
+        assert_int_equal(s.ep_rank, r);
+        /* attention still tensor-parallel over the 72 */
+        assert_int_equal(s.q_heads.count, r < 64 ? 1 : 0);
+        next += s.experts.count;
+    }
+    assert_int_equal(next, 128);
+    nvl_placement_t ep4dp = {.ep = 4, .attn_dp = true};
+    for (int r = 0; r < 8; r++) {
+        assert_int_equal(nvl_shard_place(&c, 8, r, &ep4dp, &s), NVL_OK);
+        assert_int_equal(s.ep_rank, r / 2);
+        assert_int_equal(s.experts.first, (uint32_t)(r / 2) * 32);
+        assert_int_equal(s.experts.count, 32);
+        assert_int_equal(s.moe_intermediate.first, (uint32_t)(r % 2) * 768);
+        assert_int_equal(s.moe_intermediate.count, 768);
+        assert_int_equal(s.tp, 1);
+        assert_int_equal(s.q_heads.count, c.q_heads);
+        assert_int_equal(s.vocab.count, c.vocab);
+    }
+    /* ep 1, attention tensor-parallel: nvl_shard_plan's shard */
+    nvl_placement_t tp = {.ep = 1, .attn_dp = false};
+    nvl_shard_t want;
+    assert_int_equal(nvl_shard_place(&c, 6, 4, &tp, &s), NVL_OK);
+    assert_int_equal(nvl_shard_plan(&c, 6, 4, &want), NVL_OK);
+    assert_memory_equal(&s, &want, sizeof s);
+}
+
+/* Placements that do not fit, each named. */
+static void test_bad_placement(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    nvl_shard_t s;
+    assert_int_equal(nvl_model_preset("qwen3-30b-a3b", &c), NVL_OK);
+    struct {
+        int world, ep;
+        bool dp;
+        const char *model, *msg;
+    } bad[] = {
+        {6, 4, false, "qwen3-30b-a3b", "--ep 4 does not fit 6 rank(s)"},
+        {6, 0, false, "qwen3-30b-a3b", "--ep 0 does not fit 6 rank(s)"},
+        {256, 256, false, "qwen3-30b-a3b", "has only 128 experts"},
+        {4, 2, false, "qwen3-32b", "--ep: model 'qwen3-32b' has no experts"},
+        {4, 1, true, "qwen3-32b",
+         "--attn-parallel dp: model 'qwen3-32b' has no experts"},
+        {1024, 1, false, "qwen3-30b-a3b", "cuts every expert over 1024"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(nvl_model_preset(bad[i].model, &c), NVL_OK);
+        nvl_placement_t p = {.ep = bad[i].ep, .attn_dp = bad[i].dp};
+        capture_reports(NULL);
+        assert_int_equal(nvl_shard_place(&c, bad[i].world, 0, &p, &s),
+                         NVL_ERR_INVALID);
+        release_reports(NULL);
+        assert_non_null(strstr(reports.last, bad[i].msg));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +238,8 @@ int main(void)
         cmocka_unit_test(test_bad_degree),
         cmocka_unit_test(test_degree_beyond_model),
         cmocka_unit_test(test_moe_experts_split),
+        cmocka_unit_test(test_expert_placement),
+        cmocka_unit_test(test_bad_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
