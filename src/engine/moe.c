@@ -56,6 +56,10 @@
 #include "engine_impl.h"
 #include "nvlemu/runtime.h"
 
+/* Timing mode, experts tensor-parallel: above this many (row, expert)
+ * draws per layer the ranks share the drawing. */
+#define NVL_MOE_SHARED_DRAWS 65536
+
 static uint64_t mix(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
@@ -275,11 +279,21 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
     uint32_t E = c->num_experts, k = c->top_k;
     int32_t L = (int32_t)li;
     uint64_t *count = alloc_or_abort(E, sizeof *count);
-    uint32_t *ids = alloc_or_abort(M * k, sizeof *ids);
-    float *w = alloc_or_abort(M * k, sizeof *w);
-    route_rows(e, li, 0, M, h, ids, w);
-    for (uint64_t i = 0; i < M * k; i++)
+    /* a long timing-mode pass draws its seeded routing a share of rows per
+     * rank and sums the counts (the same counts, less host time) */
+    int n = nvl_comm_size(e->tp);
+    bool share = !e->data && n > 1 && M * k > NVL_MOE_SHARED_DRAWS;
+    nvl_range_t rows = share ? nvl_range_split((uint32_t)M, n,
+                                               nvl_comm_rank(e->tp))
+                             : (nvl_range_t){0, (uint32_t)M};
+    uint32_t *ids = alloc_or_abort((uint64_t)rows.count * k, sizeof *ids);
+    float *w = alloc_or_abort((uint64_t)rows.count * k, sizeof *w);
+    route_rows(e, li, rows.first, rows.count, h, ids, w);
+    for (uint64_t i = 0; i < (uint64_t)rows.count * k; i++)
         count[ids[i]]++;
+    if (share)
+        MPI_Allreduce(MPI_IN_PLACE, count, (int)E, MPI_UINT64_T, MPI_SUM,
+                      nvl_comm_mpi(e->tp));
     if (e->data)
         experts_compute(e, &e->lw[li], h, h, M, ids, w);
     router_kernels(e, L, M);

@@ -3,7 +3,8 @@
 # batch 1,2 at context 16 on hgx-h200) into a temporary folder; checks the
 # CSV, JSON and Markdown rows, that a second run resumes without running
 # anything again, a what-if axis recorded in every row, a failing run
-# recorded and reported, and the plots when gnuplot is installed.
+# recorded and reported, expert placements side by side (--ep,
+# --attn-parallel), and the plots when gnuplot is installed.
 # Exits 77 (skipped) without python3.
 set -eu
 command -v python3 >/dev/null 2>&1 || { echo "test_sweep: python3 not found; skipped"; exit 77; }
@@ -80,7 +81,25 @@ assert sizes[0] == 8 and sizes[-1] == 1 << 20 and len(sizes) == 18, sizes
 assert any(r["nccl_algo"] == "measured" for r in rows)
 assert "NVLS/LL at 2 ranks" in open(sys.argv[1] + "/summary.md").read()
 PY
-# 8. plots
+# 8. expert placements: --ep 1,all x --attn-parallel tp,dp on a tiny
+# mixture of experts, side by side in the summary
+(cd "$repo" && "$sweep" --model tests/data/hf/qwen3-moe-tiny/config.json --tp 2 \
+    --ep 1,all --attn-parallel tp,dp --batch 2 --ctx 16 --mode timing --no-plots \
+    --nvlemu "$nvlemu" --out "$tmp/e") 2>"$tmp/err8" || { cat "$tmp/err8"; fail "sweep --ep"; }
+python3 - "$tmp/e" <<'PY' || fail "expert placements"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/results.csv")))
+assert [(r["ep"], r["attn_parallel"]) for r in rows] == [
+    ("1", "tp"), ("1", "dp"), ("2", "tp"), ("2", "dp")], rows
+assert all(r["status"] == "ok" for r in rows)
+assert all(r["experts.ep"] == r["ep"] for r in rows)
+assert float(rows[2]["experts.dispatch_bytes_per_layer"]) > 0
+assert float(rows[0]["experts.dispatch_bytes_per_layer"]) == 0
+md = open(sys.argv[1] + "/summary.md").read()
+assert "Expert placements side by side" in md
+assert "| TP 2 | EP 1 on 2 GPUs, attention DP | EP 2 on 2 GPUs, attention TP |" in md, md
+PY
+# 9. plots
 if command -v gnuplot >/dev/null 2>&1; then
     for p in s/plots/tokens_per_gpu s/plots/tpot s/plots/breakdown c/plots/busbw; do
         for e in png svg; do
