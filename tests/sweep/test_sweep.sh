@@ -90,14 +90,14 @@ python3 - "$tmp/e" <<'PY' || fail "expert placements"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1] + "/results.csv")))
 assert [(r["ep"], r["attn_parallel"]) for r in rows] == [
-    ("1", "tp"), ("1", "dp"), ("2", "tp"), ("2", "dp")], rows
+    ("1", "tp"), ("1", "dp"), ("all", "tp"), ("all", "dp")], rows
 assert all(r["status"] == "ok" for r in rows)
-assert all(r["experts.ep"] == r["ep"] for r in rows)
+assert [r["experts.ep"] for r in rows] == ["1", "1", "2", "2"], rows
 assert float(rows[2]["experts.dispatch_bytes_per_layer"]) > 0
 assert float(rows[0]["experts.dispatch_bytes_per_layer"]) == 0
 md = open(sys.argv[1] + "/summary.md").read()
 assert "Expert placements side by side" in md
-assert "| TP 2 | EP 1 on 2 GPUs, attention DP | EP 2 on 2 GPUs, attention TP |" in md, md
+assert "| GPUs | TP (experts TP) | EP 1, attention DP | EP all, attention TP | EP all, attention DP |" in md, md
 PY
 # 9. plots
 if command -v gnuplot >/dev/null 2>&1; then
