@@ -6,13 +6,14 @@
  *      and on the start time, the latest entry clock of the group, in one
  *      small exchange (groups of up to 8: one message between every two
  *      members, which in data mode also carries the first of the data;
- *      larger groups: one MPI_Allreduce);
+ *      larger groups: one allreduce, which in data mode also carries a
+ *      small allreduce's data);
  *   2. picks an algorithm and protocol as NCCL's tuner does (or as forced by
  *      NCCL_ALGO / NCCL_PROTO), and predicts its duration from the topology;
  *   3. in data mode, moves the real buffers through MPI and computes the
- *      real result (groups of up to 8 in direct exchanges, reducing in
- *      member order; larger groups along the pattern of that algorithm); in
- *      timing mode moves no payload at all;
+ *      real result, every member holding the same bits (groups of up to 8
+ *      in direct exchanges, reducing in member order; larger groups in one
+ *      MPI collective); in timing mode moves no payload at all;
  *   4. sets every member's clock to start + duration.
  * Both modes therefore give identical virtual times for the same calls.
  *
@@ -237,9 +238,11 @@ nvl_status_t nvl_recv(nvl_comm_t *comm, void *buf, size_t count,
  * NIC are shared by all of its sends, and (the other direction) by all of
  * its receives, so the group takes its busiest port's time plus one
  * latency; the slowest member sets everyone's end.  In data mode the
- * members first check that every send matches a receive of the same size
- * (one MPI_Alltoall of sizes); a mismatch is reported once, naming both
- * members, and fails everywhere. */
+ * members check, within the agreement every call opens with, that every
+ * send matches a receive of the same size; a mismatch is reported once,
+ * naming both members, and fails everywhere (NVL_ERR_INVALID).  A member
+ * calling a collective meanwhile fails everywhere too (NVL_ERR_MISMATCH,
+ * one report naming both calls). */
 nvl_status_t nvl_group_end(nvl_comm_t *comm, nvl_coll_info_t *info_out);
 
 #endif

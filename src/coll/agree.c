@@ -2,7 +2,8 @@
  * time (the latest entry clock), on the call itself (its signature and the
  * signature's negation, so that a max tells whether any member differs),
  * on whether any member's arguments were wrong, and on the modeled
- * duration.  All five are merged by max.
+ * duration.  All five are merged by max; a sixth number, `pairs`, by sum
+ * (a point-to-point group's check, p2p.c).
  *
  *   groups of up to NVL_DIRECT_MAX_MEMBERS: one direct exchange, every
  *     member sends every other one message [header | payload], and merges
@@ -12,8 +13,18 @@
  *     whatever call its sender made, so a member that disagrees can neither
  *     overflow a slot nor leave a message unreceived: the mismatch shows in
  *     the merged header, never as a truncation or a hang.
- *   larger groups: one MPI_Allreduce of the five numbers (MAX), where a
- *     direct exchange would cost N(N-1) messages.
+ *   larger groups: one allreduce (recursive doubling, or MPI_Allreduce
+ *     for large elements; log2 N rounds, where a direct exchange would
+ *     cost N(N-1) messages) of one element [header | room bytes].  The
+ *     room is the larger need of the last two agreed calls, so it is the
+ *     same on every member whatever each calls now, and every member's
+ *     element has the same size: a disagreement shows in the merged
+ *     header, never as mismatched messages.  A
+ *     data-mode allreduce that fits the room puts its buffer there,
+ *     reduced along with the header (which tells merge() the dtype, op
+ *     and size), so a small allreduce costs one agreement and nothing
+ *     more.  Timing mode and large calls need no room: their agreement
+ *     stays a bare header.
  *
  * Every member then holds the same merged values and takes the same branch:
  * go on, fail (the lowest failing member reports), or report a mismatch. */
@@ -25,10 +36,15 @@
 
 enum { AGREE_CLOCK, AGREE_SIG, AGREE_NEG_SIG, AGREE_ERR, AGREE_TIME, AGREE_N };
 
-/* The head of every message of the direct exchange. */
+/* The head of every message of the direct exchange, and of the element of
+ * the larger groups' allreduce. */
 typedef struct {
     int64_t v[AGREE_N];     /* merged by max */
-    int64_t payload_bytes;  /* what follows in this message */
+    uint64_t pairs;         /* merged by sum */
+    int64_t payload_bytes;  /* what follows in this message or element */
+    int64_t payload_kind;   /* allreduce element: 1 + dtype x NVL_OP_COUNT
+                               + op of a payload to reduce; 0 none; -1
+                               members disagree (the result is not used) */
 } agree_hdr_t;
 
 _Static_assert(sizeof(agree_hdr_t) == NVL_AGREE_HEADER_BYTES,
@@ -65,10 +81,10 @@ static char *agree_buf(nvl_comm_t *c, size_t bytes)
     return p;
 }
 
-/* One message from every member to every other.  On return v holds the
- * max over all members, msgs[k].recv points at member k's payload, and
+/* One message from every member to every other.  On return h holds the
+ * merge over all members, msgs[k].recv points at member k's payload, and
  * *sizes_ok tells whether every payload had the size this member expects. */
-static nvl_status_t exchange(nvl_comm_t *c, int64_t v[AGREE_N],
+static nvl_status_t exchange(nvl_comm_t *c, agree_hdr_t *merged,
                              nvl_agree_msg_t *msgs, bool *sizes_ok)
 {
     int n = c->size, me = c->rank;
@@ -101,8 +117,7 @@ static nvl_status_t exchange(nvl_comm_t *c, int64_t v[AGREE_N],
             ops[m++] = (nvl_p2p_op_t){false, slot, SLOT_BYTES, k};
             slot += SLOT_BYTES;
         }
-    agree_hdr_t h;
-    memcpy(h.v, v, sizeof h.v);
+    agree_hdr_t h = *merged;
     /* peers sent the same payload (a whole small buffer) share one copy */
     const void *prev_src = NULL;
     size_t prev_bytes = 0;
@@ -133,8 +148,9 @@ static nvl_status_t exchange(nvl_comm_t *c, int64_t v[AGREE_N],
             continue;
         memcpy(&h, slot, hb);
         for (int i = 0; i < AGREE_N; i++)
-            if (h.v[i] > v[i])
-                v[i] = h.v[i];
+            if (h.v[i] > merged->v[i])
+                merged->v[i] = h.v[i];
+        merged->pairs += h.pairs;
         size_t want = msgs != NULL ? msgs[k].recv_bytes : 0;
         if ((uint64_t)h.payload_bytes != want)
             *sizes_ok = false;
@@ -145,34 +161,220 @@ static nvl_status_t exchange(nvl_comm_t *c, int64_t v[AGREE_N],
     return NVL_OK;
 }
 
-nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t sig, bool ok,
-                            const char *what, const char *why,
-                            int64_t time_ps, nvl_agree_msg_t *msgs,
-                            int64_t *start_ps_out, int64_t *time_ps_out)
+/* Merges element b into a (a = a merged with b; recursive doubling passes
+ * the lower members' as a), elem bytes each. */
+static void merge(char *a, const char *b, size_t elem)
 {
-    int64_t v[AGREE_N] = {comm->clock->now_ps, sig, -sig, ok ? 0 : 1,
-                          time_ps};
-    bool sizes_ok = true;
-    if (comm->size <= NVL_DIRECT_MAX_MEMBERS) {
-        /* a failure here (reported where found) leaves peers waiting on
-         * this member: end the job */
-        if (exchange(comm, v, msgs, &sizes_ok) != NVL_OK)
-            nvl_runtime_abort(1);
-    } else {
-        int64_t mine[AGREE_N];
-        memcpy(mine, v, sizeof mine);
-        MPI_Allreduce(mine, v, AGREE_N, MPI_INT64_T, MPI_MAX, comm->mpi);
+    agree_hdr_t x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    for (int i = 0; i < AGREE_N; i++)
+        if (y.v[i] > x.v[i])
+            x.v[i] = y.v[i];
+    x.pairs += y.pairs;
+    if (x.payload_kind != y.payload_kind ||
+        x.payload_bytes != y.payload_bytes || x.payload_bytes < 0 ||
+        (size_t)x.payload_bytes > elem - sizeof x) {
+        x.payload_kind = -1; /* the members disagree: shows in v */
+    } else if (x.payload_kind > 0) {
+        int64_t k = x.payload_kind - 1;
+        nvl_dtype_t dt = (nvl_dtype_t)(k / NVL_OP_COUNT);
+        nvl_redop_t op = (nvl_redop_t)(k % NVL_OP_COUNT);
+        nvl_reduce_into(dt, op, a + sizeof x, b + sizeof x,
+                        (size_t)x.payload_bytes / nvl_dtype_size(dt));
     }
-    if (v[AGREE_ERR])
-        return fail_once(comm, !ok, what, why);
-    if (v[AGREE_SIG] != -v[AGREE_NEG_SIG])
+    memcpy(a, &x, sizeof x);
+}
+
+size_t nvl_agree_room(const nvl_comm_t *comm) { return comm->agree_room; }
+
+/* The largest message Open MPI's shared-memory transport sends inline
+ * (btl_vader_max_inline_send, 256 B): it leaves at once, where a larger
+ * one completes only once the sender runs again; with more ranks than
+ * cores that wait costs a trip through the scheduler, so the recursive
+ * doubling below sends its element in pieces of this size (9 ranks on 2
+ * cores, a 320 B element: 96 us against 189 us in one message). */
+#define INLINE_BYTES 256
+
+/* Elements of at least this size go through MPI_Allreduce, whose choice
+ * for one large element is faster than recursive doubling (9 ranks, 16 KB:
+ * 137 us against 302 us); from 320 B to 4 KB Open MPI 4.1's choice was
+ * about twice as slow as its 40-byte allreduce (9 to 16 ranks), slower
+ * than the pieces. */
+#define MPI_ELEM_BYTES ((size_t)8 << 10)
+
+/* One round of recursive doubling with peer: sends `send` and receives
+ * into `recv` (either may be NULL), elem bytes in INLINE_BYTES pieces. */
+static void swap_pieces(nvl_comm_t *c, int peer, const char *send,
+                        char *recv, size_t elem)
+{
+    MPI_Request req[2 * (MPI_ELEM_BYTES / INLINE_BYTES)];
+    int r = 0;
+    for (size_t at = 0; at < elem; at += INLINE_BYTES) {
+        int len = (int)(elem - at < INLINE_BYTES ? elem - at : INLINE_BYTES);
+        if (recv != NULL)
+            MPI_Irecv(recv + at, len, MPI_BYTE, peer, TAG_AGREE, c->mpi,
+                      &req[r++]);
+        if (send != NULL)
+            MPI_Isend(send + at, len, MPI_BYTE, peer, TAG_AGREE, c->mpi,
+                      &req[r++]);
+    }
+    MPI_Waitall(r, req, MPI_STATUSES_IGNORE);
+}
+
+/* Recursive doubling of one element, MPI's own choice for small
+ * allreduces: members i >= p (the largest power of two <= N) first hand
+ * their element to member i - p, which merges it and hands back the result
+ * at the end; in round d members i and i ^ d swap elements and both
+ * compute merge(lower member's, higher member's): the same operands in
+ * the same order, so both hold the same bits after it, and after the last
+ * round every member does.  Returns where the result is (mine or other). */
+static char *recursive_doubling(nvl_comm_t *c, char *mine, char *other,
+                                size_t elem)
+{
+    int n = c->size, me = c->rank, p = 1;
+    while (2 * p <= n)
+        p *= 2;
+    if (me >= p) { /* handed to member me - p and back */
+        swap_pieces(c, me - p, mine, NULL, elem);
+        swap_pieces(c, me - p, NULL, other, elem);
+        return other;
+    }
+    if (me + p < n) {
+        swap_pieces(c, me + p, NULL, other, elem);
+        merge(mine, other, elem);
+    }
+    for (int d = 1; d < p; d *= 2) {
+        int peer = me ^ d;
+        swap_pieces(c, peer, mine, other, elem);
+        if (peer < me) { /* the lower one's first */
+            char *t = mine;
+            mine = other;
+            other = t;
+        }
+        merge(mine, other, elem);
+    }
+    if (me + p < n)
+        swap_pieces(c, me + p, mine, NULL, elem);
+    return mine;
+}
+
+/* MPI_User_function merging larger elements: inout merged with in.  The
+ * merge commutes (max, sum, and a reduction whose rounding is symmetric);
+ * MPI's allreduce computes each merge once, or on two partners alike, and
+ * hands on the bits, so every member still gets the same ones. */
+static void merge_op(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    int size = 0;
+    MPI_Type_size(*type, &size);
+    for (int e = 0; e < *len; e++)
+        merge((char *)inout + (size_t)e * (size_t)size,
+              (const char *)in + (size_t)e * (size_t)size, (size_t)size);
+}
+
+/* The element type of `bytes` and merge_op, created on first use. */
+static bool mpi_element(nvl_comm_t *c, size_t bytes)
+{
+    if (c->agree_type_bytes == bytes)
+        return true;
+    nvl_agree_free(c);
+    if (MPI_Type_contiguous((int)bytes, MPI_BYTE, &c->agree_type) !=
+            MPI_SUCCESS ||
+        MPI_Type_commit(&c->agree_type) != MPI_SUCCESS) {
+        nvl_report("internal error: no MPI type of %zu bytes", bytes);
+        return false;
+    }
+    MPI_Op_create(merge_op, 1, &c->agree_op);
+    c->agree_type_bytes = bytes;
+    return true;
+}
+
+void nvl_agree_free(nvl_comm_t *c)
+{
+    if (c->agree_type_bytes == 0)
+        return;
+    MPI_Type_free(&c->agree_type);
+    MPI_Op_free(&c->agree_op);
+    c->agree_type_bytes = 0;
+}
+
+/* Larger groups: one allreduce of one element [header | room], the room
+ * holding the payload to reduce if any.  On return *merged is the merged
+ * header and *reduced the reduced payload (NULL: none). */
+static nvl_status_t allreduce(nvl_comm_t *c, agree_hdr_t *merged,
+                              const nvl_agree_in_t *in, const void **reduced)
+{
+    const size_t hb = sizeof(agree_hdr_t);
+    size_t elem = (hb + c->agree_room + 63) / 64 * 64;
+    *reduced = NULL;
+    if (in->reduce_send != NULL && in->reduce_bytes > c->agree_room) {
+        nvl_report("internal error: %zu-byte payload, room for %zu",
+                   in->reduce_bytes, c->agree_room);
+        return NVL_ERR_INVALID;
+    }
+    char *buf = agree_buf(c, 2 * elem);
+    if (buf == NULL)
+        return NVL_ERR_NOMEM;
+    char *mine = buf, *other = buf + elem;
+    agree_hdr_t h = *merged;
+    h.payload_bytes = 0;
+    h.payload_kind = 0;
+    if (in->reduce_send != NULL && in->reduce_bytes > 0) {
+        h.payload_bytes = (int64_t)in->reduce_bytes;
+        h.payload_kind = 1 + (int64_t)in->dtype * NVL_OP_COUNT + in->op;
+        memcpy(mine + hb, in->reduce_send, in->reduce_bytes);
+    }
+    memcpy(mine, &h, hb);
+    memset(mine + hb + h.payload_bytes, 0,
+           elem - hb - (size_t)h.payload_bytes);
+    if (elem < MPI_ELEM_BYTES) {
+        mine = recursive_doubling(c, mine, other, elem);
+    } else {
+        if (!mpi_element(c, elem))
+            return NVL_ERR_INVALID;
+        MPI_Allreduce(mine, other, 1, c->agree_type, c->agree_op, c->mpi);
+        mine = other;
+    }
+    memcpy(merged, mine, hb);
+    if (merged->payload_kind > 0)
+        *reduced = mine + hb;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_coll_agree(nvl_comm_t *comm, const nvl_agree_in_t *in,
+                            nvl_agree_out_t *out)
+{
+    agree_hdr_t h = {{comm->clock->now_ps, in->signature, -in->signature,
+                      in->ok ? 0 : 1, in->time_ps},
+                     in->pairs, 0, 0};
+    bool sizes_ok = true;
+    const void *reduced = NULL;
+    /* a failure here (reported where found) leaves peers waiting on this
+     * member: end the job */
+    if (comm->size <= NVL_DIRECT_MAX_MEMBERS) {
+        if (exchange(comm, &h, in->msgs, &sizes_ok) != NVL_OK)
+            nvl_runtime_abort(1);
+    } else if (allreduce(comm, &h, in, &reduced) != NVL_OK) {
+        nvl_runtime_abort(1);
+    }
+    /* the next room, from what every member now holds alike */
+    bool agreed = !h.v[AGREE_ERR] && h.v[AGREE_SIG] == -h.v[AGREE_NEG_SIG];
+    size_t need = agreed ? in->need : 0;
+    comm->agree_room = need > comm->agree_need_prev ? need
+                                                    : comm->agree_need_prev;
+    comm->agree_need_prev = need;
+    if (h.v[AGREE_ERR])
+        return fail_once(comm, !in->ok, in->what, in->why);
+    if (!agreed)
         return NVL_ERR_MISMATCH; /* the caller names who differs */
     if (!sizes_ok) { /* equal calls always expect what their peers send */
         nvl_report("internal error: member %d got an agreement payload of "
                    "another size than it expects", comm->rank);
         nvl_runtime_abort(1);
     }
-    *start_ps_out = v[AGREE_CLOCK];
-    *time_ps_out = v[AGREE_TIME];
+    out->start_ps = h.v[AGREE_CLOCK];
+    out->time_ps = h.v[AGREE_TIME];
+    out->pairs = h.pairs;
+    out->reduced = reduced;
     return NVL_OK;
 }

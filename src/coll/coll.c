@@ -12,7 +12,7 @@
 #include "nvlemu/runtime.h"
 
 /* What the members must agree on, as one number. */
-static int64_t signature(const nvl_coll_call_t *c)
+int64_t nvl_coll_signature(const nvl_coll_call_t *c)
 {
     uint64_t h = 1469598103934665603ull;
     uint64_t parts[] = {(uint64_t)c->coll, (uint64_t)c->count,
@@ -28,6 +28,14 @@ static int64_t signature(const nvl_coll_call_t *c)
 
 static void describe(const nvl_coll_call_t *c, char *buf, size_t len)
 {
+    if (c->coll == NVL_COLL_COUNT) {
+        snprintf(buf, len, "nvl_group_end (a point-to-point group)");
+        return;
+    }
+    if (c->coll > NVL_COLL_COUNT) {
+        snprintf(buf, len, "an unknown call (%d)", (int)c->coll);
+        return;
+    }
     bool reduces = c->coll == NVL_COLL_ALLREDUCE ||
                    c->coll == NVL_COLL_REDUCE ||
                    c->coll == NVL_COLL_REDUCESCATTER;
@@ -101,7 +109,8 @@ static int check(const nvl_coll_call_t *c, size_t *bytes_out, char *why,
 /* Every member's call, at member 0, which names the first that differs. */
 enum { SIG_COLL, SIG_COUNT, SIG_DTYPE, SIG_OP, SIG_ROOT, SIG_MODE, SIG_N };
 
-static nvl_status_t report_mismatch(nvl_comm_t *comm, const nvl_coll_call_t *c)
+nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
+                                      const nvl_coll_call_t *c)
 {
     int64_t mine[SIG_N] = {(int64_t)c->coll, (int64_t)c->count,
                            (int64_t)c->dtype, (int64_t)c->op,
@@ -185,29 +194,52 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     }
     if (!ok) /* named only where reported: formatting costs */
         describe(call, name, sizeof name);
-    /* small groups: the agreement's messages carry the first of the data */
+    /* small groups: the agreement's messages carry the first of the data;
+     * larger ones: an allreduce that fits the agreement's room is reduced
+     * within it */
     nvl_agree_msg_t msgs[NVL_DIRECT_MAX_MEMBERS] = {{0}};
     bool direct = comm->size <= NVL_DIRECT_MAX_MEMBERS;
+    bool data = comm->mode == NVL_MODE_DATA;
     nvl_direct_path_t path = NVL_DIRECT_NONE;
-    if (direct && ok && comm->mode == NVL_MODE_DATA)
+    nvl_agree_in_t in = {.signature = nvl_coll_signature(call), .ok = ok,
+                         .what = name, .why = why, .time_ps = info.time_ps,
+                         .msgs = direct ? msgs : NULL, .dtype = call->dtype,
+                         .op = call->op};
+    if (direct && ok && data)
         path = nvl_direct_plan(call, msgs);
-    int64_t start_ps, time_ps;
-    nvl_status_t agreed = nvl_coll_agree(comm, signature(call), ok, name,
-                                         why, info.time_ps,
-                                         direct ? msgs : NULL, &start_ps,
-                                         &time_ps);
-    if (agreed == NVL_ERR_MISMATCH)
-        return report_mismatch(comm, call);
-    if (agreed != NVL_OK)
-        return agreed;
-    info.start_ps = start_ps;
-    info.time_ps = time_ps;
-    if (comm->mode == NVL_MODE_DATA && comm->size >= 1) {
-        nvl_status_t st =
-            path != NVL_DIRECT_NONE ? nvl_direct_finish(call, path, msgs)
-            : call->coll <= NVL_COLL_ALLREDUCE
-                ? nvl_coll_algos[info.algo]->run(call)
-                : nvl_p2p_run(call);
+    size_t data_bytes = ok ? call->count * nvl_dtype_size(call->dtype) : 0;
+    if (!direct && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
+        data_bytes <= NVL_AGREE_MAX_PAYLOAD) {
+        in.need = data_bytes;
+        if (data_bytes <= nvl_agree_room(comm)) {
+            in.reduce_send = call->send;
+            in.reduce_bytes = data_bytes;
+        }
+    }
+    nvl_agree_out_t agreed;
+    nvl_status_t st = nvl_coll_agree(comm, &in, &agreed);
+    if (st == NVL_ERR_MISMATCH)
+        return nvl_coll_report_mismatch(comm, call);
+    if (st != NVL_OK)
+        return st;
+    info.start_ps = agreed.start_ps;
+    info.time_ps = agreed.time_ps;
+    if (data) {
+        bool handled = true;
+        if (path != NVL_DIRECT_NONE) {
+            st = nvl_direct_finish(call, path, msgs);
+        } else if (agreed.reduced != NULL) {
+            if (call->recv != agreed.reduced && data_bytes > 0)
+                memcpy(call->recv, agreed.reduced, data_bytes);
+        } else {
+            handled = false;
+            if (!direct)
+                st = nvl_wide_run(call, &handled);
+        }
+        if (st == NVL_OK && !handled)
+            st = call->coll <= NVL_COLL_ALLREDUCE
+                     ? nvl_coll_algos[info.algo]->run(call)
+                     : nvl_p2p_run(call);
         if (st != NVL_OK) {
             /* a local failure while peers may wait on this rank: end it */
             describe(call, name, sizeof name);

@@ -29,6 +29,15 @@ struct nvl_comm {
     size_t scratch_bytes;
     char *agree_buf;         /* owned: the agreement exchange's messages */
     size_t agree_bytes;
+    /* groups of more than NVL_DIRECT_MAX_MEMBERS (agree.c, wide.c) */
+    size_t agree_room;       /* payload room of the next agreement (same on
+                                every member: set from agreed calls only) */
+    size_t agree_need_prev;  /* what the last agreed call could have used */
+    MPI_Datatype agree_type; /* one agreement element, agree_type_bytes */
+    size_t agree_type_bytes; /* 0: none created yet */
+    MPI_Op agree_op;         /* merges two elements (agree.c) */
+    bool wide_ready;         /* the reduction ops below exist (wide.c) */
+    MPI_Op reduce_op[NVL_DT_COUNT][NVL_OP_COUNT];
     /* point-to-point group being queued (nvl_group_start .. _end) */
     bool group_open;
     struct nvl_p2p_op *ops;  /* owned */
@@ -187,11 +196,12 @@ nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);
 
 /* The most payload one member sends another within the agreement
  * exchange; every receive slot has this room, so that a member that
- * disagrees on the call cannot overflow it. */
+ * disagrees on the call cannot overflow it.  Larger groups: the most an
+ * allreduce reduces within its agreement. */
 #define NVL_AGREE_MAX_PAYLOAD ((size_t)64 << 10)
 
 /* Each message of the exchange starts with a header of this size. */
-#define NVL_AGREE_HEADER_BYTES 48
+#define NVL_AGREE_HEADER_BYTES 64
 
 /* What this member sends member k within the agreement exchange, and what
  * it expects from k (bytes, at most NVL_AGREE_MAX_PAYLOAD each); the
@@ -204,21 +214,85 @@ typedef struct {
     const char *recv;
 } nvl_agree_msg_t;
 
+/* One member's side of the agreement step of a call. */
+typedef struct {
+    int64_t signature;       /* the call (coll.c); equal calls, equal values */
+    bool ok;                 /* this member's arguments are right */
+    const char *what, *why;  /* the call and what is wrong (only if !ok) */
+    int64_t time_ps;         /* this member's modeled duration */
+    uint64_t pairs;          /* summed over the members (p2p.c's check) */
+    /* groups of up to NVL_DIRECT_MAX_MEMBERS: the data riding along,
+     * indexed by member (NULL: none) */
+    nvl_agree_msg_t *msgs;
+    /* larger groups: an allreduce's whole buffer to reduce within the
+     * agreement (NULL: none; at most nvl_agree_room bytes) */
+    const void *reduce_send;
+    size_t reduce_bytes;
+    nvl_dtype_t dtype;
+    nvl_redop_t op;
+    /* larger groups: the most the agreement could have carried of this
+     * call (0 if none), a function of the call alone: the room of the next
+     * agreements follows it */
+    size_t need;
+} nvl_agree_in_t;
+
+/* The merged outcome, the same on every member. */
+typedef struct {
+    int64_t start_ps;        /* the latest entry clock */
+    int64_t time_ps;         /* the largest modeled duration */
+    uint64_t pairs;          /* the sum over the members */
+    const void *reduced;     /* larger groups: reduce_send's reduction over
+                                the members (comm's buffer, valid until the
+                                next call); NULL where nothing was reduced */
+} nvl_agree_out_t;
+
 /* The agreement step of every call: the max over the members of the entry
  * clock, the call's signature and its negation, whether a member's
- * arguments were wrong (why says how) and the modeled duration.  Groups of
- * up to NVL_DIRECT_MAX_MEMBERS exchange it directly, with msgs[k] (indexed
- * by member; NULL: nothing more) riding along; larger groups in one
- * MPI_Allreduce (msgs must then be NULL).  On success sets the group-wide
- * start and duration; on wrong arguments the lowest failing member reports
- * "what: why" (both needed only where ok is false) and every member returns
- * NVL_ERR_INVALID; when the members' signatures differ every member returns
- * NVL_ERR_MISMATCH and the caller reports.  A local failure within the
- * exchange, peers waiting, ends the job (nvl_runtime_abort). */
-nvl_status_t nvl_coll_agree(nvl_comm_t *comm, int64_t signature, bool ok,
-                            const char *what, const char *why,
-                            int64_t time_ps, nvl_agree_msg_t *msgs,
-                            int64_t *start_ps_out, int64_t *time_ps_out);
+ * arguments were wrong (why says how) and the modeled duration, and the
+ * sum of pairs.  Groups of up to NVL_DIRECT_MAX_MEMBERS exchange it
+ * directly, with msgs[k] riding along; larger groups in one allreduce of
+ * one element (a header and nvl_agree_room bytes), which reduces
+ * reduce_send along the way when given.  On success fills out; on wrong
+ * arguments the lowest failing member reports "what: why" and every member
+ * returns NVL_ERR_INVALID; when the members' signatures differ every
+ * member returns NVL_ERR_MISMATCH and the caller reports
+ * (nvl_coll_report_mismatch).  A local failure within the exchange, peers
+ * waiting, ends the job (nvl_runtime_abort). */
+nvl_status_t nvl_coll_agree(nvl_comm_t *comm, const nvl_agree_in_t *in,
+                            nvl_agree_out_t *out);
+
+/* Larger groups: the payload room of the next agreement (bytes, the same
+ * on every member); a data-mode allreduce of at most this many bytes is
+ * reduced within it.  The room is the larger need of the last two agreed
+ * calls: a loop of equal calls, or of two alternating sizes, rides along
+ * from its second call on, while timing mode and large calls keep the
+ * agreement a bare header. */
+size_t nvl_agree_room(const nvl_comm_t *comm);
+
+/* Frees the agreement's MPI objects (comm destruction). */
+void nvl_agree_free(nvl_comm_t *comm);
+
+/* When the members' calls differ: every member calls this (collectively);
+ * member 0 reports the first member whose call differs from its own, and
+ * every member returns NVL_ERR_MISMATCH.  call->coll == NVL_COLL_COUNT
+ * stands for nvl_group_end. */
+nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
+                                      const nvl_coll_call_t *call);
+
+/* The signature of a call (what nvl_agree_in_t.signature holds). */
+int64_t nvl_coll_signature(const nvl_coll_call_t *call);
+
+/* ---- the data paths of larger groups (src/coll/wide.c) ----------------- */
+
+/* Data mode, more than NVL_DIRECT_MAX_MEMBERS members, after agreeing:
+ * moves an allreduce, allgather or reduce-scatter with one MPI collective
+ * of the same name (reductions by nvl_reduce_into); *handled_out false
+ * (nothing done) for the other collectives and for sizes MPI cannot take
+ * in one call. */
+nvl_status_t nvl_wide_run(const nvl_coll_call_t *call, bool *handled_out);
+
+/* Frees the reduction ops (comm destruction). */
+void nvl_wide_free(nvl_comm_t *comm);
 
 /* ---- the direct data paths of small groups (src/coll/direct.c) --------- */
 

@@ -13,6 +13,7 @@
  *   the slowest member setting everyone's end. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,37 +172,80 @@ nvl_status_t nvl_recv(nvl_comm_t *c, void *buf, size_t count,
     return queue(c, false, buf, count, dtype, peer);
 }
 
-/* Data mode: what each member sends to each other must be what that one
- * expects; one MPI_Alltoall of the byte counts tells.  Writes why on a
- * mismatch seen here (as a receiver). */
-static bool pairs_match(nvl_comm_t *c, char *why, size_t len)
+/* What a pair's traffic adds to the group's check: sender i to receiver
+ * j, `bytes` in all (0: no traffic, nothing added). */
+static uint64_t pair_term(int i, int j, uint64_t bytes)
 {
-    int n = c->size;
-    uint64_t *sent = calloc(2 * (size_t)n, sizeof *sent);
-    if (sent == NULL) {
-        snprintf(why, len, "out of memory checking the group");
-        return false;
-    }
-    uint64_t *told = sent + n;
+    if (bytes == 0)
+        return 0;
+    uint64_t h = ((uint64_t)(uint32_t)i << 32 | (uint32_t)j) ^
+                 (bytes * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33; /* splitmix64's finalizer */
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 33;
+    return h | 1; /* never 0 */
+}
+
+/* Bytes this member sends to (send) or receives from each member, n
+ * entries (NULL when out of memory). */
+static uint64_t *pair_bytes(nvl_comm_t *c, bool send)
+{
+    uint64_t *b = calloc((size_t)c->size, sizeof *b);
+    if (b == NULL)
+        return NULL;
     for (size_t i = 0; i < c->n_ops; i++)
-        if (c->ops[i].send)
-            sent[c->ops[i].peer] += c->ops[i].bytes;
-    MPI_Alltoall(sent, 1, MPI_UINT64_T, told, 1, MPI_UINT64_T, c->mpi);
-    bool ok = true;
-    for (int p = 0; p < n && ok; p++) {
-        uint64_t want = 0;
-        for (size_t i = 0; i < c->n_ops; i++)
-            if (!c->ops[i].send && c->ops[i].peer == p)
-                want += c->ops[i].bytes;
-        if (want != told[p]) {
-            snprintf(why, len, "member %d sends %" PRIu64 " bytes to member "
-                               "%d, which receives %" PRIu64 " from it",
-                     p, told[p], c->rank, want);
-            ok = false;
-        }
+        if (c->ops[i].send == send)
+            b[c->ops[i].peer] += c->ops[i].bytes;
+    return b;
+}
+
+/* Data mode: what each member sends to each other must be what that one
+ * expects.  Each member adds a term per peer for what it sends and
+ * subtracts one for what it expects to receive; the agreement sums them
+ * over the members, so the sum is 0 when every pair matches (and, but for
+ * a chance of 2^-64, only then), at no extra message. */
+static uint64_t pairs_check(nvl_comm_t *c, bool *ok, char *why, size_t len)
+{
+    uint64_t *out = pair_bytes(c, true), *in = pair_bytes(c, false);
+    uint64_t sum = 0;
+    if (out == NULL || in == NULL) { /* the agreement fails everywhere */
+        snprintf(why, len, "out of memory checking a group of %d", c->size);
+        *ok = false;
     }
-    free(sent);
-    return ok;
+    for (int p = 0; p < c->size && *ok; p++)
+        sum += pair_term(c->rank, p, out[p]) - pair_term(p, c->rank, in[p]);
+    free(out);
+    free(in);
+    return sum;
+}
+
+/* The check failed: one MPI_Alltoall of the byte counts tells each
+ * receiver whether its senders match; the lowest such member reports. */
+static nvl_status_t report_pairs(nvl_comm_t *c)
+{
+    int n = c->size, bad = n, first = n;
+    uint64_t *out = pair_bytes(c, true), *in = pair_bytes(c, false);
+    uint64_t *told = calloc((size_t)n, sizeof *told);
+    if (out == NULL || in == NULL || told == NULL) {
+        nvl_report("out of memory checking a group of %d", n);
+        nvl_runtime_abort(1); /* peers wait in the alltoall */
+    }
+    MPI_Alltoall(out, 1, MPI_UINT64_T, told, 1, MPI_UINT64_T, c->mpi);
+    for (int p = 0; p < n && bad == n; p++)
+        if (in[p] != told[p])
+            bad = p;
+    MPI_Allreduce(bad < n ? &c->rank : &n, &first, 1, MPI_INT, MPI_MIN,
+                  c->mpi);
+    if (first == c->rank)
+        nvl_report("nvl_group_end: member %d sends %" PRIu64 " bytes to "
+                   "member %d, which receives %" PRIu64 " from it",
+                   bad, told[bad], c->rank, in[bad]);
+    free(told);
+    free(in);
+    free(out);
+    return NVL_ERR_INVALID;
 }
 
 nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
@@ -211,11 +255,9 @@ nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
     if (!ok)
         snprintf(why, sizeof why, "no group open on member %d", c->rank);
     c->group_open = false;
-    if (c->mode == NVL_MODE_DATA) {
-        /* every member takes part in the check, so that none waits alone */
-        bool match = pairs_match(c, why, sizeof why);
-        ok = ok && match;
-    }
+    uint64_t pairs = 0;
+    if (c->mode == NVL_MODE_DATA && ok)
+        pairs = pairs_check(c, &ok, why, sizeof why);
     port_load_t l = {{0}, {0}};
     double total = 0;
     for (size_t i = 0; i < c->n_ops; i++) {
@@ -223,10 +265,18 @@ nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
                  (double)c->ops[i].bytes);
         total += (double)c->ops[i].bytes;
     }
-    int64_t start_ps, time_ps;
-    nvl_status_t st = nvl_coll_agree(c, 0x5EED, ok, "nvl_group_end", why,
-                                     port_time_ps(c, &l), NULL, &start_ps,
-                                     &time_ps);
+    /* the group agrees as a call of its own, so that a member in a
+     * collective meanwhile fails with a report of both calls */
+    nvl_coll_call_t call = {.comm = c, .coll = NVL_COLL_COUNT};
+    nvl_agree_in_t in = {.signature = nvl_coll_signature(&call), .ok = ok,
+                         .what = "nvl_group_end", .why = why,
+                         .time_ps = port_time_ps(c, &l), .pairs = pairs};
+    nvl_agree_out_t agreed;
+    nvl_status_t st = nvl_coll_agree(c, &in, &agreed);
+    if (st == NVL_ERR_MISMATCH)
+        st = nvl_coll_report_mismatch(c, &call);
+    else if (st == NVL_OK && agreed.pairs != 0)
+        st = report_pairs(c);
     if (st != NVL_OK) {
         c->n_ops = 0;
         return st;
@@ -234,14 +284,14 @@ nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
     if (c->mode == NVL_MODE_DATA && c->n_ops > 0 &&
         nvl_xfer_exchange(c, c->ops, c->n_ops, 150) != NVL_OK)
         nvl_runtime_abort(1);
-    c->clock->now_ps = start_ps + time_ps;
+    c->clock->now_ps = agreed.start_ps + agreed.time_ps;
     if (info_out != NULL)
         *info_out = (nvl_coll_info_t){.coll = NVL_COLL_SENDRECV,
                                       .algo = NVL_ALGO_COUNT,
                                       .proto = NVL_PROTO_SIMPLE,
                                       .bytes = (size_t)total,
-                                      .start_ps = start_ps,
-                                      .time_ps = time_ps};
+                                      .start_ps = agreed.start_ps,
+                                      .time_ps = agreed.time_ps};
     c->n_ops = 0;
     return NVL_OK;
 }

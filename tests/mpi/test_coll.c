@@ -115,7 +115,13 @@ static int64_t run_one(nvl_comm_t *comm, nvl_coll_t coll, nvl_dtype_t dt,
 {
     size_t esz = nvl_dtype_size(dt), n = (size_t)size_;
     int data = nvl_comm_mode(comm) == NVL_MODE_DATA;
-    char *send = calloc(count * n + 1, esz), *recv = calloc(count * n + 1, esz);
+    size_t blocks = coll == NVL_COLL_ALLGATHER ||
+                            coll == NVL_COLL_REDUCESCATTER ||
+                            coll == NVL_COLL_ALLTOALL
+                        ? n
+                        : 1;
+    char *send = calloc(count * blocks + 1, esz);
+    char *recv = calloc(count * blocks + 1, esz);
     want_ctx w = {op, size_, 0, size_ > 2 ? 2 : 0};
     nvl_status_t st = NVL_OK;
     char *s = data ? send : NULL, *r = data ? recv : NULL;
@@ -257,20 +263,27 @@ int main(int argc, char **argv)
          * receive up to 64 KB of them) and one element more, every dtype
          * and op; in groups of up to 8, also the largest shares (64 KB per
          * member), one element more and a larger uneven size, one op per
-         * dtype */
+         * dtype; in larger groups (src/coll/wide.c), twice in a row (the
+         * second call rides along with the agreement) the largest buffer
+         * that fits it (64 KB) and one element more, and 4 MB and three
+         * elements (two direct exchanges), one op per dtype */
         nvl_tuner_cfg_t dflt;
         nvl_tuner_cfg_default(&dflt);
         nvl_comm_set_tuner(comm, &dflt);
         for (int dt = 0; dt < NVL_DT_COUNT; dt++)
         for (int op = 0; op < NVL_OP_COUNT; op++)
-        for (int k = 0; k < 5; k++) {
-            if (k >= 2 && (size_ > 8 || op != (dt + k) % NVL_OP_COUNT))
+        for (int k = 0; k < 10; k++) {
+            int wide = k >= 5; /* the sizes of larger groups */
+            if (wide != (size_ > 8) ||
+                (k % 5 >= 2 && op != (dt + k) % NVL_OP_COUNT))
                 continue;
             size_t esz = nvl_dtype_size((nvl_dtype_t)dt);
             size_t whole = 65536 / (size_ > 1 ? size_ - 1 : 1) / esz;
             size_t shares = (size_t)size_ * 65536 / esz;
-            size_t sizes[5] = {whole, whole + 1, shares, shares + 1,
-                               2 * shares + 3};
+            size_t room = 65536 / esz;
+            size_t sizes[10] = {whole, whole + 1, shares, shares + 1,
+                                2 * shares + 3, room, room, room + 1,
+                                room + 1, ((size_t)4 << 20) / esz + 3};
             int inplace = (dt + op + k) % 2;
             char label[160];
             snprintf(label, sizeof label, "AllReduce tuned %s %s count=%zu%s",

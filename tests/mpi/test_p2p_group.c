@@ -1,7 +1,8 @@
 /* MPI test: groups of sends and receives (nvl_group_start .. _end): the
  * data arrives, data and timing mode give the same clocks, a GPU's ports
  * are shared by everything it sends at once, and a send/receive size
- * mismatch fails everywhere with one report. */
+ * mismatch, or a member ending a group while the others call a
+ * collective, fails everywhere with one report instead of hanging. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,13 @@
 #include "nvlemu/runtime.h"
 
 static int rank_, size_, failures, reports;
+static char last_report[512];
 
 static void sink(void *ctx, const char *m)
 {
     (void)ctx;
     reports++;
+    snprintf(last_report, sizeof last_report, "%s", m);
     printf("rank %d reported: %s\n", rank_, m);
 }
 
@@ -111,6 +114,33 @@ int main(int argc, char **argv)
     MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank_ == 0)
         CHECK(total == 1, "%d reports of the mismatch, expected 1", total);
+    /* member 1 ends a group while the others call an allreduce, small
+     * (its data rides along with the agreement) and large: every member
+     * fails, one report names both calls */
+    size_t counts[2] = {8, 100000};
+    float *big = calloc(counts[1], sizeof *big);
+    for (int k = 0; k < 2 && big != NULL; k++) {
+        reports = 0;
+        if (rank_ == 1) {
+            nvl_group_start(comm);
+            nvl_send(comm, buf, 10, NVL_DT_F32, 0);
+            st = nvl_group_end(comm, NULL);
+        } else {
+            st = nvl_allreduce(comm, big, big, counts[k], NVL_DT_F32,
+                               NVL_OP_SUM, NULL);
+        }
+        CHECK(st == NVL_ERR_MISMATCH, "group vs allreduce of %zu returned %s",
+              counts[k], nvl_status_str(st));
+        MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (rank_ == 0)
+            CHECK(total == 1, "%d reports of group vs allreduce, expected 1",
+                  total);
+        if (rank_ == 0 && reports == 1)
+            CHECK(strstr(last_report, "nvl_group_end") != NULL &&
+                      strstr(last_report, "AllReduce") != NULL,
+                  "the report names not both calls: %s", last_report);
+    }
+    free(big);
     nvl_report_set_sink(NULL, NULL);
     /* the communicator still works */
     fan_out(comm, 1, 10, 1);
