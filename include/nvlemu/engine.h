@@ -156,6 +156,17 @@ typedef struct {
                                    busiest rank: the cost of imbalance */
 } nvl_pass_stats_t;
 
+/* One MoE layer's numbers on this rank, summed over the decode passes
+ * (pass >= 1) run so far; fields as nvl_pass_stats_t's. */
+typedef struct {
+    double dispatch_ps, combine_ps, dispatch_bytes, combine_bytes;
+    double expert_pairs_max, expert_pairs_mean, combine_wait_ps;
+} nvl_moe_layer_stats_t;
+
+/* Per layer run (nvl_engine_layers entries, zeros for dense layers; owned
+ * by the engine). */
+const nvl_moe_layer_stats_t *nvl_engine_moe_layer_stats(const nvl_engine_t *e);
+
 /* Keeps the op events of the first `passes` passes (0, the default: none;
  * -1: all) for a trace. */
 void nvl_engine_record_events(nvl_engine_t *e, int32_t passes);
@@ -165,7 +176,7 @@ const nvl_op_event_t *nvl_engine_events(const nvl_engine_t *e, size_t *n_out);
 /* The passes run so far, in order (owned by the engine). */
 const nvl_pass_stats_t *nvl_engine_passes(const nvl_engine_t *e,
                                           size_t *n_out);
-/* Forgets events and passes. */
+/* Forgets events, passes and the per-layer MoE numbers. */
 void nvl_engine_reset_stats(nvl_engine_t *e);
 
 /* Layers the engine runs (opts.layers or all). */

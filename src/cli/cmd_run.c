@@ -311,6 +311,19 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
         MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0,
                    MPI_COMM_WORLD);
         summarize(e, &mine);
+        /* every MoE layer's decode numbers, the mean rank's */
+        uint32_t nl = nvl_engine_layers(e);
+        int nf = (int)(sizeof(nvl_moe_layer_stats_t) / sizeof(double));
+        nvl_moe_layer_stats_t *ml = malloc((nl + 1) * sizeof *ml);
+        if (ml == NULL) {
+            nvl_report("out of memory for the report");
+            nvl_runtime_abort(1);
+        }
+        MPI_Reduce(nvl_engine_moe_layer_stats(e), ml, (int)nl * nf,
+                   MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        for (uint32_t i = 0; i < nl; i++)
+            for (int f = 0; f < nf; f++)
+                ((double *)&ml[i])[f] /= rt->size;
         int nd = (int)(sizeof mine / sizeof(double));
         MPI_Gather(&mine, nd, MPI_DOUBLE, all, nd, MPI_DOUBLE, 0,
                    MPI_COMM_WORLD);
@@ -326,7 +339,8 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
             .weight_bytes = nvl_engine_weight_bytes(e),
             .kv_bytes = nvl_engine_kv_bytes(e, (uint64_t)a->batch,
                                             plen + glen - 1),
-            .wall_s = wall, .tokens = mode == NVL_MODE_DATA ? out : NULL};
+            .wall_s = wall, .tokens = mode == NVL_MODE_DATA ? out : NULL,
+            .moe_layers = ml};
         nvl_status_t wst = NVL_OK;
         if (rt->rank == 0) {
             nvl_run_report_text(&r, stdout);
@@ -339,6 +353,7 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
         int ok = wst == NVL_OK, every = 0;
         MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         code = every ? 0 : 1;
+        free(ml);
         free(end);
         free(end_max);
         free(pw);

@@ -63,6 +63,7 @@ typedef struct {
     double weight_bytes, kv_bytes; /* per GPU, the largest shard */
     double wall_s;
     const int32_t *tokens;    /* batch x gen_len (data mode) */
+    const nvl_moe_layer_stats_t *moe_layers; /* per layer, mean rank */
 } nvl_run_result_t;
 
 /* Writes the readable report. */

@@ -209,6 +209,25 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
         fprintf(out, "  cost of imbalance: %.4f ms per decode step (%.1f%%): "
                      "ranks waiting for the busiest before the combine\n",
                 d->wait_ms_step, pct(d->wait_ms_step, d->tpot_ms));
+    /* the layer whose busiest rank is furthest above the mean */
+    int hot = -1;
+    double hot_ratio = 0;
+    for (uint32_t i = 0; i < r->layers; i++) {
+        const nvl_moe_layer_stats_t *l = &r->moe_layers[i];
+        if (l->expert_pairs_mean > 0 &&
+            l->expert_pairs_max / l->expert_pairs_mean > hot_ratio) {
+            hot_ratio = l->expert_pairs_max / l->expert_pairs_mean;
+            hot = (int)i;
+        }
+    }
+    if (hot >= 0 && (a->ep > 1 || a->attn_dp))
+        fprintf(out, "  most imbalanced layer %d: busiest rank %.1f expert "
+                     "tokens vs mean %.1f (x%.2f), wait %.4f ms per step "
+                     "(every layer: JSON experts.per_layer)\n", hot,
+                r->moe_layers[hot].expert_pairs_max / (double)d->steps,
+                r->moe_layers[hot].expert_pairs_mean / (double)d->steps,
+                hot_ratio,
+                MS(r->moe_layers[hot].combine_wait_ps) / (double)d->steps);
 }
 
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
@@ -353,6 +372,25 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
     json_object_set_new(o, "most_loaded_rank", json_integer(d->most_loaded));
     json_object_set_new(o, "most_loaded_rank_tokens_per_layer",
                         json_real(d->most_loaded_pairs));
+    /* per MoE layer, per decode step, the mean rank's */
+    json_t *layers = json_array();
+    double steps = d->steps ? (double)d->steps : 1;
+    for (uint32_t i = 0; i < r->layers; i++) {
+        const nvl_moe_layer_stats_t *l = &r->moe_layers[i];
+        if (!nvl_model_layer_is_moe(r->cfg, i))
+            continue;
+        json_array_append_new(
+            layers,
+            json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "layer",
+                      (int)i, "dispatch_ms", MS(l->dispatch_ps) / steps,
+                      "dispatch_bytes", l->dispatch_bytes / steps,
+                      "combine_ms", MS(l->combine_ps) / steps,
+                      "combine_bytes", l->combine_bytes / steps,
+                      "expert_tokens_max", l->expert_pairs_max / steps,
+                      "expert_tokens_mean", l->expert_pairs_mean / steps,
+                      "imbalance_wait_ms", MS(l->combine_wait_ps) / steps));
+    }
+    json_object_set_new(o, "per_layer", layers);
     return o;
 }
 

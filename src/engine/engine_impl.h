@@ -49,6 +49,7 @@ struct nvl_engine {
     size_t n_events, cap_events;
     nvl_pass_stats_t *passes;
     size_t n_passes, cap_passes;
+    nvl_moe_layer_stats_t *moe_decode; /* [layers] */
 };
 
 /* load.c: fills the weights of a data-mode engine (e->shard set). */

@@ -54,6 +54,11 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
     e->tp = tp;
     e->data = opts->mode == NVL_MODE_DATA;
     e->layers = opts->layers ? opts->layers : cfg->layers;
+    e->moe_decode = calloc((size_t)cfg->layers + 1, sizeof *e->moe_decode);
+    if (e->moe_decode == NULL) {
+        nvl_report("out of memory for the engine");
+        nvl_runtime_abort(1);
+    }
     e->opts.cost.topo = nvl_comm_topo(tp);
     e->opts.cost.gpu = nvl_comm_gpu(tp, nvl_comm_rank(tp));
     nvl_comm_set_mode(tp, opts->mode);
@@ -114,6 +119,7 @@ void nvl_engine_free(nvl_engine_t *e)
         nvl_comm_destroy(e->dense);
     free(e->events);
     free(e->passes);
+    free(e->moe_decode);
     free(e);
 }
 

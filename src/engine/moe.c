@@ -273,11 +273,31 @@ static void expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *count,
                            pairs * (double)hid + (double)rows * (double)hid);
 }
 
+/* Adds what layer li added to the pass's MoE numbers since `before` to
+ * the layer's decode totals (decode passes only). */
+static void layer_done(nvl_engine_t *e, uint32_t li,
+                       const nvl_pass_stats_t *before)
+{
+    if (e->pass < 1)
+        return;
+    const nvl_pass_stats_t *c = &e->cur;
+    nvl_moe_layer_stats_t *l = &e->moe_decode[li];
+    l->dispatch_ps += (double)(c->dispatch_ps - before->dispatch_ps);
+    l->combine_ps += (double)(c->combine_ps - before->combine_ps);
+    l->dispatch_bytes += c->dispatch_bytes - before->dispatch_bytes;
+    l->combine_bytes += c->combine_bytes - before->combine_bytes;
+    l->expert_pairs_max += c->expert_pairs_max - before->expert_pairs_max;
+    l->expert_pairs_mean += c->expert_pairs_mean - before->expert_pairs_mean;
+    l->combine_wait_ps +=
+        (double)(c->combine_wait_ps - before->combine_wait_ps);
+}
+
 void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
 {
     const nvl_model_config_t *c = &e->cfg;
     uint32_t E = c->num_experts, k = c->top_k;
     int32_t L = (int32_t)li;
+    nvl_pass_stats_t before = e->cur;
     uint64_t *count = alloc_or_abort(E, sizeof *count);
     /* a long timing-mode pass draws its seeded routing a share of rows per
      * rank and sums the counts (the same counts, less host time) */
@@ -303,6 +323,7 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
     e->cur.expert_pairs += (double)M * k;
     e->cur.expert_pairs_max += (double)M * k;
     e->cur.expert_pairs_mean += (double)M * k;
+    layer_done(e, li, &before);
     free(w);
     free(ids);
     free(count);
@@ -380,6 +401,7 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
     int etp = e->shard.etp;
     nvl_range_t held = e->shard.experts;
     int32_t L = (int32_t)li;
+    nvl_pass_stats_t before = e->cur;
 
     /* route this rank's rows; row t goes to every rank of each group
      * holding one of its experts, once */
@@ -496,6 +518,7 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
     if (st == NVL_OK)
         nvl_engine_elementwise(e, "combine_sum", L,
                                (double)(nsend + R) * (double)hid);
+    layer_done(e, li, &before);
     free(back);
     free(idin);
     free(win);

@@ -105,4 +105,10 @@ void nvl_engine_reset_stats(nvl_engine_t *e)
     e->n_events = 0;
     e->n_passes = 0;
     e->pass = 0;
+    memset(e->moe_decode, 0, e->layers * sizeof *e->moe_decode);
+}
+
+const nvl_moe_layer_stats_t *nvl_engine_moe_layer_stats(const nvl_engine_t *e)
+{
+    return e->moe_decode;
 }

@@ -17,7 +17,8 @@ CHECK is one of
   ep           a mixture of experts placed with --ep (in the command) in
                timing mode, routed uniformly and with --route-skew 2, and
                with --ep 1: dispatch and combine bytes and times reported
-               under expert parallelism only; the skewed routing loads the
+               under expert parallelism only, per layer too (their mean
+               the per-layer figures); the skewed routing loads the
                busiest rank more and makes the others wait longer
 """
 import json
@@ -161,6 +162,17 @@ def main():
         if not s["imbalance_wait_ms_per_step"] > u["imbalance_wait_ms_per_step"]:
             sys.exit("check_run.py: imbalance wait %s uniform, %s skewed" % (
                 u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
+        per = u["per_layer"]
+        if len(per) != u["moe_layers"] or not per:
+            sys.exit("check_run.py: %d per-layer rows for %s MoE layers" % (
+                len(per), u["moe_layers"]))
+        for k in ("dispatch_ms", "combine_bytes", "expert_tokens_max"):
+            mean = sum(l[k] for l in per) / len(per)
+            want = u[{"dispatch_ms": "dispatch_ms_per_layer",
+                      "combine_bytes": "combine_bytes_per_layer",
+                      "expert_tokens_max": "expert_tokens_per_layer_max"}[k]]
+            if abs(mean - want) > 1e-6 * max(1.0, abs(want)):
+                sys.exit("check_run.py: per-layer %s mean %s != %s" % (k, mean, want))
         if t["imbalance"] != 1:
             sys.exit("check_run.py: experts TP should be balanced: %s" % t["imbalance"])
         print("check_run.py: tokens/s per GPU: EP %d %.1f, TP %.1f; imbalance "
