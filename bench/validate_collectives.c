@@ -52,25 +52,22 @@ typedef struct {
 } published_t;
 
 static const published_t published[] = {
-    {"gb200-nvl72.topo", 4, "Ring", 1e3, 0.10, 1, "Azure ND GB200 v6, 1 KB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 16e3, 1.46, 1, "Azure ND GB200 v6, 16 KB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 1e6, 80.5, 1, "Azure ND GB200 v6, 1 MB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 16e6, 331, 1, "Azure ND GB200 v6, 16 MB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 128e6, 574, 1, "Azure ND GB200 v6, 128 MB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 8e9, 680, 1, "Azure ND GB200 v6, 8 GB", 0},
+    {"gb200-nvl72.topo", 4, "Ring", 1e3, 0.10, 4, "Azure ND GB200 v6, 1 KB", 0},
+    {"gb200-nvl72.topo", 4, "Ring", 16e3, 1.46, 4, "Azure ND GB200 v6, 16 KB", 0},
+    {"gb200-nvl72.topo", 4, "Ring", 1e6, 80.5, 4, "Azure ND GB200 v6, 1 MB", 0},
+    {"gb200-nvl72.topo", 4, "Ring", 16e6, 331, 4, "Azure ND GB200 v6, 16 MB", 0},
+    {"gb200-nvl72.topo", 4, "Ring", 128e6, 574, 4, "Azure ND GB200 v6, 128 MB", 0},
+    {"gb200-nvl72.topo", 4, "Ring", 8e9, 680, 4, "Azure ND GB200 v6, 8 GB", 0},
     {"gb200-nvl72.topo", 8, NULL, 8e9, 811, 1, "GB200 MNNVL two trays, large", 0},
     {"gb200-nvl72.topo", 72, NULL, 8e9, 850, 1, "GTC 2025: NVL72 with NVLS", 0},
     {"gb200-nvl72.topo", 72, "Ring", 8e9, 680, 1, "GTC 2025: NVL72 without NVLS", 0},
-    {"hgx-h200.topo", 8, NULL, 1e3, 0.06, 1, "Azure ND H200 v5, 1 KB", 0},
-    {"hgx-h200.topo", 8, NULL, 16e3, 0.98, 1, "Azure ND H200 v5, 16 KB", 0},
-    /* NVLS moves 1 MB at close to its full rate while its 16 MB - 1 GB
-     * efficiency curve (nvls_mid_efficiency, nvls_knee) says half: the one
-     * shape the model does not follow (docs/collectives.md) */
-    {"hgx-h200.topo", 8, NULL, 1e6, 57, 1, "Azure ND H200 v5, 1 MB", 0.20},
-    {"hgx-h200.topo", 8, NULL, 16e6, 240, 1, "Azure ND H200 v5, 16 MB", 0},
-    {"hgx-h200.topo", 8, NULL, 128e6, 413, 1, "Azure ND H200 v5, 128 MB", 0},
-    {"hgx-h200.topo", 8, NULL, 1e9, 468, 1, "Azure ND H200 v5, 1 GB", 0},
-    {"hgx-h200.topo", 8, NULL, 8e9, 481, 1, "Azure ND H200 v5, 8 GB", 0},
+    {"hgx-h200.topo", 8, "NVLS", 1e3, 0.06, 8, "Azure ND H200 v5, 1 KB", 0},
+    {"hgx-h200.topo", 8, "NVLS", 16e3, 0.98, 8, "Azure ND H200 v5, 16 KB", 0},
+    {"hgx-h200.topo", 8, "NVLS", 1e6, 57, 8, "Azure ND H200 v5, 1 MB", 0},
+    {"hgx-h200.topo", 8, "NVLS", 16e6, 240, 8, "Azure ND H200 v5, 16 MB", 0},
+    {"hgx-h200.topo", 8, "NVLS", 128e6, 413, 8, "Azure ND H200 v5, 128 MB", 0},
+    {"hgx-h200.topo", 8, "NVLS", 1e9, 468, 8, "Azure ND H200 v5, 1 GB", 0},
+    {"hgx-h200.topo", 8, "NVLS", 8e9, 481, 8, "Azure ND H200 v5, 8 GB", 0},
     {"hgx-h200.topo", 4, NULL, 8e9, 363, 1, "ml-engineering, 4 GPUs (ring)", 0},
     {"hgx-h200.topo", 5, NULL, 8e9, 414, 1, "ml-engineering, 5 GPUs (NVLS)", 0},
     {"hgx-h200.topo", 6, NULL, 8e9, 436, 1, "ml-engineering, 6 GPUs", 0},
