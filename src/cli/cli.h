@@ -55,6 +55,11 @@ long nvl_cli_positive(const char *option, const char *text, long max);
      "data-parallel (each rank its own sequences, at least one each; "      \
      "default tp)"}
 
+/* "TP N", or "EP e x expert-TP N/e, attention TP|DP N": how `ranks`
+ * ranks hold the model, for report headers. */
+void nvl_cli_placement_name(char *buf, size_t len, int ranks, long ep,
+                            bool attn_dp);
+
 /* Parses --attn-parallel's value: "tp" (false) or "dp" (true); reports
  * anything else. */
 nvl_status_t nvl_cli_attn_parallel_parse(const char *text, bool *dp_out);

@@ -191,16 +191,12 @@ int nvl_cmd_generate(int argc, char **argv)
                                  (int)args.max_new, out, logits);
         if (st == NVL_OK && rt.rank == 0) {
             nvl_runtime_print_header(stdout);
-            if (args.ep == 1 && !args.attn_dp)
-                printf("# nvlemu generate: %s, TP %d on %s, greedy, %ld new "
-                       "token(s) per prompt\n", args.model, rt.size,
-                       topo->name, args.max_new);
-            else
-                printf("# nvlemu generate: %s, EP %ld x expert-TP %ld, "
-                       "attention %s %d on %s, greedy, %ld new token(s) per "
-                       "prompt\n", args.model, args.ep, rt.size / args.ep,
-                       args.attn_dp ? "DP" : "TP", rt.size, topo->name,
-                       args.max_new);
+            char place[128];
+            nvl_cli_placement_name(place, sizeof place, rt.size, args.ep,
+                                   args.attn_dp);
+            printf("# nvlemu generate: %s, %s on %s, greedy, %ld new "
+                   "token(s) per prompt\n", args.model, place, topo->name,
+                   args.max_new);
             for (int b = 0; b < args.batch; b++) {
                 printf("prompt %d:", b);
                 for (long s = 0; s < args.max_new; s++)

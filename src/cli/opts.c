@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,16 @@ long nvl_cli_positive(const char *option, const char *text, long max)
         return -1;
     }
     return v;
+}
+
+void nvl_cli_placement_name(char *buf, size_t len, int ranks, long ep,
+                            bool attn_dp)
+{
+    if (ep == 1 && !attn_dp)
+        snprintf(buf, len, "TP %d", ranks);
+    else
+        snprintf(buf, len, "EP %ld x expert-TP %ld, attention %s %d", ep,
+                 ranks / ep, attn_dp ? "DP" : "TP", ranks);
 }
 
 nvl_status_t nvl_cli_attn_parallel_parse(const char *text, bool *dp_out)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "nvlemu/runtime.h"
 #include "run.h"
 
@@ -166,17 +167,6 @@ static void breakdown_text(FILE *out, const char *title, const double *parts,
             pct(idle, total));
 }
 
-/* "TP 8", or "EP 4 x expert-TP 2, attention DP 8". */
-static void placement_text(const nvl_run_result_t *r, char *buf, size_t len)
-{
-    const nvl_run_args_t *a = r->args;
-    if (a->ep == 1 && !a->attn_dp)
-        snprintf(buf, len, "TP %d", r->tp);
-    else
-        snprintf(buf, len, "EP %ld x expert-TP %ld, attention %s %d", a->ep,
-                 r->tp / a->ep, a->attn_dp ? "DP" : "TP", r->tp);
-}
-
 /* The mixture of experts' lines: placement, all-to-alls, imbalance. */
 static void moe_text(const nvl_run_result_t *r, const derived_t *d,
                      FILE *out)
@@ -237,7 +227,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
     const nvl_run_args_t *a = r->args;
     nvl_runtime_print_header(out);
     char place[128];
-    placement_text(r, place, sizeof place);
+    nvl_cli_placement_name(place, sizeof place, r->tp, a->ep, a->attn_dp);
     fprintf(out, "# nvlemu run: %s (%u of %u layers) on %s, %s, %s mode, "
                  "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
             r->topo->name, place,

@@ -38,6 +38,7 @@ void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
                        : NVL_ATTN_FA3;
     o->cost.fusion = NVL_FUSION_TYPICAL;
     o->cost.launch = NVL_LAUNCH_GRAPH;
+    o->place.ep = 1;
 }
 
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
@@ -73,12 +74,9 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                    cfg->name, cfg->layers);
         st = NVL_ERR_INVALID;
     }
-    nvl_placement_t pl = opts->place;
-    if (pl.ep == 0)
-        pl.ep = 1;
     if (st == NVL_OK)
-        st = nvl_shard_place(cfg, nvl_comm_size(tp), nvl_comm_rank(tp), &pl,
-                             &e->shard);
+        st = nvl_shard_place(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
+                             &opts->place, &e->shard);
     if (st == NVL_OK && e->data)
         st = nvl_engine_load_weights(e);
     st = nvl_runtime_capture_end_on(nvl_comm_mpi(tp), st);
