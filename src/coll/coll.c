@@ -9,21 +9,17 @@
 #include <string.h>
 
 #include "coll_impl.h"
+#include "nvlemu/hash.h"
 #include "nvlemu/runtime.h"
 
 /* What the members must agree on, as one number. */
 int64_t nvl_coll_signature(const nvl_coll_call_t *c)
 {
-    uint64_t h = 1469598103934665603ull;
     uint64_t parts[] = {(uint64_t)c->coll, (uint64_t)c->count,
                         (uint64_t)c->dtype, (uint64_t)c->op,
                         (uint64_t)(int64_t)c->root,
                         (uint64_t)c->comm->mode};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        h ^= parts[i];
-        h *= 1099511628211ull;
-    }
-    return (int64_t)(h >> 1);
+    return (int64_t)(nvl_fnv1a64(parts, sizeof parts) >> 1);
 }
 
 static void describe(const nvl_coll_call_t *c, char *buf, size_t len)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "nvlemu/hash.h"
 #include "nvlemu/runtime.h"
 #include "nvlemu/weights.h"
 
@@ -31,10 +32,7 @@ static uint64_t splitmix64(uint64_t x)
 
 static uint64_t name_hash(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
+    return nvl_fnv1a64(s, strlen(s));
 }
 
 static bool ends_with(const char *s, const char *suffix)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "nvlemu/hash.h"
 
 static int override_is_none(const nvl_gpu_override_t *o)
 {
@@ -92,15 +93,11 @@ uint64_t nvl_topo_hash(const nvl_topo_t *t)
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
-    uint64_t h = 1469598103934665603ull; /* FNV-1a 64 offset basis */
     if (mem == NULL)
         return 0;
     nvl_topo_export(t, mem);
     fclose(mem);
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)text[i];
-        h *= 1099511628211ull; /* FNV-1a 64 prime */
-    }
+    uint64_t h = nvl_fnv1a64(text, len);
     free(text);
     return h;
 }

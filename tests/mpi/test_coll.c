@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nvlemu/coll.h"
+#include "nvlemu/hash.h"
 #include "nvlemu/runtime.h"
 
 static int rank_, size_, failures;
@@ -95,9 +96,7 @@ static float want_prev(size_t i, void *c)
 /* Every member must hold the same bits after an allreduce. */
 static void expect_same_bits(const char *what, const void *buf, size_t bytes)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < bytes; i++)
-        h = (h ^ ((const unsigned char *)buf)[i]) * 1099511628211ull;
+    uint64_t h = nvl_fnv1a64(buf, bytes);
     uint64_t lo, hi;
     MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
