@@ -94,6 +94,8 @@ typedef struct {
     bool proto_enabled[NVL_PROTO_COUNT];
     int max_channels; /* 0: the topology's default */
     int min_channels;
+    /* NCCL_ALGO and NCCL_PROTO as given ("" when unset), for reports */
+    char algo_env[128], proto_env[128];
 } nvl_tuner_cfg_t;
 
 /* Everything enabled, channels from the topology. */

@@ -195,52 +195,6 @@ static int32_t *prompt_ids(const nvl_run_args_t *a, uint64_t len,
     return ids;
 }
 
-static double peak_rss_bytes(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss * 1024.0; /* Linux: kilobytes */
-}
-
-/* This rank's totals for the report. */
-static void summarize(const nvl_engine_t *e, nvl_run_rank_t *out)
-{
-    const nvl_shard_t *sh = nvl_engine_shard(e);
-    memset(out, 0, sizeof *out);
-    size_t n;
-    const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < NVL_PART_COUNT; k++) {
-            double *all = i == 0 ? out->prefill_ps : out->decode_ps;
-            double *lay = i == 0 ? out->prefill_layers_ps
-                                 : out->decode_layers_ps;
-            all[k] += (double)p[i].part_ps[k];
-            lay[k] += (double)p[i].layers_part_ps[k];
-        }
-    for (size_t i = 1; i < n; i++) {
-        out->decode_flops += p[i].flops;
-        out->decode_hbm_bytes += p[i].hbm_bytes;
-        out->decode_coll_bytes += p[i].coll_bytes;
-        out->decode_expert_pairs += p[i].expert_pairs;
-        out->decode_expert_pairs_max += p[i].expert_pairs_max;
-        out->decode_expert_pairs_mean += p[i].expert_pairs_mean;
-        out->decode_dispatch_ps += (double)p[i].dispatch_ps;
-        out->decode_combine_ps += (double)p[i].combine_ps;
-        out->decode_dispatch_bytes += p[i].dispatch_bytes;
-        out->decode_combine_bytes += p[i].combine_bytes;
-        out->decode_combine_wait_ps += (double)p[i].combine_wait_ps;
-    }
-    out->moe_layers = n > 0 ? p[0].moe_layers : 0;
-    out->experts = sh->experts.count;
-    if (n > 0)
-        out->prefill_flops = p[0].flops;
-    out->q_heads = sh->q_heads.count;
-    out->kv_heads = sh->kv_heads.count;
-    out->intermediate = sh->intermediate.count;
-    out->vocab = sh->vocab.count;
-    out->peak_rss_bytes = peak_rss_bytes();
-}
-
 /* Runs the generation and gathers everything rank 0 reports. */
 static int run(nvl_run_args_t *a, nvl_topo_t *topo,
                const nvl_model_config_t *cfg, nvl_mode_t mode,
@@ -299,8 +253,7 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
         int64_t *end = malloc((n + 1) * sizeof *end);
         int64_t *end_max = malloc((n + 1) * sizeof *end_max);
         double *pw = malloc((n + 1) * sizeof *pw);
-        nvl_run_rank_t mine, *all = malloc((size_t)rt->size * sizeof *all);
-        if (!end || !end_max || !pw || !all) {
+        if (!end || !end_max || !pw) {
             nvl_report("out of memory for the report");
             nvl_runtime_abort(1);
         }
@@ -310,23 +263,9 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
         }
         MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0,
                    MPI_COMM_WORLD);
-        summarize(e, &mine);
-        /* every MoE layer's decode numbers, the mean rank's */
-        uint32_t nl = nvl_engine_layers(e);
-        int nf = (int)(sizeof(nvl_moe_layer_stats_t) / sizeof(double));
-        nvl_moe_layer_stats_t *ml = malloc((nl + 1) * sizeof *ml);
-        if (ml == NULL) {
-            nvl_report("out of memory for the report");
+        nvl_run_totals_t totals;
+        if (nvl_run_stats_reduce(e, MPI_COMM_WORLD, &totals) != NVL_OK)
             nvl_runtime_abort(1);
-        }
-        MPI_Reduce(nvl_engine_moe_layer_stats(e), ml, (int)nl * nf,
-                   MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        for (uint32_t i = 0; i < nl; i++)
-            for (int f = 0; f < nf; f++)
-                ((double *)&ml[i])[f] /= rt->size;
-        int nd = (int)(sizeof mine / sizeof(double));
-        MPI_Gather(&mine, nd, MPI_DOUBLE, all, nd, MPI_DOUBLE, 0,
-                   MPI_COMM_WORLD);
         /* the largest shard sets the memory need: rank 0 has it */
         nvl_run_result_t r = {
             .args = a, .cfg = cfg, .topo = topo, .mode = mode,
@@ -335,12 +274,12 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
                                                : "synthetic",
             .tp = rt->size, .layers = nvl_engine_layers(e),
             .prompt_len = plen, .gen_len = glen, .pass_end_ps = end_max,
-            .pass_wall_s = pw, .n_passes = n, .ranks = all,
+            .pass_wall_s = pw, .n_passes = n, .totals = &totals,
+            .tuner = nvl_comm_tuner(tp),
             .weight_bytes = nvl_engine_weight_bytes(e),
             .kv_bytes = nvl_engine_kv_bytes(e, (uint64_t)a->batch,
                                             plen + glen - 1),
-            .wall_s = wall, .tokens = mode == NVL_MODE_DATA ? out : NULL,
-            .moe_layers = ml};
+            .wall_s = wall, .tokens = mode == NVL_MODE_DATA ? out : NULL};
         nvl_status_t wst = NVL_OK;
         if (rt->rank == 0) {
             nvl_run_report_text(&r, stdout);
@@ -353,11 +292,10 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
         int ok = wst == NVL_OK, every = 0;
         MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         code = every ? 0 : 1;
-        free(ml);
+        nvl_run_totals_free(&totals);
         free(end);
         free(end_max);
         free(pw);
-        free(all);
     }
     free(lens);
     free(out);

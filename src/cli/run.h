@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "nvlemu/engine.h"
+#include "run_stats.h"
 
 typedef struct {
     const char *topo_path, *model, *json, *trace;
@@ -27,25 +28,6 @@ typedef struct {
     int help;
 } nvl_run_args_t;
 
-/* One rank's totals, gathered on rank 0 (all doubles: one MPI_Gather). */
-typedef struct {
-    double prefill_ps[NVL_PART_COUNT];
-    double prefill_layers_ps[NVL_PART_COUNT];
-    double decode_ps[NVL_PART_COUNT];        /* summed over decode steps */
-    double decode_layers_ps[NVL_PART_COUNT];
-    double decode_flops, decode_hbm_bytes, decode_coll_bytes;
-    double prefill_flops;
-    double q_heads, kv_heads, intermediate, vocab; /* this rank's shard */
-    double peak_rss_bytes;
-    /* mixture of experts (nvl_pass_stats_t), decode steps summed */
-    double experts, moe_layers;     /* experts held; MoE layers per pass */
-    double decode_expert_pairs, decode_expert_pairs_max,
-        decode_expert_pairs_mean;
-    double decode_dispatch_ps, decode_combine_ps;
-    double decode_dispatch_bytes, decode_combine_bytes;
-    double decode_combine_wait_ps;
-} nvl_run_rank_t;
-
 /* What rank 0 reports. */
 typedef struct {
     const nvl_run_args_t *args;
@@ -59,11 +41,11 @@ typedef struct {
     int64_t *pass_end_ps;     /* latest end over the ranks, per pass */
     double *pass_wall_s;      /* rank 0's wall time per pass */
     size_t n_passes;
-    nvl_run_rank_t *ranks;    /* tp entries */
+    const nvl_run_totals_t *totals; /* every rank's numbers, reduced */
+    const nvl_tuner_cfg_t *tuner;   /* the run's NCCL settings */
     double weight_bytes, kv_bytes; /* per GPU, the largest shard */
     double wall_s;
     const int32_t *tokens;    /* batch x gen_len (data mode) */
-    const nvl_moe_layer_stats_t *moe_layers; /* per layer, mean rank */
 } nvl_run_result_t;
 
 /* Writes the readable report. */

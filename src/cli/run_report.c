@@ -1,9 +1,11 @@
 /* nvlemu run's report: the readable text and the JSON with stable keys
- * (docs/run.md lists them).  Times are the emulated GPU times; a decode
+ * (docs/cost-model.md, "The report", lists them), both from the reduced
+ * statistics (run_stats.h); no MPI here.  Times are the emulated GPU times; a decode
  * step lasts from the end of the previous pass to the end of its own
  * (latest rank), so TPOT includes sampling and the host's turn-around. */
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +22,7 @@ typedef struct {
     double tokens_per_s, tokens_per_s_per_gpu, tokens_per_s_rack;
     int replicas;            /* TP groups of this size in the system */
     double dec[NVL_PART_COUNT], dec_layer[NVL_PART_COUNT]; /* mean ms */
-    double pre[NVL_PART_COUNT], pre_layer[NVL_PART_COUNT];
+    double pre[NVL_PART_COUNT];
     double dec_total, pre_total;
     int slowest, fastest;    /* ranks: least and most idle in decode */
     double busy_ms[2], idle_ms[2];
@@ -38,37 +40,43 @@ typedef struct {
     double most_loaded_pairs;     /* its tokens per layer */
 } derived_t;
 
+#define STAT(id, i) nvl_run_stat(r->totals, (id), (i))
+#define LAYER(l, f) layer_value(r, (l), offsetof(nvl_moe_layer_stats_t, f))
+
+/* Layer l's field at `offset` of nvl_moe_layer_stats_t, the mean rank's. */
+static double layer_value(const nvl_run_result_t *r, uint32_t l,
+                          size_t offset)
+{
+    for (size_t k = 0; k < nvl_run_n_layer_stats; k++)
+        if (nvl_run_layer_stats[k].offset == offset)
+            return nvl_run_layer_stat(r->totals, l, k);
+    return 0;
+}
+
 static void derive_moe(const nvl_run_result_t *r, derived_t *d)
 {
-    int n = r->tp;
+    const nvl_run_totals_t *t = r->totals;
     double steps = d->steps ? (double)d->steps : 1;
-    double per = r->ranks[0].moe_layers * steps; /* MoE layers in decode */
-    d->experts_min = INFINITY;
+    double per = STAT(NVL_RS_MOE_LAYERS, 0) * steps; /* MoE layers, decode */
+    d->experts_min = nvl_run_stat_min(t, NVL_RS_EXPERTS);
+    d->experts_max = nvl_run_stat_max(t, NVL_RS_EXPERTS);
     d->most_loaded_pairs = -1;
-    for (int k = 0; k < n; k++) {
-        const nvl_run_rank_t *x = &r->ranks[k];
-        d->experts_min = fmin(d->experts_min, x->experts);
-        d->experts_max = fmax(d->experts_max, x->experts);
-        if (per <= 0)
-            continue;
-        d->dispatch_ms += MS(x->decode_dispatch_ps) / per / n;
-        d->combine_ms += MS(x->decode_combine_ps) / per / n;
-        d->dispatch_bytes += x->decode_dispatch_bytes / per / n;
-        d->combine_bytes += x->decode_combine_bytes / per / n;
-        d->wait_ms_step += MS(x->decode_combine_wait_ps) / steps / n;
-        if (x->decode_expert_pairs / per > d->most_loaded_pairs) {
-            d->most_loaded_pairs = x->decode_expert_pairs / per;
-            d->most_loaded = k;
-        }
-    }
-    if (per > 0) {
-        d->pairs_max = r->ranks[0].decode_expert_pairs_max / per;
-        d->pairs_mean = r->ranks[0].decode_expert_pairs_mean / per;
-    }
+    if (per <= 0)
+        return;
+    d->dispatch_ms = MS(STAT(NVL_RS_DISPATCH_PS, 0)) / per;
+    d->combine_ms = MS(STAT(NVL_RS_COMBINE_PS, 0)) / per;
+    d->dispatch_bytes = STAT(NVL_RS_DISPATCH_BYTES, 0) / per;
+    d->combine_bytes = STAT(NVL_RS_COMBINE_BYTES, 0) / per;
+    d->wait_ms_step = MS(STAT(NVL_RS_COMBINE_WAIT_PS, 0)) / steps;
+    d->most_loaded = nvl_run_stat_argmax(t, NVL_RS_EXPERT_PAIRS);
+    d->most_loaded_pairs = nvl_run_stat_max(t, NVL_RS_EXPERT_PAIRS) / per;
+    d->pairs_max = STAT(NVL_RS_EXPERT_PAIRS_MAX, 0) / per;
+    d->pairs_mean = STAT(NVL_RS_EXPERT_PAIRS_MEAN, 0) / per;
 }
 
 static void derive(const nvl_run_result_t *r, derived_t *d)
 {
+    const nvl_run_totals_t *t = r->totals;
     memset(d, 0, sizeof *d);
     int n = r->tp;
     d->steps = r->n_passes > 0 ? r->n_passes - 1 : 0;
@@ -95,47 +103,36 @@ static void derive(const nvl_run_result_t *r, derived_t *d)
     d->tokens_per_s_rack = d->tokens_per_s * d->replicas;
     double steps = d->steps ? (double)d->steps : 1;
     double layers = r->layers ? (double)r->layers : 1;
-    double best_idle = INFINITY, worst_idle = -1;
-    d->q_min = d->i_min = d->v_min = INFINITY;
-    for (int k = 0; k < n; k++) {
-        const nvl_run_rank_t *x = &r->ranks[k];
-        double total = 0;
-        for (int p = 0; p < NVL_PART_COUNT; p++) {
-            d->dec[p] += MS(x->decode_ps[p]) / steps / n;
-            d->dec_layer[p] += MS(x->decode_layers_ps[p]) / steps / layers / n;
-            d->pre[p] += MS(x->prefill_ps[p]) / n;
-            d->pre_layer[p] += MS(x->prefill_layers_ps[p]) / layers / n;
-            total += MS(x->decode_ps[p]) / steps;
-        }
-        double idle = (MS(x->decode_ps[NVL_PART_WAIT]) +
-                       MS(x->decode_ps[NVL_PART_LAUNCH])) / steps;
-        if (idle < best_idle) {
-            best_idle = idle;
-            d->slowest = k;
-            d->busy_ms[0] = total - idle;
-            d->idle_ms[0] = idle;
-        }
-        if (idle > worst_idle) {
-            worst_idle = idle;
-            d->fastest = k;
-            d->busy_ms[1] = total - idle;
-            d->idle_ms[1] = idle;
-        }
-        d->q_min = fmin(d->q_min, x->q_heads);
-        d->q_max = fmax(d->q_max, x->q_heads);
-        d->i_min = fmin(d->i_min, x->intermediate);
-        d->i_max = fmax(d->i_max, x->intermediate);
-        d->v_min = fmin(d->v_min, x->vocab);
-        d->v_max = fmax(d->v_max, x->vocab);
-        d->attn_idle_ranks += x->q_heads == 0;
-        d->rss_max = fmax(d->rss_max, x->peak_rss_bytes);
-        d->decode_tflops_per_gpu += x->decode_flops / n;
-        d->decode_hbm_tb_per_s += x->decode_hbm_bytes / n;
+    for (int p = 0; p < NVL_PART_COUNT; p++) {
+        d->dec[p] = MS(STAT(NVL_RS_DECODE_PS, p)) / steps;
+        d->dec_layer[p] = MS(STAT(NVL_RS_DECODE_LAYERS_PS, p)) / steps / layers;
+        d->pre[p] = MS(STAT(NVL_RS_PREFILL_PS, p));
     }
+    /* slowest: the least idle rank; fastest: the most idle */
+    int rk[2] = {nvl_run_stat_argmin(t, NVL_RS_DECODE_IDLE_PS),
+                 nvl_run_stat_argmax(t, NVL_RS_DECODE_IDLE_PS)};
+    d->slowest = rk[0];
+    d->fastest = rk[1];
+    for (int j = 0; j < 2; j++) {
+        d->busy_ms[j] = MS(nvl_run_stat_at(t, NVL_RS_DECODE_BUSY_PS, rk[j])) /
+                        steps;
+        d->idle_ms[j] = MS(nvl_run_stat_at(t, NVL_RS_DECODE_IDLE_PS, rk[j])) /
+                        steps;
+    }
+    d->q_min = nvl_run_stat_min(t, NVL_RS_Q_HEADS);
+    d->q_max = nvl_run_stat_max(t, NVL_RS_Q_HEADS);
+    d->i_min = nvl_run_stat_min(t, NVL_RS_INTERMEDIATE);
+    d->i_max = nvl_run_stat_max(t, NVL_RS_INTERMEDIATE);
+    d->v_min = nvl_run_stat_min(t, NVL_RS_VOCAB);
+    d->v_max = nvl_run_stat_max(t, NVL_RS_VOCAB);
+    d->attn_idle_ranks = (int)STAT(NVL_RS_ATTN_IDLE, 0);
+    d->rss_max = STAT(NVL_RS_PEAK_RSS_BYTES, 0);
     derive_moe(r, d);
     double dec_s = d->tpot_ms * steps / 1e3;
-    d->decode_tflops_per_gpu = dec_s > 0 ? d->decode_tflops_per_gpu / dec_s / 1e12 : 0;
-    d->decode_hbm_tb_per_s = dec_s > 0 ? d->decode_hbm_tb_per_s / dec_s / 1e12 : 0;
+    d->decode_tflops_per_gpu =
+        dec_s > 0 ? STAT(NVL_RS_DECODE_FLOPS, 0) / dec_s / 1e12 : 0;
+    d->decode_hbm_tb_per_s =
+        dec_s > 0 ? STAT(NVL_RS_DECODE_HBM_BYTES, 0) / dec_s / 1e12 : 0;
     for (int p = 0; p < NVL_PART_COUNT; p++) {
         d->dec_total += d->dec[p];
         d->pre_total += d->pre[p];
@@ -182,8 +179,8 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
         fprintf(out, "%.0f..%.0f per rank (uneven)", d->experts_min,
                 d->experts_max);
     fprintf(out, " (EP %ld, each expert cut over %ld rank(s)); %.0f MoE "
-                 "layer(s)\n", a->ep, r->tp / a->ep, r->ranks[0].moe_layers);
-    if (d->steps == 0 || r->ranks[0].moe_layers == 0)
+                 "layer(s)\n", a->ep, r->tp / a->ep, STAT(NVL_RS_MOE_LAYERS, 0));
+    if (d->steps == 0 || STAT(NVL_RS_MOE_LAYERS, 0) == 0)
         return;
     if (a->ep > 1 || a->attn_dp)
         fprintf(out, "  all-to-all per MoE layer (decode): dispatch %.4f ms, "
@@ -203,10 +200,9 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
     int hot = -1;
     double hot_ratio = 0;
     for (uint32_t i = 0; i < r->layers; i++) {
-        const nvl_moe_layer_stats_t *l = &r->moe_layers[i];
-        if (l->expert_pairs_mean > 0 &&
-            l->expert_pairs_max / l->expert_pairs_mean > hot_ratio) {
-            hot_ratio = l->expert_pairs_max / l->expert_pairs_mean;
+        double mx = LAYER(i, expert_pairs_max), mn = LAYER(i, expert_pairs_mean);
+        if (mn > 0 && mx / mn > hot_ratio) {
+            hot_ratio = mx / mn;
             hot = (int)i;
         }
     }
@@ -214,10 +210,9 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
         fprintf(out, "  most imbalanced layer %d: busiest rank %.1f expert "
                      "tokens vs mean %.1f (x%.2f), wait %.4f ms per step "
                      "(every layer: JSON experts.per_layer)\n", hot,
-                r->moe_layers[hot].expert_pairs_max / (double)d->steps,
-                r->moe_layers[hot].expert_pairs_mean / (double)d->steps,
-                hot_ratio,
-                MS(r->moe_layers[hot].combine_wait_ps) / (double)d->steps);
+                LAYER(hot, expert_pairs_max) / (double)d->steps,
+                LAYER(hot, expert_pairs_mean) / (double)d->steps, hot_ratio,
+                MS(LAYER(hot, combine_wait_ps)) / (double)d->steps);
 }
 
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
@@ -343,7 +338,7 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
                                                                     : "tp"));
     json_object_set_new(o, "experts_per_rank_min", json_real(d->experts_min));
     json_object_set_new(o, "experts_per_rank_max", json_real(d->experts_max));
-    json_object_set_new(o, "moe_layers", json_real(r->ranks[0].moe_layers));
+    json_object_set_new(o, "moe_layers", json_real(STAT(NVL_RS_MOE_LAYERS, 0)));
     json_object_set_new(o, "dispatch_ms_per_layer", json_real(d->dispatch_ms));
     json_object_set_new(o, "dispatch_bytes_per_layer",
                         json_real(d->dispatch_bytes));
@@ -362,23 +357,19 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
     json_object_set_new(o, "most_loaded_rank", json_integer(d->most_loaded));
     json_object_set_new(o, "most_loaded_rank_tokens_per_layer",
                         json_real(d->most_loaded_pairs));
-    /* per MoE layer, per decode step, the mean rank's */
+    /* per MoE layer, per decode step, the mean rank's: the layer table */
     json_t *layers = json_array();
     double steps = d->steps ? (double)d->steps : 1;
     for (uint32_t i = 0; i < r->layers; i++) {
-        const nvl_moe_layer_stats_t *l = &r->moe_layers[i];
         if (!nvl_model_layer_is_moe(r->cfg, i))
             continue;
-        json_array_append_new(
-            layers,
-            json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "layer",
-                      (int)i, "dispatch_ms", MS(l->dispatch_ps) / steps,
-                      "dispatch_bytes", l->dispatch_bytes / steps,
-                      "combine_ms", MS(l->combine_ps) / steps,
-                      "combine_bytes", l->combine_bytes / steps,
-                      "expert_tokens_max", l->expert_pairs_max / steps,
-                      "expert_tokens_mean", l->expert_pairs_mean / steps,
-                      "imbalance_wait_ms", MS(l->combine_wait_ps) / steps));
+        json_t *l = json_pack("{s:i}", "layer", (int)i);
+        for (size_t k = 0; k < nvl_run_n_layer_stats; k++)
+            json_object_set_new(l, nvl_run_layer_stats[k].key,
+                                json_real(nvl_run_layer_stat(r->totals, i, k) *
+                                          nvl_run_layer_stats[k].scale /
+                                          steps));
+        json_array_append_new(layers, l);
     }
     json_object_set_new(o, "per_layer", layers);
     return o;
@@ -415,9 +406,9 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(in, "ep", json_integer(a->ep));
     json_object_set_new(in, "attn_parallel", json_string(a->attn_dp ? "dp"
                                                                      : "tp"));
-    const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
-    json_object_set_new(in, "nccl_algo", algo ? json_string(algo) : json_null());
-    json_object_set_new(in, "nccl_proto", proto ? json_string(proto) : json_null());
+    const char *algo = r->tuner->algo_env, *proto = r->tuner->proto_env;
+    json_object_set_new(in, "nccl_algo", *algo ? json_string(algo) : json_null());
+    json_object_set_new(in, "nccl_proto", *proto ? json_string(proto) : json_null());
 
     json_t *root = json_object(), *steps = json_array();
     for (size_t i = 1; i < r->n_passes; i++)

@@ -101,6 +101,7 @@ nvl_status_t nvl_tuner_cfg_from_env(nvl_tuner_cfg_t *cfg_out)
                         "CollNetChain accepted, never used)");
         if (st != NVL_OK)
             return st;
+        snprintf(cfg.algo_env, sizeof cfg.algo_env, "%s", v);
     }
     v = getenv("NCCL_PROTO");
     if (v != NULL && *v != '\0') {
@@ -108,6 +109,7 @@ nvl_status_t nvl_tuner_cfg_from_env(nvl_tuner_cfg_t *cfg_out)
                         proto_name, "LL, LL128, Simple");
         if (st != NVL_OK)
             return st;
+        snprintf(cfg.proto_env, sizeof cfg.proto_env, "%s", v);
     }
     int nvls = 1, pat = 1;
     if ((st = env_int("NCCL_NVLS_ENABLE", &nvls)) != NVL_OK ||

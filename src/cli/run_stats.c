@@ -1,0 +1,320 @@
+/* The statistics table of `nvlemu run` and its one cross-rank reduction. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "nvlemu/status.h"
+#include "run_stats.h"
+
+#define PASS(f) NVL_SRC_DECODE, offsetof(nvl_pass_stats_t, f)
+#define SHARD(f) NVL_SRC_SHARD, offsetof(nvl_shard_t, f)
+
+static double decode_part_ps(const nvl_engine_t *e, int part)
+{
+    size_t n;
+    const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
+    double s = 0;
+    for (size_t i = 1; i < n; i++)
+        s += (double)p[i].part_ps[part];
+    return s;
+}
+
+static double idle_ps(const nvl_engine_t *e, int i)
+{
+    (void)i;
+    return decode_part_ps(e, NVL_PART_WAIT) +
+           decode_part_ps(e, NVL_PART_LAUNCH);
+}
+
+static double busy_ps(const nvl_engine_t *e, int i)
+{
+    (void)i;
+    double all = 0;
+    for (int p = 0; p < NVL_PART_COUNT; p++)
+        all += decode_part_ps(e, p);
+    return all - idle_ps(e, 0);
+}
+
+static double attn_idle(const nvl_engine_t *e, int i)
+{
+    (void)i;
+    return nvl_engine_shard(e)->q_heads.count == 0;
+}
+
+static double peak_rss_bytes(const nvl_engine_t *e, int i)
+{
+    (void)e, (void)i;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss * 1024.0; /* Linux: kilobytes */
+}
+
+const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
+    [NVL_RS_PREFILL_PS] = {"prefill_ps", NVL_SRC_PREFILL,
+                           offsetof(nvl_pass_stats_t, part_ps), NVL_I64,
+                           NVL_PART_COUNT, NULL, NVL_RED_MEAN, "ps",
+                           "prefill_breakdown, ttft shares"},
+    [NVL_RS_DECODE_PS] = {"decode_ps", PASS(part_ps), NVL_I64,
+                          NVL_PART_COUNT, NULL, NVL_RED_MEAN, "ps",
+                          "decode_step_breakdown"},
+    [NVL_RS_DECODE_LAYERS_PS] = {"decode_layers_ps", PASS(layers_part_ps),
+                                 NVL_I64, NVL_PART_COUNT, NULL,
+                                 NVL_RED_MEAN, "ps",
+                                 "decode_layer_breakdown"},
+    [NVL_RS_DECODE_IDLE_PS] = {"decode_idle_ps", NVL_SRC_OTHER, 0, NVL_F64,
+                               1, idle_ps, NVL_RED_MEAN, "ps",
+                               "slowest_rank, fastest_rank (idle_ms)"},
+    [NVL_RS_DECODE_BUSY_PS] = {"decode_busy_ps", NVL_SRC_OTHER, 0, NVL_F64,
+                               1, busy_ps, NVL_RED_MEAN, "ps",
+                               "slowest_rank, fastest_rank (busy_ms)"},
+    [NVL_RS_DECODE_FLOPS] = {"decode_flops", PASS(flops), NVL_F64, 1, NULL,
+                             NVL_RED_MEAN, "FLOP", "decode_tflops_per_gpu"},
+    [NVL_RS_DECODE_HBM_BYTES] = {"decode_hbm_bytes", PASS(hbm_bytes),
+                                 NVL_F64, 1, NULL, NVL_RED_MEAN, "bytes",
+                                 "decode_hbm_tb_per_s_per_gpu"},
+    [NVL_RS_Q_HEADS] = {"q_heads", SHARD(q_heads), NVL_U32, 1, NULL,
+                        NVL_RED_MEAN, "heads", "shards.q_heads_min/max"},
+    [NVL_RS_ATTN_IDLE] = {"attn_idle", NVL_SRC_OTHER, 0, NVL_F64, 1,
+                          attn_idle, NVL_RED_SUM, "ranks",
+                          "shards.attention_idle_ranks"},
+    [NVL_RS_INTERMEDIATE] = {"intermediate", SHARD(intermediate), NVL_U32,
+                             1, NULL, NVL_RED_MEAN, "rows",
+                             "shards.intermediate_min/max"},
+    [NVL_RS_VOCAB] = {"vocab", SHARD(vocab), NVL_U32, 1, NULL, NVL_RED_MEAN,
+                      "rows", "shards.vocab_min/max"},
+    [NVL_RS_EXPERTS] = {"experts", SHARD(experts), NVL_U32, 1, NULL,
+                        NVL_RED_MEAN, "experts",
+                        "experts.experts_per_rank_min/max"},
+    [NVL_RS_PEAK_RSS_BYTES] = {"peak_rss_bytes", NVL_SRC_OTHER, 0, NVL_F64,
+                               1, peak_rss_bytes, NVL_RED_MAX, "bytes",
+                               "emulation.peak_rss_mb_max"},
+    [NVL_RS_MOE_LAYERS] = {"moe_layers", NVL_SRC_PREFILL,
+                           offsetof(nvl_pass_stats_t, moe_layers), NVL_U32,
+                           1, NULL, NVL_RED_RANK0, "layers",
+                           "experts.moe_layers"},
+    [NVL_RS_EXPERT_PAIRS] = {"expert_pairs", PASS(expert_pairs), NVL_F64, 1,
+                             NULL, NVL_RED_MEAN, "pairs",
+                             "experts.most_loaded_rank(_tokens_per_layer)"},
+    [NVL_RS_EXPERT_PAIRS_MAX] = {"expert_pairs_max", PASS(expert_pairs_max),
+                                 NVL_F64, 1, NULL, NVL_RED_RANK0, "pairs",
+                                 "experts.expert_tokens_per_layer_max"},
+    [NVL_RS_EXPERT_PAIRS_MEAN] = {"expert_pairs_mean",
+                                  PASS(expert_pairs_mean), NVL_F64, 1, NULL,
+                                  NVL_RED_RANK0, "pairs",
+                                  "experts.expert_tokens_per_layer_mean"},
+    [NVL_RS_DISPATCH_PS] = {"dispatch_ps", PASS(dispatch_ps), NVL_I64, 1,
+                            NULL, NVL_RED_MEAN, "ps",
+                            "experts.dispatch_ms_per_layer"},
+    [NVL_RS_COMBINE_PS] = {"combine_ps", PASS(combine_ps), NVL_I64, 1, NULL,
+                           NVL_RED_MEAN, "ps",
+                           "experts.combine_ms_per_layer"},
+    [NVL_RS_DISPATCH_BYTES] = {"dispatch_bytes", PASS(dispatch_bytes),
+                               NVL_F64, 1, NULL, NVL_RED_MEAN, "bytes",
+                               "experts.dispatch_bytes_per_layer"},
+    [NVL_RS_COMBINE_BYTES] = {"combine_bytes", PASS(combine_bytes), NVL_F64,
+                              1, NULL, NVL_RED_MEAN, "bytes",
+                              "experts.combine_bytes_per_layer"},
+    [NVL_RS_COMBINE_WAIT_PS] = {"combine_wait_ps", PASS(combine_wait_ps),
+                                NVL_I64, 1, NULL, NVL_RED_MEAN, "ps",
+                                "experts.imbalance_wait_ms_per_step"},
+};
+
+#define LAYER(f, k, s) {k, offsetof(nvl_moe_layer_stats_t, f), s}
+const nvl_run_layer_stat_t nvl_run_layer_stats[] = {
+    LAYER(dispatch_ps, "dispatch_ms", 1e-9),
+    LAYER(dispatch_bytes, "dispatch_bytes", 1),
+    LAYER(combine_ps, "combine_ms", 1e-9),
+    LAYER(combine_bytes, "combine_bytes", 1),
+    LAYER(expert_pairs_max, "expert_tokens_max", 1),
+    LAYER(expert_pairs_mean, "expert_tokens_mean", 1),
+    LAYER(combine_wait_ps, "imbalance_wait_ms", 1e-9),
+};
+const size_t nvl_run_n_layer_stats =
+    sizeof nvl_run_layer_stats / sizeof nvl_run_layer_stats[0];
+
+/* First value of row id among all the rows' values laid side by side. */
+static int slot(nvl_run_stat_id_t id)
+{
+    int s = 0;
+    for (int r = 0; r < (int)id; r++)
+        s += nvl_run_stats[r].width;
+    return s;
+}
+
+static double field(const void *base, const nvl_run_stat_t *st, int i)
+{
+    const char *p = (const char *)base + st->offset;
+    switch (st->type) {
+    case NVL_I64: return (double)((const int64_t *)p)[i];
+    case NVL_U32: return (double)((const uint32_t *)p)[i];
+    default:      return ((const double *)p)[i];
+    }
+}
+
+/* Value i of row st on this rank. */
+static double read_row(const nvl_engine_t *e, const nvl_run_stat_t *st,
+                       int i)
+{
+    size_t n;
+    const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
+    switch (st->src) {
+    case NVL_SRC_PREFILL:
+        return n > 0 ? field(&p[0], st, i) : 0;
+    case NVL_SRC_DECODE: {
+        double s = 0;
+        for (size_t k = 1; k < n; k++)
+            s += field(&p[k], st, i);
+        return s;
+    }
+    case NVL_SRC_SHARD: {
+        const char *sh = (const char *)nvl_engine_shard(e) + st->offset;
+        return ((const nvl_range_t *)sh)->count;
+    }
+    default:
+        return st->other(e, i);
+    }
+}
+
+static void reduce_slots(nvl_run_totals_t *t, int width)
+{
+    for (int r = 0; r < NVL_RS_COUNT; r++) {
+        const nvl_run_stat_t *st = &nvl_run_stats[r];
+        for (int i = 0, s = slot((nvl_run_stat_id_t)r); i < st->width;
+             i++, s++) {
+            double sum = 0;
+            t->min[s] = INFINITY;
+            t->max[s] = -INFINITY;
+            for (int k = 0; k < t->ranks; k++) {
+                double v = t->value[(size_t)k * width + s];
+                sum += v;
+                if (v < t->min[s])
+                    t->min[s] = v, t->argmin[s] = k;
+                if (v > t->max[s])
+                    t->max[s] = v, t->argmax[s] = k;
+            }
+            t->red[s] = st->red == NVL_RED_MEAN  ? sum / t->ranks
+                        : st->red == NVL_RED_SUM ? sum
+                        : st->red == NVL_RED_MAX ? t->max[s]
+                                                 : t->value[s];
+        }
+    }
+}
+
+/* Every MoE layer's numbers, summed over the ranks on rank 0 then divided:
+ * the mean rank's. */
+static nvl_status_t reduce_layers(const nvl_engine_t *e, MPI_Comm comm,
+                                  int rank, nvl_run_totals_t *t)
+{
+    uint32_t nl = nvl_engine_layers(e);
+    size_t nk = nvl_run_n_layer_stats, n = (size_t)nl * nk + 1;
+    const nvl_moe_layer_stats_t *ls = nvl_engine_moe_layer_stats(e);
+    double *mine = malloc(n * sizeof *mine);
+    double *sum = rank == 0 ? calloc(n, sizeof *sum) : NULL;
+    if (mine == NULL || (rank == 0 && sum == NULL)) {
+        free(mine);
+        free(sum);
+        nvl_report("out of memory for the report's %u layers", nl);
+        return NVL_ERR_NOMEM;
+    }
+    for (uint32_t l = 0; l < nl; l++)
+        for (size_t k = 0; k < nk; k++)
+            mine[l * nk + k] = *(const double *)((const char *)&ls[l] +
+                                                 nvl_run_layer_stats[k].offset);
+    MPI_Reduce(mine, sum, (int)(n - 1), MPI_DOUBLE, MPI_SUM, 0, comm);
+    free(mine);
+    if (rank == 0) {
+        for (size_t j = 0; j + 1 < n; j++)
+            sum[j] /= t->ranks;
+        t->layers = nl;
+        t->layer = sum;
+    }
+    return NVL_OK;
+}
+
+nvl_status_t nvl_run_stats_reduce(const nvl_engine_t *e, MPI_Comm comm,
+                                  nvl_run_totals_t *totals_out)
+{
+    int rank, ranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    int width = slot(NVL_RS_COUNT);
+    nvl_run_totals_t t = {.ranks = ranks};
+    double *mine = malloc((size_t)width * sizeof *mine);
+    if (rank == 0) {
+        t.value = malloc((size_t)ranks * width * sizeof *t.value);
+        t.red = malloc((size_t)width * 3 * sizeof *t.red);
+        t.argmin = malloc((size_t)width * 2 * sizeof *t.argmin);
+    }
+    if (mine == NULL ||
+        (rank == 0 && (t.value == NULL || t.red == NULL || t.argmin == NULL))) {
+        free(mine);
+        nvl_run_totals_free(&t);
+        nvl_report("out of memory for the report of %d ranks", ranks);
+        return NVL_ERR_NOMEM;
+    }
+    for (int r = 0; r < NVL_RS_COUNT; r++)
+        for (int i = 0; i < nvl_run_stats[r].width; i++)
+            mine[slot((nvl_run_stat_id_t)r) + i] =
+                read_row(e, &nvl_run_stats[r], i);
+    MPI_Gather(mine, width, MPI_DOUBLE, t.value, width, MPI_DOUBLE, 0, comm);
+    free(mine);
+    if (rank == 0) {
+        t.min = t.red + width;
+        t.max = t.red + 2 * width;
+        t.argmax = t.argmin + width;
+        reduce_slots(&t, width);
+    }
+    nvl_status_t st = reduce_layers(e, comm, rank, &t);
+    if (st != NVL_OK) {
+        nvl_run_totals_free(&t);
+        return st;
+    }
+    *totals_out = t;
+    return NVL_OK;
+}
+
+void nvl_run_totals_free(nvl_run_totals_t *t)
+{
+    free(t->value);
+    free(t->red);
+    free(t->argmin);
+    free(t->layer);
+    memset(t, 0, sizeof *t);
+}
+
+double nvl_run_stat(const nvl_run_totals_t *t, nvl_run_stat_id_t id, int i)
+{
+    return t->red[slot(id) + i];
+}
+
+double nvl_run_stat_min(const nvl_run_totals_t *t, nvl_run_stat_id_t id)
+{
+    return t->min[slot(id)];
+}
+
+double nvl_run_stat_max(const nvl_run_totals_t *t, nvl_run_stat_id_t id)
+{
+    return t->max[slot(id)];
+}
+
+int nvl_run_stat_argmin(const nvl_run_totals_t *t, nvl_run_stat_id_t id)
+{
+    return t->argmin[slot(id)];
+}
+
+int nvl_run_stat_argmax(const nvl_run_totals_t *t, nvl_run_stat_id_t id)
+{
+    return t->argmax[slot(id)];
+}
+
+double nvl_run_stat_at(const nvl_run_totals_t *t, nvl_run_stat_id_t id,
+                       int rank)
+{
+    return t->value[(size_t)rank * slot(NVL_RS_COUNT) + slot(id)];
+}
+
+double nvl_run_layer_stat(const nvl_run_totals_t *t, uint32_t l, size_t k)
+{
+    return t->layer[(size_t)l * nvl_run_n_layer_stats + k];
+}

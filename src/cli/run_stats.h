@@ -1,0 +1,133 @@
+/* Private to src/cli: the statistics of an `nvlemu run`, as one table.
+ *
+ * Every number a rank contributes to the report is one row of
+ * nvl_run_stats (run_stats.c): where the rank reads it (a field of the
+ * engine's per-pass statistics, summed over the prefill or the decode
+ * passes; its shard; its process), how the ranks' values are reduced, its
+ * unit and where the report shows it.  nvl_run_stats_reduce gathers and
+ * reduces every row once, outside the report; the text and JSON reports
+ * (run_report.c) then read the reduced values by row, and do no MPI.
+ *
+ * The per-layer numbers of a mixture of experts are a second, smaller table
+ * (nvl_run_layer_stats) over nvl_moe_layer_stats_t, reduced to the mean
+ * rank in the same call and written to JSON experts.per_layer by its keys. */
+#ifndef NVLEMU_CLI_RUN_STATS_H
+#define NVLEMU_CLI_RUN_STATS_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "nvlemu/engine.h"
+
+/* How the ranks' values of a row are combined into the value the report
+ * reads (nvl_run_stat).  Every row also keeps its minimum, maximum and the
+ * ranks holding them (lowest rank on ties). */
+typedef enum {
+    NVL_RED_MEAN,  /* mean over the ranks */
+    NVL_RED_MAX,   /* largest rank's */
+    NVL_RED_RANK0, /* rank 0's (the same on every rank) */
+    NVL_RED_SUM,   /* summed over the ranks */
+} nvl_run_red_t;
+
+/* The rows; a row may hold one value per part of the time (NVL_PART_*). */
+typedef enum {
+    NVL_RS_PREFILL_PS,        /* per part, the prefill */
+    NVL_RS_DECODE_PS,         /* per part, summed over the decode steps */
+    NVL_RS_DECODE_LAYERS_PS,  /* per part, inside the layers, decode */
+    NVL_RS_DECODE_IDLE_PS,    /* launch + group wait, decode */
+    NVL_RS_DECODE_BUSY_PS,    /* the rest of the decode time */
+    NVL_RS_DECODE_FLOPS,
+    NVL_RS_DECODE_HBM_BYTES,
+    NVL_RS_Q_HEADS,           /* this rank's shard */
+    NVL_RS_ATTN_IDLE,         /* 1 if the rank holds no query head */
+    NVL_RS_INTERMEDIATE,
+    NVL_RS_VOCAB,
+    NVL_RS_EXPERTS,
+    NVL_RS_PEAK_RSS_BYTES,
+    NVL_RS_MOE_LAYERS,        /* MoE layers per pass */
+    NVL_RS_EXPERT_PAIRS,      /* (token, expert) pairs computed, decode */
+    NVL_RS_EXPERT_PAIRS_MAX,  /* per layer the busiest rank's, decode */
+    NVL_RS_EXPERT_PAIRS_MEAN, /* per layer the mean rank's, decode */
+    NVL_RS_DISPATCH_PS,
+    NVL_RS_COMBINE_PS,
+    NVL_RS_DISPATCH_BYTES,
+    NVL_RS_COMBINE_BYTES,
+    NVL_RS_COMBINE_WAIT_PS,   /* idle before the combine, decode */
+    NVL_RS_COUNT
+} nvl_run_stat_id_t;
+
+/* Where a rank reads a row. */
+typedef enum {
+    NVL_SRC_PREFILL, /* a field of the prefill's nvl_pass_stats_t */
+    NVL_SRC_DECODE,  /* a field of nvl_pass_stats_t summed over the steps */
+    NVL_SRC_SHARD,   /* an nvl_range_t of the rank's nvl_shard_t: its count */
+    NVL_SRC_OTHER,   /* computed by the row's own function */
+} nvl_run_src_t;
+
+/* The field types a row may read. */
+typedef enum { NVL_F64, NVL_I64, NVL_U32 } nvl_run_field_t;
+
+typedef struct {
+    const char *name;         /* for messages and docs */
+    nvl_run_src_t src;
+    size_t offset;            /* offsetof the field in its source struct */
+    nvl_run_field_t type;
+    int width;                /* values in the row (NVL_PART_COUNT for the
+                                 parts, else 1) */
+    /* NVL_SRC_OTHER: value i of the row for this rank */
+    double (*other)(const nvl_engine_t *e, int i);
+    nvl_run_red_t red;
+    const char *unit;         /* of the value as held: ps, bytes, FLOP, ... */
+    const char *shown_as;     /* the JSON key(s) the report derives from it */
+} nvl_run_stat_t;
+
+/* Indexed by nvl_run_stat_id_t. */
+extern const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT];
+
+/* One row of the per-layer table: a double field of nvl_moe_layer_stats_t
+ * summed over the decode steps, reduced to the mean rank, shown per step
+ * under JSON key `key` after multiplying by `scale` (ps -> ms: 1e-9). */
+typedef struct {
+    const char *key;
+    size_t offset;
+    double scale;
+} nvl_run_layer_stat_t;
+
+extern const nvl_run_layer_stat_t nvl_run_layer_stats[];
+extern const size_t nvl_run_n_layer_stats;
+
+/* The reduced statistics: complete on rank 0, empty elsewhere. */
+typedef struct {
+    int ranks;
+    double *value;  /* ranks x width of every row, rank-major */
+    double *red;    /* per slot: the row's reduction */
+    double *min, *max;
+    int *argmin, *argmax;
+    uint32_t layers;
+    double *layer;  /* layers x nvl_run_n_layer_stats, the mean rank's */
+} nvl_run_totals_t;
+
+/* Collective over comm (the engine's ranks): reads every row on this rank,
+ * gathers and reduces them on rank 0 into *totals_out (one MPI_Gather and
+ * one MPI_Reduce).  Reports and returns NVL_ERR_NOMEM if memory runs out
+ * (on the rank that ran out; the caller aborts the job).  Free with
+ * nvl_run_totals_free. */
+nvl_status_t nvl_run_stats_reduce(const nvl_engine_t *e, MPI_Comm comm,
+                                  nvl_run_totals_t *totals_out);
+void nvl_run_totals_free(nvl_run_totals_t *t);
+
+/* Value i of row id, reduced as the row says; its minimum, maximum, and
+ * the rank holding the minimum / maximum; and rank `rank`'s own value. */
+double nvl_run_stat(const nvl_run_totals_t *t, nvl_run_stat_id_t id, int i);
+double nvl_run_stat_min(const nvl_run_totals_t *t, nvl_run_stat_id_t id);
+double nvl_run_stat_max(const nvl_run_totals_t *t, nvl_run_stat_id_t id);
+int nvl_run_stat_argmin(const nvl_run_totals_t *t, nvl_run_stat_id_t id);
+int nvl_run_stat_argmax(const nvl_run_totals_t *t, nvl_run_stat_id_t id);
+double nvl_run_stat_at(const nvl_run_totals_t *t, nvl_run_stat_id_t id,
+                       int rank);
+
+/* Per-layer value k (index into nvl_run_layer_stats) of layer l, summed
+ * over the decode steps, the mean rank's. */
+double nvl_run_layer_stat(const nvl_run_totals_t *t, uint32_t l, size_t k);
+
+#endif
