@@ -1,6 +1,31 @@
-/* The engine's private state, shared by its files: load.c (weights from a
- * checkpoint or synthetic), forward.c (the pass), moe.c (the mixture-of-
- * experts MLP), record.c (events and per-pass statistics). */
+/* The engine's private state and the interfaces between its rooms.
+ *
+ * The rooms, each one file of src/engine/, and who may call whom (a file
+ * calls only files below it; nothing calls upward, so there is no cycle):
+ *
+ *   generate.c   checks prompts, runs the prefill and the decode steps,
+ *                samples, gathers outputs (data-parallel attention)
+ *   pass.c       one forward pass: embedding, the layers, final norm,
+ *                lm_head, the logits' allgather
+ *   attention.c  a layer's attention half (and, before expert parallelism,
+ *                the reduce-scatter / allgather around the experts)
+ *   mlp.c        a layer's MLP half: dense, or moe.c's experts
+ *   moe.c        the mixture of experts: routing, expert kernels, and the
+ *                dispatch / combine all-to-alls of expert parallelism
+ *   ---------------------------------------------------------------------
+ *   plan.c       the fusion table: which kernels a step issues under
+ *                --fusion none | typical
+ *   issue.c      kernels and collectives: their modeled time advances the
+ *                clock, and is accounted to the pass
+ *   f32.c        float32 maths (data mode)
+ *   kv.c         KV caches and a pass's activations (data mode)
+ *   record.c     per-pass statistics and events
+ *   create.c     options, creation, teardown, memory sizes
+ *   load.c       weights from a checkpoint or synthetic (create.c calls it)
+ *
+ * Only issue.c advances the clock (through the stream of src/cost/ and the
+ * collectives of src/coll/); generate.c calls MPI directly only to gather
+ * outputs and capture errors. */
 #ifndef NVLEMU_ENGINE_IMPL_H
 #define NVLEMU_ENGINE_IMPL_H
 
@@ -52,12 +77,36 @@ struct nvl_engine {
     nvl_moe_layer_stats_t *moe_decode; /* [layers] */
 };
 
+/* One sequence's cache on this rank: per layer, the keys and values of
+ * this rank's kv heads at every position so far (data mode), and its
+ * length (both modes). */
+typedef struct {
+    float **k, **v; /* [layer][cap x kv heads x head_dim] */
+    uint64_t len, cap;
+} nvl_kv_cache_t;
+
+/* Activations of one pass (data mode). */
+typedef struct {
+    float *x, *h;   /* [M, hidden] */
+    float *q, *a;   /* [M, q heads x head_dim] */
+    float *k, *v;   /* [M, kv heads x head_dim] */
+    float *g, *u;   /* [M, intermediate shard] */
+    float *sc;      /* [longest context] */
+    float *last;    /* [n, vocab shard] */
+} nvl_acts_t;
+
+/* The rank's virtual clock (the job communicator's). */
+static inline nvl_vclock_t *nvl_engine_clock(nvl_engine_t *e)
+{
+    return nvl_comm_clock(e->tp);
+}
+
 /* load.c: fills the weights of a data-mode engine (e->shard set). */
 nvl_status_t nvl_engine_load_weights(nvl_engine_t *e);
 void nvl_engine_free_weights(nvl_engine_t *e);
 
-/* forward.c: issuing kernels (their modeled time advances the clock; a
- * kernel without work is skipped) and float32 arithmetic. */
+/* issue.c: issuing kernels (their modeled time advances the clock; a
+ * kernel without work is skipped). */
 void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                        int32_t layer, nvl_kernel_cost_t c);
 void nvl_engine_matmul(nvl_engine_t *e, const char *name, int32_t layer,
@@ -65,16 +114,87 @@ void nvl_engine_matmul(nvl_engine_t *e, const char *name, int32_t layer,
 /* A memory-bound kernel moving `elems` bf16 elements through HBM. */
 void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                             double elems);
-/* y[t, o] = sum_i x[t, i] w[o, i] (+ b[o]) */
-void nvl_engine_linear(const float *x, const float *w, const float *b,
-                       float *y, uint64_t T, uint64_t O, uint64_t I);
-
-/* forward.c: a collective's launch (returns this rank's clock on
+/* issue.c: a collective's launch (returns this rank's clock on
  * entering the collective) and its accounting (the wait for the group,
  * then its time). */
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer);
 void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                           int64_t entry_ps, const nvl_coll_info_t *info);
+/* issue.c: the row-parallel sum of n floats across the dense group (none
+ * at one rank, as serving engines skip it); buf is NULL in timing mode. */
+nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
+                                  size_t n);
+
+/* plan.c: the steps whose kernels depend on --fusion. */
+typedef enum {
+    NVL_STEP_NORM,            /* rmsnorm, no residual pending */
+    NVL_STEP_ADD_NORM,        /* the pending residual add, then rmsnorm */
+    NVL_STEP_QKV,             /* q, k, v projections (and their bias) */
+    NVL_STEP_QK_NORM,         /* Qwen3's per-head q and k norms */
+    NVL_STEP_GATE_UP,         /* dense MLP: gate and up, SiLU, product */
+    NVL_STEP_EXPERTS_GATE_UP, /* the experts' gate and up, SiLU, product */
+    NVL_STEP_COUNT
+} nvl_step_t;
+
+/* Issues step's kernels under the engine's fusion for `rows` rows (the
+ * experts' step: (token, expert) pairs, with count[i] tokens for the
+ * rank's i-th expert; NULL otherwise). */
+void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
+                     double rows, const uint64_t *count);
+
+/* f32.c: float32 maths (data mode).
+ * y[t, o] = sum_i x[t, i] w[o, i] (+ b[o]) */
+void nvl_engine_linear(const float *x, const float *w, const float *b,
+                       float *y, uint64_t T, uint64_t O, uint64_t I);
+/* y[t] = w * x[t] / rms(x[t]) for T rows of D */
+void nvl_engine_rmsnorm(const float *x, const float *w, float *y, uint64_t T,
+                        uint64_t D, double eps);
+/* rotate_half RoPE on one head vector of d values at position pos */
+void nvl_engine_rope(float *v, uint64_t d, uint64_t pos, double theta);
+/* index of the largest of n values (the first on ties) */
+int32_t nvl_engine_argmax(const float *v, uint32_t n);
+
+/* kv.c: makes room for `more` positions in c (data mode), frees a cache
+ * of `layers` layers; allocates / frees a pass's activations for M rows
+ * of n sequences, the longest ctx positions.  Out of memory aborts the
+ * job (the other ranks would wait in the next collective). */
+void nvl_engine_kv_reserve(nvl_engine_t *e, nvl_kv_cache_t *c,
+                           uint64_t more);
+void nvl_engine_kv_free(nvl_kv_cache_t *c, uint32_t layers);
+void nvl_engine_acts_alloc(nvl_engine_t *e, nvl_acts_t *b, uint64_t M, int n,
+                           uint64_t ctx);
+void nvl_engine_acts_free(nvl_acts_t *b);
+
+/* attention.c: layer li's attention for M rows of n sequences (T[s] new
+ * rows of sequence s after past[s] cached), up to o_proj: its partial sums
+ * (complete with data-parallel attention) in b->h. */
+nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
+                                  nvl_kv_cache_t *caches, const uint64_t *T,
+                                  const uint64_t *past, uint64_t M,
+                                  nvl_acts_t *b);
+/* attention.c: the partial sums completed (allreduce) and added to the
+ * residual b->x. */
+nvl_status_t nvl_engine_attention_out(nvl_engine_t *e, uint32_t li,
+                                      uint64_t M, nvl_acts_t *b);
+/* attention.c, tensor-parallel attention before expert parallelism: the
+ * partial sums reduce-scattered by rows, added to the residual, normed,
+ * through the experts (nvl_engine_moe_ep), added again, and allgathered:
+ * the whole layer after nvl_engine_attention. */
+nvl_status_t nvl_engine_attention_out_ep(nvl_engine_t *e, uint32_t li,
+                                         uint64_t M, nvl_acts_t *b);
+
+/* mlp.c: layer li's MLP half (dense, or experts) and its allreduce, added
+ * to the residual b->x. */
+nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
+                            nvl_acts_t *b);
+
+/* pass.c: runs T[s] new tokens of each of n sequences (tokens one sequence
+ * after another) at positions caches[s].len .., appending to the caches,
+ * and writes each sequence's last-position logits (n x vocab, every rank;
+ * data mode). */
+nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n,
+                                nvl_kv_cache_t *caches, const int32_t *tok,
+                                const uint64_t *T, float *logits);
 
 /* moe.c: the mixture-of-experts MLP of layer li over M rows.  Data mode:
  * h holds the normed input [M, hidden] and receives this rank's partial

@@ -253,20 +253,8 @@ static void expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *count,
     double pairs = 0;
     for (uint32_t i = 0; i < ne; i++)
         pairs += (double)count[i];
-    double rows_sn = pairs * (double)sn;
     const nvl_cost_cfg_t *cc = &e->opts.cost;
-    if (cc->fusion == NVL_FUSION_TYPICAL) {
-        nvl_engine_kernel(e, "experts_gate_up", NVL_PART_GEMM, L,
-                          nvl_cost_grouped_matmul(cc, ne, count, 2 * sn, hid));
-        nvl_engine_elementwise(e, "silu_mul", L, rows_sn * 3);
-    } else {
-        nvl_engine_kernel(e, "experts_gate", NVL_PART_GEMM, L,
-                          nvl_cost_grouped_matmul(cc, ne, count, sn, hid));
-        nvl_engine_kernel(e, "experts_up", NVL_PART_GEMM, L,
-                          nvl_cost_grouped_matmul(cc, ne, count, sn, hid));
-        nvl_engine_elementwise(e, "silu", L, rows_sn * 2);
-        nvl_engine_elementwise(e, "mul", L, rows_sn * 3);
-    }
+    nvl_engine_step(e, NVL_STEP_EXPERTS_GATE_UP, L, pairs, count);
     nvl_engine_kernel(e, "experts_down", NVL_PART_GEMM, L,
                       nvl_cost_grouped_matmul(cc, ne, count, hid, sn));
     nvl_engine_elementwise(e, "moe_sum", L,
@@ -391,146 +379,208 @@ static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
     return NVL_OK;
 }
 
-nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
-                               uint64_t row0, float *h)
-{
-    const nvl_model_config_t *c = &e->cfg;
-    uint32_t E = c->num_experts, k = c->top_k;
-    uint64_t hid = c->hidden, pay = hid + 2 * (uint64_t)k;
-    int n = nvl_comm_size(e->tp);
-    int etp = e->shard.etp;
-    nvl_range_t held = e->shard.experts;
-    int32_t L = (int32_t)li;
-    nvl_pass_stats_t before = e->cur;
+/* One expert-parallel MoE layer on this rank: its rows' routing and the
+ * plan and buffers of the two all-to-alls. */
+typedef struct {
+    uint64_t R, hid, pay;          /* rows; values per row; dispatched */
+    uint32_t k;                    /* experts per row */
+    int n;                         /* ranks */
+    uint32_t *ids;                 /* R x k: the rows' experts */
+    float *w;                      /* R x k: their weights */
+    unsigned char *dest;           /* R x n: row t goes to rank d */
+    uint64_t *to, *sofs;           /* rows sent to each rank, and where */
+    uint64_t *from, *rofs;         /* rows received from each, and where */
+    uint64_t nsend, nrecv;
+    uint64_t *mine;                /* tokens per expert, this rank's rows */
+    uint64_t *count;               /* tokens per expert, the whole job */
+    float *sbuf, *rbuf;            /* dispatch (data mode) */
+    float *xin, *win, *back;       /* received rows, weights, outputs */
+    uint32_t *idin;
+} ep_layer_t;
 
-    /* route this rank's rows; row t goes to every rank of each group
-     * holding one of its experts, once */
-    uint32_t *ids = alloc_or_abort(R * k, sizeof *ids);
-    float *w = alloc_or_abort(R * k, sizeof *w);
-    route_rows(e, li, row0, R, h, ids, w);
-    router_kernels(e, L, R);
-    unsigned char *dest = alloc_or_abort(R * (uint64_t)n, 1);
-    uint64_t *to = alloc_or_abort((uint64_t)n * 4, sizeof *to);
-    uint64_t *sofs = to + n, *from = to + 2 * n, *rofs = to + 3 * n;
-    uint64_t *mine = alloc_or_abort(E, sizeof *mine);
-    for (uint64_t t = 0; t < R; t++)
+static void ep_free(ep_layer_t *s)
+{
+    free(s->ids);
+    free(s->w);
+    free(s->dest);
+    free(s->to);
+    free(s->mine);
+    free(s->count);
+    free(s->sbuf);
+    free(s->rbuf);
+    free(s->xin);
+    free(s->win);
+    free(s->back);
+    free(s->idin);
+}
+
+/* Routes this rank's R rows; row t goes to every rank of each group
+ * holding one of its experts, once. */
+static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
+                     const float *h, ep_layer_t *s)
+{
+    int n = s->n, etp = e->shard.etp;
+    uint32_t k = s->k, E = e->cfg.num_experts;
+    s->ids = alloc_or_abort(s->R * k, sizeof *s->ids);
+    s->w = alloc_or_abort(s->R * k, sizeof *s->w);
+    route_rows(e, li, row0, s->R, h, s->ids, s->w);
+    router_kernels(e, (int32_t)li, s->R);
+    s->dest = alloc_or_abort(s->R * (uint64_t)n, 1);
+    s->to = alloc_or_abort((uint64_t)n * 4, sizeof *s->to);
+    s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
+    s->mine = alloc_or_abort(E, sizeof *s->mine);
+    for (uint64_t t = 0; t < s->R; t++)
         for (uint32_t j = 0; j < k; j++) {
-            uint32_t x = ids[t * k + j];
+            uint32_t x = s->ids[t * k + j];
             int g = expert_group(e, x);
-            mine[x]++;
-            for (int i = 0; i < etp; i++)
-                if (!dest[t * (uint64_t)n + (uint64_t)(g * etp + i)]) {
-                    dest[t * (uint64_t)n + (uint64_t)(g * etp + i)] = 1;
-                    to[g * etp + i]++;
+            s->mine[x]++;
+            for (int i = 0; i < etp; i++) {
+                unsigned char *d = &s->dest[t * (uint64_t)n + (uint64_t)(g * etp + i)];
+                if (!*d) {
+                    *d = 1;
+                    s->to[g * etp + i]++;
                 }
+            }
         }
-    /* what every rank tells every other: the rows it will send it, and its
-     * tokens per expert (summed: every expert's load over the job) */
-    uint64_t *count = alloc_or_abort(E, sizeof *count);
+}
+
+/* What every rank tells every other: the rows it will send it, and its
+ * tokens per expert (summed: every expert's load over the job); then the
+ * offsets of the exchanges and the pass's load numbers. */
+static void ep_count(nvl_engine_t *e, ep_layer_t *s)
+{
+    int n = s->n, etp = e->shard.etp;
+    uint32_t E = e->cfg.num_experts;
+    nvl_range_t held = e->shard.experts;
+    s->count = alloc_or_abort(E, sizeof *s->count);
     MPI_Comm mpi = nvl_comm_mpi(e->tp);
-    MPI_Alltoall(to, 1, MPI_UINT64_T, from, 1, MPI_UINT64_T, mpi);
-    MPI_Allreduce(mine, count, (int)E, MPI_UINT64_T, MPI_SUM, mpi);
-    uint64_t nsend = 0, nrecv = 0;
+    MPI_Alltoall(s->to, 1, MPI_UINT64_T, s->from, 1, MPI_UINT64_T, mpi);
+    MPI_Allreduce(s->mine, s->count, (int)E, MPI_UINT64_T, MPI_SUM, mpi);
     for (int r = 0; r < n; r++) {
-        sofs[r] = nsend;
-        rofs[r] = nrecv;
-        nsend += to[r];
-        nrecv += from[r];
+        s->sofs[r] = s->nsend;
+        s->rofs[r] = s->nrecv;
+        s->nsend += s->to[r];
+        s->nrecv += s->from[r];
     }
     double most = 0, sum = 0;
     for (int r = 0; r < n; r++) {
         nvl_range_t gx = nvl_range_split(E, e->shard.ep, r / etp);
         double load = 0;
         for (uint32_t i = 0; i < gx.count; i++)
-            load += (double)count[gx.first + i];
+            load += (double)s->count[gx.first + i];
         most = load > most ? load : most;
         sum += load;
     }
     double own = 0;
     for (uint32_t i = 0; i < held.count; i++)
-        own += (double)count[held.first + i];
+        own += (double)s->count[held.first + i];
     e->cur.moe_layers++;
     e->cur.expert_pairs += own;
     e->cur.expert_pairs_max += most;
     e->cur.expert_pairs_mean += sum / n;
+}
 
-    /* dispatch: each row with its experts and weights */
-    float *sbuf = NULL, *rbuf = NULL, *xin = NULL, *win = NULL;
-    uint32_t *idin = NULL;
+/* Dispatch: each row with its experts and weights to its ranks. */
+static nvl_status_t ep_dispatch(nvl_engine_t *e, int32_t L, const float *h,
+                                ep_layer_t *s)
+{
+    uint64_t hid = s->hid, pay = s->pay;
+    uint32_t k = s->k;
     if (e->data) {
-        sbuf = alloc_or_abort(nsend * pay, sizeof *sbuf);
-        rbuf = alloc_or_abort(nrecv * pay, sizeof *rbuf);
+        s->sbuf = alloc_or_abort(s->nsend * pay, sizeof *s->sbuf);
+        s->rbuf = alloc_or_abort(s->nrecv * pay, sizeof *s->rbuf);
         uint64_t at_row = 0;
-        for (int d = 0; d < n; d++)
-            for (uint64_t t = 0; t < R; t++)
-                if (dest[t * (uint64_t)n + (uint64_t)d]) {
-                    float *p = sbuf + at_row++ * pay;
+        for (int d = 0; d < s->n; d++)
+            for (uint64_t t = 0; t < s->R; t++)
+                if (s->dest[t * (uint64_t)s->n + (uint64_t)d]) {
+                    float *p = s->sbuf + at_row++ * pay;
                     memcpy(p, h + t * hid, hid * sizeof *p);
                     for (uint32_t j = 0; j < k; j++) {
-                        p[hid + j] = (float)ids[t * k + j];
-                        p[hid + k + j] = w[t * k + j];
+                        p[hid + j] = (float)s->ids[t * k + j];
+                        p[hid + k + j] = s->w[t * k + j];
                     }
                 }
     }
-    nvl_status_t st =
-        exchange(e, "moe_dispatch", L, sbuf, to, sofs, rbuf, from, rofs, pay,
-                 &e->cur.dispatch_ps, &e->cur.dispatch_bytes, NULL);
+    return exchange(e, "moe_dispatch", L, s->sbuf, s->to, s->sofs, s->rbuf,
+                    s->from, s->rofs, pay, &e->cur.dispatch_ps,
+                    &e->cur.dispatch_bytes, NULL);
+}
 
-    /* the experts this rank holds, over the rows it received */
+/* The experts this rank holds, over the rows it received. */
+static void ep_compute(nvl_engine_t *e, uint32_t li, ep_layer_t *s)
+{
+    nvl_range_t held = e->shard.experts;
+    uint64_t hid = s->hid, pay = s->pay;
+    uint32_t k = s->k;
     uint64_t *held_count = alloc_or_abort(held.count, sizeof *held_count);
     for (uint32_t i = 0; i < held.count; i++)
-        held_count[i] = count[held.first + i];
-    if (st == NVL_OK && e->data) {
-        xin = alloc_or_abort(nrecv * hid, sizeof *xin);
-        win = alloc_or_abort(nrecv * k, sizeof *win);
-        idin = alloc_or_abort(nrecv * k, sizeof *idin);
-        for (uint64_t r = 0; r < nrecv; r++) {
-            const float *p = rbuf + r * pay;
-            memcpy(xin + r * hid, p, hid * sizeof *xin);
+        held_count[i] = s->count[held.first + i];
+    if (e->data) {
+        s->xin = alloc_or_abort(s->nrecv * hid, sizeof *s->xin);
+        s->win = alloc_or_abort(s->nrecv * k, sizeof *s->win);
+        s->idin = alloc_or_abort(s->nrecv * k, sizeof *s->idin);
+        for (uint64_t r = 0; r < s->nrecv; r++) {
+            const float *p = s->rbuf + r * pay;
+            memcpy(s->xin + r * hid, p, hid * sizeof *s->xin);
             for (uint32_t j = 0; j < k; j++) {
-                idin[r * k + j] = (uint32_t)p[hid + j];
-                win[r * k + j] = p[hid + k + j];
+                s->idin[r * k + j] = (uint32_t)p[hid + j];
+                s->win[r * k + j] = p[hid + k + j];
             }
         }
-        experts_compute(e, &e->lw[li], xin, xin, nrecv, idin, win);
+        experts_compute(e, &e->lw[li], s->xin, s->xin, s->nrecv, s->idin,
+                        s->win);
     }
-    if (st == NVL_OK)
-        expert_kernels(e, L, held_count, nrecv);
+    expert_kernels(e, (int32_t)li, held_count, s->nrecv);
+    free(held_count);
+}
 
-    /* combine: the outputs back to the rows' ranks, summed there in rank
-     * order */
-    float *back = e->data ? alloc_or_abort(nsend * hid, sizeof *back) : NULL;
-    if (st == NVL_OK)
-        st = exchange(e, "moe_combine", L, xin, from, rofs, back, to, sofs,
-                      hid, &e->cur.combine_ps, &e->cur.combine_bytes,
-                      &e->cur.combine_wait_ps);
-    if (st == NVL_OK && e->data) {
-        memset(h, 0, R * hid * sizeof *h);
+/* Combine: the outputs back to the rows' ranks, summed there in rank
+ * order into h. */
+static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
+                               ep_layer_t *s)
+{
+    uint64_t hid = s->hid;
+    if (e->data)
+        s->back = alloc_or_abort(s->nsend * hid, sizeof *s->back);
+    nvl_status_t st = exchange(e, "moe_combine", L, s->xin, s->from, s->rofs,
+                               s->back, s->to, s->sofs, hid,
+                               &e->cur.combine_ps, &e->cur.combine_bytes,
+                               &e->cur.combine_wait_ps);
+    if (st != NVL_OK)
+        return st;
+    if (e->data) {
+        memset(h, 0, s->R * hid * sizeof *h);
         uint64_t at_row = 0;
-        for (int d = 0; d < n; d++)
-            for (uint64_t t = 0; t < R; t++)
-                if (dest[t * (uint64_t)n + (uint64_t)d]) {
-                    const float *p = back + at_row++ * hid;
+        for (int d = 0; d < s->n; d++)
+            for (uint64_t t = 0; t < s->R; t++)
+                if (s->dest[t * (uint64_t)s->n + (uint64_t)d]) {
+                    const float *p = s->back + at_row++ * hid;
                     for (uint64_t i = 0; i < hid; i++)
                         h[t * hid + i] += p[i];
                 }
     }
-    if (st == NVL_OK)
-        nvl_engine_elementwise(e, "combine_sum", L,
-                               (double)(nsend + R) * (double)hid);
+    nvl_engine_elementwise(e, "combine_sum", L,
+                           (double)(s->nsend + s->R) * (double)hid);
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
+                               uint64_t row0, float *h)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    int32_t L = (int32_t)li;
+    nvl_pass_stats_t before = e->cur;
+    ep_layer_t s = {.R = R, .hid = c->hidden, .k = c->top_k,
+                    .pay = c->hidden + 2 * (uint64_t)c->top_k,
+                    .n = nvl_comm_size(e->tp)};
+    ep_route(e, li, row0, h, &s);
+    ep_count(e, &s);
+    nvl_status_t st = ep_dispatch(e, L, h, &s);
+    if (st == NVL_OK) {
+        ep_compute(e, li, &s);
+        st = ep_combine(e, L, h, &s);
+    }
     layer_done(e, li, &before);
-    free(back);
-    free(idin);
-    free(win);
-    free(xin);
-    free(rbuf);
-    free(sbuf);
-    free(held_count);
-    free(count);
-    free(to);
-    free(mine);
-    free(dest);
-    free(w);
-    free(ids);
+    ep_free(&s);
     return st;
 }

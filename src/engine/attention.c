@@ -1,0 +1,193 @@
+/* The attention half of a layer: norm, q/k/v projections, (Qwen3) q/k
+ * norms, RoPE, causal GQA attention over the KV cache, o_proj, and the
+ * row-parallel sum (or, before expert parallelism, the reduce-scatter /
+ * allgather around the experts). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "nvlemu/runtime.h"
+
+/* Causal GQA attention of sequence s's new rows (from row r0) over its
+ * cache, for this rank's query heads (data mode). */
+static void attend(nvl_engine_t *e, const nvl_kv_cache_t *c, uint32_t li,
+                   uint64_t r0, uint64_t T, uint64_t past, nvl_acts_t *b)
+{
+    const nvl_shard_t *s = &e->shard;
+    uint64_t hd = e->cfg.head_dim, qn = s->q_heads.count;
+    uint64_t kn = s->kv_heads.count;
+    uint32_t group = e->cfg.q_heads / e->cfg.kv_heads;
+    double scale = 1.0 / sqrt((double)hd);
+    const float *kc = c->k[li], *vc = c->v[li];
+    for (uint64_t j = 0; j < qn; j++) {
+        uint64_t kvj = (s->q_heads.first + j) / group - s->kv_heads.first;
+        for (uint64_t t = 0; t < T; t++) {
+            const float *qv = b->q + ((r0 + t) * qn + j) * hd;
+            uint64_t upto = past + t;
+            double mx = -INFINITY, sum = 0;
+            for (uint64_t p = 0; p <= upto; p++) {
+                const float *kv = kc + (p * kn + kvj) * hd;
+                double dot = 0;
+                for (uint64_t i = 0; i < hd; i++)
+                    dot += (double)qv[i] * kv[i];
+                b->sc[p] = (float)(dot * scale);
+                if (b->sc[p] > mx)
+                    mx = b->sc[p];
+            }
+            for (uint64_t p = 0; p <= upto; p++) {
+                b->sc[p] = (float)exp(b->sc[p] - mx);
+                sum += b->sc[p];
+            }
+            float *av = b->a + ((r0 + t) * qn + j) * hd;
+            for (uint64_t i = 0; i < hd; i++) {
+                double acc = 0;
+                for (uint64_t p = 0; p <= upto; p++)
+                    acc += (double)b->sc[p] * vc[(p * kn + kvj) * hd + i];
+                av[i] = (float)(acc / sum);
+            }
+        }
+    }
+}
+
+nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
+                                    nvl_kv_cache_t *caches, const uint64_t *T,
+                                    const uint64_t *past, uint64_t M,
+                                    nvl_acts_t *b)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    const nvl_shard_t *s = &e->shard;
+    const nvl_layer_weights_t *l = e->data ? &e->lw[li] : NULL;
+    uint64_t hid = c->hidden, hd = c->head_dim;
+    uint64_t qn = s->q_heads.count, kn = s->kv_heads.count;
+    int32_t L = (int32_t)li;
+
+    /* the first layer has no residual add pending */
+    nvl_engine_step(e, li > 0 ? NVL_STEP_ADD_NORM : NVL_STEP_NORM, L,
+                    (double)M, NULL);
+    if (e->data) {
+        nvl_engine_rmsnorm(b->x, l->in_norm, b->h, M, hid, c->rms_eps);
+        nvl_engine_linear(b->h, l->wq, l->bq, b->q, M, qn * hd, hid);
+        nvl_engine_linear(b->h, l->wk, l->bk, b->k, M, kn * hd, hid);
+        nvl_engine_linear(b->h, l->wv, l->bv, b->v, M, kn * hd, hid);
+    }
+    nvl_engine_step(e, NVL_STEP_QKV, L, (double)M, NULL);
+    if (c->qk_norm)
+        nvl_engine_step(e, NVL_STEP_QK_NORM, L, (double)M, NULL);
+    nvl_engine_elementwise(e, "rope", L, (double)M * (qn + kn) * hd * 2);
+    if (e->data) {
+        uint64_t r = 0;
+        for (int sq = 0; sq < n; sq++)
+            for (uint64_t t = 0; t < T[sq]; t++, r++) {
+                uint64_t pos = past[sq] + t;
+                for (uint64_t j = 0; j < qn; j++) {
+                    float *qv = b->q + (r * qn + j) * hd;
+                    if (l->q_norm)
+                        nvl_engine_rmsnorm(qv, l->q_norm, qv, 1, hd, c->rms_eps);
+                    nvl_engine_rope(qv, hd, pos, c->rope_theta);
+                }
+                for (uint64_t j = 0; j < kn; j++) {
+                    float *kv = b->k + (r * kn + j) * hd;
+                    if (l->k_norm)
+                        nvl_engine_rmsnorm(kv, l->k_norm, kv, 1, hd, c->rms_eps);
+                    nvl_engine_rope(kv, hd, pos, c->rope_theta);
+                }
+                /* append to the sequence's cache */
+                memcpy(caches[sq].k[li] + pos * kn * hd, b->k + r * kn * hd,
+                       kn * hd * sizeof(float));
+                memcpy(caches[sq].v[li] + pos * kn * hd, b->v + r * kn * hd,
+                       kn * hd * sizeof(float));
+            }
+        r = 0;
+        for (int sq = 0; sq < n; sq++) {
+            attend(e, &caches[sq], li, r, T[sq], past[sq], b);
+            r += T[sq];
+        }
+    }
+    nvl_engine_kernel(e, "attention", NVL_PART_ATTN, L,
+           nvl_cost_attention(&e->opts.cost, (size_t)n, T, past,
+                              (uint32_t)qn, (uint32_t)kn, (uint32_t)hd));
+    /* row-parallel o_proj: partial sums (zeros on ranks without heads) */
+    if (e->data)
+        nvl_engine_linear(b->a, l->wo, NULL, b->h, M, hid, qn * hd);
+    nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_attention_out(nvl_engine_t *e, uint32_t li, uint64_t M,
+                                  nvl_acts_t *b)
+{
+    uint64_t hid = e->cfg.hidden;
+    nvl_status_t st = nvl_engine_allreduce(e, (int32_t)li, b->h, M * hid);
+    if (e->data)
+        for (uint64_t i = 0; i < M * hid; i++)
+            b->x[i] += b->h[i];
+    return st;
+}
+
+/* Tensor-parallel attention before expert parallelism: the o_proj partial
+ * sums are reduce-scattered by rows (rank r gets rows nvl_range_split(M,
+ * ranks, r), blocks padded to the largest share), added to the residual,
+ * normed, sent through the experts (nvl_engine_moe_ep), added again, and
+ * allgathered, so that every rank holds every row for the next layer. */
+nvl_status_t nvl_engine_attention_out_ep(nvl_engine_t *e, uint32_t li,
+                                         uint64_t M, nvl_acts_t *b)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    int n = nvl_comm_size(e->tp), me = nvl_comm_rank(e->tp);
+    uint64_t hid = c->hidden;
+    int32_t L = (int32_t)li;
+    nvl_range_t mine = nvl_range_split((uint32_t)M, n, me);
+    uint64_t R = mine.count, per = nvl_range_split((uint32_t)M, n, 0).count *
+                                   hid;
+    float *blk = NULL, *rows = NULL, *hl = NULL;
+    if (e->data) {
+        blk = calloc((size_t)n * per + 1, sizeof *blk);
+        rows = calloc(per + 1, sizeof *rows);
+        hl = calloc(per + 1, sizeof *hl);
+        if (blk == NULL || rows == NULL || hl == NULL) {
+            nvl_report("out of memory for %llu rows",
+                       (unsigned long long)M);
+            nvl_runtime_abort(1);
+        }
+        for (int r = 0; r < n; r++) {
+            nvl_range_t rr = nvl_range_split((uint32_t)M, n, r);
+            memcpy(blk + (size_t)r * per, b->h + rr.first * hid,
+                   rr.count * hid * sizeof *blk);
+        }
+    }
+    nvl_coll_info_t info;
+    int64_t entry = nvl_engine_coll_begin(e, L);
+    nvl_status_t st = nvl_reducescatter(e->tp, blk, rows, per, NVL_DT_F32,
+                                        NVL_OP_SUM, &info);
+    if (st == NVL_OK)
+        nvl_engine_coll_done(e, "reducescatter", L, entry, &info);
+    nvl_engine_step(e, NVL_STEP_ADD_NORM, L, (double)R, NULL);
+    if (st == NVL_OK && e->data) {
+        for (uint64_t i = 0; i < R * hid; i++)
+            rows[i] += b->x[mine.first * hid + i];
+        nvl_engine_rmsnorm(rows, e->lw[li].post_norm, hl, R, hid, c->rms_eps);
+    }
+    if (st == NVL_OK)
+        st = nvl_engine_moe_ep(e, li, R, e->row0 + mine.first, hl);
+    if (st == NVL_OK && e->data)
+        for (uint64_t i = 0; i < R * hid; i++)
+            rows[i] += hl[i];
+    if (st == NVL_OK) {
+        entry = nvl_engine_coll_begin(e, L);
+        st = nvl_allgather(e->tp, rows, blk, per, NVL_DT_F32, &info);
+        if (st == NVL_OK)
+            nvl_engine_coll_done(e, "allgather", L, entry, &info);
+    }
+    if (st == NVL_OK && e->data)
+        for (int r = 0; r < n; r++) {
+            nvl_range_t rr = nvl_range_split((uint32_t)M, n, r);
+            memcpy(b->x + rr.first * hid, blk + (size_t)r * per,
+                   rr.count * hid * sizeof *blk);
+        }
+    free(hl);
+    free(rows);
+    free(blk);
+    return st;
+}

@@ -1,0 +1,148 @@
+/* The engine's options, creation and teardown, and what its shard
+ * weighs on a GPU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "nvlemu/runtime.h"
+
+void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
+{
+    memset(o, 0, sizeof *o);
+    o->mode = NVL_MODE_DATA;
+    o->seed = 1;
+    o->cost.topo = topo;
+    o->cost.weight_dtype = NVL_WDT_BF16;
+    o->cost.kv_dtype = NVL_WDT_BF16;
+    /* FlashAttention-4 is Blackwell's kernel (the GPUs with FP4 units) */
+    o->cost.attn = topo != NULL && topo->gpu.fp4_flops_per_s > 0
+                       ? NVL_ATTN_FA4
+                       : NVL_ATTN_FA3;
+    o->cost.fusion = NVL_FUSION_TYPICAL;
+    o->cost.launch = NVL_LAUNCH_GRAPH;
+    o->place.ep = 1;
+}
+
+nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
+                               const nvl_engine_opts_t *opts, nvl_comm_t *tp,
+                               nvl_engine_t **out)
+{
+    nvl_engine_t *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        nvl_report("out of memory for the engine");
+        nvl_runtime_abort(1);
+    }
+    e->cfg = *cfg;
+    e->opts = *opts;
+    e->tp = tp;
+    e->data = opts->mode == NVL_MODE_DATA;
+    e->layers = opts->layers ? opts->layers : cfg->layers;
+    e->moe_decode = calloc((size_t)cfg->layers + 1, sizeof *e->moe_decode);
+    if (e->moe_decode == NULL) {
+        nvl_report("out of memory for the engine");
+        nvl_runtime_abort(1);
+    }
+    e->opts.cost.topo = nvl_comm_topo(tp);
+    e->opts.cost.gpu = nvl_comm_gpu(tp, nvl_comm_rank(tp));
+    nvl_comm_set_mode(tp, opts->mode);
+    nvl_comm_set_time_dtype(tp, NVL_DT_BF16);
+    nvl_stream_init(&e->stream, &e->opts.cost, nvl_comm_clock(tp));
+
+    /* the same on every rank: the lowest rank reports */
+    nvl_runtime_capture_begin();
+    nvl_status_t st = NVL_OK;
+    if (opts->layers > cfg->layers) {
+        nvl_report("--layers %u: model '%s' has %u layers", opts->layers,
+                   cfg->name, cfg->layers);
+        st = NVL_ERR_INVALID;
+    }
+    if (st == NVL_OK)
+        st = nvl_shard_place(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
+                             &opts->place, &e->shard);
+    if (st == NVL_OK && e->data)
+        st = nvl_engine_load_weights(e);
+    st = nvl_runtime_capture_end_on(nvl_comm_mpi(tp), st);
+    e->dense = tp;
+    if (st == NVL_OK && e->shard.attn_dp) {
+        /* every rank its own attention: a communicator of one */
+        st = nvl_comm_split(tp, nvl_comm_rank(tp), 0, &e->dense);
+        if (st == NVL_OK) {
+            nvl_comm_set_mode(e->dense, opts->mode);
+            nvl_comm_set_time_dtype(e->dense, NVL_DT_BF16);
+        } else {
+            e->dense = tp;
+        }
+    }
+    if (st != NVL_OK) {
+        nvl_engine_free(e);
+        return st;
+    }
+    *out = e;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_load(const nvl_model_config_t *cfg, const char *dir,
+                             nvl_comm_t *tp, nvl_engine_t **out)
+{
+    nvl_engine_opts_t o;
+    nvl_engine_opts_default(&o, nvl_comm_topo(tp));
+    o.weights_dir = dir;
+    return nvl_engine_create(cfg, &o, tp, out);
+}
+
+void nvl_engine_free(nvl_engine_t *e)
+{
+    if (e == NULL)
+        return;
+    nvl_engine_free_weights(e);
+    if (e->dense != NULL && e->dense != e->tp)
+        nvl_comm_destroy(e->dense);
+    free(e->events);
+    free(e->passes);
+    free(e->moe_decode);
+    free(e);
+}
+
+uint32_t nvl_engine_layers(const nvl_engine_t *e) { return e->layers; }
+
+const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e)
+{
+    return &e->shard;
+}
+
+double nvl_engine_weight_bytes(const nvl_engine_t *e)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    const nvl_shard_t *s = &e->shard;
+    double hid = c->hidden, hd = c->head_dim;
+    double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
+    double in = s->intermediate.count, vn = s->vocab.count;
+    double sn = s->moe_intermediate.count, ne = s->experts.count;
+    double wb = nvl_wdtype_bytes(e->opts.cost.weight_dtype);
+    double attn = ((qn + 2 * kn) * hid + hid * qn) * wb +
+                  (c->qkv_bias ? (qn + 2 * kn) * 2 : 0) + 2 * hid * 2 +
+                  (c->qk_norm ? 2 * hd * 2 : 0);
+    double total = 0;
+    for (uint32_t i = 0; i < e->layers; i++)
+        total += attn + (nvl_model_layer_is_moe(c, i)
+                             /* experts held, and the router in bf16 */
+                             ? ne * 3 * sn * hid * wb +
+                                   c->num_experts * hid * 2
+                             : 3 * in * hid * wb);
+    /* embedding and lm_head stay bf16, as quantized checkpoints keep them */
+    return total + vn * hid * 2 * (c->tied_embeddings ? 1 : 2) + hid * 2;
+}
+
+double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
+                           uint64_t positions)
+{
+    double kvb = nvl_wdtype_bytes(e->opts.cost.kv_dtype == NVL_WDT_FP8
+                                      ? NVL_WDT_FP8
+                                      : NVL_WDT_BF16);
+    if (e->shard.attn_dp && seqs > 0) /* the largest share */
+        seqs = nvl_range_split((uint32_t)seqs, nvl_comm_size(e->tp), 0).count;
+    return (double)e->layers * 2.0 * e->shard.kv_heads.count *
+           e->cfg.head_dim * kvb * (double)seqs * (double)positions;
+}

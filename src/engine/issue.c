@@ -1,0 +1,91 @@
+/* Issuing kernels and collectives: each kernel's modeled time (include/
+ * nvlemu/cost.h) advances the rank's clock through its stream (launches,
+ * src/cost/stream.c), each collective's through the collective model, and
+ * both are accounted to the pass (record.c).  Every other room of the
+ * engine issues work only through here. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "nvlemu/runtime.h"
+
+static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
+{
+    int64_t now = nvl_engine_clock(e)->now_ps;
+    if (now > before)
+        nvl_engine_account(e, "launch", NVL_PART_LAUNCH, layer, before,
+                           now - before, 0, 0);
+}
+
+/* Runs one kernel (nothing when it has no work). */
+void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
+                   int32_t layer, nvl_kernel_cost_t c)
+{
+    if (c.time_ps <= 0)
+        return;
+    int64_t before = nvl_engine_clock(e)->now_ps;
+    int64_t start = nvl_stream_kernel(&e->stream, nvl_engine_clock(e), c.time_ps);
+    if (start > before)
+        nvl_engine_account(e, "launch", NVL_PART_LAUNCH, layer, before,
+                           start - before, 0, 0);
+    nvl_engine_account(e, name, part, layer, start, c.time_ps, c.flops,
+                       c.bytes);
+}
+
+void nvl_engine_matmul(nvl_engine_t *e, const char *name, int32_t layer,
+                   uint64_t m, uint64_t n, uint64_t k)
+{
+    nvl_engine_kernel(e, name, NVL_PART_GEMM, layer,
+           nvl_cost_matmul(&e->opts.cost, m, n, k));
+}
+
+/* A memory-bound kernel moving `elems` bf16 elements through HBM. */
+void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
+                        double elems)
+{
+    if (elems > 0)
+        nvl_engine_kernel(e, name, NVL_PART_OTHER, layer,
+               nvl_cost_memory(&e->opts.cost, elems * 2.0));
+}
+
+int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
+{
+    int64_t before = nvl_engine_clock(e)->now_ps;
+    nvl_stream_collective(&e->stream, nvl_engine_clock(e));
+    launch_wait(e, layer, before);
+    return nvl_engine_clock(e)->now_ps;
+}
+
+void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
+                          int64_t entry_ps, const nvl_coll_info_t *info)
+{
+    if (info->start_ps > entry_ps)
+        nvl_engine_account(e, "wait", NVL_PART_WAIT, layer, entry_ps,
+                           info->start_ps - entry_ps, 0, 0);
+    nvl_engine_account(e, name, NVL_PART_COLL, layer, info->start_ps,
+                       info->time_ps, 0, (double)info->bytes);
+    nvl_op_event_t *ev = nvl_engine_last_event(e);
+    if (ev != NULL && ev->part == NVL_PART_COLL) {
+        ev->algo = nvl_algo_name(info->algo);
+        ev->proto = nvl_proto_name(info->proto);
+    }
+}
+
+/* Row-parallel sum across the group (none at TP = 1, as serving engines
+ * skip it). */
+nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
+                              size_t n)
+{
+    if (nvl_comm_size(e->dense) == 1)
+        return NVL_OK;
+    int64_t entry = nvl_engine_coll_begin(e, layer);
+    nvl_coll_info_t info;
+    void *b = e->data ? buf : NULL;
+    nvl_status_t st = nvl_allreduce(e->dense, b, b, n, NVL_DT_F32,
+                                    NVL_OP_SUM, &info);
+    if (st == NVL_OK)
+        nvl_engine_coll_done(e, "allreduce", layer, entry, &info);
+    return st;
+}
