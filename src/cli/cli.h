@@ -1,68 +1,131 @@
-/* Private to src/cli: the subcommands and their shared option table type. */
+/* Private to src/cli: the subcommands, the option rows they share and the
+ * skeleton every MPI command runs in (command.c). */
 #ifndef NVLEMU_CLI_H
 #define NVLEMU_CLI_H
 
-#include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
+#include "nvlemu/opts.h"
+#include "nvlemu/runtime.h"
 #include "nvlemu/status.h"
+#include "nvlemu/topo.h"
 
-/* One option of a command: parsing (getopt_long) and --help read the same
- * row. */
+/* What every command's arguments hold, as a member named `common`: the
+ * topology, its what-ifs, JSON output and help. */
 typedef struct {
-    const char *name;    /* long name, without "--" */
-    int has_arg;         /* no_argument / required_argument */
-    int id;              /* returned by getopt_long */
-    const char *arg;     /* name of the argument in --help, or NULL */
-    const char *doc;
-} nvl_cli_opt_t;
+    const char *topo;     /* --topo FILE (topo: or its FILE argument) */
+    nvl_opt_list_t sets;  /* --set SECTION.KEY=VALUE, in order */
+    const char *json;     /* --json FILE ('-': standard output), or NULL */
+    int help;             /* --help */
+} nvl_cli_common_t;
 
-/* Builds the getopt_long table for opts (n rows) into longopts (n + 1
- * entries). */
-void nvl_cli_longopts(const nvl_cli_opt_t *opts, size_t n,
-                      struct option *longopts);
+#define NVL_CLI_DEFAULT_TOPO "topology/gb200-nvl72.topo"
 
-/* Prints "usage" and the option table. */
-void nvl_cli_help(FILE *out, const char *usage, const nvl_cli_opt_t *opts,
-                  size_t n);
+/* ---- option rows shared by the commands ----------------------------------
+ * For an arguments struct `type` with an nvl_cli_common_t named common
+ * (and, for the rows that say so, the fields named there). */
 
-/* Receives one parsed option (arg is NULL for flags); returns non-OK,
- * having reported, to stop parsing. */
-typedef nvl_status_t (*nvl_cli_on_opt_t)(int id, const char *arg, void *ctx);
+#define NVL_CLI_OPT_TOPO(type, default_, required_)                         \
+    {.name = "topo", .kind = NVL_OPT_STRING,                                \
+     .offset = offsetof(type, common.topo), .arg = "FILE",                  \
+     .doc = "the topology file to emulate", .def = (default_),              \
+     .required = (required_)}
 
-/* Parses argv[1..] with the option table: calls on_opt for each option,
- * reports an unknown option or a missing value naming the command, and sets
- * *first_arg_out to the index of the first argument that is not an option.
- * Returns the first error. */
-nvl_status_t nvl_cli_parse(const char *command, int argc, char **argv,
-                           const nvl_cli_opt_t *opts, size_t n,
-                           nvl_cli_on_opt_t on_opt, void *ctx,
-                           int *first_arg_out);
+#define NVL_CLI_OPT_SET(type)                                               \
+    {.name = "set", .kind = NVL_OPT_LIST,                                   \
+     .offset = offsetof(type, common.sets), .arg = "SECTION.KEY=VALUE",     \
+     .doc = "topology what-if, repeatable (nvlink.link_bw=100GB/s, "        \
+            "gpu[17].clock_scale=0.8)"}
 
-/* Parses a positive integer option value; reports and returns -1 if bad. */
-long nvl_cli_positive(const char *option, const char *text, long max);
+#define NVL_CLI_OPT_JSON(type, doc_)                                        \
+    {.name = "json", .kind = NVL_OPT_STRING,                                \
+     .offset = offsetof(type, common.json), .arg = "FILE", .doc = (doc_)}
 
-/* The placement options of `run` and `generate` (a mixture of experts),
- * with their ids in the command's table. */
-#define NVL_CLI_PLACEMENT_OPTS(ep_id, attn_par_id)                          \
-    {"ep", required_argument, (ep_id), "N",                                 \
-     "mixture of experts: spread the experts over N groups of ranks "       \
-     "(expert parallelism; N divides the rank count; default 1: experts "   \
-     "tensor-parallel)"},                                                   \
-    {"attn-parallel", required_argument, (attn_par_id), "tp|dp",            \
-     "mixture of experts: attention tensor-parallel over all ranks, or "    \
-     "data-parallel (each rank its own sequences, at least one each; "      \
-     "default tp)"}
+#define NVL_CLI_OPT_HELP(type)                                              \
+    {.name = "help", .kind = NVL_OPT_HELP,                                  \
+     .offset = offsetof(type, common.help), .doc = "this help"}
+
+/* --ranks N into `long ranks` (0 when not given). */
+#define NVL_CLI_OPT_RANKS(type, doc_)                                       \
+    {.name = "ranks", .kind = NVL_OPT_LONG, .offset = offsetof(type, ranks), \
+     .arg = "N", .doc = (doc_), .min = 1, .max = NVL_TOPO_MAX_GPUS}
+
+/* The placement of a mixture of experts, into `long ep` and `int attn_dp`
+ * (`run` and `generate`). */
+extern const nvl_opt_name_t nvl_cli_attn_parallel_names[];
+#define NVL_CLI_OPTS_PLACEMENT(type)                                        \
+    {.name = "ep", .kind = NVL_OPT_LONG, .offset = offsetof(type, ep),      \
+     .arg = "N", .def = "1", .min = 1, .max = 1 << 20,                      \
+     .doc = "mixture of experts: spread the experts over N groups of "      \
+            "ranks (expert parallelism; N divides the rank count; 1: "      \
+            "experts tensor-parallel)"},                                    \
+    {.name = "attn-parallel", .kind = NVL_OPT_ENUM,                         \
+     .offset = offsetof(type, attn_dp), .arg = "tp|dp", .def = "tp",        \
+     .names = nvl_cli_attn_parallel_names,                                  \
+     .doc = "mixture of experts: attention tensor-parallel over all "       \
+            "ranks, or data-parallel (each rank its own sequences, at "     \
+            "least one each)"}
 
 /* "TP N", or "EP e x expert-TP N/e, attention TP|DP N": how `ranks`
- * ranks hold the model, for report headers. */
-void nvl_cli_placement_name(char *buf, size_t len, int ranks, long ep,
-                            bool attn_dp);
+ * ranks hold the model, for report headers; at most len bytes with the
+ * terminating zero into name_out. */
+void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
+                            char *name_out);
 
-/* Parses --attn-parallel's value: "tp" (false) or "dp" (true); reports
- * anything else. */
-nvl_status_t nvl_cli_attn_parallel_parse(const char *text, bool *dp_out);
+/* ---- the command skeleton -------------------------------------------------
+ * nvl_cli_command_run starts MPI (nvl_runtime_init) and, with every rank's
+ * reports captured (each error printed once): parses the options, runs
+ * .check, loads common.topo and applies common.sets, runs .prepare; agrees
+ * on the status; prints --help on rank 0 and stops there; checks that the
+ * ranks fit and agree on the topology (.check_ranks); runs .body on every
+ * rank and agrees on its status; runs .cleanup and finalizes.  Returns the
+ * exit code: 0, or 1 on every rank when any rank failed. */
+
+/* What the hooks get besides the command's arguments. */
+typedef struct {
+    const nvl_runtime_t *rt;
+    nvl_topo_t *topo; /* NULL when the command was given none */
+} nvl_cli_ctx_t;
+
+/* The nvl_opts_t of subcommand name_ (a string literal) with option table
+ * table_ (an array) and max_args_ arguments besides the options. */
+#define NVL_CLI_OPTS(name_, table_, usage_, max_args_)                     \
+    {.prefix = name_, .help_hint = "nvlemu " name_ " --help",               \
+     .usage = usage_, .opts = table_,                                       \
+     .n_opts = sizeof table_ / sizeof table_[0], .max_args = max_args_}
+
+typedef struct {
+    nvl_opts_t opts;
+    size_t common_offset; /* of the nvl_cli_common_t in the arguments */
+    bool check_ranks;     /* nvl_runtime_check_topo before .body */
+    /* After parsing, before the topology: the arguments that are not
+     * options (argv[first..argc-1]) and what no single row checks.  May be
+     * NULL. */
+    nvl_status_t (*check)(void *args, int argc, char **argv, int first);
+    /* After the topology is loaded, reports still captured: inputs that
+     * need it (a model, an output file).  May be NULL. */
+    nvl_status_t (*prepare)(void *args, const nvl_cli_ctx_t *ctx);
+    /* The command; returns this rank's status, the skeleton agrees. */
+    nvl_status_t (*body)(void *args, const nvl_cli_ctx_t *ctx);
+    /* Frees what check, prepare and body left in args.  May be NULL. */
+    void (*cleanup)(void *args);
+} nvl_cli_command_t;
+
+/* args: the command's arguments struct, zeroed by the caller (fields
+ * without a row default keep that zero). */
+int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
+                        char **argv);
+
+/* Opens path for writing ('-': standard output) for --json and the like;
+ * reports "OPTION PATH: cannot open for writing" and returns NULL. */
+FILE *nvl_cli_open_out(const char *option, const char *path);
+
+/* Closes what nvl_cli_open_out opened (not standard output); reports
+ * "OPTION PATH: write failed" and returns NVL_ERR_IO if writing failed. */
+nvl_status_t nvl_cli_close_out(const char *option, const char *path,
+                               FILE *stream);
 
 typedef int (*nvl_cli_cmd_fn)(int argc, char **argv);
 

@@ -26,29 +26,25 @@
 #define N_TABLE_COLLS (NVL_COLL_ALLREDUCE + 1) /* NCCL's five, in order */
 #define ALGOS_PER_BLOCK 3                      /* as NCCL prints them */
 
-enum { OPT_TOPO = 1, OPT_RANKS, OPT_JSON, OPT_SET, OPT_HELP };
+typedef struct {
+    nvl_cli_common_t common;
+    long ranks;
+    nvl_comm_t *comm; /* the prediction-only communicator */
+} table_args_t;
 
-static const nvl_cli_opt_t table_opts[] = {
-    {"topo", required_argument, OPT_TOPO, "FILE", "the topology (required)"},
-    {"ranks", required_argument, OPT_RANKS, "N",
-     "model a job of N ranks, GPUs 0..N-1 (default: every GPU)"},
-    {"json", required_argument, OPT_JSON, "FILE",
-     "write the table as JSON to FILE ('-': standard output) instead"},
-    {"set", required_argument, OPT_SET, "SECTION.KEY=VALUE",
-     "what-if override of the topology, repeatable"},
-    {"help", no_argument, OPT_HELP, NULL, "this help"},
-};
-#define N_OPTS (sizeof table_opts / sizeof table_opts[0])
 #define USAGE "nvlemu coll-table --topo FILE [--ranks N] [--json FILE] " \
               "[--set K=V]...   (honours NCCL_ALGO, NCCL_PROTO, "       \
               "NCCL_NVLS_ENABLE, NCCL_MAX_NCHANNELS)"
 
-typedef struct {
-    const char *topo_file, *json;
-    long ranks;
-    const char **sets;
-    int n_sets, help;
-} table_args_t;
+static const nvl_opt_t table_opts[] = {
+    NVL_CLI_OPT_TOPO(table_args_t, NULL, true),
+    NVL_CLI_OPT_RANKS(table_args_t, "model a job of N ranks, GPUs 0..N-1 "
+                                    "(default: every GPU)"),
+    NVL_CLI_OPT_JSON(table_args_t, "write the table as JSON to FILE ('-': "
+                                   "standard output) instead"),
+    NVL_CLI_OPT_SET(table_args_t),
+    NVL_CLI_OPT_HELP(table_args_t),
+};
 
 typedef enum { CELL_OK, CELL_UNSUPPORTED, CELL_DISABLED } cell_state_t;
 static const char *const cell_state_names[] = {
@@ -62,43 +58,6 @@ typedef struct {
 } cell_t;
 
 typedef cell_t table_t[N_TABLE_COLLS][NVL_ALGO_COUNT][NVL_PROTO_COUNT];
-
-static nvl_status_t on_opt(int id, const char *arg, void *ctx)
-{
-    table_args_t *a = ctx;
-    switch (id) {
-    case OPT_TOPO: a->topo_file = arg; break;
-    case OPT_RANKS:
-        a->ranks = nvl_cli_positive("--ranks", arg, NVL_TOPO_MAX_GPUS);
-        return a->ranks < 0 ? NVL_ERR_INVALID : NVL_OK;
-    case OPT_JSON: a->json = arg; break;
-    case OPT_SET: a->sets[a->n_sets++] = arg; break;
-    case OPT_HELP: a->help = 1; break;
-    }
-    return NVL_OK;
-}
-
-static nvl_status_t parse_args(int argc, char **argv, table_args_t *a)
-{
-    a->sets = calloc((size_t)argc, sizeof *a->sets);
-    if (a->sets == NULL)
-        return NVL_ERR_NOMEM;
-    int first;
-    nvl_status_t st = nvl_cli_parse("coll-table", argc, argv, table_opts,
-                                    N_OPTS, on_opt, a, &first);
-    if (st != NVL_OK || a->help)
-        return st;
-    if (first < argc) {
-        nvl_report("coll-table: unexpected argument '%s' (usage: %s)",
-                   argv[first], USAGE);
-        return NVL_ERR_INVALID;
-    }
-    if (a->topo_file == NULL) {
-        nvl_report("coll-table: --topo FILE is required (usage: %s)", USAGE);
-        return NVL_ERR_INVALID;
-    }
-    return NVL_OK;
-}
 
 static void fill_table(const nvl_comm_t *comm, table_t table)
 {
@@ -235,72 +194,60 @@ static nvl_status_t write_json(const nvl_topo_t *topo, const char *origin,
 static nvl_status_t output(const table_args_t *args, const nvl_topo_t *topo,
                            const nvl_comm_t *comm, const table_t table)
 {
-    if (args->json == NULL) {
+    if (args->common.json == NULL) {
         print_summary(topo, comm, table);
         print_table(table);
         return NVL_OK;
     }
-    bool to_stdout = strcmp(args->json, "-") == 0;
-    FILE *out = to_stdout ? stdout : fopen(args->json, "w");
-    if (out == NULL) {
-        nvl_report("--json %s: cannot open for writing", args->json);
+    FILE *out = nvl_cli_open_out("--json", args->common.json);
+    if (out == NULL)
         return NVL_ERR_IO;
+    nvl_status_t st = write_json(topo, args->common.topo, comm, table, out);
+    nvl_status_t cst = nvl_cli_close_out("--json", args->common.json, out);
+    return st != NVL_OK ? st : cst;
+}
+
+static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
+{
+    table_args_t *a = args;
+    if (a->ranks > (long)ctx->topo->gpus) {
+        nvl_report("--ranks %ld: topology '%s' has only %u GPUs", a->ranks,
+                   ctx->topo->name, ctx->topo->gpus);
+        return NVL_ERR_INVALID;
     }
-    nvl_status_t st = write_json(topo, args->topo_file, comm, table, out);
-    if (!to_stdout && fclose(out) != 0 && st == NVL_OK) {
-        nvl_report("--json %s: write failed", args->json);
-        st = NVL_ERR_IO;
-    }
+    return nvl_comm_create_virtual(
+        ctx->topo, a->ranks > 0 ? (int)a->ranks : (int)ctx->topo->gpus, NULL,
+        &a->comm);
+}
+
+/* Rank 0 computes and prints; the others only checked their input. */
+static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
+{
+    const table_args_t *a = args;
+    if (ctx->rt->rank != 0)
+        return NVL_OK;
+    static table_t table;
+    fill_table(a->comm, table);
+    nvl_status_t st = output(a, ctx->topo, a->comm, table);
+    fflush(stdout);
     return st;
 }
 
+static void cleanup(void *args)
+{
+    nvl_comm_destroy(((table_args_t *)args)->comm);
+}
+
+static const nvl_cli_command_t table_command = {
+    .opts = NVL_CLI_OPTS("coll-table", table_opts, USAGE, 0),
+    .common_offset = offsetof(table_args_t, common),
+    .prepare = prepare,
+    .body = body,
+    .cleanup = cleanup,
+};
+
 int nvl_cmd_coll_table(int argc, char **argv)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
     table_args_t args = {0};
-    nvl_topo_t *topo = NULL;
-    nvl_comm_t *comm = NULL;
-    int code = 1;
-
-    nvl_runtime_capture_begin();
-    nvl_status_t st = parse_args(argc, argv, &args);
-    if (st == NVL_OK && !args.help)
-        st = nvl_topo_load(args.topo_file, &topo);
-    for (int i = 0; st == NVL_OK && i < args.n_sets; i++)
-        st = nvl_topo_set(topo, args.sets[i]);
-    if (st == NVL_OK && !args.help && args.ranks > (long)topo->gpus) {
-        nvl_report("--ranks %ld: topology '%s' has only %u GPUs", args.ranks,
-                   topo->name, topo->gpus);
-        st = NVL_ERR_INVALID;
-    }
-    if (st == NVL_OK && !args.help)
-        st = nvl_comm_create_virtual(
-            topo, args.ranks > 0 ? (int)args.ranks : (int)topo->gpus, NULL,
-            &comm);
-    if (nvl_runtime_capture_end(st) != NVL_OK)
-        goto out;
-    if (args.help) {
-        if (rt.rank == 0)
-            nvl_cli_help(stdout, USAGE, table_opts, N_OPTS);
-        code = 0;
-        goto out;
-    }
-    st = NVL_OK;
-    if (rt.rank == 0) {
-        static table_t table;
-        fill_table(comm, table);
-        st = output(&args, topo, comm, table);
-        fflush(stdout);
-    }
-    int ok = st == NVL_OK, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    code = all_ok ? 0 : 1;
-out:
-    nvl_comm_destroy(comm);
-    nvl_topo_free(topo);
-    free(args.sets);
-    nvl_runtime_finalize();
-    return code;
+    return nvl_cli_command_run(&table_command, &args, argc, argv);
 }

@@ -9,39 +9,39 @@
 #include "nvlemu/engine.h"
 #include "nvlemu/runtime.h"
 
-enum {
-    OPT_MODEL = 1, OPT_IDS, OPT_NEW, OPT_LOGITS, OPT_TOPO, OPT_EP,
-    OPT_ATTN_PAR, OPT_HELP
-};
-
-static const nvl_cli_opt_t gen_opts[] = {
-    {"model", required_argument, OPT_MODEL, "DIR",
-     "Hugging Face model directory (config.json and *.safetensors)"},
-    {"input-ids", required_argument, OPT_IDS, "IDS",
-     "prompts as token ids: \"1,2,3;4,5,6\" (';' separates prompts)"},
-    {"max-new-tokens", required_argument, OPT_NEW, "N",
-     "tokens to generate per prompt (default 16)"},
-    {"logits-out", required_argument, OPT_LOGITS, "FILE.json",
-     "write {\"new_tokens\": [[...]], \"last_logits\": [[...]]}"},
-    {"topo", required_argument, OPT_TOPO, "FILE",
-     "topology (default topology/gb200-nvl72.topo)"},
-    NVL_CLI_PLACEMENT_OPTS(OPT_EP, OPT_ATTN_PAR),
-    {"help", no_argument, OPT_HELP, NULL, "this help"},
-};
-#define N_OPTS (sizeof gen_opts / sizeof gen_opts[0])
-#define USAGE "mpirun -np N nvlemu generate --model DIR --input-ids " \
-              "\"1,2,3;4,5\" [--max-new-tokens N] [--logits-out FILE.json] " \
-              "[--ep N] [--attn-parallel tp|dp]"
-
 typedef struct {
-    const char *model, *ids, *logits_out, *topo;
-    long max_new, ep;
-    bool attn_dp;
-    int help;
+    nvl_cli_common_t common;
+    const char *model, *ids, *logits_out;
+    long gen_len, ep;
+    int attn_dp;
     int32_t *tokens; /* all prompts, one after another */
     int *lens;
     int batch;
+    nvl_model_config_t cfg;
 } gen_args_t;
+
+#define USAGE "mpirun -np N nvlemu generate --model DIR --input-ids " \
+              "\"1,2,3;4,5\" [--gen-len N] [--logits-out FILE.json] " \
+              "[--ep N] [--attn-parallel tp|dp]"
+
+static const nvl_opt_t gen_opts[] = {
+    {.name = "model", .kind = NVL_OPT_STRING,
+     .offset = offsetof(gen_args_t, model), .arg = "DIR", .required = true,
+     .doc = "Hugging Face model directory (config.json and *.safetensors)"},
+    {.name = "input-ids", .kind = NVL_OPT_STRING,
+     .offset = offsetof(gen_args_t, ids), .arg = "IDS", .required = true,
+     .doc = "prompts as token ids: \"1,2,3;4,5,6\" (';' separates prompts)"},
+    {.name = "gen-len", .alias = "max-new-tokens", .kind = NVL_OPT_LONG,
+     .offset = offsetof(gen_args_t, gen_len), .arg = "N", .def = "16",
+     .min = 1, .max = 1 << 20, .doc = "tokens to generate per prompt"},
+    {.name = "logits-out", .kind = NVL_OPT_STRING,
+     .offset = offsetof(gen_args_t, logits_out), .arg = "FILE.json",
+     .doc = "write {\"new_tokens\": [[...]], \"last_logits\": [[...]]}"},
+    NVL_CLI_OPT_TOPO(gen_args_t, NVL_CLI_DEFAULT_TOPO, false),
+    NVL_CLI_OPT_SET(gen_args_t),
+    NVL_CLI_OPTS_PLACEMENT(gen_args_t),
+    NVL_CLI_OPT_HELP(gen_args_t),
+};
 
 /* "1,2,3;4,5" -> tokens and lengths; reports the first bad entry. */
 static nvl_status_t parse_ids(const char *text, gen_args_t *a)
@@ -81,42 +81,18 @@ static nvl_status_t parse_ids(const char *text, gen_args_t *a)
     }
 }
 
-static nvl_status_t on_opt(int id, const char *arg, void *ctx)
+static nvl_status_t check(void *args, int argc, char **argv, int first)
 {
-    gen_args_t *a = ctx;
-    switch (id) {
-    case OPT_MODEL: a->model = arg; break;
-    case OPT_IDS: a->ids = arg; break;
-    case OPT_NEW:
-        a->max_new = nvl_cli_positive("--max-new-tokens", arg, 1 << 20);
-        return a->max_new < 0 ? NVL_ERR_INVALID : NVL_OK;
-    case OPT_LOGITS: a->logits_out = arg; break;
-    case OPT_TOPO: a->topo = arg; break;
-    case OPT_EP:
-        a->ep = nvl_cli_positive("--ep", arg, 1 << 20);
-        return a->ep < 0 ? NVL_ERR_INVALID : NVL_OK;
-    case OPT_ATTN_PAR: return nvl_cli_attn_parallel_parse(arg, &a->attn_dp);
-    case OPT_HELP: a->help = 1; break;
-    }
-    return NVL_OK;
+    (void)argc, (void)argv, (void)first;
+    gen_args_t *a = args;
+    return parse_ids(a->ids, a);
 }
 
-static nvl_status_t parse_args(int argc, char **argv, gen_args_t *a)
+static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
-    a->max_new = 16;
-    a->ep = 1;
-    a->topo = "topology/gb200-nvl72.topo";
-    int first;
-    nvl_status_t st = nvl_cli_parse("generate", argc, argv, gen_opts, N_OPTS,
-                                    on_opt, a, &first);
-    if (st != NVL_OK || a->help)
-        return st;
-    if (a->model == NULL || a->ids == NULL || first != argc) {
-        nvl_report("generate: --model and --input-ids are required (usage: "
-                   "%s)", USAGE);
-        return NVL_ERR_INVALID;
-    }
-    return parse_ids(a->ids, a);
+    (void)ctx;
+    gen_args_t *a = args;
+    return nvl_model_config_load(a->model, &a->cfg);
 }
 
 static nvl_status_t write_json(const char *path, const gen_args_t *a,
@@ -126,8 +102,8 @@ static nvl_status_t write_json(const char *path, const gen_args_t *a,
     json_t *root = json_object(), *toks = json_array(), *lg = json_array();
     for (int b = 0; b < a->batch; b++) {
         json_t *row = json_array(), *lrow = json_array();
-        for (long s = 0; s < a->max_new; s++)
-            json_array_append_new(row, json_integer(out[b * a->max_new + s]));
+        for (long s = 0; s < a->gen_len; s++)
+            json_array_append_new(row, json_integer(out[b * a->gen_len + s]));
         for (uint32_t i = 0; i < vocab; i++)
             json_array_append_new(lrow,
                                   json_real(logits[(size_t)b * vocab + i]));
@@ -145,82 +121,83 @@ static nvl_status_t write_json(const char *path, const gen_args_t *a,
     return NVL_OK;
 }
 
-int nvl_cmd_generate(int argc, char **argv)
+/* Rank 0 prints the tokens of every prompt. */
+static void print_tokens(const gen_args_t *a, const nvl_cli_ctx_t *ctx,
+                         const int32_t *out, const nvl_vclock_t *clock)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
-    gen_args_t args = {0};
-    nvl_topo_t *topo = NULL;
-    nvl_model_config_t cfg;
-    int code = 1;
-    nvl_runtime_capture_begin();
-    nvl_status_t st = parse_args(argc, argv, &args);
-    if (st == NVL_OK && !args.help)
-        st = nvl_topo_load(args.topo, &topo);
-    if (st == NVL_OK && !args.help)
-        st = nvl_model_config_load(args.model, &cfg);
-    if (nvl_runtime_capture_end(st) != NVL_OK)
-        goto out;
-    if (args.help) {
-        if (rt.rank == 0)
-            nvl_cli_help(stdout, USAGE, gen_opts, N_OPTS);
-        code = 0;
-        goto out;
+    nvl_runtime_print_header(stdout);
+    char place[128];
+    nvl_cli_placement_name(ctx->rt->size, a->ep, a->attn_dp, sizeof place,
+                           place);
+    printf("# nvlemu generate: %s, %s on %s, greedy, %ld new "
+           "token(s) per prompt\n", a->model, place, ctx->topo->name,
+           a->gen_len);
+    for (int b = 0; b < a->batch; b++) {
+        printf("prompt %d:", b);
+        for (long s = 0; s < a->gen_len; s++)
+            printf(" %d", out[b * a->gen_len + s]);
+        printf("\n");
     }
-    if (nvl_runtime_check_topo(topo) != NVL_OK)
-        goto out;
+    printf("# emulated time of the collectives: %.1f us\n",
+           (double)clock->now_ps / 1e6);
+}
+
+static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
+{
+    const gen_args_t *a = args;
     nvl_vclock_t clock = {0};
     nvl_comm_t *tp = NULL;
     nvl_engine_t *e = NULL;
-    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &tp) != NVL_OK)
-        goto out;
+    nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, ctx->topo, &clock, &tp);
+    if (st != NVL_OK)
+        return st;
     nvl_engine_opts_t o;
-    nvl_engine_opts_default(&o, topo);
-    o.weights_dir = args.model;
-    o.place.ep = (int)args.ep;
-    o.place.attn_dp = args.attn_dp;
-    if (nvl_engine_create(&cfg, &o, tp, &e) == NVL_OK) {
-        int32_t *out = malloc((size_t)args.batch * args.max_new * sizeof *out);
-        float *logits = malloc((size_t)args.batch * cfg.vocab * sizeof *logits);
+    nvl_engine_opts_default(&o, ctx->topo);
+    o.weights_dir = a->model;
+    o.place.ep = (int)a->ep;
+    o.place.attn_dp = a->attn_dp;
+    st = nvl_engine_create(&a->cfg, &o, tp, &e);
+    if (st == NVL_OK) {
+        int32_t *out = malloc((size_t)a->batch * a->gen_len * sizeof *out);
+        float *logits = malloc((size_t)a->batch * a->cfg.vocab * sizeof *logits);
         if (out == NULL || logits == NULL) {
             nvl_report("out of memory for the outputs");
             nvl_runtime_abort(1);
         }
-        st = nvl_engine_generate(e, args.tokens, args.lens, args.batch,
-                                 (int)args.max_new, out, logits);
-        if (st == NVL_OK && rt.rank == 0) {
-            nvl_runtime_print_header(stdout);
-            char place[128];
-            nvl_cli_placement_name(place, sizeof place, rt.size, args.ep,
-                                   args.attn_dp);
-            printf("# nvlemu generate: %s, %s on %s, greedy, %ld new "
-                   "token(s) per prompt\n", args.model, place, topo->name,
-                   args.max_new);
-            for (int b = 0; b < args.batch; b++) {
-                printf("prompt %d:", b);
-                for (long s = 0; s < args.max_new; s++)
-                    printf(" %d", out[b * args.max_new + s]);
-                printf("\n");
-            }
-            printf("# emulated time of the collectives: %.1f us\n",
-                   (double)clock.now_ps / 1e6);
-            if (args.logits_out != NULL)
-                st = write_json(args.logits_out, &args, out, logits,
-                                cfg.vocab);
+        st = nvl_engine_generate(e, a->tokens, a->lens, a->batch,
+                                 (int)a->gen_len, out, logits);
+        if (st == NVL_OK && ctx->rt->rank == 0) {
+            print_tokens(a, ctx, out, &clock);
+            if (a->logits_out != NULL)
+                st = write_json(a->logits_out, a, out, logits, a->cfg.vocab);
         }
-        int ok = st == NVL_OK, all = 0;
-        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        code = all ? 0 : 1;
         free(out);
         free(logits);
         nvl_engine_free(e);
     }
     nvl_comm_destroy(tp);
-out:
-    free(args.tokens);
-    free(args.lens);
-    nvl_topo_free(topo);
-    nvl_runtime_finalize();
-    return code;
+    return st;
+}
+
+static void cleanup(void *args)
+{
+    gen_args_t *a = args;
+    free(a->tokens);
+    free(a->lens);
+}
+
+static const nvl_cli_command_t gen_command = {
+    .opts = NVL_CLI_OPTS("generate", gen_opts, USAGE, 0),
+    .common_offset = offsetof(gen_args_t, common),
+    .check_ranks = true,
+    .check = check,
+    .prepare = prepare,
+    .body = body,
+    .cleanup = cleanup,
+};
+
+int nvl_cmd_generate(int argc, char **argv)
+{
+    gen_args_t args = {0};
+    return nvl_cli_command_run(&gen_command, &args, argc, argv);
 }

@@ -13,153 +13,134 @@
 #include "nvlemu/shard.h"
 #include "run.h"
 
-enum {
-    OPT_TOPO = 1, OPT_MODEL, OPT_BATCH, OPT_PROMPT, OPT_GEN, OPT_CTX,
-    OPT_DTYPE, OPT_KV, OPT_LAUNCH, OPT_ATTN, OPT_FUSION, OPT_LAYERS,
-    OPT_MODE, OPT_SEED, OPT_ROUTE_SKEW, OPT_EP, OPT_ATTN_PAR, OPT_SET,
-    OPT_JSON, OPT_TRACE, OPT_TRACE_STEPS, OPT_HELP
-};
+/* What the command holds besides its options (the options first: the
+ * table's offsets are nvl_run_args_t's). */
+typedef struct {
+    nvl_run_args_t a;
+    nvl_model_config_t cfg;
+    nvl_mode_t mode;
+    const char *weights_dir; /* data mode with a checkpoint */
+    FILE *trace;             /* --trace, opened on rank 0 */
+} run_cmd_t;
 
-static const nvl_cli_opt_t run_opts[] = {
-    {"topo", required_argument, OPT_TOPO, "FILE",
-     "topology (default topology/gb200-nvl72.topo)"},
-    {"model", required_argument, OPT_MODEL, "NAME|DIR",
-     "a preset (qwen2.5-72b, qwen2.5-7b, qwen2.5-0.5b, qwen3-32b, "
-     "qwen3-30b-a3b, qwen3-235b-a22b) or a Hugging Face model directory "
-     "(default qwen2.5-72b)"},
-    {"batch", required_argument, OPT_BATCH, "B",
-     "sequences decoded together (default 1)"},
-    {"prompt-len", required_argument, OPT_PROMPT, "P",
-     "prompt tokens per sequence (default 1024)"},
-    {"gen-len", required_argument, OPT_GEN, "G",
-     "new tokens per sequence, the first from prefill (default 128)"},
-    {"ctx", required_argument, OPT_CTX, "C",
-     "instead of --prompt-len/--gen-len: one steady-state decode step at "
-     "context C (prefill C - 1 tokens, then one step)"},
-    {"dtype", required_argument, OPT_DTYPE, "bf16|fp8|fp4",
-     "weight type of the projections (default bf16)"},
-    {"kv-dtype", required_argument, OPT_KV, "bf16|fp8",
-     "KV cache type (default bf16)"},
-    {"launch", required_argument, OPT_LAUNCH, "eager|graph|persistent",
-     "how the host launches kernels (default graph)"},
-    {"attn", required_argument, OPT_ATTN, "fa3|fa4",
-     "attention kernel (default fa4 on GPUs with FP4 units, else fa3)"},
-    {"fusion", required_argument, OPT_FUSION, "none|typical",
-     "which element-wise steps share kernels (default typical)"},
-    {"layers", required_argument, OPT_LAYERS, "N",
-     "run only the first N layers"},
-    {"mode", required_argument, OPT_MODE, "data|timing",
-     "data: weights and numerics (synthetic for presets); timing: none "
-     "(default: data for a directory with safetensors, else timing)"},
-    {"seed", required_argument, OPT_SEED, "S",
-     "synthetic weights and prompts, timing mode's expert routing "
-     "(default 1)"},
-    {"route-skew", required_argument, OPT_ROUTE_SKEW, "S",
-     "timing mode, mixture of experts: tokens pick experts Zipf-distributed "
-     "with exponent S (default 0: uniform)"},
-    NVL_CLI_PLACEMENT_OPTS(OPT_EP, OPT_ATTN_PAR),
-    {"set", required_argument, OPT_SET, "SECTION.KEY=VALUE",
-     "topology what-if, repeatable (nvlink.link_bw=100GB/s)"},
-    {"json", required_argument, OPT_JSON, "FILE",
-     "write the results as JSON ('-': standard output)"},
-    {"trace", required_argument, OPT_TRACE, "FILE",
-     "write a Chrome trace (Perfetto): one track per rank"},
-    {"trace-steps", required_argument, OPT_TRACE_STEPS, "N",
-     "decode steps in the trace after the prefill (default 2)"},
-    {"help", no_argument, OPT_HELP, NULL, "this help"},
+static nvl_status_t parse_wdtype(const char *label, const char *text,
+                                 void *dtype_out)
+{
+    return nvl_wdtype_parse(label, text, dtype_out);
+}
+
+static nvl_status_t parse_kv_dtype(const char *label, const char *text,
+                                   void *dtype_out)
+{
+    nvl_wdtype_t dt;
+    if (nvl_wdtype_parse(label, text, &dt) != NVL_OK)
+        return NVL_ERR_INVALID;
+    if (dt == NVL_WDT_FP4) {
+        nvl_report("%s: fp4 is not a KV cache type (bf16, fp8)", label);
+        return NVL_ERR_INVALID;
+    }
+    *(nvl_wdtype_t *)dtype_out = dt;
+    return NVL_OK;
+}
+
+static nvl_status_t parse_launch(const char *label, const char *text,
+                                 void *launch_out)
+{
+    return nvl_launch_parse(label, text, launch_out);
+}
+
+static nvl_status_t parse_fusion(const char *label, const char *text,
+                                 void *fusion_out)
+{
+    return nvl_fusion_parse(label, text, fusion_out);
+}
+
+/* "auto" (-1: the GPU's default) or an attention kernel. */
+static nvl_status_t parse_attn(const char *label, const char *text,
+                               void *choice_out)
+{
+    nvl_attn_impl_t attn;
+    if (strcmp(text, "auto") == 0) {
+        *(int *)choice_out = -1;
+        return NVL_OK;
+    }
+    if (nvl_attn_parse(label, text, &attn) != NVL_OK)
+        return NVL_ERR_INVALID;
+    *(int *)choice_out = (int)attn;
+    return NVL_OK;
+}
+
+static const nvl_opt_name_t mode_names[] = {
+    {"auto", -1}, {"data", NVL_MODE_DATA}, {"timing", NVL_MODE_TIMING},
+    {NULL, 0}};
+
+#define AT(field) offsetof(nvl_run_args_t, field)
+#define MAX_TOKENS (1L << 30)
+static const nvl_opt_t run_opts[] = {
+    NVL_CLI_OPT_TOPO(nvl_run_args_t, NVL_CLI_DEFAULT_TOPO, false),
+    {.name = "model", .kind = NVL_OPT_STRING, .offset = AT(model),
+     .arg = "NAME|DIR", .def = "qwen2.5-72b",
+     .doc = "a preset (qwen2.5-72b, qwen2.5-7b, qwen2.5-0.5b, qwen3-32b, "
+            "qwen3-30b-a3b, qwen3-235b-a22b) or a Hugging Face model "
+            "directory"},
+    {.name = "batch", .kind = NVL_OPT_LONG, .offset = AT(batch), .arg = "B",
+     .def = "1", .min = 1, .max = 1 << 20,
+     .doc = "sequences decoded together"},
+    {.name = "prompt-len", .kind = NVL_OPT_LONG, .offset = AT(prompt_len),
+     .arg = "P", .def = "1024", .min = 1, .max = MAX_TOKENS,
+     .doc = "prompt tokens per sequence"},
+    {.name = "gen-len", .alias = "max-new-tokens", .kind = NVL_OPT_LONG,
+     .offset = AT(gen_len), .arg = "G", .def = "128", .min = 1,
+     .max = MAX_TOKENS,
+     .doc = "new tokens per sequence, the first from prefill"},
+    {.name = "ctx", .kind = NVL_OPT_LONG, .offset = AT(ctx), .arg = "C",
+     .min = 1, .max = MAX_TOKENS,
+     .doc = "instead of --prompt-len/--gen-len: one steady-state decode "
+            "step at context C (prefill C - 1 tokens, then one step)"},
+    {.name = "dtype", .kind = NVL_OPT_CUSTOM, .offset = AT(dtype),
+     .arg = "bf16|fp8|fp4", .def = "bf16", .parse = parse_wdtype,
+     .doc = "weight type of the projections"},
+    {.name = "kv-dtype", .kind = NVL_OPT_CUSTOM, .offset = AT(kv_dtype),
+     .arg = "bf16|fp8", .def = "bf16", .parse = parse_kv_dtype,
+     .doc = "KV cache type"},
+    {.name = "launch", .kind = NVL_OPT_CUSTOM, .offset = AT(launch),
+     .arg = "eager|graph|persistent", .def = "graph", .parse = parse_launch,
+     .doc = "how the host launches kernels"},
+    {.name = "attn", .kind = NVL_OPT_CUSTOM, .offset = AT(attn_choice),
+     .arg = "fa3|fa4|auto", .def = "auto", .parse = parse_attn,
+     .doc = "attention kernel (auto: fa4 on GPUs with FP4 units, else fa3)"},
+    {.name = "fusion", .kind = NVL_OPT_CUSTOM, .offset = AT(fusion),
+     .arg = "none|typical", .def = "typical", .parse = parse_fusion,
+     .doc = "which element-wise steps share kernels"},
+    {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
+     .min = 1, .max = 100000, .doc = "run only the first N layers"},
+    {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),
+     .arg = "data|timing|auto", .def = "auto", .names = mode_names,
+     .doc = "data: weights and numerics (synthetic for presets); timing: "
+            "none; auto: data for a directory with safetensors, else "
+            "timing"},
+    {.name = "seed", .kind = NVL_OPT_LONG, .offset = AT(seed), .arg = "S",
+     .def = "1", .min = 1, .max = MAX_TOKENS,
+     .doc = "synthetic weights and prompts, timing mode's expert routing"},
+    {.name = "route-skew", .kind = NVL_OPT_DOUBLE, .offset = AT(route_skew),
+     .arg = "S", .def = "0", .min_d = 0, .max_d = 100,
+     .doc = "timing mode, mixture of experts: tokens pick experts "
+            "Zipf-distributed with exponent S (0: uniform)"},
+    NVL_CLI_OPTS_PLACEMENT(nvl_run_args_t),
+    NVL_CLI_OPT_SET(nvl_run_args_t),
+    NVL_CLI_OPT_JSON(nvl_run_args_t,
+                     "write the results as JSON ('-': standard output)"),
+    {.name = "trace", .kind = NVL_OPT_STRING, .offset = AT(trace),
+     .arg = "FILE",
+     .doc = "write a Chrome trace (Perfetto): one track per rank"},
+    {.name = "trace-steps", .kind = NVL_OPT_LONG, .offset = AT(trace_steps),
+     .arg = "N", .def = "2", .min = 1, .max = 1 << 20,
+     .doc = "decode steps in the trace after the prefill"},
+    NVL_CLI_OPT_HELP(nvl_run_args_t),
 };
-#define N_OPTS (sizeof run_opts / sizeof run_opts[0])
+#undef AT
 #define USAGE "mpirun -np TP nvlemu run [--model NAME|DIR] [--topo FILE] " \
               "[--batch B] [--prompt-len P --gen-len G | --ctx C] ..."
-
-static nvl_status_t on_opt(int id, const char *arg, void *ctx)
-{
-    nvl_run_args_t *a = ctx;
-    long *num = NULL, max = 1L << 30;
-    const char *name = NULL;
-    switch (id) {
-    case OPT_TOPO: a->topo_path = arg; break;
-    case OPT_MODEL: a->model = arg; break;
-    case OPT_BATCH: num = &a->batch, name = "--batch", max = 1 << 20; break;
-    case OPT_PROMPT: num = &a->prompt_len, name = "--prompt-len"; break;
-    case OPT_GEN: num = &a->gen_len, name = "--gen-len"; break;
-    case OPT_CTX: num = &a->ctx, name = "--ctx"; break;
-    case OPT_LAYERS: num = &a->layers, name = "--layers", max = 100000; break;
-    case OPT_SEED: num = &a->seed, name = "--seed"; break;
-    case OPT_TRACE_STEPS:
-        num = &a->trace_steps, name = "--trace-steps", max = 1 << 20;
-        break;
-    case OPT_DTYPE: return nvl_wdtype_parse("--dtype", arg, &a->dtype);
-    case OPT_KV:
-        if (nvl_wdtype_parse("--kv-dtype", arg, &a->kv_dtype) != NVL_OK)
-            return NVL_ERR_INVALID;
-        if (a->kv_dtype == NVL_WDT_FP4) {
-            nvl_report("--kv-dtype: fp4 is not a KV cache type (bf16, fp8)");
-            return NVL_ERR_INVALID;
-        }
-        return NVL_OK;
-    case OPT_LAUNCH: return nvl_launch_parse("--launch", arg, &a->launch);
-    case OPT_ATTN:
-        a->attn_set = 1;
-        return nvl_attn_parse("--attn", arg, &a->attn);
-    case OPT_FUSION: return nvl_fusion_parse("--fusion", arg, &a->fusion);
-    case OPT_MODE:
-        if (strcmp(arg, "data") == 0 || strcmp(arg, "timing") == 0) {
-            a->mode = strcmp(arg, "data") == 0 ? NVL_MODE_DATA
-                                               : NVL_MODE_TIMING;
-            return NVL_OK;
-        }
-        nvl_report("--mode: unknown value '%s' (expected data or timing)",
-                   arg);
-        return NVL_ERR_INVALID;
-    case OPT_ROUTE_SKEW: {
-        char *end;
-        a->route_skew = strtod(arg, &end);
-        if (end == arg || *end != '\0' || !(a->route_skew >= 0) ||
-            a->route_skew > 100) {
-            nvl_report("--route-skew: expected a number from 0 to 100, got "
-                       "'%s'", arg);
-            return NVL_ERR_INVALID;
-        }
-        return NVL_OK;
-    }
-    case OPT_EP: num = &a->ep, name = "--ep", max = 1 << 20; break;
-    case OPT_ATTN_PAR:
-        return nvl_cli_attn_parallel_parse(arg, &a->attn_dp);
-    case OPT_SET: a->sets[a->n_sets++] = arg; break;
-    case OPT_JSON: a->json = arg; break;
-    case OPT_TRACE: a->trace = arg; break;
-    case OPT_HELP: a->help = 1; break;
-    }
-    if (num != NULL) {
-        *num = nvl_cli_positive(name, arg, max);
-        return *num < 0 ? NVL_ERR_INVALID : NVL_OK;
-    }
-    return NVL_OK;
-}
-
-static nvl_status_t parse_args(int argc, char **argv, nvl_run_args_t *a)
-{
-    *a = (nvl_run_args_t){
-        .topo_path = "topology/gb200-nvl72.topo", .model = "qwen2.5-72b",
-        .batch = 1, .prompt_len = 1024, .gen_len = 128, .trace_steps = 2,
-        .seed = 1, .ep = 1, .dtype = NVL_WDT_BF16, .kv_dtype = NVL_WDT_BF16,
-        .fusion = NVL_FUSION_TYPICAL, .launch = NVL_LAUNCH_GRAPH, .mode = -1};
-    a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
-    if (a->sets == NULL)
-        return NVL_ERR_NOMEM;
-    int first;
-    nvl_status_t st = nvl_cli_parse("run", argc, argv, run_opts, N_OPTS,
-                                    on_opt, a, &first);
-    if (st != NVL_OK || a->help)
-        return st;
-    if (first != argc) {
-        nvl_report("run: unexpected argument '%s' (usage: %s)", argv[first],
-                   USAGE);
-        return NVL_ERR_INVALID;
-    }
-    return NVL_OK;
-}
 
 static bool is_preset(const char *name)
 {
@@ -195,16 +176,18 @@ static int32_t *prompt_ids(const nvl_run_args_t *a, uint64_t len,
     return ids;
 }
 
-/* Runs the generation and gathers everything rank 0 reports. */
-static int run(nvl_run_args_t *a, nvl_topo_t *topo,
-               const nvl_model_config_t *cfg, nvl_mode_t mode,
-               const char *weights_dir, FILE *trace)
+/* Runs the generation and gathers everything rank 0 reports; returns
+ * this rank's status. */
+static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
+                        const nvl_model_config_t *cfg, nvl_mode_t mode,
+                        const char *weights_dir, FILE *trace)
 {
     const nvl_runtime_t *rt = nvl_runtime();
     nvl_vclock_t clock = {0};
     nvl_comm_t *tp = NULL;
-    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &tp) != NVL_OK)
-        return 1;
+    nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &tp);
+    if (st != NVL_OK)
+        return st;
     nvl_engine_opts_t o;
     nvl_engine_opts_default(&o, topo);
     o.mode = mode;
@@ -216,15 +199,16 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.layers = (uint32_t)a->layers;
     o.cost.weight_dtype = a->dtype;
     o.cost.kv_dtype = a->kv_dtype;
-    if (a->attn_set)
-        o.cost.attn = a->attn;
+    if (a->attn_choice >= 0)
+        o.cost.attn = (nvl_attn_impl_t)a->attn_choice;
     a->attn = o.cost.attn;
     o.cost.fusion = a->fusion;
     o.cost.launch = a->launch;
     nvl_engine_t *e = NULL;
-    if (nvl_engine_create(cfg, &o, tp, &e) != NVL_OK) {
+    st = nvl_engine_create(cfg, &o, tp, &e);
+    if (st != NVL_OK) {
         nvl_comm_destroy(tp);
-        return 1;
+        return st;
     }
     uint64_t plen = a->ctx ? (uint64_t)a->ctx - 1 : (uint64_t)a->prompt_len;
     uint64_t glen = a->ctx ? 2 : (uint64_t)a->gen_len;
@@ -243,10 +227,9 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
     if (trace != NULL || a->trace != NULL)
         nvl_engine_record_events(e, (int32_t)a->trace_steps + 1);
     double t0 = MPI_Wtime();
-    nvl_status_t st = nvl_engine_generate(e, ids, lens, (int)a->batch,
-                                          (int)glen, out, NULL);
+    st = nvl_engine_generate(e, ids, lens, (int)a->batch, (int)glen, out,
+                             NULL);
     double wall = MPI_Wtime() - t0;
-    int code = st == NVL_OK ? 0 : 1;
     if (st == NVL_OK) {
         size_t n;
         const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
@@ -280,18 +263,14 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
             .kv_bytes = nvl_engine_kv_bytes(e, (uint64_t)a->batch,
                                             plen + glen - 1),
             .wall_s = wall, .tokens = mode == NVL_MODE_DATA ? out : NULL};
-        nvl_status_t wst = NVL_OK;
         if (rt->rank == 0) {
             nvl_run_report_text(&r, stdout);
-            if (a->json != NULL)
-                wst = nvl_run_report_json(&r, a->json);
+            if (a->common.json != NULL)
+                st = nvl_run_report_json(&r, a->common.json);
         }
         if (a->trace != NULL &&
             nvl_run_trace_write(e, MPI_COMM_WORLD, topo, trace) != NVL_OK)
-            wst = NVL_ERR_IO;
-        int ok = wst == NVL_OK, every = 0;
-        MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        code = every ? 0 : 1;
+            st = NVL_ERR_IO;
         nvl_run_totals_free(&totals);
         free(end);
         free(end_max);
@@ -302,59 +281,56 @@ static int run(nvl_run_args_t *a, nvl_topo_t *topo,
     free(ids);
     nvl_engine_free(e);
     nvl_comm_destroy(tp);
-    return code;
+    return st;
 }
+
+/* The model (a preset or a directory), the mode, and the trace file. */
+static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
+{
+    run_cmd_t *c = args;
+    const nvl_run_args_t *a = &c->a;
+    bool preset = is_preset(a->model);
+    nvl_status_t st = preset ? nvl_model_preset(a->model, &c->cfg)
+                             : nvl_model_config_load(a->model, &c->cfg);
+    if (st != NVL_OK)
+        return st;
+    bool weights = !preset && has_weights(a->model);
+    c->mode = a->mode >= 0 ? (nvl_mode_t)a->mode
+              : weights    ? NVL_MODE_DATA
+                           : NVL_MODE_TIMING;
+    c->weights_dir = c->mode == NVL_MODE_DATA && weights ? a->model : NULL;
+    if (a->trace != NULL && ctx->rt->rank == 0 &&
+        (c->trace = fopen(a->trace, "w")) == NULL) {
+        nvl_report("--trace %s: cannot open for writing", a->trace);
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}
+
+static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
+{
+    run_cmd_t *c = args;
+    return run(&c->a, ctx->topo, &c->cfg, c->mode, c->weights_dir, c->trace);
+}
+
+static void cleanup(void *args)
+{
+    run_cmd_t *c = args;
+    if (c->trace != NULL)
+        fclose(c->trace);
+}
+
+static const nvl_cli_command_t run_command = {
+    .opts = NVL_CLI_OPTS("run", run_opts, USAGE, 0),
+    .common_offset = offsetof(run_cmd_t, a.common),
+    .check_ranks = true,
+    .prepare = prepare,
+    .body = body,
+    .cleanup = cleanup,
+};
 
 int nvl_cmd_run(int argc, char **argv)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
-    nvl_run_args_t args;
-    nvl_topo_t *topo = NULL;
-    nvl_model_config_t cfg;
-    FILE *trace = NULL;
-    int code = 1;
-    nvl_runtime_capture_begin();
-    nvl_status_t st = parse_args(argc, argv, &args);
-    if (st == NVL_OK && !args.help)
-        st = nvl_topo_load(args.topo_path, &topo);
-    for (int i = 0; st == NVL_OK && !args.help && i < args.n_sets; i++)
-        st = nvl_topo_set(topo, args.sets[i]);
-    bool preset = !args.help && is_preset(args.model);
-    if (st == NVL_OK && !args.help)
-        st = preset ? nvl_model_preset(args.model, &cfg)
-                    : nvl_model_config_load(args.model, &cfg);
-    nvl_mode_t mode = NVL_MODE_TIMING;
-    const char *weights_dir = NULL;
-    if (st == NVL_OK && !args.help) {
-        bool weights = !preset && has_weights(args.model);
-        mode = args.mode >= 0 ? (nvl_mode_t)args.mode
-               : weights      ? NVL_MODE_DATA
-                              : NVL_MODE_TIMING;
-        weights_dir = mode == NVL_MODE_DATA && weights ? args.model : NULL;
-    }
-    if (st == NVL_OK && args.trace != NULL && rt.rank == 0 &&
-        (trace = fopen(args.trace, "w")) == NULL) {
-        nvl_report("--trace %s: cannot open for writing", args.trace);
-        st = NVL_ERR_IO;
-    }
-    if (nvl_runtime_capture_end(st) != NVL_OK)
-        goto out;
-    if (args.help) {
-        if (rt.rank == 0)
-            nvl_cli_help(stdout, USAGE, run_opts, N_OPTS);
-        code = 0;
-        goto out;
-    }
-    if (nvl_runtime_check_topo(topo) != NVL_OK)
-        goto out;
-    code = run(&args, topo, &cfg, mode, weights_dir, trace);
-out:
-    if (trace != NULL)
-        fclose(trace);
-    free(args.sets);
-    nvl_topo_free(topo);
-    nvl_runtime_finalize();
-    return code;
+    run_cmd_t cmd = {0};
+    return nvl_cli_command_run(&run_command, &cmd, argc, argv);
 }

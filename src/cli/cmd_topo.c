@@ -4,139 +4,117 @@
 #include <string.h>
 
 #include "cli.h"
-#include "nvlemu/runtime.h"
-#include "nvlemu/topo.h"
-
-enum { OPT_RANKS = 1, OPT_JSON, OPT_SET, OPT_EXPORT, OPT_KEYS, OPT_HELP };
-
-static const nvl_cli_opt_t topo_opts[] = {
-    {"ranks", required_argument, OPT_RANKS, "N",
-     "describe a job of N ranks (default: the MPI world size, or every GPU "
-     "when run as one process)"},
-    {"json", required_argument, OPT_JSON, "FILE",
-     "write the description as JSON to FILE ('-': standard output)"},
-    {"set", required_argument, OPT_SET, "SECTION.KEY=VALUE",
-     "what-if override, repeatable (nvlink.link_bw=100GB/s, "
-     "gpu[17].clock_scale=0.8)"},
-    {"export", no_argument, OPT_EXPORT, NULL,
-     "print the canonical topology file (after --set) instead"},
-    {"keys", no_argument, OPT_KEYS, NULL,
-     "print the reference of every topology key (Markdown) and exit"},
-    {"help", no_argument, OPT_HELP, NULL, "this help"},
-};
-#define N_OPTS (sizeof topo_opts / sizeof topo_opts[0])
-#define USAGE "[mpirun -np N] nvlemu topo FILE [--ranks N] [--json FILE] " \
-              "[--set K=V]... [--export] [--keys]"
 
 typedef struct {
-    const char *file;
+    nvl_cli_common_t common;
     long ranks;
-    const char *json;
-    const char **sets;
-    int n_sets;
-    int export_file, keys, help;
+    int export_file, keys;
 } topo_args_t;
 
-static nvl_status_t on_opt(int id, const char *arg, void *ctx)
-{
-    topo_args_t *a = ctx;
-    switch (id) {
-    case OPT_RANKS:
-        a->ranks = nvl_cli_positive("--ranks", arg, NVL_TOPO_MAX_GPUS);
-        return a->ranks < 0 ? NVL_ERR_INVALID : NVL_OK;
-    case OPT_JSON: a->json = arg; break;
-    case OPT_SET: a->sets[a->n_sets++] = arg; break;
-    case OPT_EXPORT: a->export_file = 1; break;
-    case OPT_KEYS: a->keys = 1; break;
-    case OPT_HELP: a->help = 1; break;
-    }
-    return NVL_OK;
-}
+#define USAGE "[mpirun -np N] nvlemu topo FILE|--topo FILE [--ranks N] " \
+              "[--json FILE] [--set K=V]... [--export] [--keys]"
 
-static nvl_status_t parse_args(int argc, char **argv, topo_args_t *a)
+static const nvl_opt_t topo_opts[] = {
+    NVL_CLI_OPT_TOPO(topo_args_t, NULL, false),
+    NVL_CLI_OPT_RANKS(topo_args_t,
+                      "describe a job of N ranks (default: the MPI world "
+                      "size, or every GPU when run as one process)"),
+    NVL_CLI_OPT_JSON(topo_args_t, "write the description as JSON to FILE "
+                                  "('-': standard output)"),
+    NVL_CLI_OPT_SET(topo_args_t),
+    {.name = "export", .kind = NVL_OPT_FLAG,
+     .offset = offsetof(topo_args_t, export_file),
+     .doc = "print the canonical topology file (after --set) instead"},
+    {.name = "keys", .kind = NVL_OPT_FLAG,
+     .offset = offsetof(topo_args_t, keys),
+     .doc = "print the reference of every topology key (Markdown) and exit"},
+    NVL_CLI_OPT_HELP(topo_args_t),
+};
+
+/* The topology: FILE or --topo FILE, once; --keys needs none. */
+static nvl_status_t check(void *args, int argc, char **argv, int first)
 {
-    a->sets = calloc((size_t)argc, sizeof *a->sets);
-    if (a->sets == NULL)
-        return NVL_ERR_NOMEM;
-    int first;
-    nvl_status_t st = nvl_cli_parse("topo", argc, argv, topo_opts, N_OPTS,
-                                    on_opt, a, &first);
-    if (st != NVL_OK || a->help || a->keys)
-        return st;
-    if (first != argc - 1) {
+    topo_args_t *a = args;
+    if (a->keys) {
+        a->common.topo = NULL; /* --keys describes no file */
+        return NVL_OK;
+    }
+    if (first < argc && a->common.topo != NULL) {
+        nvl_report("topo: topology given twice ('%s' and --topo %s; usage: "
+                   "%s)", argv[first], a->common.topo, USAGE);
+        return NVL_ERR_INVALID;
+    }
+    if (first < argc)
+        a->common.topo = argv[first];
+    if (a->common.topo == NULL) {
         nvl_report("topo: expected one topology FILE (usage: %s)", USAGE);
         return NVL_ERR_INVALID;
     }
-    a->file = argv[first];
     return NVL_OK;
 }
 
+static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
+{
+    const topo_args_t *a = args;
+    if (ctx->topo != NULL && a->ranks > (long)ctx->topo->gpus) {
+        nvl_report("--ranks %ld: topology '%s' has only %u GPUs", a->ranks,
+                   ctx->topo->name, ctx->topo->gpus);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+static nvl_status_t describe_json(const topo_args_t *a, const nvl_topo_t *topo,
+                                  uint32_t ranks)
+{
+    FILE *out = nvl_cli_open_out("--json", a->common.json);
+    if (out == NULL)
+        return NVL_ERR_IO;
+    nvl_status_t st = nvl_topo_describe_json(topo, ranks, a->common.topo, out);
+    nvl_status_t cst = nvl_cli_close_out("--json", a->common.json, out);
+    return st != NVL_OK ? st : cst;
+}
+
+/* Rank 0 speaks for the job. */
+static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
+{
+    const topo_args_t *a = args;
+    const nvl_runtime_t *rt = ctx->rt;
+    if (rt->rank != 0)
+        return NVL_OK;
+    if (a->keys) {
+        nvl_topo_keys_markdown(stdout);
+        return NVL_OK;
+    }
+    const nvl_topo_t *topo = ctx->topo;
+    uint32_t ranks = a->ranks > 0  ? (uint32_t)a->ranks
+                     : rt->size > 1 ? (uint32_t)rt->size
+                                    : topo->gpus;
+    nvl_status_t st = NVL_OK;
+    if (a->export_file) {
+        st = nvl_topo_export(topo, stdout);
+    } else if (a->common.json != NULL) {
+        st = describe_json(a, topo, ranks);
+    } else {
+        nvl_runtime_print_header(stdout);
+        nvl_topo_describe(topo, ranks, a->common.topo, stdout);
+        printf("# all %d rank(s) loaded the same model\n", rt->size);
+    }
+    fflush(stdout);
+    return st;
+}
+
+static const nvl_cli_command_t topo_command = {
+    .opts = NVL_CLI_OPTS("topo", topo_opts, USAGE, 1),
+    .common_offset = offsetof(topo_args_t, common),
+    .check_ranks = true,
+    .check = check,
+    .prepare = prepare,
+    .body = body,
+};
+
 int nvl_cmd_topo(int argc, char **argv)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
     topo_args_t args = {0};
-    nvl_topo_t *topo = NULL;
-    int code = 1;
-
-    nvl_runtime_capture_begin();
-    nvl_status_t st = parse_args(argc, argv, &args);
-    if (st == NVL_OK && args.file != NULL)
-        st = nvl_topo_load(args.file, &topo);
-    for (int i = 0; st == NVL_OK && i < args.n_sets; i++)
-        st = nvl_topo_set(topo, args.sets[i]);
-    if (st == NVL_OK && topo != NULL && args.ranks > (long)topo->gpus) {
-        nvl_report("--ranks %ld: topology '%s' has only %u GPUs", args.ranks,
-                   topo->name, topo->gpus);
-        st = NVL_ERR_INVALID;
-    }
-    if (nvl_runtime_capture_end(st) != NVL_OK)
-        goto out;
-    if (args.help || args.keys) {
-        if (rt.rank == 0 && args.help)
-            nvl_cli_help(stdout, USAGE, topo_opts, N_OPTS);
-        if (rt.rank == 0 && args.keys)
-            nvl_topo_keys_markdown(stdout);
-        code = 0;
-        goto out;
-    }
-    if (nvl_runtime_check_topo(topo) != NVL_OK)
-        goto out;
-
-    uint32_t ranks = args.ranks > 0 ? (uint32_t)args.ranks
-                     : rt.size > 1  ? (uint32_t)rt.size
-                                    : topo->gpus;
-    st = NVL_OK;
-    if (rt.rank == 0) {
-        if (args.export_file) {
-            st = nvl_topo_export(topo, stdout);
-        } else if (args.json != NULL) {
-            FILE *out = strcmp(args.json, "-") == 0 ? stdout
-                                                    : fopen(args.json, "w");
-            if (out == NULL) {
-                nvl_report("--json %s: cannot open for writing", args.json);
-                st = NVL_ERR_IO;
-            } else {
-                st = nvl_topo_describe_json(topo, ranks, args.file, out);
-                if (out != stdout && fclose(out) != 0) {
-                    nvl_report("--json %s: write failed", args.json);
-                    st = NVL_ERR_IO;
-                }
-            }
-        } else {
-            nvl_runtime_print_header(stdout);
-            nvl_topo_describe(topo, ranks, args.file, stdout);
-            printf("# all %d rank(s) loaded the same model\n", rt.size);
-        }
-        fflush(stdout);
-    }
-    int ok = st == NVL_OK, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    code = all_ok ? 0 : 1;
-out:
-    nvl_topo_free(topo);
-    free(args.sets);
-    nvl_runtime_finalize();
-    return code;
+    return nvl_cli_command_run(&topo_command, &args, argc, argv);
 }

@@ -8,24 +8,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "nvlemu/engine.h"
 #include "run_stats.h"
 
+/* `nvlemu run`'s options (cmd_run.c's table fills them). */
 typedef struct {
-    const char *topo_path, *model, *json, *trace;
-    const char **sets;
-    int n_sets;
+    nvl_cli_common_t common; /* --topo, --set, --json, --help */
+    const char *model, *trace;
     long batch, prompt_len, gen_len, ctx, layers, trace_steps, seed;
     double route_skew; /* timing mode's expert routing (0: uniform) */
     long ep;           /* expert-parallel degree (1: experts TP) */
-    bool attn_dp;      /* attention data-parallel */
+    int attn_dp;       /* attention data-parallel */
     nvl_wdtype_t dtype, kv_dtype;
-    nvl_attn_impl_t attn;
+    int attn_choice;      /* --attn: -1 auto (the GPU's), else nvl_attn_impl_t */
+    nvl_attn_impl_t attn; /* the attention kernel the run used */
     nvl_fusion_t fusion;
     nvl_launch_t launch;
-    int attn_set;       /* --attn given (else the GPU's default) */
-    int mode;           /* -1: choose; else nvl_mode_t */
-    int help;
+    int mode;          /* --mode: -1 auto, else nvl_mode_t */
 } nvl_run_args_t;
 
 /* What rank 0 reports. */

@@ -222,7 +222,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
     const nvl_run_args_t *a = r->args;
     nvl_runtime_print_header(out);
     char place[128];
-    nvl_cli_placement_name(place, sizeof place, r->tp, a->ep, a->attn_dp);
+    nvl_cli_placement_name(r->tp, a->ep, a->attn_dp, sizeof place, place);
     fprintf(out, "# nvlemu run: %s (%u of %u layers) on %s, %s, %s mode, "
                  "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
             r->topo->name, place,
@@ -235,8 +235,8 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
             nvl_attn_name(a->attn), nvl_fusion_name(a->fusion),
             nvl_launch_name(a->launch));
-    for (int i = 0; i < a->n_sets; i++)
-        fprintf(out, "# what-if: --set %s\n", a->sets[i]);
+    for (int i = 0; i < a->common.sets.n; i++)
+        fprintf(out, "# what-if: --set %s\n", a->common.sets.items[i]);
     fprintf(out, "# shards per rank: q heads %.0f..%.0f of %u, MLP rows "
                  "%.0f..%.0f of %u, vocabulary %.0f..%.0f of %u",
             d.q_min, d.q_max, r->cfg->q_heads, d.i_min, d.i_max,
@@ -381,10 +381,10 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     derive(r, &d);
     const nvl_run_args_t *a = r->args;
     json_t *in = json_object(), *sets = json_array();
-    for (int i = 0; i < a->n_sets; i++)
-        json_array_append_new(sets, json_string(a->sets[i]));
+    for (int i = 0; i < a->common.sets.n; i++)
+        json_array_append_new(sets, json_string(a->common.sets.items[i]));
     json_object_set_new(in, "model", json_string(r->cfg->name));
-    json_object_set_new(in, "topology", json_string(a->topo_path));
+    json_object_set_new(in, "topology", json_string(a->common.topo));
     json_object_set_new(in, "system", json_string(r->topo->name));
     json_object_set_new(in, "set", sets);
     json_object_set_new(in, "tp", json_integer(r->tp));
