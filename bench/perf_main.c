@@ -24,7 +24,6 @@
  * Sizes up to --data-max run in data mode (real buffers through MPI), the
  * larger ones in timing mode (no payload), which gives the same times. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -35,6 +34,7 @@
 #include <unistd.h>
 
 #include "nvlemu/coll.h"
+#include "nvlemu/opts.h"
 #include "nvlemu/runtime.h"
 #include "nvlemu/topo.h"
 #include "nvlemu/units.h"
@@ -54,93 +54,18 @@ typedef enum { MODE_AUTO, MODE_DATA, MODE_TIMING } bench_mode_t;
 
 typedef struct {
     const char *topo;
+    nvl_opt_list_t sets;
     size_t min_bytes, max_bytes, step_bytes, data_max;
-    long step_factor, iters, warmup, root, check;
+    long step_factor, iters, warmup, root, check, ignored;
     nvl_dtype_t dtype;
     nvl_redop_t op;
-    bench_mode_t mode;
+    int mode; /* bench_mode_t */
     int help;
 } bench_args_t;
 
-typedef enum {
-    OPT_PATH,    /* const char *, the argument itself */
-    OPT_SIZE,    /* size_t bytes: a number with K, M or G (1024-based) */
-    OPT_LONG,    /* long >= min */
-    OPT_DTYPE,   /* nvl_dtype_t by name */
-    OPT_OP,      /* nvl_redop_t by name */
-    OPT_MODE,    /* bench_mode_t by name */
-    OPT_ONE,     /* nccl-tests option that must stay 1 here */
-    OPT_IGNORED, /* nccl-tests option without meaning here: a number */
-    OPT_HELP
-} opt_kind_t;
-
-typedef struct {
-    const char *name; /* long name, without "--" */
-    char short_name;  /* nccl-tests' letter, or 0 */
-    opt_kind_t kind;
-    size_t offset;    /* of the field in bench_args_t */
-    long min;         /* OPT_LONG */
-    const char *arg;
-    const char *doc;
-} bench_opt_t;
-
-#define AT(field) offsetof(bench_args_t, field)
-static const bench_opt_t opts[] = {
-    {"topo", 0, OPT_PATH, AT(topo), 0, "FILE",
-     "topology to emulate (required); rank r plays GPU r"},
-    {"minbytes", 'b', OPT_SIZE, AT(min_bytes), 0, "SIZE",
-     "smallest size (default 32M; K, M, G are powers of 1024)"},
-    {"maxbytes", 'e', OPT_SIZE, AT(max_bytes), 0, "SIZE",
-     "largest size (default 32M)"},
-    {"stepbytes", 'i', OPT_SIZE, AT(step_bytes), 0, "SIZE",
-     "increment between sizes when --stepfactor is 1 (default 1M)"},
-    {"stepfactor", 'f', OPT_LONG, AT(step_factor), 1, "N",
-     "multiply the size by N between sizes (default 1: use --stepbytes)"},
-    {"iters", 'n', OPT_LONG, AT(iters), 1, "N",
-     "timed calls per size and layout (default 20)"},
-    {"warmup_iters", 'w', OPT_LONG, AT(warmup), 0, "N",
-     "untimed calls before them (default 5)"},
-    {"datatype", 'd', OPT_DTYPE, AT(dtype), 0, "TYPE",
-     "float, half, bfloat16 or f8e4m3 (default float)"},
-    {"op", 'o', OPT_OP, AT(op), 0, "OP", "sum, max or min (default sum)"},
-    {"root", 'r', OPT_LONG, AT(root), 0, "N",
-     "root of broadcast and reduce (default 0)"},
-    {"check", 'c', OPT_LONG, AT(check), 0, "N",
-     "check the results of data-mode sizes (default 1; 0: no check)"},
-    {"mode", 0, OPT_MODE, AT(mode), 0, "MODE",
-     "data, timing, or auto: data mode up to --data-max and timing mode "
-     "above (default auto)"},
-    {"data-max", 0, OPT_SIZE, AT(data_max), 0, "SIZE",
-     "largest size that auto mode runs in data mode (default 1M)"},
-    {"ngpus", 'g', OPT_ONE, 0, 0, "1",
-     "GPUs per rank: only 1 (one rank plays one GPU)"},
-    {"nthreads", 't', OPT_ONE, 0, 0, "1", "threads per rank: only 1"},
-    {"average", 'a', OPT_IGNORED, 0, 0, "N",
-     "accepted and ignored: every rank sees the same emulated time"},
-    {"blocking", 'z', OPT_IGNORED, 0, 0, "N", "accepted and ignored"},
-    {"cudagraph", 'G', OPT_IGNORED, 0, 0, "N", "accepted and ignored"},
-    {"help", 'h', OPT_HELP, 0, 0, NULL, "this help"},
-};
-#define N_OPTS (sizeof opts / sizeof opts[0])
-#define OPT_LONG_ONLY 256 /* getopt value of row i without a letter: +i */
-
-static const char *const mode_names[] = {
-    [MODE_AUTO] = "auto", [MODE_DATA] = "data", [MODE_TIMING] = "timing"};
-
-/* "-b/--minbytes" or "--topo", for messages. */
-static const char *opt_label(const bench_opt_t *o)
-{
-    static char buf[64];
-    if (o->short_name)
-        snprintf(buf, sizeof buf, "-%c/--%s", o->short_name, o->name);
-    else
-        snprintf(buf, sizeof buf, "--%s", o->name);
-    return buf;
-}
-
 /* nccl-tests' sizes: a number of bytes, optionally with K, M or G. */
-static nvl_status_t parse_size(const bench_opt_t *o, const char *text,
-                               size_t *bytes_out)
+static nvl_status_t parse_size(const char *label, const char *text,
+                               void *bytes_out)
 {
     char *end;
     errno = 0;
@@ -157,63 +82,121 @@ static nvl_status_t parse_size(const bench_opt_t *o, const char *text,
         v != floor(v) || v > 0x1p62) {
         nvl_report("%s %s: expected a whole number of bytes, optionally with "
                    "K, M or G (powers of 1024), as in 8, 64K, 8G",
-                   opt_label(o), text);
+                   label, text);
         return NVL_ERR_INVALID;
     }
-    *bytes_out = (size_t)v;
+    *(size_t *)bytes_out = (size_t)v;
     return NVL_OK;
 }
 
-static nvl_status_t parse_long(const bench_opt_t *o, const char *text,
-                               long min, long *out)
+/* nvl_dtype_parse and nvl_redop_parse name the value, not the option. */
+static nvl_status_t parse_dtype(const char *label, const char *text,
+                                void *dtype_out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno != 0 || v < min ||
-        v > 1000000000L) {
-        nvl_report("%s %s: expected a whole number from %ld to 1000000000",
-                   opt_label(o), text, min);
+    (void)label;
+    return nvl_dtype_parse(text, dtype_out);
+}
+
+static nvl_status_t parse_op(const char *label, const char *text,
+                             void *op_out)
+{
+    (void)label;
+    return nvl_redop_parse(text, op_out);
+}
+
+/* An nccl-tests option that must stay 1 here. */
+static nvl_status_t parse_one(const char *label, const char *text,
+                              void *unused)
+{
+    (void)unused;
+    if (strcmp(text, "1") != 0) {
+        nvl_report("%s %s: must be 1 here: each MPI rank plays one GPU with "
+                   "one thread (for N GPUs, start N ranks: mpirun -np N)",
+                   label, text);
         return NVL_ERR_INVALID;
     }
-    *out = v;
     return NVL_OK;
 }
 
-static nvl_status_t set_option(const bench_opt_t *o, const char *value,
-                               bench_args_t *a)
-{
-    void *field = (char *)a + o->offset;
-    long ignored;
-    switch (o->kind) {
-    case OPT_PATH: *(const char **)field = value; return NVL_OK;
-    case OPT_SIZE: return parse_size(o, value, field);
-    case OPT_LONG: return parse_long(o, value, o->min, field);
-    case OPT_DTYPE: return nvl_dtype_parse(value, field);
-    case OPT_OP: return nvl_redop_parse(value, field);
-    case OPT_MODE:
-        for (size_t m = 0; m < sizeof mode_names / sizeof mode_names[0]; m++)
-            if (strcmp(value, mode_names[m]) == 0) {
-                *(bench_mode_t *)field = (bench_mode_t)m;
-                return NVL_OK;
-            }
-        nvl_report("%s %s: expected data, timing or auto", opt_label(o),
-                   value);
-        return NVL_ERR_INVALID;
-    case OPT_ONE:
-        if (strcmp(value, "1") != 0) {
-            nvl_report("%s %s: must be 1 here: each MPI rank plays one GPU "
-                       "with one thread (for N GPUs, start N ranks: mpirun "
-                       "-np N)",
-                       opt_label(o), value);
-            return NVL_ERR_INVALID;
-        }
-        return NVL_OK;
-    case OPT_IGNORED: return parse_long(o, value, 0, &ignored);
-    case OPT_HELP: a->help = 1; return NVL_OK;
-    }
-    return NVL_ERR_INVALID;
-}
+/* In bench_mode_t's order: mode_names[m].name names mode m. */
+static const nvl_opt_name_t mode_names[] = {
+    {"auto", MODE_AUTO}, {"data", MODE_DATA}, {"timing", MODE_TIMING},
+    {NULL, 0}};
+
+#define AT(field) offsetof(bench_args_t, field)
+#define MAX_COUNT 1000000000L
+static const nvl_opt_t opts[] = {
+    {.name = "topo", .kind = NVL_OPT_STRING, .offset = AT(topo),
+     .arg = "FILE", .required = true,
+     .doc = "topology to emulate; rank r plays GPU r"},
+    {.name = "set", .kind = NVL_OPT_LIST, .offset = AT(sets),
+     .arg = "SECTION.KEY=VALUE",
+     .doc = "topology what-if, repeatable (nvlink.link_bw=100GB/s)"},
+    {.name = "minbytes", .short_name = 'b', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(min_bytes), .arg = "SIZE", .def = "32M",
+     .parse = parse_size,
+     .doc = "smallest size (K, M, G are powers of 1024)"},
+    {.name = "maxbytes", .short_name = 'e', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(max_bytes), .arg = "SIZE", .def = "32M",
+     .parse = parse_size, .doc = "largest size"},
+    {.name = "stepbytes", .short_name = 'i', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(step_bytes), .arg = "SIZE", .def = "1M",
+     .parse = parse_size,
+     .doc = "increment between sizes when --stepfactor is 1"},
+    {.name = "stepfactor", .short_name = 'f', .kind = NVL_OPT_LONG,
+     .offset = AT(step_factor), .arg = "N", .def = "1", .min = 1,
+     .max = MAX_COUNT,
+     .doc = "multiply the size by N between sizes (1: use --stepbytes)"},
+    {.name = "iters", .short_name = 'n', .kind = NVL_OPT_LONG,
+     .offset = AT(iters), .arg = "N", .def = "20", .min = 1,
+     .max = MAX_COUNT, .doc = "timed calls per size and layout"},
+    {.name = "warmup_iters", .short_name = 'w', .kind = NVL_OPT_LONG,
+     .offset = AT(warmup), .arg = "N", .def = "5", .min = 0,
+     .max = MAX_COUNT, .doc = "untimed calls before them"},
+    {.name = "datatype", .short_name = 'd', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(dtype), .arg = "TYPE", .def = "float",
+     .parse = parse_dtype, .doc = "float, half, bfloat16 or f8e4m3"},
+    {.name = "op", .short_name = 'o', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(op), .arg = "OP", .def = "sum", .parse = parse_op,
+     .doc = "sum, max or min"},
+    {.name = "root", .short_name = 'r', .kind = NVL_OPT_LONG,
+     .offset = AT(root), .arg = "N", .def = "0", .min = 0, .max = MAX_COUNT,
+     .doc = "root of broadcast and reduce"},
+    {.name = "check", .short_name = 'c', .kind = NVL_OPT_LONG,
+     .offset = AT(check), .arg = "N", .def = "1", .min = 0, .max = MAX_COUNT,
+     .doc = "check the results of data-mode sizes (0: no check)"},
+    {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),
+     .arg = "MODE", .def = "auto", .names = mode_names,
+     .doc = "data, timing, or auto: data mode up to --data-max and timing "
+            "mode above"},
+    {.name = "data-max", .kind = NVL_OPT_CUSTOM, .offset = AT(data_max),
+     .arg = "SIZE", .def = "1M", .parse = parse_size,
+     .doc = "largest size that auto mode runs in data mode"},
+    {.name = "ngpus", .short_name = 'g', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(ignored), .arg = "1", .parse = parse_one,
+     .doc = "GPUs per rank: only 1 (one rank plays one GPU)"},
+    {.name = "nthreads", .short_name = 't', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(ignored), .arg = "1", .parse = parse_one,
+     .doc = "threads per rank: only 1"},
+    {.name = "average", .short_name = 'a', .kind = NVL_OPT_LONG,
+     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
+     .doc = "accepted and ignored: every rank sees the same emulated time"},
+    {.name = "blocking", .short_name = 'z', .kind = NVL_OPT_LONG,
+     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
+     .doc = "accepted and ignored"},
+    {.name = "cudagraph", .short_name = 'G', .kind = NVL_OPT_LONG,
+     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
+     .doc = "accepted and ignored"},
+    {.name = "help", .short_name = 'h', .kind = NVL_OPT_HELP,
+     .offset = AT(help), .doc = "this help"},
+};
+#undef AT
+static const nvl_opts_t opt_table = {
+    .help_hint = "--help",
+    .usage = "mpirun -np N " NVL_BENCH_COLL "_perf --topo FILE [options]",
+    .intro = "Times the emulated " NVL_BENCH_COLL " on N ranks (one GPU "
+             "each) and prints nccl-tests' table.",
+    .opts = opts, .n_opts = sizeof opts / sizeof opts[0]};
 
 /* Checks what one option alone cannot; nranks is the MPI world size. */
 static nvl_status_t check_args(const bench_args_t *a,
@@ -225,11 +208,6 @@ static nvl_status_t check_args(const bench_args_t *a,
         {"-e/--maxbytes", a->max_bytes, true},
         {"-i/--stepbytes", a->step_bytes, a->step_factor == 1},
     };
-    if (a->topo == NULL) {
-        nvl_report("--topo FILE is required (e.g. --topo "
-                   "topology/gb200-nvl72.topo)");
-        return NVL_ERR_INVALID;
-    }
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i].used && sizes[i].bytes % esz != 0) {
             nvl_report("%s %zu: not a whole number of %zu-byte %s elements",
@@ -261,73 +239,6 @@ static nvl_status_t check_args(const bench_args_t *a,
         return NVL_ERR_INVALID;
     }
     return NVL_OK;
-}
-
-static nvl_status_t parse_args(int argc, char **argv,
-                               const nvl_bench_coll_t *row, int nranks,
-                               bench_args_t *a)
-{
-    struct option longopts[N_OPTS + 1];
-    char shortopts[2 * N_OPTS + 2] = ":";
-    size_t ns = 1;
-    for (size_t i = 0; i < N_OPTS; i++) {
-        int has_arg = opts[i].kind == OPT_HELP ? no_argument
-                                               : required_argument;
-        int val = opts[i].short_name ? opts[i].short_name
-                                     : OPT_LONG_ONLY + (int)i;
-        longopts[i] = (struct option){opts[i].name, has_arg, NULL, val};
-        if (opts[i].short_name) {
-            shortopts[ns++] = opts[i].short_name;
-            if (has_arg == required_argument)
-                shortopts[ns++] = ':';
-        }
-    }
-    shortopts[ns] = '\0';
-    longopts[N_OPTS] = (struct option){NULL, 0, NULL, 0};
-
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-        if (c == ':' || c == '?') {
-            const char *what = argv[optind - 1];
-            char letter[3] = {'-', (char)optopt, '\0'};
-            if (optopt > 0 && optopt < OPT_LONG_ONLY)
-                what = letter;
-            if (c == ':')
-                nvl_report("option %s needs a value (see --help)", what);
-            else
-                nvl_report("unknown option '%s' (see --help)", what);
-            return NVL_ERR_INVALID;
-        }
-        const bench_opt_t *o = NULL;
-        for (size_t i = 0; i < N_OPTS && o == NULL; i++)
-            if (c == (opts[i].short_name ? opts[i].short_name
-                                         : OPT_LONG_ONLY + (int)i))
-                o = &opts[i];
-        nvl_status_t st = set_option(o, optarg, a);
-        if (st != NVL_OK)
-            return st;
-    }
-    if (optind < argc) {
-        nvl_report("unexpected argument '%s' (see --help)", argv[optind]);
-        return NVL_ERR_INVALID;
-    }
-    return a->help ? NVL_OK : check_args(a, row, nranks);
-}
-
-static void print_help(FILE *out)
-{
-    fprintf(out, "usage: mpirun -np N %s_perf --topo FILE [options]\n\n"
-                 "Times the emulated %s on N ranks (one GPU each) and prints "
-                 "nccl-tests' table.\n\noptions:\n",
-            NVL_BENCH_COLL, NVL_BENCH_COLL);
-    for (size_t i = 0; i < N_OPTS; i++) {
-        char left[96];
-        snprintf(left, sizeof left, "%s%s%s", opt_label(&opts[i]),
-                 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-        fprintf(out, "  %-28s %s\n", left, opts[i].doc);
-    }
 }
 
 /* ---- one size ------------------------------------------------------------ */
@@ -570,7 +481,7 @@ static void print_header(const nvl_bench_coll_t *row, const bench_args_t *a,
                "mode above (no payload, #wrong N/A)\n",
                a->data_max, a->check ? ", results checked" : "");
     else
-        printf("# nvlemu: %s mode at every size%s\n", mode_names[a->mode],
+        printf("# nvlemu: %s mode at every size%s\n", mode_names[a->mode].name,
                a->mode == MODE_DATA && a->check ? " (results checked)" : "");
     printf("# nvlemu: time = emulated time per call (mean of the virtual "
            "clock over the iters, at least the host's enqueue time); "
@@ -626,11 +537,7 @@ int main(int argc, char **argv)
     if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
         return 1;
     const nvl_bench_coll_t *row = nvl_bench_coll_find(NVL_BENCH_COLL);
-    bench_args_t args = {
-        .min_bytes = 32u << 20, .max_bytes = 32u << 20,
-        .step_bytes = 1u << 20, .data_max = 1u << 20, .step_factor = 1,
-        .iters = 20, .warmup = 5, .check = 1, .dtype = NVL_DT_F32,
-        .op = NVL_OP_SUM, .mode = MODE_AUTO};
+    bench_args_t args = {0};
     nvl_topo_t *topo = NULL;
     nvl_comm_t *comm = NULL;
     nvl_vclock_t clock = {0};
@@ -643,15 +550,20 @@ int main(int argc, char **argv)
                    NVL_BENCH_COLL);
         st = NVL_ERR_INVALID;
     }
+    int first;
     if (st == NVL_OK)
-        st = parse_args(argc, argv, row, rt.size, &args);
+        st = nvl_opts_parse(&opt_table, argc, argv, &args, &first);
+    if (st == NVL_OK && !args.help)
+        st = check_args(&args, row, rt.size);
     if (st == NVL_OK && !args.help)
         st = nvl_topo_load(args.topo, &topo);
+    for (int i = 0; st == NVL_OK && !args.help && i < args.sets.n; i++)
+        st = nvl_topo_set(topo, args.sets.items[i]);
     if (nvl_runtime_capture_end(st) != NVL_OK)
         goto out;
     if (args.help) {
         if (rt.rank == 0)
-            print_help(stdout);
+            nvl_opts_help(&opt_table, stdout);
         code = 0;
         goto out;
     }
@@ -703,6 +615,7 @@ int main(int argc, char **argv)
 out:
     nvl_comm_destroy(comm);
     nvl_topo_free(topo);
+    nvl_opts_free(&opt_table, &args);
     nvl_runtime_finalize();
     return code;
 }
