@@ -152,6 +152,20 @@ nvl_mode_t nvl_comm_mode(const nvl_comm_t *comm);
  * GPU that moves bf16 activations.  NVL_DT_COUNT restores the call's own
  * dtype (the default).  Must be the same on every member. */
 void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
+/* How data mode moves a collective's data; the modeled time is the same
+ * either way.  NVL_DATA_PATH_FAST (the default): the host's quickest
+ * exchange whatever algorithm the tuner chose -- member to member in
+ * groups of up to 8 (src/coll/direct.c), small allreduces inside the
+ * agreement and one MPI collective above 8 (src/coll/wide.c) -- reducing
+ * in member order.  NVL_DATA_PATH_ALGORITHM: the chosen algorithm's own
+ * steps (src/coll/ring.c, tree.c, nvls.c, nvls_tree.c, pat.c; p2p.c for
+ * all-to-all and send/recv), reducing in the order that NCCL algorithm
+ * does, slower on the host; a floating-point reduction may then differ in
+ * its last bits from the fast path's.  Must be the same on every member
+ * (the agreement reports a member that differs). */
+typedef enum { NVL_DATA_PATH_FAST, NVL_DATA_PATH_ALGORITHM } nvl_data_path_t;
+void nvl_comm_set_data_path(nvl_comm_t *comm, nvl_data_path_t path);
+
 /* Replaces the tuning configuration (must be the same on every member). */
 void nvl_comm_set_tuner(nvl_comm_t *comm, const nvl_tuner_cfg_t *cfg);
 const nvl_tuner_cfg_t *nvl_comm_tuner(const nvl_comm_t *comm);

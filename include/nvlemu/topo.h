@@ -26,15 +26,37 @@
 #define NVL_TOPO_MAX_GPUS 4096u
 #define NVL_TOPO_NAME_MAX 64
 
-/* NCCL's algorithms and protocols, in the order of NCCL's tuning table. */
+/* NCCL's algorithms: ONE row each, in the order of NCCL's tuning table,
+ *   X(ID, key, NCCL name, LL, LL128, Simple)
+ * ID names nvl_algo_t's value (NVL_ALGO_<ID>) and the collective model's
+ * row (src/coll/<key>.c's nvl_coll_algo_<key>); key is the lower-case
+ * name in topology keys ([nccl] <key>.<proto>.base_lat ...); NCCL name is
+ * NCCL_ALGO's spelling; each protocol column gives NCCL's default
+ * latencies, LAT(base per call, per NVLink step, per network step), or
+ * NO_LAT where NCCL does not run the algorithm with that protocol.
+ * Defaults: NCCL src/graph/tuning.cc (baseLat, hwLat[NVLINK], hwLat[NET])
+ * as NCCL 2.28 prints them for the measured 2 x H200 machine
+ * (tests/data/calibration/h200-nvl2/nccl_model_table.txt); PAT:
+ * tuning.cc's "8 + nRanks * 2.8" us.  Every list of algorithms derives
+ * from this one: the enum below, nvl_algo_key, the [nccl] latency keys
+ * (src/topo/keys.c), nvl_algo_name and NCCL_ALGO's accepted names
+ * (src/coll/tuner.c) and the table of models (src/coll/algos.c). */
+#define NVL_ALGO_TABLE(X)                                                   \
+    X(TREE, tree, "Tree", LAT("6.8us", "0.6us", "5us"),                     \
+      LAT("14us", "1.25us", "8.5us"), LAT("8.4us", "4us", "14us"))          \
+    X(RING, ring, "Ring", LAT("6.6us", "0.6us", "2.7us"),                   \
+      LAT("14us", "1.9us", "4us"), LAT("8.4us", "3.4us", "14us"))           \
+    X(NVLS, nvls, "NVLS", NO_LAT, NO_LAT, LAT("0us", "25us", "18us"))       \
+    X(NVLS_TREE, nvlstree, "NVLSTree", NO_LAT, NO_LAT,                      \
+      LAT("0us", "25us", "14us"))                                           \
+    X(PAT, pat, "PAT", NO_LAT, NO_LAT, LAT("8us", "2.8us", "14us"))
+
+#define NVL_ALGO_ENUM_(id, key, name, ll, ll128, simple) NVL_ALGO_##id,
 typedef enum {
-    NVL_ALGO_TREE,
-    NVL_ALGO_RING,
-    NVL_ALGO_NVLS,
-    NVL_ALGO_NVLS_TREE,
-    NVL_ALGO_PAT,
+    NVL_ALGO_TABLE(NVL_ALGO_ENUM_)
     NVL_ALGO_COUNT
 } nvl_algo_t;
+#undef NVL_ALGO_ENUM_
 
 typedef enum {
     NVL_PROTO_LL,

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "coll_impl.h"
+#include "nvlemu/hash.h"
 #include "nvlemu/runtime.h"
 
 enum { AGREE_CLOCK, AGREE_SIG, AGREE_NEG_SIG, AGREE_ERR, AGREE_TIME, AGREE_N };
@@ -50,7 +51,6 @@ typedef struct {
 _Static_assert(sizeof(agree_hdr_t) == NVL_AGREE_HEADER_BYTES,
                "the header size direct.c plans with");
 
-#define TAG_AGREE 90
 #define SLOT_BYTES                                                           \
     ((sizeof(agree_hdr_t) + NVL_AGREE_MAX_PAYLOAD + 63) / 64 * 64)
 
@@ -139,7 +139,7 @@ static nvl_status_t exchange(nvl_comm_t *c, agree_hdr_t *merged,
         }
         ops[m++] = (nvl_p2p_op_t){true, prev, hb + bytes, k};
     }
-    nvl_status_t st = nvl_xfer_exchange(c, ops, m, TAG_AGREE);
+    nvl_status_t st = nvl_xfer_exchange(c, ops, m, NVL_TAG_AGREE);
     if (st != NVL_OK)
         return st;
     slot = buf;
@@ -213,10 +213,10 @@ static void swap_pieces(nvl_comm_t *c, int peer, const char *send,
     for (size_t at = 0; at < elem; at += INLINE_BYTES) {
         int len = (int)(elem - at < INLINE_BYTES ? elem - at : INLINE_BYTES);
         if (recv != NULL)
-            MPI_Irecv(recv + at, len, MPI_BYTE, peer, TAG_AGREE, c->mpi,
+            MPI_Irecv(recv + at, len, MPI_BYTE, peer, NVL_TAG_AGREE, c->mpi,
                       &req[r++]);
         if (send != NULL)
-            MPI_Isend(send + at, len, MPI_BYTE, peer, TAG_AGREE, c->mpi,
+            MPI_Isend(send + at, len, MPI_BYTE, peer, NVL_TAG_AGREE, c->mpi,
                       &req[r++]);
     }
     MPI_Waitall(r, req, MPI_STATUSES_IGNORE);
@@ -377,4 +377,98 @@ nvl_status_t nvl_coll_agree(nvl_comm_t *comm, const nvl_agree_in_t *in,
     out->pairs = h.pairs;
     out->reduced = reduced;
     return NVL_OK;
+}
+
+/* ---- what the members must agree on, and who differs ------------------- */
+
+/* What the members must agree on, as one number. */
+int64_t nvl_coll_signature(const nvl_coll_call_t *c)
+{
+    uint64_t parts[] = {(uint64_t)c->coll, (uint64_t)c->count,
+                        (uint64_t)c->dtype, (uint64_t)c->op,
+                        (uint64_t)(int64_t)c->root,
+                        (uint64_t)c->comm->mode,
+                        (uint64_t)c->comm->data_path};
+    return (int64_t)(nvl_fnv1a64(parts, sizeof parts) >> 1);
+}
+
+void nvl_coll_describe(const nvl_coll_call_t *c, char *buf, size_t len)
+{
+    if (c->coll == NVL_COLL_COUNT) {
+        snprintf(buf, len, "nvl_group_end (a point-to-point group)");
+        return;
+    }
+    if (c->coll > NVL_COLL_COUNT) {
+        snprintf(buf, len, "an unknown call (%d)", (int)c->coll);
+        return;
+    }
+    bool reduces = c->coll == NVL_COLL_ALLREDUCE ||
+                   c->coll == NVL_COLL_REDUCE ||
+                   c->coll == NVL_COLL_REDUCESCATTER;
+    bool rooted = c->coll == NVL_COLL_BROADCAST || c->coll == NVL_COLL_REDUCE;
+    char root[32] = "";
+    if (rooted)
+        snprintf(root, sizeof root, ", root=%d", c->root);
+    snprintf(buf, len, "%s(count=%zu, %s%s%s%s)", nvl_coll_name(c->coll),
+             c->count,
+             c->dtype < NVL_DT_COUNT ? nvl_dtype_name(c->dtype) : "bad dtype",
+             reduces ? ", " : "",
+             !reduces ? ""
+             : c->op < NVL_OP_COUNT ? nvl_redop_name(c->op)
+                                    : "bad op",
+             root);
+}
+
+/* Every member's call, at member 0, which names the first that differs. */
+enum { SIG_COLL, SIG_COUNT, SIG_DTYPE, SIG_OP, SIG_ROOT, SIG_MODE, SIG_PATH,
+       SIG_N };
+
+nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
+                                      const nvl_coll_call_t *c)
+{
+    int64_t mine[SIG_N] = {(int64_t)c->coll, (int64_t)c->count,
+                           (int64_t)c->dtype, (int64_t)c->op,
+                           (int64_t)c->root, (int64_t)comm->mode,
+                           (int64_t)comm->data_path};
+    int64_t *all = NULL;
+    if (comm->rank == 0)
+        all = malloc((size_t)comm->size * sizeof mine);
+    MPI_Gather(mine, SIG_N, MPI_INT64_T, all, SIG_N, MPI_INT64_T, 0,
+               comm->mpi);
+    if (comm->rank == 0 && all != NULL) {
+        for (int r = 1; r < comm->size; r++) {
+            int64_t *o = all + SIG_N * r;
+            if (memcmp(o, mine, sizeof mine) == 0)
+                continue;
+            nvl_coll_call_t other = *c;
+            other.coll = (nvl_coll_t)o[SIG_COLL];
+            other.count = (size_t)o[SIG_COUNT];
+            other.dtype = (nvl_dtype_t)o[SIG_DTYPE];
+            other.op = (nvl_redop_t)o[SIG_OP];
+            other.root = (int)o[SIG_ROOT];
+            char a[160], b[160], ma[64] = "", mb[64] = "";
+            nvl_coll_describe(c, a, sizeof a);
+            nvl_coll_describe(&other, b, sizeof b);
+            if (o[SIG_MODE] != mine[SIG_MODE]) {
+                snprintf(ma, sizeof ma, " in %s mode",
+                         mine[SIG_MODE] == NVL_MODE_DATA ? "data" : "timing");
+                snprintf(mb, sizeof mb, " in %s mode",
+                         o[SIG_MODE] == NVL_MODE_DATA ? "data" : "timing");
+            }
+            if (o[SIG_PATH] != mine[SIG_PATH]) {
+                snprintf(ma + strlen(ma), sizeof ma - strlen(ma),
+                         " on the %s data path",
+                         mine[SIG_PATH] ? "algorithm's" : "fast");
+                snprintf(mb + strlen(mb), sizeof mb - strlen(mb),
+                         " on the %s data path",
+                         o[SIG_PATH] ? "algorithm's" : "fast");
+            }
+            nvl_report("ranks disagree on a collective: member 0 (GPU %u) "
+                       "called %s%s, member %d (GPU %u) called %s%s",
+                       comm->gpus[0], a, ma, r, comm->gpus[r], b, mb);
+            break;
+        }
+    }
+    free(all);
+    return NVL_ERR_MISMATCH;
 }

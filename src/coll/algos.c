@@ -1,10 +1,9 @@
-/* The algorithm table: one row per NCCL algorithm, in NCCL's order. */
+/* The table of algorithm models: one row per row of NVL_ALGO_TABLE
+ * (include/nvlemu/topo.h), in NCCL's order. */
 #include "coll_impl.h"
 
+#define ROW(id, key, name, ll, ll128, simple)                              \
+    [NVL_ALGO_##id] = &nvl_coll_algo_##key,
 const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT] = {
-    [NVL_ALGO_TREE] = &nvl_coll_algo_tree,
-    [NVL_ALGO_RING] = &nvl_coll_algo_ring,
-    [NVL_ALGO_NVLS] = &nvl_coll_algo_nvls,
-    [NVL_ALGO_NVLS_TREE] = &nvl_coll_algo_nvls_tree,
-    [NVL_ALGO_PAT] = &nvl_coll_algo_pat,
-};
+    NVL_ALGO_TABLE(ROW)};
+#undef ROW

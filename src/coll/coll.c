@@ -9,45 +9,7 @@
 #include <string.h>
 
 #include "coll_impl.h"
-#include "nvlemu/hash.h"
 #include "nvlemu/runtime.h"
-
-/* What the members must agree on, as one number. */
-int64_t nvl_coll_signature(const nvl_coll_call_t *c)
-{
-    uint64_t parts[] = {(uint64_t)c->coll, (uint64_t)c->count,
-                        (uint64_t)c->dtype, (uint64_t)c->op,
-                        (uint64_t)(int64_t)c->root,
-                        (uint64_t)c->comm->mode};
-    return (int64_t)(nvl_fnv1a64(parts, sizeof parts) >> 1);
-}
-
-static void describe(const nvl_coll_call_t *c, char *buf, size_t len)
-{
-    if (c->coll == NVL_COLL_COUNT) {
-        snprintf(buf, len, "nvl_group_end (a point-to-point group)");
-        return;
-    }
-    if (c->coll > NVL_COLL_COUNT) {
-        snprintf(buf, len, "an unknown call (%d)", (int)c->coll);
-        return;
-    }
-    bool reduces = c->coll == NVL_COLL_ALLREDUCE ||
-                   c->coll == NVL_COLL_REDUCE ||
-                   c->coll == NVL_COLL_REDUCESCATTER;
-    bool rooted = c->coll == NVL_COLL_BROADCAST || c->coll == NVL_COLL_REDUCE;
-    char root[32] = "";
-    if (rooted)
-        snprintf(root, sizeof root, ", root=%d", c->root);
-    snprintf(buf, len, "%s(count=%zu, %s%s%s%s)", nvl_coll_name(c->coll),
-             c->count,
-             c->dtype < NVL_DT_COUNT ? nvl_dtype_name(c->dtype) : "bad dtype",
-             reduces ? ", " : "",
-             !reduces ? ""
-             : c->op < NVL_OP_COUNT ? nvl_redop_name(c->op)
-                                    : "bad op",
-             root);
-}
 
 /* Checks one rank's arguments; writes why on error. */
 static int check(const nvl_coll_call_t *c, size_t *bytes_out, char *why,
@@ -102,50 +64,6 @@ static int check(const nvl_coll_call_t *c, size_t *bytes_out, char *why,
     return 1;
 }
 
-/* Every member's call, at member 0, which names the first that differs. */
-enum { SIG_COLL, SIG_COUNT, SIG_DTYPE, SIG_OP, SIG_ROOT, SIG_MODE, SIG_N };
-
-nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
-                                      const nvl_coll_call_t *c)
-{
-    int64_t mine[SIG_N] = {(int64_t)c->coll, (int64_t)c->count,
-                           (int64_t)c->dtype, (int64_t)c->op,
-                           (int64_t)c->root, (int64_t)comm->mode};
-    int64_t *all = NULL;
-    if (comm->rank == 0)
-        all = malloc((size_t)comm->size * sizeof mine);
-    MPI_Gather(mine, SIG_N, MPI_INT64_T, all, SIG_N, MPI_INT64_T, 0,
-               comm->mpi);
-    if (comm->rank == 0 && all != NULL) {
-        for (int r = 1; r < comm->size; r++) {
-            int64_t *o = all + SIG_N * r;
-            if (memcmp(o, mine, sizeof mine) == 0)
-                continue;
-            nvl_coll_call_t other = *c;
-            other.coll = (nvl_coll_t)o[SIG_COLL];
-            other.count = (size_t)o[SIG_COUNT];
-            other.dtype = (nvl_dtype_t)o[SIG_DTYPE];
-            other.op = (nvl_redop_t)o[SIG_OP];
-            other.root = (int)o[SIG_ROOT];
-            char a[160], b[160], ma[24] = "", mb[24] = "";
-            describe(c, a, sizeof a);
-            describe(&other, b, sizeof b);
-            if (o[SIG_MODE] != mine[SIG_MODE]) {
-                snprintf(ma, sizeof ma, " in %s mode",
-                         mine[SIG_MODE] == NVL_MODE_DATA ? "data" : "timing");
-                snprintf(mb, sizeof mb, " in %s mode",
-                         o[SIG_MODE] == NVL_MODE_DATA ? "data" : "timing");
-            }
-            nvl_report("ranks disagree on a collective: member 0 (GPU %u) "
-                       "called %s%s, member %d (GPU %u) called %s%s",
-                       comm->gpus[0], a, ma, r, comm->gpus[r], b, mb);
-            break;
-        }
-    }
-    free(all);
-    return NVL_ERR_MISMATCH;
-}
-
 /* nvl_coll_choose_quiet, remembering the last answer: a loop of equal
  * calls asks the same question each time, and the tuner's sweep over
  * every algorithm and protocol costs about as much as a small exchange. */
@@ -189,12 +107,13 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
         info.time_ps = nvl_p2p_predict_ps(call);
     }
     if (!ok) /* named only where reported: formatting costs */
-        describe(call, name, sizeof name);
+        nvl_coll_describe(call, name, sizeof name);
     /* small groups: the agreement's messages carry the first of the data;
      * larger ones: an allreduce that fits the agreement's room is reduced
      * within it */
     nvl_agree_msg_t msgs[NVL_DIRECT_MAX_MEMBERS] = {{0}};
-    bool direct = comm->size <= NVL_DIRECT_MAX_MEMBERS;
+    bool own = comm->data_path == NVL_DATA_PATH_ALGORITHM;
+    bool direct = comm->size <= NVL_DIRECT_MAX_MEMBERS && !own;
     bool data = comm->mode == NVL_MODE_DATA;
     nvl_direct_path_t path = NVL_DIRECT_NONE;
     nvl_agree_in_t in = {.signature = nvl_coll_signature(call), .ok = ok,
@@ -204,7 +123,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     if (direct && ok && data)
         path = nvl_direct_plan(call, msgs);
     size_t data_bytes = ok ? call->count * nvl_dtype_size(call->dtype) : 0;
-    if (!direct && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
+    if (!direct && !own && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
         data_bytes <= NVL_AGREE_MAX_PAYLOAD) {
         in.need = data_bytes;
         if (data_bytes <= nvl_agree_room(comm)) {
@@ -229,7 +148,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
                 memcpy(call->recv, agreed.reduced, data_bytes);
         } else {
             handled = false;
-            if (!direct)
+            if (!direct && !own)
                 st = nvl_wide_run(call, &handled);
         }
         if (st == NVL_OK && !handled)
@@ -238,7 +157,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
                      : nvl_p2p_run(call);
         if (st != NVL_OK) {
             /* a local failure while peers may wait on this rank: end it */
-            describe(call, name, sizeof name);
+            nvl_coll_describe(call, name, sizeof name);
             nvl_report("%s failed on this rank: %s", name, nvl_status_str(st));
             nvl_runtime_abort(1);
         }

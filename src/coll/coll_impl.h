@@ -13,6 +13,7 @@ struct nvl_comm {
     const nvl_topo_t *topo;
     nvl_vclock_t *clock;
     nvl_mode_t mode;
+    nvl_data_path_t data_path; /* how data mode moves data */
     size_t time_elem_bytes;  /* element size the time model uses; 0: the call's */
     nvl_tuner_cfg_t tuner;
     nvl_coll_info_t choice;  /* the tuner's last answer (coll, bytes: key) */
@@ -44,6 +45,26 @@ struct nvl_comm {
     size_t n_ops, cap_ops;
 };
 
+/* The MPI tags of the collectives' own messages, one per phase that may
+ * be in flight beside another on the same communicator. */
+typedef enum {
+    NVL_TAG_AGREE = 90,        /* agree.c: the agreement's messages */
+    NVL_TAG_RING_RS = 100,     /* xfer.c: ring reduce-scatter steps */
+    NVL_TAG_RING_AG = 101,     /* xfer.c: ring allgather steps */
+    NVL_TAG_DIRECT_RS = 102,   /* xfer.c: direct reduce-scatter */
+    NVL_TAG_DIRECT_AG = 103,   /* xfer.c: direct allgather */
+    NVL_TAG_SPLIT = 91,        /* direct.c: shares beyond the agreement */
+    NVL_TAG_RING_BCAST = 110,  /* ring.c: the chain from the root */
+    NVL_TAG_RING_REDUCE = 111, /* ring.c: the chain to the root */
+    NVL_TAG_TREE_UP = 120,     /* tree.c: towards the root (+1 mirrored) */
+    NVL_TAG_TREE_DOWN = 122,   /* tree.c: from the root (+1 mirrored) */
+    NVL_TAG_PAT_GATHER = 130,  /* pat.c: doubling allgather */
+    NVL_TAG_PAT_SCATTER = 131, /* pat.c: halving reduce-scatter */
+    NVL_TAG_SENDRECV = 140,    /* p2p.c */
+    NVL_TAG_ALLTOALL = 141,    /* p2p.c */
+    NVL_TAG_GROUP = 150,       /* p2p.c: nvl_group_end's exchange */
+} nvl_tag_t;
+
 /* One queued send or receive of a group. */
 typedef struct nvl_p2p_op {
     bool send;
@@ -65,10 +86,10 @@ typedef struct {
     int peer_to, peer_from;  /* sendrecv */
 } nvl_coll_call_t;
 
-/* One row per NCCL algorithm (src/coll/<algo>.c). */
+/* The model of one NCCL algorithm (src/coll/<algo>.c); its identity (enum
+ * value, names, latency keys) is its row of NVL_ALGO_TABLE. */
 typedef struct {
     nvl_algo_t algo;
-    const char *name;        /* NCCL's spelling, for NCCL_ALGO and tables */
     /* whether the algorithm can run coll with proto on this communicator */
     bool (*supports)(const nvl_comm_t *comm, nvl_coll_t coll,
                      nvl_proto_t proto);
@@ -79,8 +100,12 @@ typedef struct {
     nvl_status_t (*run)(const nvl_coll_call_t *call);
 } nvl_coll_algo_t;
 
-extern const nvl_coll_algo_t nvl_coll_algo_tree, nvl_coll_algo_ring,
-    nvl_coll_algo_nvls, nvl_coll_algo_nvls_tree, nvl_coll_algo_pat;
+/* Each algorithm's row, nvl_coll_algo_<key> in src/coll/<file>.c, declared
+ * from the algorithm table (NVL_ALGO_TABLE, include/nvlemu/topo.h). */
+#define NVL_COLL_ALGO_EXTERN_(id, key, name, ll, ll128, simple)             \
+    extern const nvl_coll_algo_t nvl_coll_algo_##key;
+NVL_ALGO_TABLE(NVL_COLL_ALGO_EXTERN_)
+#undef NVL_COLL_ALGO_EXTERN_
 
 /* Indexed by nvl_algo_t. */
 extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
@@ -94,18 +119,18 @@ extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
 
 /* NCCL's latency model for one call: base + steps over NVLink and over the
  * network, in seconds, from the topology's [nccl] constants. */
-double nvl_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
+double nvl_coll_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
                        nvl_proto_t proto, int intra_steps, int inter_steps);
 
 /* Bus bandwidth (bytes/s) that `channels` channels of a protocol reach over
  * a path of raw per-direction bandwidth path_bw, when each channel moves
  * wire_bytes / channels bytes of collective coll. */
-double nvl_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
+double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         int channels, double wire_bytes);
 
 /* Channels NCCL would use for nBytes (fewer for small messages). */
-int nvl_model_channels(const nvl_comm_t *comm, nvl_algo_t algo,
+int nvl_coll_model_channels(const nvl_comm_t *comm, nvl_algo_t algo,
                        nvl_proto_t proto, size_t bytes);
 
 /* ---- data movement helpers (src/coll/xfer.c) --------------------------- */
@@ -115,13 +140,13 @@ int nvl_model_channels(const nvl_comm_t *comm, nvl_algo_t algo,
  * host's wait policy.  Tags separate concurrent phases. */
 nvl_status_t nvl_xfer_sendrecv(nvl_comm_t *comm, const void *sbuf,
                                size_t sbytes, int dst, void *rbuf,
-                               size_t rbytes, int src, int tag);
+                               size_t rbytes, int src, nvl_tag_t tag);
 
 /* Runs n sends and receives (nvl_p2p_op_t) at once: all posted together,
  * receives first, and waited for together, in pieces MPI's int counts can
  * hold, by the host's wait policy. */
 nvl_status_t nvl_xfer_exchange(nvl_comm_t *comm, const nvl_p2p_op_t *ops,
-                               size_t n, int tag);
+                               size_t n, nvl_tag_t tag);
 
 /* Reduces n elements of in into inout (nvl_reduce_into). */
 void nvl_xfer_reduce(const nvl_coll_call_t *call, void *inout, const void *in,
@@ -272,7 +297,7 @@ size_t nvl_agree_room(const nvl_comm_t *comm);
 /* Frees the agreement's MPI objects (comm destruction). */
 void nvl_agree_free(nvl_comm_t *comm);
 
-/* When the members' calls differ: every member calls this (collectively);
+/* agree.c, when the members' calls differ: every member calls this (collectively);
  * member 0 reports the first member whose call differs from its own, and
  * every member returns NVL_ERR_MISMATCH.  call->coll == NVL_COLL_COUNT
  * stands for nvl_group_end. */
@@ -281,6 +306,10 @@ nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
 
 /* The signature of a call (what nvl_agree_in_t.signature holds). */
 int64_t nvl_coll_signature(const nvl_coll_call_t *call);
+
+/* "allreduce(count=..., bf16, sum)" or "nvl_group_end (...)": a call as
+ * reports name it, into buf (len bytes). */
+void nvl_coll_describe(const nvl_coll_call_t *call, char *buf, size_t len);
 
 /* ---- the data paths of larger groups (src/coll/wide.c) ----------------- */
 

@@ -207,6 +207,10 @@ void nvl_comm_set_time_dtype(nvl_comm_t *c, nvl_dtype_t dtype)
     c->time_elem_bytes = dtype < NVL_DT_COUNT ? nvl_dtype_size(dtype) : 0;
 }
 nvl_mode_t nvl_comm_mode(const nvl_comm_t *c) { return c->mode; }
+void nvl_comm_set_data_path(nvl_comm_t *c, nvl_data_path_t path)
+{
+    c->data_path = path;
+}
 void nvl_comm_set_tuner(nvl_comm_t *c, const nvl_tuner_cfg_t *cfg)
 {
     c->tuner = *cfg;

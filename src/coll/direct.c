@@ -40,7 +40,6 @@
  * whole buffers that does not: 2 ranks, 4 KB: 3.0 us against 6.8 us. */
 #define EAGER_MAX_BYTES ((size_t)4000)
 
-#define TAG_SPLIT 91
 
 nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
                                   nvl_agree_msg_t *msgs)
@@ -149,7 +148,7 @@ static nvl_status_t split_reduce_scatter(const nvl_coll_call_t *call,
         ops[m++] = (nvl_p2p_op_t){true, (char *)call->send + off[k] * esz,
                                   len[k] * esz, k};
     }
-    nvl_status_t st = nvl_xfer_exchange(c, ops, m, TAG_SPLIT);
+    nvl_status_t st = nvl_xfer_exchange(c, ops, m, NVL_TAG_SPLIT);
     if (st == NVL_OK)
         reduce_in_order(call, x, (char *)call->recv + off[me] * esz,
                         tmp + (size_t)me * mine, len[me]);

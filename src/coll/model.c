@@ -25,7 +25,7 @@ static double proto_eff(nvl_algo_t algo, nvl_proto_t proto)
     return 1.0;
 }
 
-double nvl_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
+double nvl_coll_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
                        nvl_proto_t proto, int intra_steps, int inter_steps)
 {
     const nvl_nccl_spec_t *n = &c->topo->nccl;
@@ -40,7 +40,7 @@ double nvl_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
     return ps * 1e-12;
 }
 
-double nvl_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
+double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         int channels, double wire_bytes)
 {
@@ -70,7 +70,7 @@ double nvl_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
 /* NCCL's thread thresholds (bytes per thread before adding a channel):
  * LL 16 (ring) / 8 (tree), LL128 8, Simple 64, with 512 threads (NCCL 2.28
  * init log: "threadThresholds 8/8/64 | 16/8/64 | 512 | 512"). */
-int nvl_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
+int nvl_coll_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
                        nvl_proto_t proto, size_t bytes)
 {
     int nc = (int)c->topo->nccl.channels;

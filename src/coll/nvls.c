@@ -32,8 +32,8 @@ static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
 static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, int channels)
 {
-    double lat = nvl_model_lat_s(c, NVL_ALGO_NVLS, proto, 1, 0);
-    double port = nvl_model_bus_bw(c, coll, NVL_ALGO_NVLS, proto,
+    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS, proto, 1, 0);
+    double port = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_NVLS, proto,
                                    c->nvlink_bw, channels, (double)bytes);
     double algbw;
     if (coll == NVL_COLL_ALLREDUCE) {
@@ -99,7 +99,6 @@ out:
 
 const nvl_coll_algo_t nvl_coll_algo_nvls = {
     .algo = NVL_ALGO_NVLS,
-    .name = "NVLS",
     .supports = nvls_supports,
     .predict_s = nvls_predict,
     .run = nvls_run,

@@ -34,9 +34,9 @@ static double nvlstree_predict(const nvl_comm_t *c, nvl_coll_t coll,
                                size_t bytes, nvl_proto_t proto, int channels)
 {
 
-    double lat = nvl_model_lat_s(c, NVL_ALGO_NVLS_TREE, proto, 1,
+    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS_TREE, proto, 1,
                                  2 * c->log2_domains);
-    double port = nvl_model_bus_bw(c, coll, NVL_ALGO_NVLS_TREE, proto,
+    double port = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_NVLS_TREE, proto,
                                    c->nvlink_bw, channels, (double)bytes);
     double nic = c->domains <= 2 ? c->nic_bw : c->nic_bw / 2;
     double algbw = (port < nic ? port : nic) * 5.0 / 6.0;
@@ -104,9 +104,8 @@ out:
     return st;
 }
 
-const nvl_coll_algo_t nvl_coll_algo_nvls_tree = {
+const nvl_coll_algo_t nvl_coll_algo_nvlstree = {
     .algo = NVL_ALGO_NVLS_TREE,
-    .name = "NVLSTree",
     .supports = nvlstree_supports,
     .predict_s = nvlstree_predict,
     .run = nvlstree_run,

@@ -91,7 +91,8 @@ nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call)
             send = copy;
         }
         return nvl_xfer_sendrecv(c, send, bytes, call->peer_to, call->recv,
-                                 bytes, call->peer_from, 140);
+                                 bytes, call->peer_from,
+                                 NVL_TAG_SENDRECV);
     }
     int n = c->size, r = c->rank;
     memmove((char *)call->recv + (size_t)r * bytes,
@@ -112,7 +113,7 @@ nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call)
         ops[m++] = (nvl_p2p_op_t){false, (char *)call->recv + (size_t)k * bytes,
                                   bytes, k};
     }
-    nvl_status_t st = nvl_xfer_exchange(c, ops, m, 141);
+    nvl_status_t st = nvl_xfer_exchange(c, ops, m, NVL_TAG_ALLTOALL);
     free(ops);
     return st;
 }
@@ -282,7 +283,7 @@ nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
         return st;
     }
     if (c->mode == NVL_MODE_DATA && c->n_ops > 0 &&
-        nvl_xfer_exchange(c, c->ops, c->n_ops, 150) != NVL_OK)
+        nvl_xfer_exchange(c, c->ops, c->n_ops, NVL_TAG_GROUP) != NVL_OK)
         nvl_runtime_abort(1);
     c->clock->now_ps = agreed.start_ps + agreed.time_ps;
     if (info_out != NULL)

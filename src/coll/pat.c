@@ -36,7 +36,7 @@ static double pat_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
                  1e-12;
     double path = c->nic_bw < c->nvlink_bw ? c->nic_bw : c->nvlink_bw;
     double busbw =
-        0.75 * nvl_model_bus_bw(c, coll, NVL_ALGO_PAT, proto, path, channels,
+        0.75 * nvl_coll_model_bus_bw(c, coll, NVL_ALGO_PAT, proto, path, channels,
                                 (double)bytes);
     return lat + (double)bytes * (c->size - 1) / c->size / busbw;
 }
@@ -53,7 +53,7 @@ static nvl_status_t bruck_allgather(const nvl_coll_call_t *call, char *rot,
         int k = m < n - m ? m : n - m;
         nvl_status_t st = nvl_xfer_sendrecv(
             c, rot, (size_t)k * block, mod(r - m, n), rot + (size_t)m * block,
-            (size_t)k * block, mod(r + m, n), 130);
+            (size_t)k * block, mod(r + m, n), NVL_TAG_PAT_GATHER);
         if (st != NVL_OK)
             return st;
         m += k;
@@ -76,7 +76,7 @@ static nvl_status_t halving_reduce_scatter(const nvl_coll_call_t *call,
          * to its blocks [0, k); I get rank r-d's into mine */
         nvl_status_t st = nvl_xfer_sendrecv(
             c, rot + (size_t)d * block, (size_t)k * block, mod(r + d, n), tmp,
-            (size_t)k * block, mod(r - d, n), 131);
+            (size_t)k * block, mod(r - d, n), NVL_TAG_PAT_SCATTER);
         if (st != NVL_OK)
             return st;
         nvl_xfer_reduce(call, rot, tmp, (size_t)k * count);
@@ -118,7 +118,6 @@ out:
 
 const nvl_coll_algo_t nvl_coll_algo_pat = {
     .algo = NVL_ALGO_PAT,
-    .name = "PAT",
     .supports = pat_supports,
     .predict_s = pat_predict,
     .run = pat_run,

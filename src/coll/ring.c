@@ -10,7 +10,7 @@
  *   T = kernel + base + intra_steps (nvlink_lat + hop_lat)
  *       + inter_steps (net_lat + scale-out lat) + w S / busbw
  *   w = 2(N-1)/N (allreduce), (N-1)/N (allgather, reduce-scatter), 1
- *   (broadcast, reduce); busbw from nvl_model_bus_bw over the path: NVLink
+ *   (broadcast, reduce); busbw from nvl_coll_model_bus_bw over the path: NVLink
  *   within one domain, the slower of NVLink and the NIC across domains. */
 #include <stdlib.h>
 #include <string.h>
@@ -56,10 +56,10 @@ static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
         w = 1.0;
         break;
     }
-    double lat = nvl_model_lat_s(c, NVL_ALGO_RING, proto,
+    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_RING, proto,
                                  nsteps - inter, inter);
     double wire = w * (double)bytes;
-    return lat + wire / nvl_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
+    return lat + wire / nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
                                          path_bw(c), channels, wire);
 }
 
@@ -72,9 +72,11 @@ static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,
     nvl_status_t st = NVL_OK;
     if (!reduce) { /* root -> root+1 -> ... */
         if (p > 0)
-            st = nvl_xfer_sendrecv(c, NULL, 0, -1, buf, bytes, up, 110);
+            st = nvl_xfer_sendrecv(c, NULL, 0, -1, buf, bytes, up,
+                                   NVL_TAG_RING_BCAST);
         if (st == NVL_OK && p < n - 1)
-            st = nvl_xfer_sendrecv(c, buf, bytes, down, NULL, 0, -1, 110);
+            st = nvl_xfer_sendrecv(c, buf, bytes, down, NULL, 0, -1,
+                                   NVL_TAG_RING_BCAST);
         return st;
     }
     /* reduce: ... -> root+1 -> root, each member adds its own */
@@ -82,12 +84,14 @@ static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,
         char *tmp = nvl_xfer_scratch(c, bytes);
         if (tmp == NULL && bytes > 0)
             return NVL_ERR_NOMEM;
-        st = nvl_xfer_sendrecv(c, NULL, 0, -1, tmp, bytes, down, 111);
+        st = nvl_xfer_sendrecv(c, NULL, 0, -1, tmp, bytes, down,
+                               NVL_TAG_RING_REDUCE);
         if (st == NVL_OK)
             nvl_xfer_reduce(call, buf, tmp, call->count);
     }
     if (st == NVL_OK && p > 0)
-        st = nvl_xfer_sendrecv(c, buf, bytes, up, NULL, 0, -1, 111);
+        st = nvl_xfer_sendrecv(c, buf, bytes, up, NULL, 0, -1,
+                               NVL_TAG_RING_REDUCE);
     return st;
 }
 
@@ -162,7 +166,6 @@ out:
 
 const nvl_coll_algo_t nvl_coll_algo_ring = {
     .algo = NVL_ALGO_RING,
-    .name = "Ring",
     .supports = ring_supports,
     .predict_s = ring_predict,
     .run = ring_run,

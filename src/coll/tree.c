@@ -30,12 +30,12 @@ static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
 {
 
     int ppn = c->max_per_domain;
-    double lat = nvl_model_lat_s(c, NVL_ALGO_TREE, proto, 2 * (ppn - 1),
+    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_TREE, proto, 2 * (ppn - 1),
                                  2 * c->log2_domains);
     double path = c->domains > 1 && c->nic_bw < c->nvlink_bw ? c->nic_bw
                                                             : c->nvlink_bw;
     double busbw =
-        0.92 * nvl_model_bus_bw(c, coll, NVL_ALGO_TREE, proto, path, channels,
+        0.92 * nvl_coll_model_bus_bw(c, coll, NVL_ALGO_TREE, proto, path, channels,
                                 (double)bytes);
     return lat + (double)bytes / (0.5 * busbw);
 }
@@ -60,7 +60,7 @@ static nvl_status_t heap_allreduce(const nvl_coll_call_t *call, char *buf,
             if (kids[k] >= n)
                 continue;
             st = nvl_xfer_sendrecv(c, NULL, 0, -1, tmp, bytes,
-                                   MEMBER(kids[k]), 120 + mirrored);
+                                   MEMBER(kids[k]), NVL_TAG_TREE_UP + mirrored);
             if (st == NVL_OK)
                 nvl_xfer_reduce(call, buf, tmp, n_elems);
         }
@@ -68,15 +68,15 @@ static nvl_status_t heap_allreduce(const nvl_coll_call_t *call, char *buf,
     if (st == NVL_OK && me > 0 && bytes > 0) {
         int parent = MEMBER((me - 1) / 2);
         st = nvl_xfer_sendrecv(c, buf, bytes, parent, NULL, 0, -1,
-                               120 + mirrored);
+                               NVL_TAG_TREE_UP + mirrored);
         if (st == NVL_OK)
             st = nvl_xfer_sendrecv(c, NULL, 0, -1, buf, bytes, parent,
-                                   122 + mirrored);
+                                   NVL_TAG_TREE_DOWN + mirrored);
     }
     for (int k = 0; k < 2 && st == NVL_OK && bytes > 0; k++)
         if (kids[k] < n)
             st = nvl_xfer_sendrecv(c, buf, bytes, MEMBER(kids[k]), NULL, 0,
-                                   -1, 122 + mirrored);
+                                   -1, NVL_TAG_TREE_DOWN + mirrored);
 #undef MEMBER
     return st;
 }
@@ -98,7 +98,6 @@ static nvl_status_t tree_run(const nvl_coll_call_t *call)
 
 const nvl_coll_algo_t nvl_coll_algo_tree = {
     .algo = NVL_ALGO_TREE,
-    .name = "Tree",
     .supports = tree_supports,
     .predict_s = tree_predict,
     .run = tree_run,

@@ -60,9 +60,13 @@ static nvl_status_t parse_list(const char *var, const char *text,
     return NVL_OK;
 }
 
+#define NAME(id, key, name, ll, ll128, simple) [NVL_ALGO_##id] = name,
+static const char *const algo_names[NVL_ALGO_COUNT] = {NVL_ALGO_TABLE(NAME)};
+#undef NAME
+
 const char *nvl_algo_name(nvl_algo_t a)
 {
-    return a < NVL_ALGO_COUNT ? nvl_coll_algos[a]->name : "P2P";
+    return a < NVL_ALGO_COUNT ? algo_names[a] : "P2P";
 }
 
 const char *nvl_proto_name(nvl_proto_t p)
@@ -95,10 +99,16 @@ nvl_status_t nvl_tuner_cfg_from_env(nvl_tuner_cfg_t *cfg_out)
     const char *v = getenv("NCCL_ALGO");
     nvl_status_t st;
     if (v != NULL && *v != '\0') {
+        char accepted[160] = "";
+        for (int a = 0; a < NVL_ALGO_COUNT; a++)
+            snprintf(accepted + strlen(accepted),
+                     sizeof accepted - strlen(accepted), "%s%s",
+                     a > 0 ? ", " : "", algo_names[a]);
+        snprintf(accepted + strlen(accepted),
+                 sizeof accepted - strlen(accepted),
+                 " (CollNetDirect, CollNetChain accepted, never used)");
         st = parse_list("NCCL_ALGO", v, cfg.algo_enabled, NVL_ALGO_COUNT,
-                        algo_name,
-                        "Tree, Ring, NVLS, NVLSTree, PAT (CollNetDirect, "
-                        "CollNetChain accepted, never used)");
+                        algo_name, accepted);
         if (st != NVL_OK)
             return st;
         snprintf(cfg.algo_env, sizeof cfg.algo_env, "%s", v);
@@ -140,7 +150,7 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
         return NVL_ERR_RANGE;
     nvl_coll_info_t info = {.coll = coll, .algo = algo, .proto = proto,
                             .bytes = bytes};
-    info.channels = nvl_model_channels(comm, algo, proto, bytes);
+    info.channels = nvl_coll_model_channels(comm, algo, proto, bytes);
     /* one rank, or nothing to move: NCCL returns without a kernel */
     info.time_ps = nvl_ps_from_s(
         comm->size > 1 && bytes > 0

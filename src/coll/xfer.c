@@ -57,7 +57,7 @@ static size_t pieces(size_t bytes)
 }
 
 nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, const nvl_p2p_op_t *ops,
-                               size_t n, int tag)
+                               size_t n, nvl_tag_t tag)
 {
     size_t nreq = 0;
     for (size_t k = 0; k < n; k++)
@@ -95,7 +95,7 @@ nvl_status_t nvl_xfer_exchange(nvl_comm_t *c, const nvl_p2p_op_t *ops,
 
 nvl_status_t nvl_xfer_sendrecv(nvl_comm_t *c, const void *sbuf,
                                size_t sbytes, int dst, void *rbuf,
-                               size_t rbytes, int src, int tag)
+                               size_t rbytes, int src, nvl_tag_t tag)
 {
     nvl_p2p_op_t ops[2] = {{0}};
     size_t n = 0;
@@ -144,7 +144,7 @@ nvl_status_t nvl_ring_reduce_scatter(const nvl_coll_call_t *call,
         int sb = mod(p - 1 - s, n), rb = mod(p - 2 - s, n);
         nvl_status_t st = nvl_xfer_sendrecv(
             call->comm, buf + b->off[sb] * esz, b->len[sb] * esz, next, tmp,
-            b->len[rb] * esz, prev, 100);
+            b->len[rb] * esz, prev, NVL_TAG_RING_RS);
         if (st != NVL_OK)
             return st;
         nvl_xfer_reduce(call, buf + b->off[rb] * esz, tmp, b->len[rb]);
@@ -163,7 +163,7 @@ nvl_status_t nvl_ring_allgather(const nvl_coll_call_t *call,
         int sb = mod(p - s, n), rb = mod(p - s - 1, n);
         nvl_status_t st = nvl_xfer_sendrecv(
             call->comm, buf + b->off[sb] * esz, b->len[sb] * esz, next,
-            buf + b->off[rb] * esz, b->len[rb] * esz, prev, 101);
+            buf + b->off[rb] * esz, b->len[rb] * esz, prev, NVL_TAG_RING_AG);
         if (st != NVL_OK)
             return st;
     }
@@ -176,7 +176,7 @@ nvl_status_t nvl_ring_allgather(const nvl_coll_call_t *call,
 static nvl_status_t direct_exchange(const nvl_coll_call_t *call,
                                     const nvl_group_t *g, char *buf,
                                     const nvl_blocks_t *b, char *tmp,
-                                    int tag)
+                                    nvl_tag_t tag)
 {
     size_t esz = nvl_dtype_size(call->dtype);
     int n = g->n, p = g->pos;
@@ -221,7 +221,8 @@ nvl_status_t nvl_direct_reduce_scatter(const nvl_coll_call_t *call,
     char *tmp = nvl_xfer_scratch(call->comm, mine * (size_t)n + 1);
     if (tmp == NULL)
         return NVL_ERR_NOMEM;
-    nvl_status_t st = direct_exchange(call, g, buf, b, tmp, 102);
+    nvl_status_t st = direct_exchange(call, g, buf, b, tmp,
+                                      NVL_TAG_DIRECT_RS);
     if (st != NVL_OK)
         return st;
     memcpy(tmp + (size_t)p * mine, buf + b->off[p] * esz, mine);
@@ -238,5 +239,5 @@ nvl_status_t nvl_direct_allgather(const nvl_coll_call_t *call,
 {
     if (g->n == 1)
         return NVL_OK;
-    return direct_exchange(call, g, buf, b, NULL, 103);
+    return direct_exchange(call, g, buf, b, NULL, NVL_TAG_DIRECT_AG);
 }

@@ -25,10 +25,9 @@ const char *const nvl_topo_sections[] = {
     "scaleout", "node", "nccl", NULL};
 
 /* NCCL latency rows: base latency per call, per-step latency over NVLink
- * and over the network.  Defaults: NCCL src/graph/tuning.cc (baseLat,
- * hwLat[NVLINK], hwLat[NET]), as NCCL 2.28 prints them for the measured
- * 2 x H200 machine (shared/calibration/h200-nvl2/nccl_model_table.txt);
- * PAT: tuning.cc's "8 + nRanks * 2.8" us. */
+ * and over the network, three keys per algorithm and protocol that NCCL
+ * runs, generated from the algorithm table (NVL_ALGO_TABLE in
+ * include/nvlemu/topo.h, which holds NCCL's defaults and their source). */
 #define NCCL_LAT(algo, akey, proto, pkey, base, nvl, net)                  \
     {"nccl", akey "." pkey ".base_lat", NVL_QTY_TIME, NVL_FIELD_I64,        \
      F(nccl.base_lat_ps[algo][proto]), base, 0, PS(10000.0), "6.6us",       \
@@ -39,6 +38,18 @@ const char *const nvl_topo_sections[] = {
     {"nccl", akey "." pkey ".net_lat", NVL_QTY_TIME, NVL_FIELD_I64,         \
      F(nccl.net_lat_ps[algo][proto]), net, 0, PS(10000.0), "2.7us",         \
      "NCCL latency of one " akey "/" pkey " step over the network"}
+
+#define LAT(base, nvl, net) 1, base, nvl, net
+#define NO_LAT 0, , ,
+#define LAT_ROW_0(...)
+#define LAT_ROW_1(id, key, p, pkey, base, nvl, net)                         \
+    NCCL_LAT(NVL_ALGO_##id, #key, NVL_PROTO_##p, pkey, base, nvl, net),
+#define LAT_ROW(id, key, p, pkey, present, base, nvl, net)                  \
+    LAT_ROW_##present(id, key, p, pkey, base, nvl, net)
+#define LAT_ROWS(id, key, name, ll, ll128, simple)                          \
+    LAT_ROW(id, key, LL, "ll", ll)                                          \
+    LAT_ROW(id, key, LL128, "ll128", ll128)                                 \
+    LAT_ROW(id, key, SIMPLE, "simple", simple)
 
 const nvl_topo_key_t nvl_topo_keys[] = {
     {"system", "name", NVL_QTY_COUNT, NVL_FIELD_STR, F(name), NULL, 0, 0,
@@ -207,15 +218,7 @@ const nvl_topo_key_t nvl_topo_keys[] = {
     {"nccl", "tree_max_bw_per_channel", NVL_QTY_BW, NVL_FIELD_F64,
      F(nccl.tree_max_bw_per_channel_bytes_per_s), "38.7GB/s", 1e9, 1e13,
      "38.7GB/s", "Tree ceiling per channel (NCCL perChMaxTreeBws)"},
-    NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL, "ll", "6.8us", "0.6us", "5us"),
-    NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_LL128, "ll128", "14us", "1.25us", "8.5us"),
-    NCCL_LAT(NVL_ALGO_TREE, "tree", NVL_PROTO_SIMPLE, "simple", "8.4us", "4us", "14us"),
-    NCCL_LAT(NVL_ALGO_RING, "ring", NVL_PROTO_LL, "ll", "6.6us", "0.6us", "2.7us"),
-    NCCL_LAT(NVL_ALGO_RING, "ring", NVL_PROTO_LL128, "ll128", "14us", "1.9us", "4us"),
-    NCCL_LAT(NVL_ALGO_RING, "ring", NVL_PROTO_SIMPLE, "simple", "8.4us", "3.4us", "14us"),
-    NCCL_LAT(NVL_ALGO_NVLS, "nvls", NVL_PROTO_SIMPLE, "simple", "0us", "25us", "18us"),
-    NCCL_LAT(NVL_ALGO_NVLS_TREE, "nvlstree", NVL_PROTO_SIMPLE, "simple", "0us", "25us", "14us"),
-    NCCL_LAT(NVL_ALGO_PAT, "pat", NVL_PROTO_SIMPLE, "simple", "8us", "2.8us", "14us"),
+    NVL_ALGO_TABLE(LAT_ROWS)
 };
 const size_t nvl_topo_key_count = sizeof nvl_topo_keys / sizeof nvl_topo_keys[0];
 

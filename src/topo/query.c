@@ -4,10 +4,9 @@
 
 #include <math.h>
 
-static const char *const algo_keys[NVL_ALGO_COUNT] = {
-    [NVL_ALGO_TREE] = "tree", [NVL_ALGO_RING] = "ring",
-    [NVL_ALGO_NVLS] = "nvls", [NVL_ALGO_NVLS_TREE] = "nvlstree",
-    [NVL_ALGO_PAT] = "pat"};
+#define KEY(id, key, name, ll, ll128, simple) [NVL_ALGO_##id] = #key,
+static const char *const algo_keys[NVL_ALGO_COUNT] = {NVL_ALGO_TABLE(KEY)};
+#undef KEY
 static const char *const proto_keys[NVL_PROTO_COUNT] = {
     [NVL_PROTO_LL] = "ll", [NVL_PROTO_LL128] = "ll128",
     [NVL_PROTO_SIMPLE] = "simple"};

@@ -244,6 +244,9 @@ int main(int argc, char **argv)
             for (int i = 0; i < NVL_ALGO_COUNT; i++) cfg.algo_enabled[i] = i == a;
             for (int i = 0; i < NVL_PROTO_COUNT; i++) cfg.proto_enabled[i] = i == p;
             nvl_comm_set_tuner(comm, &cfg);
+            /* the forced algorithm's own data movement (ring.c, tree.c,
+             * ...), not the fast path the tuner's choice does not change */
+            nvl_comm_set_data_path(comm, NVL_DATA_PATH_ALGORITHM);
             /* half of the calls in place, alternating over every axis */
             int inplace = (coll + a + p + dt + op + (int)ci) % 2;
             char label[160];
@@ -269,6 +272,7 @@ int main(int argc, char **argv)
         nvl_tuner_cfg_t dflt;
         nvl_tuner_cfg_default(&dflt);
         nvl_comm_set_tuner(comm, &dflt);
+        nvl_comm_set_data_path(comm, NVL_DATA_PATH_FAST);
         for (int dt = 0; dt < NVL_DT_COUNT; dt++)
         for (int op = 0; op < NVL_OP_COUNT; op++)
         for (int k = 0; k < 10; k++) {

@@ -1,0 +1,298 @@
+/* The tuner and the collective model on prediction-only communicators
+ * (nvl_comm_create_virtual: no MPI): NCCL_ALGO / NCCL_PROTO and the other
+ * NCCL variables as NCCL reads them, the choice as the fastest enabled
+ * pair, and latencies that follow the algorithms' step counts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/topo.h"
+#include "reports.h"
+
+static const char *const vars[] = {"NCCL_ALGO",          "NCCL_PROTO",
+                                   "NCCL_NVLS_ENABLE",   "NCCL_PAT_ENABLE",
+                                   "NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS",
+                                   "NCCL_MAX_CTAS",      "NCCL_MIN_CTAS"};
+
+static int setup(void **state)
+{
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    return capture_reports(state);
+}
+
+static int teardown(void **state)
+{
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    return release_reports(state);
+}
+
+static nvl_topo_t *load(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", NVL_TOPOLOGY_DIR, name);
+    nvl_topo_t *t = NULL;
+    assert_int_equal(nvl_topo_load(path, &t), NVL_OK);
+    return t;
+}
+
+/* cfg from the environment after setting var=value */
+static nvl_status_t cfg_with(const char *var, const char *value,
+                             nvl_tuner_cfg_t *cfg_out)
+{
+    setenv(var, value, 1);
+    nvl_status_t st = nvl_tuner_cfg_from_env(cfg_out);
+    unsetenv(var);
+    return st;
+}
+
+static void expect_algos(const nvl_tuner_cfg_t *c, const char *want)
+{
+    for (int a = 0; a < NVL_ALGO_COUNT; a++) {
+        /* whole names: "NVLS" is inside "NVLSTree" */
+        char word[32];
+        snprintf(word, sizeof word, ",%s,", nvl_algo_name((nvl_algo_t)a));
+        char wrapped[128];
+        snprintf(wrapped, sizeof wrapped, ",%s,", want);
+        bool listed = strstr(wrapped, word) != NULL;
+        assert_int_equal(c->algo_enabled[a], listed);
+    }
+}
+
+static void test_default_enables_all(void **state)
+{
+    (void)state;
+    nvl_tuner_cfg_t c;
+    assert_int_equal(nvl_tuner_cfg_from_env(&c), NVL_OK);
+    expect_algos(&c, "Tree,Ring,NVLS,NVLSTree,PAT");
+    for (int p = 0; p < NVL_PROTO_COUNT; p++)
+        assert_true(c.proto_enabled[p]);
+    assert_int_equal(c.max_channels, 0);
+    assert_string_equal(c.algo_env, "");
+}
+
+static void test_algo_list_and_case(void **state)
+{
+    (void)state;
+    nvl_tuner_cfg_t c;
+    assert_int_equal(cfg_with("NCCL_ALGO", "ring,TREE", &c), NVL_OK);
+    expect_algos(&c, "Tree,Ring");
+    assert_string_equal(c.algo_env, "ring,TREE");
+    assert_int_equal(cfg_with("NCCL_ALGO", "NVLS", &c), NVL_OK);
+    expect_algos(&c, "NVLS");
+}
+
+static void test_algo_exclusion(void **state)
+{
+    (void)state;
+    nvl_tuner_cfg_t c;
+    assert_int_equal(cfg_with("NCCL_ALGO", "^NVLS,Tree", &c), NVL_OK);
+    expect_algos(&c, "Ring,NVLSTree,PAT");
+    assert_int_equal(cfg_with("NCCL_PROTO", "^LL128", &c), NVL_OK);
+    assert_true(c.proto_enabled[NVL_PROTO_LL]);
+    assert_false(c.proto_enabled[NVL_PROTO_LL128]);
+    assert_true(c.proto_enabled[NVL_PROTO_SIMPLE]);
+    assert_string_equal(c.proto_env, "^LL128");
+}
+
+static void test_collnet_accepted_never_used(void **state)
+{
+    (void)state;
+    nvl_tuner_cfg_t c;
+    assert_int_equal(cfg_with("NCCL_ALGO", "Ring,CollNetDirect", &c), NVL_OK);
+    expect_algos(&c, "Ring");
+}
+
+static void test_unknown_names_reported(void **state)
+{
+    (void)state;
+    nvl_tuner_cfg_t c;
+    assert_int_equal(cfg_with("NCCL_ALGO", "Rnig", &c), NVL_ERR_INVALID);
+    assert_int_equal(reports.count, 1);
+    /* the accepted names come from the algorithm table */
+    for (int a = 0; a < NVL_ALGO_COUNT; a++)
+        assert_non_null(strstr(reports.last, nvl_algo_name((nvl_algo_t)a)));
+    assert_non_null(strstr(reports.last, "NCCL_ALGO=Rnig: unknown name"));
+    assert_int_equal(cfg_with("NCCL_PROTO", "LL256", &c), NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "LL, LL128, Simple"));
+}
+
+static void test_nvls_pat_and_channels(void **state)
+{
+    (void)state;
+    nvl_tuner_cfg_t c;
+    assert_int_equal(cfg_with("NCCL_NVLS_ENABLE", "0", &c), NVL_OK);
+    expect_algos(&c, "Tree,Ring,PAT");
+    assert_int_equal(cfg_with("NCCL_PAT_ENABLE", "0", &c), NVL_OK);
+    expect_algos(&c, "Tree,Ring,NVLS,NVLSTree");
+    assert_int_equal(cfg_with("NCCL_MAX_NCHANNELS", "4", &c), NVL_OK);
+    assert_int_equal(c.max_channels, 4);
+    assert_int_equal(cfg_with("NCCL_MIN_CTAS", "2", &c), NVL_OK);
+    assert_int_equal(c.min_channels, 2);
+    assert_int_equal(cfg_with("NCCL_MAX_NCHANNELS", "-1", &c),
+                     NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "NCCL_MAX_NCHANNELS=-1"));
+}
+
+/* The tuner's answer is the fastest enabled pair that can run the call. */
+static void expect_fastest(const nvl_comm_t *comm, nvl_coll_t coll,
+                           size_t bytes)
+{
+    nvl_coll_info_t best;
+    assert_int_equal(nvl_coll_choose(comm, coll, bytes, &best), NVL_OK);
+    const nvl_tuner_cfg_t *cfg = nvl_comm_tuner(comm);
+    assert_true(cfg->algo_enabled[best.algo]);
+    assert_true(cfg->proto_enabled[best.proto]);
+    for (int a = 0; a < NVL_ALGO_COUNT; a++)
+        for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+            nvl_coll_info_t other;
+            if (!cfg->algo_enabled[a] || !cfg->proto_enabled[p] ||
+                nvl_coll_predict(comm, coll, bytes, (nvl_algo_t)a,
+                                 (nvl_proto_t)p, &other) != NVL_OK)
+                continue;
+            assert_true(best.time_ps <= other.time_ps);
+        }
+}
+
+static void test_choice_is_fastest_enabled(void **state)
+{
+    (void)state;
+    const char *topos[] = {"gb200-nvl72.topo", "hgx-h200.topo",
+                           "h200-nvl2.topo", "gb200-nvl72x2-ib.topo"};
+    const int ranks[] = {2, 3, 8, 72, 144};
+    const char *algos[] = {NULL, "Ring", "^NVLS", "Tree,Ring"};
+    for (size_t t = 0; t < sizeof topos / sizeof topos[0]; t++) {
+        nvl_topo_t *topo = load(topos[t]);
+        for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; r++) {
+            if ((uint32_t)ranks[r] > topo->gpus)
+                continue;
+            for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+                if (algos[a] != NULL)
+                    setenv("NCCL_ALGO", algos[a], 1);
+                nvl_comm_t *comm = NULL;
+                assert_int_equal(nvl_comm_create_virtual(topo, ranks[r], NULL,
+                                                         &comm),
+                                 NVL_OK);
+                unsetenv("NCCL_ALGO");
+                for (int coll = 0; coll <= NVL_COLL_ALLREDUCE; coll++)
+                    for (size_t b = 8; b <= ((size_t)1 << 32); b *= 64)
+                        expect_fastest(comm, (nvl_coll_t)coll, b);
+                nvl_comm_destroy(comm);
+            }
+        }
+        nvl_topo_free(topo);
+    }
+}
+
+static void test_forced_pair_is_used(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("gb200-nvl72.topo");
+    setenv("NCCL_ALGO", "Ring", 1);
+    setenv("NCCL_PROTO", "LL128", 1);
+    nvl_comm_t *comm = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, 5, NULL, &comm), NVL_OK);
+    nvl_coll_info_t info;
+    for (size_t b = 1; b <= ((size_t)1 << 30); b *= 32) {
+        assert_int_equal(nvl_coll_choose(comm, NVL_COLL_ALLREDUCE, b, &info),
+                         NVL_OK);
+        assert_int_equal(info.algo, NVL_ALGO_RING);
+        assert_int_equal(info.proto, NVL_PROTO_LL128);
+    }
+    nvl_comm_destroy(comm);
+    /* a pair that cannot run anything: the tuner refuses */
+    setenv("NCCL_ALGO", "PAT", 1);
+    setenv("NCCL_PROTO", "Simple", 1);
+    assert_int_equal(nvl_comm_create_virtual(topo, 5, NULL, &comm), NVL_OK);
+    assert_int_not_equal(nvl_coll_choose(comm, NVL_COLL_ALLREDUCE, 1024,
+                                         &info),
+                         NVL_OK);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+}
+
+static void test_unsupported_pairs(void **state)
+{
+    (void)state;
+    nvl_topo_t *nvl2 = load("h200-nvl2.topo"), *rack = load("gb200-nvl72.topo");
+    nvl_comm_t *c2 = NULL, *c72 = NULL;
+    assert_int_equal(nvl_comm_create_virtual(nvl2, 2, NULL, &c2), NVL_OK);
+    assert_int_equal(nvl_comm_create_virtual(rack, 72, NULL, &c72), NVL_OK);
+    nvl_coll_info_t i;
+    /* NVLS needs NVSwitch: none between two directly linked H200s */
+    assert_int_equal(nvl_coll_predict(c2, NVL_COLL_ALLREDUCE, 1 << 20,
+                                      NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+                     NVL_ERR_RANGE);
+    /* NVLS on the rack: Simple only */
+    assert_int_equal(nvl_coll_predict(c72, NVL_COLL_ALLREDUCE, 1 << 20,
+                                      NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+                     NVL_OK);
+    assert_int_equal(nvl_coll_predict(c72, NVL_COLL_ALLREDUCE, 1 << 20,
+                                      NVL_ALGO_NVLS, NVL_PROTO_LL, &i),
+                     NVL_ERR_RANGE);
+    /* PAT does not run allreduce */
+    assert_int_equal(nvl_coll_predict(c72, NVL_COLL_ALLREDUCE, 1 << 20,
+                                      NVL_ALGO_PAT, NVL_PROTO_SIMPLE, &i),
+                     NVL_ERR_RANGE);
+    nvl_comm_destroy(c2);
+    nvl_comm_destroy(c72);
+    nvl_topo_free(nvl2);
+    nvl_topo_free(rack);
+}
+
+/* One more microsecond of NCCL's per-step NVLink latency costs each call
+ * one microsecond per step: 2 (n - 1) for a ring allreduce, n - 1 for a
+ * ring allgather, 1 for a ring broadcast (NCCL's step counts). */
+static void test_latency_follows_steps(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("gb200-nvl72.topo");
+    const int ranks[] = {3, 5, 8, 72};
+    const struct {
+        nvl_coll_t coll;
+        int per_n, minus;
+    } steps[] = {{NVL_COLL_ALLREDUCE, 2, 2},
+                 {NVL_COLL_ALLGATHER, 1, 1},
+                 {NVL_COLL_BROADCAST, 0, -1}};
+    for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; r++)
+        for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+            nvl_comm_t *comm = NULL;
+            assert_int_equal(nvl_comm_create_virtual(topo, ranks[r], NULL,
+                                                     &comm),
+                             NVL_OK);
+            nvl_coll_info_t a, b;
+            assert_int_equal(nvl_coll_predict(comm, steps[s].coll, 8,
+                                              NVL_ALGO_RING, NVL_PROTO_LL, &a),
+                             NVL_OK);
+            topo->nccl.nvlink_lat_ps[NVL_ALGO_RING][NVL_PROTO_LL] += 1000000;
+            assert_int_equal(nvl_coll_predict(comm, steps[s].coll, 8,
+                                              NVL_ALGO_RING, NVL_PROTO_LL, &b),
+                             NVL_OK);
+            topo->nccl.nvlink_lat_ps[NVL_ALGO_RING][NVL_PROTO_LL] -= 1000000;
+            int64_t want = (int64_t)(steps[s].per_n * ranks[r] - steps[s].minus) *
+                           1000000;
+            assert_true(llabs(b.time_ps - a.time_ps - want) <= 1);
+            nvl_comm_destroy(comm);
+        }
+    nvl_topo_free(topo);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_default_enables_all),   T(test_algo_list_and_case),
+        T(test_algo_exclusion),        T(test_collnet_accepted_never_used),
+        T(test_unknown_names_reported), T(test_nvls_pat_and_channels),
+        T(test_choice_is_fastest_enabled), T(test_forced_pair_is_used),
+        T(test_unsupported_pairs),     T(test_latency_follows_steps),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
