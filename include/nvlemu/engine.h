@@ -77,11 +77,11 @@ void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
  * Free with nvl_engine_free. */
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,
-                               nvl_engine_t **out);
+                               nvl_engine_t **engine_out);
 
 /* nvl_engine_create in data mode from dir with the default options. */
 nvl_status_t nvl_engine_load(const nvl_model_config_t *cfg, const char *dir,
-                             nvl_comm_t *tp, nvl_engine_t **out);
+                             nvl_comm_t *tp, nvl_engine_t **engine_out);
 void nvl_engine_free(nvl_engine_t *e);
 
 /* Collective over tp: runs `batch` prompts of `len` tokens each (ids:

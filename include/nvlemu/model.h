@@ -54,7 +54,8 @@ bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer);
  * "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b"), with the values of
  * their published config.json.  Reports an unknown name with the list of
  * presets and returns NVL_ERR_INVALID. */
-nvl_status_t nvl_model_preset(const char *name, nvl_model_config_t *out);
+nvl_status_t nvl_model_preset(const char *name,
+                              nvl_model_config_t *cfg_out);
 
 size_t nvl_model_preset_count(void);
 const char *nvl_model_preset_name(size_t index);
@@ -68,7 +69,8 @@ const char *nvl_model_preset_name(size_t index);
  * norm_topk_prob default false, decoder_sparse_step 1, mlp_only_layers
  * []).  Reports the file, the key and what was expected (or jansson's line
  * and column for bad JSON) and returns NVL_ERR_IO or NVL_ERR_INVALID. */
-nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out);
+nvl_status_t nvl_model_config_load(const char *path,
+                                   nvl_model_config_t *cfg_out);
 
 /* Parameters of the model (embedding, layers, final norm, lm_head unless
  * tied). */

@@ -59,7 +59,7 @@ typedef struct {
  * parallel).  Reports and returns NVL_ERR_INVALID when tp < 1, rank is
  * outside [0, tp), or the model has fewer rows than ranks to cut. */
 nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
-                            nvl_shard_t *out);
+                            nvl_shard_t *shard_out);
 
 /* This rank's shard of cfg on `world` ranks placed as pl says.  Reports
  * and returns NVL_ERR_INVALID, naming the value, when ep < 1, ep does not
@@ -68,7 +68,7 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
  * tensor-parallel part cannot be cut (as nvl_shard_plan). */
 nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
                              int rank, const nvl_placement_t *pl,
-                             nvl_shard_t *out);
+                             nvl_shard_t *shard_out);
 
 /* An even split of n items over parts: part i's range. */
 nvl_range_t nvl_range_split(uint32_t n, int parts, int i);

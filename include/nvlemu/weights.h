@@ -28,7 +28,8 @@ typedef struct {
  * missing, truncated, bad header, an offset past the end, a shape that does
  * not match its bytes, an unsupported dtype is only reported when read) and
  * returns NVL_ERR_IO or NVL_ERR_INVALID.  Close with nvl_weights_close. */
-nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **out);
+nvl_status_t nvl_weights_open(const char *dir,
+                              nvl_weights_t **weights_out);
 void nvl_weights_close(nvl_weights_t *w);
 
 /* Whether the checkpoint has a tensor (no report). */
@@ -36,14 +37,14 @@ bool nvl_weights_has(const nvl_weights_t *w, const char *name);
 
 /* Shape and dtype of a tensor; reports a missing one, naming it. */
 nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
-                              nvl_tensor_info_t *out);
+                              nvl_tensor_info_t *info_out);
 
 /* Reads rows [row0, row0 + rows) and columns [col0, col0 + cols) of a 2-D
- * tensor (a 1-D tensor is one row) as float32 into out (rows x cols,
+ * tensor (a 1-D tensor is one row) as float32 into data_out (rows x cols,
  * row-major), reading only those bytes.  Reports a missing tensor, a slice
  * outside its shape, or an unsupported dtype, naming the tensor. */
 nvl_status_t nvl_weights_read_f32(const nvl_weights_t *w, const char *name,
                                   uint64_t row0, uint64_t rows, uint64_t col0,
-                                  uint64_t cols, float *out);
+                                  uint64_t cols, float *data_out);
 
 #endif

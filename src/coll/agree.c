@@ -342,7 +342,7 @@ static nvl_status_t allreduce(nvl_comm_t *c, agree_hdr_t *merged,
 }
 
 nvl_status_t nvl_coll_agree(nvl_comm_t *comm, const nvl_agree_in_t *in,
-                            nvl_agree_out_t *out)
+                            nvl_agree_out_t *agreed_out)
 {
     agree_hdr_t h = {{comm->clock->now_ps, in->signature, -in->signature,
                       in->ok ? 0 : 1, in->time_ps},
@@ -372,10 +372,10 @@ nvl_status_t nvl_coll_agree(nvl_comm_t *comm, const nvl_agree_in_t *in,
                    "another size than it expects", comm->rank);
         nvl_runtime_abort(1);
     }
-    out->start_ps = h.v[AGREE_CLOCK];
-    out->time_ps = h.v[AGREE_TIME];
-    out->pairs = h.pairs;
-    out->reduced = reduced;
+    agreed_out->start_ps = h.v[AGREE_CLOCK];
+    agreed_out->time_ps = h.v[AGREE_TIME];
+    agreed_out->pairs = h.pairs;
+    agreed_out->reduced = reduced;
     return NVL_OK;
 }
 

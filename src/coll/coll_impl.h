@@ -284,7 +284,7 @@ typedef struct {
  * (nvl_coll_report_mismatch).  A local failure within the exchange, peers
  * waiting, ends the job (nvl_runtime_abort). */
 nvl_status_t nvl_coll_agree(nvl_comm_t *comm, const nvl_agree_in_t *in,
-                            nvl_agree_out_t *out);
+                            nvl_agree_out_t *agreed_out);
 
 /* Larger groups: the payload room of the next agreement (bytes, the same
  * on every member); a data-mode allreduce of at most this many bytes is

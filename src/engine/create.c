@@ -27,7 +27,7 @@ void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
 
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,
-                               nvl_engine_t **out)
+                               nvl_engine_t **engine_out)
 {
     nvl_engine_t *e = calloc(1, sizeof *e);
     if (e == NULL) {
@@ -79,17 +79,17 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
         nvl_engine_free(e);
         return st;
     }
-    *out = e;
+    *engine_out = e;
     return NVL_OK;
 }
 
 nvl_status_t nvl_engine_load(const nvl_model_config_t *cfg, const char *dir,
-                             nvl_comm_t *tp, nvl_engine_t **out)
+                             nvl_comm_t *tp, nvl_engine_t **engine_out)
 {
     nvl_engine_opts_t o;
     nvl_engine_opts_default(&o, nvl_comm_topo(tp));
     o.weights_dir = dir;
-    return nvl_engine_create(cfg, &o, tp, out);
+    return nvl_engine_create(cfg, &o, tp, engine_out);
 }
 
 void nvl_engine_free(nvl_engine_t *e)

@@ -63,13 +63,14 @@ const char *nvl_model_preset_name(size_t i)
     return i < N_PRESETS ? presets[i].name : NULL;
 }
 
-nvl_status_t nvl_model_preset(const char *name, nvl_model_config_t *out)
+nvl_status_t nvl_model_preset(const char *name,
+                              nvl_model_config_t *cfg_out)
 {
     char list[512] = "";
     size_t used = 0;
     for (size_t i = 0; i < N_PRESETS; i++) {
         if (strcmp(name, presets[i].name) == 0) {
-            *out = presets[i];
+            *cfg_out = presets[i];
             return NVL_OK;
         }
         size_t n = strlen(presets[i].name);
@@ -184,7 +185,8 @@ static int get_moe(json_t *root, const char *file, nvl_model_config_t *c)
     return 1;
 }
 
-nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out)
+nvl_status_t nvl_model_config_load(const char *path,
+                                   nvl_model_config_t *cfg_out)
 {
     char file[1024];
     struct stat st;
@@ -281,7 +283,7 @@ nvl_status_t nvl_model_config_load(const char *path, nvl_model_config_t *out)
         if (r < 0)
             c.rope_theta = 10000.0; /* transformers' default when absent */
     }
-    *out = c;
+    *cfg_out = c;
     status = NVL_OK;
 out:
     json_decref(root);

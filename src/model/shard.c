@@ -12,7 +12,7 @@ nvl_range_t nvl_range_split(uint32_t n, int parts, int i)
 }
 
 nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
-                            nvl_shard_t *out)
+                            nvl_shard_t *shard_out)
 {
     if (tp < 1 || rank < 0 || rank >= tp) {
         nvl_report("tensor parallelism %d with rank %d: expected TP >= 1 and "
@@ -51,13 +51,13 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
     s.ep = 1;
     s.etp = tp;
     s.experts = (nvl_range_t){0, cfg->num_experts};
-    *out = s;
+    *shard_out = s;
     return NVL_OK;
 }
 
 nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
                              int rank, const nvl_placement_t *pl,
-                             nvl_shard_t *out)
+                             nvl_shard_t *shard_out)
 {
     if (world < 1 || rank < 0 || rank >= world) {
         nvl_report("%d ranks with rank %d: expected 0 <= rank < ranks", world,
@@ -104,6 +104,6 @@ nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
         s.moe_intermediate =
             nvl_range_split(cfg->moe_intermediate, etp, rank % etp);
     }
-    *out = s;
+    *shard_out = s;
     return NVL_OK;
 }

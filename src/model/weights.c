@@ -133,7 +133,7 @@ void nvl_weights_close(nvl_weights_t *w)
     free(w);
 }
 
-nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **out)
+nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **weights_out)
 {
     nvl_weights_t *w = calloc(1, sizeof *w);
     if (w == NULL) {
@@ -206,7 +206,7 @@ nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **out)
         nvl_weights_close(w);
         return st;
     }
-    *out = w;
+    *weights_out = w;
     return NVL_OK;
 }
 
@@ -233,7 +233,7 @@ bool nvl_weights_has(const nvl_weights_t *w, const char *name)
 }
 
 nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
-                              nvl_tensor_info_t *out)
+                              nvl_tensor_info_t *info_out)
 {
     const st_file_t *f = NULL;
     json_t *t = find(w, name, &f);
@@ -262,13 +262,13 @@ nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
     info.ndim = (int)json_array_size(shape);
     for (int d = 0; d < info.ndim; d++)
         info.shape[d] = (uint64_t)json_integer_value(json_array_get(shape, d));
-    *out = info;
+    *info_out = info;
     return NVL_OK;
 }
 
 nvl_status_t nvl_weights_read_f32(const nvl_weights_t *w, const char *name,
                                   uint64_t row0, uint64_t rows, uint64_t col0,
-                                  uint64_t cols, float *out)
+                                  uint64_t cols, float *data_out)
 {
     nvl_tensor_info_t info;
     nvl_status_t st = nvl_weights_info(w, name, &info);
@@ -307,7 +307,7 @@ nvl_status_t nvl_weights_read_f32(const nvl_weights_t *w, const char *name,
             return NVL_ERR_IO;
         }
         for (uint64_t c = 0; c < cols; c++)
-            out[r * cols + c] = nvl_dtype_to_float(info.dtype, row + c * esz);
+            data_out[r * cols + c] = nvl_dtype_to_float(info.dtype, row + c * esz);
     }
     free(row);
     return NVL_OK;
