@@ -63,15 +63,15 @@ static void derive_moe(const nvl_run_result_t *r, derived_t *d)
     d->most_loaded_pairs = -1;
     if (per <= 0)
         return;
-    d->dispatch_ms = MS(STAT(NVL_RS_DISPATCH_PS, 0)) / per;
-    d->combine_ms = MS(STAT(NVL_RS_COMBINE_PS, 0)) / per;
-    d->dispatch_bytes = STAT(NVL_RS_DISPATCH_BYTES, 0) / per;
-    d->combine_bytes = STAT(NVL_RS_COMBINE_BYTES, 0) / per;
-    d->wait_ms_step = MS(STAT(NVL_RS_COMBINE_WAIT_PS, 0)) / steps;
+    d->dispatch_ms = STAT(NVL_RS_DISPATCH_PS, 0);
+    d->combine_ms = STAT(NVL_RS_COMBINE_PS, 0);
+    d->dispatch_bytes = STAT(NVL_RS_DISPATCH_BYTES, 0);
+    d->combine_bytes = STAT(NVL_RS_COMBINE_BYTES, 0);
+    d->wait_ms_step = STAT(NVL_RS_COMBINE_WAIT_PS, 0);
     d->most_loaded = nvl_run_stat_argmax(t, NVL_RS_EXPERT_PAIRS);
-    d->most_loaded_pairs = nvl_run_stat_max(t, NVL_RS_EXPERT_PAIRS) / per;
-    d->pairs_max = STAT(NVL_RS_EXPERT_PAIRS_MAX, 0) / per;
-    d->pairs_mean = STAT(NVL_RS_EXPERT_PAIRS_MEAN, 0) / per;
+    d->most_loaded_pairs = nvl_run_stat_max(t, NVL_RS_EXPERT_PAIRS);
+    d->pairs_max = STAT(NVL_RS_EXPERT_PAIRS_MAX, 0);
+    d->pairs_mean = STAT(NVL_RS_EXPERT_PAIRS_MEAN, 0);
 }
 
 static void derive(const nvl_run_result_t *r, derived_t *d)
@@ -102,22 +102,19 @@ static void derive(const nvl_run_result_t *r, derived_t *d)
     d->replicas = (int)(r->topo->gpus / (uint32_t)n);
     d->tokens_per_s_rack = d->tokens_per_s * d->replicas;
     double steps = d->steps ? (double)d->steps : 1;
-    double layers = r->layers ? (double)r->layers : 1;
     for (int p = 0; p < NVL_PART_COUNT; p++) {
-        d->dec[p] = MS(STAT(NVL_RS_DECODE_PS, p)) / steps;
-        d->dec_layer[p] = MS(STAT(NVL_RS_DECODE_LAYERS_PS, p)) / steps / layers;
-        d->pre[p] = MS(STAT(NVL_RS_PREFILL_PS, p));
+        d->dec[p] = STAT(NVL_RS_DECODE_PS, p);
+        d->dec_layer[p] = STAT(NVL_RS_DECODE_LAYERS_PS, p);
+        d->pre[p] = STAT(NVL_RS_PREFILL_PS, p);
     }
     /* slowest: the least idle rank; fastest: the most idle */
-    int rk[2] = {nvl_run_stat_argmin(t, NVL_RS_DECODE_IDLE_PS),
-                 nvl_run_stat_argmax(t, NVL_RS_DECODE_IDLE_PS)};
+    int rk[2] = {nvl_run_stat_argmin(t, NVL_RS_DECODE_IDLE_MS),
+                 nvl_run_stat_argmax(t, NVL_RS_DECODE_IDLE_MS)};
     d->slowest = rk[0];
     d->fastest = rk[1];
     for (int j = 0; j < 2; j++) {
-        d->busy_ms[j] = MS(nvl_run_stat_at(t, NVL_RS_DECODE_BUSY_PS, rk[j])) /
-                        steps;
-        d->idle_ms[j] = MS(nvl_run_stat_at(t, NVL_RS_DECODE_IDLE_PS, rk[j])) /
-                        steps;
+        d->busy_ms[j] = nvl_run_stat_at(t, NVL_RS_DECODE_BUSY_MS, rk[j]);
+        d->idle_ms[j] = nvl_run_stat_at(t, NVL_RS_DECODE_IDLE_MS, rk[j]);
     }
     d->q_min = nvl_run_stat_min(t, NVL_RS_Q_HEADS);
     d->q_max = nvl_run_stat_max(t, NVL_RS_Q_HEADS);

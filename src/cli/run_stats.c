@@ -20,20 +20,30 @@ static double decode_part_ps(const nvl_engine_t *e, int part)
     return s;
 }
 
-static double idle_ps(const nvl_engine_t *e, int i)
+/* Decode steps run (at least 1: the divisor of a per-step number). */
+static double steps(const nvl_engine_t *e)
 {
-    (void)i;
-    return decode_part_ps(e, NVL_PART_WAIT) +
-           decode_part_ps(e, NVL_PART_LAUNCH);
+    size_t n;
+    nvl_engine_passes(e, &n);
+    return n > 1 ? (double)(n - 1) : 1;
 }
 
-static double busy_ps(const nvl_engine_t *e, int i)
+/* Per decode step, in ms, as the report has always summed them: each
+ * part's time converted, then added. */
+static double idle_ms(const nvl_engine_t *e, int i)
+{
+    (void)i;
+    return (decode_part_ps(e, NVL_PART_WAIT) / 1e9 +
+            decode_part_ps(e, NVL_PART_LAUNCH) / 1e9) / steps(e);
+}
+
+static double busy_ms(const nvl_engine_t *e, int i)
 {
     (void)i;
     double all = 0;
     for (int p = 0; p < NVL_PART_COUNT; p++)
-        all += decode_part_ps(e, p);
-    return all - idle_ps(e, 0);
+        all += decode_part_ps(e, p) / 1e9 / steps(e);
+    return all - idle_ms(e, 0);
 }
 
 static double attn_idle(const nvl_engine_t *e, int i)
@@ -53,71 +63,88 @@ static double peak_rss_bytes(const nvl_engine_t *e, int i)
 const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
     [NVL_RS_PREFILL_PS] = {"prefill_ps", NVL_SRC_PREFILL,
                            offsetof(nvl_pass_stats_t, part_ps), NVL_I64,
-                           NVL_PART_COUNT, NULL, NVL_RED_MEAN, "ps",
-                           "prefill_breakdown, ttft shares"},
+                           NVL_PART_COUNT, NULL, NVL_RED_MEAN, "ms",
+                           "prefill_breakdown", NVL_PER_MS},
     [NVL_RS_DECODE_PS] = {"decode_ps", PASS(part_ps), NVL_I64,
-                          NVL_PART_COUNT, NULL, NVL_RED_MEAN, "ps",
-                          "decode_step_breakdown"},
+                          NVL_PART_COUNT, NULL, NVL_RED_MEAN,
+                          "ms per decode step", "decode_step_breakdown",
+                          NVL_PER_MS_STEP},
     [NVL_RS_DECODE_LAYERS_PS] = {"decode_layers_ps", PASS(layers_part_ps),
                                  NVL_I64, NVL_PART_COUNT, NULL,
-                                 NVL_RED_MEAN, "ps",
-                                 "decode_layer_breakdown"},
-    [NVL_RS_DECODE_IDLE_PS] = {"decode_idle_ps", NVL_SRC_OTHER, 0, NVL_F64,
-                               1, idle_ps, NVL_RED_MEAN, "ps",
-                               "slowest_rank, fastest_rank (idle_ms)"},
-    [NVL_RS_DECODE_BUSY_PS] = {"decode_busy_ps", NVL_SRC_OTHER, 0, NVL_F64,
-                               1, busy_ps, NVL_RED_MEAN, "ps",
-                               "slowest_rank, fastest_rank (busy_ms)"},
+                                 NVL_RED_MEAN, "ms per decode step and layer",
+                                 "decode_layer_breakdown",
+                                 NVL_PER_MS_STEP_LAYER},
+    [NVL_RS_DECODE_IDLE_MS] = {"decode_idle_ms", NVL_SRC_OTHER, 0, NVL_F64,
+                               1, idle_ms, NVL_RED_MEAN, "ms per decode step",
+                               "slowest_rank, fastest_rank (idle_ms)",
+                               NVL_PER_NONE},
+    [NVL_RS_DECODE_BUSY_MS] = {"decode_busy_ms", NVL_SRC_OTHER, 0, NVL_F64,
+                               1, busy_ms, NVL_RED_MEAN, "ms per decode step",
+                               "slowest_rank, fastest_rank (busy_ms)",
+                               NVL_PER_NONE},
     [NVL_RS_DECODE_FLOPS] = {"decode_flops", PASS(flops), NVL_F64, 1, NULL,
-                             NVL_RED_MEAN, "FLOP", "decode_tflops_per_gpu"},
+                             NVL_RED_MEAN, "FLOP", "decode_tflops_per_gpu",
+                             NVL_PER_NONE},
     [NVL_RS_DECODE_HBM_BYTES] = {"decode_hbm_bytes", PASS(hbm_bytes),
                                  NVL_F64, 1, NULL, NVL_RED_MEAN, "bytes",
-                                 "decode_hbm_tb_per_s_per_gpu"},
+                                 "decode_hbm_tb_per_s_per_gpu", NVL_PER_NONE},
     [NVL_RS_Q_HEADS] = {"q_heads", SHARD(q_heads), NVL_U32, 1, NULL,
-                        NVL_RED_MEAN, "heads", "shards.q_heads_min/max"},
+                        NVL_RED_MEAN, "heads", "shards.q_heads_min/max",
+                        NVL_PER_NONE},
     [NVL_RS_ATTN_IDLE] = {"attn_idle", NVL_SRC_OTHER, 0, NVL_F64, 1,
                           attn_idle, NVL_RED_SUM, "ranks",
-                          "shards.attention_idle_ranks"},
+                          "shards.attention_idle_ranks", NVL_PER_NONE},
     [NVL_RS_INTERMEDIATE] = {"intermediate", SHARD(intermediate), NVL_U32,
                              1, NULL, NVL_RED_MEAN, "rows",
-                             "shards.intermediate_min/max"},
+                             "shards.intermediate_min/max", NVL_PER_NONE},
     [NVL_RS_VOCAB] = {"vocab", SHARD(vocab), NVL_U32, 1, NULL, NVL_RED_MEAN,
-                      "rows", "shards.vocab_min/max"},
+                      "rows", "shards.vocab_min/max", NVL_PER_NONE},
     [NVL_RS_EXPERTS] = {"experts", SHARD(experts), NVL_U32, 1, NULL,
                         NVL_RED_MEAN, "experts",
-                        "experts.experts_per_rank_min/max"},
+                        "experts.experts_per_rank_min/max", NVL_PER_NONE},
     [NVL_RS_PEAK_RSS_BYTES] = {"peak_rss_bytes", NVL_SRC_OTHER, 0, NVL_F64,
                                1, peak_rss_bytes, NVL_RED_MAX, "bytes",
-                               "emulation.peak_rss_mb_max"},
+                               "emulation.peak_rss_mb_max", NVL_PER_NONE},
     [NVL_RS_MOE_LAYERS] = {"moe_layers", NVL_SRC_PREFILL,
                            offsetof(nvl_pass_stats_t, moe_layers), NVL_U32,
                            1, NULL, NVL_RED_RANK0, "layers",
-                           "experts.moe_layers"},
+                           "experts.moe_layers", NVL_PER_NONE},
     [NVL_RS_EXPERT_PAIRS] = {"expert_pairs", PASS(expert_pairs), NVL_F64, 1,
-                             NULL, NVL_RED_MEAN, "pairs",
-                             "experts.most_loaded_rank(_tokens_per_layer)"},
+                             NULL, NVL_RED_MEAN, "pairs per MoE layer",
+                             "experts.most_loaded_rank(_tokens_per_layer)",
+                             NVL_PER_MOE_LAYER},
     [NVL_RS_EXPERT_PAIRS_MAX] = {"expert_pairs_max", PASS(expert_pairs_max),
-                                 NVL_F64, 1, NULL, NVL_RED_RANK0, "pairs",
-                                 "experts.expert_tokens_per_layer_max"},
+                                 NVL_F64, 1, NULL, NVL_RED_RANK0,
+                                 "pairs per MoE layer",
+                                 "experts.expert_tokens_per_layer_max",
+                                 NVL_PER_MOE_LAYER},
     [NVL_RS_EXPERT_PAIRS_MEAN] = {"expert_pairs_mean",
                                   PASS(expert_pairs_mean), NVL_F64, 1, NULL,
-                                  NVL_RED_RANK0, "pairs",
-                                  "experts.expert_tokens_per_layer_mean"},
+                                  NVL_RED_RANK0, "pairs per MoE layer",
+                                  "experts.expert_tokens_per_layer_mean",
+                                  NVL_PER_MOE_LAYER},
     [NVL_RS_DISPATCH_PS] = {"dispatch_ps", PASS(dispatch_ps), NVL_I64, 1,
-                            NULL, NVL_RED_MEAN, "ps",
-                            "experts.dispatch_ms_per_layer"},
+                            NULL, NVL_RED_MEAN, "ms per MoE layer",
+                            "experts.dispatch_ms_per_layer",
+                            NVL_PER_MS_MOE_LAYER},
     [NVL_RS_COMBINE_PS] = {"combine_ps", PASS(combine_ps), NVL_I64, 1, NULL,
-                           NVL_RED_MEAN, "ps",
-                           "experts.combine_ms_per_layer"},
+                           NVL_RED_MEAN, "ms per MoE layer",
+                           "experts.combine_ms_per_layer",
+                           NVL_PER_MS_MOE_LAYER},
     [NVL_RS_DISPATCH_BYTES] = {"dispatch_bytes", PASS(dispatch_bytes),
-                               NVL_F64, 1, NULL, NVL_RED_MEAN, "bytes",
-                               "experts.dispatch_bytes_per_layer"},
+                               NVL_F64, 1, NULL, NVL_RED_MEAN,
+                               "bytes per MoE layer",
+                               "experts.dispatch_bytes_per_layer",
+                               NVL_PER_MOE_LAYER},
     [NVL_RS_COMBINE_BYTES] = {"combine_bytes", PASS(combine_bytes), NVL_F64,
-                              1, NULL, NVL_RED_MEAN, "bytes",
-                              "experts.combine_bytes_per_layer"},
+                              1, NULL, NVL_RED_MEAN, "bytes per MoE layer",
+                              "experts.combine_bytes_per_layer",
+                              NVL_PER_MOE_LAYER},
     [NVL_RS_COMBINE_WAIT_PS] = {"combine_wait_ps", PASS(combine_wait_ps),
-                                NVL_I64, 1, NULL, NVL_RED_MEAN, "ps",
-                                "experts.imbalance_wait_ms_per_step"},
+                                NVL_I64, 1, NULL, NVL_RED_MEAN,
+                                "ms per decode step",
+                                "experts.imbalance_wait_ms_per_step",
+                                NVL_PER_MS_STEP},
 };
 
 #define LAYER(f, k, s) {k, offsetof(nvl_moe_layer_stats_t, f), s}
@@ -152,8 +179,8 @@ static double field(const void *base, const nvl_run_stat_t *st, int i)
     }
 }
 
-/* Value i of row st on this rank. */
-static double read_row(const nvl_engine_t *e, const nvl_run_stat_t *st,
+/* Value i of row st on this rank, as read. */
+static double read_field(const nvl_engine_t *e, const nvl_run_stat_t *st,
                        int i)
 {
     size_t n;
@@ -176,24 +203,46 @@ static double read_row(const nvl_engine_t *e, const nvl_run_stat_t *st,
     }
 }
 
+/* Value i of row st on this rank, in the row's unit (0 where the divisor
+ * is). */
+static double read_row(const nvl_engine_t *e, const nvl_run_stat_t *st,
+                       int i)
+{
+    size_t n;
+    const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
+    double v = read_field(e, st, i);
+    double layers = nvl_engine_layers(e) ? nvl_engine_layers(e) : 1;
+    double moe = (n > 0 ? p[0].moe_layers : 0) * steps(e);
+    switch (st->per) {
+    case NVL_PER_NONE: return v;
+    case NVL_PER_MS: return v / 1e9;
+    case NVL_PER_MS_STEP: return v / 1e9 / steps(e);
+    case NVL_PER_MS_STEP_LAYER: return v / 1e9 / steps(e) / layers;
+    case NVL_PER_MS_MOE_LAYER: return moe > 0 ? v / 1e9 / moe : 0;
+    case NVL_PER_MOE_LAYER: return moe > 0 ? v / moe : 0;
+    }
+    return v;
+}
+
 static void reduce_slots(nvl_run_totals_t *t, int width)
 {
     for (int r = 0; r < NVL_RS_COUNT; r++) {
         const nvl_run_stat_t *st = &nvl_run_stats[r];
         for (int i = 0, s = slot((nvl_run_stat_id_t)r); i < st->width;
              i++, s++) {
-            double sum = 0;
+            double sum = 0, mean = 0;
             t->min[s] = INFINITY;
             t->max[s] = -INFINITY;
             for (int k = 0; k < t->ranks; k++) {
                 double v = t->value[(size_t)k * width + s];
                 sum += v;
+                mean += v / t->ranks; /* each rank's share */
                 if (v < t->min[s])
                     t->min[s] = v, t->argmin[s] = k;
                 if (v > t->max[s])
                     t->max[s] = v, t->argmax[s] = k;
             }
-            t->red[s] = st->red == NVL_RED_MEAN  ? sum / t->ranks
+            t->red[s] = st->red == NVL_RED_MEAN  ? mean
                         : st->red == NVL_RED_SUM ? sum
                         : st->red == NVL_RED_MAX ? t->max[s]
                                                  : t->value[s];

@@ -34,8 +34,8 @@ typedef enum {
     NVL_RS_PREFILL_PS,        /* per part, the prefill */
     NVL_RS_DECODE_PS,         /* per part, summed over the decode steps */
     NVL_RS_DECODE_LAYERS_PS,  /* per part, inside the layers, decode */
-    NVL_RS_DECODE_IDLE_PS,    /* launch + group wait, decode */
-    NVL_RS_DECODE_BUSY_PS,    /* the rest of the decode time */
+    NVL_RS_DECODE_IDLE_MS,    /* launch + group wait, per decode step */
+    NVL_RS_DECODE_BUSY_MS,    /* the rest of a decode step */
     NVL_RS_DECODE_FLOPS,
     NVL_RS_DECODE_HBM_BYTES,
     NVL_RS_Q_HEADS,           /* this rank's shard */
@@ -67,6 +67,19 @@ typedef enum {
 /* The field types a row may read. */
 typedef enum { NVL_F64, NVL_I64, NVL_U32 } nvl_run_field_t;
 
+/* The unit a rank's value is brought to before the ranks combine, as the
+ * report shows it: each rank's value is converted and divided first, and a
+ * mean is the sum of each rank's share, so that every reported number keeps
+ * the bits it had when the report averaged the ranks itself. */
+typedef enum {
+    NVL_PER_NONE,          /* as read */
+    NVL_PER_MS,            /* ps -> ms */
+    NVL_PER_MS_STEP,       /* ps -> ms per decode step */
+    NVL_PER_MS_STEP_LAYER, /* ps -> ms per decode step and layer */
+    NVL_PER_MS_MOE_LAYER,  /* ps -> ms per MoE layer of the decode steps */
+    NVL_PER_MOE_LAYER,     /* per MoE layer of the decode steps */
+} nvl_run_per_t;
+
 typedef struct {
     const char *name;         /* for messages and docs */
     nvl_run_src_t src;
@@ -77,8 +90,12 @@ typedef struct {
     /* NVL_SRC_OTHER: value i of the row for this rank */
     double (*other)(const nvl_engine_t *e, int i);
     nvl_run_red_t red;
-    const char *unit;         /* of the value as held: ps, bytes, FLOP, ... */
+    const char *unit;         /* of the value as held: ms per decode step,
+                                 bytes, FLOP, ... */
     const char *shown_as;     /* the JSON key(s) the report derives from it */
+    nvl_run_per_t per;        /* from the field's unit to `unit` (0 where
+                                 there is nothing to divide by: no decode
+                                 step or no MoE layer) */
 } nvl_run_stat_t;
 
 /* Indexed by nvl_run_stat_id_t. */
