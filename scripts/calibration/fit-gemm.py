@@ -7,7 +7,7 @@ to measured GEMM times, and prints the error per row and overall.
 
 Usage: scripts/calibration/fit-gemm.py CSV [--peak-bf16 989e12 --peak-fp8 1979e12
        --hbm 4.8e12 --sms 132] [--fit]
-CSV columns: model,tp,op,m,n,k,dtype,us (as shared/calibration/h200-nvl2/gemm_*.csv).
+CSV columns: model,tp,op,m,n,k,dtype,us (as tests/data/calibration/h200-nvl2/gemm_*.csv).
 Without --fit it evaluates the constants given with --set name=value.
 Python standard library only.
 """

@@ -264,7 +264,11 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
                                             plen + glen - 1),
             .wall_s = wall, .tokens = mode == NVL_MODE_DATA ? out : NULL};
         if (rt->rank == 0) {
-            nvl_run_report_text(&r, stdout);
+            /* --json -: standard output is the JSON alone, so that a pipe
+             * reads it; the readable report goes to standard error */
+            bool json_out = a->common.json != NULL &&
+                            strcmp(a->common.json, "-") == 0;
+            nvl_run_report_text(&r, json_out ? stderr : stdout);
             if (a->common.json != NULL)
                 st = nvl_run_report_json(&r, a->common.json);
         }

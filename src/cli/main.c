@@ -32,11 +32,16 @@ static void usage(FILE *out)
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'nvlemu COMMAND --help' describes a command's options.\n");
+    fprintf(out, "\n'nvlemu COMMAND --help' describes a command's options; "
+                 "'nvlemu --version' prints the version.\n");
 }
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("nvlemu %s (commit %s)\n", NVL_VERSION, NVL_GIT_COMMIT);
+        return 0;
+    }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);

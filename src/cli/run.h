@@ -51,9 +51,9 @@ typedef struct {
 /* Writes the readable report. */
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out);
 
-/* Writes the JSON report (stable keys, listed in docs/cost-model.md);
- * reports and returns NVL_ERR_IO if path cannot be written ('-': standard
- * output). */
+/* Writes the JSON report (stable keys, listed in docs/cost-model.md, "The
+ * report"); reports and returns NVL_ERR_IO if path cannot be written ('-':
+ * standard output). */
 nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path);
 
 /* Collective over comm: every rank's recorded events to a Chrome trace

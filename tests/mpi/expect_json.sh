@@ -1,10 +1,10 @@
 #!/bin/sh
 # Usage: expect_json.sh RANKS -- COMMAND...
 #
-# Runs `nvlemu topo ... --json -` as an MPI job: it must exit 0 and its
-# standard output must be one JSON document (rank 0 writes it, no other
-# rank adds to it) describing a job of RANKS ranks.  Exits 77 (skipped)
-# without python3.
+# Runs `nvlemu topo ... --json -` or `nvlemu run ... --json -` as an MPI
+# job: it must exit 0 and its standard output must be one JSON document
+# (rank 0 writes it, no other rank and no readable report adds to it) of a
+# job of RANKS ranks.  Exits 77 (skipped) without python3.
 set -u
 ranks=$1
 shift
@@ -28,6 +28,11 @@ import json, sys
 ranks, path = int(sys.argv[1]), sys.argv[2]
 with open(path) as f:
     doc = json.load(f)  # raises on anything but one JSON document
+if "inputs" in doc:  # nvlemu run
+    if doc["inputs"]["tp"] != ranks:
+        sys.exit("expect_json.sh: inputs.tp is %r; expected %d"
+                 % (doc["inputs"]["tp"], ranks))
+    sys.exit(0)
 got = doc["job"]["ranks"]
 if got != ranks:
     sys.exit("expect_json.sh: job.ranks is %r; expected %d" % (got, ranks))

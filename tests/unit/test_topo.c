@@ -139,7 +139,7 @@ static char *read_data(const char *name)
     return text;
 }
 
-/* Loads tests/data/topo/name, which must fail with one report at line
+/* Loads the file tests/data/topo/<name>, which must fail with one report at line
  * (0: no line) containing the NULL-terminated strings. */
 static void expect_load_error(const char *name, int line, ...)
 {
