@@ -63,11 +63,11 @@ static void derive_moe(const nvl_run_result_t *r, derived_t *d)
     d->most_loaded_pairs = -1;
     if (per <= 0)
         return;
-    d->dispatch_ms = STAT(NVL_RS_DISPATCH_PS, 0);
-    d->combine_ms = STAT(NVL_RS_COMBINE_PS, 0);
+    d->dispatch_ms = STAT(NVL_RS_DISPATCH_MS, 0);
+    d->combine_ms = STAT(NVL_RS_COMBINE_MS, 0);
     d->dispatch_bytes = STAT(NVL_RS_DISPATCH_BYTES, 0);
     d->combine_bytes = STAT(NVL_RS_COMBINE_BYTES, 0);
-    d->wait_ms_step = STAT(NVL_RS_COMBINE_WAIT_PS, 0);
+    d->wait_ms_step = STAT(NVL_RS_COMBINE_WAIT_MS, 0);
     d->most_loaded = nvl_run_stat_argmax(t, NVL_RS_EXPERT_PAIRS);
     d->most_loaded_pairs = nvl_run_stat_max(t, NVL_RS_EXPERT_PAIRS);
     d->pairs_max = STAT(NVL_RS_EXPERT_PAIRS_MAX, 0);
@@ -103,9 +103,9 @@ static void derive(const nvl_run_result_t *r, derived_t *d)
     d->tokens_per_s_rack = d->tokens_per_s * d->replicas;
     double steps = d->steps ? (double)d->steps : 1;
     for (int p = 0; p < NVL_PART_COUNT; p++) {
-        d->dec[p] = STAT(NVL_RS_DECODE_PS, p);
-        d->dec_layer[p] = STAT(NVL_RS_DECODE_LAYERS_PS, p);
-        d->pre[p] = STAT(NVL_RS_PREFILL_PS, p);
+        d->dec[p] = STAT(NVL_RS_DECODE_MS, p);
+        d->dec_layer[p] = STAT(NVL_RS_DECODE_LAYER_MS, p);
+        d->pre[p] = STAT(NVL_RS_PREFILL_MS, p);
     }
     /* slowest: the least idle rank; fastest: the most idle */
     int rk[2] = {nvl_run_stat_argmin(t, NVL_RS_DECODE_IDLE_MS),

@@ -31,9 +31,10 @@ typedef enum {
 
 /* The rows; a row may hold one value per part of the time (NVL_PART_*). */
 typedef enum {
-    NVL_RS_PREFILL_PS,        /* per part, the prefill */
-    NVL_RS_DECODE_PS,         /* per part, summed over the decode steps */
-    NVL_RS_DECODE_LAYERS_PS,  /* per part, inside the layers, decode */
+    NVL_RS_PREFILL_MS,        /* per part, the prefill */
+    NVL_RS_DECODE_MS,         /* per part, per decode step */
+    NVL_RS_DECODE_LAYER_MS,   /* per part, inside the layers, per decode
+                                 step and layer */
     NVL_RS_DECODE_IDLE_MS,    /* launch + group wait, per decode step */
     NVL_RS_DECODE_BUSY_MS,    /* the rest of a decode step */
     NVL_RS_DECODE_FLOPS,
@@ -45,14 +46,15 @@ typedef enum {
     NVL_RS_EXPERTS,
     NVL_RS_PEAK_RSS_BYTES,
     NVL_RS_MOE_LAYERS,        /* MoE layers per pass */
-    NVL_RS_EXPERT_PAIRS,      /* (token, expert) pairs computed, decode */
-    NVL_RS_EXPERT_PAIRS_MAX,  /* per layer the busiest rank's, decode */
-    NVL_RS_EXPERT_PAIRS_MEAN, /* per layer the mean rank's, decode */
-    NVL_RS_DISPATCH_PS,
-    NVL_RS_COMBINE_PS,
+    /* decode, per MoE layer: */
+    NVL_RS_EXPERT_PAIRS,      /* (token, expert) pairs computed */
+    NVL_RS_EXPERT_PAIRS_MAX,  /* the busiest rank's */
+    NVL_RS_EXPERT_PAIRS_MEAN, /* the mean rank's */
+    NVL_RS_DISPATCH_MS,
+    NVL_RS_COMBINE_MS,
     NVL_RS_DISPATCH_BYTES,
     NVL_RS_COMBINE_BYTES,
-    NVL_RS_COMBINE_WAIT_PS,   /* idle before the combine, decode */
+    NVL_RS_COMBINE_WAIT_MS,   /* idle before the combine, per decode step */
     NVL_RS_COUNT
 } nvl_run_stat_id_t;
 

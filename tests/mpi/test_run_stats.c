@@ -29,9 +29,9 @@ static void check_near(double got, double want, const char *what, int i)
 /* The combination each row must have, as the report reads it: written
  * here, not taken from the table, so that a changed row fails. */
 static const nvl_run_red_t want_red[NVL_RS_COUNT] = {
-    [NVL_RS_PREFILL_PS] = NVL_RED_MEAN,
-    [NVL_RS_DECODE_PS] = NVL_RED_MEAN,
-    [NVL_RS_DECODE_LAYERS_PS] = NVL_RED_MEAN,
+    [NVL_RS_PREFILL_MS] = NVL_RED_MEAN,
+    [NVL_RS_DECODE_MS] = NVL_RED_MEAN,
+    [NVL_RS_DECODE_LAYER_MS] = NVL_RED_MEAN,
     [NVL_RS_DECODE_IDLE_MS] = NVL_RED_MEAN,
     [NVL_RS_DECODE_BUSY_MS] = NVL_RED_MEAN,
     [NVL_RS_DECODE_FLOPS] = NVL_RED_MEAN,
@@ -46,11 +46,11 @@ static const nvl_run_red_t want_red[NVL_RS_COUNT] = {
     [NVL_RS_EXPERT_PAIRS] = NVL_RED_MEAN,
     [NVL_RS_EXPERT_PAIRS_MAX] = NVL_RED_RANK0,
     [NVL_RS_EXPERT_PAIRS_MEAN] = NVL_RED_RANK0,
-    [NVL_RS_DISPATCH_PS] = NVL_RED_MEAN,
-    [NVL_RS_COMBINE_PS] = NVL_RED_MEAN,
+    [NVL_RS_DISPATCH_MS] = NVL_RED_MEAN,
+    [NVL_RS_COMBINE_MS] = NVL_RED_MEAN,
     [NVL_RS_DISPATCH_BYTES] = NVL_RED_MEAN,
     [NVL_RS_COMBINE_BYTES] = NVL_RED_MEAN,
-    [NVL_RS_COMBINE_WAIT_PS] = NVL_RED_MEAN,
+    [NVL_RS_COMBINE_WAIT_MS] = NVL_RED_MEAN,
 };
 
 /* This rank's value i of a row in the report's unit, read from the engine
@@ -72,8 +72,8 @@ static double own(const nvl_engine_t *e, nvl_run_stat_id_t id, int i)
         for (int j = 0; j < NVL_PART_COUNT; j++)
             all += (double)q->part_ps[j];
         switch (id) {
-        case NVL_RS_DECODE_PS: d += (double)q->part_ps[i]; break;
-        case NVL_RS_DECODE_LAYERS_PS: d += (double)q->layers_part_ps[i]; break;
+        case NVL_RS_DECODE_MS: d += (double)q->part_ps[i]; break;
+        case NVL_RS_DECODE_LAYER_MS: d += (double)q->layers_part_ps[i]; break;
         case NVL_RS_DECODE_IDLE_MS: d += idle; break;
         case NVL_RS_DECODE_BUSY_MS: d += all - idle; break;
         case NVL_RS_DECODE_FLOPS: d += q->flops; break;
@@ -81,23 +81,23 @@ static double own(const nvl_engine_t *e, nvl_run_stat_id_t id, int i)
         case NVL_RS_EXPERT_PAIRS: d += q->expert_pairs; break;
         case NVL_RS_EXPERT_PAIRS_MAX: d += q->expert_pairs_max; break;
         case NVL_RS_EXPERT_PAIRS_MEAN: d += q->expert_pairs_mean; break;
-        case NVL_RS_DISPATCH_PS: d += (double)q->dispatch_ps; break;
-        case NVL_RS_COMBINE_PS: d += (double)q->combine_ps; break;
+        case NVL_RS_DISPATCH_MS: d += (double)q->dispatch_ps; break;
+        case NVL_RS_COMBINE_MS: d += (double)q->combine_ps; break;
         case NVL_RS_DISPATCH_BYTES: d += q->dispatch_bytes; break;
         case NVL_RS_COMBINE_BYTES: d += q->combine_bytes; break;
-        case NVL_RS_COMBINE_WAIT_PS: d += (double)q->combine_wait_ps; break;
+        case NVL_RS_COMBINE_WAIT_MS: d += (double)q->combine_wait_ps; break;
         default: break;
         }
     }
     switch (id) {
-    case NVL_RS_PREFILL_PS: return (double)p[0].part_ps[i] / ms;
-    case NVL_RS_DECODE_PS:
+    case NVL_RS_PREFILL_MS: return (double)p[0].part_ps[i] / ms;
+    case NVL_RS_DECODE_MS:
     case NVL_RS_DECODE_IDLE_MS:
     case NVL_RS_DECODE_BUSY_MS:
-    case NVL_RS_COMBINE_WAIT_PS: return d / ms / steps;
-    case NVL_RS_DECODE_LAYERS_PS: return d / ms / steps / layers;
-    case NVL_RS_DISPATCH_PS:
-    case NVL_RS_COMBINE_PS: return d / ms / moe;
+    case NVL_RS_COMBINE_WAIT_MS: return d / ms / steps;
+    case NVL_RS_DECODE_LAYER_MS: return d / ms / steps / layers;
+    case NVL_RS_DISPATCH_MS:
+    case NVL_RS_COMBINE_MS: return d / ms / moe;
     case NVL_RS_EXPERT_PAIRS:
     case NVL_RS_EXPERT_PAIRS_MAX:
     case NVL_RS_EXPERT_PAIRS_MEAN:
