@@ -190,6 +190,16 @@ nvl_status_t nvl_model_config_load(const char *path,
 {
     char file[1024];
     struct stat st;
+    if (stat(path, &st) != 0 && strchr(path, '/') == NULL) {
+        /* a bare name that is no file: a mistyped preset, most likely */
+        char list[1024] = "";
+        for (size_t i = 0; i < nvl_model_preset_count(); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%.64s",
+                     i ? ", " : "", nvl_model_preset_name(i));
+        nvl_report("unknown model '%s': not a preset (%s) and no such "
+                   "directory or config.json", path, list);
+        return NVL_ERR_INVALID;
+    }
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         snprintf(file, sizeof file, "%s/config.json", path);
     else

@@ -30,6 +30,8 @@ static const struct {
     nvl_dtype_t dtype;
 } st_dtypes[] = {{"F32", NVL_DT_F32}, {"BF16", NVL_DT_BF16}, {"F16", NVL_DT_F16}};
 
+static nvl_status_t check_tensors(st_file_t *f, const char *path);
+
 static nvl_status_t open_file(const char *path, st_file_t *f)
 {
     memset(f, 0, sizeof *f);
@@ -73,45 +75,126 @@ static nvl_status_t open_file(const char *path, st_file_t *f)
         return NVL_ERR_INVALID;
     }
     f->data_start = 8 + n;
-    /* every tensor must lie inside the file and fill its shape */
+    return check_tensors(f, path);
+}
+
+/* A non-negative JSON integer into *v; false for anything else. */
+static bool get_u64(const json_t *j, uint64_t *v)
+{
+    if (!json_is_integer(j) || json_integer_value(j) < 0)
+        return false;
+    *v = (uint64_t)json_integer_value(j);
+    return true;
+}
+
+static int by_begin(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* One tensor of the header, checked as the safetensors format requires:
+ * a known layout (dtype, shape, data_offsets), non-negative integers,
+ * begin <= end inside the data section, and end - begin == the shape's
+ * element count x the dtype's size, computed without overflow.  Writes
+ * its [begin, end) to range_out. */
+static nvl_status_t check_tensor(const st_file_t *f, const char *path,
+                                 const char *name, const json_t *t,
+                                 uint64_t range_out[2])
+{
+    const json_t *off = json_object_get(t, "data_offsets");
+    const json_t *shape = json_object_get(t, "shape");
+    const char *dt = json_string_value(json_object_get(t, "dtype"));
+    if (!json_is_object(t) || !json_is_array(off) ||
+        json_array_size(off) != 2 || !json_is_array(shape) || dt == NULL) {
+        nvl_report("%s: tensor '%s': missing dtype, shape or data_offsets",
+                   path, name);
+        return NVL_ERR_INVALID;
+    }
+    uint64_t b, e, data = f->size - f->data_start;
+    if (!get_u64(json_array_get(off, 0), &b) ||
+        !get_u64(json_array_get(off, 1), &e)) {
+        nvl_report("%s: tensor '%s': data_offsets must be two non-negative "
+                   "integers", path, name);
+        return NVL_ERR_INVALID;
+    }
+    if (e < b || e > data) {
+        nvl_report("%s: tensor '%s': bytes %llu..%llu lie outside the "
+                   "%llu-byte data section", path, name, (unsigned long long)b,
+                   (unsigned long long)e, (unsigned long long)data);
+        return NVL_ERR_INVALID;
+    }
+    uint64_t elems = 1;
+    bool overflow = false;
+    for (size_t d = 0; d < json_array_size(shape); d++) {
+        uint64_t n;
+        if (!get_u64(json_array_get(shape, d), &n)) {
+            nvl_report("%s: tensor '%s': shape[%zu] is not a non-negative "
+                       "integer", path, name, d);
+            return NVL_ERR_INVALID;
+        }
+        if (n != 0 && elems > UINT64_MAX / n)
+            overflow = true;
+        elems *= n;
+    }
+    for (size_t k = 0; k < sizeof st_dtypes / sizeof st_dtypes[0]; k++) {
+        if (strcmp(dt, st_dtypes[k].name) != 0)
+            continue;
+        uint64_t esz = nvl_dtype_size(st_dtypes[k].dtype);
+        if (overflow || elems > UINT64_MAX / esz) {
+            nvl_report("%s: tensor '%s': its shape holds more than 2^64 "
+                       "bytes of %s", path, name, dt);
+            return NVL_ERR_INVALID;
+        }
+        if (elems * esz != e - b) {
+            nvl_report("%s: tensor '%s': shape holds %llu %s elements but "
+                       "its data is %llu bytes", path, name,
+                       (unsigned long long)elems, dt,
+                       (unsigned long long)(e - b));
+            return NVL_ERR_INVALID;
+        }
+    }
+    range_out[0] = b;
+    range_out[1] = e;
+    return NVL_OK;
+}
+
+/* Every tensor of f checked, and no two sharing a byte. */
+static nvl_status_t check_tensors(st_file_t *f, const char *path)
+{
+    size_t n = json_object_size(f->header), k = 0;
+    uint64_t *ranges = malloc((n + 1) * 2 * sizeof *ranges);
+    if (ranges == NULL) {
+        nvl_report("%s: out of memory", path);
+        return NVL_ERR_NOMEM;
+    }
     const char *name;
     json_t *t;
+    nvl_status_t st = NVL_OK;
     json_object_foreach(f->header, name, t) {
         if (strcmp(name, "__metadata__") == 0)
             continue;
-        json_t *off = json_object_get(t, "data_offsets");
-        json_t *shape = json_object_get(t, "shape");
-        const char *dt = json_string_value(json_object_get(t, "dtype"));
-        if (!json_is_array(off) || json_array_size(off) != 2 ||
-            !json_is_array(shape) || dt == NULL) {
-            nvl_report("%s: tensor '%s': missing dtype, shape or "
-                       "data_offsets", path, name);
-            return NVL_ERR_INVALID;
-        }
-        uint64_t b = (uint64_t)json_integer_value(json_array_get(off, 0));
-        uint64_t e = (uint64_t)json_integer_value(json_array_get(off, 1));
-        if (e < b || f->data_start + e > f->size) {
-            nvl_report("%s: tensor '%s': bytes %llu..%llu lie past the end "
-                       "of the file", path, name, (unsigned long long)b,
-                       (unsigned long long)e);
-            return NVL_ERR_INVALID;
-        }
-        for (size_t k = 0; k < sizeof st_dtypes / sizeof st_dtypes[0]; k++) {
-            if (strcmp(dt, st_dtypes[k].name) != 0)
-                continue;
-            uint64_t elems = 1;
-            for (size_t d = 0; d < json_array_size(shape); d++)
-                elems *= (uint64_t)json_integer_value(json_array_get(shape, d));
-            if (elems * nvl_dtype_size(st_dtypes[k].dtype) != e - b) {
-                nvl_report("%s: tensor '%s': shape holds %llu %s elements but "
-                           "its data is %llu bytes", path, name,
-                           (unsigned long long)elems, dt,
-                           (unsigned long long)(e - b));
-                return NVL_ERR_INVALID;
-            }
-        }
+        st = check_tensor(f, path, name, t, ranges + 2 * k);
+        if (st != NVL_OK)
+            break;
+        k++;
     }
-    return NVL_OK;
+    if (st == NVL_OK) {
+        qsort(ranges, k, 2 * sizeof *ranges, by_begin);
+        for (size_t i = 1; i < k; i++)
+            if (ranges[2 * i] < ranges[2 * i - 1]) {
+                nvl_report("%s: tensors overlap: bytes %llu..%llu and "
+                           "%llu..%llu", path,
+                           (unsigned long long)ranges[2 * i - 2],
+                           (unsigned long long)ranges[2 * i - 1],
+                           (unsigned long long)ranges[2 * i],
+                           (unsigned long long)ranges[2 * i + 1]);
+                st = NVL_ERR_INVALID;
+                break;
+            }
+    }
+    free(ranges);
+    return st;
 }
 
 static void close_file(st_file_t *f)
@@ -220,6 +303,8 @@ static json_t *find(const nvl_weights_t *w, const char *name,
             return NULL;
         fi = (int)json_integer_value(idx);
     }
+    if (strcmp(name, "__metadata__") == 0)
+        return NULL; /* the header's metadata, not a tensor */
     json_t *t = json_object_get(w->files[fi].header, name);
     if (t != NULL)
         *file_out = &w->files[fi];

@@ -202,7 +202,12 @@ nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
     }
     for (size_t i = 0; i < N_UNITS; i++) {
         if (units[i].kind == kind && strcmp(units[i].suffix, unit) == 0) {
-            *value_out = number * units[i].scale;
+            double value = number * units[i].scale;
+            if (!isfinite(value)) { /* 1e308KB: finite number, huge unit */
+                why = "number is too large once converted to base units";
+                goto fail;
+            }
+            *value_out = value;
             return NVL_OK;
         }
     }

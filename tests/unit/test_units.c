@@ -233,6 +233,9 @@ static void test_not_a_number(void **state)
     parse_fails(NVL_QTY_BW, "infGB/s", "not finite");
     parse_fails(NVL_QTY_RATIO, "nan", "not finite");
     parse_fails(NVL_QTY_BYTES, "1e999GB", "too large");
+    /* finite as written, infinite in base units */
+    parse_fails(NVL_QTY_BYTES, "1e308KB", "too large once converted");
+    parse_fails(NVL_QTY_FLOPS, "1e300PFLOP/s", "too large once converted");
     parse_fails(NVL_QTY_BOOL, "maybe", "'maybe' is not a yes/no value");
     parse_fails(NVL_QTY_BOOL, "", "no value");
 }

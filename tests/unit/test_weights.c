@@ -125,6 +125,11 @@ static void test_sharded_dtypes(void **state)
                 out[3] == 3.0f);
     assert_int_equal(nvl_weights_read_f32(w, "c", 1, 1, 0, 2, out), NVL_OK);
     assert_true(out[0] == 0.25f && out[1] == -1.0f);
+    /* the header's metadata is not a tensor */
+    assert_false(nvl_weights_has(w, "__metadata__"));
+    nvl_tensor_info_t info;
+    assert_int_equal(nvl_weights_info(w, "__metadata__", &info),
+                     NVL_ERR_INVALID);
     /* errors on an open checkpoint */
     assert_int_equal(nvl_weights_read_f32(w, "d", 0, 1, 0, 1, out),
                      NVL_ERR_INVALID);
@@ -158,7 +163,24 @@ static void test_broken_files(void **state)
     float x[4] = {0};
     expect_open_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],"
                       "\"data_offsets\":[0,64]}}",
-                      x, sizeof x, "past the end");
+                      x, sizeof x, "outside the 16-byte data section");
+    /* what the safetensors format forbids, each once */
+    expect_open_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],"
+                      "\"data_offsets\":[-1000,-984]}}",
+                      x, sizeof x, "two non-negative integers");
+    expect_open_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[-4],"
+                      "\"data_offsets\":[0,16]}}",
+                      x, sizeof x, "shape[0] is not a non-negative integer");
+    expect_open_error("{\"a\":{\"dtype\":\"F32\",\"shape\":"
+                      "[4294967296,4294967296,16],\"data_offsets\":[0,16]}}",
+                      x, sizeof x, "more than 2^64");
+    expect_open_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
+                      "\"data_offsets\":[8,0]}}",
+                      x, sizeof x, "bytes 8..0 lie outside");
+    expect_open_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
+                      "\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\","
+                      "\"shape\":[2],\"data_offsets\":[4,12]}}",
+                      x, sizeof x, "tensors overlap: bytes 0..8 and 4..12");
     expect_open_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],"
                       "\"data_offsets\":[0,16]}}",
                       x, sizeof x, "shape holds 3 F32 elements");
