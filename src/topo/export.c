@@ -28,7 +28,7 @@ static int override_equal(const nvl_gpu_override_t *a,
 nvl_status_t nvl_topo_export(const nvl_topo_t *t, FILE *out)
 {
     const char *section = "";
-    char value[128];
+    char value[512]; /* more than the longest text field holds */
     fprintf(out, "# nvlemu topology, canonical export of '%s'\n", t->name);
     for (size_t i = 0; i < nvl_topo_key_count; i++) {
         const nvl_topo_key_t *k = &nvl_topo_keys[i];

@@ -7,6 +7,7 @@
 #include "keys.h"
 
 #include <float.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -253,6 +254,22 @@ nvl_status_t nvl_topo_key_parse(const nvl_topo_key_t *k, const char *text,
             snprintf(why_buf, why_len, "expected text of 1 to %zu characters",
                      k->size - 1);
             return NVL_ERR_INVALID;
+        }
+        /* only text that a topology file can hold: the export must read
+         * back as the same value (inih strips blanks at both ends and
+         * takes ' ;' for the start of a comment) */
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)text[i];
+            bool blank = c == ' ';
+            if ((c < 0x20 || c == 0x7f) ||
+                (blank && (i == 0 || i + 1 == n)) ||
+                ((c == ';' || c == '#') && i > 0 && text[i - 1] == ' ')) {
+                snprintf(why_buf, why_len,
+                         "text with control characters, blanks at either "
+                         "end or ' ;' / ' #' (a comment in a topology file) "
+                         "cannot be written back to a file");
+                return NVL_ERR_INVALID;
+            }
         }
         memcpy(field, text, n + 1);
         return NVL_OK;

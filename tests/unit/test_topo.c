@@ -1048,6 +1048,61 @@ static void test_set_dotted_nccl_keys(void **state)
     nvl_topo_free(t);
 }
 
+/* Every text value --set accepts exports and reloads to an equal
+ * topology; the others are refused and change nothing. */
+static void test_set_text_round_trips(void **state)
+{
+    (void)state;
+    char long_text[200];
+    memset(long_text, 'x', sizeof long_text);
+    const char *values[] = {"what ;f", "a;b", "a #b", "a#b", "\t", "x\ty",
+                            " lead", "mid dle", "caf\xc3\xa9", NULL, NULL,
+                            NULL};
+    size_t nv = 9;
+    for (size_t len = 127; len <= 160; len += 16) {
+        char *v = malloc(len + 1);
+        memcpy(v, long_text, len);
+        v[len] = '\0';
+        values[nv++] = v;
+    }
+    for (size_t i = 0; i < nvl_topo_key_count; i++) {
+        const nvl_topo_key_t *k = &nvl_topo_keys[i];
+        if (k->field != NVL_FIELD_STR)
+            continue;
+        for (size_t j = 0; j < nv; j++) {
+            nvl_topo_t *t = load_shipped("gb200-nvl72.topo");
+            char *before = export_text(t);
+            char assignment[512];
+            snprintf(assignment, sizeof assignment, "%s.%s=%s", k->section,
+                     k->key, values[j]);
+            reports.count = 0;
+            if (nvl_topo_set(t, assignment) != NVL_OK) {
+                assert_int_equal(reports.count, 1); /* refused, once */
+                reports.count = 0;
+                reports.text[0] = '\0';
+                char *after = export_text(t);
+                assert_string_equal(before, after);
+                free(after);
+            } else {
+                char *text = export_text(t);
+                nvl_topo_t *back = NULL;
+                assert_int_equal(nvl_topo_load_string(text, "export", &back),
+                                 NVL_OK);
+                if (!nvl_topo_equal(t, back))
+                    fail_msg("--set %s does not survive export and reload",
+                             assignment);
+                assert_true(nvl_topo_hash(t) == nvl_topo_hash(back));
+                nvl_topo_free(back);
+                free(text);
+            }
+            free(before);
+            nvl_topo_free(t);
+        }
+    }
+    for (size_t j = 9; j < nv; j++)
+        free((char *)values[j]);
+}
+
 static void test_set_value_with_trailing_blank(void **state)
 {
     (void)state;
@@ -1341,6 +1396,7 @@ int main(void)
         T(test_set_bare_unique_key),
         T(test_set_dotted_nccl_keys),
         T(test_set_value_with_trailing_blank),
+        T(test_set_text_round_trips),
         T(test_set_ambiguous_bare_key),
         T(test_set_bad_value_changes_nothing),
         T(test_set_invalid_model_changes_nothing),
