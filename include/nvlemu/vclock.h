@@ -28,8 +28,17 @@ static inline void nvl_vclock_wait_until(nvl_vclock_t *c, int64_t t_ps)
         c->now_ps = t_ps;
 }
 
+/* The clock's range.  One kernel or collective lasts at most
+ * NVL_PS_MAX_DURATION (2^60 ps, about 13 days: longer durations saturate
+ * there), and whoever advances a clock fails the run once it passes
+ * NVL_PS_MAX_CLOCK (2^62 ps, about 53 days), holding it there; so the sum
+ * never reaches INT64_MAX (2^63 - 1, 106 days) and never wraps. */
+#define NVL_PS_MAX_DURATION (INT64_C(1) << 60)
+#define NVL_PS_MAX_CLOCK (INT64_C(1) << 62)
+
 /* Converts a duration in seconds (a cost-model result) to picoseconds,
- * rounding to nearest; the one place where real numbers become time. */
+ * rounding to nearest; the one place where real numbers become time.
+ * Negative or NaN: 0; beyond NVL_PS_MAX_DURATION (or infinite): that. */
 int64_t nvl_ps_from_s(double seconds);
 
 #endif

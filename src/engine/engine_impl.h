@@ -66,6 +66,10 @@ struct nvl_engine {
     /* time */
     nvl_stream_t stream;
     int32_t pass;         /* pass being run */
+    /* the clock passed NVL_PS_MAX_CLOCK (issue.c): where, first */
+    bool time_overflow;
+    const char *overflow_name;
+    int32_t overflow_layer, overflow_pass;
     nvl_pass_stats_t cur; /* its statistics */
     /* record.c */
     int32_t keep_passes;  /* record events of passes below this (-1: all) */

@@ -68,6 +68,25 @@ static void gather_outputs(nvl_engine_t *e, int batch, void *buf, int per,
     free(counts);
 }
 
+/* Collective: fails every rank, with one report, when a rank's clock
+ * passed the emulator's range (issue.c held it there) during the run. */
+static nvl_status_t check_clock(const nvl_engine_t *e, nvl_status_t st)
+{
+    nvl_runtime_capture_begin();
+    if (st == NVL_OK && e->time_overflow) {
+        nvl_report("emulated time passed %.0f days (2^62 ps, the clock's "
+                   "range) at %s (layer %d, pass %d): this run lasts longer "
+                   "than the emulator can time; lower --batch or the context "
+                   "(--ctx, --prompt-len, --gen-len), or undo the --set that "
+                   "slows the GPUs (clock_scale, hbm_bw_scale)",
+                   (double)NVL_PS_MAX_CLOCK / 1e12 / 86400.0,
+                   e->overflow_name, (int)e->overflow_layer,
+                   (int)e->overflow_pass);
+        st = NVL_ERR_RANGE;
+    }
+    return nvl_runtime_capture_end_on(nvl_comm_mpi(e->tp), st);
+}
+
 nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
                                  const int *lens, int batch, int max_new,
                                  int32_t *new_tokens_out,
@@ -125,6 +144,7 @@ nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
         if (s + 1 < max_new)
             st = nvl_engine_forward(e, nb, caches, tok, T, logits);
     }
+    st = check_clock(e, st);
     if (st == NVL_OK && mine.count != (uint32_t)batch) {
         gather_outputs(e, batch, new_tokens_out, max_new, MPI_INT32_T);
         if (last_logits_out != NULL && e->data)

@@ -11,6 +11,27 @@
 #include "engine_impl.h"
 #include "nvlemu/runtime.h"
 
+/* After every advance: a clock past NVL_PS_MAX_CLOCK (or a duration that
+ * saturated) is held at the limit and remembered, so that the run fails
+ * (nvl_engine_generate) instead of wrapping; afterwards nothing more is
+ * issued. */
+static bool clock_in_range(nvl_engine_t *e, const char *name, int32_t layer,
+                           int64_t dur_ps)
+{
+    nvl_vclock_t *clk = nvl_engine_clock(e);
+    if (clk->now_ps <= NVL_PS_MAX_CLOCK && dur_ps < NVL_PS_MAX_DURATION)
+        return true;
+    if (clk->now_ps > NVL_PS_MAX_CLOCK)
+        clk->now_ps = NVL_PS_MAX_CLOCK;
+    if (!e->time_overflow) {
+        e->time_overflow = true;
+        e->overflow_name = name;
+        e->overflow_layer = layer;
+        e->overflow_pass = e->pass;
+    }
+    return false;
+}
+
 static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
 {
     int64_t now = nvl_engine_clock(e)->now_ps;
@@ -23,10 +44,12 @@ static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
 void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                    int32_t layer, nvl_kernel_cost_t c)
 {
-    if (c.time_ps <= 0)
+    if (c.time_ps <= 0 || e->time_overflow)
         return;
     int64_t before = nvl_engine_clock(e)->now_ps;
     int64_t start = nvl_stream_kernel(&e->stream, nvl_engine_clock(e), c.time_ps);
+    if (!clock_in_range(e, name, layer, c.time_ps))
+        return;
     if (start > before)
         nvl_engine_account(e, "launch", NVL_PART_LAUNCH, layer, before,
                            start - before, 0, 0);
@@ -61,6 +84,8 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
 void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                           int64_t entry_ps, const nvl_coll_info_t *info)
 {
+    if (e->time_overflow || !clock_in_range(e, name, layer, info->time_ps))
+        return;
     if (info->start_ps > entry_ps)
         nvl_engine_account(e, "wait", NVL_PART_WAIT, layer, entry_ps,
                            info->start_ps - entry_ps, 0, 0);
