@@ -6,6 +6,8 @@
 #ifndef NVLEMU_HOST_H
 #define NVLEMU_HOST_H
 
+#include <stdint.h>
+
 #include "nvlemu/status.h"
 
 typedef enum {
@@ -30,5 +32,13 @@ nvl_wait_policy_t nvl_host_wait_policy(const nvl_host_info_t *info,
                                        unsigned local_ranks);
 
 const char *nvl_wait_policy_name(nvl_wait_policy_t policy);
+
+/* Bytes of memory a process on this host can still obtain: MemAvailable
+ * of /proc/meminfo (what the kernel can hand out without swapping, page
+ * cache included), lowered to the room left under the cgroup's
+ * memory.max when one is set (a container's limit); hwloc's total memory
+ * of the machine where /proc/meminfo cannot be read.  0: none of them
+ * could be read (the caller then cannot check). */
+uint64_t nvl_host_memory_available_bytes(void);
 
 #endif

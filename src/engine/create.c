@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "nvlemu/host.h"
 #include "nvlemu/runtime.h"
 
 void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
@@ -23,6 +24,56 @@ void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
     o->cost.fusion = NVL_FUSION_TYPICAL;
     o->cost.launch = NVL_LAUNCH_GRAPH;
     o->place.ep = 1;
+}
+
+/* Bytes of this rank's weight shard with the big matrices at wb bytes an
+ * element and the small tensors (norms, biases, router, embedding) at sb. */
+static double shard_bytes(const nvl_engine_t *e, double wb, double sb)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    const nvl_shard_t *s = &e->shard;
+    double hid = c->hidden, hd = c->head_dim;
+    double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
+    double in = s->intermediate.count, vn = s->vocab.count;
+    double sn = s->moe_intermediate.count, ne = s->experts.count;
+    double attn = ((qn + 2 * kn) * hid + hid * qn) * wb +
+                  (c->qkv_bias ? (qn + 2 * kn) * sb : 0) + 2 * hid * sb +
+                  (c->qk_norm ? 2 * hd * sb : 0);
+    double total = 0;
+    for (uint32_t i = 0; i < e->layers; i++)
+        total += attn + (nvl_model_layer_is_moe(c, i)
+                             /* experts held, and the whole router */
+                             ? ne * 3 * sn * hid * wb +
+                                   c->num_experts * hid * sb
+                             : 3 * in * hid * wb);
+    return total + vn * hid * sb * (c->tied_embeddings ? 1 : 2) + hid * sb;
+}
+
+/* Data mode holds this rank's weights as float32 in host memory (load.c):
+ * the ranks sharing a host must fit in what it has available, checked
+ * before the first byte is read.  Collective over tp; every rank calls it
+ * (local: this rank's status so far; 0 bytes are counted for a rank that
+ * already failed). */
+static nvl_status_t check_host_memory(const nvl_engine_t *e,
+                                      nvl_status_t local)
+{
+    MPI_Comm host;
+    MPI_Comm_split_type(nvl_comm_mpi(e->tp), MPI_COMM_TYPE_SHARED, 0,
+                        MPI_INFO_NULL, &host);
+    double mine = local == NVL_OK ? shard_bytes(e, 4, 4) : 0, need = 0;
+    int ranks = 0;
+    MPI_Allreduce(&mine, &need, 1, MPI_DOUBLE, MPI_SUM, host);
+    MPI_Comm_size(host, &ranks);
+    MPI_Comm_free(&host);
+    uint64_t avail = nvl_host_memory_available_bytes();
+    if (local != NVL_OK || avail == 0 || need <= (double)avail)
+        return local;
+    nvl_report("data mode holds the weights as float32 in host memory: the "
+               "%d rank(s) on this host need %.2f GB (this rank %.2f GB), "
+               "the host has %.2f GB available; use --mode timing (no "
+               "payloads), more hosts, or a smaller model or --layers",
+               ranks, need / 1e9, mine / 1e9, (double)avail / 1e9);
+    return NVL_ERR_NOMEM;
 }
 
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
@@ -61,6 +112,8 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
     if (st == NVL_OK)
         st = nvl_shard_place(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
                              &opts->place, &e->shard);
+    if (e->data)
+        st = check_host_memory(e, st);
     if (st == NVL_OK && e->data)
         st = nvl_engine_load_weights(e);
     st = nvl_runtime_capture_end_on(nvl_comm_mpi(tp), st);
@@ -114,25 +167,9 @@ const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e)
 
 double nvl_engine_weight_bytes(const nvl_engine_t *e)
 {
-    const nvl_model_config_t *c = &e->cfg;
-    const nvl_shard_t *s = &e->shard;
-    double hid = c->hidden, hd = c->head_dim;
-    double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
-    double in = s->intermediate.count, vn = s->vocab.count;
-    double sn = s->moe_intermediate.count, ne = s->experts.count;
-    double wb = nvl_wdtype_bytes(e->opts.cost.weight_dtype);
-    double attn = ((qn + 2 * kn) * hid + hid * qn) * wb +
-                  (c->qkv_bias ? (qn + 2 * kn) * 2 : 0) + 2 * hid * 2 +
-                  (c->qk_norm ? 2 * hd * 2 : 0);
-    double total = 0;
-    for (uint32_t i = 0; i < e->layers; i++)
-        total += attn + (nvl_model_layer_is_moe(c, i)
-                             /* experts held, and the router in bf16 */
-                             ? ne * 3 * sn * hid * wb +
-                                   c->num_experts * hid * 2
-                             : 3 * in * hid * wb);
-    /* embedding and lm_head stay bf16, as quantized checkpoints keep them */
-    return total + vn * hid * 2 * (c->tied_embeddings ? 1 : 2) + hid * 2;
+    /* embedding, lm_head, norms, biases and router stay bf16, as quantized
+     * checkpoints keep them */
+    return shard_bytes(e, nvl_wdtype_bytes(e->opts.cost.weight_dtype), 2);
 }
 
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,

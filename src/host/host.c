@@ -1,6 +1,8 @@
 #include "nvlemu/host.h"
 
 #include <hwloc.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,4 +45,49 @@ const char *nvl_wait_policy_name(nvl_wait_policy_t policy)
 {
     return policy == NVL_WAIT_BLOCK ? "block (ranks outnumber cores)"
                                     : "spin (a core per rank)";
+}
+
+/* The first line of `path` starting with `key`, its number (in units of
+ * `scale` bytes); false if the file, the key or the number is missing. */
+static bool read_number(const char *path, const char *key, uint64_t scale,
+                        uint64_t *bytes_out)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    char line[256];
+    bool found = false;
+    size_t n = strlen(key);
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        uint64_t v;
+        if (strncmp(line, key, n) == 0 &&
+            sscanf(line + n, "%" SCNu64, &v) == 1 && v <= UINT64_MAX / scale) {
+            *bytes_out = v * scale;
+            found = true;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+uint64_t nvl_host_memory_available_bytes(void)
+{
+    uint64_t avail = 0;
+    if (!read_number("/proc/meminfo", "MemAvailable:", 1024, &avail)) {
+        hwloc_topology_t topo;
+        if (hwloc_topology_init(&topo) == 0) {
+            if (hwloc_topology_load(topo) == 0)
+                avail = hwloc_get_root_obj(topo)->total_memory;
+            hwloc_topology_destroy(topo);
+        }
+    }
+    /* cgroup v2: memory.max is "max" (no limit: sscanf fails) or bytes */
+    uint64_t max, cur;
+    if (read_number("/sys/fs/cgroup/memory.max", "", 1, &max) &&
+        read_number("/sys/fs/cgroup/memory.current", "", 1, &cur)) {
+        uint64_t room = max > cur ? max - cur : 0;
+        if (avail == 0 || room < avail)
+            avail = room;
+    }
+    return avail;
 }
