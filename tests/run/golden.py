@@ -3,6 +3,9 @@
 
   golden.py check NAME  --nvlemu BIN --root DIR   rerun one case; exit 1 on any change
   golden.py update      --nvlemu BIN --root DIR   rewrite every tests/data/run/NAME.json
+  golden.py placements NAME [--mode data] ...      run one case under every launch
+                                                   layout of PLACEMENTS; exit 1
+                                                   unless their JSON are equal
 
 The cases live in tests/data/run/cases.txt (one source for both).  Every
 number and string of the report must be equal, except the keys in VOLATILE:
@@ -37,7 +40,21 @@ def read_cases(root):
     return cases
 
 
-def run_case(root, nvlemu, case):
+# Three ways to lay the same job out: the wrapper's default (ranks bound to
+# cores, shared-memory transport); unbound ranks whose every message goes
+# through TCP sockets, as between hosts; and two MPMD application contexts
+# (rank 0 apart from the others) mapped by slot.  Virtual time must not
+# see any of it.
+PLACEMENTS = {
+    "default": lambda n, cmd: ["scripts/nvlrun", str(n)] + cmd,
+    "tcp-unbound": lambda n, cmd: ["mpiexec", "--oversubscribe", "-n", str(n),
+                                   "--bind-to", "none", "--mca", "btl", "self,tcp"] + cmd,
+    "mpmd-by-slot": lambda n, cmd: ["mpiexec", "--oversubscribe", "--map-by", "slot",
+                                    "-n", "1"] + cmd + [":", "-n", str(n - 1)] + cmd,
+}
+
+
+def run_case(root, nvlemu, case, placement="default", mode="timing"):
     ranks, env_add, args = case
     env = dict(os.environ)
     for var in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MAX_NCHANNELS",
@@ -46,8 +63,10 @@ def run_case(root, nvlemu, case):
     env.update(env_add)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run.json")
-        cmd = [os.path.join(root, "scripts", "nvlrun"), str(ranks), nvlemu, "run",
-               "--mode", "timing"] + args + ["--json", out]
+        cmd = PLACEMENTS[placement](ranks, [nvlemu, "run", "--mode", mode] + args +
+                                    ["--json", out])
+        if os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
                            timeout=300)
         if p.returncode != 0:
@@ -80,8 +99,9 @@ def diff(old, new, path="", out=None):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("action", choices=["check", "update", "list"])
+    ap.add_argument("action", choices=["check", "update", "list", "placements"])
     ap.add_argument("name", nargs="?")
+    ap.add_argument("--mode", default="timing", choices=["timing", "data"])
     ap.add_argument("--nvlemu", default="build/nvlemu")
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))))
@@ -103,6 +123,8 @@ def main():
         return 0
     if a.name not in cases:
         sys.exit(f"golden: no case '{a.name}' in tests/data/run/cases.txt")
+    if a.action == "placements":
+        return placements(root, nvlemu, a.name, cases[a.name], a.mode)
     path = os.path.join(golden_dir, a.name + ".json")
     with open(path) as f:
         want = json.load(f)
@@ -115,6 +137,23 @@ def main():
               "intended, run scripts/update-golden-runs and review the diff")
         return 1
     print(f"golden {a.name}: all {count(want)} values equal")
+    return 0
+
+
+def placements(root, nvlemu, name, case, mode):
+    """The case under every layout of PLACEMENTS: equal JSON but `emulation`."""
+    runs = {p: strip(run_case(root, nvlemu, case, p, mode)) for p in PLACEMENTS}
+    first = next(iter(PLACEMENTS))
+    failed = False
+    for p in PLACEMENTS:
+        for path, old, new in diff(runs[first], runs[p]):
+            failed = True
+            print(f"placements {name} ({mode}): {path}: {first} {json.dumps(old)}, "
+                  f"{p} {json.dumps(new)}")
+    if failed:
+        return 1
+    print(f"placements {name} ({mode}): {', '.join(PLACEMENTS)} give the same "
+          f"{count(runs[first])} values")
     return 0
 
 
