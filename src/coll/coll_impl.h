@@ -95,7 +95,7 @@ typedef struct {
                      nvl_proto_t proto);
     /* modeled duration in seconds of coll moving `bytes` (NCCL nBytes) */
     double (*predict_s)(const nvl_comm_t *comm, nvl_coll_t coll,
-                        size_t bytes, nvl_proto_t proto, int channels);
+                        size_t bytes, nvl_proto_t proto, double channels);
     /* moves the data of a call (data mode only) */
     nvl_status_t (*run)(const nvl_coll_call_t *call);
 } nvl_coll_algo_t;
@@ -127,11 +127,13 @@ double nvl_coll_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
  * wire_bytes / channels bytes of collective coll. */
 double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
-                        int channels, double wire_bytes);
+                        double channels, double wire_bytes);
 
-/* Channels NCCL would use for nBytes (fewer for small messages). */
-int nvl_coll_model_channels(const nvl_comm_t *comm, nvl_algo_t algo,
-                       nvl_proto_t proto, size_t bytes);
+/* Channels NCCL would use for nBytes (fewer for small messages), before
+ * rounding down to whole channels: the bandwidth's channel count (model.c
+ * says why); its integer part is the count NCCL reports. */
+double nvl_coll_model_channels(const nvl_comm_t *comm, nvl_algo_t algo,
+                               nvl_proto_t proto, size_t bytes);
 
 /* ---- data movement helpers (src/coll/xfer.c) --------------------------- */
 

@@ -42,7 +42,7 @@ double nvl_coll_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
 
 double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
-                        int channels, double wire_bytes)
+                        double channels, double wire_bytes)
 {
     const nvl_nccl_spec_t *n = &c->topo->nccl;
     double per_channel = path_bw * NVL_NVLINK_DATA_EFF / n->channels;
@@ -69,21 +69,29 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
 
 /* NCCL's thread thresholds (bytes per thread before adding a channel):
  * LL 16 (ring) / 8 (tree), LL128 8, Simple 64, with 512 threads (NCCL 2.28
- * init log: "threadThresholds 8/8/64 | 16/8/64 | 512 | 512"). */
-int nvl_coll_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
-                       nvl_proto_t proto, size_t bytes)
+ * init log: "threadThresholds 8/8/64 | 16/8/64 | 512 | 512").  NCCL drops a
+ * channel while S < C x 512 x threshold, so C = floor(S / (512 x
+ * threshold)) between the bounds and each channel carries between one and
+ * two thresholds' worth.  The bandwidth uses the unrounded quotient, the
+ * channels' load averaged over the sizes between two channel counts:
+ * rounding would make a message just past a channel boundary faster than
+ * one just below it (1 MB slower than 2 MB for Ring LL at 72 ranks),
+ * which no measured curve shows. */
+double nvl_coll_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
+                               nvl_proto_t proto, size_t bytes)
 {
     int nc = (int)c->topo->nccl.channels;
     if (c->tuner.max_channels > 0 && c->tuner.max_channels < nc)
         nc = c->tuner.max_channels;
     int min_nc = c->tuner.min_channels > 0 ? c->tuner.min_channels : 1;
+    if (min_nc > nc)
+        min_nc = nc;
     if (algo == NVL_ALGO_NVLS || algo == NVL_ALGO_NVLS_TREE)
         return nc; /* NCCL runs NVLS on its fixed set of NVLS channels */
     double threshold = proto == NVL_PROTO_SIMPLE ? 64.0
                        : proto == NVL_PROTO_LL128 ? 8.0
                        : algo == NVL_ALGO_RING ? 16.0 * c->size
                                                : 8.0;
-    while (nc > min_nc && (double)bytes < nc * 512.0 * threshold)
-        nc--;
-    return nc;
+    double share = (double)bytes / (512.0 * threshold);
+    return share < min_nc ? min_nc : share > nc ? nc : share;
 }

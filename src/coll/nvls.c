@@ -30,7 +30,7 @@ static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
 }
 
 static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
-                           size_t bytes, nvl_proto_t proto, int channels)
+                           size_t bytes, nvl_proto_t proto, double channels)
 {
     double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS, proto, 1, 0);
     double port = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_NVLS, proto,

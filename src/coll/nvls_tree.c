@@ -31,7 +31,7 @@ static bool nvlstree_supports(const nvl_comm_t *c, nvl_coll_t coll,
 }
 
 static double nvlstree_predict(const nvl_comm_t *c, nvl_coll_t coll,
-                               size_t bytes, nvl_proto_t proto, int channels)
+                               size_t bytes, nvl_proto_t proto, double channels)
 {
 
     double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS_TREE, proto, 1,

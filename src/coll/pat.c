@@ -25,7 +25,7 @@ static bool pat_supports(const nvl_comm_t *c, nvl_coll_t coll,
 }
 
 static double pat_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
-                          nvl_proto_t proto, int channels)
+                          nvl_proto_t proto, double channels)
 {
 
     const nvl_nccl_spec_t *k = &c->topo->nccl;

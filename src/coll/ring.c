@@ -33,7 +33,7 @@ static double path_bw(const nvl_comm_t *c)
 }
 
 static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
-                           size_t bytes, nvl_proto_t proto, int channels)
+                           size_t bytes, nvl_proto_t proto, double channels)
 {
     int n = c->size, d = c->domains;
     int nsteps, inter;

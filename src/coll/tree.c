@@ -26,7 +26,7 @@ static bool tree_supports(const nvl_comm_t *c, nvl_coll_t coll,
 }
 
 static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
-                           nvl_proto_t proto, int channels)
+                           nvl_proto_t proto, double channels)
 {
 
     int ppn = c->max_per_domain;

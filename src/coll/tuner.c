@@ -150,11 +150,12 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
         return NVL_ERR_RANGE;
     nvl_coll_info_t info = {.coll = coll, .algo = algo, .proto = proto,
                             .bytes = bytes};
-    info.channels = nvl_coll_model_channels(comm, algo, proto, bytes);
+    double channels = nvl_coll_model_channels(comm, algo, proto, bytes);
+    info.channels = (int)channels; /* NCCL's count: the whole channels */
     /* one rank, or nothing to move: NCCL returns without a kernel */
     info.time_ps = nvl_ps_from_s(
         comm->size > 1 && bytes > 0
-            ? a->predict_s(comm, coll, bytes, proto, info.channels)
+            ? a->predict_s(comm, coll, bytes, proto, channels)
             : 0.0);
     *info_out = info;
     return NVL_OK;

@@ -1,0 +1,190 @@
+/* Invariants of the collective model, over every shipped topology, rank
+ * counts that are and are not powers of two, the five NCCL collectives,
+ * every algorithm and protocol that can run them, and sizes from 1 byte to
+ * 8 GB (powers of two and the 1.5x between them):
+ *
+ *   - time never falls as the size grows, under one algorithm and protocol
+ *     (and so under the tuner's choice);
+ *   - the bus bandwidth (nccl-tests' busbw: algbw x 2(n-1)/n for
+ *     allreduce, (n-1)/n for allgather and reduce-scatter, 1 for broadcast
+ *     and reduce) never exceeds the GPU's NVLink line rate per direction;
+ *     NVLS allreduce, whose switch reduces in the network, is bounded by
+ *     algbw <= line rate instead (each GPU sends and receives S once);
+ *   - the tuner's choice is never slower than an enabled alternative. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/topo.h"
+#include "reports.h"
+
+static const char *const topologies[] = {
+    "gb200-nvl72.topo", "nvl72-nvlink6.topo", "gb200-nvl72x2-ib.topo",
+    "hgx-b200.topo",    "hgx-h200.topo",      "h200-nvl2.topo"};
+static const int rank_counts[] = {2, 3, 4, 5, 7, 8, 16, 36, 72, 144};
+static const nvl_coll_t colls[] = {NVL_COLL_BROADCAST, NVL_COLL_REDUCE,
+                                   NVL_COLL_ALLGATHER, NVL_COLL_REDUCESCATTER,
+                                   NVL_COLL_ALLREDUCE};
+
+#define MAX_SIZES 80
+
+/* 1 B .. 8 GB: 2^k and 3 x 2^(k-1) */
+static int sizes(size_t *out)
+{
+    int n = 0;
+    for (int k = 0; k <= 33; k++) {
+        out[n++] = (size_t)1 << k;
+        if (k >= 1 && k < 33)
+            out[n++] = (size_t)3 << (k - 1);
+    }
+    return n;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double bus_factor(nvl_coll_t coll, int n)
+{
+    if (coll == NVL_COLL_ALLREDUCE)
+        return 2.0 * (n - 1) / n;
+    if (coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER)
+        return (double)(n - 1) / n;
+    return 1.0;
+}
+
+typedef struct {
+    long checked;   /* (size, algo, proto) predictions compared */
+    int violations; /* printed, up to a few */
+} tally_t;
+
+static void violation(tally_t *t, const char *fmt, ...)
+{
+    if (t->violations++ < 12) {
+        va_list ap;
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        printf("\n");
+    }
+}
+
+static void check_comm(const char *topo_name, const nvl_topo_t *topo,
+                       const nvl_comm_t *c, int n, tally_t *t)
+{
+    size_t sz[MAX_SIZES];
+    int ns = sizes(sz);
+    qsort(sz, (size_t)ns, sizeof sz[0], cmp_size);
+    double line = nvl_topo_nvlink_bw(topo, 0);
+    for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
+        nvl_coll_t coll = colls[k];
+        int64_t prev_choice = 0;
+        for (int a = 0; a < NVL_ALGO_COUNT; a++)
+            for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+                int64_t prev = 0;
+                for (int i = 0; i < ns; i++) {
+                    nvl_coll_info_t info;
+                    if (nvl_coll_predict(c, coll, sz[i], (nvl_algo_t)a,
+                                         (nvl_proto_t)p, &info) != NVL_OK)
+                        break;
+                    t->checked++;
+                    if (info.time_ps < prev)
+                        violation(t,
+                                  "%s n=%d %s %s/%s: %zu B takes %.3f us, "
+                                  "less than %zu B (%.3f us)",
+                                  topo_name, n, nvl_coll_name(coll),
+                                  nvl_algo_name((nvl_algo_t)a),
+                                  nvl_proto_name((nvl_proto_t)p), sz[i],
+                                  info.time_ps * 1e-6, sz[i - 1],
+                                  prev * 1e-6);
+                    prev = info.time_ps;
+                    bool in_switch = coll == NVL_COLL_ALLREDUCE &&
+                                     (a == NVL_ALGO_NVLS ||
+                                      a == NVL_ALGO_NVLS_TREE);
+                    double algbw = (double)sz[i] / (info.time_ps * 1e-12);
+                    double bw = in_switch ? algbw
+                                          : algbw * bus_factor(coll, n);
+                    if (bw > line * (1 + 1e-9))
+                        violation(t,
+                                  "%s n=%d %s %s/%s %zu B: %s %.1f GB/s "
+                                  "above the NVLink line rate %.1f GB/s",
+                                  topo_name, n, nvl_coll_name(coll),
+                                  nvl_algo_name((nvl_algo_t)a),
+                                  nvl_proto_name((nvl_proto_t)p), sz[i],
+                                  in_switch ? "algbw" : "busbw", bw / 1e9,
+                                  line / 1e9);
+                }
+            }
+        for (int i = 0; i < ns; i++) {
+            nvl_coll_info_t best;
+            assert_int_equal(nvl_coll_choose(c, coll, sz[i], &best), NVL_OK);
+            if (best.time_ps < prev_choice)
+                violation(t, "%s n=%d %s: the tuner's %zu B is faster than "
+                             "%zu B", topo_name, n, nvl_coll_name(coll),
+                          sz[i], sz[i - 1]);
+            prev_choice = best.time_ps;
+            for (int a = 0; a < NVL_ALGO_COUNT; a++)
+                for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+                    nvl_coll_info_t alt;
+                    if (nvl_coll_predict(c, coll, sz[i], (nvl_algo_t)a,
+                                         (nvl_proto_t)p, &alt) == NVL_OK &&
+                        alt.time_ps < best.time_ps)
+                        violation(t,
+                                  "%s n=%d %s %zu B: the tuner chose %s/%s "
+                                  "(%.3f us), %s/%s takes %.3f us",
+                                  topo_name, n, nvl_coll_name(coll), sz[i],
+                                  nvl_algo_name(best.algo),
+                                  nvl_proto_name(best.proto),
+                                  best.time_ps * 1e-6,
+                                  nvl_algo_name((nvl_algo_t)a),
+                                  nvl_proto_name((nvl_proto_t)p),
+                                  alt.time_ps * 1e-6);
+                }
+        }
+    }
+}
+
+static void test_invariants(void **state)
+{
+    (void)state;
+    tally_t t = {0, 0};
+    for (size_t i = 0; i < sizeof topologies / sizeof topologies[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", NVL_TOPOLOGY_DIR, topologies[i]);
+        nvl_topo_t *topo = NULL;
+        assert_int_equal(nvl_topo_load(path, &topo), NVL_OK);
+        for (size_t r = 0; r < sizeof rank_counts / sizeof rank_counts[0];
+             r++) {
+            int n = rank_counts[r];
+            if ((uint32_t)n > topo->gpus)
+                continue;
+            nvl_comm_t *c = NULL;
+            assert_int_equal(nvl_comm_create_virtual(topo, n, NULL, &c),
+                             NVL_OK);
+            check_comm(topologies[i], topo, c, n, &t);
+            nvl_comm_destroy(c);
+        }
+        nvl_topo_free(topo);
+    }
+    printf("%ld predictions checked, %d violation(s)\n", t.checked,
+           t.violations);
+    assert_true(t.checked > 10000);
+    assert_int_equal(t.violations, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_invariants, capture_reports,
+                                        release_reports),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
