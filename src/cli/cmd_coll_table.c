@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "nvlemu/coll.h"
+#include "nvlemu/json.h"
 #include "nvlemu/runtime.h"
 #include "nvlemu/topo.h"
 #include "nvlemu/units.h"
@@ -182,7 +183,7 @@ static nvl_status_t write_json(const nvl_topo_t *topo, const char *origin,
                 json_array_append_new(cells, o);
             }
     json_object_set_new(root, "cells", cells);
-    int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    int rc = nvl_json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (rc != 0 || fputc('\n', out) == EOF) {
         nvl_report("cannot write the JSON table");

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "nvlemu/engine.h"
+#include "nvlemu/json.h"
 #include "nvlemu/runtime.h"
 
 typedef struct {
@@ -112,7 +113,7 @@ static nvl_status_t write_json(const char *path, const gen_args_t *a,
     }
     json_object_set_new(root, "new_tokens", toks);
     json_object_set_new(root, "last_logits", lg);
-    int rc = json_dump_file(root, path, JSON_COMPACT);
+    int rc = nvl_json_dump_file(root, path, JSON_COMPACT);
     json_decref(root);
     if (rc != 0) {
         nvl_report("--logits-out %s: cannot write", path);

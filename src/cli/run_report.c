@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "nvlemu/runtime.h"
+#include "nvlemu/json.h"
 #include "run.h"
 
 #define MS(ps) ((ps) / 1e9)
@@ -466,8 +467,8 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
         json_object_set_new(root, "new_tokens", toks);
     }
     int rc = strcmp(path, "-") == 0
-                 ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10))
-                 : json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+                 ? nvl_json_dumpf(root, stdout, JSON_INDENT(2))
+                 : nvl_json_dump_file(root, path, JSON_INDENT(2));
     if (strcmp(path, "-") == 0)
         fputc('\n', stdout);
     json_decref(root);

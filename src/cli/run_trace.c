@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nvlemu/runtime.h"
+#include "nvlemu/json.h"
 #include "run.h"
 
 /* An event as it travels between ranks (the names are copied: pointers do
@@ -42,7 +43,7 @@ static void write_event(FILE *out, int rank, const wire_event_t *w,
                            (double)w->dur_ps / 1e6, "pid", 0, "tid", rank,
                            "args", args);
     fputs(*first ? "\n" : ",\n", out);
-    json_dumpf(ev, out, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    nvl_json_dumpf(ev, out, JSON_COMPACT);
     json_decref(ev);
     *first = false;
 }
@@ -55,7 +56,7 @@ static void write_track_name(FILE *out, int rank, uint32_t gpu, bool *first)
                            "thread_name", "ph", "M", "pid", 0, "tid", rank,
                            "args", "name", name);
     fputs(*first ? "\n" : ",\n", out);
-    json_dumpf(ev, out, JSON_COMPACT);
+    nvl_json_dumpf(ev, out, JSON_COMPACT);
     json_decref(ev);
     *first = false;
 }
@@ -100,7 +101,7 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
                              "process_name", "ph", "M", "pid", 0, "args",
                              "name", "nvlemu (emulated time)");
     fputs("\n", out);
-    json_dumpf(proc, out, JSON_COMPACT);
+    nvl_json_dumpf(proc, out, JSON_COMPACT);
     json_decref(proc);
     first = false;
     for (int r = 0; r < size; r++) {

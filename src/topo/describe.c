@@ -1,6 +1,8 @@
 /* Human and JSON descriptions of a topology, for `nvlemu topo`. */
 #include <inttypes.h>
 #include <jansson.h>
+
+#include "nvlemu/json.h"
 #include <string.h>
 
 #include "keys.h"
@@ -266,7 +268,7 @@ nvl_status_t nvl_topo_describe_json(const nvl_topo_t *t, uint32_t ranks,
         json_array_append_new(ov, o);
     }
     json_object_set_new(root, "overrides", ov);
-    int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    int rc = nvl_json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     fputc('\n', out);
     if (rc != 0 || ferror(out)) {

@@ -127,6 +127,30 @@ static nvl_status_t parse_bool(const char *t, double *out, char *why,
     return NVL_ERR_INVALID;
 }
 
+/* number (written as the len characters at text) x scale, rounded once:
+ * for a power-of-ten scale the decimal exponent moves in the text and
+ * strtod rounds the result (2.11GHz is 2110000000, where 2.11 x 1e9 gives
+ * 2109999999.9999998); other scales (1024, 0.125, 125e6) multiply. */
+static double scaled(const char *text, size_t len, double number,
+                     double scale)
+{
+    int k = (int)lround(log10(scale));
+    if (k < 1 || k > 22 || pow(10.0, k) != scale || len > 64 ||
+        memchr(text, 'x', len) != NULL || memchr(text, 'X', len) != NULL)
+        return number * scale; /* hexadecimal: 'e' is a digit there */
+    size_t mant = strcspn(text, "eE");
+    long exp = k;
+    if (mant < len)
+        exp += strtol(text + mant + 1, NULL, 10);
+    else
+        mant = len;
+    if (exp > 100000 || exp < -100000)
+        return number * scale;
+    char buf[96];
+    snprintf(buf, sizeof buf, "%.*se%ld", (int)mant, text, exp);
+    return strtod(buf, NULL);
+}
+
 nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
                            double *value_out, char *why_buf, size_t why_len)
 {
@@ -143,6 +167,7 @@ nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
     char *end;
     errno = 0;
     double number = strtod(text, &end);
+    const char *number_end = end;
     if (end == text) {
         why = "does not start with a number";
         goto fail;
@@ -202,7 +227,8 @@ nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
     }
     for (size_t i = 0; i < N_UNITS; i++) {
         if (units[i].kind == kind && strcmp(units[i].suffix, unit) == 0) {
-            double value = number * units[i].scale;
+            double value = scaled(text, (size_t)(number_end - text), number,
+                                  units[i].scale);
             if (!isfinite(value)) { /* 1e308KB: finite number, huge unit */
                 why = "number is too large once converted to base units";
                 goto fail;

@@ -153,6 +153,29 @@ static void test_frequency_units(void **state)
     check_cases(NVL_QTY_FREQ, cases, N_CASES(cases));
 }
 
+/* A decimal unit scales the written number exactly once: the value is the
+ * double nearest to the decimal quantity (2.11GHz is 2.11e9, not 2.11 x
+ * 1e9 = 2109999999.9999998), exponents and hexadecimal included. */
+static void test_decimal_units_round_once(void **state)
+{
+    (void)state;
+    static const struct { nvl_qty_kind_t kind; const char *text; double v; }
+    cases[] = {
+        {NVL_QTY_FREQ, "2.11GHz", 2.11e9}, {NVL_QTY_FREQ, " 1.965GHz", 1.965e9},
+        {NVL_QTY_BW, "1.1TB/s", 1.1e12}, {NVL_QTY_BYTES, "1.5e3MB", 1.5e9},
+        {NVL_QTY_BYTES, "0.3GB", 0.3e9}, {NVL_QTY_TIME, "0.7us", 0.7e6},
+        {NVL_QTY_BYTES, "0x1eMB", 30e6}, {NVL_QTY_BYTES, "1.5KiB", 1536.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double v = parse_ok(cases[i].kind, cases[i].text);
+        if (v != cases[i].v) {
+            print_error("\"%s\" parsed as %.17g, expected exactly %.17g\n",
+                        cases[i].text, v, cases[i].v);
+            fail();
+        }
+    }
+}
+
 static void test_count(void **state)
 {
     (void)state;
@@ -433,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_flops_units_both_spellings),
         cmocka_unit_test(test_rate_units),
         cmocka_unit_test(test_frequency_units),
+        cmocka_unit_test(test_decimal_units_round_once),
         cmocka_unit_test(test_count),
         cmocka_unit_test(test_ratio_plain_and_percent),
         cmocka_unit_test(test_bool_spellings),
