@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nvlemu/coll.h"
 
@@ -57,5 +58,52 @@ const nvl_bench_coll_t *nvl_bench_coll_find(const char *name);
 /* Element i of rank's send buffer: small integers, exact in every dtype,
  * whose reductions over any subset of ranks stay exact as well. */
 float nvl_bench_input(const nvl_bench_call_t *call, int rank, size_t i);
+
+/* ---- nccl-tests' -J FILE (perf_json.c) ---------------------------------- */
+
+typedef struct nvl_bench_json nvl_bench_json_t;
+
+/* What the run was asked to do, for "config" and "nvlemu". */
+typedef struct {
+    size_t min_bytes, max_bytes, step_bytes, data_max;
+    long step_factor, warmup, iters;
+    bool check;
+    int average; /* -a */
+    const char *version, *commit, *topology, *topology_file;
+} nvl_bench_config_t;
+
+/* One size's line of the table. */
+typedef struct {
+    size_t bytes, count;
+    const char *type, *redop;
+    int root;
+    double time_us[2], algbw[2], busbw[2]; /* out of place, in place */
+    long long wrong[2];                    /* -1: not checked */
+    long iters;
+    double wall_us;
+    const char *algo, *proto;
+    int channels;
+    bool data;
+} nvl_bench_row_t;
+
+/* Creates path (or path.0, path.1, ... if it exists, as nccl-tests) and
+ * starts the document with argv and the environment.  Reports and returns
+ * NVL_ERR_IO if no file can be created. */
+nvl_status_t nvl_bench_json_open(const char *path, int argc, char **argv,
+                                 nvl_bench_json_t **json_out);
+/* The file actually written. */
+const char *nvl_bench_json_path(const nvl_bench_json_t *json);
+void nvl_bench_json_config(nvl_bench_json_t *json,
+                           const nvl_bench_config_t *config);
+void nvl_bench_json_device(nvl_bench_json_t *json, int rank, int pid,
+                           const char *host, int device, const char *hex,
+                           const char *info);
+void nvl_bench_json_row(nvl_bench_json_t *json, const nvl_bench_row_t *row);
+/* Adds the footer, writes the file and frees json (NULL: nothing to do).
+ * Reports and returns NVL_ERR_IO on a write error. */
+nvl_status_t nvl_bench_json_close(nvl_bench_json_t *json, int64_t wrong,
+                                  double avg_busbw);
+/* Frees json without writing, removing its file if remove_file. */
+void nvl_bench_json_free(nvl_bench_json_t *json, bool remove_file);
 
 #endif

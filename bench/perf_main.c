@@ -46,6 +46,9 @@
 #ifndef NVL_VERSION
 #define NVL_VERSION "unknown"
 #endif
+#ifndef NVL_GIT_COMMIT
+#define NVL_GIT_COMMIT "unknown"
+#endif
 #define NCCL_TESTS_VERSION "2.19.6" /* whose output this reproduces */
 
 /* ---- options ------------------------------------------------------------ */
@@ -56,7 +59,8 @@ typedef struct {
     const char *topo;
     nvl_opt_list_t sets;
     size_t min_bytes, max_bytes, step_bytes, data_max;
-    long step_factor, iters, warmup, root, check, ignored;
+    long step_factor, iters, warmup, root, check, average, ignored;
+    const char *json_path; /* -J: nccl-tests' JSON output, or NULL */
     nvl_dtype_t dtype;
     nvl_redop_t op;
     int mode; /* bench_mode_t */
@@ -179,8 +183,15 @@ static const nvl_opt_t opts[] = {
      .offset = AT(ignored), .arg = "1", .parse = parse_one,
      .doc = "threads per rank: only 1"},
     {.name = "average", .short_name = 'a', .kind = NVL_OPT_LONG,
-     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
-     .doc = "accepted and ignored: every rank sees the same emulated time"},
+     .offset = AT(average), .arg = "N", .def = "1", .min = 0, .max = 3,
+     .doc = "the time reported from the ranks' own times, as nccl-tests: "
+            "0 rank 0's, 1 the mean, 2 the minimum, 3 the maximum (a "
+            "collective ends at one group-wide emulated time, so they "
+            "differ only where ranks' clocks do)"},
+    {.name = "output_file", .alias = "json", .short_name = 'J',
+     .kind = NVL_OPT_STRING, .offset = AT(json_path), .arg = "FILE",
+     .doc = "also write the results as nccl-tests' JSON (FILE.0, FILE.1, "
+            "... if FILE exists), with the emulator's columns"},
     {.name = "blocking", .short_name = 'z', .kind = NVL_OPT_LONG,
      .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
      .doc = "accepted and ignored"},
@@ -351,27 +362,49 @@ static void format_num(double v, int width, char *buf, size_t len)
         snprintf(buf, len, "%*.1e", width, v);
 }
 
-/* Prints time, algbw, busbw and #wrong of one phase; returns busbw. */
-static double print_phase(const bench_size_t *b, size_t bytes,
-                          const bench_phase_t *p)
+/* Time per call (us), algbw and busbw (GB/s) of one phase. */
+static void phase_numbers(const bench_size_t *b, size_t bytes,
+                          const bench_phase_t *p, double out[3])
 {
     double time_us = (double)p->time_ps / (double)b->args->iters / 1e6;
     double algbw = time_us > 0 ? (double)bytes / 1e3 / time_us : 0;
-    double busbw = algbw * b->row->busbw_factor(b->call.nranks);
+    out[0] = time_us;
+    out[1] = algbw;
+    out[2] = algbw * b->row->busbw_factor(b->call.nranks);
+}
+
+/* Prints time, algbw, busbw and #wrong of one phase. */
+static void print_phase(const double num[3], int64_t wrong_elems)
+{
     char t[32], ab[32], bb[32], wrong[32] = "N/A";
-    format_num(time_us, 7, t, sizeof t);
-    format_num(algbw, 6, ab, sizeof ab);
-    format_num(busbw, 6, bb, sizeof bb);
-    if (p->wrong >= 0)
-        snprintf(wrong, sizeof wrong, "%g", (double)p->wrong);
+    format_num(num[0], 7, t, sizeof t);
+    format_num(num[1], 6, ab, sizeof ab);
+    format_num(num[2], 6, bb, sizeof bb);
+    if (wrong_elems >= 0)
+        snprintf(wrong, sizeof wrong, "%g", (double)wrong_elems);
     printf("  %7s  %6s  %6s  %6s", t, ab, bb, wrong);
-    return busbw;
+}
+
+/* nccl-tests -a: one time from every rank's own (0: rank 0's, 1: the
+ * mean, 2: the minimum, 3: the maximum).  Collective over the job. */
+static int64_t over_ranks(int64_t mine, long average, int nranks)
+{
+    int64_t v = mine;
+    if (average == 0) {
+        MPI_Bcast(&v, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        return v;
+    }
+    MPI_Allreduce(&mine, &v, 1, MPI_INT64_T,
+                  average == 2 ? MPI_MIN : average == 3 ? MPI_MAX : MPI_SUM,
+                  MPI_COMM_WORLD);
+    return average == 1 ? (v + nranks / 2) / nranks : v;
 }
 
 typedef struct {
     double busbw_sum;
     int busbw_n;
     int64_t wrong;
+    nvl_bench_json_t *json; /* rank 0 with -J, else NULL */
 } bench_totals_t;
 
 static nvl_status_t run_size(const nvl_bench_coll_t *row,
@@ -417,26 +450,39 @@ static nvl_status_t run_size(const nvl_bench_coll_t *row,
     free(b.recv);
     if (st != NVL_OK)
         return st;
+    for (int i = 0; i < 2; i++)
+        ph[i].time_ps = over_ranks(ph[i].time_ps, a->average, n);
     if (b.call.rank == 0) {
-        char root[16] = "-1", wall[32];
-        if (row->has_root)
-            snprintf(root, sizeof root, "%d", b.call.root);
-        printf("%12zu  %12zu  %8s  %6s  %6s", bytes, count,
-               nvl_dtype_name(a->dtype),
-               row->has_op ? nvl_redop_name(a->op) : "none", root);
+        const nvl_coll_info_t *info = &ph[0].info;
+        nvl_bench_row_t line = {
+            .bytes = bytes, .count = count, .type = nvl_dtype_name(a->dtype),
+            .redop = row->has_op ? nvl_redop_name(a->op) : "none",
+            .root = row->has_root ? b.call.root : -1, .iters = a->iters,
+            .wall_us = (ph[0].wall_s + ph[1].wall_s) * 1e6 / (2.0 * a->iters),
+            .algo = nvl_algo_name(info->algo),
+            .proto = nvl_proto_name((nvl_proto_t)info->proto),
+            .channels = info->channels, .data = data};
+        char wall[32];
+        printf("%12zu  %12zu  %8s  %6s  %6d", bytes, count, line.type,
+               line.redop, line.root);
         for (int i = 0; i < 2; i++) {
-            totals->busbw_sum += print_phase(&b, bytes, &ph[i]);
+            double num[3];
+            phase_numbers(&b, bytes, &ph[i], num);
+            print_phase(num, ph[i].wrong);
+            line.time_us[i] = num[0];
+            line.algbw[i] = num[1];
+            line.busbw[i] = num[2];
+            line.wrong[i] = ph[i].wrong;
+            totals->busbw_sum += num[2];
             totals->busbw_n++;
             if (ph[i].wrong > 0)
                 totals->wrong += ph[i].wrong;
         }
-        const nvl_coll_info_t *info = &ph[0].info;
-        format_num((ph[0].wall_s + ph[1].wall_s) * 1e6 / (2.0 * a->iters), 8,
-                   wall, sizeof wall);
-        printf("  %8s  %8s  %6s\n", wall,
-               nvl_algo_name(info->algo),
-               nvl_proto_name((nvl_proto_t)info->proto));
+        format_num(line.wall_us, 8, wall, sizeof wall);
+        printf("  %8s  %8s  %6s\n", wall, line.algo, line.proto);
         fflush(stdout);
+        if (totals->json != NULL)
+            nvl_bench_json_row(totals->json, &line);
     }
     return NVL_OK;
 }
@@ -444,7 +490,8 @@ static nvl_status_t run_size(const nvl_bench_coll_t *row,
 /* ---- the header ---------------------------------------------------------- */
 
 static void print_header(const nvl_bench_coll_t *row, const bench_args_t *a,
-                         const nvl_topo_t *topo, const nvl_runtime_t *rt)
+                         const nvl_topo_t *topo, const nvl_runtime_t *rt,
+                         nvl_bench_json_t *json)
 {
     typedef struct {
         int pid;
@@ -467,6 +514,18 @@ static void print_header(const nvl_bench_coll_t *row, const bench_args_t *a,
         snprintf(step, sizeof step, "%ld(factor)", a->step_factor);
     else
         snprintf(step, sizeof step, "%zu(bytes)", a->step_bytes);
+    if (json != NULL) {
+        printf("# Writing JSON output to %s\n", nvl_bench_json_path(json));
+        nvl_bench_config_t cfg = {
+            .min_bytes = a->min_bytes, .max_bytes = a->max_bytes,
+            .step_bytes = a->step_bytes, .data_max = a->data_max,
+            .step_factor = a->step_factor, .warmup = a->warmup,
+            .iters = a->iters, .check = a->check != 0,
+            .average = (int)a->average, .version = NVL_VERSION,
+            .commit = NVL_GIT_COMMIT, .topology = topo->name,
+            .topology_file = a->topo};
+        nvl_bench_json_config(json, &cfg);
+    }
     printf("# nvlemu %s (output of nccl-tests version %s), topology %s: %s\n",
            NVL_VERSION, NCCL_TESTS_VERSION, topo->name, topo->description);
     printf("# Collective test starting: %s_perf\n", row->name);
@@ -494,10 +553,16 @@ static void print_header(const nvl_bench_coll_t *row, const bench_args_t *a,
         uint32_t g = (uint32_t)r;
         nvl_qty_format(NVL_QTY_BW, nvl_topo_nvlink_bw(topo, g), link,
                        sizeof link);
-        printf("#  Rank %2d Group %2d Pid %6d on %10s device %2u [GPU %u of "
-               "%s] %s HBM, NVLink %s\n",
-               r, 0, all[r].pid, all[r].host,
-               g % topo->node.gpus_per_tray, g, topo->name, hbm, link);
+        char hex[96], info[96];
+        snprintf(hex, sizeof hex, "GPU %u of %s", g, topo->name);
+        snprintf(info, sizeof info, "%s HBM, NVLink %s", hbm, link);
+        printf("#  Rank %2d Group %2d Pid %6d on %10s device %2u [%s] %s\n",
+               r, 0, all[r].pid, all[r].host, g % topo->node.gpus_per_tray,
+               hex, info);
+        if (json != NULL)
+            nvl_bench_json_device(json, r, all[r].pid, all[r].host,
+                                  (int)(g % topo->node.gpus_per_tray), hex,
+                                  info);
     }
     free(all);
     /* nccl-tests' column header, then ours */
@@ -550,6 +615,15 @@ int main(int argc, char **argv)
                    NVL_BENCH_COLL);
         st = NVL_ERR_INVALID;
     }
+    /* getopt_long reorders argv: -J records it as typed */
+    char **typed = malloc(((size_t)argc + 1) * sizeof *typed);
+    nvl_bench_json_t *json = NULL;
+    if (typed == NULL) {
+        nvl_report("out of memory");
+        st = NVL_ERR_NOMEM;
+    } else {
+        memcpy(typed, argv, ((size_t)argc + 1) * sizeof *typed);
+    }
     int first;
     if (st == NVL_OK)
         st = nvl_opts_parse(&opt_table, argc, argv, &args, &first);
@@ -559,6 +633,8 @@ int main(int argc, char **argv)
         st = nvl_topo_load(args.topo, &topo);
     for (int i = 0; st == NVL_OK && !args.help && i < args.sets.n; i++)
         st = nvl_topo_set(topo, args.sets.items[i]);
+    if (st == NVL_OK && !args.help && args.json_path != NULL && rt.rank == 0)
+        st = nvl_bench_json_open(args.json_path, argc, typed, &json);
     if (nvl_runtime_capture_end(st) != NVL_OK)
         goto out;
     if (args.help) {
@@ -577,14 +653,14 @@ int main(int argc, char **argv)
         nvl_coll_choose(comm, row->coll, 0, &probe) != NVL_OK)
         goto out;
 
-    print_header(row, &args, topo, &rt);
+    print_header(row, &args, topo, &rt, json);
     /* inputs stay small integers: with |input| <= 2, sums over at most
      * E / 2 ranks stay exact (fp8: 8 ranks, bf16: 128) */
     nvl_bench_call_t call = {
         .rank = rt.rank, .nranks = rt.size, .dtype = args.dtype,
         .op = args.op, .root = (int)args.root, .reducing = row->has_op,
         .sum_ranks = exact_int_limit(args.dtype) / 2};
-    bench_totals_t totals = {0};
+    bench_totals_t totals = {.json = json};
     st = NVL_OK;
     for (size_t size = args.min_bytes; st == NVL_OK;) {
         st = run_size(row, &args, comm, &call, size, &totals);
@@ -601,18 +677,25 @@ int main(int argc, char **argv)
     }
     if (st != NVL_OK)
         goto out;
+    nvl_runtime_capture_begin();
     if (rt.rank == 0) {
+        double avg = totals.busbw_n ? totals.busbw_sum / totals.busbw_n : 0.0;
         printf("# Out of bounds values : %" PRId64 " %s\n", totals.wrong,
                totals.wrong ? "FAILED" : "OK");
-        printf("# Avg bus bandwidth    : %g \n#\n",
-               totals.busbw_n ? totals.busbw_sum / totals.busbw_n : 0.0);
+        printf("# Avg bus bandwidth    : %g \n#\n", avg);
         printf("# Collective test concluded: %s_perf\n#\n\n", row->name);
         fflush(stdout);
+        st = nvl_bench_json_close(json, totals.wrong, avg);
+        json = NULL;
     }
+    if (nvl_runtime_capture_end(st) != NVL_OK)
+        goto out;
     int64_t wrong = totals.wrong;
     MPI_Bcast(&wrong, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     code = wrong == 0 ? 0 : 1;
 out:
+    nvl_bench_json_free(json, true); /* a run that failed writes no file */
+    free(typed);
     nvl_comm_destroy(comm);
     nvl_topo_free(topo);
     nvl_opts_free(&opt_table, &args);
