@@ -59,6 +59,8 @@ nvl_status_t nvl_model_preset(const char *name,
 
 size_t nvl_model_preset_count(void);
 const char *nvl_model_preset_name(size_t index);
+/* Whether name is one of the presets. */
+bool nvl_model_is_preset(const char *name);
 
 /* Reads a Hugging Face config.json: path is the file or the directory
  * holding it.  Accepts rope_theta at the top level or under

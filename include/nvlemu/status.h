@@ -37,4 +37,7 @@ void nvl_report_set_sink(nvl_report_sink_t sink, void *ctx);
 /* Sets the rank shown in the report prefix (-1: no rank, the default). */
 void nvl_report_set_rank(int rank);
 
+/* How many reports this process has printed (not those a sink took). */
+unsigned long nvl_report_printed(void);
+
 #endif

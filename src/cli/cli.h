@@ -119,8 +119,15 @@ int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
                         char **argv);
 
 /* Opens path for writing ('-': standard output) for --json and the like;
- * reports "OPTION PATH: cannot open for writing" and returns NULL. */
+ * reports "OPTION PATH: cannot open for writing: REASON" and returns
+ * NULL. */
 FILE *nvl_cli_open_out(const char *option, const char *path);
+
+/* Checks, before a run, that path ('-': standard output) can be written
+ * at its end: opens it for appending and closes it again, removing it if
+ * it did not exist.  Reports "OPTION PATH: cannot write: REASON" and
+ * returns NVL_ERR_IO if not. */
+nvl_status_t nvl_cli_check_writable(const char *option, const char *path);
 
 /* Closes what nvl_cli_open_out opened (not standard output); reports
  * "OPTION PATH: write failed" and returns NVL_ERR_IO if writing failed. */

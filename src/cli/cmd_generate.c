@@ -91,9 +91,19 @@ static nvl_status_t check(void *args, int argc, char **argv, int first)
 
 static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
-    (void)ctx;
     gen_args_t *a = args;
-    return nvl_model_config_load(a->model, &a->cfg);
+    nvl_status_t st = NVL_OK;
+    if (nvl_model_is_preset(a->model)) {
+        nvl_report("--model %s: a preset has no weights; generate needs a "
+                   "Hugging Face checkpoint directory (config.json and "
+                   "safetensors); 'nvlemu run --model %s --mode data' runs "
+                   "the preset on synthetic weights",
+                   a->model, a->model);
+        return NVL_ERR_INVALID;
+    }
+    if (ctx->rt->rank == 0)
+        st = nvl_cli_check_writable("--logits-out", a->logits_out);
+    return st != NVL_OK ? st : nvl_model_config_load(a->model, &a->cfg);
 }
 
 static nvl_status_t write_json(const char *path, const gen_args_t *a,
@@ -116,7 +126,8 @@ static nvl_status_t write_json(const char *path, const gen_args_t *a,
     int rc = nvl_json_dump_file(root, path, JSON_COMPACT);
     json_decref(root);
     if (rc != 0) {
-        nvl_report("--logits-out %s: cannot write", path);
+        nvl_report("--logits-out %s: cannot write: %s", path,
+                   strerror(errno));
         return NVL_ERR_IO;
     }
     return NVL_OK;

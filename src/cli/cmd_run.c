@@ -3,6 +3,7 @@
  * greedy decode, in data mode (real or synthetic weights, real numerics) or
  * timing mode (no weights); reports TTFT, TPOT, throughput and where the
  * time went, as text, JSON and a Chrome trace. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -74,6 +75,8 @@ static const nvl_opt_name_t mode_names[] = {
     {"auto", -1}, {"data", NVL_MODE_DATA}, {"timing", NVL_MODE_TIMING},
     {NULL, 0}};
 
+#define DEFAULT_PROMPT_LEN 1024
+#define DEFAULT_GEN_LEN 128
 #define AT(field) offsetof(nvl_run_args_t, field)
 #define MAX_TOKENS (1L << 30)
 static const nvl_opt_t run_opts[] = {
@@ -86,13 +89,14 @@ static const nvl_opt_t run_opts[] = {
     {.name = "batch", .kind = NVL_OPT_LONG, .offset = AT(batch), .arg = "B",
      .def = "1", .min = 1, .max = 1 << 20,
      .doc = "sequences decoded together"},
+    /* no row defaults: --ctx excludes them, so run must see whether they
+     * were given (DEFAULT_PROMPT_LEN / DEFAULT_GEN_LEN apply otherwise) */
     {.name = "prompt-len", .kind = NVL_OPT_LONG, .offset = AT(prompt_len),
-     .arg = "P", .def = "1024", .min = 1, .max = MAX_TOKENS,
-     .doc = "prompt tokens per sequence"},
+     .arg = "P", .min = 1, .max = MAX_TOKENS,
+     .doc = "prompt tokens per sequence (default 1024)"},
     {.name = "gen-len", .alias = "max-new-tokens", .kind = NVL_OPT_LONG,
-     .offset = AT(gen_len), .arg = "G", .def = "128", .min = 1,
-     .max = MAX_TOKENS,
-     .doc = "new tokens per sequence, the first from prefill"},
+     .offset = AT(gen_len), .arg = "G", .min = 1, .max = MAX_TOKENS,
+     .doc = "new tokens per sequence, the first from prefill (default 128)"},
     {.name = "ctx", .kind = NVL_OPT_LONG, .offset = AT(ctx), .arg = "C",
      .min = 1, .max = MAX_TOKENS,
      .doc = "instead of --prompt-len/--gen-len: one steady-state decode "
@@ -141,14 +145,6 @@ static const nvl_opt_t run_opts[] = {
 #undef AT
 #define USAGE "mpirun -np TP nvlemu run [--model NAME|DIR] [--topo FILE] " \
               "[--batch B] [--prompt-len P --gen-len G | --ctx C] ..."
-
-static bool is_preset(const char *name)
-{
-    for (size_t i = 0; i < nvl_model_preset_count(); i++)
-        if (strcmp(name, nvl_model_preset_name(i)) == 0)
-            return true;
-    return false;
-}
 
 /* Whether a model directory holds safetensors weights. */
 static bool has_weights(const char *dir)
@@ -292,8 +288,18 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
 static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
     run_cmd_t *c = args;
-    const nvl_run_args_t *a = &c->a;
-    bool preset = is_preset(a->model);
+    nvl_run_args_t *a = &c->a;
+    if (a->ctx && (a->prompt_len || a->gen_len)) {
+        nvl_report("--ctx %ld sets the prompt and the new tokens (%ld and "
+                   "one decode step): give --ctx or --prompt-len/--gen-len, "
+                   "not both", a->ctx, a->ctx - 1);
+        return NVL_ERR_INVALID;
+    }
+    if (!a->prompt_len)
+        a->prompt_len = DEFAULT_PROMPT_LEN;
+    if (!a->gen_len)
+        a->gen_len = DEFAULT_GEN_LEN;
+    bool preset = nvl_model_is_preset(a->model);
     nvl_status_t st = preset ? nvl_model_preset(a->model, &c->cfg)
                              : nvl_model_config_load(a->model, &c->cfg);
     if (st != NVL_OK)
@@ -303,9 +309,13 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
               : weights    ? NVL_MODE_DATA
                            : NVL_MODE_TIMING;
     c->weights_dir = c->mode == NVL_MODE_DATA && weights ? a->model : NULL;
+    if (ctx->rt->rank == 0 &&
+        nvl_cli_check_writable("--json", a->common.json) != NVL_OK)
+        return NVL_ERR_IO;
     if (a->trace != NULL && ctx->rt->rank == 0 &&
         (c->trace = fopen(a->trace, "w")) == NULL) {
-        nvl_report("--trace %s: cannot open for writing", a->trace);
+        nvl_report("--trace %s: cannot open for writing: %s", a->trace,
+                   strerror(errno));
         return NVL_ERR_IO;
     }
     return NVL_OK;

@@ -1,13 +1,21 @@
 /* The skeleton every MPI command of nvlemu runs in (cli.h): start, capture,
  * parse, load, check, agree, run, agree, finalize. */
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
-/* common.topo with common.sets applied, in order. */
-static nvl_status_t load_topo(const nvl_cli_common_t *common,
+/* common.topo with common.sets applied, in order.  The default topology
+ * is relative to the repository root; run from elsewhere, the checkout's
+ * copy is used (the binary knows where its sources are). */
+static nvl_status_t load_topo(nvl_cli_common_t *common,
                               nvl_topo_t **topo_out)
 {
+    if (common->topo != NULL &&
+        strcmp(common->topo, NVL_CLI_DEFAULT_TOPO) == 0 &&
+        access(common->topo, F_OK) != 0)
+        common->topo = NVL_SOURCE_DIR "/" NVL_CLI_DEFAULT_TOPO;
     nvl_topo_t *topo = NULL;
     nvl_status_t st = nvl_topo_load(common->topo, &topo);
     for (int i = 0; st == NVL_OK && i < common->sets.n; i++)

@@ -1,5 +1,6 @@
 /* nvlemu: the command-line entry point; one row per subcommand. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -36,21 +37,48 @@ static void usage(FILE *out)
                  "'nvlemu --version' prints the version.\n");
 }
 
+/* This process's rank as the launcher numbers it (Open MPI, PMIx, MPICH
+ * and Slurm set one of these), 0 outside a launcher: a mistake made before
+ * MPI starts is reported by the first rank alone, as every other. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                       "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && *v != '\0')
+            return atoi(v);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("nvlemu %s (commit %s)\n", NVL_VERSION, NVL_GIT_COMMIT);
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
-        strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc >= 2 &&
+        (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; argc >= 2 && i < sizeof commands / sizeof commands[0];
+         i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "nvlemu: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    if (launcher_rank() == 0) {
+        usage(stderr);
+        char names[128] = "";
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names),
+                     "%s%s", i ? ", " : "", commands[i].name);
+        if (argc < 2)
+            fprintf(stderr, "nvlemu: no command given: one of %s "
+                            "(nvlemu --help)\n", names);
+        else
+            fprintf(stderr, "nvlemu: unknown command '%s': one of %s "
+                            "(nvlemu --help)\n", argv[1], names);
+    }
     return 2;
 }

@@ -1,7 +1,10 @@
 /* What the commands' option rows share (cli.h): the placement's names and
  * output files. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -24,8 +27,25 @@ FILE *nvl_cli_open_out(const char *option, const char *path)
         return stdout;
     FILE *f = fopen(path, "w");
     if (f == NULL)
-        nvl_report("%s %s: cannot open for writing", option, path);
+        nvl_report("%s %s: cannot open for writing: %s", option, path,
+                   strerror(errno));
     return f;
+}
+
+nvl_status_t nvl_cli_check_writable(const char *option, const char *path)
+{
+    if (path == NULL || strcmp(path, "-") == 0)
+        return NVL_OK;
+    bool existed = access(path, F_OK) == 0;
+    FILE *f = fopen(path, "a");
+    if (f == NULL) {
+        nvl_report("%s %s: cannot write: %s", option, path, strerror(errno));
+        return NVL_ERR_IO;
+    }
+    fclose(f);
+    if (!existed)
+        unlink(path);
+    return NVL_OK;
 }
 
 nvl_status_t nvl_cli_close_out(const char *option, const char *path,

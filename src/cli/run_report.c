@@ -3,6 +3,7 @@
  * statistics (run_stats.h); no MPI here.  Times are the emulated GPU times; a decode
  * step lasts from the end of the previous pass to the end of its own
  * (latest rank), so TPOT includes sampling and the host's turn-around. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stddef.h>
@@ -473,7 +474,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
         fputc('\n', stdout);
     json_decref(root);
     if (rc != 0) {
-        nvl_report("--json %s: cannot write", path);
+        nvl_report("--json %s: cannot write: %s", path, strerror(errno));
         return NVL_ERR_IO;
     }
     return NVL_OK;

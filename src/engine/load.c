@@ -19,6 +19,7 @@
 
 typedef struct {
     nvl_weights_t *ckpt; /* NULL: synthetic */
+    const char *dir;     /* the checkpoint's directory */
     uint64_t seed;
 } source_t;
 
@@ -98,9 +99,10 @@ static float *slice(const source_t *src, const char *name, uint64_t rows,
         for (int i = 0; i < info.ndim && i < NVL_TENSOR_MAX_DIMS; i++)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%llu",
                      i ? ", " : "", (unsigned long long)info.shape[i]);
-        nvl_report("tensor '%s' has shape [%s], expected [%llu%s%llu]", name,
-                   got, (unsigned long long)rows, cols ? ", " : "",
-                   (unsigned long long)cols);
+        nvl_report("%s: tensor '%s' has shape [%s], but config.json makes "
+                   "it [%llu%s%llu]",
+                   src->dir, name, got, (unsigned long long)rows,
+                   cols ? ", " : "", (unsigned long long)cols);
         *st = NVL_ERR_INVALID;
         free(out);
         return NULL;
@@ -170,7 +172,7 @@ void nvl_engine_free_weights(nvl_engine_t *e)
 
 nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
 {
-    source_t src = {NULL, e->opts.seed};
+    source_t src = {NULL, e->opts.weights_dir, e->opts.seed};
     nvl_status_t st = NVL_OK;
     if (e->opts.weights_dir != NULL)
         st = nvl_weights_open(e->opts.weights_dir, &src.ckpt);

@@ -63,6 +63,14 @@ const char *nvl_model_preset_name(size_t i)
     return i < N_PRESETS ? presets[i].name : NULL;
 }
 
+bool nvl_model_is_preset(const char *name)
+{
+    for (size_t i = 0; i < N_PRESETS; i++)
+        if (strcmp(name, presets[i].name) == 0)
+            return true;
+    return false;
+}
+
 nvl_status_t nvl_model_preset(const char *name,
                               nvl_model_config_t *cfg_out)
 {

@@ -23,6 +23,7 @@ struct nvl_weights {
     st_file_t *files;
     int n_files;
     json_t *weight_map; /* sharded: tensor -> file name; NULL: one file */
+    char index_path[2048]; /* sharded: the index file; else "" */
 };
 
 static const struct {
@@ -239,6 +240,7 @@ nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **weights_out)
         }
         w->weight_map = json_incref(map);
         json_decref(index);
+        snprintf(w->index_path, sizeof w->index_path, "%s", path);
         /* the distinct shard files, in order of first mention */
         json_t *seen = json_object();
         const char *tensor;
@@ -323,7 +325,20 @@ nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
     const st_file_t *f = NULL;
     json_t *t = find(w, name, &f);
     if (t == NULL) {
-        nvl_report("checkpoint has no tensor '%s'", name);
+        /* say which file should have held it */
+        json_t *idx = w->weight_map != NULL
+                          ? json_object_get(w->weight_map, name)
+                          : NULL;
+        if (w->weight_map != NULL && !json_is_integer(idx))
+            nvl_report("%s: no tensor '%s' in its weight_map", w->index_path,
+                       name);
+        else if (w->weight_map != NULL)
+            nvl_report("%s: no tensor '%s' (the index %s names this file "
+                       "for it)",
+                       w->files[json_integer_value(idx)].path, name,
+                       w->index_path);
+        else
+            nvl_report("%s: no tensor '%s'", w->files[0].path, name);
         return NVL_ERR_INVALID;
     }
     const char *dt = json_string_value(json_object_get(t, "dtype"));

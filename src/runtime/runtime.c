@@ -90,9 +90,15 @@ nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    int mine = local == NVL_OK ? size : rank;
-    int first = size;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    /* the first failing rank, and whether any rank has already printed a
+     * report (an error reported where it was detected, before this region:
+     * a failure with nothing captured then needs no second line) */
+    int mine[2] = {local == NVL_OK ? size : rank,
+                   nvl_report_printed() > 0 ? -1 : 0};
+    int all[2] = {size, 0};
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm);
+    int first = all[0];
+    bool reported_before = all[1] < 0;
     if (first == size)
         return NVL_OK;
     int status = (int)local;
@@ -103,7 +109,7 @@ nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
         for (char *line = strtok_r(captured, "\n", &save); line != NULL;
              line = strtok_r(NULL, "\n", &save))
             nvl_report("%s", line);
-        if (captured_len == 0)
+        if (captured_len == 0 && !reported_before)
             nvl_report("failed: %s", nvl_status_str(local));
     }
     return (nvl_status_t)status;

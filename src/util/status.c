@@ -29,6 +29,10 @@ void nvl_report_set_sink(nvl_report_sink_t sink, void *ctx)
 
 void nvl_report_set_rank(int rank) { report_rank = rank; }
 
+static unsigned long printed;
+
+unsigned long nvl_report_printed(void) { return printed; }
+
 void nvl_report(const char *fmt, ...)
 {
     char msg[2048];
@@ -40,6 +44,7 @@ void nvl_report(const char *fmt, ...)
         report_sink(report_ctx, msg);
         return;
     }
+    printed++;
     if (report_rank >= 0)
         fprintf(stderr, "nvlemu[rank %d]: %s\n", report_rank, msg);
     else
