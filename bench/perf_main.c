@@ -57,7 +57,7 @@ typedef enum { MODE_AUTO, MODE_DATA, MODE_TIMING } bench_mode_t;
 
 typedef struct {
     const char *topo;
-    nvl_opt_list_t sets;
+    nvl_opt_list_t sets, set_files;
     size_t min_bytes, max_bytes, step_bytes, data_max;
     long step_factor, iters, warmup, root, check, average, ignored;
     const char *json_path; /* -J: nccl-tests' JSON output, or NULL */
@@ -136,6 +136,10 @@ static const nvl_opt_t opts[] = {
     {.name = "set", .kind = NVL_OPT_LIST, .offset = AT(sets),
      .arg = "SECTION.KEY=VALUE",
      .doc = "topology what-if, repeatable (nvlink.link_bw=100GB/s)"},
+    {.name = "set-file", .kind = NVL_OPT_LIST, .offset = AT(set_files),
+     .arg = "FILE",
+     .doc = "topology what-ifs from a file, one SECTION.KEY=VALUE a line "
+            "('#' comments), repeatable; applied before --set"},
     {.name = "minbytes", .short_name = 'b', .kind = NVL_OPT_CUSTOM,
      .offset = AT(min_bytes), .arg = "SIZE", .def = "32M",
      .parse = parse_size,
@@ -601,6 +605,14 @@ int main(int argc, char **argv)
     nvl_runtime_t rt;
     if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
         return 1;
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        if (rt.rank == 0)
+            printf("%s_perf: nvlemu %s (commit %s), output of nccl-tests "
+                   "%s\n", NVL_BENCH_COLL, NVL_VERSION, NVL_GIT_COMMIT,
+                   NCCL_TESTS_VERSION);
+        nvl_runtime_finalize();
+        return 0;
+    }
     const nvl_bench_coll_t *row = nvl_bench_coll_find(NVL_BENCH_COLL);
     bench_args_t args = {0};
     nvl_topo_t *topo = NULL;
@@ -631,6 +643,8 @@ int main(int argc, char **argv)
         st = check_args(&args, row, rt.size);
     if (st == NVL_OK && !args.help)
         st = nvl_topo_load(args.topo, &topo);
+    for (int i = 0; st == NVL_OK && !args.help && i < args.set_files.n; i++)
+        st = nvl_topo_set_file(topo, args.set_files.items[i]);
     for (int i = 0; st == NVL_OK && !args.help && i < args.sets.n; i++)
         st = nvl_topo_set(topo, args.sets.items[i]);
     if (st == NVL_OK && !args.help && args.json_path != NULL && rt.rank == 0)

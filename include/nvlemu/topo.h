@@ -197,6 +197,13 @@ nvl_status_t nvl_topo_load_string(const char *text, const char *origin,
  * key or value; the topology is unchanged then. */
 nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment);
 
+/* Applies the overrides of a what-if file, one section.key=value a line,
+ * in order ('#' or ';' at the start or after a blank starts a comment;
+ * blank lines are skipped).  Reports "FILE:LINE: assignment: what is
+ * wrong" and returns NVL_ERR_IO / NVL_ERR_INVALID at the first bad line;
+ * the lines before it stay applied. */
+nvl_status_t nvl_topo_set_file(nvl_topo_t *topo, const char *path);
+
 void nvl_topo_free(nvl_topo_t *topo);
 
 /* Writes the topology as a complete, canonical topology file: every key,

@@ -17,6 +17,7 @@
 typedef struct {
     const char *topo;     /* --topo FILE (topo: or its FILE argument) */
     nvl_opt_list_t sets;  /* --set SECTION.KEY=VALUE, in order */
+    nvl_opt_list_t set_files; /* --set-file FILE, applied before --set */
     const char *json;     /* --json FILE ('-': standard output), or NULL */
     int help;             /* --help */
 } nvl_cli_common_t;
@@ -38,6 +39,12 @@ typedef struct {
      .offset = offsetof(type, common.sets), .arg = "SECTION.KEY=VALUE",     \
      .doc = "topology what-if, repeatable (nvlink.link_bw=100GB/s, "        \
             "gpu[17].clock_scale=0.8)"}
+
+#define NVL_CLI_OPT_SET_FILE(type)                                          \
+    {.name = "set-file", .kind = NVL_OPT_LIST,                              \
+     .offset = offsetof(type, common.set_files), .arg = "FILE",             \
+     .doc = "topology what-ifs from a file, one SECTION.KEY=VALUE a line "  \
+            "('#' comments), repeatable; applied before --set"}
 
 #define NVL_CLI_OPT_JSON(type, doc_)                                        \
     {.name = "json", .kind = NVL_OPT_STRING,                                \

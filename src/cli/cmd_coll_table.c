@@ -44,6 +44,7 @@ static const nvl_opt_t table_opts[] = {
     NVL_CLI_OPT_JSON(table_args_t, "write the table as JSON to FILE ('-': "
                                    "standard output) instead"),
     NVL_CLI_OPT_SET(table_args_t),
+    NVL_CLI_OPT_SET_FILE(table_args_t),
     NVL_CLI_OPT_HELP(table_args_t),
 };
 

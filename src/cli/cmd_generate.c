@@ -35,11 +35,12 @@ static const nvl_opt_t gen_opts[] = {
     {.name = "gen-len", .alias = "max-new-tokens", .kind = NVL_OPT_LONG,
      .offset = offsetof(gen_args_t, gen_len), .arg = "N", .def = "16",
      .min = 1, .max = 1 << 20, .doc = "tokens to generate per prompt"},
-    {.name = "logits-out", .kind = NVL_OPT_STRING,
+    {.name = "logits-out", .alias = "json", .kind = NVL_OPT_STRING,
      .offset = offsetof(gen_args_t, logits_out), .arg = "FILE.json",
      .doc = "write {\"new_tokens\": [[...]], \"last_logits\": [[...]]}"},
     NVL_CLI_OPT_TOPO(gen_args_t, NVL_CLI_DEFAULT_TOPO, false),
     NVL_CLI_OPT_SET(gen_args_t),
+    NVL_CLI_OPT_SET_FILE(gen_args_t),
     NVL_CLI_OPTS_PLACEMENT(gen_args_t),
     NVL_CLI_OPT_HELP(gen_args_t),
 };

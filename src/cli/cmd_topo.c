@@ -22,6 +22,7 @@ static const nvl_opt_t topo_opts[] = {
     NVL_CLI_OPT_JSON(topo_args_t, "write the description as JSON to FILE "
                                   "('-': standard output)"),
     NVL_CLI_OPT_SET(topo_args_t),
+    NVL_CLI_OPT_SET_FILE(topo_args_t),
     {.name = "export", .kind = NVL_OPT_FLAG,
      .offset = offsetof(topo_args_t, export_file),
      .doc = "print the canonical topology file (after --set) instead"},

@@ -6,7 +6,8 @@
 
 #include "cli.h"
 
-/* common.topo with common.sets applied, in order.  The default topology
+/* common.topo with common.set_files and then common.sets applied, in
+ * order.  The default topology
  * is relative to the repository root; run from elsewhere, the checkout's
  * copy is used (the binary knows where its sources are). */
 static nvl_status_t load_topo(nvl_cli_common_t *common,
@@ -18,6 +19,8 @@ static nvl_status_t load_topo(nvl_cli_common_t *common,
         common->topo = NVL_SOURCE_DIR "/" NVL_CLI_DEFAULT_TOPO;
     nvl_topo_t *topo = NULL;
     nvl_status_t st = nvl_topo_load(common->topo, &topo);
+    for (int i = 0; st == NVL_OK && i < common->set_files.n; i++)
+        st = nvl_topo_set_file(topo, common->set_files.items[i]);
     for (int i = 0; st == NVL_OK && i < common->sets.n; i++)
         st = nvl_topo_set(topo, common->sets.items[i]);
     if (st != NVL_OK) {

@@ -478,15 +478,18 @@ void nvl_topo_free(nvl_topo_t *topo)
     free(topo);
 }
 
-nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment)
+/* nvl_topo_set, with reports prefixed "<where> <assignment>" ("--set",
+ * "FILE:LINE:"). */
+static nvl_status_t set_from(nvl_topo_t *topo, const char *assignment,
+                             const char *where)
 {
     char buf[256];
     const char *eq = strchr(assignment, '=');
     if (eq == NULL || eq == assignment ||
         (size_t)(eq - assignment) >= sizeof buf) {
-        nvl_report("--set %s: expected section.key=value (e.g. "
+        nvl_report("%s %s: expected section.key=value (e.g. "
                    "nvlink.link_bw=100GB/s or gpu[17].clock_scale=0.8)",
-                   assignment);
+                   where, assignment);
         return NVL_ERR_INVALID;
     }
     memcpy(buf, assignment, (size_t)(eq - assignment));
@@ -495,8 +498,8 @@ nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment)
     while (*value == ' ')
         value++;
     const char *section = NULL, *key = buf;
-    char origin[300];
-    snprintf(origin, sizeof origin, "--set %s", assignment);
+    char origin[4400];
+    snprintf(origin, sizeof origin, "%s %s", where, assignment);
     /* keys may contain dots (nccl's ring.ll.base_lat): match section.key and
      * bare keys whole before splitting at the last dot */
     int bare = 0;
@@ -571,4 +574,42 @@ nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment)
     free(topo->overrides);
     *topo = copy;
     return NVL_OK;
+}
+
+nvl_status_t nvl_topo_set(nvl_topo_t *topo, const char *assignment)
+{
+    return set_from(topo, assignment, "--set");
+}
+
+nvl_status_t nvl_topo_set_file(nvl_topo_t *topo, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        nvl_report("--set-file %s: cannot open: %s", path, strerror(errno));
+        return NVL_ERR_IO;
+    }
+    char line[4096], where[4200];
+    nvl_status_t st = NVL_OK;
+    for (int no = 1; st == NVL_OK && fgets(line, sizeof line, f) != NULL;
+         no++) {
+        /* a comment: '#' or ';' at the start or after a blank, as inih */
+        for (char *c = line; *c != '\0'; c++)
+            if ((*c == '#' || *c == ';') &&
+                (c == line || c[-1] == ' ' || c[-1] == '\t')) {
+                *c = '\0';
+                break;
+            }
+        char *a = line, *end = line + strlen(line);
+        while (*a == ' ' || *a == '\t')
+            a++;
+        while (end > a && (end[-1] == '\n' || end[-1] == '\r' ||
+                           end[-1] == ' ' || end[-1] == '\t'))
+            *--end = '\0';
+        if (*a == '\0')
+            continue;
+        snprintf(where, sizeof where, "%s:%d:", path, no);
+        st = set_from(topo, a, where);
+    }
+    fclose(f);
+    return st;
 }

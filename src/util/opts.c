@@ -247,7 +247,11 @@ nvl_status_t nvl_opts_parse(const nvl_opts_t *set, int argc, char **argv,
         return st;
     }
     bool help = false;
-    optind = 1;
+    /* 0, not 1: glibc then also forgets where it was inside a cluster of
+     * short options (-Fn3) when the last parse stopped there, which would
+     * otherwise point into the previous, possibly freed, argv (found by
+     * tests/fuzz/fuzz_opts.c) */
+    optind = 0;
     opterr = 0;
     int c, li = -1;
     while (st == NVL_OK &&
