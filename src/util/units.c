@@ -139,13 +139,14 @@ static double scaled(const char *text, size_t len, double number,
         memchr(text, 'x', len) != NULL || memchr(text, 'X', len) != NULL)
         return number * scale; /* hexadecimal: 'e' is a digit there */
     size_t mant = strcspn(text, "eE");
-    long exp = k;
+    long exp = 0;
     if (mant < len)
-        exp += strtol(text + mant + 1, NULL, 10);
+        exp = strtol(text + mant + 1, NULL, 10); /* saturates at LONG_MAX */
     else
         mant = len;
-    if (exp > 100000 || exp < -100000)
+    if (exp > 100000 || exp < -100000) /* strtod saturates such numbers */
         return number * scale;
+    exp += k;
     char buf[96];
     snprintf(buf, sizeof buf, "%.*se%ld", (int)mant, text, exp);
     return strtod(buf, NULL);

@@ -165,6 +165,8 @@ static void test_decimal_units_round_once(void **state)
         {NVL_QTY_BW, "1.1TB/s", 1.1e12}, {NVL_QTY_BYTES, "1.5e3MB", 1.5e9},
         {NVL_QTY_BYTES, "0.3GB", 0.3e9}, {NVL_QTY_TIME, "0.7us", 0.7e6},
         {NVL_QTY_BYTES, "0x1eMB", 30e6}, {NVL_QTY_BYTES, "1.5KiB", 1536.0},
+        /* an exponent past long (found by fuzz_qty): zero stays zero */
+        {NVL_QTY_BYTES, "0e11111111111111111018KB", 0.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double v = parse_ok(cases[i].kind, cases[i].text);
