@@ -143,6 +143,9 @@ nvl_status_t nvl_cli_close_out(const char *option, const char *path,
 
 typedef int (*nvl_cli_cmd_fn)(int argc, char **argv);
 
+/* The program as the user typed it (main's argv[0]), for messages. */
+extern const char *nvl_cli_argv0;
+
 int nvl_cmd_topo(int argc, char **argv);
 int nvl_cmd_generate(int argc, char **argv);
 int nvl_cmd_coll_table(int argc, char **argv);

@@ -29,6 +29,11 @@ int nvl_cmd_sweep(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         args[k++] = argv[i];
     args[k] = NULL;
+    /* the summary records the command as typed, without the --nvlemu
+     * added here */
+    char typed[4200];
+    snprintf(typed, sizeof typed, "%s sweep", nvl_cli_argv0);
+    setenv("NVL_SWEEP_TYPED", typed, 1);
     execvp("python3", args);
     fprintf(stderr, "nvlemu sweep: cannot run python3 %s (install python3; "
                     "scripts/install-deps does)\n", script);

@@ -52,8 +52,12 @@ static int launcher_rank(void)
     return 0;
 }
 
+const char *nvl_cli_argv0 = "nvlemu";
+
 int main(int argc, char **argv)
 {
+    if (argc > 0)
+        nvl_cli_argv0 = argv[0];
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("nvlemu %s (commit %s)\n", NVL_VERSION, NVL_GIT_COMMIT);
         return 0;

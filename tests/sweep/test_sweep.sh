@@ -4,7 +4,9 @@
 # CSV, JSON and Markdown rows, that a second run resumes without running
 # anything again, a what-if axis recorded in every row, a failing run
 # recorded and reported, expert placements side by side (--ep,
-# --attn-parallel), and the plots when gnuplot is installed.
+# --attn-parallel), a run that does not fit in HBM marked and not ranked,
+# regeneration from saved runs rewriting nothing, and the plots when gnuplot
+# is installed.
 # Exits 77 (skipped) without python3.
 set -eu
 command -v python3 >/dev/null 2>&1 || { echo "test_sweep: python3 not found; skipped"; exit 77; }
@@ -99,7 +101,27 @@ md = open(sys.argv[1] + "/summary.md").read()
 assert "Expert placements side by side" in md
 assert "| GPUs | TP (experts TP) | EP 1, attention DP | EP all, attention TP | EP all, attention DP |" in md, md
 PY
-# 9. plots
+# 9. a run that does not fit in HBM (Qwen2.5-72B on one H200) is marked so,
+# never named best; regenerating from the saved runs rewrites nothing
+(cd "$repo" && "$sweep" --model qwen2.5-72b --tp 1,2 --batch 8 --ctx 4096 \
+    --topo h200-nvl2 --nvlemu "$nvlemu" --out "$tmp/f") 2>"$tmp/err9" \
+    || { cat "$tmp/err9"; fail "sweep with a run that does not fit"; }
+grep -q '1 do not fit in HBM' "$tmp/err9" || { cat "$tmp/err9"; fail "no 'do not fit' count"; }
+cp -r "$tmp/f" "$tmp/f0"
+(cd "$repo" && "$sweep" --model qwen2.5-72b --tp 1,2 --batch 8 --ctx 4096 \
+    --topo h200-nvl2 --nvlemu "$nvlemu" --out "$tmp/f") 2>"$tmp/err9b" || fail "resumed sweep"
+diff -r "$tmp/f0" "$tmp/f" >/dev/null || fail "regenerating from saved runs changed the files"
+python3 - "$tmp/f" <<'PY' || fail "does not fit"
+import csv, sys
+rows = {r["tp"]: r for r in csv.DictReader(open(sys.argv[1] + "/results.csv"))}
+assert rows["1"]["status"] == "does not fit" and "GB of HBM" in rows["1"]["error"], rows["1"]
+assert rows["2"]["status"] == "ok"
+assert "reused" not in rows["1"] and "sweep_wall_s" not in rows["1"]
+md = open(sys.argv[1] + "/summary.md").read()
+assert "Most tokens/s per GPU: " in md and "(TP 2," in md.split("Most tokens/s per GPU")[1].split("\n")[0], md
+assert "Runs that do not fit" in md
+PY
+# 10. plots
 if command -v gnuplot >/dev/null 2>&1; then
     for p in s/plots/tokens_per_gpu s/plots/tpot s/plots/breakdown c/plots/busbw; do
         for e in png svg; do
