@@ -164,6 +164,17 @@ static void breakdown_text(FILE *out, const char *title, const double *parts,
 }
 
 /* The mixture of experts' lines: placement, all-to-alls, imbalance. */
+/* A count every rank holds: "8", or "7 or 8" / "2 to 5" when shards are
+ * uneven (not "8..8", which reads as a range). */
+static const char *per_rank(double lo, double hi, char *buf, size_t len)
+{
+    if (lo == hi)
+        snprintf(buf, len, "%.0f", lo);
+    else
+        snprintf(buf, len, "%.0f %s %.0f", lo, hi - lo == 1 ? "or" : "to", hi);
+    return buf;
+}
+
 static void moe_text(const nvl_run_result_t *r, const derived_t *d,
                      FILE *out)
 {
@@ -172,11 +183,10 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
         return;
     fprintf(out, "\nexperts: %u, top-%u; ", r->cfg->num_experts,
             r->cfg->top_k);
-    if (d->experts_min == d->experts_max)
-        fprintf(out, "%.0f per rank", d->experts_min);
-    else
-        fprintf(out, "%.0f..%.0f per rank (uneven)", d->experts_min,
-                d->experts_max);
+    char ex[48];
+    fprintf(out, "%s per rank%s",
+            per_rank(d->experts_min, d->experts_max, ex, sizeof ex),
+            d->experts_min == d->experts_max ? "" : " (uneven)");
     fprintf(out, " (EP %ld, each expert cut over %ld rank(s)); %.0f MoE "
                  "layer(s)\n", a->ep, r->tp / a->ep, STAT(NVL_RS_MOE_LAYERS, 0));
     if (d->steps == 0 || STAT(NVL_RS_MOE_LAYERS, 0) == 0)
@@ -234,12 +244,16 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
             nvl_attn_name(a->attn), nvl_fusion_name(a->fusion),
             nvl_launch_name(a->launch));
+    for (int i = 0; i < a->common.set_files.n; i++)
+        fprintf(out, "# what-if: --set-file %s\n", a->common.set_files.items[i]);
     for (int i = 0; i < a->common.sets.n; i++)
         fprintf(out, "# what-if: --set %s\n", a->common.sets.items[i]);
-    fprintf(out, "# shards per rank: q heads %.0f..%.0f of %u, MLP rows "
-                 "%.0f..%.0f of %u, vocabulary %.0f..%.0f of %u",
-            d.q_min, d.q_max, r->cfg->q_heads, d.i_min, d.i_max,
-            r->cfg->intermediate, d.v_min, d.v_max, r->cfg->vocab);
+    char q[48], mlp[48], voc[48];
+    fprintf(out, "# shards per rank: %s of %u query heads, %s of %u MLP rows, "
+                 "%s of %u vocabulary rows",
+            per_rank(d.q_min, d.q_max, q, sizeof q), r->cfg->q_heads,
+            per_rank(d.i_min, d.i_max, mlp, sizeof mlp), r->cfg->intermediate,
+            per_rank(d.v_min, d.v_max, voc, sizeof voc), r->cfg->vocab);
     if (d.attn_idle_ranks > 0)
         fprintf(out, "; %d rank(s) idle in attention", d.attn_idle_ranks);
     fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB of "
