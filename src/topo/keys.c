@@ -257,17 +257,20 @@ nvl_status_t nvl_topo_key_parse(const nvl_topo_key_t *k, const char *text,
         }
         /* only text that a topology file can hold: the export must read
          * back as the same value (inih strips blanks at both ends and
-         * takes ' ;' for the start of a comment) */
+         * takes ' ;' for the start of a comment; the export writes
+         * "key = value", so a leading ';' or '#' would follow a blank
+         * there: found by tests/fuzz/fuzz_topo.c) */
         for (size_t i = 0; i < n; i++) {
             unsigned char c = (unsigned char)text[i];
             bool blank = c == ' ';
             if ((c < 0x20 || c == 0x7f) ||
                 (blank && (i == 0 || i + 1 == n)) ||
-                ((c == ';' || c == '#') && i > 0 && text[i - 1] == ' ')) {
+                ((c == ';' || c == '#') && (i == 0 || text[i - 1] == ' '))) {
                 snprintf(why_buf, why_len,
                          "text with control characters, blanks at either "
-                         "end or ' ;' / ' #' (a comment in a topology file) "
-                         "cannot be written back to a file");
+                         "end, or ';' / '#' at its start or after a blank "
+                         "(a comment in a topology file) cannot be written "
+                         "back to a file");
                 return NVL_ERR_INVALID;
             }
         }

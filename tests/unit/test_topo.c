@@ -1056,9 +1056,9 @@ static void test_set_text_round_trips(void **state)
     char long_text[200];
     memset(long_text, 'x', sizeof long_text);
     const char *values[] = {"what ;f", "a;b", "a #b", "a#b", "\t", "x\ty",
-                            " lead", "mid dle", "caf\xc3\xa9", NULL, NULL,
-                            NULL};
-    size_t nv = 9;
+                            " lead", "mid dle", "caf\xc3\xa9",
+                            "; small-overrides", "#1", NULL, NULL, NULL};
+    size_t nv = 11;
     for (size_t len = 127; len <= 160; len += 16) {
         char *v = malloc(len + 1);
         memcpy(v, long_text, len);
@@ -1099,7 +1099,7 @@ static void test_set_text_round_trips(void **state)
             nvl_topo_free(t);
         }
     }
-    for (size_t j = 9; j < nv; j++)
+    for (size_t j = 11; j < nv; j++) /* the long ones were allocated */
         free((char *)values[j]);
 }
 
