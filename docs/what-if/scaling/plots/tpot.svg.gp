@@ -6,8 +6,8 @@ set ylabel "TPOT (ms per output token)"
 set logscale x 2
 set xtics ("8" 8, "16" 16, "72" 72)
 set xrange [6.15385:93.6]
-set yrange [0:*]
+set yrange [0:11.6354]
 set grid
 set key outside right top
-plot "data/series00_batch_1.dat" using 1:3 with linespoints lw 2 pt 7 title "batch 1", \
-  "data/series01_batch_32.dat" using 1:3 with linespoints lw 2 pt 7 title "batch 32"
+plot "data/series00_batch_1.dat" using 1:3 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "batch 1", \
+  "data/series01_batch_32.dat" using 1:3 with linespoints lw 2 dt 2 pt 5 ps 1.3 title "batch 32"
