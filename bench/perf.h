@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "nvlemu/coll.h"
+#include "nvlemu/opts.h"
 
 /* Where an in-place run puts the two buffers (nccl-tests' layouts). */
 typedef enum {
@@ -58,6 +59,32 @@ const nvl_bench_coll_t *nvl_bench_coll_find(const char *name);
 /* Element i of rank's send buffer: small integers, exact in every dtype,
  * whose reductions over any subset of ranks stay exact as well. */
 float nvl_bench_input(const nvl_bench_call_t *call, int rank, size_t i);
+
+/* ---- the command line (perf_opts.c) ------------------------------------- */
+
+typedef enum { MODE_AUTO, MODE_DATA, MODE_TIMING } nvl_bench_mode_t;
+
+typedef struct {
+    const char *topo;
+    nvl_opt_list_t sets, set_files;
+    size_t min_bytes, max_bytes, step_bytes, data_max;
+    long step_factor, iters, warmup, root, check, average, ignored;
+    const char *json_path; /* -J: nccl-tests' JSON output, or NULL */
+    nvl_dtype_t dtype;
+    nvl_redop_t op;
+    int mode; /* nvl_bench_mode_t */
+    int help;
+} nvl_bench_args_t;
+
+/* Every benchmark's options (the usage names no collective; perf_main.c
+ * puts its own in a copy); nvl_bench_mode_names names nvl_bench_mode_t. */
+extern const nvl_opts_t nvl_bench_opts;
+extern const nvl_opt_name_t nvl_bench_mode_names[];
+
+/* Checks what one option alone cannot; nranks is the MPI world size.
+ * Reports and returns NVL_ERR_INVALID. */
+nvl_status_t nvl_bench_check_args(const nvl_bench_args_t *args,
+                                  const nvl_bench_coll_t *row, int nranks);
 
 /* ---- nccl-tests' -J FILE (perf_json.c) ---------------------------------- */
 

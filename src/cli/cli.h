@@ -105,6 +105,7 @@ typedef struct {
 
 typedef struct {
     nvl_opts_t opts;
+    size_t args_size;     /* of the command's arguments struct */
     size_t common_offset; /* of the nvl_cli_common_t in the arguments */
     bool check_ranks;     /* nvl_runtime_check_topo before .body */
     /* After parsing, before the topology: the arguments that are not
@@ -119,6 +120,11 @@ typedef struct {
     /* Frees what check, prepare and body left in args.  May be NULL. */
     void (*cleanup)(void *args);
 } nvl_cli_command_t;
+
+/* The MPI commands, for tools that parse their command lines
+ * (tests/fuzz/fuzz_cli.c). */
+extern const nvl_cli_command_t nvl_cli_run_command, nvl_cli_topo_command,
+    nvl_cli_table_command, nvl_cli_gen_command;
 
 /* args: the command's arguments struct, zeroed by the caller (fields
  * without a row default keep that zero). */

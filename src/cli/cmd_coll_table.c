@@ -240,7 +240,8 @@ static void cleanup(void *args)
     nvl_comm_destroy(((table_args_t *)args)->comm);
 }
 
-static const nvl_cli_command_t table_command = {
+const nvl_cli_command_t nvl_cli_table_command = {
+    .args_size = sizeof(table_args_t),
     .opts = NVL_CLI_OPTS("coll-table", table_opts, USAGE, 0),
     .common_offset = offsetof(table_args_t, common),
     .prepare = prepare,
@@ -251,5 +252,5 @@ static const nvl_cli_command_t table_command = {
 int nvl_cmd_coll_table(int argc, char **argv)
 {
     table_args_t args = {0};
-    return nvl_cli_command_run(&table_command, &args, argc, argv);
+    return nvl_cli_command_run(&nvl_cli_table_command, &args, argc, argv);
 }

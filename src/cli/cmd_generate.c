@@ -199,7 +199,8 @@ static void cleanup(void *args)
     free(a->lens);
 }
 
-static const nvl_cli_command_t gen_command = {
+const nvl_cli_command_t nvl_cli_gen_command = {
+    .args_size = sizeof(gen_args_t),
     .opts = NVL_CLI_OPTS("generate", gen_opts, USAGE, 0),
     .common_offset = offsetof(gen_args_t, common),
     .check_ranks = true,
@@ -212,5 +213,5 @@ static const nvl_cli_command_t gen_command = {
 int nvl_cmd_generate(int argc, char **argv)
 {
     gen_args_t args = {0};
-    return nvl_cli_command_run(&gen_command, &args, argc, argv);
+    return nvl_cli_command_run(&nvl_cli_gen_command, &args, argc, argv);
 }

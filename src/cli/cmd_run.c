@@ -335,7 +335,8 @@ static void cleanup(void *args)
         fclose(c->trace);
 }
 
-static const nvl_cli_command_t run_command = {
+const nvl_cli_command_t nvl_cli_run_command = {
+    .args_size = sizeof(run_cmd_t),
     .opts = NVL_CLI_OPTS("run", run_opts, USAGE, 0),
     .common_offset = offsetof(run_cmd_t, a.common),
     .check_ranks = true,
@@ -347,5 +348,5 @@ static const nvl_cli_command_t run_command = {
 int nvl_cmd_run(int argc, char **argv)
 {
     run_cmd_t cmd = {0};
-    return nvl_cli_command_run(&run_command, &cmd, argc, argv);
+    return nvl_cli_command_run(&nvl_cli_run_command, &cmd, argc, argv);
 }

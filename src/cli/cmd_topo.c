@@ -105,7 +105,8 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     return st;
 }
 
-static const nvl_cli_command_t topo_command = {
+const nvl_cli_command_t nvl_cli_topo_command = {
+    .args_size = sizeof(topo_args_t),
     .opts = NVL_CLI_OPTS("topo", topo_opts, USAGE, 1),
     .common_offset = offsetof(topo_args_t, common),
     .check_ranks = true,
@@ -117,5 +118,5 @@ static const nvl_cli_command_t topo_command = {
 int nvl_cmd_topo(int argc, char **argv)
 {
     topo_args_t args = {0};
-    return nvl_cli_command_run(&topo_command, &args, argc, argv);
+    return nvl_cli_command_run(&nvl_cli_topo_command, &args, argc, argv);
 }

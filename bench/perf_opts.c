@@ -1,0 +1,202 @@
+/* The command line of every <coll>_perf benchmark: nccl-tests' options and
+ * the emulator's, as one table (perf.h), and the checks no single option
+ * can make.  perf_main.c names the benchmark in the usage line. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/opts.h"
+#include "perf.h"
+
+/* nccl-tests' sizes: a number of bytes, optionally with K, M or G. */
+static nvl_status_t parse_size(const char *label, const char *text,
+                               void *bytes_out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    double unit = 1;
+    switch (end != text ? *end : '\0') {
+    case 'K': case 'k': unit = 1024.0; end++; break;
+    case 'M': case 'm': unit = 1024.0 * 1024; end++; break;
+    case 'G': case 'g': unit = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    v *= unit;
+    if (end == text || *end != '\0' || errno != 0 || !(v >= 0) ||
+        v != floor(v) || v > 0x1p62) {
+        nvl_report("%s %s: expected a whole number of bytes, optionally with "
+                   "K, M or G (powers of 1024), as in 8, 64K, 8G",
+                   label, text);
+        return NVL_ERR_INVALID;
+    }
+    *(size_t *)bytes_out = (size_t)v;
+    return NVL_OK;
+}
+
+/* nvl_dtype_parse and nvl_redop_parse name the value, not the option. */
+static nvl_status_t parse_dtype(const char *label, const char *text,
+                                void *dtype_out)
+{
+    (void)label;
+    return nvl_dtype_parse(text, dtype_out);
+}
+
+static nvl_status_t parse_op(const char *label, const char *text,
+                             void *op_out)
+{
+    (void)label;
+    return nvl_redop_parse(text, op_out);
+}
+
+/* An nccl-tests option that must stay 1 here. */
+static nvl_status_t parse_one(const char *label, const char *text,
+                              void *unused)
+{
+    (void)unused;
+    if (strcmp(text, "1") != 0) {
+        nvl_report("%s %s: must be 1 here: each MPI rank plays one GPU with "
+                   "one thread (for N GPUs, start N ranks: mpirun -np N)",
+                   label, text);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+/* In bench_mode_t's order: mode_names[m].name names mode m. */
+const nvl_opt_name_t nvl_bench_mode_names[] = {
+    {"auto", MODE_AUTO}, {"data", MODE_DATA}, {"timing", MODE_TIMING},
+    {NULL, 0}};
+
+#define AT(field) offsetof(nvl_bench_args_t, field)
+#define MAX_COUNT 1000000000L
+static const nvl_opt_t opts[] = {
+    {.name = "topo", .kind = NVL_OPT_STRING, .offset = AT(topo),
+     .arg = "FILE", .required = true,
+     .doc = "topology to emulate; rank r plays GPU r"},
+    {.name = "set", .kind = NVL_OPT_LIST, .offset = AT(sets),
+     .arg = "SECTION.KEY=VALUE",
+     .doc = "topology what-if, repeatable (nvlink.link_bw=100GB/s)"},
+    {.name = "set-file", .kind = NVL_OPT_LIST, .offset = AT(set_files),
+     .arg = "FILE",
+     .doc = "topology what-ifs from a file, one SECTION.KEY=VALUE a line "
+            "('#' comments), repeatable; applied before --set"},
+    {.name = "minbytes", .short_name = 'b', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(min_bytes), .arg = "SIZE", .def = "32M",
+     .parse = parse_size,
+     .doc = "smallest size (K, M, G are powers of 1024)"},
+    {.name = "maxbytes", .short_name = 'e', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(max_bytes), .arg = "SIZE", .def = "32M",
+     .parse = parse_size, .doc = "largest size"},
+    {.name = "stepbytes", .short_name = 'i', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(step_bytes), .arg = "SIZE", .def = "1M",
+     .parse = parse_size,
+     .doc = "increment between sizes when --stepfactor is 1"},
+    {.name = "stepfactor", .short_name = 'f', .kind = NVL_OPT_LONG,
+     .offset = AT(step_factor), .arg = "N", .def = "1", .min = 1,
+     .max = MAX_COUNT,
+     .doc = "multiply the size by N between sizes (1: use --stepbytes)"},
+    {.name = "iters", .short_name = 'n', .kind = NVL_OPT_LONG,
+     .offset = AT(iters), .arg = "N", .def = "20", .min = 1,
+     .max = MAX_COUNT, .doc = "timed calls per size and layout"},
+    {.name = "warmup_iters", .short_name = 'w', .kind = NVL_OPT_LONG,
+     .offset = AT(warmup), .arg = "N", .def = "5", .min = 0,
+     .max = MAX_COUNT, .doc = "untimed calls before them"},
+    {.name = "datatype", .short_name = 'd', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(dtype), .arg = "TYPE", .def = "float",
+     .parse = parse_dtype, .doc = "float, half, bfloat16 or f8e4m3"},
+    {.name = "op", .short_name = 'o', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(op), .arg = "OP", .def = "sum", .parse = parse_op,
+     .doc = "sum, max or min"},
+    {.name = "root", .short_name = 'r', .kind = NVL_OPT_LONG,
+     .offset = AT(root), .arg = "N", .def = "0", .min = 0, .max = MAX_COUNT,
+     .doc = "root of broadcast and reduce"},
+    {.name = "check", .short_name = 'c', .kind = NVL_OPT_LONG,
+     .offset = AT(check), .arg = "N", .def = "1", .min = 0, .max = MAX_COUNT,
+     .doc = "check the results of data-mode sizes (0: no check)"},
+    {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),
+     .arg = "MODE", .def = "auto", .names = nvl_bench_mode_names,
+     .doc = "data, timing, or auto: data mode up to --data-max and timing "
+            "mode above"},
+    {.name = "data-max", .kind = NVL_OPT_CUSTOM, .offset = AT(data_max),
+     .arg = "SIZE", .def = "1M", .parse = parse_size,
+     .doc = "largest size that auto mode runs in data mode"},
+    {.name = "ngpus", .short_name = 'g', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(ignored), .arg = "1", .parse = parse_one,
+     .doc = "GPUs per rank: only 1 (one rank plays one GPU)"},
+    {.name = "nthreads", .short_name = 't', .kind = NVL_OPT_CUSTOM,
+     .offset = AT(ignored), .arg = "1", .parse = parse_one,
+     .doc = "threads per rank: only 1"},
+    {.name = "average", .short_name = 'a', .kind = NVL_OPT_LONG,
+     .offset = AT(average), .arg = "N", .def = "1", .min = 0, .max = 3,
+     .doc = "the time reported from the ranks' own times, as nccl-tests: "
+            "0 rank 0's, 1 the mean, 2 the minimum, 3 the maximum (a "
+            "collective ends at one group-wide emulated time, so they "
+            "differ only where ranks' clocks do)"},
+    {.name = "output_file", .alias = "json", .short_name = 'J',
+     .kind = NVL_OPT_STRING, .offset = AT(json_path), .arg = "FILE",
+     .doc = "also write the results as nccl-tests' JSON (FILE.0, FILE.1, "
+            "... if FILE exists), with the emulator's columns"},
+    {.name = "blocking", .short_name = 'z', .kind = NVL_OPT_LONG,
+     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
+     .doc = "accepted and ignored"},
+    {.name = "cudagraph", .short_name = 'G', .kind = NVL_OPT_LONG,
+     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
+     .doc = "accepted and ignored"},
+    {.name = "help", .short_name = 'h', .kind = NVL_OPT_HELP,
+     .offset = AT(help), .doc = "this help"},
+};
+#undef AT
+const nvl_opts_t nvl_bench_opts = {
+    .help_hint = "--help",
+    .usage = "mpirun -np N <coll>_perf --topo FILE [options]",
+    .intro = "Times the emulated collective on N ranks (one GPU each) and "
+             "prints nccl-tests' table.",
+    .opts = opts, .n_opts = sizeof opts / sizeof opts[0]};
+
+nvl_status_t nvl_bench_check_args(const nvl_bench_args_t *a,
+                                  const nvl_bench_coll_t *row, int nranks)
+{
+    size_t esz = nvl_dtype_size(a->dtype);
+    const struct { const char *label; size_t bytes; bool used; } sizes[] = {
+        {"-b/--minbytes", a->min_bytes, true},
+        {"-e/--maxbytes", a->max_bytes, true},
+        {"-i/--stepbytes", a->step_bytes, a->step_factor == 1},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].used && sizes[i].bytes % esz != 0) {
+            nvl_report("%s %zu: not a whole number of %zu-byte %s elements",
+                       sizes[i].label, sizes[i].bytes, esz,
+                       nvl_dtype_name(a->dtype));
+            return NVL_ERR_INVALID;
+        }
+    }
+    if (a->min_bytes > a->max_bytes) {
+        nvl_report("-b/--minbytes %zu is larger than -e/--maxbytes %zu",
+                   a->min_bytes, a->max_bytes);
+        return NVL_ERR_INVALID;
+    }
+    if (a->step_factor == 1 && a->step_bytes == 0 &&
+        a->min_bytes < a->max_bytes) {
+        nvl_report("-i/--stepbytes 0 with -f/--stepfactor 1 never reaches "
+                   "-e/--maxbytes");
+        return NVL_ERR_INVALID;
+    }
+    if (a->step_factor > 1 && a->min_bytes == 0) {
+        nvl_report("-b/--minbytes 0 does not grow by -f/--stepfactor %ld; "
+                   "start at one element or more",
+                   a->step_factor);
+        return NVL_ERR_INVALID;
+    }
+    if (row->has_root && a->root >= nranks) {
+        nvl_report("-r/--root %ld: no such rank (the job has %d: 0..%d)",
+                   a->root, nranks, nranks - 1);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
