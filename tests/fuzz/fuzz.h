@@ -75,6 +75,20 @@ static inline void fuzz_rmdir(const char *dir, const char *const *names,
     rmdir(dir);
 }
 
+/* argv[0] = prog and one argument per line of text (which it cuts up),
+ * at most max - 2 of them; NULL-terminated.  Returns argc. */
+static inline int fuzz_argv(char *text, char *prog, char **argv, int max)
+{
+    int argc = 0;
+    char *save = NULL;
+    argv[argc++] = prog;
+    for (char *a = strtok_r(text, "\n", &save); a != NULL && argc < max - 1;
+         a = strtok_r(NULL, "\n", &save))
+        argv[argc++] = a;
+    argv[argc] = NULL;
+    return argc;
+}
+
 /* The canonical export of a topology as text (free it). */
 static inline char *fuzz_topo_export(const nvl_topo_t *t)
 {

@@ -36,13 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t pick = data[0] % (N_COMMANDS + 1);
     char *text = fuzz_string(data + 1, size - 1);
-    char *argv[66] = {pick < N_COMMANDS ? "nvlemu" : "all_reduce_perf"};
-    int argc = 1;
-    char *save = NULL;
-    for (char *a = strtok_r(text, "\n", &save); a != NULL && argc < 64;
-         a = strtok_r(NULL, "\n", &save))
-        argv[argc++] = a;
-    argv[argc] = NULL;
+    char *argv[66];
+    int argc = fuzz_argv(text, pick < N_COMMANDS ? "nvlemu" : "all_reduce_perf",
+                         argv, 66);
     char *typed[66];
     memcpy(typed, argv, sizeof typed); /* getopt_long reorders argv */
     int first = 0;

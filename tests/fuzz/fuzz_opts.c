@@ -63,13 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_quiet();
     char *text = fuzz_string(data, size);
-    char *argv[66] = {"fuzz"};
-    int argc = 1;
-    char *save = NULL;
-    for (char *a = strtok_r(text, "\n", &save); a != NULL && argc < 64;
-         a = strtok_r(NULL, "\n", &save))
-        argv[argc++] = a;
-    argv[argc] = NULL;
+    char *argv[66];
+    int argc = fuzz_argv(text, "fuzz", argv, 66);
     args_t args = {0};
     int first = 0;
     if (nvl_opts_parse(&table, argc, argv, &args, &first) == NVL_OK &&
