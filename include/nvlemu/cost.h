@@ -44,12 +44,24 @@ typedef enum {
     NVL_WDT_COUNT
 } nvl_wdtype_t;
 
-typedef enum { NVL_ATTN_FA3, NVL_ATTN_FA4, NVL_ATTN_COUNT } nvl_attn_impl_t;
+/* fa3, fa4: FlashAttention 3 / 4 (serving engines); sdpa: PyTorch's
+ * scaled_dot_product_attention as the torch stack calls it (cuDNN's fused
+ * attention, its own efficiency: [gpu] sdpa_efficiency). */
+typedef enum {
+    NVL_ATTN_FA3,
+    NVL_ATTN_FA4,
+    NVL_ATTN_SDPA,
+    NVL_ATTN_COUNT
+} nvl_attn_impl_t;
 
-/* none: every element-wise step its own kernel; typical: what serving
- * engines fuse (residual add into RMSNorm, SiLU x up into one kernel,
- * q/k/v and gate/up as one matmul each, biases in the matmul epilogue). */
-typedef enum { NVL_FUSION_NONE, NVL_FUSION_TYPICAL, NVL_FUSION_COUNT } nvl_fusion_t;
+/* The software stack a step stands for, i.e. which kernels each layer
+ * runs (src/engine/plan.c, docs/cost-model.md "Software stacks"):
+ * torch: PyTorch with CUDA graphs, one F.* call per operation (RoPE by
+ * torch.cat of rotated halves, separate residual adds, SDPA attention);
+ * fused: a serving engine's kernel list (TensorRT-LLM: fused QKV bias +
+ * RoPE + KV write, fused residual add + RMSNorm, fused SwiGLU,
+ * FlashAttention). */
+typedef enum { NVL_STACK_TORCH, NVL_STACK_FUSED, NVL_STACK_COUNT } nvl_stack_t;
 
 typedef enum {
     NVL_LAUNCH_EAGER,
@@ -59,21 +71,26 @@ typedef enum {
 } nvl_launch_t;
 
 /* Names as the command line spells them ("bf16", "fp8", "fp4"; "fa3",
- * "fa4"; "none", "typical"; "eager", "graph", "persistent"), and their
+ * "fa4", "sdpa"; "torch", "fused"; "eager", "graph", "persistent"), and their
  * parsers: an unknown name is reported with the accepted ones, naming
  * `what` (the option), and NVL_ERR_INVALID returned. */
 const char *nvl_wdtype_name(nvl_wdtype_t dt);
 const char *nvl_attn_name(nvl_attn_impl_t attn);
-const char *nvl_fusion_name(nvl_fusion_t fusion);
+const char *nvl_stack_name(nvl_stack_t stack);
 const char *nvl_launch_name(nvl_launch_t launch);
 nvl_status_t nvl_wdtype_parse(const char *what, const char *name,
                               nvl_wdtype_t *dt_out);
 nvl_status_t nvl_attn_parse(const char *what, const char *name,
                             nvl_attn_impl_t *attn_out);
-nvl_status_t nvl_fusion_parse(const char *what, const char *name,
-                              nvl_fusion_t *fusion_out);
+nvl_status_t nvl_stack_parse(const char *what, const char *name,
+                             nvl_stack_t *stack_out);
 nvl_status_t nvl_launch_parse(const char *what, const char *name,
                               nvl_launch_t *launch_out);
+
+/* The attention kernel a stack runs on a GPU when none is asked for: the
+ * torch stack calls SDPA; a serving engine runs FlashAttention-4 on GPUs
+ * with FP4 tensor cores (Blackwell), FlashAttention-3 elsewhere. */
+nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack);
 
 /* Bytes per element, block scales included. */
 double nvl_wdtype_bytes(nvl_wdtype_t dt);
@@ -85,7 +102,7 @@ typedef struct {
     nvl_wdtype_t weight_dtype; /* matmul weights and inputs */
     nvl_wdtype_t kv_dtype;     /* the KV cache (bf16 or fp8) */
     nvl_attn_impl_t attn;
-    nvl_fusion_t fusion;
+    nvl_stack_t stack;
     nvl_launch_t launch;
 } nvl_cost_cfg_t;
 
@@ -122,8 +139,40 @@ nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
                                      const uint64_t *past, uint32_t q_heads,
                                      uint32_t kv_heads, uint32_t head_dim);
 
-/* A memory-bound kernel moving `bytes` through HBM (read + written). */
+/* How a memory-bound kernel reaches its bytes. */
+typedef enum {
+    NVL_ACCESS_CONTIGUOUS, /* vectorised loads and stores */
+    NVL_ACCESS_STRIDED,    /* element-wise over non-contiguous views, which
+                              PyTorch's TensorIterator cannot vectorise */
+    NVL_ACCESS_INDEXED,    /* through an index tensor (index_select,
+                              index_copy_): the index is loaded first */
+} nvl_access_t;
+
+/* A memory-bound kernel moving `bytes` through HBM (read + written):
+ *   kernel_floor + L x mem_latency + bytes / (hbm_bw x hbm_efficiency x s)
+ * with L = 1 dependent round trip (2 when indexed: the index, then the
+ * data) and s = strided_efficiency for strided and indexed access, 1 for
+ * contiguous (the floor only under persistent launch). */
+nvl_kernel_cost_t nvl_cost_memory_access(const nvl_cost_cfg_t *cfg,
+                                         double bytes, nvl_access_t access);
+/* The contiguous case. */
 nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes);
+
+/* A normalisation kernel with one CTA of `threads` threads per row
+ * (RMSNorm, fused add + RMSNorm): `rows` rows of `width` elements, `bytes`
+ * moved in all; each CTA walks its row in steps of threads x vec elements
+ * in `passes` passes (statistics, then normalise), one norm_step_time a
+ * step, and the GPU holds sms x (2048 / threads) CTAs at once (2048
+ * resident threads per SM on Hopper and Blackwell, CUDA C++ Programming
+ * Guide, "Compute capabilities"), so rows run in waves:
+ *   kernel_floor + mem_latency
+ *     + max(bytes / (hbm_bw x hbm_efficiency),
+ *           waves x passes x ceil(width / (threads x vec)) x norm_step_time)
+ * rows == 0 or width == 0 costs nothing. */
+nvl_kernel_cost_t nvl_cost_norm(const nvl_cost_cfg_t *cfg, double rows,
+                                uint64_t width, double bytes,
+                                uint32_t threads, uint32_t vec,
+                                uint32_t passes);
 
 /* ---- host launch ------------------------------------------------------ */
 

@@ -58,7 +58,7 @@ typedef struct {
 
 /* Data mode from a checkpoint directory, bf16 weights and KV, FA4 on
  * GPUs with FP4 tensor cores (Blackwell) and FA3 otherwise, typical
- * fusion, CUDA graphs, all layers; experts tensor-parallel (place.ep 1),
+ * fused stack, CUDA graphs, all layers; experts tensor-parallel (place.ep 1),
  * attention tensor-parallel. */
 void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
                              const nvl_topo_t *topo);

@@ -102,6 +102,10 @@ typedef struct {
     double attn_hbm_efficiency; /* attention KV streams: fraction of hbm_bw */
     int64_t attn_overhead_ps;   /* fixed GPU time of one attention kernel */
     double fa4_exp_fma_share;   /* FA4: share of exps done on FMA units */
+    double sdpa_efficiency;     /* PyTorch SDPA attention: fraction of bf16 peak */
+    int64_t mem_latency_ps;     /* a memory kernel's dependent load + store completion */
+    int64_t norm_step_ps;       /* one step of a one-CTA-per-row norm over its row */
+    double strided_efficiency;  /* non-vectorised element-wise: share of the HBM rate */
 } nvl_gpu_spec_t;
 
 typedef struct {

@@ -362,6 +362,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget-s", type=float, default=500.0)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--cases", metavar="PHASE:B:CTX,...",
+                    help="time and profile only these cases")
     args = ap.parse_args()
     if args.relabel:
         return relabel(args.relabel, args.out)
@@ -372,6 +374,11 @@ def main():
     decode, prefill, prof = DECODE, PREFILL, PROFILE
     if args.quick:
         decode, prefill, prof = [(2, 256)], [(1, 256)], [("decode", 2, 256)]
+    if args.cases:
+        prof = [(ph, int(b), int(c)) for ph, b, c in
+                (x.split(":") for x in args.cases.split(","))]
+        decode = [(b, c) for ph, b, c in prof if ph == "decode"]
+        prefill = [(b, c) for ph, b, c in prof if ph == "prefill"]
     sf = open(os.path.join(args.out, "steps.csv"), "w", newline="")
     sw = csv.writer(sf)
     sw.writerow(["model", "layers", "phase", "batch", "ctx", "q_len", "measured_us",

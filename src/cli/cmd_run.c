@@ -50,11 +50,16 @@ static nvl_status_t parse_launch(const char *label, const char *text,
     return nvl_launch_parse(label, text, launch_out);
 }
 
-static nvl_status_t parse_fusion(const char *label, const char *text,
-                                 void *fusion_out)
+static nvl_status_t parse_stack(const char *label, const char *text,
+                                void *stack_out)
 {
-    return nvl_fusion_parse(label, text, fusion_out);
+    return nvl_stack_parse(label, text, stack_out);
 }
+
+/* --fusion, the older spelling: none is the torch stack, typical the
+ * fused one. */
+static const nvl_opt_name_t fusion_names[] = {
+    {"none", NVL_STACK_TORCH}, {"typical", NVL_STACK_FUSED}, {NULL, 0}};
 
 /* "auto" (-1: the GPU's default) or an attention kernel. */
 static nvl_status_t parse_attn(const char *label, const char *text,
@@ -111,11 +116,17 @@ static const nvl_opt_t run_opts[] = {
      .arg = "eager|graph|persistent", .def = "graph", .parse = parse_launch,
      .doc = "how the host launches kernels"},
     {.name = "attn", .kind = NVL_OPT_CUSTOM, .offset = AT(attn_choice),
-     .arg = "fa3|fa4|auto", .def = "auto", .parse = parse_attn,
-     .doc = "attention kernel (auto: fa4 on GPUs with FP4 units, else fa3)"},
-    {.name = "fusion", .kind = NVL_OPT_CUSTOM, .offset = AT(fusion),
-     .arg = "none|typical", .def = "typical", .parse = parse_fusion,
-     .doc = "which element-wise steps share kernels"},
+     .arg = "fa3|fa4|sdpa|auto", .def = "auto", .parse = parse_attn,
+     .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 on "
+            "GPUs with FP4 units, else fa3)"},
+    {.name = "stack", .kind = NVL_OPT_CUSTOM, .offset = AT(stack),
+     .arg = "torch|fused", .def = "fused", .parse = parse_stack,
+     .doc = "the software stack whose kernels a step runs: torch (PyTorch "
+            "with CUDA graphs, one kernel per F.* call) or fused (a serving "
+            "engine's fused kernels)"},
+    {.name = "fusion", .kind = NVL_OPT_ENUM, .offset = AT(stack),
+     .arg = "none|typical", .names = fusion_names,
+     .doc = "older spelling of --stack: none = torch, typical = fused"},
     {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
      .min = 1, .max = 100000, .doc = "run only the first N layers"},
     {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),
@@ -196,10 +207,10 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.layers = (uint32_t)a->layers;
     o.cost.weight_dtype = a->dtype;
     o.cost.kv_dtype = a->kv_dtype;
-    if (a->attn_choice >= 0)
-        o.cost.attn = (nvl_attn_impl_t)a->attn_choice;
+    o.cost.stack = a->stack;
+    o.cost.attn = a->attn_choice >= 0 ? (nvl_attn_impl_t)a->attn_choice
+                                      : nvl_attn_auto(o.cost.topo, a->stack);
     a->attn = o.cost.attn;
-    o.cost.fusion = a->fusion;
     o.cost.launch = a->launch;
     nvl_engine_t *e = NULL;
     st = nvl_engine_create(cfg, &o, tp, &e);

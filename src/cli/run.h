@@ -23,7 +23,7 @@ typedef struct {
     nvl_wdtype_t dtype, kv_dtype;
     int attn_choice;      /* --attn: -1 auto (the GPU's), else nvl_attn_impl_t */
     nvl_attn_impl_t attn; /* the attention kernel the run used */
-    nvl_fusion_t fusion;
+    nvl_stack_t stack;
     nvl_launch_t launch;
     int mode;          /* --mode: -1 auto, else nvl_mode_t */
 } nvl_run_args_t;

@@ -237,12 +237,12 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             r->topo->name, place,
             r->mode == NVL_MODE_DATA ? "data" : "timing", r->weights);
     fprintf(out, "# batch %ld, prompt %llu tokens, %llu new tokens per "
-                 "sequence%s; weights %s, KV %s, attention %s, fusion %s, "
+                 "sequence%s; weights %s, KV %s, attention %s, stack %s, "
                  "launch %s\n", a->batch,
             (unsigned long long)r->prompt_len, (unsigned long long)r->gen_len,
             a->ctx ? " (--ctx: one steady-state decode step)" : "",
             nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
-            nvl_attn_name(a->attn), nvl_fusion_name(a->fusion),
+            nvl_attn_name(a->attn), nvl_stack_name(a->stack),
             nvl_launch_name(a->launch));
     for (int i = 0; i < a->common.set_files.n; i++)
         fprintf(out, "# what-if: --set-file %s\n", a->common.set_files.items[i]);
@@ -409,7 +409,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(in, "dtype", json_string(nvl_wdtype_name(a->dtype)));
     json_object_set_new(in, "kv_dtype", json_string(nvl_wdtype_name(a->kv_dtype)));
     json_object_set_new(in, "attn", json_string(nvl_attn_name(a->attn)));
-    json_object_set_new(in, "fusion", json_string(nvl_fusion_name(a->fusion)));
+    json_object_set_new(in, "stack", json_string(nvl_stack_name(a->stack)));
     json_object_set_new(in, "launch", json_string(nvl_launch_name(a->launch)));
     json_object_set_new(in, "mode", json_string(r->mode == NVL_MODE_DATA
                                                     ? "data" : "timing"));

@@ -19,8 +19,8 @@ static const struct {
                      offsetof(nvl_gpu_spec_t, fp4_flops_per_s)},
 };
 
-static const char *const attn_names[NVL_ATTN_COUNT] = {"fa3", "fa4"};
-static const char *const fusion_names[NVL_FUSION_COUNT] = {"none", "typical"};
+static const char *const attn_names[NVL_ATTN_COUNT] = {"fa3", "fa4", "sdpa"};
+static const char *const stack_names[NVL_STACK_COUNT] = {"torch", "fused"};
 static const char *const launch_names[NVL_LAUNCH_COUNT] = {"eager", "graph",
                                                            "persistent"};
 
@@ -32,9 +32,9 @@ const char *nvl_attn_name(nvl_attn_impl_t a)
 {
     return a < NVL_ATTN_COUNT ? attn_names[a] : "?";
 }
-const char *nvl_fusion_name(nvl_fusion_t f)
+const char *nvl_stack_name(nvl_stack_t s)
 {
-    return f < NVL_FUSION_COUNT ? fusion_names[f] : "?";
+    return s < NVL_STACK_COUNT ? stack_names[s] : "?";
 }
 const char *nvl_launch_name(nvl_launch_t l)
 {
@@ -73,10 +73,17 @@ static nvl_status_t parse_name(const char *what, const char *name,
 
 NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, NVL_WDT_COUNT, nvl_wdtype_name)
 NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, NVL_ATTN_COUNT, nvl_attn_name)
-NVL_NAME_PARSER(nvl_fusion_parse, nvl_fusion_t, NVL_FUSION_COUNT,
-                nvl_fusion_name)
+NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, NVL_STACK_COUNT, nvl_stack_name)
 NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, NVL_LAUNCH_COUNT,
                 nvl_launch_name)
+
+nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack)
+{
+    if (stack == NVL_STACK_TORCH)
+        return NVL_ATTN_SDPA;
+    return topo != NULL && topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
+                                                          : NVL_ATTN_FA3;
+}
 
 double nvl_wdtype_bytes(nvl_wdtype_t dt)
 {
@@ -194,9 +201,11 @@ nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
     for (size_t i = 0; i < n_seqs; i++)
         tiles += (double)q_heads * ceil((double)new_tokens[i] / 128.0);
     double fill = tiles / (tiles + (double)g->sm_count);
+    double eff = cfg->attn == NVL_ATTN_SDPA ? g->sdpa_efficiency
+                                            : g->attn_efficiency;
     double t_mma = c.flops / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
                                                  g->bf16_flops_per_s) *
-                              g->attn_efficiency * fill);
+                              eff * fill);
     double t_exp = exps / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
                                               g->exp_ops_per_s) * fill);
     double t_mem = c.bytes / (nvl_topo_hbm_bw(cfg->topo, cfg->gpu) *
@@ -206,11 +215,54 @@ nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
     return c;
 }
 
-nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes)
+/* What a simple kernel that reads and writes global memory costs before
+ * its bytes: an empty kernel (kernel_floor) plus its first dependent load
+ * and the completion of its stores (mem_latency). */
+static double simple_fixed_s(const nvl_cost_cfg_t *cfg)
+{
+    return overhead_s(cfg, cfg->topo->gpu.kernel_floor_ps) +
+           (double)cfg->topo->gpu.mem_latency_ps * 1e-12;
+}
+
+nvl_kernel_cost_t nvl_cost_memory_access(const nvl_cost_cfg_t *cfg,
+                                         double bytes, nvl_access_t access)
 {
     nvl_kernel_cost_t c = {0, 0, bytes > 0 ? bytes : 0};
-    /* simple kernels pay only what an empty one costs (kernel_floor) */
-    c.time_ps = nvl_ps_from_s(overhead_s(cfg, cfg->topo->gpu.kernel_floor_ps) +
-                              c.bytes / hbm_rate(cfg));
+    double rate = hbm_rate(cfg);
+    double fixed = simple_fixed_s(cfg);
+    if (access != NVL_ACCESS_CONTIGUOUS)
+        rate *= cfg->topo->gpu.strided_efficiency;
+    if (access == NVL_ACCESS_INDEXED)
+        fixed += (double)cfg->topo->gpu.mem_latency_ps * 1e-12;
+    c.time_ps = nvl_ps_from_s(fixed + c.bytes / rate);
+    return c;
+}
+
+nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes)
+{
+    return nvl_cost_memory_access(cfg, bytes, NVL_ACCESS_CONTIGUOUS);
+}
+
+/* Resident threads per SM on Hopper and Blackwell (CUDA C++ Programming
+ * Guide, "Compute capabilities": 2048 for compute capability 9.0 and
+ * 10.0). */
+#define NVL_THREADS_PER_SM 2048.0
+
+nvl_kernel_cost_t nvl_cost_norm(const nvl_cost_cfg_t *cfg, double rows,
+                                uint64_t width, double bytes,
+                                uint32_t threads, uint32_t vec,
+                                uint32_t passes)
+{
+    if (rows <= 0 || width == 0)
+        return (nvl_kernel_cost_t){0, 0, 0};
+    nvl_kernel_cost_t c = {0, 0, bytes > 0 ? bytes : 0};
+    double t = threads ? threads : 1, step = t * (vec ? vec : 1);
+    double resident = (double)cfg->topo->gpu.sm_count *
+                      fmax(1.0, floor(NVL_THREADS_PER_SM / t));
+    double waves = ceil(rows / resident);
+    double steps = (double)passes * ceil((double)width / step);
+    double t_row = waves * steps * (double)cfg->topo->gpu.norm_step_ps * 1e-12;
+    c.time_ps = nvl_ps_from_s(simple_fixed_s(cfg) +
+                              fmax(c.bytes / hbm_rate(cfg), t_row));
     return c;
 }

@@ -75,7 +75,7 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     nvl_engine_step(e, NVL_STEP_QKV, L, (double)M, NULL);
     if (c->qk_norm)
         nvl_engine_step(e, NVL_STEP_QK_NORM, L, (double)M, NULL);
-    nvl_engine_elementwise(e, "rope", L, (double)M * (qn + kn) * hd * 2);
+    nvl_engine_step(e, NVL_STEP_ROPE_KV, L, (double)M, NULL);
     if (e->data) {
         uint64_t r = 0;
         for (int sq = 0; sq < n; sq++)

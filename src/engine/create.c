@@ -17,11 +17,8 @@ void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
     o->cost.topo = topo;
     o->cost.weight_dtype = NVL_WDT_BF16;
     o->cost.kv_dtype = NVL_WDT_BF16;
-    /* FlashAttention-4 is Blackwell's kernel (the GPUs with FP4 units) */
-    o->cost.attn = topo != NULL && topo->gpu.fp4_flops_per_s > 0
-                       ? NVL_ATTN_FA4
-                       : NVL_ATTN_FA3;
-    o->cost.fusion = NVL_FUSION_TYPICAL;
+    o->cost.stack = NVL_STACK_FUSED;
+    o->cost.attn = nvl_attn_auto(topo, o->cost.stack);
     o->cost.launch = NVL_LAUNCH_GRAPH;
     o->place.ep = 1;
 }

@@ -13,8 +13,8 @@
  *   moe.c        the mixture of experts: routing, expert kernels, and the
  *                dispatch / combine all-to-alls of expert parallelism
  *   ---------------------------------------------------------------------
- *   plan.c       the fusion table: which kernels a step issues under
- *                --fusion none | typical
+ *   plan.c       the stack table: which kernels a step issues under
+ *                --stack torch | fused
  *   issue.c      kernels and collectives: their modeled time advances the
  *                clock, and is accounted to the pass
  *   f32.c        float32 maths (data mode)
@@ -129,18 +129,20 @@ void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
 nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
                                   size_t n);
 
-/* plan.c: the steps whose kernels depend on --fusion. */
+/* plan.c: the steps whose kernels depend on the software stack. */
 typedef enum {
+    NVL_STEP_ROPE_TABLES,     /* a pass's cos/sin rows for its positions */
     NVL_STEP_NORM,            /* rmsnorm, no residual pending */
     NVL_STEP_ADD_NORM,        /* the pending residual add, then rmsnorm */
     NVL_STEP_QKV,             /* q, k, v projections (and their bias) */
     NVL_STEP_QK_NORM,         /* Qwen3's per-head q and k norms */
+    NVL_STEP_ROPE_KV,         /* RoPE on q and k, the new k and v cached */
     NVL_STEP_GATE_UP,         /* dense MLP: gate and up, SiLU, product */
     NVL_STEP_EXPERTS_GATE_UP, /* the experts' gate and up, SiLU, product */
     NVL_STEP_COUNT
 } nvl_step_t;
 
-/* Issues step's kernels under the engine's fusion for `rows` rows (the
+/* Issues step's kernels under the engine's stack for `rows` rows (the
  * experts' step: (token, expert) pairs, with count[i] tokens for the
  * rank's i-th expert; NULL otherwise). */
 void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,

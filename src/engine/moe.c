@@ -40,7 +40,7 @@
  *   experts_down     grouped GEMM: matmul(t_x, hidden, shard) per expert
  *   moe_sum          the weighted sum of each row's pairs
  *   combine_sum      (expert parallelism) the returned rows added up
- * (--fusion none: experts_gate and experts_up, silu and mul apart).  The
+ * (--stack torch: silu and mul apart, on strided views).  The
  * token counts t_x come from the real routing in data mode and from a
  * seeded one in timing mode: each token picks top_k distinct experts,
  * uniformly, or Zipf-distributed with exponent route_skew over a per-layer

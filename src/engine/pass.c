@@ -14,7 +14,7 @@
  * as transformers' Qwen2ForCausalLM / Qwen3ForCausalLM compute it, in
  * float32 (data mode).  Every step is also issued as the kernel (or
  * collective) a GPU would run, whose modeled time advances the clock in
- * both modes; --fusion decides which steps share a kernel. */
+ * both modes; --stack decides which kernels each step runs (plan.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +112,7 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
                        hid * sizeof *b.x);
         }
     nvl_engine_elementwise(e, "embedding", -1, (double)M * hid * 2);
+    nvl_engine_step(e, NVL_STEP_ROPE_TABLES, -1, (double)M, NULL);
     nvl_status_t st = nvl_engine_allreduce(e, -1, b.x, M * hid);
 
     for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {

@@ -1,89 +1,154 @@
-/* The fusion table: which kernels each step of a layer issues under
- * --fusion typical (as serving engines fuse them: vLLM's and TensorRT-
- * LLM's fused add + RMSNorm, merged QKV and gate/up projections, fused
- * SiLU-and-mul, Qwen3's q/k norms in one kernel) and none (unfused
- * PyTorch: one kernel per operation).
+/* The stack table: which kernels each step of a layer issues under each
+ * software stack (docs/cost-model.md, "Software stacks", lists them with
+ * their sources).
+ *
+ * torch: PyTorch 2.x with CUDA graphs, one F.* call per operation, as the
+ *   kernels of a profiled step show them (tests/data/calibration/
+ *   h200-torch/): F.rms_norm is one kernel (PyTorch's vectorized layer-norm
+ *   kernel: one CTA of 128 threads x 4 elements per row, a statistics pass
+ *   and a normalise pass); F.linear puts the bias in the GEMM epilogue;
+ *   RoPE as q * cos + cat(-x2, x1) * sin is five kernels per tensor on
+ *   strided views of the qkv output; index_copy_ writes k and v into the
+ *   cache; residual adds are kernels of their own; F.silu(g) * u is two
+ *   strided kernels.
+ * fused: a serving engine (TensorRT-LLM's kernel list: one kernel for the
+ *   QKV bias, RoPE and the KV-cache write; fused residual add + RMSNorm
+ *   with one CTA of up to 1024 threads x 8 elements per row; fused SwiGLU;
+ *   Qwen3's q and k norms in one kernel).
  *
  * A kernel's size is a sum of the layer's widths times a coefficient:
  *   q  = this rank's query heads x head_dim    kv = its kv heads x head_dim
  *   i  = its MLP rows (an expert's, for the experts' step)   h = hidden
- * A projection multiplies rows x h by h x (its widths); an element-wise
- * kernel moves rows x (its widths) x `touch` bf16 values through HBM
+ *   d  = head_dim
+ * A projection multiplies rows x h by h x (its widths); an element-wise or
+ * norm kernel moves rows x (its widths) x `touch` bf16 values through HBM
  * (touch: reads + writes per element, e.g. add + RMSNorm reads x and the
- * residual and writes both: 4). */
+ * residual and writes both: 4).  A per-head norm runs one row per head. */
 #include "engine_impl.h"
 
-typedef enum { NVL_K_MATMUL, NVL_K_GROUPED, NVL_K_ELEMENTWISE } kind_t;
+typedef enum {
+    NVL_K_MATMUL,
+    NVL_K_GROUPED,
+    NVL_K_ELEMENTWISE, /* contiguous, vectorised */
+    NVL_K_STRIDED,     /* element-wise over strided views */
+    NVL_K_INDEXED,     /* through an index tensor */
+    NVL_K_NORM,        /* one CTA per row */
+} kind_t;
 
 typedef struct {
     const char *name;   /* NULL ends a plan */
     kind_t kind;
-    uint8_t q, kv, i, h; /* coefficients of the widths */
-    uint8_t touch;      /* element-wise: values moved per element */
-    bool if_qkv_bias;   /* only for models with q/k/v biases */
+    uint8_t q, kv, i, h, d; /* coefficients of the widths */
+    uint8_t touch;      /* element-wise and norms: values moved per element */
+    uint8_t per_head;   /* norms: a row per head of q (1) or kv (2) */
+    uint16_t threads;   /* norms: threads of the row's CTA */
+    uint8_t vec;        /* norms: elements a thread loads per step */
+    uint8_t passes;     /* norms: passes over the row */
 } kernel_t;
 
-#define MM(n, ...) {n, NVL_K_MATMUL, __VA_ARGS__, 0, false}
-#define GG(n, ...) {n, NVL_K_GROUPED, __VA_ARGS__, 0, false}
-#define EW(n, t, ...) {n, NVL_K_ELEMENTWISE, __VA_ARGS__, t, false}
+#define NVL_PLAN_MAX 12
 
-/*                   name            q  kv i  h  */
-static const kernel_t plans[NVL_STEP_COUNT][NVL_FUSION_COUNT][5] = {
+/* kernels */
+#define MM(n, q, kv, i) {n, NVL_K_MATMUL, q, kv, i, 0, 0, 0, 0, 0, 0, 0}
+#define GG(n, i) {n, NVL_K_GROUPED, 0, 0, i, 0, 0, 0, 0, 0, 0, 0}
+#define EW(n, t, q, kv, i, h, d) \
+    {n, NVL_K_ELEMENTWISE, q, kv, i, h, d, t, 0, 0, 0, 0}
+#define ST(n, t, q, kv, i) {n, NVL_K_STRIDED, q, kv, i, 0, 0, t, 0, 0, 0, 0}
+#define IX(n, t, kv, d) {n, NVL_K_INDEXED, 0, kv, 0, 0, d, t, 0, 0, 0, 0}
+/* PyTorch's vectorized layer-norm kernel (aten/src/ATen/native/cuda/
+ * layer_norm_kernel.cu): a CTA of 128 threads x 4 elements per row, a
+ * statistics pass and a normalise pass */
+#define TORCH_NORM(n, t, h, d, head) \
+    {n, NVL_K_NORM, 0, 0, 0, h, d, t, head, 128, 4, 2}
+/* vLLM's / TensorRT-LLM's RMSNorm (vLLM csrc/layernorm_kernels.cu): a CTA
+ * of up to 1024 threads x 8 elements per row, two passes */
+#define FUSED_NORM(n, t, h, d, head) \
+    {n, NVL_K_NORM, 0, 0, 0, h, d, t, head, 1024, 8, 2}
+
+/* torch's RoPE of one tensor (width coefficients q or kv): q * cos, -x2,
+ * cat, rotated * sin, the sum */
+#define TORCH_ROPE(n, q, kv)                                                  \
+    ST(n "_mul_cos", 2, q, kv, 0), ST(n "_neg", 1, q, kv, 0),                 \
+        ST(n "_cat", 2, q, kv, 0), ST(n "_mul_sin", 2, q, kv, 0),             \
+        ST(n "_add", 3, q, kv, 0)
+
+static const kernel_t plans[NVL_STEP_COUNT][NVL_STACK_COUNT][NVL_PLAN_MAX] = {
+    [NVL_STEP_ROPE_TABLES] = {
+        [NVL_STACK_TORCH] = {IX("rope_cos", 2, 0, 1), IX("rope_sin", 2, 0, 1)},
+        /* the fused RoPE kernel computes its angles */
+        [NVL_STACK_FUSED] = {{NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    },
     [NVL_STEP_NORM] = {
-        [NVL_FUSION_TYPICAL] = {EW("rmsnorm", 2, 0, 0, 0, 1)},
-        [NVL_FUSION_NONE] = {EW("rmsnorm", 2, 0, 0, 0, 1)},
+        [NVL_STACK_TORCH] = {TORCH_NORM("rmsnorm", 2, 1, 0, 0)},
+        [NVL_STACK_FUSED] = {FUSED_NORM("rmsnorm", 2, 1, 0, 0)},
     },
     [NVL_STEP_ADD_NORM] = {
-        [NVL_FUSION_TYPICAL] = {EW("add_rmsnorm", 4, 0, 0, 0, 1)},
-        [NVL_FUSION_NONE] = {EW("residual_add", 3, 0, 0, 0, 1),
-                             EW("rmsnorm", 2, 0, 0, 0, 1)},
+        [NVL_STACK_TORCH] = {EW("residual_add", 3, 0, 0, 0, 1, 0),
+                             TORCH_NORM("rmsnorm", 2, 1, 0, 0)},
+        [NVL_STACK_FUSED] = {FUSED_NORM("add_rmsnorm", 4, 1, 0, 0)},
     },
     [NVL_STEP_QKV] = {
-        [NVL_FUSION_TYPICAL] = {MM("qkv_proj", 1, 2, 0, 0)},
-        [NVL_FUSION_NONE] = {MM("q_proj", 1, 0, 0, 0),
-                             MM("k_proj", 0, 1, 0, 0),
-                             MM("v_proj", 0, 1, 0, 0),
-                             {"qkv_bias", NVL_K_ELEMENTWISE, 1, 2, 0, 0, 2,
-                              true}},
+        [NVL_STACK_TORCH] = {MM("qkv_proj", 1, 2, 0)},
+        [NVL_STACK_FUSED] = {MM("qkv_proj", 1, 2, 0)},
     },
     [NVL_STEP_QK_NORM] = {
-        [NVL_FUSION_TYPICAL] = {EW("qk_norm", 2, 1, 1, 0, 0)},
-        [NVL_FUSION_NONE] = {EW("q_norm", 2, 1, 0, 0, 0),
-                             EW("k_norm", 2, 0, 1, 0, 0)},
+        /* F.rms_norm copies a strided view to a contiguous one first */
+        [NVL_STACK_TORCH] = {ST("q_contiguous", 2, 1, 0, 0),
+                             TORCH_NORM("q_norm", 2, 0, 1, 1),
+                             ST("k_contiguous", 2, 0, 1, 0),
+                             TORCH_NORM("k_norm", 2, 0, 1, 2)},
+        [NVL_STACK_FUSED] = {FUSED_NORM("q_norm", 2, 0, 1, 1),
+                             FUSED_NORM("k_norm", 2, 0, 1, 2)},
+    },
+    [NVL_STEP_ROPE_KV] = {
+        [NVL_STACK_TORCH] = {TORCH_ROPE("rope_q", 1, 0),
+                             TORCH_ROPE("rope_k", 0, 1),
+                             IX("kv_write_k", 2, 1, 0),
+                             IX("kv_write_v", 2, 1, 0)},
+        /* reads q, k, v; writes q and the cache's k, v */
+        [NVL_STACK_FUSED] = {EW("rope_kv_write", 2, 1, 2, 0, 0, 0)},
     },
     [NVL_STEP_GATE_UP] = {
-        [NVL_FUSION_TYPICAL] = {MM("gate_up_proj", 0, 0, 2, 0),
-                                EW("silu_mul", 3, 0, 0, 1, 0)},
-        [NVL_FUSION_NONE] = {MM("gate_proj", 0, 0, 1, 0),
-                             MM("up_proj", 0, 0, 1, 0),
-                             EW("silu", 2, 0, 0, 1, 0),
-                             EW("mul", 3, 0, 0, 1, 0)},
+        [NVL_STACK_TORCH] = {MM("gate_up_proj", 0, 0, 2),
+                             ST("silu", 2, 0, 0, 1), ST("mul", 3, 0, 0, 1)},
+        [NVL_STACK_FUSED] = {MM("gate_up_proj", 0, 0, 2),
+                             EW("silu_mul", 3, 0, 0, 1, 0, 0)},
     },
     [NVL_STEP_EXPERTS_GATE_UP] = {
-        [NVL_FUSION_TYPICAL] = {GG("experts_gate_up", 0, 0, 2, 0),
-                                EW("silu_mul", 3, 0, 0, 1, 0)},
-        [NVL_FUSION_NONE] = {GG("experts_gate", 0, 0, 1, 0),
-                             GG("experts_up", 0, 0, 1, 0),
-                             EW("silu", 2, 0, 0, 1, 0),
-                             EW("mul", 3, 0, 0, 1, 0)},
+        [NVL_STACK_TORCH] = {GG("experts_gate_up", 2), ST("silu", 2, 0, 0, 1),
+                             ST("mul", 3, 0, 0, 1)},
+        [NVL_STACK_FUSED] = {GG("experts_gate_up", 2),
+                             EW("silu_mul", 3, 0, 0, 1, 0, 0)},
     },
+};
+
+static const nvl_access_t access[] = {
+    [NVL_K_ELEMENTWISE] = NVL_ACCESS_CONTIGUOUS,
+    [NVL_K_STRIDED] = NVL_ACCESS_STRIDED,
+    [NVL_K_INDEXED] = NVL_ACCESS_INDEXED,
 };
 
 void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
                      double rows, const uint64_t *count)
 {
     const nvl_shard_t *s = &e->shard;
+    const nvl_cost_cfg_t *cost = &e->opts.cost;
     uint64_t hd = e->cfg.head_dim, hid = e->cfg.hidden;
     uint64_t q = s->q_heads.count * hd, kv = s->kv_heads.count * hd;
     uint64_t in = step == NVL_STEP_EXPERTS_GATE_UP
                       ? s->moe_intermediate.count
                       : s->intermediate.count;
-    const kernel_t *k = plans[step][e->opts.cost.fusion];
-    for (; k < plans[step][e->opts.cost.fusion] + 5 && k->name != NULL; k++) {
-        if (k->if_qkv_bias && !e->cfg.qkv_bias)
-            continue;
+    const kernel_t *plan = plans[step][cost->stack];
+    for (const kernel_t *k = plan; k < plan + NVL_PLAN_MAX && k->name != NULL;
+         k++) {
         /* integers below 2^53: every product below is exact */
-        uint64_t width = k->q * q + k->kv * kv + k->i * in + k->h * hid;
+        uint64_t width = k->q * q + k->kv * kv + k->i * in + k->h * hid +
+                         k->d * hd;
+        double r = rows;
+        if (k->per_head)
+            r *= (double)(k->per_head == 1 ? s->q_heads.count
+                                           : s->kv_heads.count);
+        double bytes = r * (double)width * k->touch * 2.0;
         switch (k->kind) {
         case NVL_K_MATMUL:
             nvl_engine_matmul(e, k->name, layer, (uint64_t)rows, width, hid);
@@ -91,12 +156,20 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
         case NVL_K_GROUPED:
             nvl_engine_kernel(e, k->name, NVL_PART_GEMM, layer,
                               nvl_cost_grouped_matmul(
-                                  &e->opts.cost, s->experts.count, count,
-                                  width, hid));
+                                  cost, s->experts.count, count, width, hid));
             break;
         case NVL_K_ELEMENTWISE:
-            nvl_engine_elementwise(e, k->name, layer,
-                                   rows * (double)width * k->touch);
+        case NVL_K_STRIDED:
+        case NVL_K_INDEXED:
+            if (bytes > 0)
+                nvl_engine_kernel(e, k->name, NVL_PART_OTHER, layer,
+                                  nvl_cost_memory_access(cost, bytes,
+                                                         access[k->kind]));
+            break;
+        case NVL_K_NORM:
+            nvl_engine_kernel(e, k->name, NVL_PART_OTHER, layer,
+                              nvl_cost_norm(cost, r, width, bytes, k->threads,
+                                            k->vec, k->passes));
             break;
         }
     }

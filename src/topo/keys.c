@@ -91,10 +91,10 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "GPU time of an empty kernel replayed from a CUDA graph (a persistent "
      "kernel saves it per operator)"},
     {"gpu", "matmul_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
-     F(gpu.matmul_efficiency), "0.8", 0.05, 1, "0.8",
+     F(gpu.matmul_efficiency), "0.7", 0.05, 1, "0.7",
      "fraction of tensor-core peak a large matmul reaches"},
     {"gpu", "matmul_k_pad", NVL_QTY_COUNT, NVL_FIELD_U32,
-     F(gpu.matmul_k_pad), "256", 0, 1000000, "256",
+     F(gpu.matmul_k_pad), "64", 0, 1000000, "64",
      "fixed work of one output tile, in steps of k (short k runs below "
      "matmul_efficiency)"},
     {"gpu", "hbm_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
@@ -121,6 +121,22 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(gpu.fa4_exp_fma_share), "0.25", 0, 1, "0.25",
      "--attn fa4: share of the softmax exps computed as polynomials on the "
      "FMA units instead of the SFUs"},
+    {"gpu", "sdpa_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.sdpa_efficiency), "0.5", 0.05, 1, "0.5",
+     "--attn sdpa (the torch stack): fraction of BF16 peak PyTorch's "
+     "scaled_dot_product_attention reaches (cuDNN's kernel)"},
+    {"gpu", "mem_latency", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.mem_latency_ps), "0.9us", 0, PS(1000.0), "0.9us",
+     "GPU time a small kernel that loads and stores global memory takes "
+     "beyond an empty one (a dependent load, the stores' completion)"},
+    {"gpu", "norm_step_time", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.norm_step_ps), "0.28us", 0, PS(1000.0), "0.28us",
+     "one step of a normalisation kernel's CTA along its row (one vector "
+     "load per thread, accumulate)"},
+    {"gpu", "strided_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.strided_efficiency), "0.4", 0.05, 1, "0.4",
+     "share of the HBM rate an element-wise kernel over strided views "
+     "reaches (PyTorch's non-vectorised path)"},
     {"gpu", "dies", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.dies), "1", 1, 8,
      "2", "compute dies per GPU package"},
 
