@@ -28,6 +28,7 @@
 #ifndef NVLEMU_COST_H
 #define NVLEMU_COST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -173,6 +174,47 @@ nvl_kernel_cost_t nvl_cost_norm(const nvl_cost_cfg_t *cfg, double rows,
                                 uint64_t width, double bytes,
                                 uint32_t threads, uint32_t vec,
                                 uint32_t passes);
+
+/* ---- copies ----------------------------------------------------------- */
+
+/* Where one copy goes.  hbm: device to device on one GPU, a copy kernel
+ * reading and writing HBM; nvlink: to a peer GPU of the same NVLink domain
+ * on a copy engine; c2c-h2d / c2c-d2h: host memory to the GPU and back over
+ * NVLink-C2C on a copy engine; host: host memory to host memory (the CPU's
+ * memcpy). */
+typedef enum {
+    NVL_COPY_HBM,
+    NVL_COPY_NVLINK,
+    NVL_COPY_C2C_H2D,
+    NVL_COPY_C2C_D2H,
+    NVL_COPY_HOST,
+    NVL_COPY_COUNT
+} nvl_copy_path_t;
+
+/* Names as the command line spells them ("hbm", "nvlink", "c2c-h2d",
+ * "c2c-d2h", "host") and their parser, as nvl_wdtype_parse's. */
+const char *nvl_copy_path_name(nvl_copy_path_t path);
+nvl_status_t nvl_copy_path_parse(const char *what, const char *name,
+                                 nvl_copy_path_t *path_out);
+
+/* Whether cfg's topology can carry `path` from GPU cfg->gpu (to GPU peer:
+ * nvlink only; other paths ignore it).  When it cannot, writes why (at
+ * most why_len bytes, a clause: "no NVLink-C2C link ([c2c] bw = 0)", "GPU 9
+ * does not exist (8 GPUs)") and returns false; reports nothing: the caller
+ * names the topology file. */
+bool nvl_copy_path_usable(const nvl_cost_cfg_t *cfg, nvl_copy_path_t path,
+                          uint32_t peer, char *why, size_t why_len);
+
+/* One copy of size_bytes over a usable path:
+ *   hbm      nvl_cost_memory over the bytes read and written (2 x size)
+ *   nvlink   copy_overhead + nvl_topo_p2p_lat_ps + size / nvl_topo_p2p_bw
+ *   c2c-*    copy_overhead + [c2c] lat + size / [c2c] bw
+ *   host     2 x size / [host_memory] bw (read and written; no fixed cost)
+ * .bytes: what crosses the limiting memory or link (2 x size through a
+ * memory, size over a link); .flops 0.  size_bytes <= 0 costs nothing. */
+nvl_kernel_cost_t nvl_cost_copy(const nvl_cost_cfg_t *cfg,
+                                nvl_copy_path_t path, uint32_t peer,
+                                double size_bytes);
 
 /* ---- host launch ------------------------------------------------------ */
 

@@ -91,6 +91,7 @@ typedef struct {
     int64_t kernel_overhead_ps; /* fixed cost of one kernel on the GPU */
     int64_t launch_overhead_ps; /* host cost of launching one kernel */
     int64_t kernel_floor_ps;    /* GPU time of an empty kernel in a graph */
+    int64_t copy_overhead_ps;   /* fixed time of one copy-engine copy */
     uint32_t dies;
     /* compute cost model constants (include/nvlemu/cost.h) */
     double matmul_efficiency;   /* large matmuls: fraction of peak */

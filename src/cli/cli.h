@@ -124,7 +124,7 @@ typedef struct {
 /* The MPI commands, for tools that parse their command lines
  * (tests/fuzz/fuzz_cli.c). */
 extern const nvl_cli_command_t nvl_cli_run_command, nvl_cli_topo_command,
-    nvl_cli_table_command, nvl_cli_gen_command;
+    nvl_cli_table_command, nvl_cli_gen_command, nvl_cli_cost_command;
 
 /* args: the command's arguments struct, zeroed by the caller (fields
  * without a row default keep that zero). */
@@ -155,6 +155,7 @@ extern const char *nvl_cli_argv0;
 int nvl_cmd_topo(int argc, char **argv);
 int nvl_cmd_generate(int argc, char **argv);
 int nvl_cmd_coll_table(int argc, char **argv);
+int nvl_cmd_cost(int argc, char **argv);
 int nvl_cmd_run(int argc, char **argv);
 int nvl_cmd_sweep(int argc, char **argv);
 

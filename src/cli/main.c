@@ -20,6 +20,9 @@ static const command_t commands[] = {
     {"coll-table", nvl_cmd_coll_table,
      "NCCL's tuning table (latency / bandwidth per collective, algorithm "
      "and protocol) as the model predicts it"},
+    {"cost", nvl_cmd_cost,
+     "the cost model of one operation (gemm, attention, elementwise, copy) "
+     "on one GPU: time, rate and what limits it"},
     {"sweep", nvl_cmd_sweep,
      "a grid of runs (TP, batch, context, dtypes, what-ifs) with CSV, JSON, "
      "Markdown and plots (bench/sweep; run it without mpirun)"},

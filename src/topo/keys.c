@@ -90,6 +90,10 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(gpu.kernel_floor_ps), "0.9us", 0, PS(1000.0), "0.9us",
      "GPU time of an empty kernel replayed from a CUDA graph (a persistent "
      "kernel saves it per operator)"},
+    {"gpu", "copy_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.copy_overhead_ps), "5us", 0, PS(1000.0), "5us",
+     "fixed time of one copy on a copy engine (cudaMemcpyAsync: submission "
+     "and DMA start-up), before its bytes move"},
     {"gpu", "matmul_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
      F(gpu.matmul_efficiency), "0.7", 0.05, 1, "0.7",
      "fraction of tensor-core peak a large matmul reaches"},
