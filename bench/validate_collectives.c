@@ -296,7 +296,7 @@ typedef struct {
 
 static const knob_t knobs[] = {
     {"nvlink.hop_lat", 1.0, 4.0, 0.5, "us", false},
-    {"nccl.launch_overhead", 7.5, 9.5, 0.5, "us", false},
+    {"nccl.launch_overhead", 7.0, 11.0, 0.5, "us", false},
     {"nccl.mid_efficiency", 0.62, 0.90, 0.04, "", false},
     {"nccl.knee", 8, 128, 0, "MB", false}, /* step 0: doubling */
     {"nccl.gather_scatter_efficiency", 0.78, 0.98, 0.04, "", true},
