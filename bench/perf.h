@@ -69,6 +69,8 @@ typedef struct {
     nvl_opt_list_t sets, set_files;
     size_t min_bytes, max_bytes, step_bytes, data_max;
     long step_factor, iters, warmup, root, check, average, ignored;
+    long nthreads, ngpus; /* -t, -g: a process of nthreads x ngpus ranks */
+    long graph_calls;     /* -G: calls per CUDA graph launch (0: none) */
     const char *json_path; /* -J: nccl-tests' JSON output, or NULL */
     nvl_dtype_t dtype;
     nvl_redop_t op;
@@ -96,6 +98,7 @@ typedef struct {
     long step_factor, warmup, iters;
     bool check;
     int average; /* -a */
+    long nthreads, ngpus, graph_calls; /* -t, -g, -G */
     const char *version, *commit, *topology, *topology_file;
 } nvl_bench_config_t;
 

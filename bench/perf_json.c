@@ -103,8 +103,8 @@ const char *nvl_bench_json_path(const nvl_bench_json_t *j)
 void nvl_bench_json_config(nvl_bench_json_t *j, const nvl_bench_config_t *c)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "nthreads", json_integer(1));
-    json_object_set_new(o, "ngpus", json_integer(1));
+    json_object_set_new(o, "nthreads", json_integer(c->nthreads));
+    json_object_set_new(o, "ngpus", json_integer(c->ngpus));
     json_object_set_new(o, "minimum_bytes", json_integer((json_int_t)c->min_bytes));
     json_object_set_new(o, "maximum_bytes", json_integer((json_int_t)c->max_bytes));
     if (c->step_factor > 1)
@@ -115,7 +115,7 @@ void nvl_bench_json_config(nvl_bench_json_t *j, const nvl_bench_config_t *c)
     json_object_set_new(o, "iterations", json_integer(c->iters));
     json_object_set_new(o, "aggregated_iterations", json_integer(1));
     json_object_set_new(o, "validation", json_integer(c->check ? 1 : 0));
-    json_object_set_new(o, "graph", json_integer(0));
+    json_object_set_new(o, "graph", json_integer(c->graph_calls));
     json_object_set_new(o, "blocking_collectives", json_false());
     json_object_set_new(o, "per_iter_timing", json_false());
     json_object_set_new(o, "per_iter_skip", json_integer(0));

@@ -128,8 +128,11 @@ static nvl_status_t run_phase(const bench_size_t *b, bool in_place,
     for (long i = 0; i < b->args->iters && st == NVL_OK; i++) {
         st = row->run(b->comm, send, recv, &b->call, &out->info);
         if (st == NVL_OK)
-            /* back to back, a call never beats its host enqueue time */
-            out->time_ps += nvl_coll_loop_time_ps(b->comm, &out->info, 1);
+            /* back to back, a call never beats its host enqueue time: -g
+             * GPUs' launches from one thread, once per -G calls */
+            out->time_ps += nvl_coll_loop_time_ps(
+                b->comm, &out->info, (int)b->args->ngpus,
+                (int)b->args->graph_calls);
     }
     out->wall_s = MPI_Wtime() - t0;
     out->wrong = -1;
@@ -320,7 +323,9 @@ static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
             .step_bytes = a->step_bytes, .data_max = a->data_max,
             .step_factor = a->step_factor, .warmup = a->warmup,
             .iters = a->iters, .check = a->check != 0,
-            .average = (int)a->average, .version = NVL_VERSION,
+            .average = (int)a->average, .nthreads = a->nthreads,
+            .ngpus = a->ngpus, .graph_calls = a->graph_calls,
+            .version = NVL_VERSION,
             .commit = NVL_GIT_COMMIT, .topology = topo->name,
             .topology_file = a->topo};
         nvl_bench_json_config(json, &cfg);
@@ -328,11 +333,11 @@ static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
     printf("# nvlemu %s (output of nccl-tests version %s), topology %s: %s\n",
            NVL_VERSION, NCCL_TESTS_VERSION, topo->name, topo->description);
     printf("# Collective test starting: %s_perf\n", row->name);
-    printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %s warmup "
-           "iters: %ld iters: %ld agg iters: 1 validation: %d graph: 0 "
+    printf("# nThread %ld nGpus %ld minBytes %zu maxBytes %zu step: %s warmup "
+           "iters: %ld iters: %ld agg iters: 1 validation: %d graph: %ld "
            "unalign: 0\n",
-           a->min_bytes, a->max_bytes, step, a->warmup, a->iters,
-           a->check ? 1 : 0);
+           a->nthreads, a->ngpus, a->min_bytes, a->max_bytes, step,
+           a->warmup, a->iters, a->check ? 1 : 0, a->graph_calls);
     nvl_runtime_print_header(stdout);
     if (a->mode == MODE_AUTO)
         printf("# nvlemu: data mode up to %zu bytes (real buffers%s), timing "

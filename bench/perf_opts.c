@@ -53,20 +53,6 @@ static nvl_status_t parse_op(const char *label, const char *text,
     return nvl_redop_parse(text, op_out);
 }
 
-/* An nccl-tests option that must stay 1 here. */
-static nvl_status_t parse_one(const char *label, const char *text,
-                              void *unused)
-{
-    (void)unused;
-    if (strcmp(text, "1") != 0) {
-        nvl_report("%s %s: must be 1 here: each MPI rank plays one GPU with "
-                   "one thread (for N GPUs, start N ranks: mpirun -np N)",
-                   label, text);
-        return NVL_ERR_INVALID;
-    }
-    return NVL_OK;
-}
-
 /* In bench_mode_t's order: mode_names[m].name names mode m. */
 const nvl_opt_name_t nvl_bench_mode_names[] = {
     {"auto", MODE_AUTO}, {"data", MODE_DATA}, {"timing", MODE_TIMING},
@@ -125,12 +111,16 @@ static const nvl_opt_t opts[] = {
     {.name = "data-max", .kind = NVL_OPT_CUSTOM, .offset = AT(data_max),
      .arg = "SIZE", .def = "1M", .parse = parse_size,
      .doc = "largest size that auto mode runs in data mode"},
-    {.name = "ngpus", .short_name = 'g', .kind = NVL_OPT_CUSTOM,
-     .offset = AT(ignored), .arg = "1", .parse = parse_one,
-     .doc = "GPUs per rank: only 1 (one rank plays one GPU)"},
-    {.name = "nthreads", .short_name = 't', .kind = NVL_OPT_CUSTOM,
-     .offset = AT(ignored), .arg = "1", .parse = parse_one,
-     .doc = "threads per rank: only 1"},
+    {.name = "ngpus", .short_name = 'g', .kind = NVL_OPT_LONG,
+     .offset = AT(ngpus), .arg = "G", .def = "1", .min = 1, .max = 1024,
+     .doc = "GPUs each thread drives, as nccl-tests: G consecutive ranks "
+            "share one host thread, whose launches serialize ([nccl] "
+            "launch_overhead each)"},
+    {.name = "nthreads", .short_name = 't', .kind = NVL_OPT_LONG,
+     .offset = AT(nthreads), .arg = "T", .def = "1", .min = 1, .max = 1024,
+     .doc = "threads per nccl-tests process: each group of T x G "
+            "consecutive ranks is one process (the rank count must be a "
+            "multiple of T x G)"},
     {.name = "average", .short_name = 'a', .kind = NVL_OPT_LONG,
      .offset = AT(average), .arg = "N", .def = "1", .min = 0, .max = 3,
      .doc = "the time reported from the ranks' own times, as nccl-tests: "
@@ -145,8 +135,10 @@ static const nvl_opt_t opts[] = {
      .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
      .doc = "accepted and ignored"},
     {.name = "cudagraph", .short_name = 'G', .kind = NVL_OPT_LONG,
-     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
-     .doc = "accepted and ignored"},
+     .offset = AT(graph_calls), .arg = "N", .def = "0", .min = 0,
+     .max = MAX_COUNT,
+     .doc = "capture N calls per CUDA graph launch: the host's launch "
+            "floor is paid once per graph, N calls (0: no graphs)"},
     {.name = "help", .short_name = 'h', .kind = NVL_OPT_HELP,
      .offset = AT(help), .doc = "this help"},
 };
@@ -190,6 +182,14 @@ nvl_status_t nvl_bench_check_args(const nvl_bench_args_t *a,
         nvl_report("-b/--minbytes 0 does not grow by -f/--stepfactor %ld; "
                    "start at one element or more",
                    a->step_factor);
+        return NVL_ERR_INVALID;
+    }
+    long per_process = a->nthreads * a->ngpus;
+    if (nranks % per_process != 0) {
+        nvl_report("-t %ld x -g %ld = %ld GPUs per nccl-tests process does "
+                   "not divide the job's %d ranks (start a multiple of %ld "
+                   "ranks: each rank plays one GPU)",
+                   a->nthreads, a->ngpus, per_process, nranks, per_process);
         return NVL_ERR_INVALID;
     }
     if (row->has_root && a->root >= nranks) {

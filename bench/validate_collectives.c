@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,7 @@ static double emulated_us(nvl_comm_t *comm, nvl_coll_t coll, double bytes,
     nvl_coll_info_t info;
     if (nvl_coll_choose(comm, coll, (size_t)bytes, &info) != NVL_OK)
         return -1;
-    return (double)nvl_coll_loop_time_ps(comm, &info, host_gpus) * 1e-6;
+    return (double)nvl_coll_loop_time_ps(comm, &info, host_gpus, 1) * 1e-6;
 }
 
 static double band_error(double pred, double a, double b)
@@ -225,12 +226,184 @@ static int part_published(const char *topo_dir, double max_err)
     return broken;
 }
 
+/* ---- leave-one-out (--fit-on) ------------------------------------------ */
+
+/* One measured size: NCCL nBytes, out-of-place and in-place times (us). */
+typedef struct {
+    double bytes, oop, ip;
+} sample_t;
+
+#define MAX_SAMPLES 64
+
+typedef struct {
+    sample_t s[MAX_SAMPLES];
+    int n;
+} curve_t;
+
+/* Reads the sizes of one nccl-tests output (count 0 rows left out). */
+static int load_curve(const char *dir, const char *file, curve_t *c)
+{
+    char path[1024], line[512];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "validate-collectives: %s: %s\n", path,
+                strerror(errno));
+        return 2;
+    }
+    c->n = 0;
+    while (fgets(line, sizeof line, f) != NULL && c->n < MAX_SAMPLES) {
+        double size, count, t_oop, t_ip, x;
+        char type[32], op[32];
+        int root;
+        if (line[0] != '#' &&
+            sscanf(line, "%lf %lf %31s %31s %d %lf %lf %lf %lf %lf", &size,
+                   &count, type, op, &root, &t_oop, &x, &x, &x, &t_ip) == 10 &&
+            size > 0)
+            c->s[c->n++] = (sample_t){size, t_oop, t_ip};
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Geomean error of a curve under topo (and its worst, into *worst). */
+static double curve_error(const nvl_topo_t *topo, nvl_coll_t coll,
+                          const curve_t *c, int host_gpus, double *worst)
+{
+    nvl_comm_t *comm;
+    if (nvl_comm_create_virtual(topo, 2, NULL, &comm) != NVL_OK)
+        return INFINITY;
+    double log_sum = 0;
+    *worst = 0;
+    for (int i = 0; i < c->n; i++) {
+        double e = band_error(emulated_us(comm, coll, c->s[i].bytes, host_gpus),
+                              c->s[i].oop, c->s[i].ip);
+        log_sum += log1p(e);
+        if (e > *worst)
+            *worst = e;
+    }
+    nvl_comm_destroy(comm);
+    return c->n ? expm1(log_sum / c->n) : 0;
+}
+
+/* The physical constants the fit may move, and the values it tries. */
+typedef struct {
+    const char *key;
+    double lo, hi, step;
+    const char *unit;
+    bool gather_scatter_only; /* no bearing on all_reduce */
+} knob_t;
+
+static const knob_t knobs[] = {
+    {"nvlink.hop_lat", 1.0, 4.0, 0.5, "us", false},
+    {"nccl.launch_overhead", 7.0, 11.0, 0.5, "us", false},
+    {"nccl.mid_efficiency", 0.62, 0.90, 0.04, "", false},
+    {"nccl.knee", 8, 128, 0, "MB", false}, /* step 0: doubling */
+    {"nccl.gather_scatter_efficiency", 0.78, 0.98, 0.04, "", true},
+};
+#define N_KNOBS (sizeof knobs / sizeof knobs[0])
+
+static double knob_next(const knob_t *k, double v)
+{
+    return k->step > 0 ? v + k->step : v * 2;
+}
+
+/* Fits the knobs on the collectives in `fit` (by grid search, the
+ * geomean error over their sizes), then prints every collective's error
+ * under the fitted values.  Returns 0, or 2 on bad input. */
+static int part_fit(const char *topo_path, const char *dir, int host_gpus,
+                    const bool fit[3])
+{
+    curve_t curves[3];
+    for (int m = 0; m < 3; m++)
+        if (load_curve(dir, measured[m].file, &curves[m]) != 0)
+            return 2;
+    nvl_topo_t *base;
+    if (nvl_topo_load(topo_path, &base) != NVL_OK)
+        return 2;
+    bool gs = fit[1] || fit[2];
+    double v[N_KNOBS], best_v[N_KNOBS], best = INFINITY;
+    for (size_t k = 0; k < N_KNOBS; k++)
+        v[k] = knobs[k].lo;
+    for (;;) {
+        nvl_topo_t *t;
+        char text[128];
+        bool ok = nvl_topo_load(topo_path, &t) == NVL_OK;
+        for (size_t k = 0; ok && k < N_KNOBS; k++) {
+            if (knobs[k].gather_scatter_only && !gs)
+                continue;
+            snprintf(text, sizeof text, "%s=%g%s", knobs[k].key, v[k],
+                     knobs[k].unit);
+            ok = nvl_topo_set(t, text) == NVL_OK;
+        }
+        if (!ok) {
+            nvl_topo_free(base);
+            return 2;
+        }
+        double log_sum = 0, w;
+        int n = 0;
+        for (int m = 0; m < 3; m++)
+            if (fit[m]) {
+                log_sum += log1p(curve_error(t, measured[m].coll, &curves[m],
+                                             host_gpus, &w)) * curves[m].n;
+                n += curves[m].n;
+            }
+        nvl_topo_free(t);
+        if (log_sum / n < best) {
+            best = log_sum / n;
+            memcpy(best_v, v, sizeof v);
+        }
+        size_t k = 0; /* the next point of the grid */
+        for (; k < N_KNOBS; k++) {
+            if (knobs[k].gather_scatter_only && !gs)
+                continue;
+            v[k] = knob_next(&knobs[k], v[k]);
+            if (v[k] <= knobs[k].hi + 1e-9)
+                break;
+            v[k] = knobs[k].lo;
+        }
+        if (k == N_KNOBS)
+            break;
+    }
+    printf("# leave-one-out: fit on");
+    for (int m = 0; m < 3; m++)
+        if (fit[m])
+            printf(" %s", nvl_coll_name(measured[m].coll));
+    printf(" (%s, nccl-tests -g %d)\n# fitted:", topo_path, host_gpus);
+    nvl_topo_t *t = base;
+    for (size_t k = 0; k < N_KNOBS; k++) {
+        char text[128];
+        if (knobs[k].gather_scatter_only && !gs) {
+            printf(" %s kept (no bearing on the fit set)", knobs[k].key);
+            continue;
+        }
+        snprintf(text, sizeof text, "%s=%g%s", knobs[k].key, best_v[k],
+                 knobs[k].unit);
+        printf(" %s", text);
+        if (nvl_topo_set(t, text) != NVL_OK) {
+            nvl_topo_free(base);
+            return 2;
+        }
+    }
+    printf("\n");
+    for (int m = 0; m < 3; m++) {
+        double w, g = curve_error(t, measured[m].coll, &curves[m], host_gpus,
+                                  &w);
+        printf("# %-14s %-9s geomean error %5.1f%%, worst %5.1f%%\n",
+               nvl_coll_name(measured[m].coll), fit[m] ? "(fit)" : "predicted",
+               100 * g, 100 * w);
+    }
+    nvl_topo_free(base);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *topo = "topology/h200-nvl2.topo";
     const char *data = "tests/data/calibration/h200-nvl2";
     const char *topo_dir = "topology";
     int host_gpus = 2, pub = 0;
+    bool fit[3] = {false, false, false}, fitting = false;
     double max_geo = 0.07, max_err = 0.25, max_pub = 0.10;
     static const struct option opts[] = {
         {"topo", required_argument, NULL, 't'},
@@ -238,6 +411,7 @@ int main(int argc, char **argv)
         {"topology-dir", required_argument, NULL, 'T'},
         {"host-gpus", required_argument, NULL, 'g'},
         {"published", no_argument, NULL, 'p'},
+        {"fit-on", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -248,9 +422,22 @@ int main(int argc, char **argv)
         case 'T': topo_dir = optarg; break;
         case 'g': host_gpus = atoi(optarg); break;
         case 'p': pub = 1; break;
+        case 'f':
+            fitting = true;
+            if (strcmp(optarg, "all_reduce") == 0) {
+                fit[0] = true;
+            } else if (strcmp(optarg, "gather_scatter") == 0) {
+                fit[1] = fit[2] = true;
+            } else {
+                fprintf(stderr, "validate-collectives: --fit-on %s: expected "
+                                "all_reduce or gather_scatter\n", optarg);
+                return 2;
+            }
+            break;
         case 'h':
             printf("usage: validate-collectives [--topo FILE] [--data DIR] "
-                   "[--host-gpus N] [--published] [--topology-dir DIR]\n");
+                   "[--host-gpus N] [--published] [--topology-dir DIR] "
+                   "[--fit-on all_reduce|gather_scatter]\n");
             return 0;
         default:
             return 2;
@@ -260,6 +447,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "validate-collectives: --host-gpus must be >= 1\n");
         return 2;
     }
+    if (fitting)
+        return part_fit(topo, data, host_gpus, fit);
     int rc = part_measured(topo, data, host_gpus, max_geo, max_err);
     if (rc == 2)
         return 2;

@@ -194,9 +194,13 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
 /* The time one call takes in a back-to-back loop such as nccl-tests': the
  * device time, but never less than the host's enqueue time of the call
  * ([nccl] launch_overhead) on each of host_gpus GPUs one host thread drives
- * (1 for a rank per GPU; nccl-tests -g 2 drives 2). */
+ * (1 for a rank per GPU; nccl-tests -g 2 drives 2), that floor divided by
+ * graph_calls when that many calls are captured in one CUDA graph launch
+ * (nccl-tests -G; 1 without graphs).  A collective of no bytes costs only
+ * its enqueue ([nccl] empty_call per GPU): NCCL discards it, no kernel. */
 int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
-                              const nvl_coll_info_t *info, int host_gpus);
+                              const nvl_coll_info_t *info, int host_gpus,
+                              int graph_calls);
 
 /* The fastest enabled (algorithm, protocol) for the call, as NCCL picks. */
 nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,

@@ -154,9 +154,10 @@ typedef struct {
     uint64_t knee_bytes;      /* bytes per channel where efficiency is halfway to 1 */
     double gather_scatter_efficiency; /* allgather/reduce-scatter vs allreduce */
     uint32_t nvls_min_ranks;  /* NVLS only for groups at least this large */
-    double nvls_mid_efficiency; /* NVLS efficiency at mid sizes */
-    uint64_t nvls_knee_bytes;   /* call size where it is halfway to 1 */
+    uint32_t nvls_channels;     /* NCCL's nvlsChannels (nvls.cc) */
+    int64_t nvls_chunk_lat_ps;  /* NVLS: one chunk's sync through the switch */
     int64_t launch_overhead_ps; /* host cost of enqueueing one NCCL call */
+    int64_t empty_call_ps;      /* host cost of a count-0 call (no kernel) */
     double ll_max_bw_bytes_per_s;          /* LL ceiling, all channels */
     double ll128_max_bw_per_channel_bytes_per_s;
     double tree_max_bw_per_channel_bytes_per_s;

@@ -129,6 +129,15 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         double channels, double wire_bytes);
 
+/* NCCL's slots per connection (device.h NCCL_STEPS): a channel's buffer
+ * holds this many steps in flight. */
+#define NVL_NCCL_STEPS 8
+
+/* One step's payload of a protocol, bytes (NCCL enqueue.cc
+ * calcCollChunking: buffSize / NCCL_STEPS; LL carries half of it, LL128
+ * 15 of every 16 words): broadcast's and reduce's chunk (CHUNKSTEPS 1). */
+size_t nvl_coll_model_chunk_bytes(nvl_proto_t proto);
+
 /* Channels NCCL would use for nBytes (fewer for small messages), before
  * rounding down to whole channels: the bandwidth's channel count (model.c
  * says why); its integer part is the count NCCL reports. */

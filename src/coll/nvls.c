@@ -9,12 +9,26 @@
  * direct allgather.  Only within one NVLink domain with switches that
  * support it.
  *
- * Cost: T = nvls.simple.nvlink_lat + S / algbw, where
- *   allreduce:                algbw = min(nvls_bw, port) x 5/6 (NCCL
- *                             tuning.cc's NVLS ratio),
- *   allgather/reduce-scatter: algbw = port x N/(N-1) (each GPU moves
- *                             (N-1)/N of S through its port),
- *   port = the GPU's NVLink bandwidth x eta for the channels in use. */
+ * Cost (allreduce), from NCCL's mechanism (device/all_reduce.h, NVLS
+ * single node: scatter, multimem reduce + multicast store, gather warps
+ * per channel, each stage behind NCCL_STEPS slots):
+ *   C = [nccl] nvls_channels (nvls.cc: 16 Hopper, 24 Blackwell NVL);
+ *   chunk c = 128 KB, cut to 64/32/16 KB when S < 64/8/2 x C x N x c
+ *     (enqueue.cc calcCollChunking, concurrentOps = C x nHeads, nHeads = N
+ *     in one domain), and no larger than S / (C N);
+ *   A = min(nvls_bw, port) x 5/6 (NCCL tuning.cc's NVLS ratio), a
+ *     channel's rate b = A / C;
+ *   one chunk through one stage takes c / b; a loop iteration moves one
+ *   chunk to each of the N heads (loopSize = C N c) and synchronises
+ *   once through the switch (nvls_chunk_lat), so
+ *   T = kernel + nvls.simple.nvlink_lat + hop
+ *       + (S / (C c) + F) c / b + (S / (C N c) + F) nvls_chunk_lat,
+ *     F = 2 NCCL_STEPS - 1: the two slot rings (scatter -> reduce ->
+ *     gather) filling before the first chunk is out.
+ * Allgather/reduce-scatter: algbw = port x N/(N-1) (each GPU moves
+ * (N-1)/N of S through its port), port = the GPU's NVLink bandwidth x eta
+ * for the channels in use. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,25 +43,69 @@ static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
             coll == NVL_COLL_REDUCESCATTER);
 }
 
+/* NCCL's NVLS chunk for a call of `bytes` (enqueue.cc calcCollChunking,
+ * one domain: concurrentOps = channels x nHeads, nHeads = n): 128 KB, cut
+ * to 64, 32 and 16 KB below 64, 8 and 2 x concurrentOps x chunk. */
+static double nvls_chunk_bytes(double bytes, double ops)
+{
+    double c = 128 * 1024;
+    if (bytes < 64 * ops * c)
+        c = 65536;
+    if (bytes < 8 * ops * c)
+        c = 32768;
+    if (bytes < 2 * ops * c)
+        c = 16384;
+    return c;
+}
+
+/* The chunk pipeline's time for `s` bytes in chunks of `chunk` (none
+ * larger than a head's share): (S / (C c) + F) chunk transfers and
+ * (S / (C N c) + F) loop iterations' synchronisations. */
+static double nvls_pipe_s(const nvl_comm_t *c, double s, double chunk,
+                          double channels, double algbw)
+{
+    double share = s / (channels * c->size);
+    if (chunk > share)
+        chunk = share;
+    double fill = 2 * NVL_NCCL_STEPS - 1;
+    double chunks = s / (channels * chunk);
+    return (chunks + fill) * chunk / (algbw / channels) +
+           (chunks / c->size + fill) *
+               ((double)c->topo->nccl.nvls_chunk_lat_ps * 1e-12);
+}
+
 static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, double channels)
 {
     double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS, proto, 1, 0);
-    double port = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_NVLS, proto,
-                                   c->nvlink_bw, channels, (double)bytes);
-    double algbw;
-    if (coll == NVL_COLL_ALLREDUCE) {
-        const nvl_nccl_spec_t *n = &c->topo->nccl;
-        double x = (double)bytes, knee = (double)n->nvls_knee_bytes;
-        double sw = c->topo->nvlink.nvls_bw_bytes_per_s * channels /
-                    n->channels *
-                    (n->nvls_mid_efficiency +
-                     (1 - n->nvls_mid_efficiency) * x / (x + knee));
-        algbw = (sw < port ? sw : port) * 5.0 / 6.0;
-    } else {
-        algbw = port * (double)c->size / (c->size - 1);
+    if (coll != NVL_COLL_ALLREDUCE) {
+        /* the ring's channels carry the port's share (NCCL_MAX_NCHANNELS
+         * bounding them) */
+        double ring_ch = nvl_coll_model_channels(c, NVL_ALGO_RING, proto,
+                                                 SIZE_MAX);
+        double port = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_NVLS, proto,
+                                            c->nvlink_bw, ring_ch,
+                                            (double)bytes);
+        return lat + (double)bytes / (port * (double)c->size / (c->size - 1));
     }
-    return lat + (double)bytes / algbw;
+    double port = c->nvlink_bw * NVL_NVLINK_DATA_EFF;
+    double sw = c->topo->nvlink.nvls_bw_bytes_per_s;
+    double algbw = (sw < port ? sw : port) * 5.0 / 6.0;
+    double s = (double)bytes, ops = channels * c->size;
+    double chunk = nvls_chunk_bytes(s, ops);
+    double t = nvls_pipe_s(c, s, chunk, channels, algbw);
+    /* Just past a threshold the larger chunk finishes sooner than the
+     * smaller one did just below it (fewer syncs): real NCCL dips there;
+     * the model keeps the time of the largest size on the smaller chunk,
+     * so that time never falls as the size grows (unit.coll_props). */
+    for (double below = chunk / 2; below >= 16384; below /= 2) {
+        double edge = (below == 65536 ? 64 : below == 32768 ? 8 : 2) * ops *
+                      (2 * below); /* where NCCL halves 2 x below */
+        double t_edge = nvls_pipe_s(c, edge, below, channels, algbw);
+        if (t_edge > t)
+            t = t_edge;
+    }
+    return lat + t;
 }
 
 static nvl_status_t nvls_run(const nvl_coll_call_t *call)

@@ -8,9 +8,19 @@
  *
  * Cost: T = kernel + ring.simple base + one step (nvlink_lat + hop_lat, or
  *   net_lat + scale-out lat when any peer is in another domain)
- *   + max(out_nvlink, in_nvlink) / (nvlink_bw x eta)
- *     max-ed with max(out_net, in_net) / (NIC / oversubscription),
- *   the slowest member setting everyone's end. */
+ *   + the slowest of: NVLink out and in, the NIC out and in, the self copy.
+ * NCCL's p2p path (enqueue.cc addP2pToPlan, scheduleP2pTasksToPlan;
+ * graph/paths.cc ncclTopoComputeP2pChannels): Simple only, chunk
+ * NCCL_P2P_NVL_CHUNKSIZE 512 KB, p2pnChannels = pow2Up(channels), a peer's
+ * share nChannelsMin = p2pnChannels halved while nChannelsMin x N >
+ * p2pnChannels; an operation of B bytes runs on min(nChannelsMin, B / 64
+ * KB) channels, doubled (up to p2pnChannels) while each carries more than
+ * 16 MB (across domains: 256 KB and 512 KB).  Each channel moves at most
+ * NCCL's per-channel bandwidth, bw_ch = path x eta / channels, so a
+ * fabric direction carrying bytes b over k channels in all takes
+ *   b / min(path x eta, min(k, p2pnChannels) x bw_ch);
+ * the self block of an alltoall is a copy on its own channels (HBM read
+ * and write).  The slowest member sets everyone's end. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,51 +30,114 @@
 #include "coll_impl.h"
 #include "nvlemu/runtime.h"
 
-/* Bytes this member moves per fabric and direction. */
+/* Bytes this member moves per fabric and direction, and the channels
+ * they run on. */
 typedef struct {
     double out[NVL_FABRIC_COUNT], in[NVL_FABRIC_COUNT];
+    double ch_out[NVL_FABRIC_COUNT], ch_in[NVL_FABRIC_COUNT];
 } port_load_t;
+
+static int pow2_up(int x)
+{
+    int p = 1;
+    while (p < x)
+        p *= 2;
+    return p;
+}
+
+/* p2pnChannels: NCCL's channels, rounded up to a power of two. */
+static int p2p_channels(const nvl_comm_t *c)
+{
+    int nc = (int)c->topo->nccl.channels;
+    if (c->tuner.max_channels > 0 && c->tuner.max_channels < nc)
+        nc = c->tuner.max_channels;
+    return pow2_up(nc);
+}
+
+/* Channels NCCL gives one send or receive of `bytes` (addP2pToPlan). */
+static int op_channels(const nvl_comm_t *c, double bytes, nvl_fabric_t f)
+{
+    int most = p2p_channels(c), least = most;
+    while (least * c->size > most && least > 1)
+        least /= 2;
+    double step = 512.0 * 1024; /* NCCL_P2P_NVL_CHUNKSIZE */
+    double min_part = f == NVL_FABRIC_SCALEOUT ? step / 2 : step / 8;
+    double max_part = f == NVL_FABRIC_SCALEOUT ? step : step * 32;
+    double parts = ceil(bytes / min_part);
+    int n = parts < least ? (parts < 1 ? 1 : (int)parts) : least;
+    while (bytes / n > max_part && n <= most / 2)
+        n *= 2;
+    return n;
+}
 
 static void load_add(const nvl_comm_t *c, port_load_t *l, int peer,
                      bool out, double bytes)
 {
     nvl_fabric_t f = nvl_topo_fabric(c->topo, c->gpus[c->rank], c->gpus[peer]);
-    if (out)
+    double ch = bytes > 0 ? op_channels(c, bytes, f) : 0;
+    if (out) {
         l->out[f] += bytes;
-    else
+        l->ch_out[f] += ch;
+    } else {
         l->in[f] += bytes;
+        l->ch_in[f] += ch;
+    }
+}
+
+/* Time for one fabric direction: b bytes over ch channels of rate bw_ch,
+ * under the port's rate. */
+static double dir_time_s(double b, double ch, int most, double bw_ch,
+                         double port)
+{
+    if (b <= 0)
+        return 0;
+    double bw = (ch < most ? ch : most) * bw_ch;
+    return b / (bw < port ? bw : port);
 }
 
 static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
 {
     const nvl_topo_t *t = c->topo;
     uint32_t me = c->gpus[c->rank];
-    double nv = fmax(l->out[NVL_FABRIC_NVLINK], l->in[NVL_FABRIC_NVLINK]);
-    double net = fmax(l->out[NVL_FABRIC_SCALEOUT], l->in[NVL_FABRIC_SCALEOUT]);
-    if (nv == 0 && net == 0)
+    const double *o = l->out, *i = l->in;
+    if (o[NVL_FABRIC_NVLINK] == 0 && i[NVL_FABRIC_NVLINK] == 0 &&
+        o[NVL_FABRIC_SCALEOUT] == 0 && i[NVL_FABRIC_SCALEOUT] == 0 &&
+        o[NVL_FABRIC_LOCAL] == 0)
         return 0;
+    bool net = o[NVL_FABRIC_SCALEOUT] > 0 || i[NVL_FABRIC_SCALEOUT] > 0;
     const nvl_nccl_spec_t *k = &t->nccl;
     double lat = (double)t->gpu.kernel_overhead_ps +
                  (double)k->base_lat_ps[NVL_ALGO_RING][NVL_PROTO_SIMPLE] +
-                 (net > 0 ? (double)k->net_lat_ps[NVL_ALGO_RING]
-                                                 [NVL_PROTO_SIMPLE] +
-                                (double)t->scaleout.lat_ps
-                          : (double)k->nvlink_lat_ps[NVL_ALGO_RING]
-                                                    [NVL_PROTO_SIMPLE] +
-                                (double)t->nvlink.hop_lat_ps);
-    double t_nv = nv > 0 ? nv / (nvl_topo_nvlink_bw(t, me) * NVL_NVLINK_DATA_EFF)
-                         : 0;
-    double t_net = net > 0 ? net / (nvl_topo_nic_bw(t, me) /
-                                    t->scaleout.oversubscription)
-                           : 0;
-    return (int64_t)lat + nvl_ps_from_s(fmax(t_nv, t_net));
+                 (net ? (double)k->net_lat_ps[NVL_ALGO_RING][NVL_PROTO_SIMPLE] +
+                            (double)t->scaleout.lat_ps
+                      : (double)k->nvlink_lat_ps[NVL_ALGO_RING]
+                                                [NVL_PROTO_SIMPLE] +
+                            (double)t->nvlink.hop_lat_ps);
+    int most = p2p_channels(c);
+    double nv_port = nvl_topo_nvlink_bw(t, me) * NVL_NVLINK_DATA_EFF;
+    double nv_ch = nv_port / k->channels;
+    double nic = nvl_topo_nic_bw(t, me) / t->scaleout.oversubscription;
+    double hbm = nvl_topo_hbm_bw(t, me) / 2; /* a copy reads and writes */
+    double ts = fmax(dir_time_s(o[NVL_FABRIC_NVLINK], l->ch_out[NVL_FABRIC_NVLINK],
+                                most, nv_ch, nv_port),
+                     dir_time_s(i[NVL_FABRIC_NVLINK], l->ch_in[NVL_FABRIC_NVLINK],
+                                most, nv_ch, nv_port));
+    ts = fmax(ts, fmax(dir_time_s(o[NVL_FABRIC_SCALEOUT],
+                                  l->ch_out[NVL_FABRIC_SCALEOUT], most,
+                                  nic, nic),
+                       dir_time_s(i[NVL_FABRIC_SCALEOUT],
+                                  l->ch_in[NVL_FABRIC_SCALEOUT], most,
+                                  nic, nic)));
+    ts = fmax(ts, dir_time_s(o[NVL_FABRIC_LOCAL], l->ch_out[NVL_FABRIC_LOCAL],
+                             most, nv_ch, hbm));
+    return (int64_t)lat + nvl_ps_from_s(ts);
 }
 
 int64_t nvl_p2p_predict_ps(const nvl_coll_call_t *call)
 {
     nvl_comm_t *c = call->comm;
     double bytes = (double)(call->count * nvl_dtype_size(call->dtype));
-    port_load_t l = {{0}, {0}};
+    port_load_t l = {{0}, {0}, {0}, {0}};
     if (call->coll == NVL_COLL_ALLTOALL) {
         for (int i = 0; i < c->size; i++) {
             load_add(c, &l, i, true, bytes);
@@ -259,7 +332,7 @@ nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
     uint64_t pairs = 0;
     if (c->mode == NVL_MODE_DATA && ok)
         pairs = pairs_check(c, &ok, why, sizeof why);
-    port_load_t l = {{0}, {0}};
+    port_load_t l = {{0}, {0}, {0}, {0}};
     double total = 0;
     for (size_t i = 0; i < c->n_ops; i++) {
         load_add(c, &l, c->ops[i].peer, c->ops[i].send,

@@ -5,13 +5,22 @@
  *   r0 -> r1 -> r2 -> ... -> rN-1 -> r0        each step moves S/N per rank
  *   allgather, reduce-scatter:                 N-1 steps of S/N
  *   broadcast, reduce: a chain from / to the root, S pipelined in chunks
+ *   root -> r1 -> ... -> rN-1, each channel moving S/C in chunks of one
+ *   step (CHUNKSTEPS 1: Simple 512 KB, LL128 562.5 KB, LL 32 KB)
  *
  * Cost (docs/collectives.md):
  *   T = kernel + base + intra_steps (nvlink_lat + hop_lat)
  *       + inter_steps (net_lat + scale-out lat) + w S / busbw
  *   w = 2(N-1)/N (allreduce), (N-1)/N (allgather, reduce-scatter), 1
  *   (broadcast, reduce); busbw from nvl_coll_model_bus_bw over the path: NVLink
- *   within one domain, the slower of NVLink and the NIC across domains. */
+ *   within one domain, the slower of NVLink and the NIC across domains.
+ *   Broadcast and reduce: a pipeline of k = x / c chunks (x = S/C per
+ *   channel, c the chunk) through N-1 hops takes k + N - 2 chunk times:
+ *   T = kernel + base + (N-1) hops (nvlink_lat + hop_lat)
+ *       + (S + (N-2) C min(S/C, c)) / busbw
+ *   busbw: one link direction, no reduction traffic; reduce adds the
+ *   receiver's reduction, 3 bytes of HBM (two reads, one write) per byte,
+ *   min(busbw, hbm_bw x hbm_efficiency / 3). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +41,29 @@ static double path_bw(const nvl_comm_t *c)
     return c->nic_bw < c->nvlink_bw ? c->nic_bw : c->nvlink_bw;
 }
 
+/* Broadcast and reduce: the first chunk crosses N-1 hops (NCCL's tuning
+ * charges one, tuning.cc "waiting for proper chunk modeling"); the rest
+ * follow one chunk time apart. */
+static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
+                            size_t bytes, nvl_proto_t proto, double channels)
+{
+    int n = c->size, hops = n - 1;
+    int inter = c->domains > 1 ? c->domains - 1 : 0;
+    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_RING, proto, hops - inter,
+                                      inter);
+    double s = (double)bytes, x = s / channels;
+    double chunk = (double)nvl_coll_model_chunk_bytes(proto);
+    double busbw = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
+                                         path_bw(c), channels, s);
+    if (coll == NVL_COLL_REDUCE) {
+        double hbm = nvl_topo_hbm_bw(c->topo, c->gpus[0]) *
+                     c->topo->gpu.hbm_efficiency / 3.0;
+        busbw = busbw < hbm ? busbw : hbm;
+    }
+    double fill = (n - 2) * channels * (x < chunk ? x : chunk);
+    return lat + (s + fill) / busbw;
+}
+
 static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, double channels)
 {
@@ -50,11 +82,8 @@ static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
         inter = d - 1;
         w = (double)(n - 1) / n;
         break;
-    default: /* broadcast, reduce: NCCL charges one step of latency */
-        nsteps = 1;
-        inter = d > 1 ? 1 : 0;
-        w = 1.0;
-        break;
+    default: /* broadcast, reduce: the chain's pipeline */
+        return chain_predict(c, coll, bytes, proto, channels);
     }
     double lat = nvl_coll_model_lat_s(c, NVL_ALGO_RING, proto,
                                  nsteps - inter, inter);

@@ -202,8 +202,17 @@ nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
 }
 
 int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
-                              const nvl_coll_info_t *info, int host_gpus)
+                              const nvl_coll_info_t *info, int host_gpus,
+                              int graph_calls)
 {
-    int64_t host = host_gpus * comm->topo->nccl.launch_overhead_ps;
+    const nvl_nccl_spec_t *n = &comm->topo->nccl;
+    /* enqueue.cc taskAppend: "Empty collectives can be discarded" (count
+     * 0 returns before a task exists; p2p keeps a zero-byte task) */
+    bool empty = info->bytes == 0 && info->coll != NVL_COLL_SENDRECV &&
+                 info->coll != NVL_COLL_ALLTOALL;
+    if (empty)
+        return host_gpus * n->empty_call_ps;
+    int64_t host = host_gpus * n->launch_overhead_ps /
+                   (graph_calls > 1 ? graph_calls : 1);
     return info->time_ps > host ? info->time_ps : host;
 }

@@ -219,17 +219,22 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(nccl.nvls_min_ranks), "5", 2, NVL_TOPO_MAX_GPUS, "5",
      "smallest group NCCL runs NVLS on (HGX H200: ring at 4 GPUs, NVLS "
      "from 5, ml-engineering)"},
-    {"nccl", "nvls_mid_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
-     F(nccl.nvls_mid_efficiency), "0.5", 0.05, 1, "0.5",
-     "fraction of nvls_bw NVLS reaches for mid-size calls (fit to Azure ND "
-     "H200 v5 16 MB - 1 GB)"},
-    {"nccl", "nvls_knee", NVL_QTY_BYTES, NVL_FIELD_U64,
-     F(nccl.nvls_knee_bytes), "28MB", 1, 1e13, "28MB",
-     "call size at which NVLS efficiency is halfway to 1 (same fit)"},
+    {"nccl", "nvls_channels", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nccl.nvls_channels), "16", 2, 64, "16",
+     "channels NCCL runs NVLS on (nvls.cc ncclNvlsTuning: 16 on Hopper, "
+     "24 on Blackwell within one NVLink domain)"},
+    {"nccl", "nvls_chunk_lat", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.nvls_chunk_lat_ps), "0.48us", 0, PS(100.0), "0.48us",
+     "NVLS: time one chunk's synchronisation through the switch adds (fit "
+     "to Azure ND H200 v5 all_reduce, 1 MB - 8 GB)"},
     {"nccl", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
      F(nccl.launch_overhead_ps), "8.5us", 0, PS(1000.0), "8.5us",
      "host time to enqueue one NCCL call on one GPU (fit to the "
      "h200-nvl2 small-size floor)"},
+    {"nccl", "empty_call", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.empty_call_ps), "0.3us", 0, PS(100.0), "0.3us",
+     "host time of a count-0 call on one GPU: NCCL discards it without a "
+     "kernel (h200-nvl2 count-0 rows: 0.50-0.80 us with -g 2)"},
     {"nccl", "ll_max_bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(nccl.ll_max_bw_bytes_per_s), "141GB/s", 1e9, 1e14, "141GB/s",
      "LL protocol ceiling over all channels (NCCL llMaxBws)"},

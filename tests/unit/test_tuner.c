@@ -2,6 +2,7 @@
  * (nvl_comm_create_virtual: no MPI): NCCL_ALGO / NCCL_PROTO and the other
  * NCCL variables as NCCL reads them, the choice as the fastest enabled
  * pair, and latencies that follow the algorithms' step counts. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -249,7 +250,8 @@ static void test_unsupported_pairs(void **state)
 
 /* One more microsecond of NCCL's per-step NVLink latency costs each call
  * one microsecond per step: 2 (n - 1) for a ring allreduce, n - 1 for a
- * ring allgather, 1 for a ring broadcast (NCCL's step counts). */
+ * ring allgather (NCCL's step counts), n - 1 for a ring broadcast (the
+ * chain's hops: the first chunk crosses every one, ring.c). */
 static void test_latency_follows_steps(void **state)
 {
     (void)state;
@@ -260,7 +262,7 @@ static void test_latency_follows_steps(void **state)
         int per_n, minus;
     } steps[] = {{NVL_COLL_ALLREDUCE, 2, 2},
                  {NVL_COLL_ALLGATHER, 1, 1},
-                 {NVL_COLL_BROADCAST, 0, -1}};
+                 {NVL_COLL_BROADCAST, 1, 1}};
     for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; r++)
         for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
             nvl_comm_t *comm = NULL;
@@ -284,6 +286,99 @@ static void test_latency_follows_steps(void **state)
     nvl_topo_free(topo);
 }
 
+/* Predicted time of one call with a forced pair (ps). */
+static int64_t predict_ps(nvl_topo_t *topo, int n, nvl_coll_t coll,
+                          size_t bytes, nvl_algo_t algo, nvl_proto_t proto,
+                          int *channels_out)
+{
+    nvl_comm_t *comm = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, n, NULL, &comm), NVL_OK);
+    nvl_coll_info_t i;
+    assert_int_equal(nvl_coll_predict(comm, coll, bytes, algo, proto, &i),
+                     NVL_OK);
+    nvl_comm_destroy(comm);
+    if (channels_out != NULL)
+        *channels_out = i.channels;
+    return i.time_ps;
+}
+
+/* Broadcast and reduce are a chain (ring.c): every member more adds one
+ * hop's latency and one chunk time of pipeline fill, so the time grows
+ * linearly in N (3, 5, 7: not powers of two either), below and above the
+ * 512 KB chunk per channel; on 2 ranks reduce costs what broadcast does
+ * (the receiver's reduction is far from HBM-bound on an H200). */
+static void test_chain_pipeline_fill(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("gb200-nvl72.topo");
+    const size_t sizes[] = {1 << 20, (size_t)1 << 30}; /* x < c, x > c */
+    for (size_t k = 0; k < 2; k++) {
+        int64_t t3 = predict_ps(topo, 3, NVL_COLL_BROADCAST, sizes[k],
+                                NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
+        int64_t t5 = predict_ps(topo, 5, NVL_COLL_BROADCAST, sizes[k],
+                                NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
+        int64_t t7 = predict_ps(topo, 7, NVL_COLL_BROADCAST, sizes[k],
+                                NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
+        assert_true(t5 > t3);
+        assert_true(llabs((t7 - t5) - (t5 - t3)) <= 2);
+    }
+    /* the fill per member: one hop + one chunk (512 KB on each channel) */
+    int ch;
+    int64_t a = predict_ps(topo, 3, NVL_COLL_BROADCAST, (size_t)1 << 30,
+                           NVL_ALGO_RING, NVL_PROTO_SIMPLE, &ch);
+    int64_t b = predict_ps(topo, 4, NVL_COLL_BROADCAST, (size_t)1 << 30,
+                           NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
+    double hop_ps = (double)topo->nccl.nvlink_lat_ps[NVL_ALGO_RING]
+                                                    [NVL_PROTO_SIMPLE] +
+                    (double)topo->nvlink.hop_lat_ps;
+    double busbw = 900e9 * (370.8 / 478.116); /* 18 x 50 GB/s, eta */
+    double fill_ps = ch * 512.0 * 1024 / busbw * 1e12;
+    assert_true(fabs((double)(b - a) - hop_ps - fill_ps) < 1e-3 * fill_ps);
+    nvl_topo_t *nvl2 = load("h200-nvl2.topo");
+    assert_int_equal(predict_ps(nvl2, 2, NVL_COLL_BROADCAST, 64 << 20,
+                                NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL),
+                     predict_ps(nvl2, 2, NVL_COLL_REDUCE, 64 << 20,
+                                NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL));
+    nvl_topo_free(nvl2);
+    nvl_topo_free(topo);
+}
+
+/* NVLS runs on NCCL's nvlsChannels (16 Hopper, 24 Blackwell NVL, bounded
+ * by NCCL_MAX_NCHANNELS), and at 72 ranks its mid sizes follow the chunk
+ * pipeline: 16 KB chunks below 113 MB, so 64 MB reaches well under the
+ * 8 GB busbw. */
+static void test_nvls_channels_and_chunks(void **state)
+{
+    (void)state;
+    nvl_topo_t *h200 = load("hgx-h200.topo"), *rack = load("gb200-nvl72.topo");
+    int ch;
+    predict_ps(h200, 8, NVL_COLL_ALLREDUCE, 1 << 20, NVL_ALGO_NVLS,
+               NVL_PROTO_SIMPLE, &ch);
+    assert_int_equal(ch, 16);
+    predict_ps(rack, 72, NVL_COLL_ALLREDUCE, 1 << 20, NVL_ALGO_NVLS,
+               NVL_PROTO_SIMPLE, &ch);
+    assert_int_equal(ch, 24);
+    setenv("NCCL_MAX_NCHANNELS", "8", 1);
+    nvl_comm_t *comm = NULL;
+    assert_int_equal(nvl_comm_create_virtual(rack, 72, NULL, &comm), NVL_OK);
+    nvl_coll_info_t i;
+    assert_int_equal(nvl_coll_predict(comm, NVL_COLL_ALLREDUCE, 1 << 20,
+                                      NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+                     NVL_OK);
+    assert_int_equal(i.channels, 8);
+    nvl_comm_destroy(comm);
+    unsetenv("NCCL_MAX_NCHANNELS");
+    double mid = (64 << 20) / (double)predict_ps(rack, 72, NVL_COLL_ALLREDUCE,
+                                                 64 << 20, NVL_ALGO_NVLS,
+                                                 NVL_PROTO_SIMPLE, NULL);
+    double big = 8e9 / (double)predict_ps(rack, 72, NVL_COLL_ALLREDUCE,
+                                          (size_t)8e9, NVL_ALGO_NVLS,
+                                          NVL_PROTO_SIMPLE, NULL);
+    assert_true(mid < 0.85 * big);
+    nvl_topo_free(h200);
+    nvl_topo_free(rack);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -293,6 +388,7 @@ int main(void)
         T(test_unknown_names_reported), T(test_nvls_pat_and_channels),
         T(test_choice_is_fastest_enabled), T(test_forced_pair_is_used),
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
+        T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
