@@ -428,16 +428,18 @@ int main(int argc, char **argv)
                 fit[0] = true;
             } else if (strcmp(optarg, "gather_scatter") == 0) {
                 fit[1] = fit[2] = true;
+            } else if (strcmp(optarg, "all") == 0) {
+                fit[0] = fit[1] = fit[2] = true;
             } else {
                 fprintf(stderr, "validate-collectives: --fit-on %s: expected "
-                                "all_reduce or gather_scatter\n", optarg);
+                                "all_reduce, gather_scatter or all\n", optarg);
                 return 2;
             }
             break;
         case 'h':
             printf("usage: validate-collectives [--topo FILE] [--data DIR] "
                    "[--host-gpus N] [--published] [--topology-dir DIR] "
-                   "[--fit-on all_reduce|gather_scatter]\n");
+                   "[--fit-on all_reduce|gather_scatter|all]\n");
             return 0;
         default:
             return 2;
