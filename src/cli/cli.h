@@ -62,6 +62,22 @@ typedef struct {
 /* The placement of a mixture of experts, into `long ep` and `int attn_dp`
  * (`run` and `generate`). */
 extern const nvl_opt_name_t nvl_cli_attn_parallel_names[];
+
+/* --stack torch|fused (an nvl_stack_t field) and its older spelling
+ * --fusion none|typical, for the commands that run a model. */
+extern const nvl_opt_name_t nvl_cli_stack_names[];
+extern const nvl_opt_name_t nvl_cli_fusion_names[];
+#define NVL_CLI_OPTS_STACK(type, field)                                     \
+    {.name = "stack", .kind = NVL_OPT_ENUM,                                 \
+     .offset = offsetof(type, field), .arg = "torch|fused", .def = "fused", \
+     .names = nvl_cli_stack_names,                                          \
+     .doc = "the software stack whose kernels a step runs: torch "          \
+            "(PyTorch with CUDA graphs, one kernel per F.* call) or fused "  \
+            "(a serving engine's fused kernels)"},                          \
+    {.name = "fusion", .kind = NVL_OPT_ENUM,                                \
+     .offset = offsetof(type, field), .arg = "none|typical",               \
+     .names = nvl_cli_fusion_names,                                         \
+     .doc = "older spelling of --stack: none = torch, typical = fused"}
 #define NVL_CLI_OPTS_PLACEMENT(type)                                        \
     {.name = "ep", .kind = NVL_OPT_LONG, .offset = offsetof(type, ep),      \
      .arg = "N", .def = "1", .min = 1, .max = 1 << 20,                      \

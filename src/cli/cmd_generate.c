@@ -15,6 +15,7 @@ typedef struct {
     const char *model, *ids, *logits_out;
     long gen_len, ep;
     int attn_dp;
+    nvl_stack_t stack;
     int32_t *tokens; /* all prompts, one after another */
     int *lens;
     int batch;
@@ -23,7 +24,7 @@ typedef struct {
 
 #define USAGE "mpirun -np N nvlemu generate --model DIR --input-ids " \
               "\"1,2,3;4,5\" [--gen-len N] [--logits-out FILE.json] " \
-              "[--ep N] [--attn-parallel tp|dp]"
+              "[--ep N] [--attn-parallel tp|dp] [--stack torch|fused]"
 
 static const nvl_opt_t gen_opts[] = {
     {.name = "model", .kind = NVL_OPT_STRING,
@@ -42,6 +43,7 @@ static const nvl_opt_t gen_opts[] = {
     NVL_CLI_OPT_SET(gen_args_t),
     NVL_CLI_OPT_SET_FILE(gen_args_t),
     NVL_CLI_OPTS_PLACEMENT(gen_args_t),
+    NVL_CLI_OPTS_STACK(gen_args_t, stack),
     NVL_CLI_OPT_HELP(gen_args_t),
 };
 
@@ -169,6 +171,8 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     o.weights_dir = a->model;
     o.place.ep = (int)a->ep;
     o.place.attn_dp = a->attn_dp;
+    o.cost.stack = a->stack;
+    o.cost.attn = nvl_attn_auto(ctx->topo, a->stack);
     st = nvl_engine_create(&a->cfg, &o, tp, &e);
     if (st == NVL_OK) {
         int32_t *out = malloc((size_t)a->batch * a->gen_len * sizeof *out);

@@ -50,17 +50,6 @@ static nvl_status_t parse_launch(const char *label, const char *text,
     return nvl_launch_parse(label, text, launch_out);
 }
 
-static nvl_status_t parse_stack(const char *label, const char *text,
-                                void *stack_out)
-{
-    return nvl_stack_parse(label, text, stack_out);
-}
-
-/* --fusion, the older spelling: none is the torch stack, typical the
- * fused one. */
-static const nvl_opt_name_t fusion_names[] = {
-    {"none", NVL_STACK_TORCH}, {"typical", NVL_STACK_FUSED}, {NULL, 0}};
-
 /* "auto" (-1: the GPU's default) or an attention kernel. */
 static nvl_status_t parse_attn(const char *label, const char *text,
                                void *choice_out)
@@ -119,14 +108,7 @@ static const nvl_opt_t run_opts[] = {
      .arg = "fa3|fa4|sdpa|auto", .def = "auto", .parse = parse_attn,
      .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 on "
             "GPUs with FP4 units, else fa3)"},
-    {.name = "stack", .kind = NVL_OPT_CUSTOM, .offset = AT(stack),
-     .arg = "torch|fused", .def = "fused", .parse = parse_stack,
-     .doc = "the software stack whose kernels a step runs: torch (PyTorch "
-            "with CUDA graphs, one kernel per F.* call) or fused (a serving "
-            "engine's fused kernels)"},
-    {.name = "fusion", .kind = NVL_OPT_ENUM, .offset = AT(stack),
-     .arg = "none|typical", .names = fusion_names,
-     .doc = "older spelling of --stack: none = torch, typical = fused"},
+    NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
     {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
      .min = 1, .max = 100000, .doc = "run only the first N layers"},
     {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),

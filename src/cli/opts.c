@@ -7,9 +7,16 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "nvlemu/cost.h"
 
 const nvl_opt_name_t nvl_cli_attn_parallel_names[] = {
     {"tp", 0}, {"dp", 1}, {NULL, 0}};
+
+const nvl_opt_name_t nvl_cli_stack_names[] = {
+    {"torch", NVL_STACK_TORCH}, {"fused", NVL_STACK_FUSED}, {NULL, 0}};
+
+const nvl_opt_name_t nvl_cli_fusion_names[] = {
+    {"none", NVL_STACK_TORCH}, {"typical", NVL_STACK_FUSED}, {NULL, 0}};
 
 void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
                             char *name_out)
