@@ -54,7 +54,14 @@ typedef struct {
                                 data-parallel attention (default: ep 1,
                                 attention tensor-parallel) */
     nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp */
+    /* Memory tiers (docs/cost-model.md, "Memory tiers"): the share of
+     * every sequence's KV cache, and of each layer's weights, kept in the
+     * host CPU's memory and read over NVLink-C2C every pass; 0 (the
+     * default): none; NVL_HOST_AUTO: what does not fit in HBM. */
+    double kv_host, weights_host;
 } nvl_engine_opts_t;
+
+#define NVL_HOST_AUTO (-1.0)
 
 /* Data mode from a checkpoint directory, bf16 weights and KV, FA4 on
  * GPUs with FP4 tensor cores (Blackwell) and FA3 otherwise, typical
@@ -185,6 +192,27 @@ uint32_t nvl_engine_layers(const nvl_engine_t *e);
 
 /* This rank's shard and placement. */
 const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e);
+
+/* Where a run's bytes live on each GPU (the largest shard's, the same on
+ * every rank): nvl_engine_generate plans it before the prefill and fails
+ * every rank, with one report, when it does not fit. */
+typedef struct {
+    bool planned;             /* a generation planned it */
+    bool fits;
+    bool tiers;               /* the topology has NVLink-C2C and host memory */
+    double weights_bytes;     /* the whole shard, both tiers */
+    double layer_weights_bytes; /* of which the layers' (what may stream) */
+    double kv_bytes;          /* the whole batch's KV cache, both tiers */
+    double act_bytes;         /* activations of the largest pass (chunked) */
+    double reserve_bytes;     /* CUDA context, workspaces, graphs */
+    double staging_bytes;     /* HBM buffers the C2C prefetch lands in */
+    double kv_host_share, weights_host_share; /* in host memory, 0..1 */
+    double hbm_need_bytes, host_need_bytes;
+    double hbm_bytes, host_bytes; /* capacities per GPU */
+} nvl_mem_plan_t;
+
+/* The plan of the last nvl_engine_generate (planned is false before). */
+const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e);
 
 /* Bytes this rank's GPU would hold: its weight shard in the weight dtype,
  * and its KV cache for a batch of `seqs` sequences of `positions` each in

@@ -224,6 +224,23 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
                 MS(LAYER(hot, combine_wait_ps)) / (double)d->steps);
 }
 
+/* Where the bytes live: HBM, and the host tier's shares. */
+static void memory_text(const nvl_run_result_t *r, FILE *out)
+{
+    const nvl_mem_plan_t *m = r->mem;
+    fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB + "
+                 "activations %.2f GB + reserve %.2f GB", m->weights_bytes / 1e9,
+            m->kv_bytes / 1e9, m->act_bytes / 1e9, m->reserve_bytes / 1e9);
+    if (m->kv_host_share > 0 || m->weights_host_share > 0)
+        fprintf(out, " + C2C staging %.2f GB, less %.2f GB in host memory "
+                     "(KV %.1f%%, layer weights %.1f%%, of %.0f GB)",
+                m->staging_bytes / 1e9, m->host_need_bytes / 1e9,
+                100 * m->kv_host_share, 100 * m->weights_host_share,
+                m->host_bytes / 1e9);
+    fprintf(out, " = %.2f GB of %.0f GB HBM\n", m->hbm_need_bytes / 1e9,
+            m->hbm_bytes / 1e9);
+}
+
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
 {
     derived_t d;
@@ -256,12 +273,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             per_rank(d.v_min, d.v_max, voc, sizeof voc), r->cfg->vocab);
     if (d.attn_idle_ranks > 0)
         fprintf(out, "; %d rank(s) idle in attention", d.attn_idle_ranks);
-    fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB of "
-                 "%.0f GB HBM%s\n", r->weight_bytes / 1e9, r->kv_bytes / 1e9,
-            d.hbm_bytes / 1e9,
-            r->weight_bytes + r->kv_bytes > d.hbm_bytes
-                ? " -- DOES NOT FIT on the real GPU"
-                : "");
+    memory_text(r, out);
     if (r->tokens != NULL && a->batch <= 4) {
         for (long b = 0; b < a->batch; b++) {
             fprintf(out, "# sequence %ld tokens:", b);
@@ -388,10 +400,31 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
     return o;
 }
 
-nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
+/* Writes root (and releases it) to path ('-': standard output). */
+static nvl_status_t write_json(json_t *root, const char *path)
 {
-    derived_t d;
-    derive(r, &d);
+    int rc = strcmp(path, "-") == 0
+                 ? nvl_json_dumpf(root, stdout, JSON_INDENT(2))
+                 : nvl_json_dump_file(root, path, JSON_INDENT(2));
+    if (strcmp(path, "-") == 0)
+        fputc('\n', stdout);
+    json_decref(root);
+    if (rc != 0) {
+        nvl_report("--json %s: cannot write: %s", path, strerror(errno));
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}
+
+/* --kv-host / --weights-host as given: "auto" or the share. */
+static json_t *host_share_json(double v)
+{
+    return v == NVL_HOST_AUTO ? json_string("auto") : json_real(v);
+}
+
+/* Every option the run was given, and its topology and NCCL settings. */
+static json_t *inputs_json(const nvl_run_result_t *r)
+{
     const nvl_run_args_t *a = r->args;
     json_t *in = json_object(), *sets = json_array();
     for (int i = 0; i < a->common.sets.n; i++)
@@ -423,11 +456,45 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(in, "nccl_algo", *algo ? json_string(algo) : json_null());
     json_object_set_new(in, "nccl_proto", *proto ? json_string(proto) : json_null());
 
+    json_object_set_new(in, "kv_host", host_share_json(a->kv_host));
+    json_object_set_new(in, "weights_host", host_share_json(a->weights_host));
+    return in;
+}
+
+static json_t *memory_json(const nvl_run_result_t *r)
+{
+    const nvl_mem_plan_t *m = r->mem;
+    json_t *o = json_object();
+    json_object_set_new(o, "weights_gb", json_real(m->weights_bytes / 1e9));
+    json_object_set_new(o, "kv_cache_gb", json_real(m->kv_bytes / 1e9));
+    json_object_set_new(o, "activations_gb", json_real(m->act_bytes / 1e9));
+    json_object_set_new(o, "reserve_gb", json_real(m->reserve_bytes / 1e9));
+    json_object_set_new(o, "staging_gb", json_real(m->staging_bytes / 1e9));
+    json_object_set_new(o, "hbm_need_gb", json_real(m->hbm_need_bytes / 1e9));
+    json_object_set_new(o, "hbm_gb", json_real(m->hbm_bytes / 1e9));
+    json_object_set_new(o, "kv_host_share", json_real(m->kv_host_share));
+    json_object_set_new(o, "weights_host_share",
+                        json_real(m->weights_host_share));
+    json_object_set_new(o, "kv_host_gb",
+                        json_real(m->kv_host_share * m->kv_bytes / 1e9));
+    json_object_set_new(o, "weights_host_gb",
+                        json_real(m->weights_host_share *
+                                  m->layer_weights_bytes / 1e9));
+    json_object_set_new(o, "host_gb", json_real(m->host_bytes / 1e9));
+    json_object_set_new(o, "fits", json_boolean(m->fits));
+    return o;
+}
+
+nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
+{
+    derived_t d;
+    derive(r, &d);
+    const nvl_run_args_t *a = r->args;
     json_t *root = json_object(), *steps = json_array();
     for (size_t i = 1; i < r->n_passes; i++)
         json_array_append_new(steps, json_real(MS((double)(
                                          r->pass_end_ps[i] - r->pass_end_ps[i - 1]))));
-    json_object_set_new(root, "inputs", in);
+    json_object_set_new(root, "inputs", inputs_json(r));
     json_object_set_new(root, "ttft_ms", json_real(d.ttft_ms));
     json_object_set_new(root, "tpot_ms", d.steps ? json_real(d.tpot_ms) : json_null());
     json_object_set_new(root, "tpot_ms_steps", steps);
@@ -460,11 +527,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                                   "intermediate_max", d.i_max, "vocab_min", d.v_min,
                                   "vocab_max", d.v_max, "attention_idle_ranks",
                                   d.attn_idle_ranks));
-    json_object_set_new(root, "memory_per_gpu",
-                        json_pack("{s:f, s:f, s:f, s:b}", "weights_gb",
-                                  r->weight_bytes / 1e9, "kv_cache_gb",
-                                  r->kv_bytes / 1e9, "hbm_gb", d.hbm_bytes / 1e9,
-                                  "fits", r->weight_bytes + r->kv_bytes <= d.hbm_bytes));
+    json_object_set_new(root, "memory_per_gpu", memory_json(r));
     json_object_set_new(root, "emulation",
                         json_pack("{s:f, s:f, s:f}", "wall_s", r->wall_s,
                                   "wall_s_per_decode_step", d.wall_per_step_s,
@@ -481,15 +544,15 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
         }
         json_object_set_new(root, "new_tokens", toks);
     }
-    int rc = strcmp(path, "-") == 0
-                 ? nvl_json_dumpf(root, stdout, JSON_INDENT(2))
-                 : nvl_json_dump_file(root, path, JSON_INDENT(2));
-    if (strcmp(path, "-") == 0)
-        fputc('\n', stdout);
-    json_decref(root);
-    if (rc != 0) {
-        nvl_report("--json %s: cannot write: %s", path, strerror(errno));
-        return NVL_ERR_IO;
-    }
-    return NVL_OK;
+    return write_json(root, path);
+}
+
+nvl_status_t nvl_run_report_unfit_json(const nvl_run_result_t *r,
+                                       const char *path)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "inputs", inputs_json(r));
+    json_object_set_new(root, "memory_per_gpu", memory_json(r));
+    json_object_set_new(root, "error", json_string("does not fit"));
+    return write_json(root, path);
 }

@@ -21,6 +21,7 @@
  *   kv.c         KV caches and a pass's activations (data mode)
  *   record.c     per-pass statistics and events
  *   create.c     options, creation, teardown, memory sizes
+ *   memory.c     where the bytes live (HBM, host memory), whether they fit
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
  * Only issue.c advances the clock (through the stream of src/cost/ and the
@@ -79,6 +80,7 @@ struct nvl_engine {
     nvl_pass_stats_t *passes;
     size_t n_passes, cap_passes;
     nvl_moe_layer_stats_t *moe_decode; /* [layers] */
+    nvl_mem_plan_t mem;   /* memory.c: the last generation's plan */
 };
 
 /* One sequence's cache on this rank: per layer, the keys and values of
@@ -104,6 +106,18 @@ static inline nvl_vclock_t *nvl_engine_clock(nvl_engine_t *e)
 {
     return nvl_comm_clock(e->tp);
 }
+
+/* create.c: bytes of layer li of this rank's shard, the big matrices at
+ * wb bytes an element, the small tensors at sb. */
+double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
+                              double sb);
+
+/* memory.c: collective over tp: plans e->mem for `seqs` sequences of up
+ * to `positions` positions whose largest pass runs `rows` rows; reports
+ * (once, when every rank calls it under capture) and fails when it does
+ * not fit, or when a host tier is asked of a topology without one. */
+nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
+                                    uint64_t positions, uint64_t rows);
 
 /* load.c: fills the weights of a data-mode engine (e->shard set). */
 nvl_status_t nvl_engine_load_weights(nvl_engine_t *e);
