@@ -124,10 +124,13 @@ typedef enum {
     NVL_PART_OTHER,  /* norms, RoPE, activation, residual, embedding, sampling */
     NVL_PART_LAUNCH, /* GPU idle, waiting for the host to launch */
     NVL_PART_WAIT,   /* GPU idle at a collective, waiting for slower ranks */
+    NVL_PART_C2C,    /* GPU idle on NVLink-C2C: the step's token copies, and
+                        waits for host-memory data the prefetch has not
+                        brought yet (memory tiers) */
     NVL_PART_COUNT
 } nvl_part_t;
 
-/* "gemm", "attention", "collective", "other", "launch", "wait" */
+/* "gemm", "attention", "collective", "other", "launch", "wait", "c2c" */
 const char *nvl_part_name(nvl_part_t part);
 
 /* One kernel or collective as this rank ran it. */
@@ -135,6 +138,8 @@ typedef struct {
     const char *name;     /* static: "qkv_proj", "attention", "allreduce", ... */
     const char *algo, *proto; /* collectives: NCCL's names; NULL for kernels */
     nvl_part_t part;
+    int32_t track;        /* 0: the GPU's stream; 1: its C2C copy engine
+                             (overlapping the stream, in no part's time) */
     int32_t layer;        /* -1 outside the transformer layers */
     int32_t pass;         /* 0: prefill, i: decode step i */
     int64_t start_ps, dur_ps;
@@ -149,6 +154,10 @@ typedef struct {
     uint64_t tokens;            /* new tokens the pass ran (matmul rows) */
     uint64_t context;           /* longest sequence after the pass */
     double flops, hbm_bytes, coll_bytes;
+    /* NVLink-C2C: bytes each way, and the host-to-device queue's busy
+     * time (overlapped or not) */
+    double c2c_h2d_bytes, c2c_d2h_bytes;
+    int64_t c2c_h2d_busy_ps;
     double wall_s;              /* host time the emulation of the pass took */
     /* mixture of experts, summed over the pass's MoE layers */
     uint32_t moe_layers;

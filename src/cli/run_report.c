@@ -31,6 +31,9 @@ typedef struct {
     double q_min, q_max, i_min, i_max, v_min, v_max;
     int attn_idle_ranks;
     double hbm_bytes, rss_max, wall_per_step_s;
+    /* NVLink-C2C per decode step: bytes both ways, the host-to-GPU queue's
+     * busy time, the GPU's exposed wait, busy / TPOT */
+    double c2c_bytes, c2c_ms, c2c_exposed_ms, c2c_utilisation;
     double decode_tflops_per_gpu, decode_hbm_tb_per_s;
     /* mixture of experts, per MoE layer of a decode step (means over the
      * ranks unless said) */
@@ -137,6 +140,10 @@ static void derive(const nvl_run_result_t *r, derived_t *d)
         d->pre_total += d->pre[p];
     }
     d->hbm_bytes = (double)r->topo->gpu.hbm_bytes;
+    d->c2c_bytes = STAT(NVL_RS_C2C_H2D_BYTES, 0) + STAT(NVL_RS_C2C_D2H_BYTES, 0);
+    d->c2c_ms = STAT(NVL_RS_C2C_H2D_MS, 0);
+    d->c2c_exposed_ms = d->dec[NVL_PART_C2C];
+    d->c2c_utilisation = d->tpot_ms > 0 ? d->c2c_ms / d->tpot_ms : 0;
 }
 
 static double pct(double part, double total)
@@ -152,11 +159,13 @@ static void breakdown_text(FILE *out, const char *title, const double *parts,
         fprintf(out, "  %-38s %10.3f %6.1f%%\n",
                 p == NVL_PART_LAUNCH ? "launch (GPU waits for the host)"
                 : p == NVL_PART_WAIT ? "wait (GPU waits for slower ranks)"
+                : p == NVL_PART_C2C  ? "c2c (GPU waits for host transfers)"
                                      : nvl_part_name((nvl_part_t)p),
                 parts[p] * scale, pct(parts[p], total));
     double comp = parts[NVL_PART_GEMM] + parts[NVL_PART_ATTN] +
                   parts[NVL_PART_OTHER];
-    double idle = parts[NVL_PART_LAUNCH] + parts[NVL_PART_WAIT];
+    double idle = parts[NVL_PART_LAUNCH] + parts[NVL_PART_WAIT] +
+                  parts[NVL_PART_C2C];
     fprintf(out, "  %-38s %10.3f\n", "total", total * scale);
     fprintf(out, "  compute %.1f%% | communication %.1f%% | idle %.1f%%\n",
             pct(comp, total), pct(parts[NVL_PART_COLL], total),
@@ -225,7 +234,8 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
 }
 
 /* Where the bytes live: HBM, and the host tier's shares. */
-static void memory_text(const nvl_run_result_t *r, FILE *out)
+static void memory_text(const nvl_run_result_t *r, const derived_t *d,
+                        FILE *out)
 {
     const nvl_mem_plan_t *m = r->mem;
     fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB + "
@@ -239,6 +249,11 @@ static void memory_text(const nvl_run_result_t *r, FILE *out)
                 m->host_bytes / 1e9);
     fprintf(out, " = %.2f GB of %.0f GB HBM\n", m->hbm_need_bytes / 1e9,
             m->hbm_bytes / 1e9);
+    if (d->c2c_ms > 0 && d->steps > 0)
+        fprintf(out, "# NVLink-C2C per decode step: %.2f GB, host to GPU "
+                     "busy %.3f ms (%.0f%% of the step), %.3f ms of it "
+                     "exposed (the GPU waits)\n", d->c2c_bytes / 1e9,
+                d->c2c_ms, 100 * d->c2c_utilisation, d->c2c_exposed_ms);
 }
 
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
@@ -273,7 +288,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             per_rank(d.v_min, d.v_max, voc, sizeof voc), r->cfg->vocab);
     if (d.attn_idle_ranks > 0)
         fprintf(out, "; %d rank(s) idle in attention", d.attn_idle_ranks);
-    memory_text(r, out);
+    memory_text(r, &d, out);
     if (r->tokens != NULL && a->batch <= 4) {
         for (long b = 0; b < a->batch; b++) {
             fprintf(out, "# sequence %ld tokens:", b);
@@ -307,9 +322,10 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                        d.dec, d.dec_total, "ms", 1.0);
         char t[64];
         snprintf(t, sizeof t, "per layer, decode (mean of %u)", r->layers);
-        breakdown_text(out, t, d.dec_layer, d.dec_layer[0] + d.dec_layer[1] +
-                       d.dec_layer[2] + d.dec_layer[3] + d.dec_layer[4] +
-                       d.dec_layer[5], "us", 1e3);
+        double lt = 0;
+        for (int p = 0; p < NVL_PART_COUNT; p++)
+            lt += d.dec_layer[p];
+        breakdown_text(out, t, d.dec_layer, lt, "us", 1e3);
         fprintf(out, "  slowest rank %d: busy %.3f ms, idle %.3f ms per "
                      "step; fastest rank %d: busy %.3f ms, idle %.3f ms\n",
                 d.slowest, d.busy_ms[0], d.idle_ms[0], d.fastest,
@@ -344,7 +360,8 @@ static json_t *parts_json(const double *parts, double total, double scale,
     json_object_set_new(o, k, json_real(parts[NVL_PART_COLL] * scale));
     snprintf(k, sizeof k, "idle_%s", unit);
     json_object_set_new(o, k, json_real((parts[NVL_PART_LAUNCH] +
-                                         parts[NVL_PART_WAIT]) * scale));
+                                         parts[NVL_PART_WAIT] +
+                                         parts[NVL_PART_C2C]) * scale));
     return o;
 }
 
@@ -461,7 +478,7 @@ static json_t *inputs_json(const nvl_run_result_t *r)
     return in;
 }
 
-static json_t *memory_json(const nvl_run_result_t *r)
+static json_t *memory_json(const nvl_run_result_t *r, const derived_t *d)
 {
     const nvl_mem_plan_t *m = r->mem;
     json_t *o = json_object();
@@ -482,6 +499,14 @@ static json_t *memory_json(const nvl_run_result_t *r)
                                   m->layer_weights_bytes / 1e9));
     json_object_set_new(o, "host_gb", json_real(m->host_bytes / 1e9));
     json_object_set_new(o, "fits", json_boolean(m->fits));
+    if (d != NULL) { /* the run's C2C traffic (none when it did not run) */
+        json_object_set_new(o, "c2c_bytes_per_step", json_real(d->c2c_bytes));
+        json_object_set_new(o, "c2c_ms_per_step", json_real(d->c2c_ms));
+        json_object_set_new(o, "c2c_exposed_ms_per_step",
+                            json_real(d->c2c_exposed_ms));
+        json_object_set_new(o, "c2c_utilisation",
+                            json_real(d->c2c_utilisation));
+    }
     return o;
 }
 
@@ -527,7 +552,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                                   "intermediate_max", d.i_max, "vocab_min", d.v_min,
                                   "vocab_max", d.v_max, "attention_idle_ranks",
                                   d.attn_idle_ranks));
-    json_object_set_new(root, "memory_per_gpu", memory_json(r));
+    json_object_set_new(root, "memory_per_gpu", memory_json(r, &d));
     json_object_set_new(root, "emulation",
                         json_pack("{s:f, s:f, s:f}", "wall_s", r->wall_s,
                                   "wall_s_per_decode_step", d.wall_per_step_s,
@@ -552,7 +577,7 @@ nvl_status_t nvl_run_report_unfit_json(const nvl_run_result_t *r,
 {
     json_t *root = json_object();
     json_object_set_new(root, "inputs", inputs_json(r));
-    json_object_set_new(root, "memory_per_gpu", memory_json(r));
+    json_object_set_new(root, "memory_per_gpu", memory_json(r, NULL));
     json_object_set_new(root, "error", json_string("does not fit"));
     return write_json(root, path);
 }

@@ -22,10 +22,12 @@
 /* vLLM's default max_num_batched_tokens under chunked prefill: a serving
  * engine holds a long prefill's activations a chunk at a time. */
 #define NVL_ACT_CHUNK_TOKENS 8192.0
-/* vLLM's default gpu_memory_utilization 0.9: a tenth of HBM left to the
- * CUDA context, cuBLAS and NCCL workspaces, CUDA graphs and
- * fragmentation. */
-#define NVL_HBM_RESERVE 0.10
+/* HBM left to the CUDA context, cuBLAS and NCCL workspaces, CUDA graphs
+ * and fragmentation: vLLM's gpu_memory_utilization 0.95, the value its
+ * tuning guide raises the 0.9 default to for more KV room (a published
+ * Qwen2.5-72B TP 2 run on 80 GB H100s, 72.7 GB of weights each, fits
+ * under 0.95 and not under 0.9: docs/cost-model.md). */
+#define NVL_HBM_RESERVE 0.05
 
 const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e)
 {
@@ -175,6 +177,12 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
     }
     plan_auto(p, o, layer_max, layers);
     p->planned = true;
+    /* the GPUs of this superchip in the job read its memory together */
+    uint32_t per = t->node.gpus_per_superchip, sharers = 0;
+    for (int r = 0; r < nvl_comm_size(e->tp); r++)
+        sharers += nvl_comm_gpu(e->tp, r) / per == o->cost.gpu / per;
+    e->opts.cost.host_sharers =
+        p->kv_host_share > 0 || p->weights_host_share > 0 ? sharers : 1;
     p->fits = p->hbm_need_bytes <= p->hbm_bytes &&
               p->host_need_bytes <= p->host_bytes;
     if (p->fits)
