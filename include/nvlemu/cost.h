@@ -105,6 +105,8 @@ typedef struct {
     nvl_attn_impl_t attn;
     nvl_stack_t stack;
     nvl_launch_t launch;
+    uint32_t host_sharers;     /* GPUs of this GPU's superchip reading host
+                                  memory at once (0 or 1: this one alone) */
 } nvl_cost_cfg_t;
 
 /* The cost of one kernel: its duration and the work it did. */
@@ -208,7 +210,10 @@ bool nvl_copy_path_usable(const nvl_cost_cfg_t *cfg, nvl_copy_path_t path,
 /* One copy of size_bytes over a usable path:
  *   hbm      nvl_cost_memory over the bytes read and written (2 x size)
  *   nvlink   copy_overhead + nvl_topo_p2p_lat_ps + size / nvl_topo_p2p_bw
- *   c2c-*    copy_overhead + [c2c] lat + size / [c2c] bw
+ *   c2c-*    copy_overhead + [c2c] lat + size / bw, bw = the smaller of
+ *            [c2c] bw and the superchip's host memory bandwidth
+ *            ([host_memory] bw x [node] gpus_per_superchip) over the
+ *            cfg->host_sharers GPUs reading it at once (when modeled)
  *   host     2 x size / [host_memory] bw (read and written; no fixed cost)
  * .bytes: what crosses the limiting memory or link (2 x size through a
  * memory, size over a link); .flops 0.  size_bytes <= 0 costs nothing. */

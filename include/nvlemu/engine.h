@@ -54,7 +54,14 @@ typedef struct {
                                 data-parallel attention (default: ep 1,
                                 attention tensor-parallel) */
     nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp */
+    /* Memory tiers (docs/cost-model.md, "Memory tiers"): the share of
+     * every sequence's KV cache, and of each layer's weights, kept in the
+     * host CPU's memory and read over NVLink-C2C every pass; 0 (the
+     * default): none; NVL_HOST_AUTO: what does not fit in HBM. */
+    double kv_host, weights_host;
 } nvl_engine_opts_t;
+
+#define NVL_HOST_AUTO (-1.0)
 
 /* Data mode from a checkpoint directory, bf16 weights and KV, FA4 on
  * GPUs with FP4 tensor cores (Blackwell) and FA3 otherwise, typical
@@ -117,10 +124,13 @@ typedef enum {
     NVL_PART_OTHER,  /* norms, RoPE, activation, residual, embedding, sampling */
     NVL_PART_LAUNCH, /* GPU idle, waiting for the host to launch */
     NVL_PART_WAIT,   /* GPU idle at a collective, waiting for slower ranks */
+    NVL_PART_C2C,    /* GPU idle on NVLink-C2C: the step's token copies, and
+                        waits for host-memory data the prefetch has not
+                        brought yet (memory tiers) */
     NVL_PART_COUNT
 } nvl_part_t;
 
-/* "gemm", "attention", "collective", "other", "launch", "wait" */
+/* "gemm", "attention", "collective", "other", "launch", "wait", "c2c" */
 const char *nvl_part_name(nvl_part_t part);
 
 /* One kernel or collective as this rank ran it. */
@@ -128,6 +138,8 @@ typedef struct {
     const char *name;     /* static: "qkv_proj", "attention", "allreduce", ... */
     const char *algo, *proto; /* collectives: NCCL's names; NULL for kernels */
     nvl_part_t part;
+    int32_t track;        /* 0: the GPU's stream; 1: its C2C copy engine
+                             (overlapping the stream, in no part's time) */
     int32_t layer;        /* -1 outside the transformer layers */
     int32_t pass;         /* 0: prefill, i: decode step i */
     int64_t start_ps, dur_ps;
@@ -142,6 +154,10 @@ typedef struct {
     uint64_t tokens;            /* new tokens the pass ran (matmul rows) */
     uint64_t context;           /* longest sequence after the pass */
     double flops, hbm_bytes, coll_bytes;
+    /* NVLink-C2C: bytes each way, and the host-to-device queue's busy
+     * time (overlapped or not) */
+    double c2c_h2d_bytes, c2c_d2h_bytes;
+    int64_t c2c_h2d_busy_ps;
     double wall_s;              /* host time the emulation of the pass took */
     /* mixture of experts, summed over the pass's MoE layers */
     uint32_t moe_layers;
@@ -185,6 +201,27 @@ uint32_t nvl_engine_layers(const nvl_engine_t *e);
 
 /* This rank's shard and placement. */
 const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e);
+
+/* Where a run's bytes live on each GPU (the largest shard's, the same on
+ * every rank): nvl_engine_generate plans it before the prefill and fails
+ * every rank, with one report, when it does not fit. */
+typedef struct {
+    bool planned;             /* a generation planned it */
+    bool fits;
+    bool tiers;               /* the topology has NVLink-C2C and host memory */
+    double weights_bytes;     /* the whole shard, both tiers */
+    double layer_weights_bytes; /* of which the layers' (what may stream) */
+    double kv_bytes;          /* the whole batch's KV cache, both tiers */
+    double act_bytes;         /* activations of the largest pass (chunked) */
+    double reserve_bytes;     /* CUDA context, workspaces, graphs */
+    double staging_bytes;     /* HBM buffers the C2C prefetch lands in */
+    double kv_host_share, weights_host_share; /* in host memory, 0..1 */
+    double hbm_need_bytes, host_need_bytes;
+    double hbm_bytes, host_bytes; /* capacities per GPU */
+} nvl_mem_plan_t;
+
+/* The plan of the last nvl_engine_generate (planned is false before). */
+const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e);
 
 /* Bytes this rank's GPU would hold: its weight shard in the weight dtype,
  * and its KV cache for a batch of `seqs` sequences of `positions` each in

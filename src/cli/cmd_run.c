@@ -65,6 +65,26 @@ static nvl_status_t parse_attn(const char *label, const char *text,
     return NVL_OK;
 }
 
+/* --kv-host, --weights-host: "auto" or a share from 0 to 1. */
+static nvl_status_t parse_host_share(const char *label, const char *text,
+                                     void *share_out)
+{
+    if (strcmp(text, "auto") == 0) {
+        *(double *)share_out = NVL_HOST_AUTO;
+        return NVL_OK;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1)) {
+        nvl_report("%s %s: expected auto or a fraction from 0 to 1", label,
+                   text);
+        return NVL_ERR_INVALID;
+    }
+    *(double *)share_out = v;
+    return NVL_OK;
+}
+
 static const nvl_opt_name_t mode_names[] = {
     {"auto", -1}, {"data", NVL_MODE_DATA}, {"timing", NVL_MODE_TIMING},
     {NULL, 0}};
@@ -109,6 +129,17 @@ static const nvl_opt_t run_opts[] = {
      .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 on "
             "GPUs with FP4 units, else fa3)"},
     NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
+    {.name = "kv-host", .kind = NVL_OPT_CUSTOM, .offset = AT(kv_host),
+     .arg = "auto|FRACTION", .def = "0", .parse = parse_host_share,
+     .doc = "keep this share of every sequence's KV cache in the host "
+            "CPU's memory, read over NVLink-C2C every step (auto: what does "
+            "not fit in HBM)"},
+    {.name = "weights-host", .kind = NVL_OPT_CUSTOM,
+     .offset = AT(weights_host), .arg = "auto|FRACTION", .def = "0",
+     .parse = parse_host_share,
+     .doc = "stream this share of each layer's weights from the host CPU's "
+            "memory over NVLink-C2C every pass (auto: what does not fit in "
+            "HBM)"},
     {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
      .min = 1, .max = 100000, .doc = "run only the first N layers"},
     {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),
@@ -187,6 +218,8 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.place.ep = (int)a->ep;
     o.place.attn_dp = a->attn_dp;
     o.layers = (uint32_t)a->layers;
+    o.kv_host = a->kv_host;
+    o.weights_host = a->weights_host;
     o.cost.weight_dtype = a->dtype;
     o.cost.kv_dtype = a->kv_dtype;
     o.cost.stack = a->stack;
@@ -220,6 +253,20 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
     st = nvl_engine_generate(e, ids, lens, (int)a->batch, (int)glen, out,
                              NULL);
     double wall = MPI_Wtime() - t0;
+    nvl_run_result_t r = {
+        .args = a, .cfg = cfg, .topo = topo, .mode = mode,
+        .weights = mode == NVL_MODE_TIMING ? "none (timing mode)"
+                   : weights_dir != NULL   ? weights_dir
+                                           : "synthetic",
+        .tp = rt->size, .layers = nvl_engine_layers(e),
+        .prompt_len = plen, .gen_len = glen, .tuner = nvl_comm_tuner(tp),
+        .mem = nvl_engine_memory(e), .wall_s = wall,
+        .tokens = mode == NVL_MODE_DATA ? out : NULL};
+    /* does not fit: the JSON still says so, for bench/sweep (the one
+     * report is already out) */
+    if (st != NVL_OK && r.mem->planned && !r.mem->fits && rt->rank == 0 &&
+        a->common.json != NULL)
+        nvl_run_report_unfit_json(&r, a->common.json);
     if (st == NVL_OK) {
         size_t n;
         const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
@@ -239,20 +286,10 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
         nvl_run_totals_t totals;
         if (nvl_run_stats_reduce(e, MPI_COMM_WORLD, &totals) != NVL_OK)
             nvl_runtime_abort(1);
-        /* the largest shard sets the memory need: rank 0 has it */
-        nvl_run_result_t r = {
-            .args = a, .cfg = cfg, .topo = topo, .mode = mode,
-            .weights = mode == NVL_MODE_TIMING ? "none (timing mode)"
-                       : weights_dir != NULL   ? weights_dir
-                                               : "synthetic",
-            .tp = rt->size, .layers = nvl_engine_layers(e),
-            .prompt_len = plen, .gen_len = glen, .pass_end_ps = end_max,
-            .pass_wall_s = pw, .n_passes = n, .totals = &totals,
-            .tuner = nvl_comm_tuner(tp),
-            .weight_bytes = nvl_engine_weight_bytes(e),
-            .kv_bytes = nvl_engine_kv_bytes(e, (uint64_t)a->batch,
-                                            plen + glen - 1),
-            .wall_s = wall, .tokens = mode == NVL_MODE_DATA ? out : NULL};
+        r.pass_end_ps = end_max;
+        r.pass_wall_s = pw;
+        r.n_passes = n;
+        r.totals = &totals;
         if (rt->rank == 0) {
             /* --json -: standard output is the JSON alone, so that a pipe
              * reads it; the readable report goes to standard error */

@@ -26,6 +26,7 @@ typedef struct {
     nvl_stack_t stack;
     nvl_launch_t launch;
     int mode;          /* --mode: -1 auto, else nvl_mode_t */
+    double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */
 } nvl_run_args_t;
 
 /* What rank 0 reports. */
@@ -43,7 +44,7 @@ typedef struct {
     size_t n_passes;
     const nvl_run_totals_t *totals; /* every rank's numbers, reduced */
     const nvl_tuner_cfg_t *tuner;   /* the run's NCCL settings */
-    double weight_bytes, kv_bytes; /* per GPU, the largest shard */
+    const nvl_mem_plan_t *mem; /* per GPU, the largest shard */
     double wall_s;
     const int32_t *tokens;    /* batch x gen_len (data mode) */
 } nvl_run_result_t;
@@ -55,6 +56,12 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out);
  * report"); reports and returns NVL_ERR_IO if path cannot be written ('-':
  * standard output). */
 nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path);
+
+/* A run that does not fit (r->mem->fits false): the JSON of its inputs
+ * and memory_per_gpu, with "error": "does not fit" (r's times unset);
+ * reports and returns NVL_ERR_IO as nvl_run_report_json. */
+nvl_status_t nvl_run_report_unfit_json(const nvl_run_result_t *r,
+                                       const char *path);
 
 /* Collective over comm: every rank's recorded events to a Chrome trace
  * written by rank 0 to `out` (opened by rank 0; NULL elsewhere), one track

@@ -31,6 +31,9 @@ typedef struct {
     double q_min, q_max, i_min, i_max, v_min, v_max;
     int attn_idle_ranks;
     double hbm_bytes, rss_max, wall_per_step_s;
+    /* NVLink-C2C per decode step: bytes both ways, the host-to-GPU queue's
+     * busy time, the GPU's exposed wait, busy / TPOT */
+    double c2c_bytes, c2c_ms, c2c_exposed_ms, c2c_utilisation;
     double decode_tflops_per_gpu, decode_hbm_tb_per_s;
     /* mixture of experts, per MoE layer of a decode step (means over the
      * ranks unless said) */
@@ -137,6 +140,10 @@ static void derive(const nvl_run_result_t *r, derived_t *d)
         d->pre_total += d->pre[p];
     }
     d->hbm_bytes = (double)r->topo->gpu.hbm_bytes;
+    d->c2c_bytes = STAT(NVL_RS_C2C_H2D_BYTES, 0) + STAT(NVL_RS_C2C_D2H_BYTES, 0);
+    d->c2c_ms = STAT(NVL_RS_C2C_H2D_MS, 0);
+    d->c2c_exposed_ms = d->dec[NVL_PART_C2C];
+    d->c2c_utilisation = d->tpot_ms > 0 ? d->c2c_ms / d->tpot_ms : 0;
 }
 
 static double pct(double part, double total)
@@ -152,11 +159,13 @@ static void breakdown_text(FILE *out, const char *title, const double *parts,
         fprintf(out, "  %-38s %10.3f %6.1f%%\n",
                 p == NVL_PART_LAUNCH ? "launch (GPU waits for the host)"
                 : p == NVL_PART_WAIT ? "wait (GPU waits for slower ranks)"
+                : p == NVL_PART_C2C  ? "c2c (GPU waits for host transfers)"
                                      : nvl_part_name((nvl_part_t)p),
                 parts[p] * scale, pct(parts[p], total));
     double comp = parts[NVL_PART_GEMM] + parts[NVL_PART_ATTN] +
                   parts[NVL_PART_OTHER];
-    double idle = parts[NVL_PART_LAUNCH] + parts[NVL_PART_WAIT];
+    double idle = parts[NVL_PART_LAUNCH] + parts[NVL_PART_WAIT] +
+                  parts[NVL_PART_C2C];
     fprintf(out, "  %-38s %10.3f\n", "total", total * scale);
     fprintf(out, "  compute %.1f%% | communication %.1f%% | idle %.1f%%\n",
             pct(comp, total), pct(parts[NVL_PART_COLL], total),
@@ -224,6 +233,29 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
                 MS(LAYER(hot, combine_wait_ps)) / (double)d->steps);
 }
 
+/* Where the bytes live: HBM, and the host tier's shares. */
+static void memory_text(const nvl_run_result_t *r, const derived_t *d,
+                        FILE *out)
+{
+    const nvl_mem_plan_t *m = r->mem;
+    fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB + "
+                 "activations %.2f GB + reserve %.2f GB", m->weights_bytes / 1e9,
+            m->kv_bytes / 1e9, m->act_bytes / 1e9, m->reserve_bytes / 1e9);
+    if (m->kv_host_share > 0 || m->weights_host_share > 0)
+        fprintf(out, " + C2C staging %.2f GB, less %.2f GB in host memory "
+                     "(KV %.1f%%, layer weights %.1f%%, of %.0f GB)",
+                m->staging_bytes / 1e9, m->host_need_bytes / 1e9,
+                100 * m->kv_host_share, 100 * m->weights_host_share,
+                m->host_bytes / 1e9);
+    fprintf(out, " = %.2f GB of %.0f GB HBM\n", m->hbm_need_bytes / 1e9,
+            m->hbm_bytes / 1e9);
+    if (d->c2c_ms > 0 && d->steps > 0)
+        fprintf(out, "# NVLink-C2C per decode step: %.2f GB, host to GPU "
+                     "busy %.3f ms (%.0f%% of the step), %.3f ms of it "
+                     "exposed (the GPU waits)\n", d->c2c_bytes / 1e9,
+                d->c2c_ms, 100 * d->c2c_utilisation, d->c2c_exposed_ms);
+}
+
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
 {
     derived_t d;
@@ -256,12 +288,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             per_rank(d.v_min, d.v_max, voc, sizeof voc), r->cfg->vocab);
     if (d.attn_idle_ranks > 0)
         fprintf(out, "; %d rank(s) idle in attention", d.attn_idle_ranks);
-    fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB of "
-                 "%.0f GB HBM%s\n", r->weight_bytes / 1e9, r->kv_bytes / 1e9,
-            d.hbm_bytes / 1e9,
-            r->weight_bytes + r->kv_bytes > d.hbm_bytes
-                ? " -- DOES NOT FIT on the real GPU"
-                : "");
+    memory_text(r, &d, out);
     if (r->tokens != NULL && a->batch <= 4) {
         for (long b = 0; b < a->batch; b++) {
             fprintf(out, "# sequence %ld tokens:", b);
@@ -295,9 +322,10 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                        d.dec, d.dec_total, "ms", 1.0);
         char t[64];
         snprintf(t, sizeof t, "per layer, decode (mean of %u)", r->layers);
-        breakdown_text(out, t, d.dec_layer, d.dec_layer[0] + d.dec_layer[1] +
-                       d.dec_layer[2] + d.dec_layer[3] + d.dec_layer[4] +
-                       d.dec_layer[5], "us", 1e3);
+        double lt = 0;
+        for (int p = 0; p < NVL_PART_COUNT; p++)
+            lt += d.dec_layer[p];
+        breakdown_text(out, t, d.dec_layer, lt, "us", 1e3);
         fprintf(out, "  slowest rank %d: busy %.3f ms, idle %.3f ms per "
                      "step; fastest rank %d: busy %.3f ms, idle %.3f ms\n",
                 d.slowest, d.busy_ms[0], d.idle_ms[0], d.fastest,
@@ -332,7 +360,8 @@ static json_t *parts_json(const double *parts, double total, double scale,
     json_object_set_new(o, k, json_real(parts[NVL_PART_COLL] * scale));
     snprintf(k, sizeof k, "idle_%s", unit);
     json_object_set_new(o, k, json_real((parts[NVL_PART_LAUNCH] +
-                                         parts[NVL_PART_WAIT]) * scale));
+                                         parts[NVL_PART_WAIT] +
+                                         parts[NVL_PART_C2C]) * scale));
     return o;
 }
 
@@ -388,10 +417,31 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
     return o;
 }
 
-nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
+/* Writes root (and releases it) to path ('-': standard output). */
+static nvl_status_t write_json(json_t *root, const char *path)
 {
-    derived_t d;
-    derive(r, &d);
+    int rc = strcmp(path, "-") == 0
+                 ? nvl_json_dumpf(root, stdout, JSON_INDENT(2))
+                 : nvl_json_dump_file(root, path, JSON_INDENT(2));
+    if (strcmp(path, "-") == 0)
+        fputc('\n', stdout);
+    json_decref(root);
+    if (rc != 0) {
+        nvl_report("--json %s: cannot write: %s", path, strerror(errno));
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}
+
+/* --kv-host / --weights-host as given: "auto" or the share. */
+static json_t *host_share_json(double v)
+{
+    return v == NVL_HOST_AUTO ? json_string("auto") : json_real(v);
+}
+
+/* Every option the run was given, and its topology and NCCL settings. */
+static json_t *inputs_json(const nvl_run_result_t *r)
+{
     const nvl_run_args_t *a = r->args;
     json_t *in = json_object(), *sets = json_array();
     for (int i = 0; i < a->common.sets.n; i++)
@@ -423,11 +473,53 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(in, "nccl_algo", *algo ? json_string(algo) : json_null());
     json_object_set_new(in, "nccl_proto", *proto ? json_string(proto) : json_null());
 
+    json_object_set_new(in, "kv_host", host_share_json(a->kv_host));
+    json_object_set_new(in, "weights_host", host_share_json(a->weights_host));
+    return in;
+}
+
+static json_t *memory_json(const nvl_run_result_t *r, const derived_t *d)
+{
+    const nvl_mem_plan_t *m = r->mem;
+    json_t *o = json_object();
+    json_object_set_new(o, "weights_gb", json_real(m->weights_bytes / 1e9));
+    json_object_set_new(o, "kv_cache_gb", json_real(m->kv_bytes / 1e9));
+    json_object_set_new(o, "activations_gb", json_real(m->act_bytes / 1e9));
+    json_object_set_new(o, "reserve_gb", json_real(m->reserve_bytes / 1e9));
+    json_object_set_new(o, "staging_gb", json_real(m->staging_bytes / 1e9));
+    json_object_set_new(o, "hbm_need_gb", json_real(m->hbm_need_bytes / 1e9));
+    json_object_set_new(o, "hbm_gb", json_real(m->hbm_bytes / 1e9));
+    json_object_set_new(o, "kv_host_share", json_real(m->kv_host_share));
+    json_object_set_new(o, "weights_host_share",
+                        json_real(m->weights_host_share));
+    json_object_set_new(o, "kv_host_gb",
+                        json_real(m->kv_host_share * m->kv_bytes / 1e9));
+    json_object_set_new(o, "weights_host_gb",
+                        json_real(m->weights_host_share *
+                                  m->layer_weights_bytes / 1e9));
+    json_object_set_new(o, "host_gb", json_real(m->host_bytes / 1e9));
+    json_object_set_new(o, "fits", json_boolean(m->fits));
+    if (d != NULL) { /* the run's C2C traffic (none when it did not run) */
+        json_object_set_new(o, "c2c_bytes_per_step", json_real(d->c2c_bytes));
+        json_object_set_new(o, "c2c_ms_per_step", json_real(d->c2c_ms));
+        json_object_set_new(o, "c2c_exposed_ms_per_step",
+                            json_real(d->c2c_exposed_ms));
+        json_object_set_new(o, "c2c_utilisation",
+                            json_real(d->c2c_utilisation));
+    }
+    return o;
+}
+
+nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
+{
+    derived_t d;
+    derive(r, &d);
+    const nvl_run_args_t *a = r->args;
     json_t *root = json_object(), *steps = json_array();
     for (size_t i = 1; i < r->n_passes; i++)
         json_array_append_new(steps, json_real(MS((double)(
                                          r->pass_end_ps[i] - r->pass_end_ps[i - 1]))));
-    json_object_set_new(root, "inputs", in);
+    json_object_set_new(root, "inputs", inputs_json(r));
     json_object_set_new(root, "ttft_ms", json_real(d.ttft_ms));
     json_object_set_new(root, "tpot_ms", d.steps ? json_real(d.tpot_ms) : json_null());
     json_object_set_new(root, "tpot_ms_steps", steps);
@@ -460,11 +552,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                                   "intermediate_max", d.i_max, "vocab_min", d.v_min,
                                   "vocab_max", d.v_max, "attention_idle_ranks",
                                   d.attn_idle_ranks));
-    json_object_set_new(root, "memory_per_gpu",
-                        json_pack("{s:f, s:f, s:f, s:b}", "weights_gb",
-                                  r->weight_bytes / 1e9, "kv_cache_gb",
-                                  r->kv_bytes / 1e9, "hbm_gb", d.hbm_bytes / 1e9,
-                                  "fits", r->weight_bytes + r->kv_bytes <= d.hbm_bytes));
+    json_object_set_new(root, "memory_per_gpu", memory_json(r, &d));
     json_object_set_new(root, "emulation",
                         json_pack("{s:f, s:f, s:f}", "wall_s", r->wall_s,
                                   "wall_s_per_decode_step", d.wall_per_step_s,
@@ -481,15 +569,15 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
         }
         json_object_set_new(root, "new_tokens", toks);
     }
-    int rc = strcmp(path, "-") == 0
-                 ? nvl_json_dumpf(root, stdout, JSON_INDENT(2))
-                 : nvl_json_dump_file(root, path, JSON_INDENT(2));
-    if (strcmp(path, "-") == 0)
-        fputc('\n', stdout);
-    json_decref(root);
-    if (rc != 0) {
-        nvl_report("--json %s: cannot write: %s", path, strerror(errno));
-        return NVL_ERR_IO;
-    }
-    return NVL_OK;
+    return write_json(root, path);
+}
+
+nvl_status_t nvl_run_report_unfit_json(const nvl_run_result_t *r,
+                                       const char *path)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "inputs", inputs_json(r));
+    json_object_set_new(root, "memory_per_gpu", memory_json(r, NULL));
+    json_object_set_new(root, "error", json_string("does not fit"));
+    return write_json(root, path);
 }

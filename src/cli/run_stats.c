@@ -34,7 +34,8 @@ static double idle_ms(const nvl_engine_t *e, int i)
 {
     (void)i;
     return (decode_part_ps(e, NVL_PART_WAIT) / 1e9 +
-            decode_part_ps(e, NVL_PART_LAUNCH) / 1e9) / steps(e);
+            decode_part_ps(e, NVL_PART_LAUNCH) / 1e9 +
+            decode_part_ps(e, NVL_PART_C2C) / 1e9) / steps(e);
 }
 
 static double busy_ms(const nvl_engine_t *e, int i)
@@ -145,6 +146,18 @@ const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
                                 "ms per decode step",
                                 "experts.imbalance_wait_ms_per_step",
                                 NVL_PER_MS_STEP},
+    [NVL_RS_C2C_H2D_BYTES] = {"c2c_h2d_bytes", PASS(c2c_h2d_bytes), NVL_F64,
+                              1, NULL, NVL_RED_MEAN, "bytes per decode step",
+                              "memory_per_gpu.c2c_bytes_per_step",
+                              NVL_PER_STEP},
+    [NVL_RS_C2C_D2H_BYTES] = {"c2c_d2h_bytes", PASS(c2c_d2h_bytes), NVL_F64,
+                              1, NULL, NVL_RED_MEAN, "bytes per decode step",
+                              "memory_per_gpu.c2c_bytes_per_step",
+                              NVL_PER_STEP},
+    [NVL_RS_C2C_H2D_MS] = {"c2c_h2d_ms", PASS(c2c_h2d_busy_ps), NVL_I64, 1,
+                           NULL, NVL_RED_MEAN, "ms per decode step",
+                           "memory_per_gpu.c2c_ms_per_step, "
+                           "c2c_utilisation", NVL_PER_MS_STEP},
 };
 
 #define LAYER(f, k, s) {k, offsetof(nvl_moe_layer_stats_t, f), s}
@@ -217,6 +230,7 @@ static double read_row(const nvl_engine_t *e, const nvl_run_stat_t *st,
     case NVL_PER_NONE: return v;
     case NVL_PER_MS: return v / 1e9;
     case NVL_PER_MS_STEP: return v / 1e9 / steps(e);
+    case NVL_PER_STEP: return v / steps(e);
     case NVL_PER_MS_STEP_LAYER: return v / 1e9 / steps(e) / layers;
     case NVL_PER_MS_MOE_LAYER: return moe > 0 ? v / 1e9 / moe : 0;
     case NVL_PER_MOE_LAYER: return moe > 0 ? v / moe : 0;

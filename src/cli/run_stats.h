@@ -55,6 +55,9 @@ typedef enum {
     NVL_RS_DISPATCH_BYTES,
     NVL_RS_COMBINE_BYTES,
     NVL_RS_COMBINE_WAIT_MS,   /* idle before the combine, per decode step */
+    NVL_RS_C2C_H2D_BYTES,     /* NVLink-C2C, host to GPU, per decode step */
+    NVL_RS_C2C_D2H_BYTES,     /* GPU to host, per decode step */
+    NVL_RS_C2C_H2D_MS,        /* the host-to-GPU queue busy, per step */
     NVL_RS_COUNT
 } nvl_run_stat_id_t;
 
@@ -77,6 +80,7 @@ typedef enum {
     NVL_PER_NONE,          /* as read */
     NVL_PER_MS,            /* ps -> ms */
     NVL_PER_MS_STEP,       /* ps -> ms per decode step */
+    NVL_PER_STEP,          /* per decode step */
     NVL_PER_MS_STEP_LAYER, /* ps -> ms per decode step and layer */
     NVL_PER_MS_MOE_LAYER,  /* ps -> ms per MoE layer of the decode steps */
     NVL_PER_MOE_LAYER,     /* per MoE layer of the decode steps */

@@ -17,7 +17,7 @@
  * not survive the trip). */
 typedef struct {
     char name[24], algo[16], proto[8];
-    int32_t part, layer, pass, pad;
+    int32_t part, layer, pass, track;
     int64_t start_ps, dur_ps;
     double flops, bytes;
 } wire_event_t;
@@ -27,7 +27,14 @@ static void copy_name(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src != NULL ? src : "");
 }
 
-static void write_event(FILE *out, int rank, const wire_event_t *w,
+/* Track (thread id) of rank's events: its GPU's stream, or its C2C copy
+ * engine after every rank's stream. */
+static int track_id(int rank, int size, int32_t track)
+{
+    return track ? size + rank : rank;
+}
+
+static void write_event(FILE *out, int rank, int size, const wire_event_t *w,
                         bool *first)
 {
     json_t *args = json_pack("{s:i, s:i, s:f, s:f}", "layer", w->layer,
@@ -40,7 +47,8 @@ static void write_event(FILE *out, int rank, const wire_event_t *w,
     json_t *ev = json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name",
                            w->name, "cat", nvl_part_name((nvl_part_t)w->part),
                            "ph", "X", "ts", (double)w->start_ps / 1e6, "dur",
-                           (double)w->dur_ps / 1e6, "pid", 0, "tid", rank,
+                           (double)w->dur_ps / 1e6, "pid", 0, "tid",
+                           track_id(rank, size, w->track),
                            "args", args);
     fputs(*first ? "\n" : ",\n", out);
     nvl_json_dumpf(ev, out, JSON_COMPACT);
@@ -48,12 +56,13 @@ static void write_event(FILE *out, int rank, const wire_event_t *w,
     *first = false;
 }
 
-static void write_track_name(FILE *out, int rank, uint32_t gpu, bool *first)
+static void write_track_name(FILE *out, int tid, int rank, uint32_t gpu,
+                             const char *what, bool *first)
 {
     char name[64];
-    snprintf(name, sizeof name, "rank %d (GPU %u)", rank, gpu);
+    snprintf(name, sizeof name, "rank %d (GPU %u)%s", rank, gpu, what);
     json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
-                           "thread_name", "ph", "M", "pid", 0, "tid", rank,
+                           "thread_name", "ph", "M", "pid", 0, "tid", tid,
                            "args", "name", name);
     fputs(*first ? "\n" : ",\n", out);
     nvl_json_dumpf(ev, out, JSON_COMPACT);
@@ -82,6 +91,7 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
         copy_name(w->proto, sizeof w->proto, ev[i].proto);
         w->part = (int32_t)ev[i].part;
         w->layer = ev[i].layer;
+        w->track = ev[i].track;
         w->pass = ev[i].pass;
         w->start_ps = ev[i].start_ps;
         w->dur_ps = ev[i].dur_ps;
@@ -117,9 +127,16 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
             MPI_Recv(w, (int)((size_t)cnt * sizeof *w), MPI_BYTE, r, 1, comm,
                      MPI_STATUS_IGNORE);
         }
-        write_track_name(out, r, (uint32_t)r, &first);
-        for (long long i = 0; i < cnt; i++)
-            write_event(out, r, &w[i], &first);
+        write_track_name(out, r, r, (uint32_t)r, "", &first);
+        bool c2c = false;
+        for (long long i = 0; i < cnt; i++) {
+            if (w[i].track && !c2c) {
+                write_track_name(out, track_id(r, size, 1), r, (uint32_t)r,
+                                 " NVLink-C2C", &first);
+                c2c = true;
+            }
+            write_event(out, r, size, &w[i], &first);
+        }
         if (w != mine)
             free(w);
     }

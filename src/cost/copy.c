@@ -3,6 +3,7 @@
  * [gpu] copy_overhead, is cited in each topology file). */
 #include "nvlemu/cost.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,8 +36,13 @@ static nvl_kernel_cost_t c2c_copy(const nvl_cost_cfg_t *cfg, uint32_t peer,
                                   double size_bytes)
 {
     (void)peer;
-    const nvl_c2c_spec_t *c = &cfg->topo->c2c;
-    return link_copy(cfg, c->lat_ps, c->bw_bytes_per_s, size_bytes);
+    const nvl_topo_t *t = cfg->topo;
+    double bw = t->c2c.bw_bytes_per_s;
+    /* the superchip's host memory, shared by the GPUs reading it */
+    double grace = t->host_memory.bw_bytes_per_s * t->node.gpus_per_superchip;
+    if (grace > 0)
+        bw = fmin(bw, grace / (cfg->host_sharers > 1 ? cfg->host_sharers : 1));
+    return link_copy(cfg, t->c2c.lat_ps, bw, size_bytes);
 }
 
 static nvl_kernel_cost_t host_copy(const nvl_cost_cfg_t *cfg, uint32_t peer,

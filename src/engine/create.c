@@ -23,26 +23,36 @@ void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
     o->place.ep = 1;
 }
 
-/* Bytes of this rank's weight shard with the big matrices at wb bytes an
- * element and the small tensors (norms, biases, router, embedding) at sb. */
-static double shard_bytes(const nvl_engine_t *e, double wb, double sb)
+/* Bytes of layer li of this rank's weight shard with the big matrices at
+ * wb bytes an element and the small tensors (norms, biases, router) at
+ * sb. */
+double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
+                              double sb)
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
     double hid = c->hidden, hd = c->head_dim;
     double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
-    double in = s->intermediate.count, vn = s->vocab.count;
+    double in = s->intermediate.count;
     double sn = s->moe_intermediate.count, ne = s->experts.count;
     double attn = ((qn + 2 * kn) * hid + hid * qn) * wb +
                   (c->qkv_bias ? (qn + 2 * kn) * sb : 0) + 2 * hid * sb +
                   (c->qk_norm ? 2 * hd * sb : 0);
+    return attn + (nvl_model_layer_is_moe(c, li)
+                       /* experts held, and the whole router */
+                       ? ne * 3 * sn * hid * wb + c->num_experts * hid * sb
+                       : 3 * in * hid * wb);
+}
+
+/* Bytes of this rank's weight shard: the layers run, the embedding, the
+ * lm_head (unless tied) and the final norm. */
+static double shard_bytes(const nvl_engine_t *e, double wb, double sb)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    double hid = c->hidden, vn = e->shard.vocab.count;
     double total = 0;
     for (uint32_t i = 0; i < e->layers; i++)
-        total += attn + (nvl_model_layer_is_moe(c, i)
-                             /* experts held, and the whole router */
-                             ? ne * 3 * sn * hid * wb +
-                                   c->num_experts * hid * sb
-                             : 3 * in * hid * wb);
+        total += nvl_engine_layer_bytes(e, i, wb, sb);
     return total + vn * hid * sb * (c->tied_embeddings ? 1 : 2) + hid * sb;
 }
 

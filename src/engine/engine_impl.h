@@ -21,6 +21,7 @@
  *   kv.c         KV caches and a pass's activations (data mode)
  *   record.c     per-pass statistics and events
  *   create.c     options, creation, teardown, memory sizes
+ *   memory.c     where the bytes live (HBM, host memory), whether they fit
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
  * Only issue.c advances the clock (through the stream of src/cost/ and the
@@ -79,6 +80,10 @@ struct nvl_engine {
     nvl_pass_stats_t *passes;
     size_t n_passes, cap_passes;
     nvl_moe_layer_stats_t *moe_decode; /* [layers] */
+    nvl_mem_plan_t mem;   /* memory.c: the last generation's plan */
+    /* issue.c: the C2C copy engine, one queue per direction: when each is
+     * free, and when the layer prefetched last has landed */
+    int64_t c2c_h2d_free_ps, c2c_d2h_free_ps, c2c_ready_ps;
 };
 
 /* One sequence's cache on this rank: per layer, the keys and values of
@@ -105,6 +110,18 @@ static inline nvl_vclock_t *nvl_engine_clock(nvl_engine_t *e)
     return nvl_comm_clock(e->tp);
 }
 
+/* create.c: bytes of layer li of this rank's shard, the big matrices at
+ * wb bytes an element, the small tensors at sb. */
+double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
+                              double sb);
+
+/* memory.c: collective over tp: plans e->mem for `seqs` sequences of up
+ * to `positions` positions whose largest pass runs `rows` rows; reports
+ * (once, when every rank calls it under capture) and fails when it does
+ * not fit, or when a host tier is asked of a topology without one. */
+nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
+                                    uint64_t positions, uint64_t rows);
+
 /* load.c: fills the weights of a data-mode engine (e->shard set). */
 nvl_status_t nvl_engine_load_weights(nvl_engine_t *e);
 void nvl_engine_free_weights(nvl_engine_t *e);
@@ -128,6 +145,23 @@ void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
  * at one rank, as serving engines skip it); buf is NULL in timing mode. */
 nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
                                   size_t n);
+
+/* issue.c, memory tiers over NVLink-C2C (nothing without a host tier;
+ * docs/cost-model.md, "Memory tiers"):
+ * c2c_prefetch: starts copying `bytes` of host memory into HBM on the
+ * copy engine (when its host-to-device queue is free, not before now),
+ * overlapping the GPU's work; the data is ready when it lands.
+ * c2c_wait: the GPU waits, idle, until the last prefetch has landed.
+ * c2c_writeback: queues `bytes` from HBM to host memory (device to host),
+ * overlapping; c2c_drain: the GPU waits until that queue is empty.
+ * c2c_sync_copy: a copy on the GPU's path (the step's token ids in, the
+ * sampled tokens out): issued like a kernel, accounted to the c2c part. */
+void nvl_engine_c2c_prefetch(nvl_engine_t *e, int32_t layer, double bytes);
+void nvl_engine_c2c_wait(nvl_engine_t *e, int32_t layer);
+void nvl_engine_c2c_writeback(nvl_engine_t *e, int32_t layer, double bytes);
+void nvl_engine_c2c_drain(nvl_engine_t *e);
+void nvl_engine_c2c_sync_copy(nvl_engine_t *e, const char *name,
+                              nvl_copy_path_t path, double bytes);
 
 /* plan.c: the steps whose kernels depend on the software stack. */
 typedef enum {
@@ -231,6 +265,11 @@ void nvl_engine_pass_end(nvl_engine_t *e, uint64_t context);
 void nvl_engine_account(nvl_engine_t *e, const char *name, nvl_part_t part,
                         int32_t layer, int64_t start_ps, int64_t dur_ps,
                         double flops, double bytes);
+/* An event on the C2C copy engine's track (overlapping the GPU's work:
+ * not in the parts' times), with its bytes counted to the pass. */
+void nvl_engine_account_c2c(nvl_engine_t *e, const char *name,
+                            nvl_copy_path_t path, int32_t layer,
+                            int64_t start_ps, int64_t dur_ps, double bytes);
 /* The last event accounted, or NULL (to add collective details). */
 nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e);
 

@@ -100,6 +100,18 @@ nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
                    max_new);
     else
         st = check_prompts(e, ids, lens, batch, max_new);
+    if (st == NVL_OK) { /* the same on every rank, so all plan or none */
+        uint64_t longest = 0, rows = 0;
+        for (int b = 0; b < batch; b++) {
+            rows += (uint64_t)lens[b];
+            if ((uint64_t)lens[b] > longest)
+                longest = (uint64_t)lens[b];
+        }
+        st = nvl_engine_plan_memory(e, (uint64_t)batch,
+                                    longest + (uint64_t)max_new - 1,
+                                    rows > (uint64_t)batch ? rows
+                                                           : (uint64_t)batch);
+    }
     st = nvl_runtime_capture_end_on(nvl_comm_mpi(e->tp), st);
     if (st != NVL_OK)
         return st;

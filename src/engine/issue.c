@@ -114,3 +114,76 @@ nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
         nvl_engine_coll_done(e, "allreduce", layer, entry, &info);
     return st;
 }
+
+/* One transfer on a C2C queue that is free at *free_ps: it starts at the
+ * later of now and that, lasts nvl_cost_copy's time; returns its end. */
+static int64_t c2c_queue(nvl_engine_t *e, const char *name,
+                         nvl_copy_path_t path, int32_t layer, double bytes,
+                         int64_t *free_ps)
+{
+    nvl_kernel_cost_t c = nvl_cost_copy(&e->opts.cost, path, 0, bytes);
+    int64_t now = nvl_engine_clock(e)->now_ps;
+    int64_t start = *free_ps > now ? *free_ps : now;
+    if (c.time_ps <= 0 || e->time_overflow)
+        return start;
+    if (c.time_ps >= NVL_PS_MAX_DURATION ||
+        start > NVL_PS_MAX_CLOCK - c.time_ps) {
+        clock_in_range(e, name, layer, NVL_PS_MAX_DURATION);
+        return start;
+    }
+    *free_ps = start + c.time_ps;
+    nvl_engine_account_c2c(e, name, path, layer, start, c.time_ps, bytes);
+    return *free_ps;
+}
+
+/* The GPU idles until t_ps (a C2C transfer it needs), accounted as c2c. */
+static void c2c_idle_until(nvl_engine_t *e, const char *name, int32_t layer,
+                           int64_t t_ps)
+{
+    nvl_vclock_t *clk = nvl_engine_clock(e);
+    int64_t before = clk->now_ps;
+    if (e->time_overflow || t_ps <= before)
+        return;
+    nvl_vclock_wait_until(clk, t_ps);
+    nvl_stream_sync(&e->stream, clk); /* the host cannot run ahead of it */
+    nvl_engine_account(e, name, NVL_PART_C2C, layer, before, t_ps - before,
+                       0, 0);
+}
+
+void nvl_engine_c2c_prefetch(nvl_engine_t *e, int32_t layer, double bytes)
+{
+    if (bytes > 0)
+        e->c2c_ready_ps = c2c_queue(e, "c2c_prefetch", NVL_COPY_C2C_H2D,
+                                    layer, bytes, &e->c2c_h2d_free_ps);
+}
+
+void nvl_engine_c2c_wait(nvl_engine_t *e, int32_t layer)
+{
+    c2c_idle_until(e, "c2c_wait", layer, e->c2c_ready_ps);
+}
+
+void nvl_engine_c2c_writeback(nvl_engine_t *e, int32_t layer, double bytes)
+{
+    if (bytes > 0)
+        c2c_queue(e, "c2c_writeback", NVL_COPY_C2C_D2H, layer, bytes,
+                  &e->c2c_d2h_free_ps);
+}
+
+void nvl_engine_c2c_drain(nvl_engine_t *e)
+{
+    c2c_idle_until(e, "c2c_drain", -1, e->c2c_d2h_free_ps);
+}
+
+void nvl_engine_c2c_sync_copy(nvl_engine_t *e, const char *name,
+                              nvl_copy_path_t path, double bytes)
+{
+    char why[128];
+    if (!nvl_copy_path_usable(&e->opts.cost, path, 0, why, sizeof why))
+        return; /* no NVLink-C2C: the host link is not modeled */
+    nvl_kernel_cost_t c = nvl_cost_copy(&e->opts.cost, path, 0, bytes);
+    nvl_engine_kernel(e, name, NVL_PART_C2C, -1, c);
+    if (path == NVL_COPY_C2C_H2D)
+        e->cur.c2c_h2d_bytes += c.bytes;
+    else
+        e->cur.c2c_d2h_bytes += c.bytes;
+}

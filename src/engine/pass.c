@@ -69,6 +69,18 @@ static nvl_status_t gather_logits(nvl_engine_t *e, const float *local, int n,
     return st;
 }
 
+/* Bytes of layer li that live in host memory and cross NVLink-C2C into
+ * HBM before the layer runs: its share of the layer's weights and of the
+ * past positions' KV (`past` positions over this rank's sequences). */
+static double host_bytes(const nvl_engine_t *e, uint32_t li, double past,
+                         double kv_pos_bytes)
+{
+    const nvl_mem_plan_t *m = &e->mem;
+    double wb = nvl_wdtype_bytes(e->opts.cost.weight_dtype);
+    return m->weights_host_share * nvl_engine_layer_bytes(e, li, wb, 2) +
+           m->kv_host_share * past * kv_pos_bytes;
+}
+
 /* Runs T[s] new tokens of each of n sequences (tokens one sequence after
  * another) at positions caches[s].len .., appending to the caches, and
  * writes each sequence's last-position logits (n x vocab, every rank; data
@@ -101,6 +113,17 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     }
     nvl_engine_pass_begin(e, M);
     nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
+    /* the step's token ids (at prefill the prompts) from the host */
+    nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D, (double)M * 4);
+    /* memory tiers: one layer's host bytes prefetched while the one
+     * before runs (layer 0's while the embedding runs) */
+    double past_sum = 0;
+    for (int i = 0; i < n; i++)
+        past_sum += (double)past[i];
+    double kv_pos = 2.0 * s->kv_heads.count * c->head_dim *
+                    nvl_wdtype_bytes(e->opts.cost.kv_dtype);
+    if (e->layers > 0)
+        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, past_sum, kv_pos));
 
     /* vocab-parallel embedding: the rows this rank holds, zeros elsewhere */
     if (e->data)
@@ -116,7 +139,14 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     nvl_status_t st = nvl_engine_allreduce(e, -1, b.x, M * hid);
 
     for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {
+        nvl_engine_c2c_wait(e, (int32_t)li);
+        if (li + 1 < e->layers)
+            nvl_engine_c2c_prefetch(e, (int32_t)li + 1,
+                                    host_bytes(e, li + 1, past_sum, kv_pos));
         st = nvl_engine_attention(e, li, n, caches, T, past, M, &b);
+        /* the new positions' host share written back */
+        nvl_engine_c2c_writeback(e, (int32_t)li, e->mem.kv_host_share *
+                                                     (double)M * kv_pos);
         if (st == NVL_OK && nvl_engine_moe_is_ep(e, li) &&
             !e->shard.attn_dp) {
             st = nvl_engine_attention_out_ep(e, li, M, &b);
@@ -146,6 +176,8 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     if (st == NVL_OK)
         st = gather_logits(e, b.last, n, logits);
     nvl_engine_elementwise(e, "sample", -1, (double)n * c->vocab);
+    nvl_engine_c2c_drain(e);
+    nvl_engine_c2c_sync_copy(e, "tokens_out", NVL_COPY_C2C_D2H, (double)n * 4);
     nvl_stream_sync(&e->stream, nvl_engine_clock(e));
     for (int i = 0; i < n; i++)
         caches[i].len += T[i];

@@ -10,6 +10,7 @@ static const char *const part_names[NVL_PART_COUNT] = {
     [NVL_PART_GEMM] = "gemm",     [NVL_PART_ATTN] = "attention",
     [NVL_PART_COLL] = "collective", [NVL_PART_OTHER] = "other",
     [NVL_PART_LAUNCH] = "launch", [NVL_PART_WAIT] = "wait",
+    [NVL_PART_C2C] = "c2c",
 };
 
 const char *nvl_part_name(nvl_part_t part)
@@ -52,6 +53,16 @@ void nvl_engine_pass_end(nvl_engine_t *e, uint64_t context)
     e->pass++;
 }
 
+/* Keeps ev for the trace while recording is on. */
+static void keep_event(nvl_engine_t *e, nvl_op_event_t ev)
+{
+    if (e->keep_passes >= 0 && e->pass >= e->keep_passes)
+        return;
+    e->events = grow(e->events, &e->cap_events, e->n_events,
+                     sizeof *e->events);
+    e->events[e->n_events++] = ev;
+}
+
 void nvl_engine_account(nvl_engine_t *e, const char *name, nvl_part_t part,
                         int32_t layer, int64_t start_ps, int64_t dur_ps,
                         double flops, double bytes)
@@ -64,16 +75,28 @@ void nvl_engine_account(nvl_engine_t *e, const char *name, nvl_part_t part,
     e->cur.flops += flops;
     if (part == NVL_PART_COLL)
         e->cur.coll_bytes += bytes;
-    else
+    else if (part != NVL_PART_C2C) /* C2C bytes: nvl_engine_c2c_* */
         e->cur.hbm_bytes += bytes;
-    if (e->keep_passes >= 0 && e->pass >= e->keep_passes)
-        return;
-    e->events = grow(e->events, &e->cap_events, e->n_events,
-                     sizeof *e->events);
-    e->events[e->n_events++] = (nvl_op_event_t){
+    keep_event(e, (nvl_op_event_t){
         .name = name, .part = part, .layer = layer, .pass = e->pass,
         .start_ps = start_ps, .dur_ps = dur_ps, .flops = flops,
-        .bytes = bytes};
+        .bytes = bytes});
+}
+
+void nvl_engine_account_c2c(nvl_engine_t *e, const char *name,
+                            nvl_copy_path_t path, int32_t layer,
+                            int64_t start_ps, int64_t dur_ps, double bytes)
+{
+    if (path == NVL_COPY_C2C_H2D) {
+        e->cur.c2c_h2d_bytes += bytes;
+        e->cur.c2c_h2d_busy_ps += dur_ps;
+    } else {
+        e->cur.c2c_d2h_bytes += bytes;
+    }
+    keep_event(e, (nvl_op_event_t){
+        .name = name, .part = NVL_PART_C2C, .track = 1, .layer = layer,
+        .pass = e->pass, .start_ps = start_ps, .dur_ps = dur_ps,
+        .bytes = bytes});
 }
 
 nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e)

@@ -20,6 +20,14 @@ CHECK is one of
                under expert parallelism only, per layer too (their mean
                the per-layer figures); the skewed routing loads the
                busiest rank more and makes the others wait longer
+  tiers        data mode as given and with --kv-host 0.5 --weights-host
+               0.25: the same tokens (a memory tier moves time, never
+               numbers), more C2C bytes and a TPOT no shorter
+  tier-time BYTES MS
+               timing mode as given (with its --kv-host/--weights-host):
+               memory_per_gpu.c2c_bytes_per_step and c2c_ms_per_step are
+               the hand-computed BYTES (to 1e-9) and MS (to 1e-7 ms: each
+               transfer's time is rounded to a whole picosecond)
 """
 import json
 import os
@@ -180,6 +188,38 @@ def main():
                   u["ep"], uniform["tokens_per_s_per_gpu"],
                   tp["tokens_per_s_per_gpu"], u["imbalance"], s["imbalance"],
                   u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
+    elif check == "tiers":
+        plain = run(cmd, ["--mode", "data"])
+        tier = run(cmd, ["--mode", "data", "--kv-host", "0.5",
+                         "--weights-host", "0.25"])
+        for doc in (plain, tier):
+            check_keys(doc)
+        if "new_tokens" not in plain or plain["new_tokens"] != tier["new_tokens"]:
+            sys.exit("check_run.py: tokens differ with host tiers: %s vs %s" % (
+                plain.get("new_tokens"), tier.get("new_tokens")))
+        mp, mt = plain["memory_per_gpu"], tier["memory_per_gpu"]
+        if not (mt["kv_host_share"] == 0.5 and mt["weights_host_share"] == 0.25
+                and mt["c2c_bytes_per_step"] > mp["c2c_bytes_per_step"]
+                and mt["c2c_ms_per_step"] > 0 and mp["c2c_ms_per_step"] == 0):
+            sys.exit("check_run.py: C2C traffic %s without, %s with tiers" % (mp, mt))
+        if not tier["tpot_ms"] >= plain["tpot_ms"]:
+            sys.exit("check_run.py: TPOT %s with tiers < %s without" % (
+                tier["tpot_ms"], plain["tpot_ms"]))
+        print("check_run.py: the same tokens %s; C2C %.0f bytes per step, "
+              "TPOT %.4f ms vs %.4f ms" % (tier["new_tokens"],
+                                          mt["c2c_bytes_per_step"],
+                                          tier["tpot_ms"], plain["tpot_ms"]))
+    elif check == "tier-time":
+        want_bytes, want_ms = float(sys.argv[2]), float(sys.argv[3])
+        doc = run(cmd, ["--mode", "timing"])
+        check_keys(doc)
+        m = doc["memory_per_gpu"]
+        for k, want, tol in (("c2c_bytes_per_step", want_bytes, 1e-9 * want_bytes),
+                             ("c2c_ms_per_step", want_ms, 1e-7)):
+            if abs(m[k] - want) > tol:
+                sys.exit("check_run.py: %s %r, hand-computed %r" % (k, m[k], want))
+        print("check_run.py: C2C %r bytes and %r ms per step, as computed by "
+              "hand" % (m["c2c_bytes_per_step"], m["c2c_ms_per_step"]))
     else:
         sys.exit("check_run.py: unknown check " + check)
 

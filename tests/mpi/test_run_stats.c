@@ -51,6 +51,9 @@ static const nvl_run_red_t want_red[NVL_RS_COUNT] = {
     [NVL_RS_DISPATCH_BYTES] = NVL_RED_MEAN,
     [NVL_RS_COMBINE_BYTES] = NVL_RED_MEAN,
     [NVL_RS_COMBINE_WAIT_MS] = NVL_RED_MEAN,
+    [NVL_RS_C2C_H2D_BYTES] = NVL_RED_MEAN,
+    [NVL_RS_C2C_D2H_BYTES] = NVL_RED_MEAN,
+    [NVL_RS_C2C_H2D_MS] = NVL_RED_MEAN,
 };
 
 /* This rank's value i of a row in the report's unit, read from the engine
@@ -68,7 +71,8 @@ static double own(const nvl_engine_t *e, nvl_run_stat_id_t id, int i)
     for (size_t k = 1; k < n; k++) {
         const nvl_pass_stats_t *q = &p[k];
         double idle = (double)q->part_ps[NVL_PART_WAIT] +
-                      (double)q->part_ps[NVL_PART_LAUNCH], all = 0;
+                      (double)q->part_ps[NVL_PART_LAUNCH] +
+                      (double)q->part_ps[NVL_PART_C2C], all = 0;
         for (int j = 0; j < NVL_PART_COUNT; j++)
             all += (double)q->part_ps[j];
         switch (id) {
@@ -86,6 +90,9 @@ static double own(const nvl_engine_t *e, nvl_run_stat_id_t id, int i)
         case NVL_RS_DISPATCH_BYTES: d += q->dispatch_bytes; break;
         case NVL_RS_COMBINE_BYTES: d += q->combine_bytes; break;
         case NVL_RS_COMBINE_WAIT_MS: d += (double)q->combine_wait_ps; break;
+        case NVL_RS_C2C_H2D_BYTES: d += q->c2c_h2d_bytes; break;
+        case NVL_RS_C2C_D2H_BYTES: d += q->c2c_d2h_bytes; break;
+        case NVL_RS_C2C_H2D_MS: d += (double)q->c2c_h2d_busy_ps; break;
         default: break;
         }
     }
@@ -94,7 +101,10 @@ static double own(const nvl_engine_t *e, nvl_run_stat_id_t id, int i)
     case NVL_RS_DECODE_MS:
     case NVL_RS_DECODE_IDLE_MS:
     case NVL_RS_DECODE_BUSY_MS:
-    case NVL_RS_COMBINE_WAIT_MS: return d / ms / steps;
+    case NVL_RS_COMBINE_WAIT_MS:
+    case NVL_RS_C2C_H2D_MS: return d / ms / steps;
+    case NVL_RS_C2C_H2D_BYTES:
+    case NVL_RS_C2C_D2H_BYTES: return d / steps;
     case NVL_RS_DECODE_LAYER_MS: return d / ms / steps / layers;
     case NVL_RS_DISPATCH_MS:
     case NVL_RS_COMBINE_MS: return d / ms / moe;

@@ -1,0 +1,192 @@
+/* Where a run's bytes live: HBM, and with memory tiers the host CPU's
+ * memory behind NVLink-C2C (docs/cost-model.md, "Memory tiers").
+ *
+ *   HBM need  = weights - w x layer weights + KV x (1 - k)
+ *               + activations + reserve + staging
+ *   staging   = 2 x (w x the largest layer's weights + k x KV / layers)
+ *               (double-buffered: one layer lands while the next is used)
+ *   host need = w x layer weights + k x KV
+ *
+ * with k, w the KV and weight shares in host memory (--kv-host,
+ * --weights-host).  A run fits when HBM need <= [gpu] hbm and host need <=
+ * [host_memory] size (the GPU's share of its superchip's memory).
+ * Activations: one layer's working set (bf16) of the largest pass, at most
+ * NVL_ACT_CHUNK_TOKENS rows, plus the float32 logits of its sequences.
+ * Reserve: NVL_HBM_RESERVE of HBM. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+/* vLLM's default max_num_batched_tokens under chunked prefill: a serving
+ * engine holds a long prefill's activations a chunk at a time. */
+#define NVL_ACT_CHUNK_TOKENS 8192.0
+/* HBM left to the CUDA context, cuBLAS and NCCL workspaces, CUDA graphs
+ * and fragmentation: vLLM's gpu_memory_utilization 0.95, the value its
+ * tuning guide raises the 0.9 default to for more KV room (a published
+ * Qwen2.5-72B TP 2 run on 80 GB H100s, 72.7 GB of weights each, fits
+ * under 0.95 and not under 0.9: docs/cost-model.md). */
+#define NVL_HBM_RESERVE 0.05
+
+const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e)
+{
+    return &e->mem;
+}
+
+/* This rank's activations for a pass of `rows` rows over `seqs`
+ * sequences (see the top). */
+static double act_bytes(const nvl_engine_t *e, double rows, double seqs)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    const nvl_shard_t *s = &e->shard;
+    double hd = c->head_dim;
+    double mlp = fmax((double)s->intermediate.count,
+                      c->num_experts ? (double)c->top_k *
+                                           s->moe_intermediate.count
+                                     : 0);
+    double per_row = 2.0 * (2.0 * c->hidden + 2.0 * s->q_heads.count * hd +
+                            2.0 * s->kv_heads.count * hd + 2.0 * mlp);
+    return fmin(rows, NVL_ACT_CHUNK_TOKENS) * per_row +
+           seqs * s->vocab.count * 4.0;
+}
+
+static void plan_needs(nvl_mem_plan_t *p, double layer_max, uint32_t layers)
+{
+    double k = p->kv_host_share, w = p->weights_host_share;
+    p->staging_bytes = 2.0 * (w * layer_max + k * p->kv_bytes / layers);
+    p->hbm_need_bytes = p->weights_bytes - w * p->layer_weights_bytes +
+                        p->kv_bytes * (1 - k) + p->act_bytes +
+                        p->reserve_bytes + p->staging_bytes;
+    p->host_need_bytes = w * p->layer_weights_bytes + k * p->kv_bytes;
+}
+
+/* The share of `moved` bytes (each costing 1 - 2 / per staged on the
+ * way) that must leave HBM for the need to fit: 0 .. 1, or above 1 when
+ * even all of it is not enough. */
+static double share_needed(double over, double moved, double staged_frac)
+{
+    if (over <= 0)
+        return 0;
+    double gain = moved * (1 - staged_frac);
+    return gain > 0 ? over / gain * (1 + 1e-12) : 2;
+}
+
+static void plan_auto(nvl_mem_plan_t *p, const nvl_engine_opts_t *o,
+                      double layer_max, uint32_t layers)
+{
+    bool kv_auto = o->kv_host == NVL_HOST_AUTO;
+    bool w_auto = o->weights_host == NVL_HOST_AUTO;
+    p->kv_host_share = kv_auto ? 0 : o->kv_host;
+    p->weights_host_share = w_auto ? 0 : o->weights_host;
+    plan_needs(p, layer_max, layers);
+    if (kv_auto) { /* the KV cache first */
+        double k = share_needed(p->hbm_need_bytes - p->hbm_bytes,
+                                p->kv_bytes, 2.0 / layers);
+        p->kv_host_share = fmin(1, k);
+        plan_needs(p, layer_max, layers);
+    }
+    if (w_auto && p->layer_weights_bytes > 0) {
+        double w = share_needed(p->hbm_need_bytes - p->hbm_bytes,
+                                p->layer_weights_bytes,
+                                2.0 * layer_max / p->layer_weights_bytes);
+        p->weights_host_share = fmin(1, w);
+        plan_needs(p, layer_max, layers);
+    }
+}
+
+static void report_unfit(const nvl_engine_t *e, const nvl_mem_plan_t *p)
+{
+    const nvl_engine_opts_t *o = &e->opts;
+    char host[256] = "";
+    if (p->kv_host_share > 0 || p->weights_host_share > 0)
+        snprintf(host, sizeof host, " + C2C staging %.2f GB, less what is "
+                 "in host memory), and %.2f GB of host memory (KV %.0f%%, "
+                 "layer weights %.0f%%", p->staging_bytes / 1e9,
+                 p->host_need_bytes / 1e9, 100 * p->kv_host_share,
+                 100 * p->weights_host_share);
+    char tiers[192] = "";
+    if (!p->tiers)
+        snprintf(tiers, sizeof tiers, " (this topology has no host tier)");
+    else if (o->kv_host == 0 && o->weights_host == 0)
+        snprintf(tiers, sizeof tiers, ", --kv-host auto or --weights-host "
+                 "auto (%.0f GB of host memory per GPU over NVLink-C2C)",
+                 p->host_bytes / 1e9);
+    else if (p->host_need_bytes <= p->host_bytes)
+        snprintf(tiers, sizeof tiers, ", a larger --kv-host or "
+                 "--weights-host share");
+    nvl_report("does not fit: %s at TP %d needs %.2f GB of HBM per GPU "
+               "(weights %.2f GB + KV cache %.2f GB + activations %.2f GB + "
+               "reserve %.2f GB%s); the GPU has %.0f GB of HBM and %.0f GB "
+               "of host memory; ways out: more GPUs (TP), "
+               "--dtype fp8|fp4, --kv-dtype fp8%s, a smaller --batch or "
+               "context", e->cfg.name, nvl_comm_size(e->tp),
+               p->hbm_need_bytes / 1e9, p->weights_bytes / 1e9,
+               p->kv_bytes / 1e9, p->act_bytes / 1e9, p->reserve_bytes / 1e9,
+               host, p->hbm_bytes / 1e9, p->host_bytes / 1e9, tiers);
+}
+
+nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
+                                    uint64_t positions, uint64_t rows)
+{
+    const nvl_engine_opts_t *o = &e->opts;
+    const nvl_topo_t *t = o->cost.topo;
+    nvl_mem_plan_t *p = &e->mem;
+    memset(p, 0, sizeof *p);
+    uint32_t layers = e->layers ? e->layers : 1;
+    double wb = nvl_wdtype_bytes(o->cost.weight_dtype), layer_max = 0;
+    double mine[5] = {nvl_engine_weight_bytes(e), 0, 0,
+                      nvl_engine_kv_bytes(e, seqs, positions), 0};
+    for (uint32_t i = 0; i < e->layers; i++) {
+        double b = nvl_engine_layer_bytes(e, i, wb, 2);
+        mine[1] += b;
+        mine[2] = fmax(mine[2], b);
+    }
+    double share = e->shard.attn_dp
+                       ? nvl_range_split((uint32_t)seqs,
+                                         nvl_comm_size(e->tp), 0).count
+                       : (double)seqs;
+    mine[4] = act_bytes(e, e->shard.attn_dp && seqs ? (double)rows / seqs *
+                                                          share
+                                                    : (double)rows, share);
+    double most[5];
+    MPI_Allreduce(mine, most, 5, MPI_DOUBLE, MPI_MAX, nvl_comm_mpi(e->tp));
+    p->weights_bytes = most[0];
+    p->layer_weights_bytes = most[1];
+    layer_max = most[2];
+    p->kv_bytes = most[3];
+    p->act_bytes = most[4];
+    p->hbm_bytes = (double)t->gpu.hbm_bytes;
+    p->reserve_bytes = NVL_HBM_RESERVE * p->hbm_bytes;
+    char why[160] = "";
+    p->tiers = nvl_copy_path_usable(&o->cost, NVL_COPY_C2C_H2D, 0, why,
+                                    sizeof why) &&
+               nvl_copy_path_usable(&o->cost, NVL_COPY_HOST, 0, why,
+                                    sizeof why) &&
+               t->host_memory.bytes > 0;
+    if (p->tiers)
+        p->host_bytes = (double)t->host_memory.bytes;
+    else if (why[0] == '\0')
+        snprintf(why, sizeof why, "no host memory modeled ([host_memory] "
+                 "size = 0)");
+    if ((o->kv_host != 0 || o->weights_host != 0) && !p->tiers) {
+        nvl_report("%s: topology '%s' has no host memory tier: %s",
+                   o->kv_host != 0 ? "--kv-host" : "--weights-host", t->name,
+                   why);
+        return NVL_ERR_INVALID;
+    }
+    plan_auto(p, o, layer_max, layers);
+    p->planned = true;
+    /* the GPUs of this superchip in the job read its memory together */
+    uint32_t per = t->node.gpus_per_superchip, sharers = 0;
+    for (int r = 0; r < nvl_comm_size(e->tp); r++)
+        sharers += nvl_comm_gpu(e->tp, r) / per == o->cost.gpu / per;
+    e->opts.cost.host_sharers =
+        p->kv_host_share > 0 || p->weights_host_share > 0 ? sharers : 1;
+    p->fits = p->hbm_need_bytes <= p->hbm_bytes &&
+              p->host_need_bytes <= p->host_bytes;
+    if (p->fits)
+        return NVL_OK;
+    report_unfit(e, p);
+    return NVL_ERR_NOMEM;
+}
