@@ -388,7 +388,8 @@ int64_t nvl_coll_signature(const nvl_coll_call_t *c)
                         (uint64_t)c->dtype, (uint64_t)c->op,
                         (uint64_t)(int64_t)c->root,
                         (uint64_t)c->comm->mode,
-                        (uint64_t)c->comm->data_path};
+                        (uint64_t)c->comm->data_path,
+                        (uint64_t)c->comm->ar_impl};
     return (int64_t)(nvl_fnv1a64(parts, sizeof parts) >> 1);
 }
 

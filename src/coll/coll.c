@@ -95,7 +95,13 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     }
     nvl_coll_info_t info = {.coll = call->coll, .algo = NVL_ALGO_COUNT,
                             .proto = NVL_PROTO_SIMPLE, .bytes = bytes};
-    if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
+    bool custom = false; /* a serving engine's kernel (allreduce.c) */
+    if (ok && call->coll == NVL_COLL_ALLREDUCE &&
+        comm->ar_impl != NVL_AR_NCCL &&
+        nvl_ar_predict(comm, comm->ar_impl, bytes, &info) == NVL_OK &&
+        info.impl != NVL_AR_NCCL) {
+        custom = true;
+    } else if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
         if (choose(comm, call->coll, bytes, &info) != NVL_OK) {
             snprintf(why, sizeof why, "no enabled algorithm/protocol can run "
                                       "it on %d rank(s) (check NCCL_ALGO, "
@@ -112,7 +118,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
      * larger ones: an allreduce that fits the agreement's room is reduced
      * within it */
     nvl_agree_msg_t msgs[NVL_DIRECT_MAX_MEMBERS] = {{0}};
-    bool own = comm->data_path == NVL_DATA_PATH_ALGORITHM;
+    bool own = comm->data_path == NVL_DATA_PATH_ALGORITHM || custom;
     bool direct = comm->size <= NVL_DIRECT_MAX_MEMBERS && !own;
     bool data = comm->mode == NVL_MODE_DATA;
     nvl_direct_path_t path = NVL_DIRECT_NONE;
@@ -141,7 +147,9 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     info.time_ps = agreed.time_ps;
     if (data) {
         bool handled = true;
-        if (path != NVL_DIRECT_NONE) {
+        if (custom) {
+            st = nvl_ar_run(call, nvl_ar_order((nvl_ar_impl_t)info.impl));
+        } else if (path != NVL_DIRECT_NONE) {
             st = nvl_direct_finish(call, path, msgs);
         } else if (agreed.reduced != NULL) {
             if (call->recv != agreed.reduced && data_bytes > 0)

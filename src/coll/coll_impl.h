@@ -16,6 +16,7 @@ struct nvl_comm {
     nvl_data_path_t data_path; /* how data mode moves data */
     size_t time_elem_bytes;  /* element size the time model uses; 0: the call's */
     nvl_tuner_cfg_t tuner;
+    nvl_ar_impl_t ar_impl;   /* allreduce implementation (allreduce.c) */
     nvl_coll_info_t choice;  /* the tuner's last answer (coll, bytes: key) */
     bool choice_valid;       /* cleared when the tuner changes */
     /* derived from the members' GPUs (same on every member) */
@@ -109,6 +110,69 @@ NVL_ALGO_TABLE(NVL_COLL_ALGO_EXTERN_)
 
 /* Indexed by nvl_algo_t. */
 extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
+
+/* ---- serving engines' allreduces (src/coll/allreduce.c) --------------- */
+
+/* The order in which an implementation sums an element's n copies; every
+ * order accumulates in float and rounds to the element type once, as the
+ * kernels do (vLLM custom_all_reduce.cuh packed_reduce: upcast, add,
+ * downcast). */
+typedef enum {
+    NVL_AR_ORDER_MEMBER, /* x_0 + x_1 + ... + x_{n-1}, on every member */
+    NVL_AR_ORDER_OWNER   /* block b (nvl_ar_blocks): x_b + x_{b+1} + ...
+                            + x_{b-1}, indices mod n */
+} nvl_ar_order_t;
+
+/* One implementation's row (src/coll/<impl>.c). */
+typedef struct {
+    nvl_ar_impl_t impl;
+    bool needs_nvls;           /* multimem: NVLink SHARP switches only */
+    nvl_ar_order_t order;      /* data mode's reduction order */
+    /* modeled duration, seconds, of an allreduce of `bytes` (n > 1) */
+    double (*predict_s)(const nvl_comm_t *comm, double bytes);
+} nvl_ar_row_t;
+
+extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
+    nvl_ar_nvls_oneshot, nvl_ar_nvls_twoshot;
+
+/* The pieces every implementation's time is made of (allreduce.c):
+ *   kernel    the GPU's empty kernel ([gpu] kernel_floor) plus the local
+ *             stores' completion ([gpu] mem_latency)
+ *   syncs     flag barriers: a release store to every peer after a
+ *             system-scope fence, 2 x [nvlink] hop_lat each
+ *   first     the first remote access: 2 hops for a load (request and
+ *             reply), 1 for a store
+ *   phases    each phase moves in_bytes into and out_bytes out of every
+ *             GPU over its NVLink ports at the port rate (links x link_bw
+ *             x NVL_NVLINK_DATA_EFF), or through the switch's reduction
+ *             at [nvlink] nvls_bw when `reduce_in_switch`; a phase lasts
+ *             its busier direction. */
+typedef struct {
+    int syncs;
+    int first_hops;
+    int phases;
+    double in_bytes[2], out_bytes[2];
+    bool switch_reduce[2];
+} nvl_ar_cost_t;
+double nvl_ar_model_s(const nvl_comm_t *comm, const nvl_ar_cost_t *cost);
+
+/* The order data mode reduces in for a resolved implementation. */
+nvl_ar_order_t nvl_ar_order(nvl_ar_impl_t impl);
+
+/* TensorRT-LLM's AUTO strategy for an allreduce of `bytes` on comm
+ * (src/coll/ar_auto.c): the implementation it runs (NVL_AR_NCCL for
+ * NCCL's). */
+nvl_ar_impl_t nvl_ar_auto_pick(const nvl_comm_t *comm, size_t bytes);
+
+/* Member b's block of a two-shot allreduce of count elements of esz
+ * bytes (vLLM cross_device_reduce_2stage: whole 16-byte packs, count / n
+ * packs each, the last member also the rest): [*off, *off + *len). */
+void nvl_ar_blocks(size_t count, size_t esz, int n, int b, size_t *off,
+                   size_t *len);
+
+/* Data mode, after agreeing: the allreduce's data moved and reduced in
+ * `order` (ar_data.c); every member gets the same bits. */
+nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order);
 
 /* ---- cost model pieces (src/coll/model.c) ------------------------------ */
 
