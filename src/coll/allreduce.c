@@ -45,6 +45,9 @@ const char *nvl_ar_impl_unsupported(const nvl_comm_t *comm,
 {
     if ((unsigned)impl >= NVL_AR_COUNT)
         return "unknown allreduce implementation";
+    if (rows[impl] != NULL && comm->domains > 1)
+        return "needs every member in one NVLink domain (the kernels load "
+               "and store peers' memory over NVLink)";
     if (rows[impl] != NULL && rows[impl]->needs_nvls && !comm->nvls)
         return "needs NVLink SHARP (multimem) switches, and every member "
                "in one NVLink domain, as NCCL's NVLS does";

@@ -3,11 +3,15 @@
  * float and rounded to the element type once, so that every member gets
  * the same bits, at every size and on every host path:
  *
- *   small ((n-1) S <= WHOLE_MAX_BYTES): every member's whole buffer to
- *     every other (one MPI_Allgather); each reduces all of it.
- *   larger: member b gets block b (nvl_ar_blocks) of every buffer (one
- *     MPI_Alltoallv), reduces it, and the blocks are gathered (one
- *     MPI_Allgatherv).
+ *   groups of up to NVL_DIRECT_MAX_MEMBERS: the data rides along with the
+ *     agreement every call opens with, as NCCL's calls do (direct.c):
+ *     WHOLE buffers (each member reduces all), or SHARES (member k
+ *     reduces block k of direct.c's even split, then a direct allgather);
+ *   larger groups, and SPLIT sizes: small ((n-1) S <= WHOLE_MAX_BYTES):
+ *     every member's whole buffer to every other (one MPI_Allgather), each
+ *     reduces all of it; larger: member b gets block b (nvl_ar_blocks) of
+ *     every buffer (one MPI_Alltoallv), reduces it, and the blocks are
+ *     gathered (one MPI_Allgatherv).
  *
  * Which member computes a sum does not change it: only the order does.
  * The modeled time is the implementation's, whatever path the host takes. */
@@ -16,6 +20,7 @@
 #include <string.h>
 
 #include "coll_impl.h"
+#include "nvlemu/runtime.h"
 
 /* Whole buffers while a member receives at most this much of them. */
 #define WHOLE_MAX_BYTES ((size_t)64 << 10)
@@ -40,24 +45,34 @@ static void reduce_ordered(const nvl_coll_call_t *call, const char **x,
     int n = call->comm->size;
     nvl_dtype_t dt = call->dtype;
     size_t esz = nvl_dtype_size(dt);
-    float acc[256];
+    float acc[256], v[256];
     for (size_t base = 0; base < elems; base += 256) {
         size_t m = elems - base < 256 ? elems - base : 256;
-        for (size_t j = 0; j < m; j++)
-            acc[j] = nvl_dtype_to_float(dt, x[first] + (base + j) * esz);
-        for (int k = 1; k < n; k++) {
+        for (int k = 0; k < n; k++) {
             const char *src = x[(first + k) % n] + base * esz;
-            for (size_t j = 0; j < m; j++) {
-                float v = nvl_dtype_to_float(dt, src + j * esz);
-                switch (call->op) {
-                case NVL_OP_SUM: acc[j] += v; break;
-                case NVL_OP_MAX: acc[j] = v > acc[j] ? v : acc[j]; break;
-                default: acc[j] = v < acc[j] ? v : acc[j]; break;
-                }
-            }
+            float *dst = k == 0 ? acc : v;
+            if (dt == NVL_DT_F32)
+                memcpy(dst, src, m * sizeof *dst);
+            else
+                for (size_t j = 0; j < m; j++)
+                    dst[j] = nvl_dtype_to_float(dt, src + j * esz);
+            if (k == 0)
+                continue;
+            if (call->op == NVL_OP_SUM)
+                for (size_t j = 0; j < m; j++)
+                    acc[j] += v[j];
+            else if (call->op == NVL_OP_MAX)
+                for (size_t j = 0; j < m; j++)
+                    acc[j] = v[j] > acc[j] ? v[j] : acc[j];
+            else
+                for (size_t j = 0; j < m; j++)
+                    acc[j] = v[j] < acc[j] ? v[j] : acc[j];
         }
-        for (size_t j = 0; j < m; j++)
-            nvl_dtype_from_float(dt, acc[j], out + (base + j) * esz);
+        if (dt == NVL_DT_F32)
+            memcpy(out + base * esz, acc, m * sizeof *acc);
+        else
+            for (size_t j = 0; j < m; j++)
+                nvl_dtype_from_float(dt, acc[j], out + (base + j) * esz);
     }
 }
 
@@ -65,6 +80,62 @@ static void reduce_ordered(const nvl_coll_call_t *call, const char **x,
 static int first_of(nvl_ar_order_t order, int b)
 {
     return order == NVL_AR_ORDER_OWNER ? b : 0;
+}
+
+/* Elements [lo, lo + len) of the call, whose copies start at x[k]
+ * (member k's, element lo), reduced in order into out: cut where the
+ * owner of nvl_ar_blocks changes. */
+static void reduce_range(const nvl_coll_call_t *call, nvl_ar_order_t order,
+                         const char **x, size_t lo, size_t len, char *out)
+{
+    int n = call->comm->size;
+    size_t esz = nvl_dtype_size(call->dtype);
+    const char *small[NVL_DIRECT_MAX_MEMBERS];
+    const char **xs = n <= NVL_DIRECT_MAX_MEMBERS ? small
+                                                  : malloc(n * sizeof *xs);
+    if (xs == NULL) { /* not worth a failure path: a few hundred bytes */
+        nvl_report("out of memory for a %d-member allreduce", n);
+        nvl_runtime_abort(1);
+    }
+    for (int b = 0; b < n && len > 0; b++) {
+        size_t off, blen;
+        nvl_ar_blocks(call->count, esz, n, b, &off, &blen);
+        size_t a = lo > off ? lo : off, e = lo + len < off + blen
+                                                 ? lo + len
+                                                 : off + blen;
+        if (a >= e)
+            continue;
+        for (int k = 0; k < n; k++)
+            xs[k] = x[k] + (a - lo) * esz;
+        reduce_ordered(call, xs, first_of(order, b), e - a,
+                       out + (a - lo) * esz);
+    }
+    if (xs != small)
+        free(xs);
+}
+
+/* The agreement carried the data (groups of up to
+ * NVL_DIRECT_MAX_MEMBERS, direct.c's plan). */
+static nvl_status_t run_direct(const nvl_coll_call_t *call,
+                               nvl_ar_order_t order, nvl_direct_path_t path,
+                               const nvl_agree_msg_t *msgs)
+{
+    nvl_comm_t *c = call->comm;
+    int n = c->size, me = c->rank;
+    size_t esz = nvl_dtype_size(call->dtype);
+    size_t off[NVL_DIRECT_MAX_MEMBERS], len[NVL_DIRECT_MAX_MEMBERS];
+    nvl_blocks_even(call->count, n, off, len);
+    bool whole = path == NVL_DIRECT_WHOLE;
+    size_t lo = whole ? 0 : off[me], m = whole ? call->count : len[me];
+    const char *x[NVL_DIRECT_MAX_MEMBERS];
+    for (int k = 0; k < n; k++)
+        x[k] = k == me ? (const char *)call->send + lo * esz : msgs[k].recv;
+    reduce_range(call, order, x, lo, m, (char *)call->recv + lo * esz);
+    if (whole)
+        return NVL_OK;
+    nvl_group_t g = nvl_group_all(c);
+    nvl_blocks_t b = {off, len};
+    return nvl_direct_allgather(call, &g, call->recv, &b);
 }
 
 /* Every buffer everywhere, then each member reduces the whole of it. */
@@ -84,14 +155,9 @@ static nvl_status_t run_whole(const nvl_coll_call_t *call,
     }
     MPI_Allgather(call->send, (int)bytes, MPI_BYTE, all, (int)bytes,
                   MPI_BYTE, c->mpi);
-    for (int b = 0; b < n; b++) {
-        size_t off, len;
-        nvl_ar_blocks(call->count, esz, n, b, &off, &len);
-        for (int k = 0; k < n; k++)
-            xb[k] = all + (size_t)k * bytes + off * esz;
-        reduce_ordered(call, xb, first_of(order, b), len,
-                       (char *)call->recv + off * esz);
-    }
+    for (int k = 0; k < n; k++)
+        xb[k] = all + (size_t)k * bytes;
+    reduce_range(call, order, xb, 0, call->count, call->recv);
     free(xb);
     return NVL_OK;
 }
@@ -138,7 +204,8 @@ static nvl_status_t run_blocks(const nvl_coll_call_t *call,
     return NVL_OK;
 }
 
-nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order)
+nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
+                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs)
 {
     int n = call->comm->size;
     size_t bytes = call->count * nvl_dtype_size(call->dtype);
@@ -149,6 +216,8 @@ nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order)
             memcpy(call->recv, call->send, bytes);
         return NVL_OK;
     }
+    if (path == NVL_DIRECT_WHOLE || path == NVL_DIRECT_SHARES)
+        return run_direct(call, order, path, msgs);
     if (bytes > INT_MAX / (size_t)n) {
         nvl_report("allreduce of %zu bytes on %d members: beyond what the "
                    "host's data path moves in one call", bytes, n);

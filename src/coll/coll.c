@@ -118,7 +118,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
      * larger ones: an allreduce that fits the agreement's room is reduced
      * within it */
     nvl_agree_msg_t msgs[NVL_DIRECT_MAX_MEMBERS] = {{0}};
-    bool own = comm->data_path == NVL_DATA_PATH_ALGORITHM || custom;
+    bool own = comm->data_path == NVL_DATA_PATH_ALGORITHM;
     bool direct = comm->size <= NVL_DIRECT_MAX_MEMBERS && !own;
     bool data = comm->mode == NVL_MODE_DATA;
     nvl_direct_path_t path = NVL_DIRECT_NONE;
@@ -129,7 +129,8 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     if (direct && ok && data)
         path = nvl_direct_plan(call, msgs);
     size_t data_bytes = ok ? call->count * nvl_dtype_size(call->dtype) : 0;
-    if (!direct && !own && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
+    if (!direct && !own && !custom && ok && data &&
+        call->coll == NVL_COLL_ALLREDUCE &&
         data_bytes <= NVL_AGREE_MAX_PAYLOAD) {
         in.need = data_bytes;
         if (data_bytes <= nvl_agree_room(comm)) {
@@ -148,7 +149,8 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     if (data) {
         bool handled = true;
         if (custom) {
-            st = nvl_ar_run(call, nvl_ar_order((nvl_ar_impl_t)info.impl));
+            st = nvl_ar_run(call, nvl_ar_order((nvl_ar_impl_t)info.impl),
+                            path, msgs);
         } else if (path != NVL_DIRECT_NONE) {
             st = nvl_direct_finish(call, path, msgs);
         } else if (agreed.reduced != NULL) {

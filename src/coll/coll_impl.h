@@ -170,9 +170,7 @@ nvl_ar_impl_t nvl_ar_auto_pick(const nvl_comm_t *comm, size_t bytes);
 void nvl_ar_blocks(size_t count, size_t esz, int n, int b, size_t *off,
                    size_t *len);
 
-/* Data mode, after agreeing: the allreduce's data moved and reduced in
- * `order` (ar_data.c); every member gets the same bits. */
-nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order);
+
 
 /* ---- cost model pieces (src/coll/model.c) ------------------------------ */
 
@@ -420,6 +418,13 @@ typedef enum {
  * messages carry. */
 nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
                                   nvl_agree_msg_t *msgs);
+
+/* Data mode, after agreeing: a serving engine's allreduce moved and
+ * reduced in `order` (ar_data.c), every member getting the same bits; in
+ * groups of up to NVL_DIRECT_MAX_MEMBERS from what the agreement carried
+ * (path and msgs of nvl_direct_plan; NVL_DIRECT_NONE: nothing). */
+nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
+                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs);
 
 /* After agreeing: the rest of the data movement of a planned call. */
 nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,
