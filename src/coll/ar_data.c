@@ -7,7 +7,11 @@
  *     agreement every call opens with, as NCCL's calls do (direct.c):
  *     WHOLE buffers (each member reduces all), or SHARES (member k
  *     reduces block k of direct.c's even split, then a direct allgather);
- *   larger groups, and SPLIT sizes: small ((n-1) S <= WHOLE_MAX_BYTES):
+ *   larger groups: while n S <= NVL_AGREE_MAX_PAYLOAD, every buffer
+ *     rides along with the agreement too, gathered (agree.c), from the
+ *     second of a loop of such calls on (the agreement's room follows the
+ *     calls before);
+ *   otherwise, and for SPLIT sizes: small ((n-1) S <= WHOLE_MAX_BYTES):
  *     every member's whole buffer to every other (one MPI_Allgather), each
  *     reduces all of it; larger: member b gets block b (nvl_ar_blocks) of
  *     every buffer (one MPI_Alltoallv), reduces it, and the blocks are
@@ -138,30 +142,6 @@ static nvl_status_t run_direct(const nvl_coll_call_t *call,
     return nvl_direct_allgather(call, &g, call->recv, &b);
 }
 
-/* Every buffer everywhere, then each member reduces the whole of it. */
-static nvl_status_t run_whole(const nvl_coll_call_t *call,
-                              nvl_ar_order_t order)
-{
-    nvl_comm_t *c = call->comm;
-    int n = c->size;
-    size_t esz = nvl_dtype_size(call->dtype), bytes = call->count * esz;
-    char *all = nvl_xfer_scratch(c, (size_t)n * bytes);
-    const char **xb = malloc((size_t)n * sizeof *xb);
-    if (all == NULL || xb == NULL) {
-        free(xb);
-        if (all != NULL)
-            nvl_report("out of memory for a %d-member allreduce", n);
-        return NVL_ERR_NOMEM;
-    }
-    MPI_Allgather(call->send, (int)bytes, MPI_BYTE, all, (int)bytes,
-                  MPI_BYTE, c->mpi);
-    for (int k = 0; k < n; k++)
-        xb[k] = all + (size_t)k * bytes;
-    reduce_range(call, order, xb, 0, call->count, call->recv);
-    free(xb);
-    return NVL_OK;
-}
-
 /* Block b to member b, reduced there, then gathered. */
 static nvl_status_t run_blocks(const nvl_coll_call_t *call,
                                nvl_ar_order_t order)
@@ -204,8 +184,43 @@ static nvl_status_t run_blocks(const nvl_coll_call_t *call,
     return NVL_OK;
 }
 
+/* The agreement gathered every member's buffer (larger groups, small
+ * calls): member k's at k x S. */
+static nvl_status_t run_gathered(const nvl_coll_call_t *call,
+                                 nvl_ar_order_t order, const char *all)
+{
+    int n = call->comm->size;
+    size_t bytes = call->count * nvl_dtype_size(call->dtype);
+    const char **x = malloc((size_t)n * sizeof *x);
+    if (x == NULL) {
+        nvl_report("out of memory for a %d-member allreduce", n);
+        return NVL_ERR_NOMEM;
+    }
+    for (int k = 0; k < n; k++)
+        x[k] = all + (size_t)k * bytes;
+    reduce_range(call, order, x, 0, call->count, call->recv);
+    free(x);
+    return NVL_OK;
+}
+
+/* Every buffer everywhere (one MPI_Allgather), then each member reduces
+ * the whole of it. */
+static nvl_status_t run_whole(const nvl_coll_call_t *call,
+                              nvl_ar_order_t order)
+{
+    nvl_comm_t *c = call->comm;
+    size_t bytes = call->count * nvl_dtype_size(call->dtype);
+    char *all = nvl_xfer_scratch(c, (size_t)c->size * bytes);
+    if (all == NULL)
+        return NVL_ERR_NOMEM;
+    MPI_Allgather(call->send, (int)bytes, MPI_BYTE, all, (int)bytes,
+                  MPI_BYTE, c->mpi);
+    return run_gathered(call, order, all);
+}
+
 nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
-                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs)
+                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs,
+                        const void *gathered)
 {
     int n = call->comm->size;
     size_t bytes = call->count * nvl_dtype_size(call->dtype);
@@ -218,6 +233,8 @@ nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
     }
     if (path == NVL_DIRECT_WHOLE || path == NVL_DIRECT_SHARES)
         return run_direct(call, order, path, msgs);
+    if (gathered != NULL)
+        return run_gathered(call, order, gathered);
     if (bytes > INT_MAX / (size_t)n) {
         nvl_report("allreduce of %zu bytes on %d members: beyond what the "
                    "host's data path moves in one call", bytes, n);

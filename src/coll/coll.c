@@ -129,13 +129,16 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     if (direct && ok && data)
         path = nvl_direct_plan(call, msgs);
     size_t data_bytes = ok ? call->count * nvl_dtype_size(call->dtype) : 0;
-    if (!direct && !own && !custom && ok && data &&
-        call->coll == NVL_COLL_ALLREDUCE &&
-        data_bytes <= NVL_AGREE_MAX_PAYLOAD) {
-        in.need = data_bytes;
-        if (data_bytes <= nvl_agree_room(comm)) {
+    /* a serving engine's kernel sums in its own order: its buffers are
+     * gathered within the agreement instead (ar_data.c) */
+    size_t ride = custom ? data_bytes * (size_t)comm->size : data_bytes;
+    if (!direct && !own && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
+        ride <= NVL_AGREE_MAX_PAYLOAD) {
+        in.need = ride;
+        if (ride <= nvl_agree_room(comm)) {
             in.reduce_send = call->send;
             in.reduce_bytes = data_bytes;
+            in.gather = custom;
         }
     }
     nvl_agree_out_t agreed;
@@ -150,7 +153,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
         bool handled = true;
         if (custom) {
             st = nvl_ar_run(call, nvl_ar_order((nvl_ar_impl_t)info.impl),
-                            path, msgs);
+                            path, msgs, agreed.reduced);
         } else if (path != NVL_DIRECT_NONE) {
             st = nvl_direct_finish(call, path, msgs);
         } else if (agreed.reduced != NULL) {

@@ -326,6 +326,10 @@ typedef struct {
      * agreement (NULL: none; at most nvl_agree_room bytes) */
     const void *reduce_send;
     size_t reduce_bytes;
+    /* ... or, when gather is set, gathered instead: member k's
+     * reduce_bytes land at k x reduce_bytes of the result (n x
+     * reduce_bytes of room) */
+    bool gather;
     nvl_dtype_t dtype;
     nvl_redop_t op;
     /* larger groups: the most the agreement could have carried of this
@@ -340,8 +344,9 @@ typedef struct {
     int64_t time_ps;         /* the largest modeled duration */
     uint64_t pairs;          /* the sum over the members */
     const void *reduced;     /* larger groups: reduce_send's reduction over
-                                the members (comm's buffer, valid until the
-                                next call); NULL where nothing was reduced */
+                                the members, or with gather every member's
+                                (comm's buffer, valid until the next call);
+                                NULL where nothing rode along */
 } nvl_agree_out_t;
 
 /* The agreement step of every call: the max over the members of the entry
@@ -420,11 +425,14 @@ nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
                                   nvl_agree_msg_t *msgs);
 
 /* Data mode, after agreeing: a serving engine's allreduce moved and
- * reduced in `order` (ar_data.c), every member getting the same bits; in
- * groups of up to NVL_DIRECT_MAX_MEMBERS from what the agreement carried
- * (path and msgs of nvl_direct_plan; NVL_DIRECT_NONE: nothing). */
+ * reduced in `order` (ar_data.c), every member getting the same bits,
+ * from what the agreement carried: in groups of up to
+ * NVL_DIRECT_MAX_MEMBERS path and msgs of nvl_direct_plan (NVL_DIRECT_NONE:
+ * nothing), in larger ones every member's buffer, gathered (NULL:
+ * nothing). */
 nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
-                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs);
+                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs,
+                        const void *gathered);
 
 /* After agreeing: the rest of the data movement of a planned call. */
 nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,
