@@ -60,6 +60,7 @@ static const nvl_opt_t cost_opts[] = {
     NVL_CLI_OPT_JSON(cost_args_t, "write the result as JSON to FILE ('-': "
                                   "standard output) instead"),
     NVL_CLI_OPT_SET(cost_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(cost_args_t),
     NVL_CLI_OPT_SET_FILE(cost_args_t),
     {.name = "dtype", .kind = NVL_OPT_STRING, .offset = AT(dtype),
      .arg = "bf16|fp8|fp4", .doc = "gemm: weight and input type (default "

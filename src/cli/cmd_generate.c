@@ -41,6 +41,7 @@ static const nvl_opt_t gen_opts[] = {
      .doc = "write {\"new_tokens\": [[...]], \"last_logits\": [[...]]}"},
     NVL_CLI_OPT_TOPO(gen_args_t, NVL_CLI_DEFAULT_TOPO, false),
     NVL_CLI_OPT_SET(gen_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(gen_args_t),
     NVL_CLI_OPT_SET_FILE(gen_args_t),
     NVL_CLI_OPTS_PLACEMENT(gen_args_t),
     NVL_CLI_OPTS_STACK(gen_args_t, stack),

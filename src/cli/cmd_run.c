@@ -156,6 +156,7 @@ static const nvl_opt_t run_opts[] = {
             "Zipf-distributed with exponent S (0: uniform)"},
     NVL_CLI_OPTS_PLACEMENT(nvl_run_args_t),
     NVL_CLI_OPT_SET(nvl_run_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(nvl_run_args_t),
     NVL_CLI_OPT_SET_FILE(nvl_run_args_t),
     NVL_CLI_OPT_JSON(nvl_run_args_t,
                      "write the results as JSON ('-': standard output)"),

@@ -142,7 +142,7 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
                 job_domains > 1 ? ", other domains over scale-out" : "");
     }
     if (ranks <= 16) {
-        /* as nvidia-smi topo -m: NV = NVLink, SO = scale-out */
+        /* as nvidia-smi topo -m: NV = NVLink, SO = scale-out, DL = die link */
         fprintf(out, "               ");
         for (uint32_t j = 0; j < ranks; j++)
             fprintf(out, " %4" PRIu32, j);
@@ -152,6 +152,7 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
             for (uint32_t j = 0; j < ranks; j++) {
                 nvl_fabric_t f = nvl_topo_fabric(t, i, j);
                 fprintf(out, " %4s", f == NVL_FABRIC_LOCAL    ? "X"
+                                     : f == NVL_FABRIC_DIE    ? "DL"
                                      : f == NVL_FABRIC_NVLINK ? "NV"
                                                               : "SO");
             }
