@@ -6,7 +6,10 @@
 # 1e-4 relative (max |diff| / max |ref|).  REF "one-rank": the job runs
 # again on one rank without its placement (--ep, --attn-parallel), and the
 # two must give the same tokens and last logits within 1e-5 relative
-# (expert parallelism changes only the order of float32 sums).
+# (expert parallelism changes only the order of float32 sums).  REF
+# "gpu-mode": the job runs again on as many ranks without --rank-plays and
+# its value, and the two must give the same tokens and bit-identical last
+# logits (a rank that plays a die moves time, never numbers).
 # Exits 77 (skipped) without python3.
 set -u
 ref=$1
@@ -15,11 +18,18 @@ shift
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
-many="" one="" prev="" skip=0
+many="" one="" gpu="" prev="" skip=0 gskip=0
 for a in "$@"; do
     b=$a
     [ "$a" = "@OUT@" ] && a=$dir/got.json b=$dir/one.json
     many="$many '$a'"
+    if [ $gskip -eq 1 ]; then
+        gskip=0
+    elif [ "$b" = "--rank-plays" ]; then
+        gskip=1
+    else
+        gpu="$gpu '$b'"
+    fi
     if [ $skip -eq 1 ]; then
         skip=0
     elif [ "$b" = "--ep" ] || [ "$b" = "--attn-parallel" ]; then
@@ -32,7 +42,10 @@ for a in "$@"; do
     prev=$b
 done
 eval "$many" || { echo "check_generate.sh: the job failed" >&2; exit 1; }
-if [ "$ref" = "one-rank" ]; then
+if [ "$ref" = "gpu-mode" ]; then
+    eval "$gpu" || { echo "check_generate.sh: the gpu-mode job failed" >&2; exit 1; }
+    want=$dir/one.json key=new_tokens tol=0
+elif [ "$ref" = "one-rank" ]; then
     eval "$one" || { echo "check_generate.sh: the one-rank job failed" >&2; exit 1; }
     want=$dir/one.json key=new_tokens tol=1e-5
 else
