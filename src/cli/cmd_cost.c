@@ -439,6 +439,7 @@ static void faster_hbm(nvl_topo_t *t) { t->gpu.hbm_bw_bytes_per_s *= 2; }
 static void faster_link(nvl_topo_t *t)
 {
     t->nvlink.link_bw_bytes_per_s *= 2;
+    t->gpu.die_link_bw_bytes_per_s *= 2; /* --rank-plays die */
     t->c2c.bw_bytes_per_s *= 2;
     t->scaleout.nic_bw_bytes_per_s *= 2;
 }
@@ -463,6 +464,7 @@ static void no_fixed_costs(nvl_topo_t *t)
     t->gpu.mem_latency_ps = 0;
     t->gpu.copy_overhead_ps = 0;
     t->nvlink.hop_lat_ps = 0;
+    t->gpu.die_link_lat_ps = 0;
     t->c2c.lat_ps = 0;
     t->scaleout.lat_ps = 0;
 }
