@@ -240,8 +240,9 @@ static void memory_text(const nvl_run_result_t *r, const derived_t *d,
                         FILE *out)
 {
     const nvl_mem_plan_t *m = r->mem;
-    fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB + "
-                 "activations %.2f GB + reserve %.2f GB", m->weights_bytes / 1e9,
+    fprintf(out, "\n# memory per %s: weights %.2f GB + KV cache %.2f GB + "
+                 "activations %.2f GB + reserve %.2f GB",
+            r->topo->die_view ? "die" : "GPU", m->weights_bytes / 1e9,
             m->kv_bytes / 1e9, m->act_bytes / 1e9, m->reserve_bytes / 1e9);
     if (m->kv_host_share > 0 || m->weights_host_share > 0)
         fprintf(out, " + C2C staging %.2f GB, less %.2f GB in host memory "
