@@ -108,7 +108,7 @@ void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
  * reports captured (each error printed once): parses the options, runs
  * .check, loads common.topo and applies common.sets (and, with
  * --rank-plays die, takes its die view and checks that the ranks fill
- * whole packages when .check_ranks), runs .prepare; agrees
+ * whole packages when .world_is_job), runs .prepare; agrees
  * on the status; prints --help on rank 0 and stops there; checks that the
  * ranks fit and agree on the topology (.check_ranks); runs .body on every
  * rank and agrees on its status; runs .cleanup and finalizes.  Returns the
@@ -132,6 +132,9 @@ typedef struct {
     size_t args_size;     /* of the command's arguments struct */
     size_t common_offset; /* of the nvl_cli_common_t in the arguments */
     bool check_ranks;     /* nvl_runtime_check_topo before .body */
+    bool world_is_job;    /* the MPI ranks are the job (run, generate):
+                             under --rank-plays die they must fill whole
+                             packages (nvl_topo_check_die_ranks) */
     /* After parsing, before the topology: the arguments that are not
      * options (argv[first..argc-1]) and what no single row checks.  May be
      * NULL. */

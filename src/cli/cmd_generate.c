@@ -209,6 +209,7 @@ const nvl_cli_command_t nvl_cli_gen_command = {
     .opts = NVL_CLI_OPTS("generate", gen_opts, USAGE, 0),
     .common_offset = offsetof(gen_args_t, common),
     .check_ranks = true,
+    .world_is_job = true,
     .check = check,
     .prepare = prepare,
     .body = body,

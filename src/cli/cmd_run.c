@@ -371,6 +371,7 @@ const nvl_cli_command_t nvl_cli_run_command = {
     .opts = NVL_CLI_OPTS("run", run_opts, USAGE, 0),
     .common_offset = offsetof(run_cmd_t, a.common),
     .check_ranks = true,
+    .world_is_job = true,
     .prepare = prepare,
     .body = body,
     .cleanup = cleanup,

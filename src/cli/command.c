@@ -53,7 +53,7 @@ int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
     if (go && cmd->check != NULL)
         st = cmd->check(args, argc, argv, first);
     if (go && st == NVL_OK && common->topo != NULL)
-        st = load_topo(common, cmd->check_ranks ? rt.size : 0, &ctx.topo);
+        st = load_topo(common, cmd->world_is_job ? rt.size : 0, &ctx.topo);
     if (go && st == NVL_OK && cmd->prepare != NULL)
         st = cmd->prepare(args, &ctx);
     if (nvl_runtime_capture_end(st) != NVL_OK)
