@@ -93,6 +93,14 @@ uint64_t nvl_model_max_context(const nvl_model_config_t *cfg);
 nvl_status_t nvl_model_rope_scaling_parse(const char *label, const char *text,
                                           void *factor_out);
 
+/* RoPE's inverse frequency of pair i (0 .. d/2 - 1) of a head of d
+ * dimensions, with YaRN's blend when cfg has a factor (src/model/rope.c
+ * gives the formula), and the factor the rotation's cos and sin are scaled
+ * by (YaRN: 0.1 ln factor + 1; else 1). */
+double nvl_model_rope_inv_freq(const nvl_model_config_t *cfg, uint32_t i,
+                               uint32_t d);
+double nvl_model_rope_scale(const nvl_model_config_t *cfg);
+
 /* Applies a YaRN factor (> 0) to cfg: over the pretrained context of its
  * own YaRN scaling, else over max_positions. */
 void nvl_model_set_yarn(nvl_model_config_t *cfg, double factor);

@@ -114,7 +114,7 @@ static const nvl_opt_t run_opts[] = {
      .arg = "none|yarn:F", .def = "none",
      .parse = nvl_model_rope_scaling_parse,
      .doc = "YaRN rope scaling: the context may reach F x the model's "
-            "pretrained positions (yarn:4: Qwen2.5's 128K; timing mode)"},
+            "pretrained positions (yarn:4: Qwen2.5's 128K)"},
     {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
      .min = 1, .max = 100000, .doc = "run only the first N layers"},
     {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),

@@ -116,15 +116,6 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                    cfg->name, cfg->layers);
         st = NVL_ERR_INVALID;
     }
-    if (st == NVL_OK && e->data && cfg->rope_yarn_factor > 0) {
-        /* YaRN changes every position's rotary frequencies and scales
-         * attention: data mode computes plain RoPE only */
-        nvl_report("model '%s': YaRN rope scaling (factor %g) is modeled in "
-                   "timing mode only; data mode computes plain RoPE: use "
-                   "--mode timing, or no rope scaling within %u positions",
-                   cfg->name, cfg->rope_yarn_factor, cfg->max_positions);
-        st = NVL_ERR_INVALID;
-    }
     if (st == NVL_OK)
         st = nvl_shard_place(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
                              &opts->place, &e->shard);

@@ -28,8 +28,8 @@ static nvl_status_t check_prompts(const nvl_engine_t *e, const int32_t *ids,
                          c->rope_original_positions);
             else
                 snprintf(why, sizeof why, "max_position_embeddings %u; "
-                         "YaRN rope scaling, --rope-scaling yarn:FACTOR in "
-                         "timing mode, stretches it FACTOR times",
+                         "YaRN rope scaling, --rope-scaling yarn:FACTOR, "
+                         "stretches it FACTOR times",
                          c->max_positions);
             nvl_report("prompt %d: %d tokens + %d new need %llu positions, "
                        "more than model '%s' allows (%s)", b, lens[b],

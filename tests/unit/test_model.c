@@ -192,6 +192,18 @@ static void test_rope_scaling(void **state)
     assert_int_equal(nvl_model_config_load(p, &c), NVL_OK);
     unlink(p);
     assert_int_equal(nvl_model_max_context(&c), 8192);
+    /* the frequencies transformers 5.17 computes for tests/data/hf/qwen2-yarn
+     * (head_dim 16, theta 1e4, factor 4 over 32 positions) */
+    assert_int_equal(nvl_model_config_load(NVL_TEST_DATA "/hf/qwen2-yarn", &c),
+                     NVL_OK);
+    const double want[8] = {1.0, 0.19764235615730286, 0.02500000037252903,
+                            0.007905694656074047, 0.0024999999441206455,
+                            0.0007905694656074047, 0.0002500000118743628,
+                            7.905694656074047e-05};
+    for (uint32_t i = 0; i < 8; i++)
+        assert_float_equal(nvl_model_rope_inv_freq(&c, i, 16), want[i],
+                           1e-7 * want[i]);
+    assert_float_equal(nvl_model_rope_scale(&c), 1.138629436111989, 1e-12);
 }
 
 /* Qwen3-MoE: the presets, the fixtures transformers 5 wrote
