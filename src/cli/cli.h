@@ -84,6 +84,23 @@ extern const nvl_opt_name_t nvl_cli_fusion_names[];
      .offset = offsetof(type, field), .arg = "none|typical",               \
      .names = nvl_cli_fusion_names,                                         \
      .doc = "older spelling of --stack: none = torch, typical = fused"}
+/* --kv-host and --weights-host auto|FRACTION (double fields: the share,
+ * or NVL_HOST_AUTO), for the commands that run a model. */
+nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
+                                      void *share_out);
+#define NVL_CLI_OPTS_HOST_TIERS(type, kv_field, weights_field)              \
+    {.name = "kv-host", .kind = NVL_OPT_CUSTOM,                             \
+     .offset = offsetof(type, kv_field), .arg = "auto|FRACTION",            \
+     .def = "0", .parse = nvl_cli_parse_host_share,                         \
+     .doc = "keep this share of every sequence's KV cache in the host "     \
+            "CPU's memory, read over NVLink-C2C every step (auto: what "    \
+            "does not fit in HBM)"},                                        \
+    {.name = "weights-host", .kind = NVL_OPT_CUSTOM,                        \
+     .offset = offsetof(type, weights_field), .arg = "auto|FRACTION",       \
+     .def = "0", .parse = nvl_cli_parse_host_share,                         \
+     .doc = "stream this share of each layer's weights from the host "      \
+            "CPU's memory over NVLink-C2C every pass (auto: what does not " \
+            "fit in HBM)"}
 #define NVL_CLI_OPTS_PLACEMENT(type)                                        \
     {.name = "ep", .kind = NVL_OPT_LONG, .offset = offsetof(type, ep),      \
      .arg = "N", .def = "1", .min = 1, .max = 1 << 20,                      \

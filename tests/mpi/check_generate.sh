@@ -7,9 +7,10 @@
 # again on one rank without its placement (--ep, --attn-parallel), and the
 # two must give the same tokens and last logits within 1e-5 relative
 # (expert parallelism changes only the order of float32 sums).  REF
-# "gpu-mode": the job runs again on as many ranks without --rank-plays and
-# its value, and the two must give the same tokens and bit-identical last
-# logits (a rank that plays a die moves time, never numbers).
+# "no-tiers": the job runs again without its --kv-host/--weights-host, and
+# the two must give the same tokens and bit-identical last logits (a memory
+# tier moves time, never numbers).  REF "gpu-mode": the same without
+# --rank-plays (a rank that plays a die moves time, never numbers).
 # Exits 77 (skipped) without python3.
 set -u
 ref=$1
@@ -18,20 +19,25 @@ shift
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
-many="" one="" gpu="" prev="" skip=0 gskip=0
+many="" one="" prev="" skip=0
 for a in "$@"; do
     b=$a
     [ "$a" = "@OUT@" ] && a=$dir/got.json b=$dir/one.json
     many="$many '$a'"
-    if [ $gskip -eq 1 ]; then
-        gskip=0
-    elif [ "$b" = "--rank-plays" ]; then
-        gskip=1
-    else
-        gpu="$gpu '$b'"
-    fi
     if [ $skip -eq 1 ]; then
         skip=0
+    elif [ "$ref" = "no-tiers" ]; then
+        if [ "$b" = "--kv-host" ] || [ "$b" = "--weights-host" ]; then
+            skip=1
+        else
+            one="$one '$b'"
+        fi
+    elif [ "$ref" = "gpu-mode" ]; then
+        if [ "$b" = "--rank-plays" ]; then
+            skip=1
+        else
+            one="$one '$b'"
+        fi
     elif [ "$b" = "--ep" ] || [ "$b" = "--attn-parallel" ]; then
         skip=1
     elif [ "$prev" = "-n" ]; then
@@ -42,12 +48,10 @@ for a in "$@"; do
     prev=$b
 done
 eval "$many" || { echo "check_generate.sh: the job failed" >&2; exit 1; }
-if [ "$ref" = "gpu-mode" ]; then
-    eval "$gpu" || { echo "check_generate.sh: the gpu-mode job failed" >&2; exit 1; }
-    want=$dir/one.json key=new_tokens tol=0
-elif [ "$ref" = "one-rank" ]; then
-    eval "$one" || { echo "check_generate.sh: the one-rank job failed" >&2; exit 1; }
+if [ "$ref" = "one-rank" ] || [ "$ref" = "no-tiers" ] || [ "$ref" = "gpu-mode" ]; then
+    eval "$one" || { echo "check_generate.sh: the $ref job failed" >&2; exit 1; }
     want=$dir/one.json key=new_tokens tol=1e-5
+    [ "$ref" = "one-rank" ] || tol=0
 else
     want=$ref/reference.json key=greedy_new_tokens tol=1e-4
 fi
