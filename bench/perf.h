@@ -76,6 +76,7 @@ typedef struct {
     nvl_redop_t op;
     nvl_ar_impl_t impl; /* --impl: all_reduce's implementation */
     int mode; /* nvl_bench_mode_t */
+    int rank_plays; /* nvl_rank_plays_t: --rank-plays gpu|die */
     int help;
 } nvl_bench_args_t;
 
