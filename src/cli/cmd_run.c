@@ -129,6 +129,7 @@ static const nvl_opt_t run_opts[] = {
      .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 on "
             "GPUs with FP4 units, else fa3)"},
     NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
+    NVL_CLI_OPTS_COMM(nvl_run_args_t, overlap, a2a_onesided),
     {.name = "kv-host", .kind = NVL_OPT_CUSTOM, .offset = AT(kv_host),
      .arg = "auto|FRACTION", .def = "0", .parse = parse_host_share,
      .doc = "keep this share of every sequence's KV cache in the host "
@@ -223,6 +224,8 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.cost.weight_dtype = a->dtype;
     o.cost.kv_dtype = a->kv_dtype;
     o.cost.stack = a->stack;
+    o.overlap = a->overlap;
+    o.a2a_onesided = a->a2a_onesided;
     o.cost.attn = a->attn_choice >= 0 ? (nvl_attn_impl_t)a->attn_choice
                                       : nvl_attn_auto(o.cost.topo, a->stack);
     a->attn = o.cost.attn;
