@@ -54,9 +54,9 @@ bool nvl_a2a_usable(const nvl_comm_t *c, nvl_a2a_t a2a, char *why,
     if (a2a == NVL_A2A_NCCL)
         return true;
     if (c->domains > 1) {
-        snprintf(why, len, "%s needs every GPU in one NVLink domain (peer "
-                 "access to every receive buffer); these %d GPUs span %d",
-                 rows[a2a].name, c->size, c->domains);
+        snprintf(why, len, "the one-sided all-to-all needs every GPU in "
+                 "one NVLink domain (peer access to every receive buffer); "
+                 "these %d GPUs span %d", c->size, c->domains);
         return false;
     }
     return true;
