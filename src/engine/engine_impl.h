@@ -27,7 +27,8 @@
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
  * Only issue.c advances the clock (through the stream of src/cost/ and the
- * collectives of src/coll/); generate.c calls MPI directly only to gather
+ * collectives of src/coll/), and overlap.c, whose communication stream has
+ * a clock of its own that the rank's waits for; generate.c calls MPI directly only to gather
  * outputs and capture errors. */
 #ifndef NVLEMU_ENGINE_IMPL_H
 #define NVLEMU_ENGINE_IMPL_H
