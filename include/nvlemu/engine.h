@@ -27,7 +27,10 @@
  * its share of the rows: the attention's allreduce becomes a reduce-
  * scatter before the experts and an allgather after them) or becomes
  * data-parallel (each rank runs its own sequences with the whole
- * attention; no collective outside the experts). */
+ * attention; no collective outside the experts).  The all-to-alls may be
+ * timed as one-sided NVLink writes instead of NCCL's (opts.a2a_onesided),
+ * and the row-parallel GEMMs pipelined with their allreduces on a second,
+ * communication stream (opts.overlap): the same numbers either way. */
 #ifndef NVLEMU_ENGINE_H
 #define NVLEMU_ENGINE_H
 
