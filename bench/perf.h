@@ -75,6 +75,7 @@ typedef struct {
     nvl_dtype_t dtype;
     nvl_redop_t op;
     int mode; /* nvl_bench_mode_t */
+    int rank_plays; /* nvl_rank_plays_t: --rank-plays gpu|die */
     int help;
 } nvl_bench_args_t;
 

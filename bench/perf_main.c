@@ -358,7 +358,12 @@ static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
         nvl_qty_format(NVL_QTY_BW, nvl_topo_nvlink_bw(topo, g), link,
                        sizeof link);
         char hex[96], info[96];
-        snprintf(hex, sizeof hex, "GPU %u of %s", g, topo->name);
+        if (topo->die_view) /* --rank-plays die */
+            snprintf(hex, sizeof hex, "die %u of GPU %u of %s",
+                     g % topo->gpu.dies, nvl_topo_package_of(topo, g),
+                     topo->name);
+        else
+            snprintf(hex, sizeof hex, "GPU %u of %s", g, topo->name);
         snprintf(info, sizeof info, "%s HBM, NVLink %s", hbm, link);
         printf("#  Rank %2d Group %2d Pid %6d on %10s device %2u [%s] %s\n",
                r, 0, all[r].pid, all[r].host, g % topo->node.gpus_per_tray,
@@ -453,6 +458,10 @@ int main(int argc, char **argv)
         st = nvl_topo_set_file(topo, args.set_files.items[i]);
     for (int i = 0; st == NVL_OK && !args.help && i < args.sets.n; i++)
         st = nvl_topo_set(topo, args.sets.items[i]);
+    if (st == NVL_OK && !args.help && args.rank_plays == NVL_PLAYS_DIE)
+        st = nvl_topo_split_dies(topo);
+    if (st == NVL_OK && !args.help)
+        st = nvl_topo_check_die_ranks(topo, (uint32_t)rt.size);
     if (st == NVL_OK && !args.help && args.json_path != NULL && rt.rank == 0)
         st = nvl_bench_json_open(args.json_path, argc, typed, &json);
     if (nvl_runtime_capture_end(st) != NVL_OK)

@@ -63,7 +63,7 @@ const nvl_opt_name_t nvl_bench_mode_names[] = {
 static const nvl_opt_t opts[] = {
     {.name = "topo", .kind = NVL_OPT_STRING, .offset = AT(topo),
      .arg = "FILE", .required = true,
-     .doc = "topology to emulate; rank r plays GPU r"},
+     .doc = "topology to emulate; rank r plays GPU r (or die r, --rank-plays die)"},
     {.name = "set", .kind = NVL_OPT_LIST, .offset = AT(sets),
      .arg = "SECTION.KEY=VALUE",
      .doc = "topology what-if, repeatable (nvlink.link_bw=100GB/s)"},
@@ -71,6 +71,7 @@ static const nvl_opt_t opts[] = {
      .arg = "FILE",
      .doc = "topology what-ifs from a file, one SECTION.KEY=VALUE a line "
             "('#' comments), repeatable; applied before --set"},
+    NVL_TOPO_OPT_RANK_PLAYS(nvl_bench_args_t, rank_plays),
     {.name = "minbytes", .short_name = 'b', .kind = NVL_OPT_CUSTOM,
      .offset = AT(min_bytes), .arg = "SIZE", .def = "32M",
      .parse = parse_size,

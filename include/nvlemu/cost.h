@@ -193,7 +193,8 @@ nvl_kernel_cost_t nvl_cost_norm(const nvl_cost_cfg_t *cfg, double rows,
 
 /* Where one copy goes.  hbm: device to device on one GPU, a copy kernel
  * reading and writing HBM; nvlink: to a peer GPU of the same NVLink domain
- * on a copy engine; c2c-h2d / c2c-d2h: host memory to the GPU and back over
+ * on a copy engine (in the die view, to the other die of the package: over
+ * the die link, nvl_topo_p2p_bw); c2c-h2d / c2c-d2h: host memory to the GPU and back over
  * NVLink-C2C on a copy engine; host: host memory to host memory (the CPU's
  * memcpy). */
 typedef enum {

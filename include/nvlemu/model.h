@@ -34,6 +34,11 @@ typedef struct {
     bool qkv_bias;
     bool qk_norm;
     double rope_theta;
+    /* YaRN rope scaling (config.json's rope_scaling, or rope_parameters,
+     * of type "yarn"; nvlemu run --rope-scaling yarn:F): the factor (0:
+     * none) and the pretrained context it stretches. */
+    double rope_yarn_factor;
+    uint32_t rope_original_positions;
     double rms_eps;
     /* mixture of experts (num_experts 0: every layer a dense MLP) */
     uint32_t num_experts;
@@ -66,13 +71,39 @@ bool nvl_model_is_preset(const char *name);
  * holding it.  Accepts rope_theta at the top level or under
  * rope_parameters (transformers' defaults where a key is absent: rope_theta
  * 10000, rms_norm_eps 1e-6, num_key_value_heads = heads, head_dim = hidden /
- * heads); model_type qwen2, qwen3 or qwen3_moe (num_experts (or
+ * heads; rope_scaling (or rope_parameters) of rope_type / type "default"
+ * or "yarn", with factor and original_max_position_embeddings (default
+ * max_position_embeddings), any other type refused); model_type qwen2, qwen3 or qwen3_moe (num_experts (or
  * num_local_experts), num_experts_per_tok, moe_intermediate_size required;
  * norm_topk_prob default false, decoder_sparse_step 1, mlp_only_layers
  * []).  Reports the file, the key and what was expected (or jansson's line
  * and column for bad JSON) and returns NVL_ERR_IO or NVL_ERR_INVALID. */
 nvl_status_t nvl_model_config_load(const char *path,
                                    nvl_model_config_t *cfg_out);
+
+/* The positions a sequence may reach: max_positions, or under YaRN
+ * rope_yarn_factor x rope_original_positions when that is more (Qwen2.5's
+ * 128K context: factor 4 over 32768, its model cards' "Processing Long
+ * Texts"). */
+uint64_t nvl_model_max_context(const nvl_model_config_t *cfg);
+
+/* --rope-scaling: "none" (0) or "yarn:FACTOR" (FACTOR from 1 to 64) into
+ * *factor_out; reports "LABEL TEXT: ..." and returns NVL_ERR_INVALID.
+ * The signature of an nvl_opt_t parser. */
+nvl_status_t nvl_model_rope_scaling_parse(const char *label, const char *text,
+                                          void *factor_out);
+
+/* RoPE's inverse frequency of pair i (0 .. d/2 - 1) of a head of d
+ * dimensions, with YaRN's blend when cfg has a factor (src/model/rope.c
+ * gives the formula), and the factor the rotation's cos and sin are scaled
+ * by (YaRN: 0.1 ln factor + 1; else 1). */
+double nvl_model_rope_inv_freq(const nvl_model_config_t *cfg, uint32_t i,
+                               uint32_t d);
+double nvl_model_rope_scale(const nvl_model_config_t *cfg);
+
+/* Applies a YaRN factor (> 0) to cfg: over the pretrained context of its
+ * own YaRN scaling, else over max_positions. */
+void nvl_model_set_yarn(nvl_model_config_t *cfg, double factor);
 
 /* Parameters of the model (embedding, layers, final norm, lm_head unless
  * tied). */

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nvlemu/opts.h"
 #include "nvlemu/status.h"
 
 #define NVL_TOPO_MAX_GPUS 4096u
@@ -72,6 +73,7 @@ const char *nvl_proto_key(nvl_proto_t proto);
 /* Which fabric carries traffic between two GPUs. */
 typedef enum {
     NVL_FABRIC_LOCAL,    /* the same GPU */
+    NVL_FABRIC_DIE,      /* the two dies of one package (die view) */
     NVL_FABRIC_NVLINK,   /* same NVLink domain */
     NVL_FABRIC_SCALEOUT, /* different NVLink domains, through NICs */
     NVL_FABRIC_COUNT
@@ -92,7 +94,9 @@ typedef struct {
     int64_t launch_overhead_ps; /* host cost of launching one kernel */
     int64_t kernel_floor_ps;    /* GPU time of an empty kernel in a graph */
     int64_t copy_overhead_ps;   /* fixed time of one copy-engine copy */
-    uint32_t dies;
+    uint32_t dies;              /* compute dies per package */
+    double die_link_bw_bytes_per_s; /* die-to-die link, per direction; 0: none */
+    int64_t die_link_lat_ps;        /* die-to-die link, one way */
     /* compute cost model constants (include/nvlemu/cost.h) */
     double matmul_efficiency;   /* large matmuls: fraction of peak */
     uint32_t matmul_k_pad;      /* per-tile fixed work, in k steps */
@@ -184,6 +188,10 @@ typedef struct {
     nvl_node_spec_t node;
     nvl_nccl_spec_t nccl;
     nvl_gpu_override_t *overrides; /* gpus entries, owned */
+    /* false: entry g is GPU package g.  true (nvl_topo_split_dies): entry
+     * g is die g % gpu.dies of package g / gpu.dies, and [gpu], the NVLink
+     * ports, the NIC, C2C and host memory are a die's share. */
+    bool die_view;
 } nvl_topo_t;
 
 /* Loads and validates a topology file.  On success *topo_out is a new
@@ -222,6 +230,48 @@ bool nvl_topo_equal(const nvl_topo_t *a, const nvl_topo_t *b);
 
 /* A 64-bit FNV-1a hash of the canonical export: equal models, equal hash. */
 uint64_t nvl_topo_hash(const nvl_topo_t *topo);
+
+/* ---- ranks that play dies (src/topo/dies.c) ------------------------------ */
+
+/* What each MPI rank plays: a whole GPU package, or one die of one. */
+typedef enum { NVL_PLAYS_GPU, NVL_PLAYS_DIE } nvl_rank_plays_t;
+
+/* "gpu", "die": the names of an NVL_OPT_ENUM row. */
+extern const nvl_opt_name_t nvl_topo_rank_plays_names[];
+
+/* The --rank-plays row of every command and bench that starts ranks
+ * (`run`, `generate`, the *_perf benches), into an int field of `type`. */
+#define NVL_TOPO_OPT_RANK_PLAYS(type, field)                                \
+    {.name = "rank-plays", .kind = NVL_OPT_ENUM,                            \
+     .offset = offsetof(type, field), .arg = "gpu|die", .def = "gpu",       \
+     .names = nvl_topo_rank_plays_names,                                    \
+     .doc = "what each rank plays: a whole GPU, or one die of a "           \
+            "multi-die package (half its SMs, FLOP rates, HBM and NVLink "  \
+            "ports; the package's dies joined by [gpu] die_link_bw; the "   \
+            "rank count must fill whole packages)"}
+
+/* Turns a loaded topology (after its --set what-ifs) into its die view:
+ * gpus x dies entries, entry g die g % dies of package g / dies, each with
+ * 1/dies of the package's SMs, FLOP and exp rates, HBM capacity and
+ * bandwidth, NVLink links (whole links, so links must divide), NVLS rate,
+ * NIC, C2C and host-memory share; NVLink domains, trays and superchips hold
+ * dies x as many entries; a package's [gpu.N] override applies to both its
+ * dies (links_down split as evenly as links).  The dies of one package are
+ * joined by [gpu] die_link_bw / die_link_lat (docs/cost-model.md, "Die
+ * pairs").  Reports "--rank-plays die: ..." and returns NVL_ERR_INVALID,
+ * leaving topo unchanged, when gpu.dies is 1, die_link_bw is 0 or the
+ * links do not split; on success replaces the override array. */
+nvl_status_t nvl_topo_split_dies(nvl_topo_t *topo);
+
+/* A die-view job of `ranks` ranks fills whole packages: ranks must be a
+ * multiple of gpu.dies (each package's dies are played together).
+ * Reports "--rank-plays die: N ranks ..." and returns NVL_ERR_INVALID
+ * otherwise; NVL_OK for a package view. */
+nvl_status_t nvl_topo_check_die_ranks(const nvl_topo_t *topo,
+                                      uint32_t ranks);
+
+/* The package of entry g: g / gpu.dies in the die view, else g. */
+uint32_t nvl_topo_package_of(const nvl_topo_t *topo, uint32_t gpu);
 
 /* ---- derived quantities ------------------------------------------------ */
 

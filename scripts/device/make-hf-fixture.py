@@ -7,6 +7,11 @@ greedy_new_tokens).  Runs on CPU; needs torch and transformers (the device
 machine has them).
 
     python3 scripts/device/make-hf-fixture.py qwen3 OUTDIR
+    python3 scripts/device/make-hf-fixture.py qwen2-yarn OUTDIR
+
+qwen2-yarn: a Qwen2 with YaRN rope scaling (factor 4 over 32 pretrained
+positions, as Qwen2.5's 128K context is factor 4 over 32768), prompts of 40
+tokens so that the sequences pass the pretrained context.
 """
 import json
 import sys
@@ -29,7 +34,22 @@ def qwen3(out):
     return Qwen3ForCausalLM(cfg)
 
 
-MAKERS = {"qwen3": qwen3}
+def qwen2_yarn(out):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(
+        vocab_size=512, hidden_size=64, intermediate_size=160,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0,
+                         "factor": 4.0, "original_max_position_embeddings": 32},
+        tie_word_embeddings=False, initializer_range=0.08, bos_token_id=1,
+        eos_token_id=2, pad_token_id=0)
+    return Qwen2ForCausalLM(cfg)
+
+
+MAKERS = {"qwen3": qwen3, "qwen2-yarn": qwen2_yarn}
+PROMPT_LEN = {"qwen2-yarn": 40}
 
 
 def main():
@@ -39,13 +59,15 @@ def main():
     # q_norm / k_norm start at ones: make them non-trivial so the test sees them
     with torch.no_grad():
         for layer in model.model.layers:
-            layer.self_attn.q_norm.weight.uniform_(0.5, 1.5)
-            layer.self_attn.k_norm.weight.uniform_(0.5, 1.5)
+            if hasattr(layer.self_attn, "q_norm"):
+                layer.self_attn.q_norm.weight.uniform_(0.5, 1.5)
+                layer.self_attn.k_norm.weight.uniform_(0.5, 1.5)
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
     model.save_pretrained(out, safe_serialization=True)
     gen = torch.Generator().manual_seed(1)
-    ids = torch.randint(3, model.config.vocab_size, (2, 11), generator=gen)
+    ids = torch.randint(3, model.config.vocab_size, (2, PROMPT_LEN.get(kind, 11)),
+                        generator=gen)
     with torch.no_grad():
         logits = model(ids).logits
         new = model.generate(ids, max_new_tokens=8, do_sample=False,

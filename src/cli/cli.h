@@ -20,6 +20,8 @@ typedef struct {
     nvl_opt_list_t set_files; /* --set-file FILE, applied before --set */
     const char *json;     /* --json FILE ('-': standard output), or NULL */
     int help;             /* --help */
+    int rank_plays;       /* --rank-plays (nvl_rank_plays_t): the skeleton
+                             loads the die view for NVL_PLAYS_DIE */
 } nvl_cli_common_t;
 
 #define NVL_CLI_DEFAULT_TOPO "topology/gb200-nvl72.topo"
@@ -53,6 +55,10 @@ typedef struct {
 #define NVL_CLI_OPT_HELP(type)                                              \
     {.name = "help", .kind = NVL_OPT_HELP,                                  \
      .offset = offsetof(type, common.help), .doc = "this help"}
+
+/* --rank-plays gpu|die (the benches' table has the same row). */
+#define NVL_CLI_OPT_RANK_PLAYS(type)                                        \
+    NVL_TOPO_OPT_RANK_PLAYS(type, common.rank_plays)
 
 /* --ranks N into `long ranks` (0 when not given). */
 #define NVL_CLI_OPT_RANKS(type, doc_)                                       \
@@ -97,6 +103,24 @@ extern const nvl_opt_name_t nvl_cli_a2a_names[];
             "groups, or one-sided NVLink writes into the peers' buffers "   \
             "(DeepEP-style: low-latency mode in decode, high-throughput in " \
             "prefill)"}
+
+/* --kv-host and --weights-host auto|FRACTION (double fields: the share,
+ * or NVL_HOST_AUTO), for the commands that run a model. */
+nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
+                                      void *share_out);
+#define NVL_CLI_OPTS_HOST_TIERS(type, kv_field, weights_field)              \
+    {.name = "kv-host", .kind = NVL_OPT_CUSTOM,                             \
+     .offset = offsetof(type, kv_field), .arg = "auto|FRACTION",            \
+     .def = "0", .parse = nvl_cli_parse_host_share,                         \
+     .doc = "keep this share of every sequence's KV cache in the host "     \
+            "CPU's memory, read over NVLink-C2C every step (auto: what "    \
+            "does not fit in HBM)"},                                        \
+    {.name = "weights-host", .kind = NVL_OPT_CUSTOM,                        \
+     .offset = offsetof(type, weights_field), .arg = "auto|FRACTION",       \
+     .def = "0", .parse = nvl_cli_parse_host_share,                         \
+     .doc = "stream this share of each layer's weights from the host "      \
+            "CPU's memory over NVLink-C2C every pass (auto: what does not " \
+            "fit in HBM)"}
 #define NVL_CLI_OPTS_PLACEMENT(type)                                        \
     {.name = "ep", .kind = NVL_OPT_LONG, .offset = offsetof(type, ep),      \
      .arg = "N", .def = "1", .min = 1, .max = 1 << 20,                      \
@@ -119,7 +143,9 @@ void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
 /* ---- the command skeleton -------------------------------------------------
  * nvl_cli_command_run starts MPI (nvl_runtime_init) and, with every rank's
  * reports captured (each error printed once): parses the options, runs
- * .check, loads common.topo and applies common.sets, runs .prepare; agrees
+ * .check, loads common.topo and applies common.sets (and, with
+ * --rank-plays die, takes its die view and checks that the ranks fill
+ * whole packages when .world_is_job), runs .prepare; agrees
  * on the status; prints --help on rank 0 and stops there; checks that the
  * ranks fit and agree on the topology (.check_ranks); runs .body on every
  * rank and agrees on its status; runs .cleanup and finalizes.  Returns the
@@ -143,6 +169,9 @@ typedef struct {
     size_t args_size;     /* of the command's arguments struct */
     size_t common_offset; /* of the nvl_cli_common_t in the arguments */
     bool check_ranks;     /* nvl_runtime_check_topo before .body */
+    bool world_is_job;    /* the MPI ranks are the job (run, generate):
+                             under --rank-plays die they must fill whole
+                             packages (nvl_topo_check_die_ranks) */
     /* After parsing, before the topology: the arguments that are not
      * options (argv[first..argc-1]) and what no single row checks.  May be
      * NULL. */

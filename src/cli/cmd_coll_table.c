@@ -45,6 +45,7 @@ static const nvl_opt_t table_opts[] = {
                                    "standard output) instead"),
     NVL_CLI_OPT_SET(table_args_t),
     NVL_CLI_OPT_SET_FILE(table_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(table_args_t),
     NVL_CLI_OPT_HELP(table_args_t),
 };
 
@@ -124,6 +125,14 @@ static void print_summary(const nvl_topo_t *topo, const nvl_comm_t *comm,
                                              : "unavailable",
            algo != NULL && *algo ? algo : "(all)",
            proto != NULL && *proto ? proto : "(all)");
+    if (topo->die_view) { /* --rank-plays die */
+        char dl[32];
+        nvl_qty_format(NVL_QTY_BW, topo->gpu.die_link_bw_bytes_per_s, dl,
+                       sizeof dl);
+        printf("Ranks play dies: the NVLink figure is one die's share; the "
+               "two dies of a package talk over the die link, %s each way "
+               "(docs/collectives.md, \"Die pairs\").\n", dl);
+    }
     printf("Each cell: predicted latency (us) / algorithm bandwidth (GB/s): "
            "latency = time of a 1-byte call, bandwidth = 4 GiB / (time(4 "
            "GiB) - latency); 0.0/0.0: unsupported or disabled.\n");
@@ -217,6 +226,11 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    ctx->topo->name, ctx->topo->gpus);
         return NVL_ERR_INVALID;
     }
+    /* --rank-plays die: the modeled job fills whole packages too */
+    if (nvl_topo_check_die_ranks(ctx->topo, a->ranks > 0
+                                                ? (uint32_t)a->ranks
+                                                : ctx->topo->gpus) != NVL_OK)
+        return NVL_ERR_INVALID;
     return nvl_comm_create_virtual(
         ctx->topo, a->ranks > 0 ? (int)a->ranks : (int)ctx->topo->gpus, NULL,
         &a->comm);

@@ -60,6 +60,7 @@ static const nvl_opt_t cost_opts[] = {
     NVL_CLI_OPT_JSON(cost_args_t, "write the result as JSON to FILE ('-': "
                                   "standard output) instead"),
     NVL_CLI_OPT_SET(cost_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(cost_args_t),
     NVL_CLI_OPT_SET_FILE(cost_args_t),
     {.name = "dtype", .kind = NVL_OPT_STRING, .offset = AT(dtype),
      .arg = "bf16|fp8|fp4", .doc = "gemm: weight and input type (default "
@@ -438,6 +439,7 @@ static void faster_hbm(nvl_topo_t *t) { t->gpu.hbm_bw_bytes_per_s *= 2; }
 static void faster_link(nvl_topo_t *t)
 {
     t->nvlink.link_bw_bytes_per_s *= 2;
+    t->gpu.die_link_bw_bytes_per_s *= 2; /* --rank-plays die */
     t->c2c.bw_bytes_per_s *= 2;
     t->scaleout.nic_bw_bytes_per_s *= 2;
 }
@@ -462,6 +464,7 @@ static void no_fixed_costs(nvl_topo_t *t)
     t->gpu.mem_latency_ps = 0;
     t->gpu.copy_overhead_ps = 0;
     t->nvlink.hop_lat_ps = 0;
+    t->gpu.die_link_lat_ps = 0;
     t->c2c.lat_ps = 0;
     t->scaleout.lat_ps = 0;
 }

@@ -18,6 +18,7 @@ typedef struct {
     nvl_stack_t stack;
     nvl_overlap_t overlap;
     int a2a_onesided;
+    double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */
     int32_t *tokens; /* all prompts, one after another */
     int *lens;
     int batch;
@@ -27,6 +28,7 @@ typedef struct {
 #define USAGE "mpirun -np N nvlemu generate --model DIR --input-ids " \
               "\"1,2,3;4,5\" [--gen-len N] [--logits-out FILE.json] " \
               "[--ep N] [--attn-parallel tp|dp] [--stack torch|fused] " \
+              "[--kv-host auto|F] [--weights-host auto|F] " \
               "[--overlap none|async-tp] [--a2a nccl|onesided]"
 
 static const nvl_opt_t gen_opts[] = {
@@ -44,10 +46,12 @@ static const nvl_opt_t gen_opts[] = {
      .doc = "write {\"new_tokens\": [[...]], \"last_logits\": [[...]]}"},
     NVL_CLI_OPT_TOPO(gen_args_t, NVL_CLI_DEFAULT_TOPO, false),
     NVL_CLI_OPT_SET(gen_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(gen_args_t),
     NVL_CLI_OPT_SET_FILE(gen_args_t),
     NVL_CLI_OPTS_PLACEMENT(gen_args_t),
     NVL_CLI_OPTS_STACK(gen_args_t, stack),
     NVL_CLI_OPTS_COMM(gen_args_t, overlap, a2a_onesided),
+    NVL_CLI_OPTS_HOST_TIERS(gen_args_t, kv_host, weights_host),
     NVL_CLI_OPT_HELP(gen_args_t),
 };
 
@@ -142,7 +146,8 @@ static nvl_status_t write_json(const char *path, const gen_args_t *a,
 
 /* Rank 0 prints the tokens of every prompt. */
 static void print_tokens(const gen_args_t *a, const nvl_cli_ctx_t *ctx,
-                         const int32_t *out, const nvl_vclock_t *clock)
+                         const int32_t *out, const nvl_vclock_t *clock,
+                         const nvl_mem_plan_t *m)
 {
     nvl_runtime_print_header(stdout);
     char place[128];
@@ -157,6 +162,13 @@ static void print_tokens(const gen_args_t *a, const nvl_cli_ctx_t *ctx,
             printf(" %d", out[b * a->gen_len + s]);
         printf("\n");
     }
+    if (m->kv_host_share > 0 || m->weights_host_share > 0)
+        printf("# memory tiers: %.0f%% of the KV cache and %.0f%% of the "
+               "layer weights in host memory (%.4f GB per GPU), read over "
+               "NVLink-C2C\n", 100 * m->kv_host_share,
+               100 * m->weights_host_share,
+               (m->kv_host_share * m->kv_bytes +
+                m->weights_host_share * m->layer_weights_bytes) / 1e9);
     printf("# emulated time of the collectives: %.1f us\n",
            (double)clock->now_ps / 1e6);
 }
@@ -176,6 +188,8 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     o.place.ep = (int)a->ep;
     o.place.attn_dp = a->attn_dp;
     o.cost.stack = a->stack;
+    o.kv_host = a->kv_host;
+    o.weights_host = a->weights_host;
     o.cost.attn = nvl_attn_auto(ctx->topo, a->stack);
     o.overlap = a->overlap;
     o.a2a_onesided = a->a2a_onesided;
@@ -190,7 +204,7 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
         st = nvl_engine_generate(e, a->tokens, a->lens, a->batch,
                                  (int)a->gen_len, out, logits);
         if (st == NVL_OK && ctx->rt->rank == 0) {
-            print_tokens(a, ctx, out, &clock);
+            print_tokens(a, ctx, out, &clock, nvl_engine_memory(e));
             if (a->logits_out != NULL)
                 st = write_json(a->logits_out, a, out, logits, a->cfg.vocab);
         }
@@ -214,6 +228,7 @@ const nvl_cli_command_t nvl_cli_gen_command = {
     .opts = NVL_CLI_OPTS("generate", gen_opts, USAGE, 0),
     .common_offset = offsetof(gen_args_t, common),
     .check_ranks = true,
+    .world_is_job = true,
     .check = check,
     .prepare = prepare,
     .body = body,

@@ -65,26 +65,6 @@ static nvl_status_t parse_attn(const char *label, const char *text,
     return NVL_OK;
 }
 
-/* --kv-host, --weights-host: "auto" or a share from 0 to 1. */
-static nvl_status_t parse_host_share(const char *label, const char *text,
-                                     void *share_out)
-{
-    if (strcmp(text, "auto") == 0) {
-        *(double *)share_out = NVL_HOST_AUTO;
-        return NVL_OK;
-    }
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1)) {
-        nvl_report("%s %s: expected auto or a fraction from 0 to 1", label,
-                   text);
-        return NVL_ERR_INVALID;
-    }
-    *(double *)share_out = v;
-    return NVL_OK;
-}
-
 static const nvl_opt_name_t mode_names[] = {
     {"auto", -1}, {"data", NVL_MODE_DATA}, {"timing", NVL_MODE_TIMING},
     {NULL, 0}};
@@ -130,17 +110,12 @@ static const nvl_opt_t run_opts[] = {
             "GPUs with FP4 units, else fa3)"},
     NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
     NVL_CLI_OPTS_COMM(nvl_run_args_t, overlap, a2a_onesided),
-    {.name = "kv-host", .kind = NVL_OPT_CUSTOM, .offset = AT(kv_host),
-     .arg = "auto|FRACTION", .def = "0", .parse = parse_host_share,
-     .doc = "keep this share of every sequence's KV cache in the host "
-            "CPU's memory, read over NVLink-C2C every step (auto: what does "
-            "not fit in HBM)"},
-    {.name = "weights-host", .kind = NVL_OPT_CUSTOM,
-     .offset = AT(weights_host), .arg = "auto|FRACTION", .def = "0",
-     .parse = parse_host_share,
-     .doc = "stream this share of each layer's weights from the host CPU's "
-            "memory over NVLink-C2C every pass (auto: what does not fit in "
-            "HBM)"},
+    NVL_CLI_OPTS_HOST_TIERS(nvl_run_args_t, kv_host, weights_host),
+    {.name = "rope-scaling", .kind = NVL_OPT_CUSTOM, .offset = AT(rope_yarn),
+     .arg = "none|yarn:F", .def = "none",
+     .parse = nvl_model_rope_scaling_parse,
+     .doc = "YaRN rope scaling: the context may reach F x the model's "
+            "pretrained positions (yarn:4: Qwen2.5's 128K)"},
     {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
      .min = 1, .max = 100000, .doc = "run only the first N layers"},
     {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),
@@ -157,6 +132,7 @@ static const nvl_opt_t run_opts[] = {
             "Zipf-distributed with exponent S (0: uniform)"},
     NVL_CLI_OPTS_PLACEMENT(nvl_run_args_t),
     NVL_CLI_OPT_SET(nvl_run_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(nvl_run_args_t),
     NVL_CLI_OPT_SET_FILE(nvl_run_args_t),
     NVL_CLI_OPT_JSON(nvl_run_args_t,
                      "write the results as JSON ('-': standard output)"),
@@ -338,6 +314,8 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                              : nvl_model_config_load(a->model, &c->cfg);
     if (st != NVL_OK)
         return st;
+    if (a->rope_yarn > 0)
+        nvl_model_set_yarn(&c->cfg, a->rope_yarn);
     bool weights = !preset && has_weights(a->model);
     c->mode = a->mode >= 0 ? (nvl_mode_t)a->mode
               : weights    ? NVL_MODE_DATA
@@ -373,6 +351,7 @@ const nvl_cli_command_t nvl_cli_run_command = {
     .opts = NVL_CLI_OPTS("run", run_opts, USAGE, 0),
     .common_offset = offsetof(run_cmd_t, a.common),
     .check_ranks = true,
+    .world_is_job = true,
     .prepare = prepare,
     .body = body,
     .cleanup = cleanup,

@@ -12,7 +12,8 @@ typedef struct {
 } topo_args_t;
 
 #define USAGE "[mpirun -np N] nvlemu topo FILE|--topo FILE [--ranks N] " \
-              "[--json FILE] [--set K=V]... [--export] [--keys]"
+              "[--json FILE] [--set K=V]... [--rank-plays gpu|die] "       \
+              "[--export] [--keys]"
 
 static const nvl_opt_t topo_opts[] = {
     NVL_CLI_OPT_TOPO(topo_args_t, NULL, false),
@@ -23,6 +24,7 @@ static const nvl_opt_t topo_opts[] = {
                                   "('-': standard output)"),
     NVL_CLI_OPT_SET(topo_args_t),
     NVL_CLI_OPT_SET_FILE(topo_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(topo_args_t),
     {.name = "export", .kind = NVL_OPT_FLAG,
      .offset = offsetof(topo_args_t, export_file),
      .doc = "print the canonical topology file (after --set) instead"},
@@ -62,6 +64,11 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    ctx->topo->name, ctx->topo->gpus);
         return NVL_ERR_INVALID;
     }
+    /* --rank-plays die: the described job fills whole packages */
+    if (ctx->topo != NULL && a->ranks > 0)
+        return nvl_topo_check_die_ranks(ctx->topo, (uint32_t)a->ranks);
+    if (ctx->topo != NULL && ctx->rt->size > 1)
+        return nvl_topo_check_die_ranks(ctx->topo, (uint32_t)ctx->rt->size);
     return NVL_OK;
 }
 

@@ -7,10 +7,11 @@
 #include "cli.h"
 
 /* common.topo with common.set_files and then common.sets applied, in
- * order.  The default topology
+ * order, then its die view under --rank-plays die (a job of `ranks` ranks
+ * must fill whole packages; 0: no job to check).  The default topology
  * is relative to the repository root; run from elsewhere, the checkout's
  * copy is used (the binary knows where its sources are). */
-static nvl_status_t load_topo(nvl_cli_common_t *common,
+static nvl_status_t load_topo(nvl_cli_common_t *common, int ranks,
                               nvl_topo_t **topo_out)
 {
     if (common->topo != NULL &&
@@ -23,6 +24,10 @@ static nvl_status_t load_topo(nvl_cli_common_t *common,
         st = nvl_topo_set_file(topo, common->set_files.items[i]);
     for (int i = 0; st == NVL_OK && i < common->sets.n; i++)
         st = nvl_topo_set(topo, common->sets.items[i]);
+    if (st == NVL_OK && common->rank_plays == NVL_PLAYS_DIE)
+        st = nvl_topo_split_dies(topo);
+    if (st == NVL_OK && ranks > 0)
+        st = nvl_topo_check_die_ranks(topo, (uint32_t)ranks);
     if (st != NVL_OK) {
         nvl_topo_free(topo);
         return st;
@@ -48,7 +53,7 @@ int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
     if (go && cmd->check != NULL)
         st = cmd->check(args, argc, argv, first);
     if (go && st == NVL_OK && common->topo != NULL)
-        st = load_topo(common, &ctx.topo);
+        st = load_topo(common, cmd->world_is_job ? rt.size : 0, &ctx.topo);
     if (go && st == NVL_OK && cmd->prepare != NULL)
         st = cmd->prepare(args, &ctx);
     if (nvl_runtime_capture_end(st) != NVL_OK)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,6 +26,26 @@ const nvl_opt_name_t nvl_cli_a2a_names[] = {
 
 const nvl_opt_name_t nvl_cli_fusion_names[] = {
     {"none", NVL_STACK_TORCH}, {"typical", NVL_STACK_FUSED}, {NULL, 0}};
+
+/* --kv-host, --weights-host: "auto" or a share from 0 to 1. */
+nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
+                                      void *share_out)
+{
+    if (strcmp(text, "auto") == 0) {
+        *(double *)share_out = NVL_HOST_AUTO;
+        return NVL_OK;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1)) {
+        nvl_report("%s %s: expected auto or a fraction from 0 to 1", label,
+                   text);
+        return NVL_ERR_INVALID;
+    }
+    *(double *)share_out = v;
+    return NVL_OK;
+}
 
 void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
                             char *name_out)

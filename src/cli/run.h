@@ -29,6 +29,7 @@ typedef struct {
     nvl_launch_t launch;
     int mode;          /* --mode: -1 auto, else nvl_mode_t */
     double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */
+    double rope_yarn;  /* --rope-scaling yarn:F (0: none) */
 } nvl_run_args_t;
 
 /* What rank 0 reports. */

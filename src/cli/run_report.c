@@ -117,7 +117,9 @@ static void derive(const nvl_run_result_t *r, derived_t *d)
     double batch = (double)r->args->batch;
     if (d->tpot_ms > 0) {
         d->tokens_per_s = batch / (d->tpot_ms / 1e3);
-        d->tokens_per_s_per_gpu = d->tokens_per_s / n;
+        /* per GPU package: a die-view rank is 1/dies of one */
+        d->tokens_per_s_per_gpu = d->tokens_per_s / n *
+                                  (r->topo->die_view ? r->topo->gpu.dies : 1);
     }
     d->replicas = (int)(r->topo->gpus / (uint32_t)n);
     d->tokens_per_s_rack = d->tokens_per_s * d->replicas;
@@ -268,8 +270,9 @@ static void memory_text(const nvl_run_result_t *r, const derived_t *d,
                         FILE *out)
 {
     const nvl_mem_plan_t *m = r->mem;
-    fprintf(out, "\n# memory per GPU: weights %.2f GB + KV cache %.2f GB + "
-                 "activations %.2f GB + reserve %.2f GB", m->weights_bytes / 1e9,
+    fprintf(out, "\n# memory per %s: weights %.2f GB + KV cache %.2f GB + "
+                 "activations %.2f GB + reserve %.2f GB",
+            r->topo->die_view ? "die" : "GPU", m->weights_bytes / 1e9,
             m->kv_bytes / 1e9, m->act_bytes / 1e9, m->reserve_bytes / 1e9);
     if (m->kv_host_share > 0 || m->weights_host_share > 0)
         fprintf(out, " + C2C staging %.2f GB, less %.2f GB in host memory "
@@ -298,6 +301,11 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                  "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
             r->topo->name, place,
             r->mode == NVL_MODE_DATA ? "data" : "timing", r->weights);
+    if (r->topo->die_view)
+        fprintf(out, "# --rank-plays die: each rank plays one of the %u dies "
+                     "of a GPU package, %d ranks on %d GPUs; per-GPU "
+                     "numbers below are per die except tokens/s per GPU\n",
+                r->topo->gpu.dies, r->tp, r->tp / (int)r->topo->gpu.dies);
     fprintf(out, "# batch %ld, prompt %llu tokens, %llu new tokens per "
                  "sequence%s; weights %s, KV %s, attention %s, stack %s, "
                  "launch %s, overlap %s\n", a->batch,
@@ -306,6 +314,11 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
             nvl_attn_name(a->attn), nvl_stack_name(a->stack),
             nvl_launch_name(a->launch), nvl_overlap_name(a->overlap));
+    if (r->cfg->rope_yarn_factor > 0)
+        fprintf(out, "# YaRN rope scaling: factor %g over %u pretrained "
+                     "positions (context up to %llu)\n",
+                r->cfg->rope_yarn_factor, r->cfg->rope_original_positions,
+                (unsigned long long)nvl_model_max_context(r->cfg));
     for (int i = 0; i < a->common.set_files.n; i++)
         fprintf(out, "# what-if: --set-file %s\n", a->common.set_files.items[i]);
     for (int i = 0; i < a->common.sets.n; i++)
@@ -340,9 +353,14 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                                                   r->pass_end_ps[i - 1])));
             fprintf(out, "\n");
         }
-        fprintf(out, "throughput  %10.1f tokens/s for these %d GPUs, %.1f "
-                     "per GPU\n", d.tokens_per_s, r->tp,
-                d.tokens_per_s_per_gpu);
+        if (r->topo->die_view)
+            fprintf(out, "throughput  %10.1f tokens/s for these %d dies (%d "
+                         "GPUs), %.1f per GPU\n", d.tokens_per_s, r->tp,
+                    r->tp / (int)r->topo->gpu.dies, d.tokens_per_s_per_gpu);
+        else
+            fprintf(out, "throughput  %10.1f tokens/s for these %d GPUs, "
+                         "%.1f per GPU\n", d.tokens_per_s, r->tp,
+                    d.tokens_per_s_per_gpu);
         fprintf(out, "rack        %10.1f tokens/s with %d group(s) of %d "
                      "on the %u GPUs\n", d.tokens_per_s_rack, d.replicas,
                 r->tp, r->topo->gpus);
@@ -524,6 +542,11 @@ static json_t *inputs_json(const nvl_run_result_t *r)
     json_object_set_new(in, "nccl_algo", *algo ? json_string(algo) : json_null());
     json_object_set_new(in, "nccl_proto", *proto ? json_string(proto) : json_null());
 
+    if (r->topo->die_view) { /* absent in GPU mode: its reports unchanged */
+        json_object_set_new(in, "rank_plays", json_string("die"));
+        json_object_set_new(in, "gpus", json_integer(r->tp /
+                                                     (int)r->topo->gpu.dies));
+    }
     json_object_set_new(in, "kv_host", host_share_json(a->kv_host));
     json_object_set_new(in, "weights_host", host_share_json(a->weights_host));
     return in;

@@ -64,11 +64,16 @@ static void write_event(FILE *out, int rank, int size, const wire_event_t *w,
     *first = false;
 }
 
-static void write_track_name(FILE *out, int tid, int rank, uint32_t gpu,
-                             const char *what, bool *first)
+static void write_track_name(FILE *out, const nvl_topo_t *topo, int tid,
+                             int rank, uint32_t gpu, const char *what,
+                             bool *first)
 {
-    char name[64];
-    snprintf(name, sizeof name, "rank %d (GPU %u)%s", rank, gpu, what);
+    char name[96];
+    if (topo->die_view) /* --rank-plays die */
+        snprintf(name, sizeof name, "rank %d (die %u of GPU %u)%s", rank,
+                 gpu % topo->gpu.dies, nvl_topo_package_of(topo, gpu), what);
+    else
+        snprintf(name, sizeof name, "rank %d (GPU %u)%s", rank, gpu, what);
     json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
                            "thread_name", "ph", "M", "pid", 0, "tid", tid,
                            "args", "name", name);
@@ -81,7 +86,6 @@ static void write_track_name(FILE *out, int tid, int rank, uint32_t gpu,
 nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
                                  const nvl_topo_t *topo, FILE *out)
 {
-    (void)topo;
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -135,13 +139,13 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
             MPI_Recv(w, (int)((size_t)cnt * sizeof *w), MPI_BYTE, r, 1, comm,
                      MPI_STATUS_IGNORE);
         }
-        write_track_name(out, r, r, (uint32_t)r, "", &first);
+        write_track_name(out, topo, r, r, (uint32_t)r, "", &first);
         bool named[N_TRACKS] = {true};
         for (long long i = 0; i < cnt; i++) {
             int t = w[i].track;
             if (t > 0 && t < N_TRACKS && !named[t]) {
-                write_track_name(out, track_id(r, size, t), r, (uint32_t)r,
-                                 track_names[t], &first);
+                write_track_name(out, topo, track_id(r, size, t), r,
+                                 (uint32_t)r, track_names[t], &first);
                 named[t] = true;
             }
             write_event(out, r, size, &w[i], &first);

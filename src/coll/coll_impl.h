@@ -24,6 +24,11 @@ struct nvl_comm {
     int log2_domains;        /* floor(log2(domains)), NCCL's log2i */
     int max_per_domain;      /* most members in one domain */
     double nvlink_bw;        /* slowest member's NVLink, bytes/s/direction */
+    /* die view (--rank-plays die): NCCL's ring places a package's dies
+     * next to each other, so that `die_edges` of its `size` edges cross
+     * the die link (every edge when the members are one package's dies) */
+    int die_edges;
+    double die_link_bw;      /* bytes/s/direction; 0 without die edges */
     double nic_bw;           /* slowest member's NIC, after oversubscription */
     bool nvls;               /* all members in one switched domain with NVLS */
     void *scratch;           /* owned: nvl_xfer_scratch */
@@ -123,6 +128,20 @@ extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
  * network, in seconds, from the topology's [nccl] constants. */
 double nvl_coll_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
                        nvl_proto_t proto, int intra_steps, int inter_steps);
+
+/* The same for an algorithm whose steps walk the ring's edges (ring,
+ * tree's chain): of the intra-domain steps, floor(steps x die_edges /
+ * size) cross a die link and pay NCCL's NVLink step latency + the die
+ * link's die_link_lat instead of + hop_lat (docs/collectives.md, "Die
+ * pairs"). */
+double nvl_coll_model_ring_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
+                                 nvl_proto_t proto, int intra_steps,
+                                 int inter_steps);
+
+/* The raw per-direction rate of the slowest edge of a ring within one
+ * NVLink domain: the slowest member's NVLink, or in the die view the die
+ * link where every edge is one, else the slower of the two. */
+double nvl_coll_model_intra_bw(const nvl_comm_t *comm);
 
 /* Bus bandwidth (bytes/s) that `channels` channels of a protocol reach over
  * a path of raw per-direction bandwidth path_bw, when each channel moves

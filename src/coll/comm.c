@@ -1,9 +1,39 @@
 /* Communicators: which GPUs the members play, and what the cost model needs
  * to know about them (domains spanned, slowest ports, NVLS). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll_impl.h"
+
+/* Die view: the ring edges NCCL's ring (a package's dies adjacent) runs
+ * over die links: one per package with two or more members (a package of
+ * d members adds d - 1), or all of them when one package holds every
+ * member.  Members of a package are counted in member order, which lists
+ * a package's dies together whenever the communicator does. */
+static void derive_dies(nvl_comm_t *c)
+{
+    const nvl_topo_t *t = c->topo;
+    c->die_edges = 0;
+    c->die_link_bw = 0;
+    if (!t->die_view || c->size < 2)
+        return;
+    int packages = 0;
+    for (int i = 0; i < c->size; i++) {
+        uint32_t p = nvl_topo_package_of(t, c->gpus[i]);
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = nvl_topo_package_of(t, c->gpus[j]) == p;
+        if (seen)
+            c->die_edges++;
+        else
+            packages++;
+    }
+    if (packages == 1)
+        c->die_edges = c->size;
+    if (c->die_edges > 0)
+        c->die_link_bw = t->gpu.die_link_bw_bytes_per_s;
+}
 
 static nvl_status_t derive(nvl_comm_t *c)
 {
@@ -33,6 +63,7 @@ static nvl_status_t derive(nvl_comm_t *c)
             c->nic_bw = nic;
     }
     free(per_dom);
+    derive_dies(c);
     c->log2_domains = 0;
     while ((1 << (c->log2_domains + 1)) <= c->domains)
         c->log2_domains++;

@@ -40,6 +40,28 @@ double nvl_coll_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
     return ps * 1e-12;
 }
 
+double nvl_coll_model_ring_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
+                                 nvl_proto_t proto, int intra_steps,
+                                 int inter_steps)
+{
+    int die = (int)((int64_t)intra_steps * c->die_edges / c->size);
+    const nvl_topo_t *t = c->topo;
+    double die_ps = (double)t->nccl.nvlink_lat_ps[algo][proto] +
+                    (double)t->gpu.die_link_lat_ps;
+    return nvl_coll_model_lat_s(c, algo, proto, intra_steps - die,
+                                inter_steps) +
+           die * die_ps * 1e-12;
+}
+
+double nvl_coll_model_intra_bw(const nvl_comm_t *c)
+{
+    if (c->die_edges == 0)
+        return c->nvlink_bw;
+    if (c->die_edges >= c->size)
+        return c->die_link_bw;
+    return fmin(c->nvlink_bw, c->die_link_bw);
+}
+
 double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         double channels, double wire_bytes)

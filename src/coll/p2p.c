@@ -4,7 +4,8 @@
  * A GPU's NVLink ports and its NIC are shared by everything it moves at
  * once, per direction: an alltoall member sends (N-1) blocks, those to its
  * own NVLink domain through its NVLink ports, the others through its NIC,
- * and receives as many.
+ * and receives as many.  In the die view a peer on the same package is
+ * reached over the die link, a port of its own (die_link_bw).
  *
  * Cost: T = kernel + ring.simple base + one step (nvlink_lat + hop_lat, or
  *   net_lat + scale-out lat when any peer is in another domain)
@@ -100,11 +101,15 @@ static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
     const nvl_topo_t *t = c->topo;
     uint32_t me = c->gpus[c->rank];
     const double *o = l->out, *i = l->in;
-    if (o[NVL_FABRIC_NVLINK] == 0 && i[NVL_FABRIC_NVLINK] == 0 &&
-        o[NVL_FABRIC_SCALEOUT] == 0 && i[NVL_FABRIC_SCALEOUT] == 0 &&
-        o[NVL_FABRIC_LOCAL] == 0)
+    bool any = false;
+    for (int f = 0; f < NVL_FABRIC_COUNT; f++)
+        any = any || o[f] > 0 || (f != NVL_FABRIC_LOCAL && i[f] > 0);
+    if (!any)
         return 0;
     bool net = o[NVL_FABRIC_SCALEOUT] > 0 || i[NVL_FABRIC_SCALEOUT] > 0;
+    /* the die link's wire latency only where no peer is beyond it */
+    bool die_only = o[NVL_FABRIC_NVLINK] == 0 && i[NVL_FABRIC_NVLINK] == 0 &&
+                    (o[NVL_FABRIC_DIE] > 0 || i[NVL_FABRIC_DIE] > 0);
     const nvl_nccl_spec_t *k = &t->nccl;
     double lat = (double)t->gpu.kernel_overhead_ps +
                  (double)k->base_lat_ps[NVL_ALGO_RING][NVL_PROTO_SIMPLE] +
@@ -112,7 +117,8 @@ static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
                             (double)t->scaleout.lat_ps
                       : (double)k->nvlink_lat_ps[NVL_ALGO_RING]
                                                 [NVL_PROTO_SIMPLE] +
-                            (double)t->nvlink.hop_lat_ps);
+                            (double)(die_only ? t->gpu.die_link_lat_ps
+                                              : t->nvlink.hop_lat_ps));
     int most = p2p_channels(c);
     double nv_port = nvl_topo_nvlink_bw(t, me) * NVL_NVLINK_DATA_EFF;
     double nv_ch = nv_port / k->channels;
@@ -128,6 +134,11 @@ static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
                        dir_time_s(i[NVL_FABRIC_SCALEOUT],
                                   l->ch_in[NVL_FABRIC_SCALEOUT], most,
                                   nic, nic)));
+    double die_port = t->gpu.die_link_bw_bytes_per_s * NVL_NVLINK_DATA_EFF;
+    ts = fmax(ts, fmax(dir_time_s(o[NVL_FABRIC_DIE], l->ch_out[NVL_FABRIC_DIE],
+                                  most, die_port / k->channels, die_port),
+                       dir_time_s(i[NVL_FABRIC_DIE], l->ch_in[NVL_FABRIC_DIE],
+                                  most, die_port / k->channels, die_port)));
     ts = fmax(ts, dir_time_s(o[NVL_FABRIC_LOCAL], l->ch_out[NVL_FABRIC_LOCAL],
                              most, nv_ch, hbm));
     return (int64_t)lat + nvl_ps_from_s(ts);

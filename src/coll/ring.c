@@ -14,6 +14,10 @@
  *   w = 2(N-1)/N (allreduce), (N-1)/N (allgather, reduce-scatter), 1
  *   (broadcast, reduce); busbw from nvl_coll_model_bus_bw over the path: NVLink
  *   within one domain, the slower of NVLink and the NIC across domains.
+ *   Die view: the ring puts a package's dies next to each other; the path
+ *   is its slowest edge (die link or the die's NVLink share) and of the
+ *   steps, floor(steps x die_edges / N) cross a die link (die_link_lat
+ *   instead of hop_lat).
  *   Broadcast and reduce: a pipeline of k = x / c chunks (x = S/C per
  *   channel, c the chunk) through N-1 hops takes k + N - 2 chunk times:
  *   T = kernel + base + (N-1) hops (nvlink_lat + hop_lat)
@@ -36,9 +40,10 @@ static bool ring_supports(const nvl_comm_t *c, nvl_coll_t coll,
 
 static double path_bw(const nvl_comm_t *c)
 {
+    double intra = nvl_coll_model_intra_bw(c);
     if (c->domains <= 1)
-        return c->nvlink_bw;
-    return c->nic_bw < c->nvlink_bw ? c->nic_bw : c->nvlink_bw;
+        return intra;
+    return c->nic_bw < intra ? c->nic_bw : intra;
 }
 
 /* Broadcast and reduce: the first chunk crosses N-1 hops (NCCL's tuning
@@ -49,8 +54,8 @@ static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
 {
     int n = c->size, hops = n - 1;
     int inter = c->domains > 1 ? c->domains - 1 : 0;
-    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_RING, proto, hops - inter,
-                                      inter);
+    double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_RING, proto,
+                                           hops - inter, inter);
     double s = (double)bytes, x = s / channels;
     double chunk = (double)nvl_coll_model_chunk_bytes(proto);
     double busbw = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
@@ -85,8 +90,8 @@ static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
     default: /* broadcast, reduce: the chain's pipeline */
         return chain_predict(c, coll, bytes, proto, channels);
     }
-    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_RING, proto,
-                                 nsteps - inter, inter);
+    double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_RING, proto,
+                                           nsteps - inter, inter);
     double wire = w * (double)bytes;
     return lat + wire / nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
                                          path_bw(c), channels, wire);

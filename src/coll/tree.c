@@ -10,7 +10,9 @@
  *       1     2        N-2   N-3     reduce up, then broadcast down
  *
  * Cost (NCCL tuning.cc): T = base + 2((ppn-1) nvlink_lat + log2(D) net_lat)
- *   + S / algbw, algbw = 0.5 x busbw, busbw = C bw_ch x 0.92 x eff(proto). */
+ *   + S / algbw, algbw = 0.5 x busbw, busbw = C bw_ch x 0.92 x eff(proto).
+ * Die view: within a domain NCCL's tree is a chain in ring order, a
+ * package's dies adjacent: its path and die-link steps as ring.c's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +32,10 @@ static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
 {
 
     int ppn = c->max_per_domain;
-    double lat = nvl_coll_model_lat_s(c, NVL_ALGO_TREE, proto, 2 * (ppn - 1),
-                                 2 * c->log2_domains);
-    double path = c->domains > 1 && c->nic_bw < c->nvlink_bw ? c->nic_bw
-                                                            : c->nvlink_bw;
+    double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_TREE, proto,
+                                           2 * (ppn - 1), 2 * c->log2_domains);
+    double intra = nvl_coll_model_intra_bw(c);
+    double path = c->domains > 1 && c->nic_bw < intra ? c->nic_bw : intra;
     double busbw =
         0.92 * nvl_coll_model_bus_bw(c, coll, NVL_ALGO_TREE, proto, path, channels,
                                 (double)bytes);

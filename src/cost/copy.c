@@ -63,7 +63,8 @@ static bool nvlink_usable(const nvl_cost_cfg_t *cfg, uint32_t peer,
     else if (peer == cfg->gpu)
         snprintf(why, len, "the peer GPU %u is the GPU itself (NVLink "
                  "domains of %u GPU(s))", peer, t->nvlink.domain_gpus);
-    else if (nvl_topo_fabric(t, cfg->gpu, peer) != NVL_FABRIC_NVLINK)
+    else if (nvl_topo_fabric(t, cfg->gpu, peer) != NVL_FABRIC_NVLINK &&
+             nvl_topo_fabric(t, cfg->gpu, peer) != NVL_FABRIC_DIE)
         snprintf(why, len, "GPUs %u and %u are in different NVLink domains "
                  "(%u GPUs each)", cfg->gpu, peer, t->nvlink.domain_gpus);
     else if (nvl_topo_p2p_bw(t, cfg->gpu, peer) <= 0)

@@ -92,13 +92,13 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
                     float *qv = b->q + (r * qn + j) * hd;
                     if (l->q_norm)
                         nvl_engine_rmsnorm(qv, l->q_norm, qv, 1, hd, c->rms_eps);
-                    nvl_engine_rope(qv, hd, pos, c->rope_theta);
+                    nvl_engine_rope(qv, hd, pos, c);
                 }
                 for (uint64_t j = 0; j < kn; j++) {
                     float *kv = b->k + (r * kn + j) * hd;
                     if (l->k_norm)
                         nvl_engine_rmsnorm(kv, l->k_norm, kv, 1, hd, c->rms_eps);
-                    nvl_engine_rope(kv, hd, pos, c->rope_theta);
+                    nvl_engine_rope(kv, hd, pos, c);
                 }
                 /* append to the sequence's cache */
                 memcpy(caches[sq].k[li] + pos * kn * hd, b->k + r * kn * hd,

@@ -207,7 +207,8 @@ void nvl_engine_linear(const float *x, const float *w, const float *b,
 void nvl_engine_rmsnorm(const float *x, const float *w, float *y, uint64_t T,
                         uint64_t D, double eps);
 /* rotate_half RoPE on one head vector of d values at position pos */
-void nvl_engine_rope(float *v, uint64_t d, uint64_t pos, double theta);
+void nvl_engine_rope(float *v, uint64_t d, uint64_t pos,
+                     const nvl_model_config_t *cfg);
 /* index of the largest of n values (the first on ties) */
 int32_t nvl_engine_argmax(const float *v, uint32_t n);
 

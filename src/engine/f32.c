@@ -50,14 +50,18 @@ void nvl_engine_rmsnorm(const float *x, const float *w, float *y, uint64_t T,
     }
 }
 
-/* rotate_half RoPE on one head vector at position pos */
-void nvl_engine_rope(float *v, uint64_t d, uint64_t pos, double theta)
+/* rotate_half RoPE on one head vector at position pos (cos and sin in
+ * float32, as transformers computes them) */
+void nvl_engine_rope(float *v, uint64_t d, uint64_t pos,
+                     const nvl_model_config_t *cfg)
 {
     uint64_t half = d / 2;
+    float scale = (float)nvl_model_rope_scale(cfg);
     for (uint64_t i = 0; i < half; i++) {
-        float inv = (float)(1.0 / pow(theta, (double)(2 * i) / (double)d));
+        float inv = (float)nvl_model_rope_inv_freq(cfg, (uint32_t)i,
+                                                   (uint32_t)d);
         float ang = (float)pos * inv;
-        float cs = cosf(ang), sn = sinf(ang);
+        float cs = cosf(ang) * scale, sn = sinf(ang) * scale;
         float a = v[i], b = v[i + half];
         v[i] = a * cs - b * sn;
         v[i + half] = b * cs + a * sn;

@@ -19,11 +19,21 @@ static nvl_status_t check_prompts(const nvl_engine_t *e, const int32_t *ids,
             return NVL_ERR_INVALID;
         }
         uint64_t need = (uint64_t)lens[b] + (uint64_t)(max_new - 1);
-        if (need > e->cfg.max_positions) {
+        const nvl_model_config_t *c = &e->cfg;
+        if (need > nvl_model_max_context(c)) {
+            char why[160];
+            if (c->rope_yarn_factor > 0)
+                snprintf(why, sizeof why, "YaRN rope scaling: factor %g x "
+                         "%u pretrained positions", c->rope_yarn_factor,
+                         c->rope_original_positions);
+            else
+                snprintf(why, sizeof why, "max_position_embeddings %u; "
+                         "YaRN rope scaling, --rope-scaling yarn:FACTOR, "
+                         "stretches it FACTOR times",
+                         c->max_positions);
             nvl_report("prompt %d: %d tokens + %d new need %llu positions, "
-                       "more than model '%s' allows (max_position_embeddings "
-                       "%u)", b, lens[b], max_new, (unsigned long long)need,
-                       e->cfg.name, e->cfg.max_positions);
+                       "more than model '%s' allows (%s)", b, lens[b],
+                       max_new, (unsigned long long)need, c->name, why);
             return NVL_ERR_INVALID;
         }
         for (int t = 0; ids != NULL && t < lens[b]; t++, at++)

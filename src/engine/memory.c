@@ -98,6 +98,7 @@ static void plan_auto(nvl_mem_plan_t *p, const nvl_engine_opts_t *o,
 static void report_unfit(const nvl_engine_t *e, const nvl_mem_plan_t *p)
 {
     const nvl_engine_opts_t *o = &e->opts;
+    const char *gpu = o->cost.topo->die_view ? "die" : "GPU"; /* --rank-plays */
     char host[256] = "";
     if (p->kv_host_share > 0 || p->weights_host_share > 0)
         snprintf(host, sizeof host, " + C2C staging %.2f GB, less what is "
@@ -110,20 +111,20 @@ static void report_unfit(const nvl_engine_t *e, const nvl_mem_plan_t *p)
         snprintf(tiers, sizeof tiers, " (this topology has no host tier)");
     else if (o->kv_host == 0 && o->weights_host == 0)
         snprintf(tiers, sizeof tiers, ", --kv-host auto or --weights-host "
-                 "auto (%.0f GB of host memory per GPU over NVLink-C2C)",
-                 p->host_bytes / 1e9);
+                 "auto (%.0f GB of host memory per %s over NVLink-C2C)",
+                 p->host_bytes / 1e9, gpu);
     else if (p->host_need_bytes <= p->host_bytes)
         snprintf(tiers, sizeof tiers, ", a larger --kv-host or "
                  "--weights-host share");
-    nvl_report("does not fit: %s at TP %d needs %.2f GB of HBM per GPU "
+    nvl_report("does not fit: %s at TP %d needs %.2f GB of HBM per %s "
                "(weights %.2f GB + KV cache %.2f GB + activations %.2f GB + "
-               "reserve %.2f GB%s); the GPU has %.0f GB of HBM and %.0f GB "
+               "reserve %.2f GB%s); the %s has %.0f GB of HBM and %.0f GB "
                "of host memory; ways out: more GPUs (TP), "
                "--dtype fp8|fp4, --kv-dtype fp8%s, a smaller --batch or "
                "context", e->cfg.name, nvl_comm_size(e->tp),
-               p->hbm_need_bytes / 1e9, p->weights_bytes / 1e9,
+               p->hbm_need_bytes / 1e9, gpu, p->weights_bytes / 1e9,
                p->kv_bytes / 1e9, p->act_bytes / 1e9, p->reserve_bytes / 1e9,
-               host, p->hbm_bytes / 1e9, p->host_bytes / 1e9, tiers);
+               host, gpu, p->hbm_bytes / 1e9, p->host_bytes / 1e9, tiers);
 }
 
 nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,

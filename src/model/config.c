@@ -2,7 +2,9 @@
  * Hugging Face config.json (jansson). */
 #include "nvlemu/model.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -193,6 +195,36 @@ static int get_moe(json_t *root, const char *file, nvl_model_config_t *c)
     return 1;
 }
 
+/* rope_scaling (hub checkpoints) or rope_parameters (transformers 5):
+ * absent, null or of type "default": none; "yarn": its factor and
+ * pretrained context; anything else is refused.  0 on error (reported). */
+static int get_rope_scaling(json_t *root, const char *file,
+                            nvl_model_config_t *c)
+{
+    json_t *rs = json_object_get(root, "rope_scaling");
+    if (!json_is_object(rs))
+        rs = json_object_get(root, "rope_parameters");
+    if (!json_is_object(rs))
+        return 1;
+    const char *type = json_string_value(json_object_get(rs, "rope_type"));
+    if (type == NULL)
+        type = json_string_value(json_object_get(rs, "type"));
+    if (type == NULL || strcmp(type, "default") == 0)
+        return 1;
+    if (strcmp(type, "yarn") != 0) {
+        nvl_report("%s: rope scaling type '%s' is not supported (default, "
+                   "yarn)", file, type);
+        return 0;
+    }
+    if (get_real(rs, file, "factor", &c->rope_yarn_factor) != 1) {
+        if (json_object_get(rs, "factor") == NULL)
+            nvl_report("%s: rope scaling 'yarn' needs a 'factor'", file);
+        return 0;
+    }
+    return get_count(rs, file, "original_max_position_embeddings",
+                     c->max_positions, &c->rope_original_positions);
+}
+
 nvl_status_t nvl_model_config_load(const char *path,
                                    nvl_model_config_t *cfg_out)
 {
@@ -301,11 +333,47 @@ nvl_status_t nvl_model_config_load(const char *path,
         if (r < 0)
             c.rope_theta = 10000.0; /* transformers' default when absent */
     }
+    if (!get_rope_scaling(root, file, &c))
+        goto out;
     *cfg_out = c;
     status = NVL_OK;
 out:
     json_decref(root);
     return status;
+}
+
+uint64_t nvl_model_max_context(const nvl_model_config_t *cfg)
+{
+    double yarn = cfg->rope_yarn_factor * cfg->rope_original_positions;
+    return yarn > cfg->max_positions ? (uint64_t)yarn : cfg->max_positions;
+}
+
+nvl_status_t nvl_model_rope_scaling_parse(const char *label, const char *text,
+                                          void *factor_out)
+{
+    if (strcmp(text, "none") == 0) {
+        *(double *)factor_out = 0;
+        return NVL_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    double f = strncmp(text, "yarn:", 5) == 0 ? strtod(text + 5, &end) : 0;
+    if (end == NULL || end == text + 5 || *end != '\0' || errno != 0 ||
+        !(f >= 1 && f <= 64)) {
+        nvl_report("%s %s: expected none or yarn:FACTOR (FACTOR from 1 to "
+                   "64; yarn:4 is Qwen2.5's published 128K context)", label,
+                   text);
+        return NVL_ERR_INVALID;
+    }
+    *(double *)factor_out = f;
+    return NVL_OK;
+}
+
+void nvl_model_set_yarn(nvl_model_config_t *cfg, double factor)
+{
+    if (cfg->rope_yarn_factor == 0)
+        cfg->rope_original_positions = cfg->max_positions;
+    cfg->rope_yarn_factor = factor;
 }
 
 uint64_t nvl_model_param_count(const nvl_model_config_t *c)

@@ -61,6 +61,14 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
     fprintf(out, "job        %" PRIu32 " rank(s): GPUs 0-%" PRIu32
                  " (rank r plays GPU r), in %" PRIu32 " domain(s)\n",
             ranks, ranks - 1, job_domains);
+    if (t->die_view) { /* --rank-plays die */
+        FMT(NVL_QTY_BW, g->die_link_bw_bytes_per_s, a);
+        FMT(NVL_QTY_TIME, (double)g->die_link_lat_ps, b);
+        fprintf(out, "dies       each GPU below is one die of a package of "
+                     "%" PRIu32 " (--rank-plays die): its share of the "
+                     "package; a package's dies share a die link of %s per "
+                     "direction, latency %s (DL)\n", g->dies, a, b);
+    }
     FMT(NVL_QTY_BYTES, (double)g->hbm_bytes, a);
     FMT(NVL_QTY_BW, g->hbm_bw_bytes_per_s, b);
     fprintf(out, "GPU        %s HBM at %s; %" PRIu32 " SMs, %" PRIu32
@@ -142,7 +150,7 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
                 job_domains > 1 ? ", other domains over scale-out" : "");
     }
     if (ranks <= 16) {
-        /* as nvidia-smi topo -m: NV = NVLink, SO = scale-out */
+        /* as nvidia-smi topo -m: NV = NVLink, SO = scale-out, DL = die link */
         fprintf(out, "               ");
         for (uint32_t j = 0; j < ranks; j++)
             fprintf(out, " %4" PRIu32, j);
@@ -152,6 +160,7 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
             for (uint32_t j = 0; j < ranks; j++) {
                 nvl_fabric_t f = nvl_topo_fabric(t, i, j);
                 fprintf(out, " %4s", f == NVL_FABRIC_LOCAL    ? "X"
+                                     : f == NVL_FABRIC_DIE    ? "DL"
                                      : f == NVL_FABRIC_NVLINK ? "NV"
                                                               : "SO");
             }

@@ -30,6 +30,9 @@ nvl_status_t nvl_topo_export(const nvl_topo_t *t, FILE *out)
     const char *section = "";
     char value[512]; /* more than the longest text field holds */
     fprintf(out, "# nvlemu topology, canonical export of '%s'\n", t->name);
+    if (t->die_view) /* a comment: it reloads as packages of these dies */
+        fprintf(out, "# die view (--rank-plays die): every GPU below is one "
+                     "die of a package of [gpu] dies\n");
     for (size_t i = 0; i < nvl_topo_key_count; i++) {
         const nvl_topo_key_t *k = &nvl_topo_keys[i];
         if (strcmp(k->section, section) != 0) {
@@ -72,7 +75,7 @@ nvl_status_t nvl_topo_export(const nvl_topo_t *t, FILE *out)
 
 bool nvl_topo_equal(const nvl_topo_t *a, const nvl_topo_t *b)
 {
-    if (a->gpus != b->gpus)
+    if (a->gpus != b->gpus || a->die_view != b->die_view)
         return false;
     for (size_t i = 0; i < nvl_topo_key_count; i++) {
         const nvl_topo_key_t *k = &nvl_topo_keys[i];

@@ -143,6 +143,13 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "reaches (PyTorch's non-vectorised path)"},
     {"gpu", "dies", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.dies), "1", 1, 8,
      "2", "compute dies per GPU package"},
+    {"gpu", "die_link_bw", NVL_QTY_BW, NVL_FIELD_F64,
+     F(gpu.die_link_bw_bytes_per_s), "0B/s", 0, 1e15, "5TB/s",
+     "die-to-die link between the dies of one package, per direction "
+     "(0: none; --rank-plays die needs it)"},
+    {"gpu", "die_link_lat", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.die_link_lat_ps), "0us", 0, PS(100.0), "0.05us",
+     "one-way latency of the die-to-die link"},
 
     {"nvlink", "links", NVL_QTY_COUNT, NVL_FIELD_U32,
      F(nvlink.links_per_gpu), NULL, 1, 1024, "18", "NVLink links per GPU"},

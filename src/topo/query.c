@@ -11,7 +11,8 @@ static const char *const proto_keys[NVL_PROTO_COUNT] = {
     [NVL_PROTO_LL] = "ll", [NVL_PROTO_LL128] = "ll128",
     [NVL_PROTO_SIMPLE] = "simple"};
 static const char *const fabric_names[NVL_FABRIC_COUNT] = {
-    [NVL_FABRIC_LOCAL] = "local", [NVL_FABRIC_NVLINK] = "nvlink",
+    [NVL_FABRIC_LOCAL] = "local", [NVL_FABRIC_DIE] = "die-link",
+    [NVL_FABRIC_NVLINK] = "nvlink",
     [NVL_FABRIC_SCALEOUT] = "scaleout"};
 
 const char *nvl_algo_key(nvl_algo_t a)
@@ -48,6 +49,8 @@ nvl_fabric_t nvl_topo_fabric(const nvl_topo_t *t, uint32_t a, uint32_t b)
 {
     if (a == b)
         return NVL_FABRIC_LOCAL;
+    if (t->die_view && nvl_topo_package_of(t, a) == nvl_topo_package_of(t, b))
+        return NVL_FABRIC_DIE;
     if (nvl_topo_domain_of(t, a) == nvl_topo_domain_of(t, b))
         return NVL_FABRIC_NVLINK;
     return NVL_FABRIC_SCALEOUT;
@@ -90,6 +93,8 @@ double nvl_topo_p2p_bw(const nvl_topo_t *t, uint32_t a, uint32_t b)
     switch (nvl_topo_fabric(t, a, b)) {
     case NVL_FABRIC_LOCAL:
         return nvl_topo_hbm_bw(t, a);
+    case NVL_FABRIC_DIE:
+        return t->gpu.die_link_bw_bytes_per_s;
     case NVL_FABRIC_NVLINK:
         ba = nvl_topo_nvlink_bw(t, a);
         bb = nvl_topo_nvlink_bw(t, b);
@@ -106,6 +111,8 @@ int64_t nvl_topo_p2p_lat_ps(const nvl_topo_t *t, uint32_t a, uint32_t b)
     switch (nvl_topo_fabric(t, a, b)) {
     case NVL_FABRIC_LOCAL:
         return 0;
+    case NVL_FABRIC_DIE:
+        return t->gpu.die_link_lat_ps;
     case NVL_FABRIC_NVLINK:
         return t->nvlink.hop_lat_ps;
     default:

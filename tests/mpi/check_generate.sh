@@ -6,7 +6,11 @@
 # 1e-4 relative (max |diff| / max |ref|).  REF "one-rank": the job runs
 # again on one rank without its placement (--ep, --attn-parallel), and the
 # two must give the same tokens and last logits within 1e-5 relative
-# (expert parallelism changes only the order of float32 sums).
+# (expert parallelism changes only the order of float32 sums).  REF
+# "no-tiers": the job runs again without its --kv-host/--weights-host, and
+# the two must give the same tokens and bit-identical last logits (a memory
+# tier moves time, never numbers).  REF "gpu-mode": the same without
+# --rank-plays (a rank that plays a die moves time, never numbers).
 # Exits 77 (skipped) without python3.
 set -u
 ref=$1
@@ -22,6 +26,18 @@ for a in "$@"; do
     many="$many '$a'"
     if [ $skip -eq 1 ]; then
         skip=0
+    elif [ "$ref" = "no-tiers" ]; then
+        if [ "$b" = "--kv-host" ] || [ "$b" = "--weights-host" ]; then
+            skip=1
+        else
+            one="$one '$b'"
+        fi
+    elif [ "$ref" = "gpu-mode" ]; then
+        if [ "$b" = "--rank-plays" ]; then
+            skip=1
+        else
+            one="$one '$b'"
+        fi
     elif [ "$b" = "--ep" ] || [ "$b" = "--attn-parallel" ]; then
         skip=1
     elif [ "$prev" = "-n" ]; then
@@ -32,9 +48,10 @@ for a in "$@"; do
     prev=$b
 done
 eval "$many" || { echo "check_generate.sh: the job failed" >&2; exit 1; }
-if [ "$ref" = "one-rank" ]; then
-    eval "$one" || { echo "check_generate.sh: the one-rank job failed" >&2; exit 1; }
+if [ "$ref" = "one-rank" ] || [ "$ref" = "no-tiers" ] || [ "$ref" = "gpu-mode" ]; then
+    eval "$one" || { echo "check_generate.sh: the $ref job failed" >&2; exit 1; }
     want=$dir/one.json key=new_tokens tol=1e-5
+    [ "$ref" = "one-rank" ] || tol=0
 else
     want=$ref/reference.json key=greedy_new_tokens tol=1e-4
 fi

@@ -49,6 +49,13 @@ CHECK is one of
                memory_per_gpu.c2c_bytes_per_step and c2c_ms_per_step are
                the hand-computed BYTES (to 1e-9) and MS (to 1e-7 ms: each
                transfer's time is rounded to a whole picosecond)
+  tier-hand    timing mode as given (a Qwen2 model directory with its
+               config.json, --ctx, fractions for --kv-host/--weights-host,
+               bf16, ranks dividing the KV heads): the C2C bytes and time per
+               decode step computed here from config.json's dimensions and
+               the topology's [c2c], [host_memory], [node] and
+               copy_overhead keys (nvlemu topo --json) must be the run's
+               memory_per_gpu.c2c_bytes_per_step and c2c_ms_per_step
 """
 import json
 import os
@@ -154,6 +161,58 @@ def check_overlap(doc, trace):
         sys.exit("check_run.py: overlap %s" % o)
     print("check_run.py: %d pipelined GEMMs; %.4f ms of %.4f ms hidden per "
           "step" % (ops, o["hidden_ms_per_step"], o["comm_ms_per_step"]))
+
+
+def tier_hand(cmd):
+    """Per decode step at context C (positions C - 1 cached), per layer: the
+    host shares of the layer's weights and of the past KV prefetched
+    (copy_overhead + [c2c] lat + bytes / bw each), the new positions' host
+    share written back; the step's token ids in and sampled tokens out (4
+    bytes each).  bw = min([c2c] bw, [host_memory] bw x gpus_per_superchip
+    / the job's GPUs on GPU 0's superchip)."""
+    doc = run(cmd, ["--mode", "timing"])
+    check_keys(doc)
+    inp = doc["inputs"]
+    nvlemu = cmd[cmd.index("run") - 1]
+    sets = [x for s in inp["set"] for x in ("--set", s)]
+    p = subprocess.run([nvlemu, "topo", inp["topology"], "--json", "-"] + sets,
+                       stdout=subprocess.PIPE, universal_newlines=True)
+    if p.returncode != 0:
+        sys.exit("check_run.py: nvlemu topo failed")
+    spec = json.loads(p.stdout)["spec"]
+    with open(os.path.join(inp["model"], "config.json")) as f:
+        cfg = json.load(f)
+    tp, batch, ctx = inp["tp"], inp["batch"], inp["ctx"]
+    k, w = inp["kv_host"], inp["weights_host"]
+    if cfg["model_type"] != "qwen2" or cfg["num_key_value_heads"] % tp or \
+            inp["dtype"] != "bf16" or inp["kv_dtype"] != "bf16" or not ctx:
+        sys.exit("check_run.py: tier-hand computes bf16 Qwen2 runs at --ctx "
+                 "on ranks dividing the KV heads only")
+    h, L = cfg["hidden_size"], cfg["num_hidden_layers"]
+    hd = h // cfg["num_attention_heads"]
+    q = cfg["num_attention_heads"] // tp * hd
+    kv = cfg["num_key_value_heads"] // tp * hd
+    inter = cfg["intermediate_size"] // tp
+    # bf16: q, k, v, o and the MLP's three matrices, the q/k/v biases and
+    # the two RMSNorm weights, 2 bytes each
+    layer = 2 * ((q + 2 * kv) * h + h * q + 3 * inter * h + (q + 2 * kv) + 2 * h)
+    kv_pos = 2 * kv * 2  # k and v of one position, bf16
+    past = batch * (ctx - 1)
+    per = spec["node"]["gpus_per_superchip"]
+    sharers = min(tp, per)
+    bw = min(spec["c2c"]["bw"], spec["host_memory"]["bw"] * per / sharers)
+    fixed_s = (spec["gpu"]["copy_overhead"] + spec["c2c"]["lat"]) * 1e-12
+    prefetch = w * layer + k * past * kv_pos
+    want_bytes = L * (prefetch + k * batch * kv_pos) + 4 * batch + 4 * batch
+    want_ms = L * (fixed_s + prefetch / bw) * 1e3 if prefetch > 0 else 0.0
+    m = doc["memory_per_gpu"]
+    for key, want, tol in (("c2c_bytes_per_step", want_bytes, 1e-9 * want_bytes),
+                           ("c2c_ms_per_step", want_ms, 1e-9 * L)):
+        if abs(m[key] - want) > tol:
+            sys.exit("check_run.py: %s %r, computed by hand %r" % (key, m[key], want))
+    print("check_run.py: C2C %.0f bytes and %.6f ms per step (%d layers x "
+          "%.0f bytes prefetched at %.0f GB/s), as computed by hand" % (
+              want_bytes, want_ms, L, prefetch, bw / 1e9))
 
 
 def main():
@@ -336,6 +395,8 @@ def main():
             with open(path) as f:
                 trace = json.load(f)
         check_overlap(doc, trace)
+    elif check == "tier-hand":
+        tier_hand(cmd)
     else:
         sys.exit("check_run.py: unknown check " + check)
 

@@ -5,8 +5,8 @@
 # anything again, a what-if axis recorded in every row, a failing run
 # recorded and reported, expert placements side by side (--ep,
 # --attn-parallel), a run that does not fit in HBM marked and not ranked,
-# regeneration from saved runs rewriting nothing, and the plots when gnuplot
-# is installed.
+# regeneration from saved runs rewriting nothing, a --rank-plays axis (GPU
+# runs keep their ids), and the plots when gnuplot is installed.
 # Exits 77 (skipped) without python3.
 set -eu
 command -v python3 >/dev/null 2>&1 || { echo "test_sweep: python3 not found; skipped"; exit 77; }
@@ -144,6 +144,33 @@ assert "reused" not in rows["1"] and "sweep_wall_s" not in rows["1"]
 md = open(sys.argv[1] + "/summary.md").read()
 assert "Most tokens/s per GPU: " in md and "(TP 2," in md.split("Most tokens/s per GPU")[1].split("\n")[0], md
 assert "Runs that do not fit" in md
+PY
+# 9b. --rank-plays gpu,die: die runs on half as many GPUs, the GPU runs
+# keep the ids they had before the axis existed, and the summary sets GPU
+# and die TP side by side at equal GPU counts
+(cd "$repo" && "$sweep" --model tests/data/hf/qwen2-tiny --tp 2,4 --rank-plays gpu,die \
+    --batch 2 --ctx 16 --topo gb200-nvl72 --no-plots --nvlemu "$nvlemu" \
+    --out "$tmp/r") 2>"$tmp/err9c" || { cat "$tmp/err9c"; fail "sweep --rank-plays"; }
+(cd "$repo" && "$sweep" --model tests/data/hf/qwen2-tiny --tp 2,4 --batch 2 --ctx 16 \
+    --topo gb200-nvl72 --no-plots --nvlemu "$nvlemu" --dry-run --out "$tmp/r0") >"$tmp/dry9c" \
+    || fail "dry run without --rank-plays"
+python3 - "$tmp/r" "$tmp/dry9c" <<'PY' || fail "rank-plays axis"
+import csv, os, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/results.csv")))
+assert [(r["tp"], r["rank_plays"]) for r in rows] == [
+    ("2", "gpu"), ("2", "die"), ("4", "gpu"), ("4", "die")], rows
+assert all(r["status"] == "ok" for r in rows), rows
+die = [r for r in rows if r["rank_plays"] == "die"]
+assert all(r["inputs.rank_plays"] == "die" and "-die-" in r["run_id"] for r in die), die
+assert [r["inputs.gpus"] for r in die] == ["1", "2"], die
+assert all(r["inputs.rank_plays"] == "" for r in rows if r["rank_plays"] == "gpu")
+dry = open(sys.argv[2]).read()
+for r in rows:
+    if r["rank_plays"] == "gpu":
+        assert r["run_id"] + ".json" in dry, (r["run_id"], dry)
+md = open(sys.argv[1] + "/summary.md").read()
+assert "| GPUs | batch | GPU TP | die TP |" in md or "| GPUs | GPU TP | die TP |" in md, md
+assert "| 2 |" in md.split("GPU-level vs die-level")[1], md
 PY
 # 10. plots
 if command -v gnuplot >/dev/null 2>&1; then

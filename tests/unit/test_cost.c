@@ -306,6 +306,44 @@ static void test_names(void **state)
                                       "(expected one of: bf16, fp8, fp4)");
 }
 
+/* --rank-plays die: a die of a GB200 package (half the SMs, FLOP rates and
+ * HBM bandwidth) given half the package's work takes what the package
+ * takes for all of it: a large matmul over half the rows; a decode matmul
+ * the same plus the half of its input x that both dies read; a memory
+ * kernel by hand: floor + mem_latency + bytes / (4 TB/s x
+ * hbm_efficiency). */
+static void test_die_half_work(void **state)
+{
+    (void)state;
+    nvl_topo_t *pkg = NULL, *die = NULL;
+    assert_int_equal(nvl_topo_load(NVL_TOPOLOGY_DIR "/gb200-nvl72.topo", &pkg),
+                     NVL_OK);
+    assert_int_equal(nvl_topo_load(NVL_TOPOLOGY_DIR "/gb200-nvl72.topo", &die),
+                     NVL_OK);
+    assert_int_equal(nvl_topo_split_dies(die), NVL_OK);
+    nvl_cost_cfg_t cp = cfg_of(NVL_LAUNCH_GRAPH), cd = cp;
+    cp.topo = pkg;
+    cd.topo = die;
+    cd.gpu = 1; /* die 1 of package 0 */
+    /* memory-bound: each die streams half the weights but all of x
+     * (8 x 8192 bf16), so it pays half of x's read once more */
+    double x_half_ps = 8.0 * 8192 * 2 / 2 / (4e12 * 0.80) * 1e12;
+    double gap = (double)(nvl_cost_matmul(&cd, 8, 4096, 8192).time_ps -
+                          nvl_cost_matmul(&cp, 8, 8192, 8192).time_ps);
+    assert_true(fabs(gap - x_half_ps) < 2);
+    /* compute-bound: half the FLOPs at half the rate */
+    assert_int_equal(nvl_cost_matmul(&cd, 8192, 4096, 8192).time_ps,
+                     nvl_cost_matmul(&cp, 8192, 8192, 8192).time_ps);
+    double bytes = 1e9;
+    double hand_ps = 0.9e6 + 0.9e6 + bytes / (4e12 * 0.80) * 1e12;
+    assert_true(fabs((double)nvl_cost_memory(&cd, bytes).time_ps - hand_ps) <
+                2);
+    assert_int_equal(nvl_cost_memory(&cd, bytes / 2).time_ps,
+                     nvl_cost_memory(&cp, bytes).time_ps);
+    nvl_topo_free(pkg);
+    nvl_topo_free(die);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_memory_access),
         cmocka_unit_test(test_norm_waves),
         cmocka_unit_test(test_attn_auto),
+        cmocka_unit_test(test_die_half_work),
         cmocka_unit_test_setup_teardown(test_names, capture_reports,
                                         release_reports),
     };

@@ -143,6 +143,69 @@ static void test_rope_theta_top_level_and_qwen3(void **state)
     assert_int_equal(c.kv_heads, 2);
 }
 
+/* YaRN rope scaling: the context a model allows, from config.json (the
+ * Qwen2.5 model cards' rope_scaling block) and from --rope-scaling. */
+static void test_rope_scaling(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen2.5-72b", &c), NVL_OK);
+    assert_int_equal(nvl_model_max_context(&c), 32768);
+    double f = -1;
+    assert_int_equal(nvl_model_rope_scaling_parse("--rope-scaling", "yarn:4",
+                                                  &f), NVL_OK);
+    assert_true(f == 4);
+    nvl_model_set_yarn(&c, f);
+    assert_int_equal(nvl_model_max_context(&c), 131072);
+    assert_int_equal(nvl_model_rope_scaling_parse("--rope-scaling", "none",
+                                                  &f), NVL_OK);
+    assert_true(f == 0);
+    const char *bad[] = {"yarn", "yarn:", "yarn:0.5", "yarn:4x", "linear:2",
+                         "yarn:100"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        reports.count = 0;
+        assert_int_equal(nvl_model_rope_scaling_parse("--rope-scaling", bad[i],
+                                                      &f), NVL_ERR_INVALID);
+        assert_int_equal(reports.count, 1);
+        assert_non_null(strstr(reports.last, "expected none or yarn:FACTOR"));
+    }
+    const char *p = write_config(
+        "{\"model_type\": \"qwen2\", \"hidden_size\": 64, "
+        "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+        "\"max_position_embeddings\": 32768, \"rope_scaling\": "
+        "{\"factor\": 4.0, \"original_max_position_embeddings\": 32768, "
+        "\"type\": \"yarn\"}}");
+    assert_int_equal(nvl_model_config_load(p, &c), NVL_OK);
+    unlink(p);
+    assert_true(c.rope_yarn_factor == 4);
+    assert_int_equal(c.rope_original_positions, 32768);
+    assert_int_equal(nvl_model_max_context(&c), 131072);
+    /* transformers 5 spelling, the original positions defaulting */
+    p = write_config(
+        "{\"model_type\": \"qwen2\", \"hidden_size\": 64, "
+        "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+        "\"max_position_embeddings\": 4096, \"rope_parameters\": "
+        "{\"rope_theta\": 10000.0, \"rope_type\": \"yarn\", "
+        "\"factor\": 2.0}}");
+    assert_int_equal(nvl_model_config_load(p, &c), NVL_OK);
+    unlink(p);
+    assert_int_equal(nvl_model_max_context(&c), 8192);
+    /* the frequencies transformers 5.17 computes for tests/data/hf/qwen2-yarn
+     * (head_dim 16, theta 1e4, factor 4 over 32 positions) */
+    assert_int_equal(nvl_model_config_load(NVL_TEST_DATA "/hf/qwen2-yarn", &c),
+                     NVL_OK);
+    const double want[8] = {1.0, 0.19764235615730286, 0.02500000037252903,
+                            0.007905694656074047, 0.0024999999441206455,
+                            0.0007905694656074047, 0.0002500000118743628,
+                            7.905694656074047e-05};
+    for (uint32_t i = 0; i < 8; i++)
+        assert_float_equal(nvl_model_rope_inv_freq(&c, i, 16), want[i],
+                           1e-7 * want[i]);
+    assert_float_equal(nvl_model_rope_scale(&c), 1.138629436111989, 1e-12);
+}
+
 /* Qwen3-MoE: the presets, the fixtures transformers 5 wrote
  * (num_local_experts, mlp_only_layers) and which layers are sparse. */
 static void test_moe(void **state)
@@ -245,6 +308,17 @@ static void test_errors(void **state)
                  "\"num_experts\": 4, \"num_experts_per_tok\": 2, "
                  "\"moe_intermediate_size\": 32, \"mlp_only_layers\": [5]}",
                  NVL_ERR_INVALID, "'mlp_only_layers' entry 0");
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, "
+                 "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+                 "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}}",
+                 NVL_ERR_INVALID,
+                 "rope scaling type 'linear' is not supported (default, yarn)");
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, "
+                 "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+                 "\"rope_scaling\": {\"type\": \"yarn\"}}",
+                 NVL_ERR_INVALID, "rope scaling 'yarn' needs a 'factor'");
     nvl_model_config_t c;
     reports.count = 0;
     assert_int_equal(nvl_model_config_load("/nonexistent/model", &c),
@@ -265,6 +339,7 @@ int main(void)
         TEST(test_hf_fixtures),
         TEST(test_rope_theta_top_level_and_qwen3),
         TEST(test_moe),
+        TEST(test_rope_scaling),
         TEST(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1336,6 +1336,73 @@ static void test_describe_names_fabrics(void **state)
     nvl_topo_free(t);
 }
 
+/* --rank-plays die: the die view of a B200 package topology halves each
+ * entry's resources, doubles the entries of a domain, tray and superchip,
+ * joins a package's two dies by the die link, and splits a package's
+ * overrides; one-die GPUs, a missing die link and rank counts that leave
+ * a package half-played are refused with one message each. */
+static void test_die_view(void **state)
+{
+    (void)state;
+    nvl_topo_t *t = load_shipped("gb200-nvl72.topo");
+    assert_int_equal(nvl_topo_set(t, "gpu[3].links_down=3"), NVL_OK);
+    uint64_t pkg_hash = nvl_topo_hash(t);
+    assert_int_equal(nvl_topo_split_dies(t), NVL_OK);
+    assert_true(t->die_view);
+    assert_int_equal(t->gpus, 144);
+    assert_true(t->gpu.hbm_bytes == 93000000000ull);
+    assert_true(t->gpu.hbm_bw_bytes_per_s == 4e12);
+    assert_true(t->gpu.bf16_flops_per_s == 1.25e15);
+    assert_true(t->gpu.fp8_flops_per_s == 2.5e15);
+    assert_int_equal(t->gpu.sm_count, 74);
+    assert_int_equal(t->nvlink.links_per_gpu, 9);
+    assert_true(nvl_topo_nvlink_bw(t, 0) == 450e9);
+    assert_true(t->nvlink.nvls_bw_bytes_per_s == 270e9);
+    assert_int_equal(t->nvlink.domain_gpus, 144);
+    assert_int_equal(t->node.gpus_per_tray, 8);
+    assert_int_equal(t->node.gpus_per_superchip, 4);
+    assert_true(t->c2c.bw_bytes_per_s == 225e9);
+    assert_true(t->scaleout.nic_bw_bytes_per_s == 25e9);
+    /* package 3 lost 3 links: 2 on its die 0 (entry 6), 1 on die 1 */
+    assert_int_equal(nvl_topo_links_up(t, 6), 7);
+    assert_int_equal(nvl_topo_links_up(t, 7), 8);
+    assert_int_equal(nvl_topo_package_of(t, 7), 3);
+    assert_int_equal(nvl_topo_fabric(t, 0, 1), NVL_FABRIC_DIE);
+    assert_int_equal(nvl_topo_fabric(t, 1, 2), NVL_FABRIC_NVLINK);
+    assert_true(nvl_topo_p2p_bw(t, 0, 1) == 5e12);
+    assert_int_equal(nvl_topo_p2p_lat_ps(t, 0, 1), 50000);
+    assert_int_equal(nvl_topo_p2p_lat_ps(t, 1, 2), t->nvlink.hop_lat_ps);
+    assert_true(nvl_topo_hash(t) != pkg_hash);
+    assert_int_equal(nvl_topo_check_die_ranks(t, 144), NVL_OK);
+    assert_int_equal(nvl_topo_check_die_ranks(t, 3), NVL_ERR_INVALID);
+    assert_string_equal(reports.last,
+                        "--rank-plays die: 3 ranks do not fill whole packages "
+                        "of 2 dies (topology 'gb200-nvl72'): a package's dies "
+                        "are played together, so the rank count must be a "
+                        "multiple of 2 (here 2 or 4)");
+    reports.count = 0;
+    nvl_topo_free(t);
+
+    nvl_topo_t *h = load_shipped("hgx-h200.topo");
+    assert_int_equal(nvl_topo_split_dies(h), NVL_ERR_INVALID);
+    assert_string_equal(reports.last,
+                        "--rank-plays die: topology 'hgx-h200' has one die per "
+                        "GPU ([gpu] dies = 1); its ranks can only play whole "
+                        "GPUs (--rank-plays gpu)");
+    reports.count = 0;
+    assert_false(h->die_view);
+    assert_int_equal(h->gpus, 8);
+    assert_int_equal(nvl_topo_check_die_ranks(h, 3), NVL_OK);
+    nvl_topo_free(h);
+
+    nvl_topo_t *b = load_shipped("hgx-b200.topo");
+    assert_int_equal(nvl_topo_set(b, "gpu.die_link_bw=0B/s"), NVL_OK);
+    assert_int_equal(nvl_topo_split_dies(b), NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "set [gpu] die_link_bw"));
+    reports.count = 0;
+    nvl_topo_free(b);
+}
+
 #define T(f)                                                                   \
     cmocka_unit_test_setup_teardown(f, capture_reports, release_reports)
 
@@ -1398,6 +1465,7 @@ int main(void)
         T(test_set_value_with_trailing_blank),
         T(test_set_text_round_trips),
         T(test_set_ambiguous_bare_key),
+        T(test_die_view),
         T(test_set_bad_value_changes_nothing),
         T(test_set_invalid_model_changes_nothing),
         T(test_set_unknown_names),

@@ -379,6 +379,61 @@ static void test_nvls_channels_and_chunks(void **state)
     nvl_topo_free(rack);
 }
 
+/* --rank-plays die on gb200-nvl72.topo: NCCL's ring places a package's
+ * two dies next to each other, so at N dies of N/2 packages half the ring's
+ * edges are die links and half NVLink through the switch.  By hand, for a
+ * Simple ring allreduce of S = 1 GiB on every channel:
+ *   T = kernel + base + h_die (nvlink_lat + die_link_lat)
+ *       + h_nv (nvlink_lat + hop_lat) + 2(N-1)/N S / busbw,
+ *   busbw = path x eta x (mid + (1 - mid) x / (x + knee)), x = wire / C,
+ * 2(N-1) steps of which floor(2(N-1) x (N/2) / N) = N-1 cross a die link;
+ * path = min(die's 9 NVLink links x 50 GB/s, 5 TB/s) = 450 GB/s at 4 and
+ * 6 dies; 5 TB/s on the two dies of one package (every edge a die link). */
+static double ring_hand_ps(const nvl_topo_t *t, int n, double path,
+                           int die_steps, double s)
+{
+    const nvl_nccl_spec_t *k = &t->nccl;
+    int a = NVL_ALGO_RING, p = NVL_PROTO_SIMPLE, steps = 2 * (n - 1);
+    double wire = 2.0 * (n - 1) / n * s, c = k->channels;
+    double x = wire / c;
+    double busbw = path * (370.8 / 478.116) *
+                   (k->mid_efficiency + (1 - k->mid_efficiency) * x /
+                                            (x + (double)k->knee_bytes));
+    return (double)t->gpu.kernel_overhead_ps + (double)k->base_lat_ps[a][p] +
+           die_steps * ((double)k->nvlink_lat_ps[a][p] + 50e3) +
+           (steps - die_steps) * ((double)k->nvlink_lat_ps[a][p] + 200e3) +
+           wire / busbw * 1e12;
+}
+
+static void test_die_pairs_two_levels(void **state)
+{
+    (void)state;
+    nvl_topo_t *t = load("gb200-nvl72.topo");
+    assert_int_equal(t->nvlink.hop_lat_ps, 200000);
+    assert_int_equal(nvl_topo_split_dies(t), NVL_OK);
+    const double s = (double)(1u << 30);
+    const struct { int n; double path; int die_steps; } cases[] = {
+        {2, 5e12, 2}, {4, 450e9, 3}, {6, 450e9, 5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t got = predict_ps(t, cases[i].n, NVL_COLL_ALLREDUCE,
+                                 (size_t)s, NVL_ALGO_RING, NVL_PROTO_SIMPLE,
+                                 NULL);
+        double want = ring_hand_ps(t, cases[i].n, cases[i].path,
+                                   cases[i].die_steps, s);
+        assert_true(fabs((double)got - want) < 1e-6 * want);
+    }
+    /* a small die-pair allreduce is latency: 2 die-link steps */
+    int64_t pair = predict_ps(t, 2, NVL_COLL_ALLREDUCE, 8, NVL_ALGO_RING,
+                              NVL_PROTO_LL, NULL);
+    const nvl_nccl_spec_t *k = &t->nccl;
+    double lat = (double)t->gpu.kernel_overhead_ps +
+                 (double)k->base_lat_ps[NVL_ALGO_RING][NVL_PROTO_LL] +
+                 2 * ((double)k->nvlink_lat_ps[NVL_ALGO_RING][NVL_PROTO_LL] +
+                      50e3);
+    assert_true(pair > lat && pair < lat + 1e3);
+    nvl_topo_free(t);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -389,6 +444,7 @@ int main(void)
         T(test_choice_is_fastest_enabled), T(test_forced_pair_is_used),
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
         T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
+        T(test_die_pairs_two_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,12 @@
+set terminal pngcairo size 900,560 font 'sans,11' noenhanced
+set output "tpot.png"
+set title "Time per output token at TP 8\nQwen2.5-72B at long context, TP 8, KV cache partly in Grace memory (bf16)"
+set ylabel "TPOT (ms per output token)"
+set style data histogram
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set yrange [0:856.278]
+set grid ytics
+set xtics rotate by -20
+set key off
+plot "data/tpot_bars.dat" using 2:xtic(1) lc rgb '#4477aa', '' using 0:2:(sprintf('%.3g', $2)) with labels offset 0,1 notitle
