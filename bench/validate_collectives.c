@@ -11,7 +11,8 @@
  *
  * Part 2 (--published): the shipped GB200 / HGX topologies against the
  * published all_reduce bus bandwidths of tests/data/calibration/published.md
- * (one row of the table below per figure); bound: within 10 %.
+ * (one row of the table below per figure), and DeepEP's published
+ * one-sided all-to-all bandwidths; bound: within 10 %.
  *
  * Emulated nccl-tests time of a size = max(device time of the chosen
  * algorithm, host GPUs per thread x [nccl] launch_overhead): back-to-back
@@ -220,6 +221,63 @@ static int part_published(const char *topo_dir, double max_err)
                p->topo, p->ranks, p->algo ? p->algo : "auto", p->bytes, busbw,
                p->busbw_gbs, 100 * err, 100 * bound, nvl_algo_key(info.algo),
                nvl_proto_key(info.proto), p->source);
+        nvl_comm_destroy(comm);
+        nvl_topo_free(topo);
+    }
+    return broken;
+}
+
+/* Published one-sided all-to-all bandwidths (tests/data/calibration/
+ * published.md): DeepEP's normal intranode kernels on 8 x H800 (its
+ * README: 4096 tokens of 7168 hidden, top-8, FP8 dispatch, BF16 combine),
+ * modeled on an HGX H200 cut to H800's 8 NVLink-4 links, each GPU writing
+ * `bytes` to each of its 7 peers in high-throughput mode (src/coll/
+ * onesided.c); bandwidth = bytes a GPU sends / time. */
+typedef struct {
+    const char *topo, *set;
+    int ranks;
+    nvl_a2a_t a2a;
+    double bytes; /* to each peer */
+    double gbs;
+    const char *source;
+} published_a2a_t;
+
+static const published_a2a_t published_a2a[] = {
+    {"hgx-h200.topo", "nvlink.links=8", 8, NVL_A2A_ONESIDED_HT, 16e6, 153,
+     "DeepEP README, H800 intranode dispatch"},
+    {"hgx-h200.topo", "nvlink.links=8", 8, NVL_A2A_ONESIDED_HT, 32e6, 158,
+     "DeepEP README, H800 intranode combine"},
+};
+
+static int part_published_a2a(const char *topo_dir, double max_err)
+{
+    int broken = 0;
+    printf("#\n# published one-sided all-to-all bandwidths\n# %-18s %-16s "
+           "%5s %12s %10s %10s %7s  %s\n", "topology", "what-if", "ranks",
+           "size(B)", "pred GB/s", "pub GB/s", "error", "source");
+    for (size_t i = 0; i < sizeof published_a2a / sizeof published_a2a[0];
+         i++) {
+        const published_a2a_t *p = &published_a2a[i];
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", topo_dir, p->topo);
+        nvl_topo_t *topo;
+        if (nvl_topo_load(path, &topo) != NVL_OK ||
+            nvl_topo_set(topo, p->set) != NVL_OK)
+            return 2;
+        nvl_comm_t *comm;
+        if (nvl_comm_create_virtual(topo, p->ranks, NULL, &comm) != NVL_OK)
+            return 2;
+        double b[NVL_TOPO_MAX_GPUS];
+        for (int r = 0; r < p->ranks; r++)
+            b[r] = p->bytes;
+        int64_t t = nvl_a2a_predict_ps(comm, p->a2a, b, b);
+        double gbs = p->bytes * (p->ranks - 1) / ((double)t * 1e-12) / 1e9;
+        double err = gbs > p->gbs ? gbs / p->gbs - 1 : p->gbs / gbs - 1;
+        broken |= err > max_err;
+        printf("  %-18s %-16s %5d %12.0f %10.2f %10.2f %6.1f%% %5.0f%%  %s  "
+               "%s\n", p->topo, p->set, p->ranks, p->bytes * (p->ranks - 1),
+               gbs, p->gbs, 100 * err, 100 * max_err, nvl_a2a_name(p->a2a),
+               p->source);
         nvl_comm_destroy(comm);
         nvl_topo_free(topo);
     }
@@ -456,9 +514,10 @@ int main(int argc, char **argv)
         return 2;
     if (pub) {
         int rp = part_published(topo_dir, max_pub);
-        if (rp == 2)
+        int ra = rp == 2 ? 2 : part_published_a2a(topo_dir, max_pub);
+        if (rp == 2 || ra == 2)
             return 2;
-        rc |= rp;
+        rc |= rp | ra;
     }
     printf("# %s\n", rc ? "BOUND BROKEN" : "all bounds hold");
     return rc;

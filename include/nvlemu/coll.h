@@ -305,4 +305,48 @@ nvl_status_t nvl_recv(nvl_comm_t *comm, void *buf, size_t count,
  * one report naming both calls). */
 nvl_status_t nvl_group_end(nvl_comm_t *comm, nvl_coll_info_t *info_out);
 
+/* ---- all-to-all implementations (how a group is timed) ------------------
+ * A mixture of experts' dispatch and combine are groups of sends and
+ * receives.  NCCL runs them on its p2p path (p2p.c); serving engines on
+ * NVLink run one-sided kernels instead that write straight into the
+ * peers' receive buffers (src/coll/onesided.c, docs/collectives.md
+ * "One-sided all-to-all"): DeepEP's low-latency mode (one kernel, one
+ * message per (token, expert) pair, a flag per expert) and its normal,
+ * high-throughput mode (a notify kernel exchanging counts, then one
+ * message per (token, rank)).  The data moved is the same; only the time
+ * differs. */
+typedef enum {
+    NVL_A2A_NCCL,        /* "nccl" */
+    NVL_A2A_ONESIDED_LL, /* "onesided-ll" */
+    NVL_A2A_ONESIDED_HT, /* "onesided-ht" */
+    NVL_A2A_COUNT
+} nvl_a2a_t;
+
+/* The names above (literals). */
+const char *nvl_a2a_name(nvl_a2a_t a2a);
+
+/* Whether a2a can run on comm: the one-sided kernels need every member in
+ * one NVLink domain (peer access to every receive buffer); if not, writes
+ * why into why (len bytes) and returns false. */
+bool nvl_a2a_usable(const nvl_comm_t *comm, nvl_a2a_t a2a, char *why,
+                    size_t len);
+
+/* This member's modeled time of a group under a2a sending send_bytes[p]
+ * to and receiving recv_bytes[p] from each member p (comm size entries;
+ * its own entry ignored); the group takes the largest over the members.
+ * Pure: no MPI, no clock.  a2a must be usable on comm. */
+int64_t nvl_a2a_predict_ps(const nvl_comm_t *comm, nvl_a2a_t a2a,
+                           const double *send_bytes,
+                           const double *recv_bytes);
+
+/* nvl_group_end timed as a2a (NVL_A2A_NCCL: exactly nvl_group_end).  The
+ * one-sided modes time the queued bytes to and from member p multiplied
+ * by wire_out[p] and wire_in[p] (NULL: 1): the copies the implementation
+ * puts on the wire beyond the queued data (the low-latency mode's one
+ * message per expert instead of per rank).  Reports and fails on every
+ * member when a2a is not usable on comm. */
+nvl_status_t nvl_group_end_a2a(nvl_comm_t *comm, nvl_a2a_t a2a,
+                               const double *wire_out, const double *wire_in,
+                               nvl_coll_info_t *info_out);
+
 #endif

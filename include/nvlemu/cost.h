@@ -121,6 +121,18 @@ typedef struct {
 nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k);
 
+/* nvl_cost_matmul while another kernel shares the GPU (async tensor
+ * parallelism's communication, docs/cost-model.md "Overlap"): that kernel
+ * holds `sms` SMs and uses hbm_bytes_per_s of the HBM bandwidth; the
+ * matmul gets the tensor cores of the other SMs, at most their share of
+ * the output columns in flight, and the HBM bandwidth left (never below a
+ * tenth of it).  sms = 0 and hbm_bytes_per_s = 0: nvl_cost_matmul's
+ * time. */
+nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
+                                         uint64_t m, uint64_t n, uint64_t k,
+                                         uint32_t sms,
+                                         double hbm_bytes_per_s);
+
 /* A grouped matmul (a mixture of experts' expert GEMM): group i computes
  * y_i[m[i], n] = x_i[m[i], k] W_i[n, k]^T with its own weights, all in one
  * kernel: the matmul formula over the groups' summed FLOPs and bytes, the

@@ -27,7 +27,10 @@
  * its share of the rows: the attention's allreduce becomes a reduce-
  * scatter before the experts and an allgather after them) or becomes
  * data-parallel (each rank runs its own sequences with the whole
- * attention; no collective outside the experts). */
+ * attention; no collective outside the experts).  The all-to-alls may be
+ * timed as one-sided NVLink writes instead of NCCL's (opts.a2a_onesided),
+ * and the row-parallel GEMMs pipelined with their allreduces on a second,
+ * communication stream (opts.overlap): the same numbers either way. */
 #ifndef NVLEMU_ENGINE_H
 #define NVLEMU_ENGINE_H
 
@@ -41,6 +44,20 @@
 #include "nvlemu/status.h"
 
 typedef struct nvl_engine nvl_engine_t;
+
+/* How a row-parallel GEMM and the collective after it run (docs/
+ * cost-model.md, "Overlap"): one after the other, or async tensor
+ * parallelism: the GEMM cut into chunks of its output columns, each
+ * chunk's allreduce on a communication stream while the next chunk
+ * computes (PyTorch's micro-pipeline TP, FLUX). */
+typedef enum {
+    NVL_OVERLAP_NONE,
+    NVL_OVERLAP_ASYNC_TP,
+    NVL_OVERLAP_COUNT
+} nvl_overlap_t;
+
+/* "none", "async-tp" */
+const char *nvl_overlap_name(nvl_overlap_t overlap);
 
 typedef struct {
     nvl_mode_t mode;         /* NVL_MODE_DATA or NVL_MODE_TIMING */
@@ -64,6 +81,15 @@ typedef struct {
      * RESIDUAL_RMS_NORM) whenever that allreduce is a serving engine's
      * kernel, not NCCL's (nvl_comm_set_allreduce); the math is unchanged */
     bool fuse_allreduce_norm;
+    /* Tensor-parallel communication overlapped with the row-parallel
+     * GEMMs (o_proj, down_proj) that produce it (docs/cost-model.md,
+     * "Overlap"); default none. */
+    nvl_overlap_t overlap;
+    /* Expert parallelism's dispatch and combine: NCCL's send/recv groups
+     * (false, the default) or one-sided NVLink writes (src/coll/
+     * onesided.c): DeepEP's low-latency mode in decode steps, its
+     * high-throughput mode in the prefill (SGLang's --deepep-mode auto). */
+    bool a2a_onesided;
 } nvl_engine_opts_t;
 
 #define NVL_HOST_AUTO (-1.0)
@@ -143,8 +169,10 @@ typedef struct {
     const char *name;     /* static: "qkv_proj", "attention", "allreduce", ... */
     const char *algo, *proto; /* collectives: NCCL's names; NULL for kernels */
     nvl_part_t part;
-    int32_t track;        /* 0: the GPU's stream; 1: its C2C copy engine
-                             (overlapping the stream, in no part's time) */
+    int32_t track;        /* 0: the GPU's stream; 1: its C2C copy engine;
+                             2: its communication stream (--overlap
+                             async-tp); 1 and 2 overlap the stream, in no
+                             part's time */
     int32_t layer;        /* -1 outside the transformer layers */
     int32_t pass;         /* 0: prefill, i: decode step i */
     int64_t start_ps, dur_ps;
@@ -176,6 +204,15 @@ typedef struct {
     int64_t dispatch_ps, combine_ps;
     int64_t combine_wait_ps;    /* idle before the combine, waiting for the
                                    busiest rank: the cost of imbalance */
+    /* the all-to-alls as the other implementation would have timed them
+     * (one-sided when the run uses NCCL and the reverse; the group's
+     * largest, the same on every rank; 0 when it cannot run here) */
+    int64_t dispatch_alt_ps, combine_alt_ps;
+    bool a2a_alt_usable;
+    /* --overlap async-tp: the communication stream's busy time (the
+     * chunks' collectives) and the part of it hidden under the GEMM
+     * chunks (the rest is in the collective part) */
+    int64_t overlap_comm_ps, overlap_hidden_ps;
 } nvl_pass_stats_t;
 
 /* One MoE layer's numbers on this rank, summed over the decode passes
@@ -183,6 +220,7 @@ typedef struct {
 typedef struct {
     double dispatch_ps, combine_ps, dispatch_bytes, combine_bytes;
     double expert_pairs_max, expert_pairs_mean, combine_wait_ps;
+    double dispatch_alt_ps, combine_alt_ps;
 } nvl_moe_layer_stats_t;
 
 /* Per layer run (nvl_engine_layers entries, zeros for dense layers; owned

@@ -104,6 +104,25 @@ extern const nvl_opt_name_t nvl_cli_allreduce_names[];
 /* The fusion's rule: reports and returns NVL_ERR_INVALID for
  * --fuse-allreduce-norm with --allreduce nccl. */
 nvl_status_t nvl_cli_check_allreduce(int impl, int fuse);
+/* --overlap none|async-tp (an nvl_overlap_t field) and --a2a
+ * nccl|onesided (an int field: 1 for onesided), for the commands that run
+ * a model; the names' values are their indices. */
+extern const nvl_opt_name_t nvl_cli_overlap_names[];
+extern const nvl_opt_name_t nvl_cli_a2a_names[];
+#define NVL_CLI_OPTS_COMM(type, overlap_field, a2a_field)                   \
+    {.name = "overlap", .kind = NVL_OPT_ENUM,                               \
+     .offset = offsetof(type, overlap_field), .arg = "none|async-tp",      \
+     .def = "none", .names = nvl_cli_overlap_names,                         \
+     .doc = "tensor-parallel allreduces overlapped with the row-parallel "  \
+            "GEMMs (o_proj, down_proj) in chunks, as async TP / FLUX "     \
+            "(none: one after the other)"},                                 \
+    {.name = "a2a", .kind = NVL_OPT_ENUM,                                   \
+     .offset = offsetof(type, a2a_field), .arg = "nccl|onesided",          \
+     .def = "nccl", .names = nvl_cli_a2a_names,                             \
+     .doc = "expert parallelism's dispatch and combine: NCCL send/recv "    \
+            "groups, or one-sided NVLink writes into the peers' buffers "   \
+            "(DeepEP-style: low-latency mode in decode, high-throughput in " \
+            "prefill)"}
 
 /* --kv-host and --weights-host auto|FRACTION (double fields: the share,
  * or NVL_HOST_AUTO), for the commands that run a model. */

@@ -17,6 +17,8 @@ typedef struct {
     int attn_dp;
     nvl_stack_t stack;
     int allreduce, fuse_ar_norm; /* nvl_ar_impl_t; --fuse-allreduce-norm */
+    nvl_overlap_t overlap;
+    int a2a_onesided;
     double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */
     int32_t *tokens; /* all prompts, one after another */
     int *lens;
@@ -28,7 +30,8 @@ typedef struct {
               "\"1,2,3;4,5\" [--gen-len N] [--logits-out FILE.json] " \
               "[--ep N] [--attn-parallel tp|dp] [--stack torch|fused] " \
               "[--allreduce IMPL] [--fuse-allreduce-norm] " \
-              "[--kv-host auto|F] [--weights-host auto|F]"
+              "[--kv-host auto|F] [--weights-host auto|F] " \
+              "[--overlap none|async-tp] [--a2a nccl|onesided]"
 
 static const nvl_opt_t gen_opts[] = {
     {.name = "model", .kind = NVL_OPT_STRING,
@@ -50,6 +53,7 @@ static const nvl_opt_t gen_opts[] = {
     NVL_CLI_OPTS_PLACEMENT(gen_args_t),
     NVL_CLI_OPTS_STACK(gen_args_t, stack),
     NVL_CLI_OPTS_ALLREDUCE(gen_args_t, allreduce, fuse_ar_norm),
+    NVL_CLI_OPTS_COMM(gen_args_t, overlap, a2a_onesided),
     NVL_CLI_OPTS_HOST_TIERS(gen_args_t, kv_host, weights_host),
     NVL_CLI_OPT_HELP(gen_args_t),
 };
@@ -196,6 +200,8 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     o.kv_host = a->kv_host;
     o.weights_host = a->weights_host;
     o.cost.attn = nvl_attn_auto(ctx->topo, a->stack);
+    o.overlap = a->overlap;
+    o.a2a_onesided = a->a2a_onesided;
     st = nvl_engine_create(&a->cfg, &o, tp, &e);
     if (st == NVL_OK) {
         int32_t *out = malloc((size_t)a->batch * a->gen_len * sizeof *out);

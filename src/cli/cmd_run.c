@@ -110,6 +110,7 @@ static const nvl_opt_t run_opts[] = {
             "GPUs with FP4 units, else fa3)"},
     NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
     NVL_CLI_OPTS_ALLREDUCE(nvl_run_args_t, allreduce, fuse_ar_norm),
+    NVL_CLI_OPTS_COMM(nvl_run_args_t, overlap, a2a_onesided),
     NVL_CLI_OPTS_HOST_TIERS(nvl_run_args_t, kv_host, weights_host),
     {.name = "rope-scaling", .kind = NVL_OPT_CUSTOM, .offset = AT(rope_yarn),
      .arg = "none|yarn:F", .def = "none",
@@ -205,6 +206,8 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.cost.kv_dtype = a->kv_dtype;
     o.cost.stack = a->stack;
     o.fuse_allreduce_norm = a->fuse_ar_norm;
+    o.overlap = a->overlap;
+    o.a2a_onesided = a->a2a_onesided;
     o.cost.attn = a->attn_choice >= 0 ? (nvl_attn_impl_t)a->attn_choice
                                       : nvl_attn_auto(o.cost.topo, a->stack);
     a->attn = o.cost.attn;

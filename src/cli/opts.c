@@ -41,6 +41,13 @@ nvl_status_t nvl_cli_check_allreduce(int impl, int fuse)
     return NVL_OK;
 }
 
+const nvl_opt_name_t nvl_cli_overlap_names[] = {
+    {"none", NVL_OVERLAP_NONE}, {"async-tp", NVL_OVERLAP_ASYNC_TP},
+    {NULL, 0}};
+
+const nvl_opt_name_t nvl_cli_a2a_names[] = {
+    {"nccl", 0}, {"onesided", 1}, {NULL, 0}};
+
 const nvl_opt_name_t nvl_cli_fusion_names[] = {
     {"none", NVL_STACK_TORCH}, {"typical", NVL_STACK_FUSED}, {NULL, 0}};
 

@@ -25,6 +25,8 @@ typedef struct {
     nvl_attn_impl_t attn; /* the attention kernel the run used */
     nvl_stack_t stack;
     int allreduce, fuse_ar_norm; /* nvl_ar_impl_t; --fuse-allreduce-norm */
+    nvl_overlap_t overlap; /* --overlap none|async-tp */
+    int a2a_onesided;      /* --a2a nccl|onesided */
     nvl_launch_t launch;
     int mode;          /* --mode: -1 auto, else nvl_mode_t */
     double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */

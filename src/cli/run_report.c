@@ -43,6 +43,12 @@ typedef struct {
     double wait_ms_step;          /* imbalance wait per decode step */
     int most_loaded;              /* the rank with most expert tokens */
     double most_loaded_pairs;     /* its tokens per layer */
+    /* the all-to-alls by implementation (nccl, onesided), per MoE layer:
+     * the run's own and the one it does not use (< 0: cannot run here) */
+    double a2a_dispatch_ms[2], a2a_combine_ms[2];
+    /* --overlap async-tp: the communication stream's busy time and the
+     * part hidden under the GEMM chunks, per decode step; the prefill's */
+    double ovl_comm_ms, ovl_hidden_ms, ovl_prefill_hidden_ms;
 } derived_t;
 
 #define STAT(id, i) nvl_run_stat(r->totals, (id), (i))
@@ -77,12 +83,21 @@ static void derive_moe(const nvl_run_result_t *r, derived_t *d)
     d->most_loaded_pairs = nvl_run_stat_max(t, NVL_RS_EXPERT_PAIRS);
     d->pairs_max = STAT(NVL_RS_EXPERT_PAIRS_MAX, 0);
     d->pairs_mean = STAT(NVL_RS_EXPERT_PAIRS_MEAN, 0);
+    int own = r->args->a2a_onesided ? 1 : 0;
+    bool alt = STAT(NVL_RS_A2A_ALT_USABLE, 0) > 0;
+    d->a2a_dispatch_ms[own] = d->dispatch_ms;
+    d->a2a_combine_ms[own] = d->combine_ms;
+    d->a2a_dispatch_ms[!own] = alt ? STAT(NVL_RS_DISPATCH_ALT_MS, 0) : -1;
+    d->a2a_combine_ms[!own] = alt ? STAT(NVL_RS_COMBINE_ALT_MS, 0) : -1;
 }
 
 static void derive(const nvl_run_result_t *r, derived_t *d)
 {
     const nvl_run_totals_t *t = r->totals;
     memset(d, 0, sizeof *d);
+    d->ovl_comm_ms = STAT(NVL_RS_OVERLAP_COMM_MS, 0);
+    d->ovl_hidden_ms = STAT(NVL_RS_OVERLAP_HIDDEN_MS, 0);
+    d->ovl_prefill_hidden_ms = STAT(NVL_RS_PREFILL_HIDDEN_MS, 0);
     int n = r->tp;
     d->steps = r->n_passes > 0 ? r->n_passes - 1 : 0;
     d->ttft_ms = r->n_passes ? MS((double)r->pass_end_ps[0]) : 0;
@@ -202,11 +217,26 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
                  "layer(s)\n", a->ep, r->tp / a->ep, STAT(NVL_RS_MOE_LAYERS, 0));
     if (d->steps == 0 || STAT(NVL_RS_MOE_LAYERS, 0) == 0)
         return;
-    if (a->ep > 1 || a->attn_dp)
+    if (a->ep > 1 || a->attn_dp) {
         fprintf(out, "  all-to-all per MoE layer (decode): dispatch %.4f ms, "
                      "%.1f KB sent; combine %.4f ms, %.1f KB sent (mean "
-                     "rank)\n", d->dispatch_ms, d->dispatch_bytes / 1e3,
-                d->combine_ms, d->combine_bytes / 1e3);
+                     "rank, --a2a %s)\n", d->dispatch_ms,
+                d->dispatch_bytes / 1e3, d->combine_ms,
+                d->combine_bytes / 1e3,
+                nvl_cli_a2a_names[a->a2a_onesided].name);
+        fprintf(out, "  %-9s  dispatch   combine  (ms per MoE layer, "
+                     "decode; * the run's)\n", "all-to-all");
+        for (int i = 0; i < 2; i++)
+            if (d->a2a_dispatch_ms[i] >= 0)
+                fprintf(out, "  %-9s %9.4f %9.4f%s\n",
+                        nvl_cli_a2a_names[i].name,
+                        d->a2a_dispatch_ms[i], d->a2a_combine_ms[i],
+                        i == a->a2a_onesided ? "  *" : "");
+            else
+                fprintf(out, "  %-9s  cannot run here (GPUs in more than one "
+                             "NVLink domain)\n",
+                        nvl_cli_a2a_names[i].name);
+    }
     fprintf(out, "  expert tokens per MoE layer (decode): busiest rank %.1f "
                  "vs mean %.1f (x%.2f); most loaded over the run: rank %d "
                  "(%.1f)\n", d->pairs_max, d->pairs_mean,
@@ -278,12 +308,12 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                 r->topo->gpu.dies, r->tp, r->tp / (int)r->topo->gpu.dies);
     fprintf(out, "# batch %ld, prompt %llu tokens, %llu new tokens per "
                  "sequence%s; weights %s, KV %s, attention %s, stack %s, "
-                 "launch %s\n", a->batch,
+                 "launch %s, overlap %s\n", a->batch,
             (unsigned long long)r->prompt_len, (unsigned long long)r->gen_len,
             a->ctx ? " (--ctx: one steady-state decode step)" : "",
             nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
             nvl_attn_name(a->attn), nvl_stack_name(a->stack),
-            nvl_launch_name(a->launch));
+            nvl_launch_name(a->launch), nvl_overlap_name(a->overlap));
     if (a->allreduce != NVL_AR_NCCL || a->fuse_ar_norm)
         fprintf(out, "# allreduce %s%s\n",
                 nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce),
@@ -353,6 +383,12 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                      "step; fastest rank %d: busy %.3f ms, idle %.3f ms\n",
                 d.slowest, d.busy_ms[0], d.idle_ms[0], d.fastest,
                 d.busy_ms[1], d.idle_ms[1]);
+        if (a->overlap != NVL_OVERLAP_NONE)
+            fprintf(out, "  overlap (%s): communication stream %.3f ms per "
+                         "step, %.3f ms of it hidden under the GEMM chunks, "
+                         "%.3f ms exposed (in collective)\n",
+                    nvl_overlap_name(a->overlap), d.ovl_comm_ms,
+                    d.ovl_hidden_ms, d.ovl_comm_ms - d.ovl_hidden_ms);
     }
     moe_text(r, &d, out);
     breakdown_text(out, "prefill (mean over ranks)", d.pre, d.pre_total, "ms",
@@ -410,6 +446,17 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
     json_object_set_new(o, "combine_ms_per_layer", json_real(d->combine_ms));
     json_object_set_new(o, "combine_bytes_per_layer",
                         json_real(d->combine_bytes));
+    json_t *impls = json_object();
+    for (int i = 0; i < 2 && (a->ep > 1 || a->attn_dp); i++)
+        json_object_set_new(impls, nvl_cli_a2a_names[i].name,
+                            d->a2a_dispatch_ms[i] < 0
+                                ? json_null()
+                                : json_pack("{s:f, s:f}",
+                                            "dispatch_ms_per_layer",
+                                            d->a2a_dispatch_ms[i],
+                                            "combine_ms_per_layer",
+                                            d->a2a_combine_ms[i]));
+    json_object_set_new(o, "all_to_all", impls);
     json_object_set_new(o, "expert_tokens_per_layer_max",
                         json_real(d->pairs_max));
     json_object_set_new(o, "expert_tokens_per_layer_mean",
@@ -483,6 +530,10 @@ static json_t *inputs_json(const nvl_run_result_t *r)
     json_object_set_new(in, "kv_dtype", json_string(nvl_wdtype_name(a->kv_dtype)));
     json_object_set_new(in, "attn", json_string(nvl_attn_name(a->attn)));
     json_object_set_new(in, "stack", json_string(nvl_stack_name(a->stack)));
+    json_object_set_new(in, "overlap",
+                        json_string(nvl_overlap_name(a->overlap)));
+    json_object_set_new(
+        in, "a2a", json_string(nvl_cli_a2a_names[a->a2a_onesided].name));
     json_object_set_new(in, "launch", json_string(nvl_launch_name(a->launch)));
     if (a->allreduce != NVL_AR_NCCL || a->fuse_ar_norm) { /* NCCL's: as before */
         json_object_set_new(in, "allreduce", json_string(nvl_ar_impl_name(
@@ -592,6 +643,15 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                                   "wall_s_per_decode_step", d.wall_per_step_s,
                                   "peak_rss_mb_max", d.rss_max / 1e6));
     json_object_set_new(root, "experts", moe_json(r, &d));
+    json_object_set_new(root, "overlap",
+                        json_pack("{s:s, s:f, s:f, s:f, s:f}", "mode",
+                                  nvl_overlap_name(a->overlap),
+                                  "comm_ms_per_step", d.ovl_comm_ms,
+                                  "hidden_ms_per_step", d.ovl_hidden_ms,
+                                  "exposed_ms_per_step",
+                                  d.ovl_comm_ms - d.ovl_hidden_ms,
+                                  "prefill_hidden_ms",
+                                  d.ovl_prefill_hidden_ms));
     if (r->tokens != NULL) {
         json_t *toks = json_array();
         for (long b = 0; b < a->batch; b++) {

@@ -53,6 +53,16 @@ static double attn_idle(const nvl_engine_t *e, int i)
     return nvl_engine_shard(e)->q_heads.count == 0;
 }
 
+/* Whether the other all-to-all implementation could run (the last
+ * pass's answer; the same on every rank). */
+static double a2a_alt_usable(const nvl_engine_t *e, int i)
+{
+    (void)i;
+    size_t n;
+    const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
+    return n > 0 && p[n - 1].a2a_alt_usable;
+}
+
 static double peak_rss_bytes(const nvl_engine_t *e, int i)
 {
     (void)e, (void)i;
@@ -158,6 +168,33 @@ const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
                            NULL, NVL_RED_MEAN, "ms per decode step",
                            "memory_per_gpu.c2c_ms_per_step, "
                            "c2c_utilisation", NVL_PER_MS_STEP},
+    [NVL_RS_DISPATCH_ALT_MS] = {"dispatch_alt_ms", PASS(dispatch_alt_ps),
+                                NVL_I64, 1, NULL, NVL_RED_MEAN,
+                                "ms per MoE layer",
+                                "experts.all_to_all.*.dispatch_ms_per_layer",
+                                NVL_PER_MS_MOE_LAYER},
+    [NVL_RS_COMBINE_ALT_MS] = {"combine_alt_ms", PASS(combine_alt_ps),
+                               NVL_I64, 1, NULL, NVL_RED_MEAN,
+                               "ms per MoE layer",
+                               "experts.all_to_all.*.combine_ms_per_layer",
+                               NVL_PER_MS_MOE_LAYER},
+    [NVL_RS_A2A_ALT_USABLE] = {"a2a_alt_usable", NVL_SRC_OTHER, 0, NVL_F64,
+                               1, a2a_alt_usable, NVL_RED_RANK0, "yes/no",
+                               "experts.all_to_all", NVL_PER_NONE},
+    [NVL_RS_OVERLAP_COMM_MS] = {"overlap_comm_ms", PASS(overlap_comm_ps),
+                                NVL_I64, 1, NULL, NVL_RED_MEAN,
+                                "ms per decode step",
+                                "overlap.comm_ms_per_step", NVL_PER_MS_STEP},
+    [NVL_RS_OVERLAP_HIDDEN_MS] = {"overlap_hidden_ms",
+                                  PASS(overlap_hidden_ps), NVL_I64, 1, NULL,
+                                  NVL_RED_MEAN, "ms per decode step",
+                                  "overlap.hidden_ms_per_step",
+                                  NVL_PER_MS_STEP},
+    [NVL_RS_PREFILL_HIDDEN_MS] = {"prefill_hidden_ms", NVL_SRC_PREFILL,
+                                  offsetof(nvl_pass_stats_t,
+                                           overlap_hidden_ps),
+                                  NVL_I64, 1, NULL, NVL_RED_MEAN, "ms",
+                                  "overlap.prefill_hidden_ms", NVL_PER_MS},
 };
 
 #define LAYER(f, k, s) {k, offsetof(nvl_moe_layer_stats_t, f), s}
@@ -169,6 +206,8 @@ const nvl_run_layer_stat_t nvl_run_layer_stats[] = {
     LAYER(expert_pairs_max, "expert_tokens_max", 1),
     LAYER(expert_pairs_mean, "expert_tokens_mean", 1),
     LAYER(combine_wait_ps, "imbalance_wait_ms", 1e-9),
+    LAYER(dispatch_alt_ps, "dispatch_alt_ms", 1e-9),
+    LAYER(combine_alt_ps, "combine_alt_ms", 1e-9),
 };
 const size_t nvl_run_n_layer_stats =
     sizeof nvl_run_layer_stats / sizeof nvl_run_layer_stats[0];

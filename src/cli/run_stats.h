@@ -58,6 +58,12 @@ typedef enum {
     NVL_RS_C2C_H2D_BYTES,     /* NVLink-C2C, host to GPU, per decode step */
     NVL_RS_C2C_D2H_BYTES,     /* GPU to host, per decode step */
     NVL_RS_C2C_H2D_MS,        /* the host-to-GPU queue busy, per step */
+    NVL_RS_DISPATCH_ALT_MS,   /* the all-to-alls as the implementation the */
+    NVL_RS_COMBINE_ALT_MS,    /* run does not use would take, per MoE layer */
+    NVL_RS_A2A_ALT_USABLE,    /* 1 if that one can run here */
+    NVL_RS_OVERLAP_COMM_MS,   /* --overlap async-tp: communication stream */
+    NVL_RS_OVERLAP_HIDDEN_MS, /* busy, and of it hidden, per decode step */
+    NVL_RS_PREFILL_HIDDEN_MS, /* hidden in the prefill */
     NVL_RS_COUNT
 } nvl_run_stat_id_t;
 

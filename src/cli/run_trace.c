@@ -1,7 +1,9 @@
 /* nvlemu run --trace: a Chrome trace (the JSON Trace Event Format that
  * Perfetto and chrome://tracing open) of the recorded passes: one process,
  * one thread (track) per rank, one complete ("X") event per kernel,
- * collective, launch wait or group wait, in emulated microseconds.
+ * collective, launch wait or group wait, in emulated microseconds; a
+ * rank's NVLink-C2C copies and (--overlap async-tp) its communication
+ * stream's chunked allreduces on tracks of their own, overlapping.
  *
  * Rank 0 receives each rank's events in turn and streams them out, one
  * event object at a time (jansson encodes each), so memory stays at one
@@ -27,12 +29,18 @@ static void copy_name(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src != NULL ? src : "");
 }
 
-/* Track (thread id) of rank's events: its GPU's stream, or its C2C copy
- * engine after every rank's stream. */
+/* Track (thread id) of rank's events: its GPU's stream, its C2C copy
+ * engine after every rank's stream, its communication stream (--overlap
+ * async-tp) after those. */
 static int track_id(int rank, int size, int32_t track)
 {
-    return track ? size + rank : rank;
+    return track * size + rank;
 }
+
+/* The names of the tracks after the GPU's stream (nvl_op_event_t.track). */
+static const char *const track_names[] = {"", " NVLink-C2C",
+                                          " communication stream"};
+#define N_TRACKS (int)(sizeof track_names / sizeof track_names[0])
 
 static void write_event(FILE *out, int rank, int size, const wire_event_t *w,
                         bool *first)
@@ -132,12 +140,13 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
                      MPI_STATUS_IGNORE);
         }
         write_track_name(out, topo, r, r, (uint32_t)r, "", &first);
-        bool c2c = false;
+        bool named[N_TRACKS] = {true};
         for (long long i = 0; i < cnt; i++) {
-            if (w[i].track && !c2c) {
-                write_track_name(out, topo, track_id(r, size, 1), r,
-                                 (uint32_t)r, " NVLink-C2C", &first);
-                c2c = true;
+            int t = w[i].track;
+            if (t > 0 && t < N_TRACKS && !named[t]) {
+                write_track_name(out, topo, track_id(r, size, t), r,
+                                 (uint32_t)r, track_names[t], &first);
+                named[t] = true;
             }
             write_event(out, r, size, &w[i], &first);
         }

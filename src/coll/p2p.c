@@ -239,8 +239,16 @@ static nvl_status_t queue(nvl_comm_t *c, bool send, void *buf, size_t count,
             return NVL_ERR_NOMEM;
         }
         c->ops = ops;
+        double *tb = realloc(c->op_time_bytes, cap * sizeof *tb);
+        if (tb == NULL) {
+            nvl_report("%s: out of memory", what);
+            return NVL_ERR_NOMEM;
+        }
+        c->op_time_bytes = tb;
         c->cap_ops = cap;
     }
+    size_t tsz = c->time_elem_bytes ? c->time_elem_bytes : esz;
+    c->op_time_bytes[c->n_ops] = (double)count * (double)tsz;
     c->ops[c->n_ops++] = (nvl_p2p_op_t){send, buf, count * esz, peer};
     return NVL_OK;
 }
@@ -333,29 +341,80 @@ static nvl_status_t report_pairs(nvl_comm_t *c)
     return NVL_ERR_INVALID;
 }
 
+int64_t nvl_a2a_predict_ps(const nvl_comm_t *c, nvl_a2a_t a2a,
+                           const double *send_bytes, const double *recv_bytes)
+{
+    port_load_t l = {{0}, {0}, {0}, {0}};
+    double out = 0, in = 0;
+    for (int p = 0; p < c->size; p++) {
+        if (p == c->rank)
+            continue;
+        if (send_bytes[p] > 0)
+            load_add(c, &l, p, true, send_bytes[p]);
+        if (recv_bytes[p] > 0)
+            load_add(c, &l, p, false, recv_bytes[p]);
+        out += send_bytes[p];
+        in += recv_bytes[p];
+    }
+    return a2a == NVL_A2A_NCCL ? port_time_ps(c, &l)
+                               : nvl_onesided_time_ps(c, a2a, out, in);
+}
+
+/* This member's time of the queued group under a2a (wire factors as
+ * nvl_group_end_a2a's). */
+static int64_t group_time_ps(const nvl_comm_t *c, nvl_a2a_t a2a,
+                             const double *wire_out, const double *wire_in)
+{
+    port_load_t l = {{0}, {0}, {0}, {0}};
+    double out = 0, in = 0;
+    for (size_t i = 0; i < c->n_ops; i++) {
+        const nvl_p2p_op_t *op = &c->ops[i];
+        double tb = c->op_time_bytes[i];
+        load_add(c, &l, op->peer, op->send, tb);
+        const double *w = op->send ? wire_out : wire_in;
+        double b = tb * (w != NULL ? w[op->peer] : 1.0);
+        if (op->peer != c->rank)
+            *(op->send ? &out : &in) += b;
+    }
+    return a2a == NVL_A2A_NCCL ? port_time_ps(c, &l)
+                               : nvl_onesided_time_ps(c, a2a, out, in);
+}
+
 nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)
+{
+    return nvl_group_end_a2a(c, NVL_A2A_NCCL, NULL, NULL, info_out);
+}
+
+nvl_status_t nvl_group_end_a2a(nvl_comm_t *c, nvl_a2a_t a2a,
+                               const double *wire_out, const double *wire_in,
+                               nvl_coll_info_t *info_out)
 {
     char why[256] = "";
     bool ok = c->group_open;
     if (!ok)
         snprintf(why, sizeof why, "no group open on member %d", c->rank);
+    else if (a2a >= NVL_A2A_COUNT) {
+        snprintf(why, sizeof why, "unknown all-to-all implementation %d",
+                 (int)a2a);
+        ok = false;
+    } else
+        ok = nvl_a2a_usable(c, a2a, why, sizeof why);
     c->group_open = false;
     uint64_t pairs = 0;
     if (c->mode == NVL_MODE_DATA && ok)
         pairs = pairs_check(c, &ok, why, sizeof why);
-    port_load_t l = {{0}, {0}, {0}, {0}};
     double total = 0;
-    for (size_t i = 0; i < c->n_ops; i++) {
-        load_add(c, &l, c->ops[i].peer, c->ops[i].send,
-                 (double)c->ops[i].bytes);
-        total += (double)c->ops[i].bytes;
-    }
+    for (size_t i = 0; i < c->n_ops; i++)
+        total += c->op_time_bytes[i];
     /* the group agrees as a call of its own, so that a member in a
      * collective meanwhile fails with a report of both calls */
     nvl_coll_call_t call = {.comm = c, .coll = NVL_COLL_COUNT};
     nvl_agree_in_t in = {.signature = nvl_coll_signature(&call), .ok = ok,
                          .what = "nvl_group_end", .why = why,
-                         .time_ps = port_time_ps(c, &l), .pairs = pairs};
+                         .time_ps = ok ? group_time_ps(c, a2a, wire_out,
+                                                       wire_in)
+                                    : 0,
+                         .pairs = pairs};
     nvl_agree_out_t agreed;
     nvl_status_t st = nvl_coll_agree(c, &in, &agreed);
     if (st == NVL_ERR_MISMATCH)

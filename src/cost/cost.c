@@ -110,9 +110,17 @@ static double hbm_rate(const nvl_cost_cfg_t *cfg)
  * work, and the time of its body (without the kernel overhead).  The
  * groups' tiles fill the GPU together, so the width term e_m counts the
  * n ceil(m/64) output tiles of all of them. */
+/* What another kernel running beside a matmul holds (nvl_cost_matmul_
+ * shared): SMs, and HBM bandwidth in bytes/s. */
+typedef struct {
+    uint32_t sms;
+    double hbm_bytes_per_s;
+} gpu_taken_t;
+
 static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
                                      const uint64_t *m, uint64_t n,
-                                     uint64_t k, double *t_s_out)
+                                     uint64_t k, const gpu_taken_t *taken,
+                                     double *t_s_out)
 {
     nvl_kernel_cost_t c = {0, 0, 0};
     *t_s_out = 0;
@@ -142,9 +150,18 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     double e_c = g->matmul_efficiency * K / (K + (double)g->matmul_k_pad);
     double width =
         tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
-    double e_w = pow(fmin(1.0, width), g->matmul_width_exp);
-    double t_c = c.flops / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * e_c);
-    double t_m = c.bytes / (hbm_rate(cfg) * e_w);
+    /* beside another kernel: the tensor cores of the SMs left, at most
+     * their share of the columns in flight, the HBM bandwidth left */
+    double sm_left = 1.0, hbm = hbm_rate(cfg);
+    if (taken != NULL && g->sm_count > 0) {
+        uint32_t held = taken->sms < g->sm_count ? taken->sms : g->sm_count - 1;
+        sm_left = (double)(g->sm_count - held) / (double)g->sm_count;
+        hbm = fmax(hbm - taken->hbm_bytes_per_s, 0.1 * hbm);
+    }
+    double e_w = pow(fmin(sm_left, width), g->matmul_width_exp);
+    double t_c = c.flops /
+                 (nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left * e_c);
+    double t_m = c.bytes / (hbm * e_w);
     *t_s_out = fmax(t_c, t_m);
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
                              *t_s_out);
@@ -155,7 +172,17 @@ nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k)
 {
     double t_s;
-    return matmul_work(cfg, 1, &m, n, k, &t_s);
+    return matmul_work(cfg, 1, &m, n, k, NULL, &t_s);
+}
+
+nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
+                                         uint64_t m, uint64_t n, uint64_t k,
+                                         uint32_t sms,
+                                         double hbm_bytes_per_s)
+{
+    double t_s;
+    gpu_taken_t taken = {sms, hbm_bytes_per_s};
+    return matmul_work(cfg, 1, &m, n, k, &taken, &t_s);
 }
 
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
@@ -163,7 +190,7 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           uint64_t n, uint64_t k)
 {
     double t_s;
-    return matmul_work(cfg, groups, m, n, k, &t_s);
+    return matmul_work(cfg, groups, m, n, k, NULL, &t_s);
 }
 
 nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,

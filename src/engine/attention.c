@@ -51,6 +51,13 @@ static void attend(nvl_engine_t *e, const nvl_kv_cache_t *c, uint32_t li,
     }
 }
 
+/* Under --overlap async-tp the o_proj GEMM runs with its allreduce
+ * (attention_out); not before expert parallelism's reduce-scatter. */
+static bool o_proj_overlapped(const nvl_engine_t *e, uint32_t li)
+{
+    return e->ovl != NULL && !nvl_engine_moe_is_ep(e, li);
+}
+
 nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
                                     nvl_kv_cache_t *caches, const uint64_t *T,
                                     const uint64_t *past, uint64_t M,
@@ -108,10 +115,12 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     nvl_engine_kernel(e, "attention", NVL_PART_ATTN, L,
            nvl_cost_attention(&e->opts.cost, (size_t)n, T, past,
                               (uint32_t)qn, (uint32_t)kn, (uint32_t)hd));
-    /* row-parallel o_proj: partial sums (zeros on ranks without heads) */
+    /* row-parallel o_proj: partial sums (zeros on ranks without heads);
+     * pipelined with its allreduce under async TP (attention_out) */
     if (e->data)
         nvl_engine_linear(b->a, l->wo, NULL, b->h, M, hid, qn * hd);
-    nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
+    if (!o_proj_overlapped(e, li))
+        nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
     return NVL_OK;
 }
 
@@ -119,7 +128,12 @@ nvl_status_t nvl_engine_attention_out(nvl_engine_t *e, uint32_t li, uint64_t M,
                                   nvl_acts_t *b)
 {
     uint64_t hid = e->cfg.hidden;
-    nvl_status_t st = nvl_engine_allreduce_add_norm(e, (int32_t)li, b->h, M * hid);
+    uint64_t qk = (uint64_t)e->shard.q_heads.count * e->cfg.head_dim;
+    nvl_status_t st =
+        o_proj_overlapped(e, li)
+            ? nvl_engine_rowpar(e, "o_proj", (int32_t)li, M, hid, qk, b->h)
+            : nvl_engine_allreduce_add_norm(e, (int32_t)li, b->h,
+                                            M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
             b->x[i] += b->h[i];

@@ -83,6 +83,33 @@ static nvl_status_t check_host_memory(const nvl_engine_t *e,
     return NVL_ERR_NOMEM;
 }
 
+/* --a2a onesided needs all-to-alls (a mixture of experts placed with
+ * expert parallelism or data-parallel attention, more than one rank) and
+ * NVLink peer access between every two GPUs of the job. */
+static nvl_status_t check_a2a(const nvl_engine_t *e)
+{
+    bool moe = false;
+    for (uint32_t i = 0; i < e->layers && !moe; i++)
+        moe = nvl_model_layer_is_moe(&e->cfg, i);
+    if (!moe || nvl_comm_size(e->tp) == 1 ||
+        (e->shard.ep == 1 && !e->shard.attn_dp)) {
+        nvl_report("--a2a onesided: this run has no all-to-all to replace "
+                   "(%s; the one-sided kernels need a mixture of experts "
+                   "placed with --ep N > 1 or --attn-parallel dp on more "
+                   "than one rank)",
+                   !moe ? "a dense model"
+                   : nvl_comm_size(e->tp) == 1 ? "one rank"
+                                               : "experts tensor-parallel");
+        return NVL_ERR_INVALID;
+    }
+    char why[256];
+    if (!nvl_a2a_usable(e->tp, NVL_A2A_ONESIDED_LL, why, sizeof why)) {
+        nvl_report("--a2a onesided: %s; use --a2a nccl", why);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,
                                nvl_engine_t **engine_out)
@@ -119,6 +146,8 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
     if (st == NVL_OK)
         st = nvl_shard_place(cfg, nvl_comm_size(tp), nvl_comm_rank(tp),
                              &opts->place, &e->shard);
+    if (st == NVL_OK && opts->a2a_onesided)
+        st = check_a2a(e);
     if (e->data)
         st = check_host_memory(e, st);
     if (st == NVL_OK && e->data)
@@ -133,6 +162,17 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
             nvl_comm_set_time_dtype(e->dense, NVL_DT_BF16);
         } else {
             e->dense = tp;
+        }
+    }
+    if (st == NVL_OK && opts->overlap == NVL_OVERLAP_ASYNC_TP &&
+        nvl_comm_size(e->dense) > 1) {
+        /* the communication stream: the same members, its own clock */
+        st = nvl_comm_create(nvl_comm_mpi(e->dense), nvl_comm_topo(tp),
+                             &e->ovl_clock, &e->ovl);
+        if (st == NVL_OK) {
+            nvl_comm_set_mode(e->ovl, opts->mode);
+            nvl_comm_set_time_dtype(e->ovl, NVL_DT_BF16);
+            nvl_comm_set_tuner(e->ovl, nvl_comm_tuner(e->dense));
         }
     }
     if (st != NVL_OK) {
@@ -159,6 +199,7 @@ void nvl_engine_free(nvl_engine_t *e)
     nvl_engine_free_weights(e);
     if (e->dense != NULL && e->dense != e->tp)
         nvl_comm_destroy(e->dense);
+    nvl_comm_destroy(e->ovl);
     free(e->events);
     free(e->passes);
     free(e->moe_decode);

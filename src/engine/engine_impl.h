@@ -15,6 +15,8 @@
  *   ---------------------------------------------------------------------
  *   plan.c       the stack table: which kernels a step issues under
  *                --stack torch | fused
+ *   overlap.c    a row-parallel GEMM and its allreduce, one after the
+ *                other or pipelined in chunks (--overlap async-tp)
  *   issue.c      kernels and collectives: their modeled time advances the
  *                clock, and is accounted to the pass
  *   f32.c        float32 maths (data mode)
@@ -25,7 +27,8 @@
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
  * Only issue.c advances the clock (through the stream of src/cost/ and the
- * collectives of src/coll/); generate.c calls MPI directly only to gather
+ * collectives of src/coll/), and overlap.c, whose communication stream has
+ * a clock of its own that the rank's waits for; generate.c calls MPI directly only to gather
  * outputs and capture errors. */
 #ifndef NVLEMU_ENGINE_IMPL_H
 #define NVLEMU_ENGINE_IMPL_H
@@ -87,6 +90,11 @@ struct nvl_engine {
     /* issue.c: the C2C copy engine, one queue per direction: when each is
      * free, and when the layer prefetched last has landed */
     int64_t c2c_h2d_free_ps, c2c_d2h_free_ps, c2c_ready_ps;
+    /* overlap.c (--overlap async-tp, dense group of more than one): the
+     * communication stream, a communicator over the dense group's members
+     * with its own clock (owned) */
+    nvl_comm_t *ovl;
+    nvl_vclock_t ovl_clock;
 };
 
 /* One sequence's cache on this rank: per layer, the keys and values of
@@ -144,6 +152,15 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer);
 void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                           int64_t entry_ps, const nvl_coll_info_t *info);
+/* overlap.c: a row-parallel GEMM y[m, n] = x[m, k] W[n, k]^T whose
+ * partial sums (buf, m x n floats, already computed in data mode; NULL in
+ * timing mode) the dense group's allreduce completes: the GEMM then the
+ * allreduce, or under --overlap async-tp the two pipelined in chunks of
+ * output columns (docs/cost-model.md, "Overlap"). */
+nvl_status_t nvl_engine_rowpar(nvl_engine_t *e, const char *name,
+                               int32_t layer, uint64_t m, uint64_t n,
+                               uint64_t k, float *buf);
+
 /* issue.c: the row-parallel sum of n floats across the dense group (none
  * at one rank, as serving engines skip it); buf is NULL in timing mode. */
 nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
@@ -286,6 +303,11 @@ void nvl_engine_account(nvl_engine_t *e, const char *name, nvl_part_t part,
 void nvl_engine_account_c2c(nvl_engine_t *e, const char *name,
                             nvl_copy_path_t path, int32_t layer,
                             int64_t start_ps, int64_t dur_ps, double bytes);
+/* A collective on the communication stream (--overlap async-tp): an
+ * event on its track, its bytes and time counted to the pass (in no
+ * part's time: the stream waits for what is exposed). */
+void nvl_engine_account_comm(nvl_engine_t *e, const char *name,
+                             int32_t layer, const nvl_coll_info_t *info);
 /* The last event accounted, or NULL (to add collective details). */
 nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e);
 

@@ -9,7 +9,7 @@
 #include "nvlemu/runtime.h"
 
 /* The MLP half of layer li: dense, or a mixture of experts (moe.c); one
- * allreduce either way. */
+ * allreduce either way (the dense one with its down_proj: overlap.c). */
 nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
                               nvl_acts_t *b)
 {
@@ -22,12 +22,14 @@ nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
     if (e->data)
         nvl_engine_rmsnorm(b->x, l->post_norm, b->h, M, hid, c->rms_eps);
     nvl_status_t st = NVL_OK;
+    bool dense = false;
     if (nvl_engine_moe_is_ep(e, li)) {
         /* data-parallel attention: this rank's rows, complete sums */
         st = nvl_engine_moe_ep(e, li, M, e->row0, e->data ? b->h : NULL);
     } else if (nvl_model_layer_is_moe(c, li)) {
         nvl_engine_moe(e, li, M, e->data ? b->h : NULL);
     } else {
+        dense = true; /* down_proj with its allreduce: nvl_engine_rowpar */
         if (e->data) {
             nvl_engine_linear(b->h, l->wg, NULL, b->g, M, in, hid);
             nvl_engine_linear(b->h, l->wu, NULL, b->u, M, in, hid);
@@ -36,10 +38,10 @@ nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
             nvl_engine_linear(b->g, l->wd, NULL, b->h, M, hid, in);
         }
         nvl_engine_step(e, NVL_STEP_GATE_UP, L, (double)M, NULL);
-        nvl_engine_matmul(e, "down_proj", L, M, hid, in);
     }
     if (st == NVL_OK)
-        st = nvl_engine_allreduce_add_norm(e, L, b->h, M * hid);
+        st = dense ? nvl_engine_rowpar(e, "down_proj", L, M, hid, in, b->h)
+                   : nvl_engine_allreduce_add_norm(e, L, b->h, M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
             b->x[i] += b->h[i];

@@ -278,6 +278,9 @@ static void layer_done(nvl_engine_t *e, uint32_t li,
     l->expert_pairs_mean += c->expert_pairs_mean - before->expert_pairs_mean;
     l->combine_wait_ps +=
         (double)(c->combine_wait_ps - before->combine_wait_ps);
+    l->dispatch_alt_ps +=
+        (double)(c->dispatch_alt_ps - before->dispatch_alt_ps);
+    l->combine_alt_ps += (double)(c->combine_alt_ps - before->combine_alt_ps);
 }
 
 void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
@@ -336,6 +339,21 @@ static int expert_group(const nvl_engine_t *e, uint32_t x)
 
 static float *at(float *buf, uint64_t off) { return buf ? buf + off : NULL; }
 
+/* The one-sided mode of this pass: low-latency in decode steps, high-
+ * throughput in the prefill (SGLang's --deepep-mode auto,
+ * DeepEPMode.resolve: normal for extend batches, low_latency for
+ * decode). */
+static nvl_a2a_t onesided_mode(const nvl_engine_t *e)
+{
+    return e->pass >= 1 ? NVL_A2A_ONESIDED_LL : NVL_A2A_ONESIDED_HT;
+}
+
+/* The run's all-to-all implementation for this pass. */
+static nvl_a2a_t a2a_of(const nvl_engine_t *e)
+{
+    return e->opts.a2a_onesided ? onesided_mode(e) : NVL_A2A_NCCL;
+}
+
 /* One all-to-all of rows: to[d] rows of `width` floats to member d (from
  * send at sofs[d]) and from[s] rows from member s (into recv at rofs[s]);
  * the own block is copied.  Accounted as `name`; adds its time and the
@@ -344,8 +362,9 @@ static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
                              float *send, const uint64_t *to,
                              const uint64_t *sofs, float *recv,
                              const uint64_t *from, const uint64_t *rofs,
-                             uint64_t width, int64_t *ps, double *bytes,
-                             int64_t *wait)
+                             uint64_t width, const double *wire_out,
+                             const double *wire_in, int64_t *ps,
+                             double *bytes, int64_t *wait)
 {
     nvl_comm_t *c = e->tp;
     int n = nvl_comm_size(c), me = nvl_comm_rank(c);
@@ -366,7 +385,10 @@ static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
             st = nvl_recv(c, at(recv, rofs[s] * width), from[s] * width,
                           NVL_DT_F32, s);
     nvl_coll_info_t info;
-    nvl_status_t end = nvl_group_end(c, &info);
+    nvl_a2a_t a2a = a2a_of(e);
+    bool ll = a2a == NVL_A2A_ONESIDED_LL;
+    nvl_status_t end = nvl_group_end_a2a(c, a2a, ll ? wire_out : NULL,
+                                         ll ? wire_in : NULL, &info);
     if (st == NVL_OK)
         st = end;
     if (st != NVL_OK)
@@ -390,6 +412,10 @@ typedef struct {
     unsigned char *dest;           /* R x n: row t goes to rank d */
     uint64_t *to, *sofs;           /* rows sent to each rank, and where */
     uint64_t *from, *rofs;         /* rows received from each, and where */
+    uint64_t *pto, *pfrom;         /* (row, expert) pairs to / from each */
+    double *wsend, *wrecv;         /* pairs / rows to and from each rank:
+                                      the low-latency mode's wire factors
+                                      (one message per pair) */
     uint64_t nsend, nrecv;
     uint64_t *mine;                /* tokens per expert, this rank's rows */
     uint64_t *count;               /* tokens per expert, the whole job */
@@ -404,6 +430,7 @@ static void ep_free(ep_layer_t *s)
     free(s->w);
     free(s->dest);
     free(s->to);
+    free(s->wsend);
     free(s->mine);
     free(s->count);
     free(s->sbuf);
@@ -426,8 +453,9 @@ static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
     route_rows(e, li, row0, s->R, h, s->ids, s->w);
     router_kernels(e, (int32_t)li, s->R);
     s->dest = alloc_or_abort(s->R * (uint64_t)n, 1);
-    s->to = alloc_or_abort((uint64_t)n * 4, sizeof *s->to);
+    s->to = alloc_or_abort((uint64_t)n * 6, sizeof *s->to);
     s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
+    s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
     s->mine = alloc_or_abort(E, sizeof *s->mine);
     for (uint64_t t = 0; t < s->R; t++)
         for (uint32_t j = 0; j < k; j++) {
@@ -436,12 +464,52 @@ static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
             s->mine[x]++;
             for (int i = 0; i < etp; i++) {
                 unsigned char *d = &s->dest[t * (uint64_t)n + (uint64_t)(g * etp + i)];
+                s->pto[g * etp + i]++;
                 if (!*d) {
                     *d = 1;
                     s->to[g * etp + i]++;
                 }
             }
         }
+}
+
+/* The wire factors of the low-latency mode, and the dispatch and combine
+ * as the implementation the run does not use would time them (the
+ * group's largest: one small MPI_Allreduce, bookkeeping as ep_count's). */
+static void ep_alt_predict(nvl_engine_t *e, ep_layer_t *s)
+{
+    int n = s->n;
+    s->wsend = alloc_or_abort((uint64_t)n * 6, sizeof *s->wsend);
+    s->wrecv = s->wsend + n;
+    double *dsend = s->wsend + 2 * n, *drecv = s->wsend + 3 * n;
+    double *csend = s->wsend + 4 * n, *crecv = s->wsend + 5 * n;
+    double esz = (double)nvl_dtype_size(NVL_DT_BF16); /* timed as bf16 */
+    for (int r = 0; r < n; r++) {
+        s->wsend[r] = s->to[r] ? (double)s->pto[r] / (double)s->to[r] : 1;
+        s->wrecv[r] =
+            s->from[r] ? (double)s->pfrom[r] / (double)s->from[r] : 1;
+    }
+    nvl_a2a_t alt = e->opts.a2a_onesided ? NVL_A2A_NCCL : onesided_mode(e);
+    bool ll = alt == NVL_A2A_ONESIDED_LL;
+    for (int r = 0; r < n; r++) { /* the queued bytes, as exchange() */
+        double ws = ll ? s->wsend[r] : 1, wr = ll ? s->wrecv[r] : 1;
+        dsend[r] = (double)(s->to[r] * s->pay) * esz * ws;
+        drecv[r] = (double)(s->from[r] * s->pay) * esz * wr;
+        csend[r] = (double)(s->from[r] * s->hid) * esz * wr;
+        crecv[r] = (double)(s->to[r] * s->hid) * esz * ws;
+    }
+    char why[256];
+    int64_t t[2] = {0, 0};
+    bool usable = nvl_a2a_usable(e->tp, alt, why, sizeof why);
+    if (usable) {
+        t[0] = nvl_a2a_predict_ps(e->tp, alt, dsend, drecv);
+        t[1] = nvl_a2a_predict_ps(e->tp, alt, csend, crecv);
+        MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_INT64_T, MPI_MAX,
+                      nvl_comm_mpi(e->tp));
+    }
+    e->cur.a2a_alt_usable = usable;
+    e->cur.dispatch_alt_ps += t[0];
+    e->cur.combine_alt_ps += t[1];
 }
 
 /* What every rank tells every other: the rows it will send it, and its
@@ -455,6 +523,7 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s)
     s->count = alloc_or_abort(E, sizeof *s->count);
     MPI_Comm mpi = nvl_comm_mpi(e->tp);
     MPI_Alltoall(s->to, 1, MPI_UINT64_T, s->from, 1, MPI_UINT64_T, mpi);
+    MPI_Alltoall(s->pto, 1, MPI_UINT64_T, s->pfrom, 1, MPI_UINT64_T, mpi);
     MPI_Allreduce(s->mine, s->count, (int)E, MPI_UINT64_T, MPI_SUM, mpi);
     for (int r = 0; r < n; r++) {
         s->sofs[r] = s->nsend;
@@ -471,6 +540,7 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s)
         most = load > most ? load : most;
         sum += load;
     }
+    ep_alt_predict(e, s);
     double own = 0;
     for (uint32_t i = 0; i < held.count; i++)
         own += (double)s->count[held.first + i];
@@ -502,8 +572,8 @@ static nvl_status_t ep_dispatch(nvl_engine_t *e, int32_t L, const float *h,
                 }
     }
     return exchange(e, "moe_dispatch", L, s->sbuf, s->to, s->sofs, s->rbuf,
-                    s->from, s->rofs, pay, &e->cur.dispatch_ps,
-                    &e->cur.dispatch_bytes, NULL);
+                    s->from, s->rofs, pay, s->wsend, s->wrecv,
+                    &e->cur.dispatch_ps, &e->cur.dispatch_bytes, NULL);
 }
 
 /* The experts this rank holds, over the rows it received. */
@@ -543,8 +613,9 @@ static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
     if (e->data)
         s->back = alloc_or_abort(s->nsend * hid, sizeof *s->back);
     nvl_status_t st = exchange(e, "moe_combine", L, s->xin, s->from, s->rofs,
-                               s->back, s->to, s->sofs, hid,
-                               &e->cur.combine_ps, &e->cur.combine_bytes,
+                               s->back, s->to, s->sofs, hid, s->wrecv,
+                               s->wsend, &e->cur.combine_ps,
+                               &e->cur.combine_bytes,
                                &e->cur.combine_wait_ps);
     if (st != NVL_OK)
         return st;

@@ -99,6 +99,19 @@ void nvl_engine_account_c2c(nvl_engine_t *e, const char *name,
         .bytes = bytes});
 }
 
+void nvl_engine_account_comm(nvl_engine_t *e, const char *name,
+                             int32_t layer, const nvl_coll_info_t *info)
+{
+    e->cur.coll_bytes += (double)info->bytes;
+    e->cur.overlap_comm_ps += info->time_ps;
+    keep_event(e, (nvl_op_event_t){
+        .name = name, .algo = nvl_algo_name(info->algo),
+        .proto = nvl_proto_name(info->proto), .part = NVL_PART_COLL,
+        .track = 2, .layer = layer, .pass = e->pass,
+        .start_ps = info->start_ps, .dur_ps = info->time_ps,
+        .bytes = (double)info->bytes});
+}
+
 nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e)
 {
     bool recording = e->keep_passes < 0 || e->pass < e->keep_passes;

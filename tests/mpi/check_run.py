@@ -27,6 +27,27 @@ CHECK is one of
                with --fuse-allreduce-norm: the same tokens (the fusion
                moves time, never numbers) and a shorter TPOT (a kernel
                fewer per allreduce)
+  same-tokens FLAG...
+               data mode as given and with the FLAGs added: the same tokens
+               (--overlap async-tp, --a2a onesided move time, never numbers)
+  a2a-time DISPATCH_MS COMBINE_MS
+               timing mode with --a2a onesided: experts.dispatch_ms_per_layer
+               and combine_ms_per_layer are the hand-computed values (to
+               1e-9 ms), the same under experts.all_to_all.onesided, and the
+               nccl column is there too; with --a2a nccl the two columns
+               are the same numbers
+  a2a-modes    a mixture of experts whose all-to-all traffic does not follow
+               the routing (experts cut over every rank, data-parallel
+               attention): data and timing mode give the same dispatch and
+               combine times, both implementations' (the experts' kernels
+               follow the routing, real or seeded, so the step times may
+               differ)
+  overlap      timing mode with --overlap async-tp and --trace: every
+               row-parallel GEMM runs as chunks on the GPU's stream and
+               allreduce chunks on the communication stream, each starting
+               when its GEMM chunk and the previous allreduce are done; the
+               exposed wait ends with the last allreduce; the hidden and
+               exposed times add up to the stream's busy time
   tier-time BYTES MS
                timing mode as given (with its --kv-host/--weights-host):
                memory_per_gpu.c2c_bytes_per_step and c2c_ms_per_step are
@@ -98,6 +119,52 @@ def check_keys(doc):
     steps = doc["tpot_ms_steps"]
     if abs(sum(steps) / len(steps) - doc["tpot_ms"]) > 1e-9 * doc["tpot_ms"]:
         sys.exit("check_run.py: tpot_ms is not the mean of tpot_ms_steps")
+
+
+def check_overlap(doc, trace):
+    """The two streams' schedule in the trace (see the usage above)."""
+    ranks = doc["inputs"]["tp"]
+    ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and "tid" in e}
+    comm_tracks = [t for t, n in names.items() if n.endswith("communication stream")]
+    if len(comm_tracks) != ranks:
+        sys.exit("check_run.py: %d communication-stream tracks for %d ranks"
+                 % (len(comm_tracks), ranks))
+    ps = lambda x: round(x * 1e6)  # trace microseconds -> picoseconds
+    ops = 0
+    for r in range(ranks):
+        mine = sorted((e for e in ev if e["tid"] in (r, 2 * ranks + r)),
+                      key=lambda e: (e["ts"], e["tid"]))
+        gemm = [e for e in mine if e["tid"] == r
+                and e["name"] in ("o_proj", "down_proj")]
+        comm = [e for e in mine if e["name"] == "allreduce_chunk"]
+        expo = [e for e in mine if e["name"] == "allreduce_exposed"]
+        if not comm or len(gemm) != len(comm):
+            sys.exit("check_run.py: rank %d: %d GEMM chunks, %d allreduce "
+                     "chunks" % (r, len(gemm), len(comm)))
+        for i, (g, c) in enumerate(zip(gemm, comm)):
+            ready = ps(g["ts"] + g["dur"])
+            if ps(c["ts"]) < ready - 1:
+                sys.exit("check_run.py: rank %d: allreduce chunk %d starts "
+                         "before its GEMM chunk ends" % (r, i))
+            if i % 4 and ps(c["ts"]) < ps(comm[i - 1]["ts"] + comm[i - 1]["dur"]) - 1:
+                sys.exit("check_run.py: rank %d: allreduce chunks %d and %d "
+                         "overlap" % (r, i - 1, i))
+        for e in expo:
+            ends = [ps(c["ts"] + c["dur"]) for c in comm]
+            if min(abs(ps(e["ts"] + e["dur"]) - t) for t in ends) > 1:
+                sys.exit("check_run.py: rank %d: an exposed wait does not end "
+                         "with an allreduce chunk" % r)
+        ops += len(comm) // 4
+    o = doc["overlap"]
+    if not (o["mode"] == "async-tp" and o["comm_ms_per_step"] > 0
+            and 0 <= o["hidden_ms_per_step"] <= o["comm_ms_per_step"]
+            and abs(o["exposed_ms_per_step"] + o["hidden_ms_per_step"]
+                    - o["comm_ms_per_step"]) < 1e-9):
+        sys.exit("check_run.py: overlap %s" % o)
+    print("check_run.py: %d pipelined GEMMs; %.4f ms of %.4f ms hidden per "
+          "step" % (ops, o["hidden_ms_per_step"], o["comm_ms_per_step"]))
 
 
 def tier_hand(cmd):
@@ -296,6 +363,55 @@ def main():
                 sys.exit("check_run.py: %s %r, hand-computed %r" % (k, m[k], want))
         print("check_run.py: C2C %r bytes and %r ms per step, as computed by "
               "hand" % (m["c2c_bytes_per_step"], m["c2c_ms_per_step"]))
+    elif check == "same-tokens":
+        flags = sys.argv[2:sys.argv.index("--")]
+        plain = run(cmd, ["--mode", "data"])
+        other = run(cmd, ["--mode", "data"] + flags)
+        if "new_tokens" not in plain or plain["new_tokens"] != other["new_tokens"]:
+            sys.exit("check_run.py: tokens differ with %s: %s vs %s" % (
+                " ".join(flags), plain.get("new_tokens"), other.get("new_tokens")))
+        if plain["tpot_ms"] == other["tpot_ms"]:
+            sys.exit("check_run.py: %s changed no time" % " ".join(flags))
+        print("check_run.py: the same tokens %s with %s; TPOT %.4f vs %.4f ms"
+              % (other["new_tokens"], " ".join(flags), other["tpot_ms"],
+                 plain["tpot_ms"]))
+    elif check == "a2a-time":
+        want = {"dispatch_ms_per_layer": float(sys.argv[2]),
+                "combine_ms_per_layer": float(sys.argv[3])}
+        one = run(cmd, ["--mode", "timing", "--a2a", "onesided"])
+        nccl = run(cmd, ["--mode", "timing", "--a2a", "nccl"])
+        ex, nx = one["experts"], nccl["experts"]
+        for k, v in want.items():
+            for got in (ex[k], ex["all_to_all"]["onesided"][k],
+                        nx["all_to_all"]["onesided"][k]):
+                if abs(got - v) > 1e-9:
+                    sys.exit("check_run.py: %s %r, hand-computed %r" % (k, got, v))
+            if ex["all_to_all"]["nccl"][k] != nx[k]:
+                sys.exit("check_run.py: nccl %s %r in the onesided run's "
+                         "table, %r when run" % (k, ex["all_to_all"]["nccl"][k],
+                                                 nx[k]))
+        print("check_run.py: one-sided dispatch %r and combine %r ms per "
+              "layer, as computed by hand; NCCL %r and %r" % (
+                  ex["dispatch_ms_per_layer"], ex["combine_ms_per_layer"],
+                  nx["dispatch_ms_per_layer"], nx["combine_ms_per_layer"]))
+    elif check == "a2a-modes":
+        data = run(cmd, ["--mode", "data"])
+        timing = run(cmd, ["--mode", "timing"])
+        d, t = data["experts"]["all_to_all"], timing["experts"]["all_to_all"]
+        if d != t or not all(d[i] and d[i]["dispatch_ms_per_layer"] > 0
+                             for i in ("nccl", "onesided")):
+            sys.exit("check_run.py: all-to-all times differ between data and "
+                     "timing mode:\n%s\n%s" % (d, t))
+        print("check_run.py: data and timing mode agree on the all-to-alls: %s"
+              % d)
+    elif check == "overlap":
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace.json")
+            doc = run(cmd, ["--mode", "timing", "--overlap", "async-tp",
+                            "--trace", path, "--trace-steps", "1"])
+            with open(path) as f:
+                trace = json.load(f)
+        check_overlap(doc, trace)
     elif check == "tier-hand":
         tier_hand(cmd)
     else:

@@ -101,6 +101,30 @@ md = open(sys.argv[1] + "/summary.md").read()
 assert "Expert placements side by side" in md
 assert "| GPUs | TP (experts TP) | EP 1, attention DP | EP all, attention TP | EP all, attention DP |" in md, md
 PY
+# 8b. communication axes: --overlap none,async-tp x --a2a nccl,onesided
+# on the tiny mixture of experts under EP 2; the default values keep the
+# run ids of step 8 (an axis added never renames saved runs)
+(cd "$repo" && "$sweep" --model tests/data/hf/qwen3-moe-tiny/config.json --tp 2 \
+    --ep all --batch 2 --ctx 16 --mode timing --no-plots --overlap none,async-tp \
+    --a2a nccl,onesided --nvlemu "$nvlemu" --out "$tmp/e") 2>"$tmp/err8b" \
+    || { cat "$tmp/err8b"; fail "sweep --overlap --a2a"; }
+grep -q '3 new, 1 reused' "$tmp/err8b" || { cat "$tmp/err8b"; fail "the default run was not reused"; }
+python3 - "$tmp/e" <<'PY' || fail "communication axes"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/results.csv")))
+assert [(r["overlap"], r["a2a"]) for r in rows] == [
+    ("none", "nccl"), ("none", "onesided"), ("async-tp", "nccl"),
+    ("async-tp", "onesided")], rows
+assert all(r["status"] == "ok" for r in rows)
+assert [r["inputs.overlap"] for r in rows] == ["none", "none", "async-tp", "async-tp"]
+assert rows[2]["overlap.mode"] == "async-tp"
+one, nccl = rows[1], rows[0]
+assert one["experts.all_to_all.onesided.dispatch_ms_per_layer"] == \
+    nccl["experts.all_to_all.onesided.dispatch_ms_per_layer"]
+assert "-onesided-" in one["run_id"] and "-async-tp-" in rows[2]["run_id"]
+md = open(sys.argv[1] + "/summary.md").read()
+assert "Communication per decode step" in md, md
+PY
 # 9. a run that does not fit in HBM (Qwen2.5-72B on one H200) is marked so,
 # never named best; regenerating from the saved runs rewrites nothing
 (cd "$repo" && "$sweep" --model qwen2.5-72b --tp 1,2 --batch 8 --ctx 4096 \

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -180,11 +181,80 @@ static void test_invariants(void **state)
     assert_int_equal(t.violations, 0);
 }
 
+/* The one-sided all-to-all (src/coll/onesided.c) by hand: a member of 8
+ * on GB200 NVL72 writing 1 MB to each of its 7 peers and receiving 0.5 MB
+ * from each: 7 MB over 18 x 50 GB/s at NCCL's payload efficiency, plus
+ * one kernel (3.3 us) and 3 hops of 0.2 us (low-latency), or two kernels
+ * and 6 hops (high-throughput); its own entry is ignored.  Across two
+ * NVLink domains only NCCL's path runs. */
+static void test_onesided(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = NULL;
+    assert_int_equal(nvl_topo_load(NVL_TOPOLOGY_DIR "/gb200-nvl72.topo", &topo),
+                     NVL_OK);
+    nvl_comm_t *c = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &c), NVL_OK);
+    double out[8], in[8];
+    for (int p = 0; p < 8; p++)
+        out[p] = 1e6, in[p] = 0.5e6;
+    out[0] = in[0] = 1e12; /* member 0 itself */
+    double wire_s = 7e6 / (18 * 50e9 * 370.8 / 478.116);
+    int64_t ll = nvl_a2a_predict_ps(c, NVL_A2A_ONESIDED_LL, out, in);
+    int64_t ht = nvl_a2a_predict_ps(c, NVL_A2A_ONESIDED_HT, out, in);
+    assert_true(llabs(ll - (3300000 + 3 * 200000 +
+                            (int64_t)(wire_s * 1e12 + 0.5))) <= 1);
+    assert_true(llabs(ht - (2 * 3300000 + 6 * 200000 +
+                            (int64_t)(wire_s * 1e12 + 0.5))) <= 1);
+    assert_true(nvl_a2a_predict_ps(c, NVL_A2A_NCCL, out, in) > 0);
+    char why[256];
+    assert_true(nvl_a2a_usable(c, NVL_A2A_ONESIDED_LL, why, sizeof why));
+    assert_string_equal(nvl_a2a_name(NVL_A2A_ONESIDED_HT), "onesided-ht");
+    nvl_comm_destroy(c);
+    nvl_topo_free(topo);
+    assert_int_equal(nvl_topo_load(NVL_TOPOLOGY_DIR "/gb200-nvl72x2-ib.topo",
+                                   &topo), NVL_OK);
+    assert_int_equal(nvl_comm_create_virtual(topo, 74, NULL, &c), NVL_OK);
+    assert_true(nvl_a2a_usable(c, NVL_A2A_NCCL, why, sizeof why));
+    assert_false(nvl_a2a_usable(c, NVL_A2A_ONESIDED_LL, why, sizeof why));
+    assert_non_null(strstr(why, "these 74 GPUs span 2"));
+    nvl_comm_destroy(c);
+    nvl_topo_free(topo);
+}
+
+/* DeepEP's published check (its README: intranode EP 8 on H800, "~160
+ * GB/s NVLink maximum bandwidth", normal kernels 153 GB/s dispatch and
+ * 158 GB/s combine for 4096 tokens of 7168 hidden, top-8): an HGX H200
+ * cut to H800's 8 NVLink-4 links per GPU, 8 members each writing 16 MB to
+ * each of its 7 peers in high-throughput mode, moves 150-170 GB/s. */
+static void test_onesided_deepep(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = NULL;
+    assert_int_equal(nvl_topo_load(NVL_TOPOLOGY_DIR "/hgx-h200.topo", &topo),
+                     NVL_OK);
+    assert_int_equal(nvl_topo_set(topo, "nvlink.links=8"), NVL_OK);
+    nvl_comm_t *c = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &c), NVL_OK);
+    double b[8];
+    for (int p = 0; p < 8; p++)
+        b[p] = 16e6;
+    int64_t t = nvl_a2a_predict_ps(c, NVL_A2A_ONESIDED_HT, b, b);
+    double gb_per_s = 7 * 16e6 / ((double)t * 1e-12) / 1e9;
+    printf("one-sided HT on H800-like NVLink: %.1f GB/s (DeepEP: 153, 158)\n",
+           gb_per_s);
+    assert_in_range((int64_t)gb_per_s, 150, 170);
+    nvl_comm_destroy(c);
+    nvl_topo_free(topo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_invariants, capture_reports,
                                         release_reports),
+        cmocka_unit_test(test_onesided),
+        cmocka_unit_test(test_onesided_deepep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,36 @@ static void test_matmul_regimes(void **state)
     assert_int_equal(nvl_cost_matmul(&c, 4, 0, 10).time_ps, 0);
 }
 
+/* Beside another kernel (async TP's allreduce, nvl_cost_matmul_shared): a
+ * compute-bound matmul runs on the SMs left, S / (S - s) slower; a decode
+ * matmul streams at the HBM bandwidth left, B / (B - b) slower; nothing
+ * taken changes nothing.  By hand from the topology's constants. */
+static void test_matmul_shared(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    const nvl_gpu_spec_t *g = &topo->gpu;
+    double S = g->sm_count, s = 32;
+    nvl_kernel_cost_t big = nvl_cost_matmul(&c, 8192, 8192, 8192);
+    assert_int_equal(nvl_cost_matmul_shared(&c, 8192, 8192, 8192, 0, 0).time_ps,
+                     big.time_ps);
+    nvl_kernel_cost_t sh = nvl_cost_matmul_shared(&c, 8192, 8192, 8192, 32, 0);
+    double t_c = big.flops / (g->bf16_flops_per_s * g->matmul_efficiency *
+                              8192.0 / (8192.0 + g->matmul_k_pad));
+    double extra_ps = t_c * (S / (S - s) - 1) * 1e12;
+    assert_true(fabs((double)(sh.time_ps - big.time_ps) - extra_ps) < 2);
+    /* decode: 1 x 37888 x 3584 streams its weights; a quarter of the HBM
+     * rate taken */
+    double rate = g->hbm_bw_bytes_per_s * g->hbm_efficiency;
+    nvl_kernel_cost_t dec = nvl_cost_matmul(&c, 1, 37888, 3584);
+    nvl_kernel_cost_t dsh =
+        nvl_cost_matmul_shared(&c, 1, 37888, 3584, 0, 0.25 * rate);
+    double width = 37888.0 / (S * g->matmul_cols_per_sm);
+    double t_m = dec.bytes / (rate * pow(fmin(1.0, width), g->matmul_width_exp));
+    extra_ps = t_m * (1 / 0.75 - 1) * 1e12;
+    assert_true(fabs((double)(dsh.time_ps - dec.time_ps) - extra_ps) < 2);
+}
+
 /* FP8 halves the weight bytes; FP4 on a GPU without FP4 units runs as
  * weight-only quantization at the BF16 rate with MX scales counted. */
 static void test_matmul_dtypes(void **state)
@@ -318,6 +348,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_regimes),
+        cmocka_unit_test(test_matmul_shared),
         cmocka_unit_test(test_matmul_dtypes),
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_attention),
