@@ -8,10 +8,16 @@
  *     from --min-bytes to --max-bytes by --factor; each size runs --reps
  *     times, the two alternating, and the medians are printed.
  *
+ *   --impl IMPL times a serving engine's allreduce kernel instead of
+ *     NCCL's (nvl_comm_set_allreduce: oneshot, twoshot, nvls-oneshot,
+ *     nvls-twoshot, auto), in both modes.
+ *
  *   mpirun -np N build/bench/coll_speed [--topo FILE] [--iters N]
  *       [--min-bytes SIZE] [--max-bytes SIZE] [--factor F] [--reps R]
+ *       [--impl IMPL]
  * Reported, never asserted (timings belong in bench/, not in tests). */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +74,8 @@ int main(int argc, char **argv)
     long iters = 200;
     size_t min_bytes = 1024, max_bytes = (size_t)64 << 20, factor = 8;
     int reps = 5;
+    nvl_ar_impl_t impl = NVL_AR_NCCL;
+    bool bad_impl = false;
     static const struct option opts[] = {
         {"topo", required_argument, NULL, 't'},
         {"iters", required_argument, NULL, 'n'},
@@ -75,6 +83,7 @@ int main(int argc, char **argv)
         {"max-bytes", required_argument, NULL, 'e'},
         {"factor", required_argument, NULL, 'f'},
         {"reps", required_argument, NULL, 'r'},
+        {"impl", required_argument, NULL, 'i'},
         {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -90,6 +99,15 @@ int main(int argc, char **argv)
             factor = (size_t)atoll(optarg);
         else if (c == 'r')
             reps = atoi(optarg);
+        else if (c == 'i')
+            bad_impl = nvl_ar_impl_parse(optarg, &impl) != NVL_OK;
+    }
+    if (bad_impl) {
+        if (rt.rank == 0)
+            nvl_report("coll_speed: --impl: expected nccl, oneshot, twoshot, "
+                       "nvls-oneshot, nvls-twoshot or auto");
+        nvl_runtime_finalize();
+        return 1;
     }
     if (min_bytes < sizeof(float) || max_bytes < min_bytes || factor < 2 ||
         reps < 1 || reps > MAX_REPS) {
@@ -110,17 +128,20 @@ int main(int argc, char **argv)
     }
     nvl_vclock_t clock = {0};
     nvl_comm_t *comm;
-    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK) {
+    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK ||
+        nvl_comm_set_allreduce(comm, impl) != NVL_OK) {
         nvl_runtime_finalize();
         return 1;
     }
     nvl_runtime_print_header(stdout);
     if (rt.rank == 0)
-        printf("# coll_speed: %d ranks, %ld iterations, topology %s\n"
+        printf("# coll_speed: %d ranks, %ld iterations, topology %s, "
+               "allreduce %s\n"
                "#\n# timing mode: wall time per call (us), the median of "
                "%d runs\n"
                "# %-32s %12s\n",
-               rt.size, iters, topo->name, reps, "call", "wall(us)");
+               rt.size, iters, topo->name, nvl_ar_impl_name(impl), reps,
+               "call", "wall(us)");
 
     /* the median of reps alternating runs of each, after a warm-up */
     double x = 1, y, t0, mpi8[MAX_REPS], emu[2][MAX_REPS];
@@ -191,7 +212,10 @@ int main(int argc, char **argv)
         double e = median(t_emu, reps), m = median(t_mpi, reps);
         if (rt.rank == 0)
             printf("  %12zu %12.2f %12.2f %8.2f  %s/%s\n", bytes, e, m, e / m,
-                   nvl_algo_key(info.algo), nvl_proto_key(info.proto));
+                   info.impl != NVL_AR_NCCL
+                       ? nvl_ar_impl_name((nvl_ar_impl_t)info.impl)
+                       : nvl_algo_key(info.algo),
+                   info.impl != NVL_AR_NCCL ? "-" : nvl_proto_key(info.proto));
     }
     free(send);
     free(recv);

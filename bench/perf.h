@@ -74,6 +74,7 @@ typedef struct {
     const char *json_path; /* -J: nccl-tests' JSON output, or NULL */
     nvl_dtype_t dtype;
     nvl_redop_t op;
+    nvl_ar_impl_t impl; /* --impl: all_reduce's implementation */
     int mode; /* nvl_bench_mode_t */
     int rank_plays; /* nvl_rank_plays_t: --rank-plays gpu|die */
     int help;

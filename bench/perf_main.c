@@ -261,8 +261,13 @@ static nvl_status_t run_size(const nvl_bench_coll_t *row,
             .redop = row->has_op ? nvl_redop_name(a->op) : "none",
             .root = row->has_root ? b.call.root : -1, .iters = a->iters,
             .wall_us = (ph[0].wall_s + ph[1].wall_s) * 1e6 / (2.0 * a->iters),
-            .algo = nvl_algo_name(info->algo),
-            .proto = nvl_proto_name((nvl_proto_t)info->proto),
+            /* a serving engine's kernel: its name, no NCCL protocol */
+            .algo = info->impl != NVL_AR_NCCL
+                        ? nvl_ar_impl_name((nvl_ar_impl_t)info->impl)
+                        : nvl_algo_name(info->algo),
+            .proto = info->impl != NVL_AR_NCCL
+                         ? "-"
+                         : nvl_proto_name((nvl_proto_t)info->proto),
             .channels = info->channels, .data = data};
         char wall[32];
         printf("%12zu  %12zu  %8s  %6s  %6d", bytes, count, line.type,
@@ -473,7 +478,8 @@ int main(int argc, char **argv)
         goto out;
     }
     if (nvl_runtime_check_topo(topo) != NVL_OK ||
-        nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
+        nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK ||
+        nvl_comm_set_allreduce(comm, args.impl) != NVL_OK)
         goto out;
     /* NCCL_ALGO / NCCL_PROTO may leave nothing that runs this collective:
      * say so before the table (the p2p ones need no algorithm) */

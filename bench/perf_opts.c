@@ -13,6 +13,18 @@
 #include "perf.h"
 
 /* nccl-tests' sizes: a number of bytes, optionally with K, M or G. */
+/* --impl: an allreduce implementation's name (nvl_ar_impl_name). */
+static nvl_status_t parse_impl(const char *label, const char *text,
+                               void *impl_out)
+{
+    if (nvl_ar_impl_parse(text, impl_out) == NVL_OK)
+        return NVL_OK;
+    nvl_report("%s %s: unknown allreduce implementation (expected nccl, "
+               "oneshot, twoshot, nvls-oneshot, nvls-twoshot or auto)",
+               label, text);
+    return NVL_ERR_INVALID;
+}
+
 static nvl_status_t parse_size(const char *label, const char *text,
                                void *bytes_out)
 {
@@ -109,6 +121,11 @@ static const nvl_opt_t opts[] = {
      .arg = "MODE", .def = "auto", .names = nvl_bench_mode_names,
      .doc = "data, timing, or auto: data mode up to --data-max and timing "
             "mode above"},
+    {.name = "impl", .kind = NVL_OPT_CUSTOM, .offset = AT(impl),
+     .arg = "IMPL", .def = "nccl", .parse = parse_impl,
+     .doc = "all_reduce only: nccl (the tuner's algorithm), or a serving "
+            "engine's kernel: oneshot, twoshot, nvls-oneshot, nvls-twoshot, "
+            "auto (TensorRT-LLM's AUTO rules; docs/collectives.md)"},
     {.name = "data-max", .kind = NVL_OPT_CUSTOM, .offset = AT(data_max),
      .arg = "SIZE", .def = "1M", .parse = parse_size,
      .doc = "largest size that auto mode runs in data mode"},
@@ -183,6 +200,11 @@ nvl_status_t nvl_bench_check_args(const nvl_bench_args_t *a,
         nvl_report("-b/--minbytes 0 does not grow by -f/--stepfactor %ld; "
                    "start at one element or more",
                    a->step_factor);
+        return NVL_ERR_INVALID;
+    }
+    if (a->impl != NVL_AR_NCCL && row->coll != NVL_COLL_ALLREDUCE) {
+        nvl_report("--impl %s: only all_reduce_perf has implementations "
+                   "other than nccl", nvl_ar_impl_name(a->impl));
         return NVL_ERR_INVALID;
     }
     long per_process = a->nthreads * a->ngpus;

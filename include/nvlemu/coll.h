@@ -181,6 +181,8 @@ typedef struct {
     size_t bytes;      /* NCCL's nBytes: the larger of send and receive */
     int64_t start_ps;  /* group-wide start: latest entry clock */
     int64_t time_ps;   /* modeled duration */
+    int impl;          /* allreduce: the nvl_ar_impl_t that ran it
+                          (NVL_AR_NCCL: algo and proto say how) */
 } nvl_coll_info_t;
 
 /* Predicted duration of one call of coll moving `bytes` (NCCL's nBytes) on
@@ -205,6 +207,44 @@ int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
 /* The fastest enabled (algorithm, protocol) for the call, as NCCL picks. */
 nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
                              size_t bytes, nvl_coll_info_t *info_out);
+
+/* ---- allreduce implementations (src/coll/allreduce.c, one file each;
+ * docs/collectives.md, "Serving engines' allreduces") -------------------- */
+
+/* NCCL's (the tuner's algorithm and protocol), or a serving engine's own
+ * kernel: one-shot / two-shot by peer loads and stores (TensorRT-LLM
+ * customAllReduceKernels, vLLM custom_all_reduce.cuh), their NVLink SHARP
+ * (multimem) forms, or auto: chosen per call as TensorRT-LLM's AUTO
+ * strategy chooses (src/coll/ar_auto.c). */
+typedef enum {
+    NVL_AR_NCCL,
+    NVL_AR_ONESHOT,
+    NVL_AR_TWOSHOT,
+    NVL_AR_NVLS_ONESHOT,
+    NVL_AR_NVLS_TWOSHOT,
+    NVL_AR_AUTO,
+    NVL_AR_COUNT
+} nvl_ar_impl_t;
+
+/* "nccl", "oneshot", "twoshot", "nvls-oneshot", "nvls-twoshot", "auto". */
+const char *nvl_ar_impl_name(nvl_ar_impl_t impl);
+/* The name's implementation; NVL_ERR_INVALID (no report) when unknown. */
+nvl_status_t nvl_ar_impl_parse(const char *name, nvl_ar_impl_t *impl_out);
+/* NULL when impl can run on comm, else why not (a string literal): the
+ * NVLS forms need every member in one NVLink domain whose switches reduce
+ * (NVLink SHARP), as NCCL's NVLS does. */
+const char *nvl_ar_impl_unsupported(const nvl_comm_t *comm,
+                                    nvl_ar_impl_t impl);
+/* Every later allreduce of comm runs impl (must be the same on every
+ * member; NVL_AR_NCCL is the default).  Reports (member 0) and returns
+ * NVL_ERR_INVALID when impl cannot run on comm. */
+nvl_status_t nvl_comm_set_allreduce(nvl_comm_t *comm, nvl_ar_impl_t impl);
+nvl_ar_impl_t nvl_comm_allreduce(const nvl_comm_t *comm);
+/* Predicted allreduce of `bytes` on comm by impl; auto resolves to the
+ * implementation it picks (info_out->impl; NVL_AR_NCCL: the tuner's
+ * choice).  NVL_ERR_RANGE (no report) when impl cannot run here. */
+nvl_status_t nvl_ar_predict(const nvl_comm_t *comm, nvl_ar_impl_t impl,
+                            size_t bytes, nvl_coll_info_t *info_out);
 
 /* ---- the collectives (collective over comm; info_out may be NULL) ----- */
 

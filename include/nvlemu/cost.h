@@ -188,6 +188,13 @@ nvl_kernel_cost_t nvl_cost_norm(const nvl_cost_cfg_t *cfg, double rows,
                                 uint64_t width, double bytes,
                                 uint32_t threads, uint32_t vec,
                                 uint32_t passes);
+/* The same norm run as the epilogue of the kernel before it (a fused
+ * allreduce + residual add + RMSNorm): its body alone, without a kernel's
+ * fixed time. */
+nvl_kernel_cost_t nvl_cost_norm_epilogue(const nvl_cost_cfg_t *cfg,
+                                         double rows, uint64_t width,
+                                         double bytes, uint32_t threads,
+                                         uint32_t vec, uint32_t passes);
 
 /* ---- copies ----------------------------------------------------------- */
 

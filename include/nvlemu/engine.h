@@ -76,6 +76,11 @@ typedef struct {
      * host CPU's memory and read over NVLink-C2C every pass; 0 (the
      * default): none; NVL_HOST_AUTO: what does not fit in HBM. */
     double kv_host, weights_host;
+    /* The residual add and RMSNorm after each attention and MLP allreduce
+     * run inside the allreduce's kernel (TensorRT-LLM AllReduceFusionOp
+     * RESIDUAL_RMS_NORM) whenever that allreduce is a serving engine's
+     * kernel, not NCCL's (nvl_comm_set_allreduce); the math is unchanged */
+    bool fuse_allreduce_norm;
     /* Tensor-parallel communication overlapped with the row-parallel
      * GEMMs (o_proj, down_proj) that produce it (docs/cost-model.md,
      * "Overlap"); default none. */

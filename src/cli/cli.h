@@ -84,6 +84,26 @@ extern const nvl_opt_name_t nvl_cli_fusion_names[];
      .offset = offsetof(type, field), .arg = "none|typical",               \
      .names = nvl_cli_fusion_names,                                         \
      .doc = "older spelling of --stack: none = torch, typical = fused"}
+/* --allreduce IMPL (an int field: nvl_ar_impl_t) and
+ * --fuse-allreduce-norm (an int field), for the commands that run a model;
+ * nvl_cli_check_allreduce applies the fusion's rule. */
+extern const nvl_opt_name_t nvl_cli_allreduce_names[];
+#define NVL_CLI_OPTS_ALLREDUCE(type, impl, fuse)                            \
+    {.name = "allreduce", .kind = NVL_OPT_ENUM,                             \
+     .offset = offsetof(type, impl),                                        \
+     .arg = "nccl|oneshot|twoshot|nvls-oneshot|nvls-twoshot|auto",          \
+     .def = "nccl", .names = nvl_cli_allreduce_names,                       \
+     .doc = "the tensor-parallel allreduce: NCCL's, or a serving engine's " \
+            "kernel (auto: as TensorRT-LLM's AUTO strategy picks per "      \
+            "call; docs/collectives.md)"},                                  \
+    {.name = "fuse-allreduce-norm", .kind = NVL_OPT_FLAG,                   \
+     .offset = offsetof(type, fuse),                                        \
+     .doc = "run the residual add + RMSNorm after each allreduce inside "   \
+            "the allreduce kernel (TensorRT-LLM RESIDUAL_RMS_NORM; needs "  \
+            "--allreduce other than nccl)"}
+/* The fusion's rule: reports and returns NVL_ERR_INVALID for
+ * --fuse-allreduce-norm with --allreduce nccl. */
+nvl_status_t nvl_cli_check_allreduce(int impl, int fuse);
 /* --overlap none|async-tp (an nvl_overlap_t field) and --a2a
  * nccl|onesided (an int field: 1 for onesided), for the commands that run
  * a model; the names' values are their indices. */

@@ -164,6 +164,91 @@ static void print_table(const table_t table)
     }
 }
 
+/* The sizes the allreduce table probes: bf16 rows of 8192 (Qwen2.5-72B's
+ * hidden size) at 1, 8, 64 and 512 tokens. */
+static const size_t probe_bytes[] = {16384, 131072, 1048576, 8388608};
+#define N_PROBES (sizeof probe_bytes / sizeof probe_bytes[0])
+
+/* One implementation's row: 1-byte latency, bandwidth, probe times (ps);
+ * false when it cannot run on comm. */
+static bool impl_row(const nvl_comm_t *comm, nvl_ar_impl_t impl,
+                     int64_t *lat_ps, double *algbw, int64_t *probe_ps,
+                     nvl_ar_impl_t *picked)
+{
+    nvl_coll_info_t one, big, at;
+    if (nvl_ar_predict(comm, impl, 1, &one) != NVL_OK ||
+        nvl_ar_predict(comm, impl, BIG_BYTES, &big) != NVL_OK)
+        return false;
+    *lat_ps = one.time_ps;
+    *algbw = big.time_ps > one.time_ps
+                 ? (double)BIG_BYTES / ((double)(big.time_ps - one.time_ps) *
+                                        1e-12)
+                 : 0;
+    for (size_t i = 0; i < N_PROBES; i++) {
+        nvl_ar_predict(comm, impl, probe_bytes[i], &at);
+        probe_ps[i] = at.time_ps;
+        picked[i] = (nvl_ar_impl_t)at.impl;
+    }
+    return true;
+}
+
+static void print_impls(const nvl_comm_t *comm)
+{
+    printf("\nAllReduce implementations (--allreduce): latency (us) / "
+           "algorithm bandwidth (GB/s), and time (us) at 16 KB, 128 KB, "
+           "1 MB, 8 MB (auto: what it runs there)\n");
+    for (int i = 0; i < NVL_AR_COUNT; i++) {
+        int64_t lat, t[N_PROBES];
+        double bw;
+        nvl_ar_impl_t picked[N_PROBES];
+        printf("%13s |", nvl_ar_impl_name((nvl_ar_impl_t)i));
+        if (!impl_row(comm, (nvl_ar_impl_t)i, &lat, &bw, t, picked)) {
+            printf(" unavailable: %s\n",
+                   nvl_ar_impl_unsupported(comm, (nvl_ar_impl_t)i));
+            continue;
+        }
+        printf(" %7.1f/%6.1f |", (double)lat / 1e6, bw / 1e9);
+        for (size_t k = 0; k < N_PROBES; k++)
+            printf(" %8.1f", (double)t[k] / 1e6);
+        if (i == NVL_AR_AUTO)
+            for (size_t k = 0; k < N_PROBES; k++)
+                printf("%s%s", k ? ", " : "  (", nvl_ar_impl_name(picked[k]));
+        printf("%s\n", i == NVL_AR_AUTO ? ")" : "");
+    }
+}
+
+static json_t *impls_json(const nvl_comm_t *comm)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < NVL_AR_COUNT; i++) {
+        int64_t lat = 0, t[N_PROBES];
+        double bw = 0;
+        nvl_ar_impl_t picked[N_PROBES];
+        json_t *o = json_object();
+        json_object_set_new(o, "impl",
+                            json_string(nvl_ar_impl_name((nvl_ar_impl_t)i)));
+        bool ok = impl_row(comm, (nvl_ar_impl_t)i, &lat, &bw, t, picked);
+        json_object_set_new(o, "state", json_string(ok ? "ok" : "unsupported"));
+        if (ok) {
+            json_t *probes = json_array();
+            for (size_t k = 0; k < N_PROBES; k++) {
+                json_t *p = json_object();
+                json_object_set_new(p, "bytes",
+                                    json_integer((json_int_t)probe_bytes[k]));
+                json_object_set_new(p, "time_ps", json_integer(t[k]));
+                json_object_set_new(p, "runs",
+                                    json_string(nvl_ar_impl_name(picked[k])));
+                json_array_append_new(probes, p);
+            }
+            json_object_set_new(o, "lat_ps", json_integer(lat));
+            json_object_set_new(o, "algbw_bytes_per_s", json_real(bw));
+            json_object_set_new(o, "probes", probes);
+        }
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 /* Base units, as nvlemu topo --json: ps and bytes/s. */
 static nvl_status_t write_json(const nvl_topo_t *topo, const char *origin,
                                const nvl_comm_t *comm, const table_t table,
@@ -193,6 +278,7 @@ static nvl_status_t write_json(const nvl_topo_t *topo, const char *origin,
                 json_array_append_new(cells, o);
             }
     json_object_set_new(root, "cells", cells);
+    json_object_set_new(root, "allreduce_impls", impls_json(comm));
     int rc = nvl_json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (rc != 0 || fputc('\n', out) == EOF) {
@@ -208,6 +294,7 @@ static nvl_status_t output(const table_args_t *args, const nvl_topo_t *topo,
     if (args->common.json == NULL) {
         print_summary(topo, comm, table);
         print_table(table);
+        print_impls(comm);
         return NVL_OK;
     }
     FILE *out = nvl_cli_open_out("--json", args->common.json);

@@ -16,6 +16,7 @@ typedef struct {
     long gen_len, ep;
     int attn_dp;
     nvl_stack_t stack;
+    int allreduce, fuse_ar_norm; /* nvl_ar_impl_t; --fuse-allreduce-norm */
     nvl_overlap_t overlap;
     int a2a_onesided;
     double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */
@@ -28,6 +29,7 @@ typedef struct {
 #define USAGE "mpirun -np N nvlemu generate --model DIR --input-ids " \
               "\"1,2,3;4,5\" [--gen-len N] [--logits-out FILE.json] " \
               "[--ep N] [--attn-parallel tp|dp] [--stack torch|fused] " \
+              "[--allreduce IMPL] [--fuse-allreduce-norm] " \
               "[--kv-host auto|F] [--weights-host auto|F] " \
               "[--overlap none|async-tp] [--a2a nccl|onesided]"
 
@@ -50,6 +52,7 @@ static const nvl_opt_t gen_opts[] = {
     NVL_CLI_OPT_SET_FILE(gen_args_t),
     NVL_CLI_OPTS_PLACEMENT(gen_args_t),
     NVL_CLI_OPTS_STACK(gen_args_t, stack),
+    NVL_CLI_OPTS_ALLREDUCE(gen_args_t, allreduce, fuse_ar_norm),
     NVL_CLI_OPTS_COMM(gen_args_t, overlap, a2a_onesided),
     NVL_CLI_OPTS_HOST_TIERS(gen_args_t, kv_host, weights_host),
     NVL_CLI_OPT_HELP(gen_args_t),
@@ -97,7 +100,8 @@ static nvl_status_t check(void *args, int argc, char **argv, int first)
 {
     (void)argc, (void)argv, (void)first;
     gen_args_t *a = args;
-    return parse_ids(a->ids, a);
+    nvl_status_t st = nvl_cli_check_allreduce(a->allreduce, a->fuse_ar_norm);
+    return st != NVL_OK ? st : parse_ids(a->ids, a);
 }
 
 static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
@@ -182,12 +186,17 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, ctx->topo, &clock, &tp);
     if (st != NVL_OK)
         return st;
+    if ((st = nvl_comm_set_allreduce(tp, a->allreduce)) != NVL_OK) {
+        nvl_comm_destroy(tp);
+        return st;
+    }
     nvl_engine_opts_t o;
     nvl_engine_opts_default(&o, ctx->topo);
     o.weights_dir = a->model;
     o.place.ep = (int)a->ep;
     o.place.attn_dp = a->attn_dp;
     o.cost.stack = a->stack;
+    o.fuse_allreduce_norm = a->fuse_ar_norm;
     o.kv_host = a->kv_host;
     o.weights_host = a->weights_host;
     o.cost.attn = nvl_attn_auto(ctx->topo, a->stack);

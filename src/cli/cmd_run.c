@@ -109,6 +109,7 @@ static const nvl_opt_t run_opts[] = {
      .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 on "
             "GPUs with FP4 units, else fa3)"},
     NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
+    NVL_CLI_OPTS_ALLREDUCE(nvl_run_args_t, allreduce, fuse_ar_norm),
     NVL_CLI_OPTS_COMM(nvl_run_args_t, overlap, a2a_onesided),
     NVL_CLI_OPTS_HOST_TIERS(nvl_run_args_t, kv_host, weights_host),
     {.name = "rope-scaling", .kind = NVL_OPT_CUSTOM, .offset = AT(rope_yarn),
@@ -186,6 +187,10 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
     nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &tp);
     if (st != NVL_OK)
         return st;
+    if ((st = nvl_comm_set_allreduce(tp, a->allreduce)) != NVL_OK) {
+        nvl_comm_destroy(tp);
+        return st;
+    }
     nvl_engine_opts_t o;
     nvl_engine_opts_default(&o, topo);
     o.mode = mode;
@@ -200,6 +205,7 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
     o.cost.weight_dtype = a->dtype;
     o.cost.kv_dtype = a->kv_dtype;
     o.cost.stack = a->stack;
+    o.fuse_allreduce_norm = a->fuse_ar_norm;
     o.overlap = a->overlap;
     o.a2a_onesided = a->a2a_onesided;
     o.cost.attn = a->attn_choice >= 0 ? (nvl_attn_impl_t)a->attn_choice
@@ -305,6 +311,8 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    "not both", a->ctx, a->ctx - 1);
         return NVL_ERR_INVALID;
     }
+    if (nvl_cli_check_allreduce(a->allreduce, a->fuse_ar_norm) != NVL_OK)
+        return NVL_ERR_INVALID;
     if (!a->prompt_len)
         a->prompt_len = DEFAULT_PROMPT_LEN;
     if (!a->gen_len)

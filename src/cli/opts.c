@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "nvlemu/coll.h"
 #include "nvlemu/cost.h"
 #include "nvlemu/engine.h"
 
@@ -16,6 +17,29 @@ const nvl_opt_name_t nvl_cli_attn_parallel_names[] = {
 
 const nvl_opt_name_t nvl_cli_stack_names[] = {
     {"torch", NVL_STACK_TORCH}, {"fused", NVL_STACK_FUSED}, {NULL, 0}};
+
+const nvl_opt_name_t nvl_cli_allreduce_names[] = {
+    {"nccl", NVL_AR_NCCL},
+    {"oneshot", NVL_AR_ONESHOT},
+    {"twoshot", NVL_AR_TWOSHOT},
+    {"nvls-oneshot", NVL_AR_NVLS_ONESHOT},
+    {"nvls-twoshot", NVL_AR_NVLS_TWOSHOT},
+    {"auto", NVL_AR_AUTO},
+    {NULL, 0}};
+
+nvl_status_t nvl_cli_check_allreduce(int impl, int fuse)
+{
+    if (fuse && impl == NVL_AR_NCCL) {
+        /* TensorRT-LLM's NCCL strategies run ncclAllReduce and then a
+         * residualRmsNorm kernel of their own (allreducePlugin.cpp) */
+        nvl_report("--fuse-allreduce-norm needs --allreduce oneshot, "
+                   "twoshot, nvls-oneshot, nvls-twoshot or auto: with nccl "
+                   "the residual add and RMSNorm stay a kernel of their own, "
+                   "as in TensorRT-LLM");
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
 
 const nvl_opt_name_t nvl_cli_overlap_names[] = {
     {"none", NVL_OVERLAP_NONE}, {"async-tp", NVL_OVERLAP_ASYNC_TP},

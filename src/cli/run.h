@@ -24,6 +24,7 @@ typedef struct {
     int attn_choice;      /* --attn: -1 auto (the GPU's), else nvl_attn_impl_t */
     nvl_attn_impl_t attn; /* the attention kernel the run used */
     nvl_stack_t stack;
+    int allreduce, fuse_ar_norm; /* nvl_ar_impl_t; --fuse-allreduce-norm */
     nvl_overlap_t overlap; /* --overlap none|async-tp */
     int a2a_onesided;      /* --a2a nccl|onesided */
     nvl_launch_t launch;

@@ -314,6 +314,11 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
             nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
             nvl_attn_name(a->attn), nvl_stack_name(a->stack),
             nvl_launch_name(a->launch), nvl_overlap_name(a->overlap));
+    if (a->allreduce != NVL_AR_NCCL || a->fuse_ar_norm)
+        fprintf(out, "# allreduce %s%s\n",
+                nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce),
+                a->fuse_ar_norm ? ", fused with the residual add + RMSNorm"
+                                : "");
     if (r->cfg->rope_yarn_factor > 0)
         fprintf(out, "# YaRN rope scaling: factor %g over %u pretrained "
                      "positions (context up to %llu)\n",
@@ -530,6 +535,12 @@ static json_t *inputs_json(const nvl_run_result_t *r)
     json_object_set_new(
         in, "a2a", json_string(nvl_cli_a2a_names[a->a2a_onesided].name));
     json_object_set_new(in, "launch", json_string(nvl_launch_name(a->launch)));
+    if (a->allreduce != NVL_AR_NCCL || a->fuse_ar_norm) { /* NCCL's: as before */
+        json_object_set_new(in, "allreduce", json_string(nvl_ar_impl_name(
+                                                 (nvl_ar_impl_t)a->allreduce)));
+        json_object_set_new(in, "fuse_allreduce_norm",
+                            json_boolean(a->fuse_ar_norm));
+    }
     json_object_set_new(in, "mode", json_string(r->mode == NVL_MODE_DATA
                                                     ? "data" : "timing"));
     json_object_set_new(in, "weights", json_string(r->weights));

@@ -44,9 +44,14 @@ typedef struct {
     uint64_t pairs;         /* merged by sum */
     int64_t payload_bytes;  /* what follows in this message or element */
     int64_t payload_kind;   /* allreduce element: 1 + dtype x NVL_OP_COUNT
-                               + op of a payload to reduce; 0 none; -1
-                               members disagree (the result is not used) */
+                               + op of a payload to reduce; GATHER_KIND
+                               slots to gather; 0 none; -1 members
+                               disagree (the result is not used) */
 } agree_hdr_t;
+
+/* A payload of one slot per member, each written by its member alone and
+ * zero elsewhere: merged by OR, it gathers (ar_data.c's small calls). */
+#define GATHER_KIND (1 + NVL_DT_COUNT * NVL_OP_COUNT)
 
 _Static_assert(sizeof(agree_hdr_t) == NVL_AGREE_HEADER_BYTES,
                "the header size direct.c plans with");
@@ -176,6 +181,9 @@ static void merge(char *a, const char *b, size_t elem)
         x.payload_bytes != y.payload_bytes || x.payload_bytes < 0 ||
         (size_t)x.payload_bytes > elem - sizeof x) {
         x.payload_kind = -1; /* the members disagree: shows in v */
+    } else if (x.payload_kind == GATHER_KIND) {
+        for (int64_t i = 0; i < x.payload_bytes; i++)
+            a[sizeof x + (size_t)i] |= b[sizeof x + (size_t)i];
     } else if (x.payload_kind > 0) {
         int64_t k = x.payload_kind - 1;
         nvl_dtype_t dt = (nvl_dtype_t)(k / NVL_OP_COUNT);
@@ -307,9 +315,10 @@ static nvl_status_t allreduce(nvl_comm_t *c, agree_hdr_t *merged,
     const size_t hb = sizeof(agree_hdr_t);
     size_t elem = (hb + c->agree_room + 63) / 64 * 64;
     *reduced = NULL;
-    if (in->reduce_send != NULL && in->reduce_bytes > c->agree_room) {
+    size_t payload = in->reduce_bytes * (in->gather ? (size_t)c->size : 1);
+    if (in->reduce_send != NULL && payload > c->agree_room) {
         nvl_report("internal error: %zu-byte payload, room for %zu",
-                   in->reduce_bytes, c->agree_room);
+                   payload, c->agree_room);
         return NVL_ERR_INVALID;
     }
     char *buf = agree_buf(c, 2 * elem);
@@ -319,14 +328,17 @@ static nvl_status_t allreduce(nvl_comm_t *c, agree_hdr_t *merged,
     agree_hdr_t h = *merged;
     h.payload_bytes = 0;
     h.payload_kind = 0;
+    memset(mine + hb, 0, elem - hb);
     if (in->reduce_send != NULL && in->reduce_bytes > 0) {
-        h.payload_bytes = (int64_t)in->reduce_bytes;
-        h.payload_kind = 1 + (int64_t)in->dtype * NVL_OP_COUNT + in->op;
-        memcpy(mine + hb, in->reduce_send, in->reduce_bytes);
+        h.payload_bytes = (int64_t)payload;
+        h.payload_kind = in->gather
+                             ? GATHER_KIND
+                             : 1 + (int64_t)in->dtype * NVL_OP_COUNT + in->op;
+        memcpy(mine + hb + (in->gather ? (size_t)c->rank * in->reduce_bytes
+                                       : 0),
+               in->reduce_send, in->reduce_bytes);
     }
     memcpy(mine, &h, hb);
-    memset(mine + hb + h.payload_bytes, 0,
-           elem - hb - (size_t)h.payload_bytes);
     if (elem < MPI_ELEM_BYTES) {
         mine = recursive_doubling(c, mine, other, elem);
     } else {
@@ -388,7 +400,8 @@ int64_t nvl_coll_signature(const nvl_coll_call_t *c)
                         (uint64_t)c->dtype, (uint64_t)c->op,
                         (uint64_t)(int64_t)c->root,
                         (uint64_t)c->comm->mode,
-                        (uint64_t)c->comm->data_path};
+                        (uint64_t)c->comm->data_path,
+                        (uint64_t)c->comm->ar_impl};
     return (int64_t)(nvl_fnv1a64(parts, sizeof parts) >> 1);
 }
 

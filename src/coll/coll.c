@@ -95,7 +95,13 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     }
     nvl_coll_info_t info = {.coll = call->coll, .algo = NVL_ALGO_COUNT,
                             .proto = NVL_PROTO_SIMPLE, .bytes = bytes};
-    if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
+    bool custom = false; /* a serving engine's kernel (allreduce.c) */
+    if (ok && call->coll == NVL_COLL_ALLREDUCE &&
+        comm->ar_impl != NVL_AR_NCCL &&
+        nvl_ar_predict(comm, comm->ar_impl, bytes, &info) == NVL_OK &&
+        info.impl != NVL_AR_NCCL) {
+        custom = true;
+    } else if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
         if (choose(comm, call->coll, bytes, &info) != NVL_OK) {
             snprintf(why, sizeof why, "no enabled algorithm/protocol can run "
                                       "it on %d rank(s) (check NCCL_ALGO, "
@@ -123,12 +129,16 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     if (direct && ok && data)
         path = nvl_direct_plan(call, msgs);
     size_t data_bytes = ok ? call->count * nvl_dtype_size(call->dtype) : 0;
+    /* a serving engine's kernel sums in its own order: its buffers are
+     * gathered within the agreement instead (ar_data.c) */
+    size_t ride = custom ? data_bytes * (size_t)comm->size : data_bytes;
     if (!direct && !own && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
-        data_bytes <= NVL_AGREE_MAX_PAYLOAD) {
-        in.need = data_bytes;
-        if (data_bytes <= nvl_agree_room(comm)) {
+        ride <= NVL_AGREE_MAX_PAYLOAD) {
+        in.need = ride;
+        if (ride <= nvl_agree_room(comm)) {
             in.reduce_send = call->send;
             in.reduce_bytes = data_bytes;
+            in.gather = custom;
         }
     }
     nvl_agree_out_t agreed;
@@ -141,7 +151,10 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     info.time_ps = agreed.time_ps;
     if (data) {
         bool handled = true;
-        if (path != NVL_DIRECT_NONE) {
+        if (custom) {
+            st = nvl_ar_run(call, nvl_ar_order((nvl_ar_impl_t)info.impl),
+                            path, msgs, agreed.reduced);
+        } else if (path != NVL_DIRECT_NONE) {
             st = nvl_direct_finish(call, path, msgs);
         } else if (agreed.reduced != NULL) {
             if (call->recv != agreed.reduced && data_bytes > 0)

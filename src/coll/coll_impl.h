@@ -16,6 +16,7 @@ struct nvl_comm {
     nvl_data_path_t data_path; /* how data mode moves data */
     size_t time_elem_bytes;  /* element size the time model uses; 0: the call's */
     nvl_tuner_cfg_t tuner;
+    nvl_ar_impl_t ar_impl;   /* allreduce implementation (allreduce.c) */
     nvl_coll_info_t choice;  /* the tuner's last answer (coll, bytes: key) */
     bool choice_valid;       /* cleared when the tuner changes */
     /* derived from the members' GPUs (same on every member) */
@@ -116,6 +117,67 @@ NVL_ALGO_TABLE(NVL_COLL_ALGO_EXTERN_)
 
 /* Indexed by nvl_algo_t. */
 extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
+
+/* ---- serving engines' allreduces (src/coll/allreduce.c) --------------- */
+
+/* The order in which an implementation sums an element's n copies; every
+ * order accumulates in float and rounds to the element type once, as the
+ * kernels do (vLLM custom_all_reduce.cuh packed_reduce: upcast, add,
+ * downcast). */
+typedef enum {
+    NVL_AR_ORDER_MEMBER, /* x_0 + x_1 + ... + x_{n-1}, on every member */
+    NVL_AR_ORDER_OWNER   /* block b (nvl_ar_blocks): x_b + x_{b+1} + ...
+                            + x_{b-1}, indices mod n */
+} nvl_ar_order_t;
+
+/* One implementation's row (src/coll/<impl>.c). */
+typedef struct {
+    nvl_ar_impl_t impl;
+    bool needs_nvls;           /* multimem: NVLink SHARP switches only */
+    nvl_ar_order_t order;      /* data mode's reduction order */
+    /* modeled duration, seconds, of an allreduce of `bytes` (n > 1) */
+    double (*predict_s)(const nvl_comm_t *comm, double bytes);
+} nvl_ar_row_t;
+
+extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
+    nvl_ar_nvls_oneshot, nvl_ar_nvls_twoshot;
+
+/* The pieces every implementation's time is made of (allreduce.c):
+ *   kernel    the GPU's empty kernel ([gpu] kernel_floor) plus the local
+ *             stores' completion ([gpu] mem_latency)
+ *   syncs     flag barriers: a release store to every peer after a
+ *             system-scope fence, 2 x [nvlink] hop_lat each
+ *   first     the first remote access: 2 hops for a load (request and
+ *             reply), 1 for a store
+ *   phases    each phase moves in_bytes into and out_bytes out of every
+ *             GPU over its NVLink ports at the port rate (links x link_bw
+ *             x NVL_NVLINK_DATA_EFF), or through the switch's reduction
+ *             at [nvlink] nvls_bw when `reduce_in_switch`; a phase lasts
+ *             its busier direction. */
+typedef struct {
+    int syncs;
+    int first_hops;
+    int phases;
+    double in_bytes[2], out_bytes[2];
+    bool switch_reduce[2];
+} nvl_ar_cost_t;
+double nvl_ar_model_s(const nvl_comm_t *comm, const nvl_ar_cost_t *cost);
+
+/* The order data mode reduces in for a resolved implementation. */
+nvl_ar_order_t nvl_ar_order(nvl_ar_impl_t impl);
+
+/* TensorRT-LLM's AUTO strategy for an allreduce of `bytes` on comm
+ * (src/coll/ar_auto.c): the implementation it runs (NVL_AR_NCCL for
+ * NCCL's). */
+nvl_ar_impl_t nvl_ar_auto_pick(const nvl_comm_t *comm, size_t bytes);
+
+/* Member b's block of a two-shot allreduce of count elements of esz
+ * bytes (vLLM cross_device_reduce_2stage: whole 16-byte packs, count / n
+ * packs each, the last member also the rest): [*off, *off + *len). */
+void nvl_ar_blocks(size_t count, size_t esz, int n, int b, size_t *off,
+                   size_t *len);
+
+
 
 /* ---- cost model pieces (src/coll/model.c) ------------------------------ */
 
@@ -291,6 +353,10 @@ typedef struct {
      * agreement (NULL: none; at most nvl_agree_room bytes) */
     const void *reduce_send;
     size_t reduce_bytes;
+    /* ... or, when gather is set, gathered instead: member k's
+     * reduce_bytes land at k x reduce_bytes of the result (n x
+     * reduce_bytes of room) */
+    bool gather;
     nvl_dtype_t dtype;
     nvl_redop_t op;
     /* larger groups: the most the agreement could have carried of this
@@ -305,8 +371,9 @@ typedef struct {
     int64_t time_ps;         /* the largest modeled duration */
     uint64_t pairs;          /* the sum over the members */
     const void *reduced;     /* larger groups: reduce_send's reduction over
-                                the members (comm's buffer, valid until the
-                                next call); NULL where nothing was reduced */
+                                the members, or with gather every member's
+                                (comm's buffer, valid until the next call);
+                                NULL where nothing rode along */
 } nvl_agree_out_t;
 
 /* The agreement step of every call: the max over the members of the entry
@@ -383,6 +450,16 @@ typedef enum {
  * messages carry. */
 nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
                                   nvl_agree_msg_t *msgs);
+
+/* Data mode, after agreeing: a serving engine's allreduce moved and
+ * reduced in `order` (ar_data.c), every member getting the same bits,
+ * from what the agreement carried: in groups of up to
+ * NVL_DIRECT_MAX_MEMBERS path and msgs of nvl_direct_plan (NVL_DIRECT_NONE:
+ * nothing), in larger ones every member's buffer, gathered (NULL:
+ * nothing). */
+nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
+                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs,
+                        const void *gathered);
 
 /* After agreeing: the rest of the data movement of a planned call. */
 nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,

@@ -184,6 +184,8 @@ nvl_status_t nvl_comm_split(nvl_comm_t *comm, int color, int key,
                             comm->mode, comm_out);
     if (st != NVL_OK)
         MPI_Comm_free(&sub);
+    else /* a subgroup of a group with NVLS has it too */
+        (*comm_out)->ar_impl = comm->ar_impl;
     return st;
 }
 

@@ -275,6 +275,21 @@ nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes)
  * 10.0). */
 #define NVL_THREADS_PER_SM 2048.0
 
+/* The norm's body: the larger of its bytes through HBM and its rows'
+ * steps (waves of resident CTAs x steps per row). */
+static double norm_body_s(const nvl_cost_cfg_t *cfg, double rows,
+                          uint64_t width, double bytes, uint32_t threads,
+                          uint32_t vec, uint32_t passes)
+{
+    double t = threads ? threads : 1, step = t * (vec ? vec : 1);
+    double resident = (double)cfg->topo->gpu.sm_count *
+                      fmax(1.0, floor(NVL_THREADS_PER_SM / t));
+    double waves = ceil(rows / resident);
+    double steps = (double)passes * ceil((double)width / step);
+    double t_row = waves * steps * (double)cfg->topo->gpu.norm_step_ps * 1e-12;
+    return fmax(bytes / hbm_rate(cfg), t_row);
+}
+
 nvl_kernel_cost_t nvl_cost_norm(const nvl_cost_cfg_t *cfg, double rows,
                                 uint64_t width, double bytes,
                                 uint32_t threads, uint32_t vec,
@@ -283,13 +298,21 @@ nvl_kernel_cost_t nvl_cost_norm(const nvl_cost_cfg_t *cfg, double rows,
     if (rows <= 0 || width == 0)
         return (nvl_kernel_cost_t){0, 0, 0};
     nvl_kernel_cost_t c = {0, 0, bytes > 0 ? bytes : 0};
-    double t = threads ? threads : 1, step = t * (vec ? vec : 1);
-    double resident = (double)cfg->topo->gpu.sm_count *
-                      fmax(1.0, floor(NVL_THREADS_PER_SM / t));
-    double waves = ceil(rows / resident);
-    double steps = (double)passes * ceil((double)width / step);
-    double t_row = waves * steps * (double)cfg->topo->gpu.norm_step_ps * 1e-12;
     c.time_ps = nvl_ps_from_s(simple_fixed_s(cfg) +
-                              fmax(c.bytes / hbm_rate(cfg), t_row));
+                              norm_body_s(cfg, rows, width, c.bytes, threads,
+                                          vec, passes));
+    return c;
+}
+
+nvl_kernel_cost_t nvl_cost_norm_epilogue(const nvl_cost_cfg_t *cfg,
+                                         double rows, uint64_t width,
+                                         double bytes, uint32_t threads,
+                                         uint32_t vec, uint32_t passes)
+{
+    if (rows <= 0 || width == 0)
+        return (nvl_kernel_cost_t){0, 0, 0};
+    nvl_kernel_cost_t c = {0, 0, bytes > 0 ? bytes : 0};
+    c.time_ps = nvl_ps_from_s(norm_body_s(cfg, rows, width, c.bytes, threads,
+                                          vec, passes));
     return c;
 }

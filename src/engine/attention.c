@@ -132,7 +132,8 @@ nvl_status_t nvl_engine_attention_out(nvl_engine_t *e, uint32_t li, uint64_t M,
     nvl_status_t st =
         o_proj_overlapped(e, li)
             ? nvl_engine_rowpar(e, "o_proj", (int32_t)li, M, hid, qk, b->h)
-            : nvl_engine_allreduce(e, (int32_t)li, b->h, M * hid);
+            : nvl_engine_allreduce_add_norm(e, (int32_t)li, b->h,
+                                            M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
             b->x[i] += b->h[i];

@@ -173,6 +173,8 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
             nvl_comm_set_mode(e->ovl, opts->mode);
             nvl_comm_set_time_dtype(e->ovl, NVL_DT_BF16);
             nvl_comm_set_tuner(e->ovl, nvl_comm_tuner(e->dense));
+            /* its chunks' allreduces: the same implementation */
+            st = nvl_comm_set_allreduce(e->ovl, nvl_comm_allreduce(e->dense));
         }
     }
     if (st != NVL_OK) {

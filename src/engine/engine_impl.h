@@ -70,6 +70,9 @@ struct nvl_engine {
     /* time */
     nvl_stream_t stream;
     int32_t pass;         /* pass being run */
+    /* the last allreduce ran the next residual add + RMSNorm as its
+     * epilogue (opts.fuse_allreduce_norm): that step issues nothing */
+    bool norm_fused;
     /* the clock passed NVL_PS_MAX_CLOCK (issue.c): where, first */
     bool time_overflow;
     const char *overflow_name;
@@ -162,6 +165,18 @@ nvl_status_t nvl_engine_rowpar(nvl_engine_t *e, const char *name,
  * at one rank, as serving engines skip it); buf is NULL in timing mode. */
 nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
                                   size_t n);
+/* issue.c: the same, followed by the residual add + RMSNorm step of its
+ * `rows` rows; with opts.fuse_allreduce_norm and a serving engine's
+ * allreduce kernel that step runs as the kernel's epilogue
+ * (nvl_engine_fused_norm_cost) and the step itself issues nothing. */
+nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
+                                           float *buf, size_t n);
+/* plan.c: the epilogue's time for `rows` rows: the serving engine's
+ * add + RMSNorm reading the residual and writing it and the normed rows
+ * (3 values per element; the reduced rows stay on chip), without a
+ * kernel's fixed time. */
+nvl_kernel_cost_t nvl_engine_fused_norm_cost(const nvl_engine_t *e,
+                                             double rows);
 
 /* issue.c, memory tiers over NVLink-C2C (nothing without a host tier;
  * docs/cost-model.md, "Memory tiers"):

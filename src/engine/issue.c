@@ -93,26 +93,57 @@ void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                        info->time_ps, 0, (double)info->bytes);
     nvl_op_event_t *ev = nvl_engine_last_event(e);
     if (ev != NULL && ev->part == NVL_PART_COLL) {
-        ev->algo = nvl_algo_name(info->algo);
-        ev->proto = nvl_proto_name(info->proto);
+        bool own = info->impl != NVL_AR_NCCL; /* a serving engine's kernel */
+        ev->algo = own ? nvl_ar_impl_name((nvl_ar_impl_t)info->impl)
+                       : nvl_algo_name(info->algo);
+        ev->proto = own ? "" : nvl_proto_name(info->proto);
     }
 }
 
 /* Row-parallel sum across the group (none at TP = 1, as serving engines
- * skip it). */
-nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
-                              size_t n)
+ * skip it: info_out->impl is then NVL_AR_NCCL and its time 0). */
+static nvl_status_t allreduce(nvl_engine_t *e, int32_t layer, float *buf,
+                              size_t n, nvl_coll_info_t *info_out)
 {
+    *info_out = (nvl_coll_info_t){.impl = NVL_AR_NCCL};
     if (nvl_comm_size(e->dense) == 1)
         return NVL_OK;
     int64_t entry = nvl_engine_coll_begin(e, layer);
-    nvl_coll_info_t info;
     void *b = e->data ? buf : NULL;
     nvl_status_t st = nvl_allreduce(e->dense, b, b, n, NVL_DT_F32,
-                                    NVL_OP_SUM, &info);
+                                    NVL_OP_SUM, info_out);
     if (st == NVL_OK)
-        nvl_engine_coll_done(e, "allreduce", layer, entry, &info);
+        nvl_engine_coll_done(e, "allreduce", layer, entry, info_out);
     return st;
+}
+
+nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
+                                  size_t n)
+{
+    nvl_coll_info_t info;
+    return allreduce(e, layer, buf, n, &info);
+}
+
+nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
+                                           float *buf, size_t n)
+{
+    nvl_coll_info_t info;
+    nvl_status_t st = allreduce(e, layer, buf, n, &info);
+    /* NCCL's allreduce is followed by a norm kernel of its own
+     * (TensorRT-LLM allreducePlugin.cpp: ncclAllReduce, then
+     * residualRmsNorm) */
+    if (st != NVL_OK || !e->opts.fuse_allreduce_norm ||
+        info.impl == NVL_AR_NCCL || e->time_overflow)
+        return st;
+    nvl_kernel_cost_t c =
+        nvl_engine_fused_norm_cost(e, (double)n / (double)e->cfg.hidden);
+    int64_t start = nvl_engine_clock(e)->now_ps;
+    nvl_vclock_advance(nvl_engine_clock(e), c.time_ps);
+    if (clock_in_range(e, "allreduce_add_rmsnorm", layer, c.time_ps))
+        nvl_engine_account(e, "allreduce_add_rmsnorm", NVL_PART_OTHER, layer,
+                           start, c.time_ps, 0, c.bytes);
+    e->norm_fused = true;
+    return NVL_OK;
 }
 
 /* One transfer on a C2C queue that is free at *free_ps: it starts at the

@@ -41,7 +41,7 @@ nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
     }
     if (st == NVL_OK)
         st = dense ? nvl_engine_rowpar(e, "down_proj", L, M, hid, in, b->h)
-                   : nvl_engine_allreduce(e, L, b->h, M * hid);
+                   : nvl_engine_allreduce_add_norm(e, L, b->h, M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)
             b->x[i] += b->h[i];

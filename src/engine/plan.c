@@ -139,6 +139,10 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
                       ? s->moe_intermediate.count
                       : s->intermediate.count;
     const kernel_t *plan = plans[step][cost->stack];
+    if (step == NVL_STEP_ADD_NORM && e->norm_fused) {
+        e->norm_fused = false; /* the allreduce's epilogue ran it */
+        return;
+    }
     for (const kernel_t *k = plan; k < plan + NVL_PLAN_MAX && k->name != NULL;
          k++) {
         /* integers below 2^53: every product below is exact */
@@ -173,4 +177,15 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
             break;
         }
     }
+}
+
+nvl_kernel_cost_t nvl_engine_fused_norm_cost(const nvl_engine_t *e,
+                                             double rows)
+{
+    /* TensorRT-LLM's fused kernel: a CTA per token row, as FUSED_NORM */
+    const kernel_t k = FUSED_NORM("allreduce_add_rmsnorm", 3, 1, 0, 0);
+    uint64_t width = e->cfg.hidden;
+    return nvl_cost_norm_epilogue(&e->opts.cost, rows, width,
+                                  rows * (double)width * k.touch * 2.0,
+                                  k.threads, k.vec, k.passes);
 }

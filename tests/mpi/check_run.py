@@ -23,6 +23,10 @@ CHECK is one of
   tiers        data mode as given and with --kv-host 0.5 --weights-host
                0.25: the same tokens (a memory tier moves time, never
                numbers), more C2C bytes and a TPOT no shorter
+  fuse-norm    data mode as given (with a serving engine's --allreduce) and
+               with --fuse-allreduce-norm: the same tokens (the fusion
+               moves time, never numbers) and a shorter TPOT (a kernel
+               fewer per allreduce)
   same-tokens FLAG...
                data mode as given and with the FLAGs added: the same tokens
                (--overlap async-tp, --a2a onesided move time, never numbers)
@@ -335,6 +339,19 @@ def main():
               "TPOT %.4f ms vs %.4f ms" % (tier["new_tokens"],
                                           mt["c2c_bytes_per_step"],
                                           tier["tpot_ms"], plain["tpot_ms"]))
+    elif check == "fuse-norm":
+        plain = run(cmd, ["--mode", "data"])
+        fused = run(cmd, ["--mode", "data", "--fuse-allreduce-norm"])
+        for doc in (plain, fused):
+            check_keys(doc)
+        if "new_tokens" not in plain or plain["new_tokens"] != fused["new_tokens"]:
+            sys.exit("check_run.py: tokens differ with the fused norm: %s vs %s" % (
+                plain.get("new_tokens"), fused.get("new_tokens")))
+        if not fused["tpot_ms"] < plain["tpot_ms"]:
+            sys.exit("check_run.py: TPOT %s fused, not below %s unfused" % (
+                fused["tpot_ms"], plain["tpot_ms"]))
+        print("check_run.py: the same tokens %s; TPOT %.4f ms fused, %.4f ms "
+              "not" % (fused["new_tokens"], fused["tpot_ms"], plain["tpot_ms"]))
     elif check == "tier-time":
         want_bytes, want_ms = float(sys.argv[2]), float(sys.argv[3])
         doc = run(cmd, ["--mode", "timing"])

@@ -1,0 +1,135 @@
+/* Serving engines' allreduces beside NCCL's: the table of implementations
+ * (one row per file: oneshot.c, twoshot.c, nvls_oneshot.c,
+ * nvls_twoshot.c; auto's rules in ar_auto.c), their names, where they can
+ * run, the shared pieces of their cost, and the dispatch of a prediction.
+ * docs/collectives.md, "Serving engines' allreduces", derives each cost. */
+#include <string.h>
+
+#include "coll_impl.h"
+
+static const char *const names[NVL_AR_COUNT] = {
+    [NVL_AR_NCCL] = "nccl",
+    [NVL_AR_ONESHOT] = "oneshot",
+    [NVL_AR_TWOSHOT] = "twoshot",
+    [NVL_AR_NVLS_ONESHOT] = "nvls-oneshot",
+    [NVL_AR_NVLS_TWOSHOT] = "nvls-twoshot",
+    [NVL_AR_AUTO] = "auto",
+};
+
+/* The kernels' rows, by implementation (NCCL and auto have none). */
+static const nvl_ar_row_t *const rows[NVL_AR_COUNT] = {
+    [NVL_AR_ONESHOT] = &nvl_ar_oneshot,
+    [NVL_AR_TWOSHOT] = &nvl_ar_twoshot,
+    [NVL_AR_NVLS_ONESHOT] = &nvl_ar_nvls_oneshot,
+    [NVL_AR_NVLS_TWOSHOT] = &nvl_ar_nvls_twoshot,
+};
+
+const char *nvl_ar_impl_name(nvl_ar_impl_t impl)
+{
+    return (unsigned)impl < NVL_AR_COUNT ? names[impl] : "?";
+}
+
+nvl_status_t nvl_ar_impl_parse(const char *name, nvl_ar_impl_t *impl_out)
+{
+    for (int i = 0; i < NVL_AR_COUNT; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *impl_out = (nvl_ar_impl_t)i;
+            return NVL_OK;
+        }
+    }
+    return NVL_ERR_INVALID;
+}
+
+const char *nvl_ar_impl_unsupported(const nvl_comm_t *comm,
+                                    nvl_ar_impl_t impl)
+{
+    if ((unsigned)impl >= NVL_AR_COUNT)
+        return "unknown allreduce implementation";
+    if (rows[impl] != NULL && comm->domains > 1)
+        return "needs every member in one NVLink domain (the kernels load "
+               "and store peers' memory over NVLink)";
+    if (rows[impl] != NULL && rows[impl]->needs_nvls && !comm->nvls)
+        return "needs NVLink SHARP (multimem) switches, and every member "
+               "in one NVLink domain, as NCCL's NVLS does";
+    return NULL;
+}
+
+nvl_status_t nvl_comm_set_allreduce(nvl_comm_t *comm, nvl_ar_impl_t impl)
+{
+    const char *why = nvl_ar_impl_unsupported(comm, impl);
+    if (why != NULL) {
+        if (comm->rank == 0)
+            nvl_report("--allreduce %s on %d rank(s) of %s: %s",
+                       nvl_ar_impl_name(impl), comm->size, comm->topo->name,
+                       why);
+        return NVL_ERR_INVALID;
+    }
+    comm->ar_impl = impl;
+    comm->choice_valid = false;
+    return NVL_OK;
+}
+
+nvl_ar_impl_t nvl_comm_allreduce(const nvl_comm_t *comm)
+{
+    return comm->ar_impl;
+}
+
+/* The port rate every phase moves at: the slowest member's NVLink, of
+ * which NVL_NVLINK_DATA_EFF carries payload. */
+static double port_rate(const nvl_comm_t *c)
+{
+    return c->nvlink_bw * NVL_NVLINK_DATA_EFF;
+}
+
+double nvl_ar_model_s(const nvl_comm_t *c, const nvl_ar_cost_t *k)
+{
+    const nvl_topo_t *t = c->topo;
+    double hop = (double)t->nvlink.hop_lat_ps * 1e-12;
+    double s = (double)(t->gpu.kernel_floor_ps + t->gpu.mem_latency_ps) *
+                   1e-12 +
+               k->syncs * 2.0 * hop + k->first_hops * hop;
+    double port = port_rate(c);
+    double sw = t->nvlink.nvls_bw_bytes_per_s;
+    for (int p = 0; p < k->phases && p < 2; p++) {
+        double in = k->in_bytes[p], out = k->out_bytes[p];
+        double busier = in > out ? in : out;
+        double rate = port;
+        if (k->switch_reduce[p] && sw > 0 && sw < rate)
+            rate = sw;
+        s += busier / rate;
+    }
+    return s;
+}
+
+nvl_status_t nvl_ar_predict(const nvl_comm_t *comm, nvl_ar_impl_t impl,
+                            size_t bytes, nvl_coll_info_t *info_out)
+{
+    if (nvl_ar_impl_unsupported(comm, impl) != NULL)
+        return NVL_ERR_RANGE;
+    if (impl == NVL_AR_AUTO)
+        impl = nvl_ar_auto_pick(comm, bytes);
+    if (impl == NVL_AR_NCCL)
+        return nvl_coll_choose_quiet(comm, NVL_COLL_ALLREDUCE, bytes,
+                                     info_out) == NVL_OK
+                   ? NVL_OK
+                   : NVL_ERR_RANGE;
+    /* a kernel of the engine's own: no NCCL algorithm, one channel per
+     * SM block is not modeled (channels 0) */
+    nvl_coll_info_t info = {.coll = NVL_COLL_ALLREDUCE,
+                            .algo = NVL_ALGO_COUNT,
+                            .proto = NVL_PROTO_SIMPLE,
+                            .bytes = bytes,
+                            .impl = (int)impl};
+    info.time_ps = nvl_ps_from_s(comm->size > 1 && bytes > 0
+                                     ? rows[impl]->predict_s(comm,
+                                                             (double)bytes)
+                                     : 0.0);
+    *info_out = info;
+    return NVL_OK;
+}
+
+/* The order data mode reduces in, for a resolved implementation. */
+nvl_ar_order_t nvl_ar_order(nvl_ar_impl_t impl)
+{
+    return rows[impl] != NULL ? rows[impl]->order : NVL_AR_ORDER_MEMBER;
+}

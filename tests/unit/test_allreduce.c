@@ -1,0 +1,165 @@
+/* The serving engines' allreduces on prediction-only communicators (no
+ * MPI): auto's rules (TensorRT-LLM's AUTO, src/coll/ar_auto.c) on both
+ * sides of every threshold, where each implementation may run, and costs
+ * that follow the mechanisms (bytes per port, syncs). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/topo.h"
+#include "reports.h"
+
+static nvl_topo_t *load(const char *name, const char *set)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", NVL_TOPOLOGY_DIR, name);
+    nvl_topo_t *t = NULL;
+    assert_int_equal(nvl_topo_load(path, &t), NVL_OK);
+    if (set != NULL)
+        assert_int_equal(nvl_topo_set(t, set), NVL_OK);
+    return t;
+}
+
+/* What auto runs for `bytes` on the first n GPUs of topology `name`. */
+static nvl_ar_impl_t auto_runs(const char *name, const char *set, int n,
+                               size_t bytes)
+{
+    nvl_topo_t *t = load(name, set);
+    nvl_comm_t *c = NULL;
+    assert_int_equal(nvl_comm_create_virtual(t, n, NULL, &c), NVL_OK);
+    nvl_coll_info_t info;
+    assert_int_equal(nvl_ar_predict(c, NVL_AR_AUTO, bytes, &info), NVL_OK);
+    nvl_comm_destroy(c);
+    nvl_topo_free(t);
+    return (nvl_ar_impl_t)info.impl;
+}
+
+/* Within one node (hgx-b200: one baseboard of 8): allreducePlugin.cpp's
+ * thresholds. */
+static void test_auto_one_node(void **state)
+{
+    (void)state;
+    const char *b = "hgx-b200.topo";
+    assert_int_equal(auto_runs(b, NULL, 2, 16000000), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 2, 16000001), NVL_AR_NCCL);
+    assert_int_equal(auto_runs(b, NULL, 4, 999999), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 4, 1000000), NVL_AR_NCCL);
+    assert_int_equal(auto_runs(b, NULL, 6, 499999), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 6, 500000), NVL_AR_NCCL);
+    assert_int_equal(auto_runs(b, NULL, 8, 499999), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 8, 500000), NVL_AR_NCCL);
+    /* odd rank counts: no custom kernel (isCustomAllReduceSupported) */
+    assert_int_equal(auto_runs(b, NULL, 3, 1024), NVL_AR_NCCL);
+    assert_int_equal(auto_runs(b, NULL, 5, 1024), NVL_AR_NCCL);
+    assert_int_equal(auto_runs(b, NULL, 7, 1024), NVL_AR_NCCL);
+    /* more than MAX_RANKS_PER_NODE = 16 in one node */
+    const char *big = "node.gpus_per_tray=36";
+    assert_int_equal(auto_runs("gb200-nvl72.topo", big, 16, 1024),
+                     NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs("gb200-nvl72.topo", big, 18, 1024),
+                     NVL_AR_NCCL);
+}
+
+/* Across trays on multicast NVLink (gb200-nvl72: 4 GPUs a tray): the
+ * MNNVL kernels, one-shot while bytes x n <= 512 KiB. */
+static void test_auto_across_trays(void **state)
+{
+    (void)state;
+    const char *g = "gb200-nvl72.topo";
+    assert_int_equal(auto_runs(g, NULL, 4, 1024), NVL_AR_ONESHOT); /* a tray */
+    assert_int_equal(auto_runs(g, NULL, 5, 104857), NVL_AR_NVLS_ONESHOT);
+    assert_int_equal(auto_runs(g, NULL, 5, 104858), NVL_AR_NVLS_TWOSHOT);
+    assert_int_equal(auto_runs(g, NULL, 6, 87381), NVL_AR_NVLS_ONESHOT);
+    assert_int_equal(auto_runs(g, NULL, 6, 87382), NVL_AR_NVLS_TWOSHOT);
+    assert_int_equal(auto_runs(g, NULL, 72, 7281), NVL_AR_NVLS_ONESHOT);
+    assert_int_equal(auto_runs(g, NULL, 72, 7282), NVL_AR_NVLS_TWOSHOT);
+    /* no multicast: NCCL (MNNVL needs it; P2P kernels stay in a node) */
+    assert_int_equal(auto_runs(g, "nvlink.nvls=no", 8, 1024), NVL_AR_NCCL);
+    /* two NVLink domains: NCCL */
+    assert_int_equal(auto_runs("gb200-nvl72x2-ib.topo", NULL, 144, 1024),
+                     NVL_AR_NCCL);
+}
+
+/* Where each implementation may run: the NVLS forms need NVLink SHARP,
+ * all of them one NVLink domain; setting one that cannot run is refused
+ * with one report. */
+static void test_where(void **state)
+{
+    (void)state;
+    nvl_topo_t *t = load("hgx-b200.topo", "nvlink.nvls=no");
+    nvl_comm_t *c = NULL;
+    assert_int_equal(nvl_comm_create_virtual(t, 6, NULL, &c), NVL_OK);
+    assert_null(nvl_ar_impl_unsupported(c, NVL_AR_ONESHOT));
+    assert_null(nvl_ar_impl_unsupported(c, NVL_AR_AUTO));
+    assert_non_null(nvl_ar_impl_unsupported(c, NVL_AR_NVLS_ONESHOT));
+    nvl_coll_info_t info;
+    assert_int_equal(nvl_ar_predict(c, NVL_AR_NVLS_TWOSHOT, 1024, &info),
+                     NVL_ERR_RANGE);
+    int before = reports.count;
+    assert_int_equal(nvl_comm_set_allreduce(c, NVL_AR_NVLS_TWOSHOT),
+                     NVL_ERR_INVALID);
+    assert_int_equal(reports.count, before + 1);
+    assert_non_null(strstr(reports.last, "--allreduce nvls-twoshot"));
+    assert_int_equal(nvl_comm_allreduce(c), NVL_AR_NCCL);
+    nvl_comm_destroy(c);
+    nvl_topo_free(t);
+    t = load("gb200-nvl72x2-ib.topo", NULL);
+    assert_int_equal(nvl_comm_create_virtual(t, 144, NULL, &c), NVL_OK);
+    assert_non_null(nvl_ar_impl_unsupported(c, NVL_AR_TWOSHOT));
+    nvl_comm_destroy(c);
+    nvl_topo_free(t);
+    nvl_ar_impl_t impl;
+    assert_int_equal(nvl_ar_impl_parse("nvls-oneshot", &impl), NVL_OK);
+    assert_int_equal(impl, NVL_AR_NVLS_ONESHOT);
+    assert_int_equal(nvl_ar_impl_parse("threeshot", &impl), NVL_ERR_INVALID);
+}
+
+static int64_t time_ps(nvl_comm_t *c, nvl_ar_impl_t impl, size_t bytes)
+{
+    nvl_coll_info_t info;
+    assert_int_equal(nvl_ar_predict(c, impl, bytes, &info), NVL_OK);
+    return info.time_ps;
+}
+
+/* The costs follow the mechanisms: one-shot reads (n-1) S, so its slope
+ * grows with n and is (n-1) / (2 (n-1) / n) = n / 2 times two-shot's;
+ * two-shot pays one more barrier than one-shot; nothing falls as S grows. */
+static void test_costs(void **state)
+{
+    (void)state;
+    nvl_topo_t *t = load("gb200-nvl72.topo", NULL);
+    nvl_comm_t *c = NULL;
+    assert_int_equal(nvl_comm_create_virtual(t, 8, NULL, &c), NVL_OK);
+    size_t s = (size_t)64 << 20;
+    double one = (double)(time_ps(c, NVL_AR_ONESHOT, 2 * s) -
+                          time_ps(c, NVL_AR_ONESHOT, s));
+    double two = (double)(time_ps(c, NVL_AR_TWOSHOT, 2 * s) -
+                          time_ps(c, NVL_AR_TWOSHOT, s));
+    assert_true(one / two > 3.99 && one / two < 4.01); /* n / 2 = 4 */
+    int64_t hop = t->nvlink.hop_lat_ps;
+    /* one more barrier (2 hops) and one more first access (1 hop) */
+    int64_t more = time_ps(c, NVL_AR_TWOSHOT, 1) -
+                   time_ps(c, NVL_AR_ONESHOT, 1) - 3 * hop;
+    assert_true(more > -20 && more < 20); /* ps from seconds: rounding */
+    for (int i = NVL_AR_ONESHOT; i < NVL_AR_AUTO; i++)
+        for (size_t b = 1; b < s; b *= 4)
+            assert_true(time_ps(c, (nvl_ar_impl_t)i, 4 * b) >=
+                        time_ps(c, (nvl_ar_impl_t)i, b));
+    nvl_comm_destroy(c);
+    nvl_topo_free(t);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, capture_reports, release_reports)
+    const struct CMUnitTest tests[] = {
+        T(test_auto_one_node), T(test_auto_across_trays), T(test_where),
+        T(test_costs)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
