@@ -1361,7 +1361,7 @@ static void test_die_view(void **state)
     assert_int_equal(t->nvlink.domain_gpus, 144);
     assert_int_equal(t->node.gpus_per_tray, 8);
     assert_int_equal(t->node.gpus_per_superchip, 4);
-    assert_true(t->c2c.bw_bytes_per_s == 225e9);
+    assert_true(t->c2c.bw_bytes_per_s == 112.5e9);
     assert_true(t->scaleout.nic_bw_bytes_per_s == 25e9);
     /* package 3 lost 3 links: 2 on its die 0 (entry 6), 1 on die 1 */
     assert_int_equal(nvl_topo_links_up(t, 6), 7);
