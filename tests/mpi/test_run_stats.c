@@ -54,6 +54,12 @@ static const nvl_run_red_t want_red[NVL_RS_COUNT] = {
     [NVL_RS_C2C_H2D_BYTES] = NVL_RED_MEAN,
     [NVL_RS_C2C_D2H_BYTES] = NVL_RED_MEAN,
     [NVL_RS_C2C_H2D_MS] = NVL_RED_MEAN,
+    [NVL_RS_DISPATCH_ALT_MS] = NVL_RED_MEAN,
+    [NVL_RS_COMBINE_ALT_MS] = NVL_RED_MEAN,
+    [NVL_RS_A2A_ALT_USABLE] = NVL_RED_RANK0,
+    [NVL_RS_OVERLAP_COMM_MS] = NVL_RED_MEAN,
+    [NVL_RS_OVERLAP_HIDDEN_MS] = NVL_RED_MEAN,
+    [NVL_RS_PREFILL_HIDDEN_MS] = NVL_RED_MEAN,
 };
 
 /* This rank's value i of a row in the report's unit, read from the engine
@@ -93,6 +99,12 @@ static double own(const nvl_engine_t *e, nvl_run_stat_id_t id, int i)
         case NVL_RS_C2C_H2D_BYTES: d += q->c2c_h2d_bytes; break;
         case NVL_RS_C2C_D2H_BYTES: d += q->c2c_d2h_bytes; break;
         case NVL_RS_C2C_H2D_MS: d += (double)q->c2c_h2d_busy_ps; break;
+        case NVL_RS_DISPATCH_ALT_MS: d += (double)q->dispatch_alt_ps; break;
+        case NVL_RS_COMBINE_ALT_MS: d += (double)q->combine_alt_ps; break;
+        case NVL_RS_OVERLAP_COMM_MS: d += (double)q->overlap_comm_ps; break;
+        case NVL_RS_OVERLAP_HIDDEN_MS:
+            d += (double)q->overlap_hidden_ps;
+            break;
         default: break;
         }
     }
@@ -102,12 +114,18 @@ static double own(const nvl_engine_t *e, nvl_run_stat_id_t id, int i)
     case NVL_RS_DECODE_IDLE_MS:
     case NVL_RS_DECODE_BUSY_MS:
     case NVL_RS_COMBINE_WAIT_MS:
-    case NVL_RS_C2C_H2D_MS: return d / ms / steps;
+    case NVL_RS_C2C_H2D_MS:
+    case NVL_RS_OVERLAP_COMM_MS:
+    case NVL_RS_OVERLAP_HIDDEN_MS: return d / ms / steps;
+    case NVL_RS_PREFILL_HIDDEN_MS: return (double)p[0].overlap_hidden_ps / ms;
+    case NVL_RS_A2A_ALT_USABLE: return n > 0 && p[n - 1].a2a_alt_usable;
     case NVL_RS_C2C_H2D_BYTES:
     case NVL_RS_C2C_D2H_BYTES: return d / steps;
     case NVL_RS_DECODE_LAYER_MS: return d / ms / steps / layers;
     case NVL_RS_DISPATCH_MS:
-    case NVL_RS_COMBINE_MS: return d / ms / moe;
+    case NVL_RS_COMBINE_MS:
+    case NVL_RS_DISPATCH_ALT_MS:
+    case NVL_RS_COMBINE_ALT_MS: return d / ms / moe;
     case NVL_RS_EXPERT_PAIRS:
     case NVL_RS_EXPERT_PAIRS_MAX:
     case NVL_RS_EXPERT_PAIRS_MEAN:
