@@ -205,6 +205,10 @@ double nvl_coll_model_ring_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
  * link where every edge is one, else the slower of the two. */
 double nvl_coll_model_intra_bw(const nvl_comm_t *comm);
 
+/* The rate of a ring's or tree's path: nvl_coll_model_intra_bw within one
+ * NVLink domain, the slower of it and the NIC across domains. */
+double nvl_coll_model_path_bw(const nvl_comm_t *comm);
+
 /* Bus bandwidth (bytes/s) that `channels` channels of a protocol reach over
  * a path of raw per-direction bandwidth path_bw, when each channel moves
  * wire_bytes / channels bytes of collective coll. */

@@ -62,6 +62,12 @@ double nvl_coll_model_intra_bw(const nvl_comm_t *c)
     return fmin(c->nvlink_bw, c->die_link_bw);
 }
 
+double nvl_coll_model_path_bw(const nvl_comm_t *c)
+{
+    double intra = nvl_coll_model_intra_bw(c);
+    return c->domains > 1 && c->nic_bw < intra ? c->nic_bw : intra;
+}
+
 double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         double channels, double wire_bytes)

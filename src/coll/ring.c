@@ -38,14 +38,6 @@ static bool ring_supports(const nvl_comm_t *c, nvl_coll_t coll,
     return coll <= NVL_COLL_ALLREDUCE;
 }
 
-static double path_bw(const nvl_comm_t *c)
-{
-    double intra = nvl_coll_model_intra_bw(c);
-    if (c->domains <= 1)
-        return intra;
-    return c->nic_bw < intra ? c->nic_bw : intra;
-}
-
 /* Broadcast and reduce: the first chunk crosses N-1 hops (NCCL's tuning
  * charges one, tuning.cc "waiting for proper chunk modeling"); the rest
  * follow one chunk time apart. */
@@ -59,7 +51,8 @@ static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
     double s = (double)bytes, x = s / channels;
     double chunk = (double)nvl_coll_model_chunk_bytes(proto);
     double busbw = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
-                                         path_bw(c), channels, s);
+                                         nvl_coll_model_path_bw(c), channels,
+                                         s);
     if (coll == NVL_COLL_REDUCE) {
         double hbm = nvl_topo_hbm_bw(c->topo, c->gpus[0]) *
                      c->topo->gpu.hbm_efficiency / 3.0;
@@ -93,8 +86,9 @@ static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
     double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_RING, proto,
                                            nsteps - inter, inter);
     double wire = w * (double)bytes;
+    double path = nvl_coll_model_path_bw(c);
     return lat + wire / nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
-                                         path_bw(c), channels, wire);
+                                              path, channels, wire);
 }
 
 static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,

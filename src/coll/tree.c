@@ -34,8 +34,7 @@ static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
     int ppn = c->max_per_domain;
     double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_TREE, proto,
                                            2 * (ppn - 1), 2 * c->log2_domains);
-    double intra = nvl_coll_model_intra_bw(c);
-    double path = c->domains > 1 && c->nic_bw < intra ? c->nic_bw : intra;
+    double path = nvl_coll_model_path_bw(c);
     double busbw =
         0.92 * nvl_coll_model_bus_bw(c, coll, NVL_ALGO_TREE, proto, path, channels,
                                 (double)bytes);
