@@ -522,8 +522,14 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s)
     nvl_range_t held = e->shard.experts;
     s->count = alloc_or_abort(E, sizeof *s->count);
     MPI_Comm mpi = nvl_comm_mpi(e->tp);
-    MPI_Alltoall(s->to, 1, MPI_UINT64_T, s->from, 1, MPI_UINT64_T, mpi);
-    MPI_Alltoall(s->pto, 1, MPI_UINT64_T, s->pfrom, 1, MPI_UINT64_T, mpi);
+    /* rows and (row, expert) pairs to each rank, in one exchange */
+    uint64_t *two = alloc_or_abort((uint64_t)n * 4, sizeof *two);
+    for (int r = 0; r < n; r++)
+        two[2 * r] = s->to[r], two[2 * r + 1] = s->pto[r];
+    MPI_Alltoall(two, 2, MPI_UINT64_T, two + 2 * n, 2, MPI_UINT64_T, mpi);
+    for (int r = 0; r < n; r++)
+        s->from[r] = two[2 * n + 2 * r], s->pfrom[r] = two[2 * n + 2 * r + 1];
+    free(two);
     MPI_Allreduce(s->mine, s->count, (int)E, MPI_UINT64_T, MPI_SUM, mpi);
     for (int r = 0; r < n; r++) {
         s->sofs[r] = s->nsend;
