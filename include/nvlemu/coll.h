@@ -339,6 +339,15 @@ int64_t nvl_a2a_predict_ps(const nvl_comm_t *comm, nvl_a2a_t a2a,
                            const double *send_bytes,
                            const double *recv_bytes);
 
+/* NCCL's point-to-point time of a group (as nvl_a2a_predict_ps with
+ * NVL_A2A_NCCL) seen from any member: that member sending send_bytes[p]
+ * to and receiving recv_bytes[p] from each member p.  Pure: no MPI, no
+ * clock; works on a virtual communicator (nvlemu serve times a KV
+ * transfer between two replicas with it on every rank). */
+int64_t nvl_p2p_predict_member_ps(const nvl_comm_t *comm, int member,
+                                  const double *send_bytes,
+                                  const double *recv_bytes);
+
 /* nvl_group_end timed as a2a (NVL_A2A_NCCL: exactly nvl_group_end).  The
  * one-sided modes time the queued bytes to and from member p multiplied
  * by wire_out[p] and wire_in[p] (NULL: 1): the copies the implementation

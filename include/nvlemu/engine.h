@@ -273,4 +273,46 @@ double nvl_engine_weight_bytes(const nvl_engine_t *e);
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions);
 
+/* ---- serving (nvlemu serve; include/nvlemu/serve.h) --------------------- */
+
+/* The KV cache's room on each GPU of a serving replica. */
+typedef struct {
+    double kv_position_bytes; /* one position's KV on the largest shard,
+                                 every layer, both tiers */
+    double positions;         /* the positions that fit */
+    double kv_host_share;     /* of each position's KV, in host memory */
+    double host_free_bytes;   /* host memory left (swap, evicted prefixes;
+                                 0 without a host tier) */
+} nvl_engine_kv_room_t;
+
+/* Collective over the engine's group: the room for the KV cache once the
+ * weights (less --weights-host's share), the activations of a step of
+ * max_rows tokens over max_seqs sequences and the reserve are in HBM,
+ * with the KV's host share (--kv-host; auto: the share that fills HBM and
+ * the host memory) in the host's memory (docs/serve.md "Memory").  Plans
+ * the engine's memory for the steps to come.  Reports and fails on every
+ * rank when nothing is left for the KV cache, when a host tier is asked
+ * of a topology without one, or under data-parallel attention. */
+nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
+                                     uint64_t max_seqs,
+                                     nvl_engine_kv_room_t *room_out);
+
+/* Collective over the engine's group, timing mode: one continuous-batching
+ * step from start_ps (the clock waits until then): sequence i runs
+ * new_tokens[i] tokens after past[i] cached positions, exactly as a pass
+ * of nvl_engine_generate (so a step of a fixed batch takes a run's time),
+ * after d2h_bytes are copied out of HBM (preempted KV swapped out,
+ * prefix-cache entries evicted) and h2d_bytes into it (swapped KV and
+ * cached prefixes brought back) over NVLink-C2C.  The
+ * step's end is the latest over the group (one MPI_Allreduce), the same
+ * on every rank; *dur_ps_out = end - start_ps.  pass_out (NULL: not
+ * wanted) receives this rank's statistics of the step; the engine keeps
+ * no record of it (constant memory however many steps). */
+nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
+                                   const uint64_t *past,
+                                   const uint64_t *new_tokens,
+                                   double h2d_bytes, double d2h_bytes,
+                                   int64_t start_ps, int64_t *dur_ps_out,
+                                   nvl_pass_stats_t *pass_out);
+
 #endif

@@ -208,7 +208,8 @@ typedef struct {
 /* The MPI commands, for tools that parse their command lines
  * (tests/fuzz/fuzz_cli.c). */
 extern const nvl_cli_command_t nvl_cli_run_command, nvl_cli_topo_command,
-    nvl_cli_table_command, nvl_cli_gen_command, nvl_cli_cost_command;
+    nvl_cli_table_command, nvl_cli_gen_command, nvl_cli_cost_command,
+    nvl_cli_serve_command;
 
 /* args: the command's arguments struct, zeroed by the caller (fields
  * without a row default keep that zero). */
@@ -242,5 +243,6 @@ int nvl_cmd_coll_table(int argc, char **argv);
 int nvl_cmd_cost(int argc, char **argv);
 int nvl_cmd_run(int argc, char **argv);
 int nvl_cmd_sweep(int argc, char **argv);
+int nvl_cmd_serve(int argc, char **argv);
 
 #endif

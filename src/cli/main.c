@@ -26,6 +26,9 @@ static const command_t commands[] = {
     {"sweep", nvl_cmd_sweep,
      "a grid of runs (TP, batch, context, dtypes, what-ifs) with CSV, JSON, "
      "Markdown and plots (bench/sweep; run it without mpirun)"},
+    {"serve", nvl_cmd_serve,
+     "a workload served with continuous batching: TTFT, TPOT, throughput, "
+     "goodput under SLOs, disaggregated prefill/decode (docs/serve.md)"},
     {"generate", nvl_cmd_generate,
      "greedy generation with a Hugging Face model over a TP group"},
 };

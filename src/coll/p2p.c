@@ -71,10 +71,10 @@ static int op_channels(const nvl_comm_t *c, double bytes, nvl_fabric_t f)
     return n;
 }
 
-static void load_add(const nvl_comm_t *c, port_load_t *l, int peer,
-                     bool out, double bytes)
+static void load_add_at(const nvl_comm_t *c, int me, port_load_t *l,
+                        int peer, bool out, double bytes)
 {
-    nvl_fabric_t f = nvl_topo_fabric(c->topo, c->gpus[c->rank], c->gpus[peer]);
+    nvl_fabric_t f = nvl_topo_fabric(c->topo, c->gpus[me], c->gpus[peer]);
     double ch = bytes > 0 ? op_channels(c, bytes, f) : 0;
     if (out) {
         l->out[f] += bytes;
@@ -83,6 +83,12 @@ static void load_add(const nvl_comm_t *c, port_load_t *l, int peer,
         l->in[f] += bytes;
         l->ch_in[f] += ch;
     }
+}
+
+static void load_add(const nvl_comm_t *c, port_load_t *l, int peer,
+                     bool out, double bytes)
+{
+    load_add_at(c, c->rank, l, peer, out, bytes);
 }
 
 /* Time for one fabric direction: b bytes over ch channels of rate bw_ch,
@@ -96,10 +102,11 @@ static double dir_time_s(double b, double ch, int most, double bw_ch,
     return b / (bw < port ? bw : port);
 }
 
-static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
+static int64_t port_time_at_ps(const nvl_comm_t *c, int member,
+                               const port_load_t *l)
 {
     const nvl_topo_t *t = c->topo;
-    uint32_t me = c->gpus[c->rank];
+    uint32_t me = c->gpus[member];
     const double *o = l->out, *i = l->in;
     bool any = false;
     for (int f = 0; f < NVL_FABRIC_COUNT; f++)
@@ -142,6 +149,11 @@ static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
     ts = fmax(ts, dir_time_s(o[NVL_FABRIC_LOCAL], l->ch_out[NVL_FABRIC_LOCAL],
                              most, nv_ch, hbm));
     return (int64_t)lat + nvl_ps_from_s(ts);
+}
+
+static int64_t port_time_ps(const nvl_comm_t *c, const port_load_t *l)
+{
+    return port_time_at_ps(c, c->rank, l);
 }
 
 int64_t nvl_p2p_predict_ps(const nvl_coll_call_t *call)
@@ -358,6 +370,22 @@ int64_t nvl_a2a_predict_ps(const nvl_comm_t *c, nvl_a2a_t a2a,
     }
     return a2a == NVL_A2A_NCCL ? port_time_ps(c, &l)
                                : nvl_onesided_time_ps(c, a2a, out, in);
+}
+
+int64_t nvl_p2p_predict_member_ps(const nvl_comm_t *c, int member,
+                                  const double *send_bytes,
+                                  const double *recv_bytes)
+{
+    port_load_t l = {{0}, {0}, {0}, {0}};
+    for (int p = 0; p < c->size; p++) {
+        if (p == member)
+            continue;
+        if (send_bytes[p] > 0)
+            load_add_at(c, member, &l, p, true, send_bytes[p]);
+        if (recv_bytes[p] > 0)
+            load_add_at(c, member, &l, p, false, recv_bytes[p]);
+    }
+    return port_time_at_ps(c, member, &l);
 }
 
 /* This member's time of the queued group under a2a (wire factors as

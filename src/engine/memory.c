@@ -191,3 +191,100 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
     report_unfit(e, p);
     return NVL_ERR_NOMEM;
 }
+
+/* Serving (nvlemu serve): the room left for the KV cache once the
+ * weights, the largest step's activations and the reserve are in HBM,
+ * in positions of every layer's KV on the largest shard:
+ *
+ *   avail = HBM - weights + w x layer weights - activations - reserve
+ *   N     = avail / (b (1 - k + 2 k / layers))   HBM, with staging
+ *   N    <= host / (k b)                          host memory (k > 0)
+ *
+ * b the bytes of one position's KV on this GPU (every layer), k the KV's
+ * share in host memory: --kv-host's, or under auto the share that fills
+ * both (k = host / (avail + host (1 - 2 / layers))). */
+nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
+                                     uint64_t max_seqs,
+                                     nvl_engine_kv_room_t *room_out)
+{
+    const nvl_engine_opts_t *o = &e->opts;
+    const nvl_topo_t *t = o->cost.topo;
+    if (e->shard.attn_dp) {
+        nvl_report("serve: data-parallel attention (--attn-parallel dp) is "
+                   "not supported; each replica runs attention "
+                   "tensor-parallel");
+        return NVL_ERR_INVALID;
+    }
+    if (o->weights_host == NVL_HOST_AUTO) {
+        nvl_report("serve: --weights-host takes a share (0..1), not auto: "
+                   "the KV cache takes whatever HBM is left");
+        return NVL_ERR_INVALID;
+    }
+    nvl_mem_plan_t *p = &e->mem;
+    memset(p, 0, sizeof *p);
+    uint32_t layers = e->layers ? e->layers : 1;
+    double wb = nvl_wdtype_bytes(o->cost.weight_dtype);
+    double mine[4] = {nvl_engine_weight_bytes(e), 0,
+                      nvl_engine_kv_bytes(e, 1, 1),
+                      act_bytes(e, (double)max_rows, (double)max_seqs)};
+    for (uint32_t i = 0; i < e->layers; i++)
+        mine[1] += nvl_engine_layer_bytes(e, i, wb, 2);
+    double most[4];
+    MPI_Allreduce(mine, most, 4, MPI_DOUBLE, MPI_MAX, nvl_comm_mpi(e->tp));
+    p->weights_bytes = most[0];
+    p->layer_weights_bytes = most[1];
+    p->act_bytes = most[3];
+    p->hbm_bytes = (double)t->gpu.hbm_bytes;
+    p->reserve_bytes = NVL_HBM_RESERVE * p->hbm_bytes;
+    char why[160];
+    p->tiers = nvl_copy_path_usable(&o->cost, NVL_COPY_C2C_H2D, 0, why,
+                                    sizeof why) &&
+               t->host_memory.bytes > 0;
+    p->host_bytes = p->tiers ? (double)t->host_memory.bytes : 0;
+    if ((o->kv_host != 0 || o->weights_host != 0) && !p->tiers) {
+        nvl_report("%s: topology '%s' has no host memory tier",
+                   o->kv_host != 0 ? "--kv-host" : "--weights-host",
+                   t->name);
+        return NVL_ERR_INVALID;
+    }
+    double w = o->weights_host > 0 ? o->weights_host : 0;
+    double b = most[2];
+    double avail = p->hbm_bytes - p->weights_bytes +
+                   w * p->layer_weights_bytes - p->act_bytes -
+                   p->reserve_bytes;
+    double host = p->host_bytes - w * p->layer_weights_bytes;
+    double k = o->kv_host == NVL_HOST_AUTO
+                   ? (avail > 0 && host > 0
+                          ? host / (avail + host * (1 - 2.0 / layers))
+                          : 0)
+                   : o->kv_host;
+    double n = avail > 0 ? avail / (b * (1 - k + 2 * k / layers)) : 0;
+    if (k > 0 && host / (k * b) < n)
+        n = host > 0 ? host / (k * b) : 0;
+    p->kv_host_share = k;
+    p->weights_host_share = w;
+    p->kv_bytes = n * b;
+    plan_needs(p, 0, layers);
+    p->planned = true;
+    uint32_t per = t->node.gpus_per_superchip, sharers = 0;
+    for (int r = 0; r < nvl_comm_size(e->tp); r++)
+        sharers += nvl_comm_gpu(e->tp, r) / per == o->cost.gpu / per;
+    e->opts.cost.host_sharers = k > 0 || w > 0 ? sharers : 1;
+    p->fits = n >= 1 && host >= 0;
+    if (!p->fits) {
+        nvl_report("does not fit: %s at TP %d leaves no HBM for the KV "
+                   "cache: weights %.2f GB + activations %.2f GB (a step of "
+                   "%llu tokens) + reserve %.2f GB of %.0f GB per GPU; ways "
+                   "out: more GPUs (TP), --dtype fp8|fp4, a smaller "
+                   "--max-tokens-per-step, --weights-host", e->cfg.name,
+                   nvl_comm_size(e->tp),
+                   (p->weights_bytes - w * p->layer_weights_bytes) / 1e9,
+                   p->act_bytes / 1e9, (unsigned long long)max_rows,
+                   p->reserve_bytes / 1e9, p->hbm_bytes / 1e9);
+        return NVL_ERR_NOMEM;
+    }
+    *room_out = (nvl_engine_kv_room_t){
+        .kv_position_bytes = b, .positions = n, .kv_host_share = k,
+        .host_free_bytes = host - k * n * b > 0 ? host - k * n * b : 0};
+    return NVL_OK;
+}

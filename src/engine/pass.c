@@ -115,6 +115,16 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
     /* the step's token ids (at prefill the prompts) from the host */
     nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D, (double)M * 4);
+    /* serving: the blocks this step reuses copied out first (preempted
+     * KV swapped out, prefixes evicted), then swapped KV and cached
+     * prefixes brought back */
+    if (e->serve_d2h_bytes > 0)
+        nvl_engine_c2c_sync_copy(e, "kv_swap_out", NVL_COPY_C2C_D2H,
+                                 e->serve_d2h_bytes);
+    if (e->serve_h2d_bytes > 0)
+        nvl_engine_c2c_sync_copy(e, "kv_swap_in", NVL_COPY_C2C_H2D,
+                                 e->serve_h2d_bytes);
+    e->serve_h2d_bytes = e->serve_d2h_bytes = 0;
     /* memory tiers: one layer's host bytes prefetched while the one
      * before runs (layer 0's while the embedding runs) */
     double past_sum = 0;

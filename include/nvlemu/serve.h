@@ -1,0 +1,247 @@
+/* nvlemu: serving a workload in virtual time: requests (a trace file or a
+ * generator), a continuous-batching scheduler as serving engines run it,
+ * and the per-request and aggregate results (docs/serve.md).
+ *
+ * The module is pure: no MPI, no clock of its own, no engine.  A step's
+ * time comes from the caller (nvl_serve_step_fn: `nvlemu serve` runs the
+ * step through the engine, the unit tests use a formula), so the
+ * scheduler is the same code whatever times a step; every rank of a
+ * replica runs it identically and agrees on each step's end time.
+ *
+ * Scheduling (vLLM V1's scheduler, docs/serve.md "The scheduler"): each
+ * step has a token budget (--max-tokens-per-step) and a sequence limit
+ * (--max-batch); running requests are served first in the order they were
+ * admitted (a decode takes one token, an unfinished prefill a chunk of at
+ * most --chunk tokens), then swapped-out requests resume, then waiting
+ * requests are admitted first come, first served.  KV lives in blocks of
+ * `block_tokens` positions; a step that needs a block when none is free
+ * first evicts unused prefix-cache entries, then preempts the running
+ * request admitted last (recompute: its KV dropped, its prompt and outputs
+ * prefilled again; swap: its KV copied to host memory over NVLink-C2C and
+ * back later). */
+#ifndef NVLEMU_SERVE_H
+#define NVLEMU_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nvlemu/status.h"
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* One request of a workload.  Times are integer picoseconds of virtual
+ * time from the workload's start. */
+typedef struct {
+    uint32_t id;          /* 0.. in the order of the trace or generator */
+    uint32_t line;        /* the trace file's line (0: generated) */
+    int64_t arrival_ps;   /* when it reaches the server (closed loop:
+                             set when a slot frees; -1 until then) */
+    uint32_t input_tokens, output_tokens; /* >= 1 each */
+    int32_t prefix;       /* shared-prefix id, or -1 */
+    uint32_t prefix_tokens; /* the shared prefix's length (<= input) */
+} nvl_serve_req_t;
+
+/* A workload: its requests and how they arrive. */
+typedef struct {
+    nvl_serve_req_t *reqs; /* owned */
+    size_t n;
+    /* closed loop (--concurrency N): N requests start at time 0, each
+     * finishing request lets the next one arrive at that moment; 0: open
+     * (every arrival_ps is set) */
+    uint32_t concurrency;
+    char **prefix_names;   /* the trace's prefix ids by number (owned) */
+    size_t n_prefixes;
+} nvl_serve_workload_t;
+
+/* A length distribution of the generator: "N" (fixed), "uniform:LO:HI"
+ * (integers LO..HI), "normal:MEAN:SD" (rounded, at least 1),
+ * "lognormal:MEDIAN:SIGMA" (rounded, at least 1). */
+typedef struct {
+    enum { NVL_LEN_FIXED, NVL_LEN_UNIFORM, NVL_LEN_NORMAL,
+           NVL_LEN_LOGNORMAL } kind;
+    double a, b;
+} nvl_serve_len_t;
+
+/* Parses a distribution (an option parser: label names the option in the
+ * report; out points to an nvl_serve_len_t). */
+nvl_status_t nvl_serve_len_parse(const char *label, const char *text,
+                                 void *len_out);
+/* Writes the distribution back as parsed ("512", "uniform:128:1024"). */
+void nvl_serve_len_format(const nvl_serve_len_t *len, char *buf, size_t n);
+
+/* The generator's parameters. */
+typedef struct {
+    uint32_t requests;     /* how many */
+    double rate_per_s;     /* Poisson arrivals at this mean rate; 0: all
+                              at time 0 unless concurrency */
+    uint32_t concurrency;  /* closed loop with this many in flight; 0: open */
+    nvl_serve_len_t isl, osl;
+    uint32_t prefix_groups; /* requests share one of this many prefixes
+                               (0: none) of prefix_tokens each */
+    uint32_t prefix_tokens;
+    uint64_t seed;
+} nvl_serve_gen_t;
+
+/* Makes the generator's workload, the same on every host for the same
+ * parameters (its own 64-bit generator, no libc random).  Reports and
+ * fails on parameters that make no requests (a prefix longer than an
+ * input is cut to the input). */
+nvl_status_t nvl_serve_generate(const nvl_serve_gen_t *g,
+                                nvl_serve_workload_t *w_out);
+
+/* Reads a JSONL trace: one request per line, an object with
+ *   "arrival_s" (seconds, >= 0, not decreasing; "timestamp" is read too),
+ *   "input_tokens", "output_tokens" (whole numbers >= 1; "input_length" /
+ *   "output_length" too), optional "prefix_id" (a string or a number) and
+ *   "prefix_tokens" (the shared prefix's length, <= input_tokens; default
+ *   the input_tokens of the first request with that id).
+ * Blank lines and lines starting with '#' are skipped.  Reports
+ * "FILE:LINE: why" and fails on the first bad line (malformed JSON, a
+ * missing or negative field, times going backwards). */
+nvl_status_t nvl_serve_trace_load(const char *path,
+                                  nvl_serve_workload_t *w_out);
+
+void nvl_serve_workload_free(nvl_serve_workload_t *w);
+
+/* ---- the scheduler -------------------------------------------------------- */
+
+typedef enum { NVL_PREEMPT_RECOMPUTE, NVL_PREEMPT_SWAP } nvl_preempt_t;
+
+/* The policy, one field per knob (docs/serve.md lists each with its
+ * serving-engine default and source). */
+typedef struct {
+    uint32_t max_batch;            /* sequences in one step */
+    uint32_t max_tokens_per_step;  /* the step's token budget */
+    uint32_t chunk;                /* a prefill's tokens per step */
+    uint32_t block_tokens;         /* KV positions per block */
+    nvl_preempt_t preempt;
+    bool prefix_caching;
+} nvl_serve_policy_t;
+
+/* What the replica's memory holds (nvl_engine_serve_memory gives it). */
+typedef struct {
+    uint64_t kv_blocks;         /* KV blocks in HBM */
+    double kv_block_bytes;      /* bytes of one block on one GPU */
+    double host_bytes;          /* host memory for swapped KV and evicted
+                                   prefixes (0: no host tier) */
+    uint64_t max_context;       /* the model's positions */
+} nvl_serve_capacity_t;
+
+/* One step as the scheduler hands it to the step function: n sequences,
+ * sequence i runs new[i] tokens after past[i] cached positions; copies
+ * over NVLink-C2C before the step (swap-in, prefix reloads: host to
+ * device) and after it (swap-out, prefix evictions: device to host). */
+typedef struct {
+    int n;
+    const uint64_t *past, *new_tokens;
+    const uint32_t *req;        /* the request each sequence serves */
+    uint64_t tokens, prefill_tokens; /* sum of new; of which prefill */
+    double h2d_bytes, d2h_bytes;
+    int64_t start_ps;
+} nvl_serve_batch_t;
+
+/* Runs the step and returns its duration (> 0) in *dur_ps_out; a failure
+ * (already reported) stops the scheduler with its status. */
+typedef nvl_status_t (*nvl_serve_step_fn)(void *ctx,
+                                          const nvl_serve_batch_t *b,
+                                          int64_t *dur_ps_out);
+
+/* What happened to one request. */
+typedef struct {
+    int64_t arrival_ps, scheduled_ps, first_token_ps, done_ps;
+    uint32_t cached_tokens;  /* prompt tokens taken from the prefix cache */
+    uint32_t preemptions;
+    uint32_t replica;
+    bool done;
+} nvl_serve_outcome_t;
+
+/* One replica's totals. */
+typedef struct {
+    uint64_t steps, tokens, prefill_tokens, decode_tokens, seqs;
+    uint64_t preemptions, prefix_hits, prefix_hit_tokens;
+    uint64_t peak_blocks;     /* the most KV blocks in use at a step */
+    uint64_t kv_blocks;       /* the capacity */
+    double h2d_bytes, d2h_bytes;
+    int64_t busy_ps;          /* sum of step durations */
+    int64_t end_ps;           /* the last step's end */
+} nvl_serve_replica_stats_t;
+
+/* A step's record for the trace (kept when nvl_serve_run's steps_out is
+ * not NULL). */
+typedef struct {
+    int64_t start_ps, dur_ps;
+    uint32_t seqs, tokens, prefill_tokens, blocks_used;
+} nvl_serve_step_rec_t;
+
+/* Checks the policy and that every request of `which` (indices into w,
+ * n_which of them; NULL: all) can be served: its prompt and outputs fit
+ * the context and the KV blocks.  Reports the first that cannot, naming
+ * its id and trace line; the same on every rank. */
+nvl_status_t nvl_serve_check(const nvl_serve_workload_t *w,
+                             const nvl_serve_policy_t *p,
+                             const nvl_serve_capacity_t *cap);
+
+/* Serves the requests listed in which[0..n_which) (indices into w, in
+ * arrival order; a closed loop lets which[k + concurrency] arrive when a
+ * request finishes) on one replica, starting at start_ps, calling step for
+ * each step.  prefilled: the requests arrive with their prompt's KV
+ * computed and their first token made (a disaggregated decode pool);
+ * their KV still takes blocks here.  Fills out[which[k]] (every request
+ * listed ends done) and *stats_out; with steps_out, a malloc'd array of
+ * the steps (free it) and its length.  Invariants checked as it runs (an
+ * internal error if broken): KV blocks in use never above cap->kv_blocks,
+ * a step's tokens never above the budget, its sequences never above
+ * max_batch. */
+nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
+                           const uint32_t *which, size_t n_which,
+                           uint32_t replica, const nvl_serve_policy_t *p,
+                           const nvl_serve_capacity_t *cap, bool prefilled,
+                           int64_t start_ps, nvl_serve_step_fn step,
+                           void *ctx, nvl_serve_outcome_t *out,
+                           nvl_serve_replica_stats_t *stats_out,
+                           nvl_serve_step_rec_t **steps_out,
+                           size_t *n_steps_out);
+
+/* ---- results ------------------------------------------------------------- */
+
+/* Mean and percentiles of one latency, in milliseconds. */
+typedef struct {
+    double mean, p50, p90, p99, min, max;
+    size_t n;
+} nvl_serve_dist_t;
+
+/* The summary of a workload's outcomes. */
+typedef struct {
+    size_t requests;
+    double makespan_s;                 /* first arrival to last finish */
+    nvl_serve_dist_t ttft_ms, tpot_ms, e2e_ms, queue_ms;
+    double input_tokens, output_tokens;
+    double output_tok_per_s, total_tok_per_s, req_per_s;
+    double output_tok_per_s_per_gpu, total_tok_per_s_per_gpu;
+    double tok_per_s_per_user;         /* mean over requests of 1 / TPOT */
+    double slo_ttft_ms, slo_tpot_ms;   /* 0: none */
+    size_t good_requests;              /* meeting both SLOs */
+    double goodput_req_per_s, goodput_tok_per_s, slo_attainment;
+    double gpu_hour_cost;              /* 0: not given */
+    double cost_per_m_output, cost_per_m_total; /* currency per 1e6 tokens */
+    int gpus;
+} nvl_serve_summary_t;
+
+/* Summarises outcomes of w's requests served by `gpus` GPUs. */
+void nvl_serve_summarize(const nvl_serve_workload_t *w,
+                         const nvl_serve_outcome_t *out, int gpus,
+                         double slo_ttft_ms, double slo_tpot_ms,
+                         double gpu_hour_cost,
+                         nvl_serve_summary_t *sum_out);
+
+/* Writes the per-request CSV (a header line, then one row per request:
+ * id, line, replica, arrival_s, input_tokens, output_tokens,
+ * cached_tokens, queue_ms, ttft_ms, tpot_ms, e2e_ms, preemptions,
+ * meets_slo). */
+void nvl_serve_csv_write(const nvl_serve_workload_t *w,
+                         const nvl_serve_outcome_t *out,
+                         const nvl_serve_summary_t *sum, FILE *f);
+
+#endif

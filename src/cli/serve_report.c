@@ -1,0 +1,389 @@
+/* nvlemu serve's outputs: the readable report, the JSON summary, the
+ * per-request CSV and the Chrome trace (docs/serve.md "Results"). */
+#include <jansson.h>
+#include <string.h>
+
+#include "nvlemu/json.h"
+#include "serve.h"
+
+#define MS(ps) ((double)(ps) / 1e9)
+
+static const char *preempt_name(int p)
+{
+    return p == NVL_PREEMPT_SWAP ? "swap" : "recompute";
+}
+
+static void workload_line(const nvl_serve_result_t *r, char *buf, size_t n)
+{
+    const nvl_serve_args_t *a = r->args;
+    if (a->workload != NULL) {
+        snprintf(buf, n, "trace %s", a->workload);
+        return;
+    }
+    char isl[64], osl[64], arr[96];
+    nvl_serve_len_format(&a->isl, isl, sizeof isl);
+    nvl_serve_len_format(&a->osl, osl, sizeof osl);
+    if (a->concurrency > 0)
+        snprintf(arr, sizeof arr, "closed loop, %ld in flight",
+                 a->concurrency);
+    else if (a->rate > 0)
+        snprintf(arr, sizeof arr, "Poisson arrivals at %g req/s", a->rate);
+    else
+        snprintf(arr, sizeof arr, "all at time 0 (offline)");
+    int k = snprintf(buf, n, "generator: %s, isl %s, osl %s, seed %ld", arr,
+                     isl, osl, a->seed);
+    if (a->prefix_groups > 0 && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, ", %ld shared prefixes of %ld "
+                 "tokens", a->prefix_groups, a->prefix_len);
+}
+
+static void dist_row(FILE *out, const char *name, const nvl_serve_dist_t *d)
+{
+    fprintf(out, "%-12s %10.3f %10.3f %10.3f %10.3f %10.3f\n", name, d->mean,
+            d->p50, d->p90, d->p99, d->max);
+}
+
+static double busy_share(const nvl_serve_pool_t *p, double span_s)
+{
+    double busy = 0;
+    for (int i = 0; i < p->replicas; i++)
+        busy += (double)p->stats[i].busy_ps / 1e12;
+    return span_s > 0 ? busy / p->replicas / span_s : 0;
+}
+
+static void pool_totals(const nvl_serve_pool_t *p,
+                        nvl_serve_replica_stats_t *t)
+{
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < p->replicas; i++) {
+        const nvl_serve_replica_stats_t *s = &p->stats[i];
+        t->steps += s->steps;
+        t->tokens += s->tokens;
+        t->prefill_tokens += s->prefill_tokens;
+        t->decode_tokens += s->decode_tokens;
+        t->seqs += s->seqs;
+        t->preemptions += s->preemptions;
+        t->prefix_hits += s->prefix_hits;
+        t->prefix_hit_tokens += s->prefix_hit_tokens;
+        if (s->peak_blocks > t->peak_blocks)
+            t->peak_blocks = s->peak_blocks;
+        t->kv_blocks = s->kv_blocks;
+        t->h2d_bytes += s->h2d_bytes;
+        t->d2h_bytes += s->d2h_bytes;
+        t->busy_ps += s->busy_ps;
+    }
+}
+
+void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
+{
+    const nvl_serve_args_t *a = r->args;
+    const nvl_serve_summary_t *s = &r->sum;
+    char wl[256];
+    workload_line(r, wl, sizeof wl);
+    fprintf(out, "# nvlemu serve: %s on %s, %d GPUs:", r->cfg->name,
+            r->topo->name, s->gpus);
+    for (int p = 0; p < r->n_pools; p++)
+        fprintf(out, "%s %s %d x TP %d", p ? " +" : "", r->pools[p].name,
+                r->pools[p].replicas, r->pools[p].tp);
+    fprintf(out, "\n# workload: %zu requests, %s\n", s->requests, wl);
+    fprintf(out, "# policy: max batch %ld, %ld tokens per step, chunk %ld, "
+                 "block %ld, preempt %s, prefix caching %s\n",
+            a->max_batch, a->max_tokens, a->chunk ? a->chunk : a->max_tokens,
+            a->block, preempt_name(a->preempt),
+            a->prefix_caching ? "on" : "off");
+    fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
+                 "emulated time\n",
+            nvl_stack_name(a->stack),
+            a->stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
+                                        : "a serving engine's fused kernels",
+            nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype));
+    fprintf(out, "\nrequests     %zu finished in %.3f s (first arrival to "
+                 "last token)\n\n", s->requests, s->makespan_s);
+    fprintf(out, "%-12s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50",
+            "p90", "p99", "max");
+    dist_row(out, "TTFT", &s->ttft_ms);
+    dist_row(out, "TPOT", &s->tpot_ms);
+    dist_row(out, "E2E", &s->e2e_ms);
+    dist_row(out, "queue", &s->queue_ms);
+    fprintf(out, "\nthroughput   %.1f output tok/s (%.2f per GPU), %.1f "
+                 "total tok/s (%.2f per GPU), %.3f req/s\n",
+            s->output_tok_per_s, s->output_tok_per_s_per_gpu,
+            s->total_tok_per_s, s->total_tok_per_s_per_gpu, s->req_per_s);
+    fprintf(out, "per user     %.2f tok/s (mean over requests of 1 / "
+                 "TPOT)\n", s->tok_per_s_per_user);
+    if (s->slo_ttft_ms > 0 || s->slo_tpot_ms > 0)
+        fprintf(out, "goodput      %.1f%% of requests meet TTFT <= %g ms "
+                     "and TPOT <= %g ms: %.3f req/s, %.1f output tok/s\n",
+                100 * s->slo_attainment, s->slo_ttft_ms, s->slo_tpot_ms,
+                s->goodput_req_per_s, s->goodput_tok_per_s);
+    if (s->gpu_hour_cost > 0)
+        fprintf(out, "cost         %.4f per million output tokens, %.4f "
+                     "per million tokens in and out (%g per GPU-hour x %d "
+                     "GPUs)\n", s->cost_per_m_output, s->cost_per_m_total,
+                s->gpu_hour_cost, s->gpus);
+    if (r->n_pools == 2)
+        fprintf(out, "KV transfer  %.3f GB from prefill to decode, %.3f ms "
+                     "per request from prefill end to decode arrival "
+                     "(queueing on the links included)\n",
+                r->kv_transfer_gb, r->kv_transfer_ms_mean);
+    for (int p = 0; p < r->n_pools; p++) {
+        const nvl_serve_pool_t *pl = &r->pools[p];
+        nvl_serve_replica_stats_t t;
+        pool_totals(pl, &t);
+        fprintf(out, "\npool %s: %d replica(s) x TP %d\n", pl->name,
+                pl->replicas, pl->tp);
+        fprintf(out, "  KV cache     %.2f GB per GPU (%.0f blocks of %ld "
+                     "positions; %.0f%% in host memory), peak use %.1f%%\n",
+                pl->kv_gb_per_gpu, pl->kv_blocks, a->block,
+                100 * pl->kv_host_share,
+                pl->kv_blocks > 0 ? 100.0 * (double)t.peak_blocks /
+                                        pl->kv_blocks
+                                  : 0);
+        fprintf(out, "  utilisation  %.1f%% busy (steps' time over the "
+                     "makespan, mean over replicas)\n",
+                100 * busy_share(pl, s->makespan_s));
+        double st = t.steps ? (double)t.steps : 1;
+        fprintf(out, "  steps        %llu: %.1f sequences and %.1f tokens "
+                     "each on average (%.1f%% prefill tokens)\n",
+                (unsigned long long)t.steps, (double)t.seqs / st,
+                (double)t.tokens / st,
+                t.tokens ? 100.0 * (double)t.prefill_tokens /
+                               (double)t.tokens
+                         : 0);
+        fprintf(out, "  preemptions  %llu; prefix-cache hits %llu (%llu "
+                     "prompt tokens not computed); C2C copies %.3f GB in, "
+                     "%.3f GB out\n",
+                (unsigned long long)t.preemptions,
+                (unsigned long long)t.prefix_hits,
+                (unsigned long long)t.prefix_hit_tokens, t.h2d_bytes / 1e9,
+                t.d2h_bytes / 1e9);
+        int64_t total = 0;
+        for (int i = 0; i < NVL_PART_COUNT; i++)
+            total += pl->part_ps[i];
+        fprintf(out, "  step time   ");
+        for (int i = 0; i < NVL_PART_COUNT; i++)
+            if (pl->part_ps[i] > 0)
+                fprintf(out, " %s %.1f%%", nvl_part_name((nvl_part_t)i),
+                        total ? 100.0 * (double)pl->part_ps[i] /
+                                    (double)total
+                              : 0);
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\n# emulation: %.2f s wall\n", r->wall_s);
+}
+
+static json_t *dist_json(const nvl_serve_dist_t *d)
+{
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "mean", d->mean, "p50",
+                     d->p50, "p90", d->p90, "p99", d->p99, "min", d->min,
+                     "max", d->max);
+}
+
+nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
+                                   const char *path)
+{
+    const nvl_serve_args_t *a = r->args;
+    const nvl_serve_summary_t *s = &r->sum;
+    char isl[64], osl[64];
+    nvl_serve_len_format(&a->isl, isl, sizeof isl);
+    nvl_serve_len_format(&a->osl, osl, sizeof osl);
+    json_t *in = json_pack(
+        "{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:b}",
+        "model", r->cfg->name, "topology", r->topo->name, "gpus", s->gpus,
+        "stack", nvl_stack_name(a->stack), "dtype", nvl_wdtype_name(a->dtype),
+        "kv_dtype", nvl_wdtype_name(a->kv_dtype), "allreduce",
+        nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce), "max_batch",
+        (json_int_t)a->max_batch, "max_tokens_per_step",
+        (json_int_t)a->max_tokens, "chunk",
+        (json_int_t)(a->chunk ? a->chunk : a->max_tokens), "block",
+        (json_int_t)a->block, "preempt", preempt_name(a->preempt),
+        "prefix_caching", a->prefix_caching != 0);
+    if (a->workload != NULL)
+        json_object_set_new(in, "workload", json_string(a->workload));
+    else
+        json_object_set_new(
+            in, "generator",
+            json_pack("{s:I, s:f, s:I, s:s, s:s, s:I, s:I, s:I}", "requests",
+                      (json_int_t)a->requests, "rate", a->rate,
+                      "concurrency", (json_int_t)a->concurrency, "isl", isl,
+                      "osl", osl, "prefix_groups",
+                      (json_int_t)a->prefix_groups, "prefix_len",
+                      (json_int_t)a->prefix_len, "seed",
+                      (json_int_t)a->seed));
+    json_t *pools = json_array();
+    for (int p = 0; p < r->n_pools; p++) {
+        const nvl_serve_pool_t *pl = &r->pools[p];
+        nvl_serve_replica_stats_t t;
+        pool_totals(pl, &t);
+        json_t *parts = json_object();
+        for (int i = 0; i < NVL_PART_COUNT; i++)
+            json_object_set_new(parts, nvl_part_name((nvl_part_t)i),
+                                json_real(MS(pl->part_ps[i])));
+        json_array_append_new(
+            pools,
+            json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
+                      "s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o}",
+                      "name", pl->name, "gpus", pl->gpus, "tp", pl->tp,
+                      "replicas", pl->replicas, "kv_gb_per_gpu",
+                      pl->kv_gb_per_gpu, "kv_blocks", pl->kv_blocks,
+                      "kv_host_share", pl->kv_host_share, "kv_peak_use",
+                      pl->kv_blocks > 0 ? (double)t.peak_blocks /
+                                              pl->kv_blocks
+                                        : 0.0,
+                      "utilisation", busy_share(pl, s->makespan_s), "steps",
+                      (json_int_t)t.steps, "tokens", (json_int_t)t.tokens,
+                      "prefill_tokens", (json_int_t)t.prefill_tokens,
+                      "decode_tokens", (json_int_t)t.decode_tokens,
+                      "preemptions", (json_int_t)t.preemptions,
+                      "prefix_hits", (json_int_t)t.prefix_hits,
+                      "prefix_hit_tokens", (json_int_t)t.prefix_hit_tokens,
+                      "c2c_in_gb", t.h2d_bytes / 1e9, "c2c_out_gb",
+                      t.d2h_bytes / 1e9, "step_time_ms_by_part", parts));
+    }
+    json_t *root = json_object();
+    json_object_set_new(root, "inputs", in);
+    json_object_set_new(root, "requests", json_integer((json_int_t)s->requests));
+    json_object_set_new(root, "makespan_s", json_real(s->makespan_s));
+    json_object_set_new(root, "ttft_ms", dist_json(&s->ttft_ms));
+    json_object_set_new(root, "tpot_ms", dist_json(&s->tpot_ms));
+    json_object_set_new(root, "e2e_ms", dist_json(&s->e2e_ms));
+    json_object_set_new(root, "queue_ms", dist_json(&s->queue_ms));
+    json_object_set_new(root, "input_tokens", json_real(s->input_tokens));
+    json_object_set_new(root, "output_tokens", json_real(s->output_tokens));
+    json_object_set_new(root, "output_tok_per_s",
+                        json_real(s->output_tok_per_s));
+    json_object_set_new(root, "total_tok_per_s",
+                        json_real(s->total_tok_per_s));
+    json_object_set_new(root, "req_per_s", json_real(s->req_per_s));
+    json_object_set_new(root, "output_tok_per_s_per_gpu",
+                        json_real(s->output_tok_per_s_per_gpu));
+    json_object_set_new(root, "total_tok_per_s_per_gpu",
+                        json_real(s->total_tok_per_s_per_gpu));
+    json_object_set_new(root, "tok_per_s_per_user",
+                        json_real(s->tok_per_s_per_user));
+    json_object_set_new(
+        root, "slo",
+        json_pack("{s:f, s:f, s:I, s:f, s:f, s:f}", "ttft_ms", s->slo_ttft_ms,
+                  "tpot_ms", s->slo_tpot_ms, "good_requests",
+                  (json_int_t)s->good_requests, "attainment",
+                  s->slo_attainment, "goodput_req_per_s",
+                  s->goodput_req_per_s, "goodput_tok_per_s",
+                  s->goodput_tok_per_s));
+    if (s->gpu_hour_cost > 0)
+        json_object_set_new(
+            root, "cost",
+            json_pack("{s:f, s:f, s:f}", "gpu_hour", s->gpu_hour_cost,
+                      "per_million_output_tokens", s->cost_per_m_output,
+                      "per_million_tokens", s->cost_per_m_total));
+    if (r->n_pools == 2)
+        json_object_set_new(
+            root, "kv_transfer",
+            json_pack("{s:f, s:f}", "gb", r->kv_transfer_gb, "ms_mean",
+                      r->kv_transfer_ms_mean));
+    json_object_set_new(root, "pools", pools);
+    json_object_set_new(root, "wall_s", json_real(r->wall_s));
+    FILE *f = nvl_cli_open_out("--json", path);
+    nvl_status_t st = NVL_ERR_IO;
+    if (f != NULL) {
+        nvl_json_dumpf(root, f, JSON_INDENT(2));
+        fputc('\n', f);
+        st = nvl_cli_close_out("--json", path, f);
+    }
+    json_decref(root);
+    return st;
+}
+
+nvl_status_t nvl_serve_report_csv(const nvl_serve_result_t *r,
+                                  const char *path)
+{
+    FILE *f = nvl_cli_open_out("--csv", path);
+    if (f == NULL)
+        return NVL_ERR_IO;
+    nvl_serve_csv_write(r->w, r->out, &r->sum, f);
+    return nvl_cli_close_out("--csv", path, f);
+}
+
+/* One trace event, streamed (jansson encodes it). */
+static void emit(FILE *out, json_t *ev, bool *first)
+{
+    fputs(*first ? "\n" : ",\n", out);
+    *first = false;
+    nvl_json_dumpf(ev, out, JSON_COMPACT);
+    json_decref(ev);
+}
+
+nvl_status_t nvl_serve_trace_write(const nvl_serve_result_t *r,
+                                   nvl_serve_step_rec_t *const *steps,
+                                   const size_t *n_steps, FILE *out)
+{
+    bool first = true;
+    fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", out);
+    /* process 0: the replicas' steps, one track each */
+    emit(out, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
+                        "ph", "M", "pid", 0, "args", "name", "replicas"),
+         &first);
+    emit(out, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
+                        "ph", "M", "pid", 1, "args", "name", "requests"),
+         &first);
+    int rep = 0;
+    for (int p = 0; p < r->n_pools; p++)
+        for (int i = 0; i < r->pools[p].replicas; i++, rep++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s replica %d (TP %d)",
+                     r->pools[p].name, i, r->pools[p].tp);
+            emit(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
+                                "thread_name", "ph", "M", "pid", 0, "tid",
+                                rep, "args", "name", name),
+                 &first);
+            for (size_t k = 0; k < n_steps[rep]; k++) {
+                const nvl_serve_step_rec_t *s = &steps[rep][k];
+                emit(out,
+                     json_pack("{s:s, s:s, s:f, s:f, s:i, s:i, s:{s:i, s:i, "
+                               "s:i, s:i}}",
+                               "name", s->prefill_tokens ? "step (prefill)"
+                                                         : "step",
+                               "ph", "X", "ts", (double)s->start_ps / 1e6,
+                               "dur", (double)s->dur_ps / 1e6, "pid", 0,
+                               "tid", rep, "args", "sequences", s->seqs,
+                               "tokens", s->tokens, "prefill_tokens",
+                               s->prefill_tokens, "kv_blocks_used",
+                               s->blocks_used),
+                     &first);
+            }
+        }
+    /* process 1: each request's life as async spans */
+    for (size_t i = 0; i < r->w->n; i++) {
+        const nvl_serve_outcome_t *o = &r->out[i];
+        const nvl_serve_req_t *q = &r->w->reqs[i];
+        const char *names[3] = {"queued", "prefill", "decode"};
+        int64_t at[4] = {o->arrival_ps, o->scheduled_ps, o->first_token_ps,
+                         o->done_ps};
+        char id[32];
+        snprintf(id, sizeof id, "request %u", q->id);
+        for (int k = 0; k < 3; k++) {
+            if (at[k + 1] <= at[k] && k != 1)
+                continue;
+            emit(out,
+                 json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:i, s:{s:i, "
+                           "s:i, s:i}}",
+                           "name", names[k], "cat", id, "ph", "b", "id",
+                           (json_int_t)q->id, "ts", (double)at[k] / 1e6,
+                           "pid", 1, "tid", 0, "args", "input_tokens",
+                           q->input_tokens, "output_tokens", q->output_tokens,
+                           "replica", o->replica),
+                 &first);
+            emit(out,
+                 json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:i}", "name",
+                           names[k], "cat", id, "ph", "e", "id",
+                           (json_int_t)q->id, "ts", (double)at[k + 1] / 1e6,
+                           "pid", 1, "tid", 0),
+                 &first);
+        }
+    }
+    fputs("\n]}\n", out);
+    if (fflush(out) != 0 || ferror(out)) {
+        nvl_report("--trace: write failed");
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}

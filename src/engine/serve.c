@@ -1,0 +1,45 @@
+/* One continuous-batching step of nvlemu serve: a forward pass of the
+ * scheduler's batch (pass.c), its end agreed over the group. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "nvlemu/runtime.h"
+
+nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
+                                   const uint64_t *past,
+                                   const uint64_t *new_tokens,
+                                   double h2d_bytes, double d2h_bytes,
+                                   int64_t start_ps, int64_t *dur_ps_out,
+                                   nvl_pass_stats_t *pass_out)
+{
+    nvl_vclock_t *clock = nvl_engine_clock(e);
+    nvl_vclock_wait_until(clock, start_ps);
+    nvl_kv_cache_t *caches = calloc((size_t)n + 1, sizeof *caches);
+    if (caches == NULL) {
+        nvl_report("out of memory for a step of %d sequences", n);
+        nvl_runtime_abort(1);
+    }
+    for (int i = 0; i < n; i++)
+        caches[i].len = past[i];
+    e->row0 = 0;
+    e->serve_h2d_bytes = h2d_bytes;
+    e->serve_d2h_bytes = d2h_bytes;
+    nvl_status_t st = nvl_engine_forward(e, n, caches, NULL, new_tokens,
+                                         NULL);
+    free(caches);
+    int64_t end = clock->now_ps, latest = end;
+    MPI_Allreduce(&end, &latest, 1, MPI_INT64_T, MPI_MAX,
+                  nvl_comm_mpi(e->tp));
+    nvl_vclock_wait_until(clock, latest);
+    if (st != NVL_OK)
+        return st;
+    size_t np;
+    const nvl_pass_stats_t *p = nvl_engine_passes(e, &np);
+    if (pass_out != NULL && np > 0)
+        *pass_out = p[np - 1];
+    e->n_passes = 0; /* nothing kept: pass numbers go on */
+    e->n_events = 0;
+    *dur_ps_out = latest - start_ps;
+    return NVL_OK;
+}

@@ -1,0 +1,391 @@
+/* A serving workload: a JSONL request trace (jansson, one object a line),
+ * or the generator (Poisson or closed-loop arrivals, lengths fixed or
+ * drawn from a distribution, shared prefixes).  The generator uses its own
+ * 64-bit generator (splitmix64, Steele et al., OOPSLA 2014), so the same
+ * parameters give the same requests on every host and libc. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvlemu/serve.h"
+#include "nvlemu/vclock.h"
+
+/* ---- lengths -------------------------------------------------------------- */
+
+nvl_status_t nvl_serve_len_parse(const char *label, const char *text,
+                                 void *len_out)
+{
+    static const struct {
+        const char *prefix;
+        int kind;
+    } kinds[] = {{"uniform:", NVL_LEN_UNIFORM},
+                 {"normal:", NVL_LEN_NORMAL},
+                 {"lognormal:", NVL_LEN_LOGNORMAL}};
+    nvl_serve_len_t l = {.kind = NVL_LEN_FIXED};
+    const char *p = text;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strncmp(text, kinds[i].prefix, strlen(kinds[i].prefix)) == 0) {
+            l.kind = kinds[i].kind;
+            p = text + strlen(kinds[i].prefix);
+        }
+    char *end = NULL;
+    errno = 0;
+    l.a = strtod(p, &end);
+    bool ok = end != p && errno == 0 && isfinite(l.a);
+    if (ok && l.kind != NVL_LEN_FIXED) {
+        ok = *end == ':';
+        if (ok) {
+            p = end + 1;
+            l.b = strtod(p, &end);
+            ok = end != p && errno == 0 && isfinite(l.b);
+        }
+    }
+    ok = ok && *end == '\0';
+    if (ok)
+        switch (l.kind) {
+        case NVL_LEN_FIXED:
+            ok = l.a >= 1 && l.a == floor(l.a) && l.a <= 1 << 30;
+            break;
+        case NVL_LEN_UNIFORM:
+            ok = l.a >= 1 && l.b >= l.a && l.a == floor(l.a) &&
+                 l.b == floor(l.b) && l.b <= 1 << 30;
+            break;
+        default: /* normal: mean, sd; lognormal: median, sigma */
+            ok = l.a >= 1 && l.a <= 1 << 30 && l.b >= 0;
+        }
+    if (!ok) {
+        nvl_report("%s '%s': expected a token count N >= 1, uniform:LO:HI "
+                   "(1 <= LO <= HI), normal:MEAN:SD or lognormal:MEDIAN:"
+                   "SIGMA (MEAN, MEDIAN >= 1; SD, SIGMA >= 0)", label, text);
+        return NVL_ERR_INVALID;
+    }
+    *(nvl_serve_len_t *)len_out = l;
+    return NVL_OK;
+}
+
+void nvl_serve_len_format(const nvl_serve_len_t *len, char *buf, size_t n)
+{
+    static const char *names[] = {"", "uniform:", "normal:", "lognormal:"};
+    if (len->kind == NVL_LEN_FIXED)
+        snprintf(buf, n, "%.0f", len->a);
+    else
+        snprintf(buf, n, "%s%.15g:%.15g", names[len->kind], len->a, len->b);
+}
+
+/* ---- the generator ---------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in (0, 1): never 0, so that log() is finite */
+static double unit_open(uint64_t *s)
+{
+    return ((double)(splitmix64(s) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double std_normal(uint64_t *s)
+{
+    double u = unit_open(s), v = unit_open(s);
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v); /* Box-Muller */
+}
+
+static uint32_t draw_len(const nvl_serve_len_t *l, uint64_t *s)
+{
+    double x;
+    switch (l->kind) {
+    case NVL_LEN_UNIFORM:
+        x = l->a + (double)(splitmix64(s) % (uint64_t)(l->b - l->a + 1));
+        break;
+    case NVL_LEN_NORMAL:
+        x = round(l->a + l->b * std_normal(s));
+        break;
+    case NVL_LEN_LOGNORMAL:
+        x = round(l->a * exp(l->b * std_normal(s)));
+        break;
+    default:
+        x = l->a;
+    }
+    return x < 1 ? 1 : x > 1 << 30 ? 1u << 30 : (uint32_t)x;
+}
+
+nvl_status_t nvl_serve_generate(const nvl_serve_gen_t *g,
+                                nvl_serve_workload_t *w_out)
+{
+    if (g->requests < 1) {
+        nvl_report("--requests must be at least 1");
+        return NVL_ERR_INVALID;
+    }
+    nvl_serve_workload_t w = {.n = g->requests,
+                              .concurrency = g->concurrency};
+    w.reqs = calloc(w.n, sizeof *w.reqs);
+    if (w.reqs == NULL) {
+        nvl_report("out of memory for %u requests", g->requests);
+        return NVL_ERR_NOMEM;
+    }
+    uint64_t s = g->seed * 0x2545f4914f6cdd1dull + 0x5eedull;
+    double t_s = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        nvl_serve_req_t *r = &w.reqs[i];
+        r->id = (uint32_t)i;
+        if (g->concurrency > 0)
+            r->arrival_ps = i < g->concurrency ? 0 : -1;
+        else {
+            if (g->rate_per_s > 0 && i > 0)
+                t_s += -log(unit_open(&s)) / g->rate_per_s;
+            r->arrival_ps = nvl_ps_from_s(t_s);
+        }
+        r->input_tokens = draw_len(&g->isl, &s);
+        r->output_tokens = draw_len(&g->osl, &s);
+        r->prefix = -1;
+        if (g->prefix_groups > 0 && g->prefix_tokens > 0) {
+            r->prefix = (int32_t)(splitmix64(&s) % g->prefix_groups);
+            r->prefix_tokens = g->prefix_tokens < r->input_tokens
+                                   ? g->prefix_tokens
+                                   : r->input_tokens;
+        }
+    }
+    *w_out = w;
+    return NVL_OK;
+}
+
+/* ---- the trace ------------------------------------------------------------- */
+
+/* The first of `keys` present in o (NULL: none). */
+static json_t *field(json_t *o, const char *const *keys)
+{
+    for (; *keys != NULL; keys++) {
+        json_t *v = json_object_get(o, *keys);
+        if (v != NULL)
+            return v;
+    }
+    return NULL;
+}
+
+/* A whole number >= 1 of field keys[0] (or an alias). */
+static bool token_count(json_t *o, const char *const *keys, uint32_t *out,
+                        char *why, size_t n)
+{
+    json_t *v = field(o, keys);
+    double x = v == NULL                 ? -1
+               : json_is_integer(v)      ? (double)json_integer_value(v)
+               : json_is_real(v)         ? json_real_value(v)
+                                         : -2;
+    if (v == NULL)
+        snprintf(why, n, "missing \"%s\"", keys[0]);
+    else if (x == -2)
+        snprintf(why, n, "\"%s\" is not a number", keys[0]);
+    else if (x < 1 || x != floor(x) || x > 1 << 30)
+        snprintf(why, n, "\"%s\" is %g: expected a whole number of tokens "
+                 ">= 1", keys[0], x);
+    else {
+        *out = (uint32_t)x;
+        return true;
+    }
+    return false;
+}
+
+/* The prefix id's number (adding it to w's names). */
+static int32_t prefix_number(nvl_serve_workload_t *w, const char *name)
+{
+    for (size_t i = w->n_prefixes; i-- > 0;)
+        if (strcmp(w->prefix_names[i], name) == 0)
+            return (int32_t)i;
+    char **names = realloc(w->prefix_names,
+                           (w->n_prefixes + 1) * sizeof *names);
+    char *copy = strdup(name);
+    if (names == NULL || copy == NULL) {
+        free(copy);
+        if (names != NULL)
+            w->prefix_names = names;
+        return -2;
+    }
+    w->prefix_names = names;
+    names[w->n_prefixes] = copy;
+    return (int32_t)w->n_prefixes++;
+}
+
+/* One line's request; why says what is wrong (false). */
+static bool parse_line(nvl_serve_workload_t *w, const char *text,
+                       double prev_s, nvl_serve_req_t *r, uint32_t **plen,
+                       double *t_out, char *why, size_t n)
+{
+    static const char *const k_arr[] = {"arrival_s", "timestamp", NULL};
+    static const char *const k_in[] = {"input_tokens", "input_length", NULL};
+    static const char *const k_out[] = {"output_tokens", "output_length",
+                                        NULL};
+    static const char *const k_pid[] = {"prefix_id", NULL};
+    static const char *const k_plen[] = {"prefix_tokens", NULL};
+    json_error_t err;
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    bool ok = false;
+    if (o == NULL) {
+        snprintf(why, n, "malformed JSON: %s (column %d)", err.text,
+                 err.column);
+        return false;
+    }
+    json_t *v;
+    if (!json_is_object(o))
+        snprintf(why, n, "expected a JSON object");
+    else if ((v = field(o, k_arr)) == NULL)
+        snprintf(why, n, "missing \"arrival_s\"");
+    else if (!json_is_number(v))
+        snprintf(why, n, "\"arrival_s\" is not a number");
+    else if (!(json_number_value(v) >= 0) ||
+             !isfinite(json_number_value(v)))
+        snprintf(why, n, "\"arrival_s\" is %g: expected seconds >= 0",
+                 json_number_value(v));
+    else if (json_number_value(v) < prev_s)
+        snprintf(why, n, "\"arrival_s\" %g is before the previous line's "
+                 "%g: the trace must be sorted by arrival",
+                 json_number_value(v), prev_s);
+    else if (token_count(o, k_in, &r->input_tokens, why, n) &&
+             token_count(o, k_out, &r->output_tokens, why, n)) {
+        *t_out = json_number_value(v);
+        r->arrival_ps = nvl_ps_from_s(*t_out);
+        r->prefix = -1;
+        json_t *pid = field(o, k_pid), *pl = field(o, k_plen);
+        char name[64];
+        ok = true;
+        if (pid != NULL) {
+            if (json_is_string(pid))
+                snprintf(name, sizeof name, "%s", json_string_value(pid));
+            else if (json_is_integer(pid))
+                snprintf(name, sizeof name, "%lld",
+                         (long long)json_integer_value(pid));
+            else {
+                snprintf(why, n, "\"prefix_id\" must be a string or a "
+                         "whole number");
+                ok = false;
+            }
+            if (ok && (r->prefix = prefix_number(w, name)) < 0) {
+                snprintf(why, n, "out of memory");
+                ok = false;
+            }
+        } else if (pl != NULL) {
+            snprintf(why, n, "\"prefix_tokens\" without \"prefix_id\"");
+            ok = false;
+        }
+        if (ok && pid != NULL) {
+            uint32_t len = 0;
+            if (pl != NULL) {
+                ok = token_count(o, k_plen, &len, why, n);
+                if (ok && len > r->input_tokens) {
+                    snprintf(why, n, "\"prefix_tokens\" %u is more than "
+                             "\"input_tokens\" %u", len, r->input_tokens);
+                    ok = false;
+                }
+            }
+            /* an id's length: given, or its first request's prompt */
+            if (ok) {
+                uint32_t *known = &(*plen)[r->prefix];
+                if (*known == 0)
+                    *known = len ? len : r->input_tokens;
+                else if (len && len != *known) {
+                    snprintf(why, n, "prefix \"%s\" is %u tokens here and "
+                             "%u on an earlier line", name, len, *known);
+                    ok = false;
+                }
+                r->prefix_tokens = *known < r->input_tokens
+                                       ? *known
+                                       : r->input_tokens;
+            }
+        }
+    }
+    json_decref(o);
+    return ok;
+}
+
+nvl_status_t nvl_serve_trace_load(const char *path,
+                                  nvl_serve_workload_t *w_out)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        nvl_report("--trace-in %s: cannot open: %s", path, strerror(errno));
+        return NVL_ERR_IO;
+    }
+    nvl_serve_workload_t w = {0};
+    size_t cap = 0, cap_plen = 0;
+    uint32_t *plen = NULL;
+    char *line = NULL;
+    size_t line_cap = 0;
+    ssize_t got;
+    uint32_t lineno = 0;
+    double prev_s = 0;
+    nvl_status_t st = NVL_OK;
+    while ((got = getline(&line, &line_cap, f)) > 0) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\n' || *p == '\r' || *p == '\0' || *p == '#')
+            continue;
+        if (w.n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            nvl_serve_req_t *nr = realloc(w.reqs, cap * sizeof *nr);
+            if (nr == NULL) {
+                st = NVL_ERR_NOMEM;
+                nvl_report("%s:%u: out of memory", path, lineno);
+                break;
+            }
+            w.reqs = nr;
+        }
+        if (w.n_prefixes + 1 > cap_plen) {
+            size_t nc = cap_plen ? 2 * cap_plen : 64;
+            uint32_t *np = realloc(plen, nc * sizeof *np);
+            if (np == NULL) {
+                st = NVL_ERR_NOMEM;
+                nvl_report("%s:%u: out of memory", path, lineno);
+                break;
+            }
+            memset(np + cap_plen, 0, (nc - cap_plen) * sizeof *np);
+            plen = np;
+            cap_plen = nc;
+        }
+        nvl_serve_req_t *r = &w.reqs[w.n];
+        memset(r, 0, sizeof *r);
+        char why[256];
+        if (!parse_line(&w, p, prev_s, r, &plen, &prev_s, why, sizeof why)) {
+            nvl_report("%s:%u: %s", path, lineno, why);
+            st = NVL_ERR_INVALID;
+            break;
+        }
+        r->id = (uint32_t)w.n;
+        r->line = lineno;
+        w.n++;
+    }
+    if (st == NVL_OK && ferror(f)) {
+        nvl_report("%s: read error: %s", path, strerror(errno));
+        st = NVL_ERR_IO;
+    }
+    if (st == NVL_OK && w.n == 0) {
+        nvl_report("%s: no requests (one JSON object a line: {\"arrival_s\": "
+                   "0.0, \"input_tokens\": 512, \"output_tokens\": 128})",
+                   path);
+        st = NVL_ERR_INVALID;
+    }
+    free(line);
+    free(plen);
+    fclose(f);
+    if (st != NVL_OK) {
+        nvl_serve_workload_free(&w);
+        return st;
+    }
+    *w_out = w;
+    return NVL_OK;
+}
+
+void nvl_serve_workload_free(nvl_serve_workload_t *w)
+{
+    for (size_t i = 0; i < w->n_prefixes; i++)
+        free(w->prefix_names[i]);
+    free(w->prefix_names);
+    free(w->reqs);
+    memset(w, 0, sizeof *w);
+}
