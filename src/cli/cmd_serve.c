@@ -147,6 +147,11 @@ static const nvl_opt_t serve_opts[] = {
      .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,
      .doc = "aggregated: ranks per replica (0: all; the job runs "
             "ranks / T replicas)"},
+    {.name = "replicas", .kind = NVL_OPT_LONG, .offset = AT(replicas),
+     .arg = "N", .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,
+     .doc = "aggregated: the system's replicas of --tp GPUs each, requests "
+            "round-robin over them, of which the job emulates ranks / T "
+            "(the others serve the same share; 0: ranks / T)"},
     {.name = "prefill-gpus", .kind = NVL_OPT_LONG,
      .offset = AT(prefill_gpus), .arg = "N", .def = "0", .min = 0,
      .max = NVL_TOPO_MAX_GPUS,
@@ -268,7 +273,12 @@ static nvl_status_t plan_layout(const nvl_serve_args_t *a, int size,
             }
             l->pools[p] = (nvl_serve_pool_t){
                 .name = names[p], .first_rank = first, .gpus = (int)g[p],
-                .tp = (int)t[p], .replicas = (int)(g[p] / t[p])};
+                .tp = (int)t[p], .replicas = (int)(g[p] / t[p]),
+                .system_replicas = (int)(g[p] / t[p])};
+            if (a->replicas) {
+                nvl_report("--replicas is the aggregated layout's");
+                return NVL_ERR_INVALID;
+            }
             if (rank >= first && rank < first + g[p]) {
                 l->pool = p;
                 l->replica_in_pool = (rank - first) / (int)t[p];
@@ -290,10 +300,16 @@ static nvl_status_t plan_layout(const nvl_serve_args_t *a, int size,
         nvl_report("--tp %ld does not divide the job's %d ranks", tp, size);
         return NVL_ERR_INVALID;
     }
+    if (a->replicas && a->replicas < size / tp) {
+        nvl_report("--replicas %ld: the job's %d ranks already run %ld "
+                   "replicas of TP %ld", a->replicas, size, size / tp, tp);
+        return NVL_ERR_INVALID;
+    }
     l->n_pools = 1;
-    l->pools[0] = (nvl_serve_pool_t){.name = "aggregated", .gpus = size,
-                                     .tp = (int)tp,
-                                     .replicas = size / (int)tp};
+    l->pools[0] = (nvl_serve_pool_t){
+        .name = "aggregated", .gpus = size, .tp = (int)tp,
+        .replicas = size / (int)tp,
+        .system_replicas = a->replicas ? (int)a->replicas : size / (int)tp};
     l->replica = l->replica_in_pool = rank / (int)tp;
     l->rank_in_replica = rank % (int)tp;
     return NVL_OK;
@@ -801,12 +817,12 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
         uint32_t *which = NULL;
         nvl_serve_workload_t local = *my_w;
         if (!disagg || j.L.pool == 0) {
-            which = assign(my_w, j.L.replica_in_pool, pool->replicas, &nw);
+            uint32_t R = (uint32_t)pool->system_replicas;
+            which = assign(my_w, j.L.replica_in_pool, (int)R, &nw);
             if (w->concurrency > 0) /* the closed loop's share */
                 local.concurrency =
-                    w->concurrency / (uint32_t)pool->replicas +
-                    ((uint32_t)j.L.replica_in_pool <
-                     w->concurrency % (uint32_t)pool->replicas);
+                    w->concurrency / R +
+                    ((uint32_t)j.L.replica_in_pool < w->concurrency % R);
             if (nw > 0 && local.concurrency == 0 && w->concurrency > 0)
                 local.concurrency = 1;
             st = run_pool(&j, &local, which, nw, false, out);
@@ -893,8 +909,28 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
                                     .kv_transfer_gb = xfer_gb,
                                     .wall_s = wall};
             unpack_pools(all, size, &j.L, r.pools);
-            nvl_serve_summarize(w, out, size, a->slo_ttft_ms, a->slo_tpot_ms,
-                                a->gpu_hour_cost, &r.sum);
+            /* --replicas: the emulated replicas' requests only */
+            nvl_serve_workload_t sw = *w;
+            nvl_serve_outcome_t *so = out;
+            if (pool->system_replicas > pool->replicas) {
+                sw.reqs = malloc((w->n + 1) * sizeof *sw.reqs);
+                so = malloc((w->n + 1) * sizeof *so);
+                if (sw.reqs == NULL || so == NULL) {
+                    nvl_report("out of memory for the report");
+                    nvl_runtime_abort(1);
+                }
+                sw.n = 0;
+                for (size_t i = 0; i < w->n; i++)
+                    if (i % (size_t)pool->system_replicas <
+                        (size_t)pool->replicas) {
+                        so[sw.n] = out[i];
+                        sw.reqs[sw.n++] = w->reqs[i];
+                    }
+                r.w = &sw;
+                r.out = so;
+            }
+            nvl_serve_summarize(r.w, r.out, size, a->slo_ttft_ms,
+                                a->slo_tpot_ms, a->gpu_hour_cost, &r.sum);
             bool json_out = a->common.json != NULL &&
                             strcmp(a->common.json, "-") == 0;
             nvl_serve_report_text(&r, json_out ? stderr : stdout);
@@ -906,6 +942,10 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
                 st = nvl_serve_trace_write(&r, steps, n_steps, c->trace);
             for (int p = 0; p < r.n_pools; p++)
                 free(r.pools[p].stats);
+            if (so != out) {
+                free(sw.reqs);
+                free(so);
+            }
         }
         for (int i = 0; i < n_rep; i++)
             free(steps[i]);

@@ -23,7 +23,7 @@ typedef struct {
     long max_batch, max_tokens, chunk, block;
     int preempt, prefix_caching;
     /* the layout */
-    long tp, prefill_gpus, decode_gpus, prefill_tp, decode_tp, ep;
+    long tp, replicas, prefill_gpus, decode_gpus, prefill_tp, decode_tp, ep;
     /* the model and its kernels, as `run` */
     nvl_wdtype_t dtype, kv_dtype;
     int attn_choice;
@@ -43,6 +43,8 @@ typedef struct {
 typedef struct {
     const char *name;         /* "aggregated", "prefill", "decode" */
     int first_rank, gpus, tp, replicas;
+    int system_replicas;      /* the system's (--replicas), >= replicas:
+                                 the others serve the same share */
     nvl_serve_replica_stats_t *stats; /* per replica (rank 0) */
     int64_t part_ps[NVL_PART_COUNT];  /* step time by part, summed over
                                          steps, mean over the pool's ranks */

@@ -85,6 +85,11 @@ void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
     for (int p = 0; p < r->n_pools; p++)
         fprintf(out, "%s %s %d x TP %d", p ? " +" : "", r->pools[p].name,
                 r->pools[p].replicas, r->pools[p].tp);
+    if (r->pools[0].system_replicas > r->pools[0].replicas)
+        fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
+                     "serve the same share of the load)",
+                r->pools[0].system_replicas,
+                r->pools[0].system_replicas * r->pools[0].tp);
     fprintf(out, "\n# workload: %zu requests, %s\n", s->requests, wl);
     fprintf(out, "# policy: max batch %ld, %ld tokens per step, chunk %ld, "
                  "block %ld, preempt %s, prefix caching %s\n",
@@ -198,6 +203,8 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
         (json_int_t)(a->chunk ? a->chunk : a->max_tokens), "block",
         (json_int_t)a->block, "preempt", preempt_name(a->preempt),
         "prefix_caching", a->prefix_caching != 0);
+    json_object_set_new(in, "system_replicas",
+                        json_integer(r->pools[0].system_replicas));
     if (a->workload != NULL)
         json_object_set_new(in, "workload", json_string(a->workload));
     else
