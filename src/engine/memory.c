@@ -274,7 +274,7 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     if (!p->fits) {
         nvl_report("does not fit: %s at TP %d leaves no HBM for the KV "
                    "cache: weights %.2f GB + activations %.2f GB (a step of "
-                   "%llu tokens) + reserve %.2f GB of %.0f GB per GPU; ways "
+                   "%llu tokens) + reserve %.2f GB of %.1f GB per GPU; ways "
                    "out: more GPUs (TP), --dtype fp8|fp4, a smaller "
                    "--max-tokens-per-step, --weights-host", e->cfg.name,
                    nvl_comm_size(e->tp),

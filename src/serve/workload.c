@@ -307,7 +307,7 @@ nvl_status_t nvl_serve_trace_load(const char *path,
 {
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        nvl_report("--trace-in %s: cannot open: %s", path, strerror(errno));
+        nvl_report("--workload %s: cannot open: %s", path, strerror(errno));
         return NVL_ERR_IO;
     }
     nvl_serve_workload_t w = {0};

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""nvlemu serve against nvlemu run and against itself.
+
+  check.py one-request   a one-request trace: serve's TTFT and TPOT are run's
+                         (same model, ranks, topology: the same engine steps)
+  check.py conservation  a loaded server with preemption and prefix caching:
+                         every request finishes, tokens add up, latencies are
+                         ordered, the JSON agrees with the CSV
+  check.py placements    the same trace under three launch layouts gives
+                         byte-identical CSV and JSON (but the wall time)
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run"))
+from golden import PLACEMENTS  # noqa: E402  (the launch layouts of the run tests)
+
+
+def job(root, cmd, placement="default", ranks=3):
+    env = dict(os.environ)
+    for var in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE"):
+        env.pop(var, None)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    full = PLACEMENTS[placement](ranks, cmd)
+    p = subprocess.run(full, cwd=root, env=env, capture_output=True, text=True,
+                       timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"check: {' '.join(full)} exited {p.returncode}\n{p.stdout}{p.stderr}")
+    return p.stdout
+
+
+def one_request(a, tmp):
+    model = ["--model", "qwen2.5-7b", "--layers", "6"]
+    run_json, serve_json = os.path.join(tmp, "run.json"), os.path.join(tmp, "serve.json")
+    job(a.root, [a.nvlemu, "run"] + model + ["--prompt-len", "1000", "--gen-len", "20",
+                                             "--json", run_json])
+    job(a.root, [a.nvlemu, "serve"] + model +
+        ["--workload", "tests/data/serve/one-request.jsonl", "--json", serve_json])
+    run, serve = json.load(open(run_json)), json.load(open(serve_json))
+    bad = 0
+    if serve["ttft_ms"]["mean"] != run["ttft_ms"]:
+        print(f"TTFT: serve {serve['ttft_ms']['mean']!r} ms, run {run['ttft_ms']!r} ms")
+        bad += 1
+    # run: the mean of its 19 decode steps; serve: (last - first token) / 19
+    tp_run, tp_serve = run["tpot_ms"], serve["tpot_ms"]["mean"]
+    if abs(tp_serve - tp_run) > 1e-9 * tp_run:
+        print(f"TPOT: serve {tp_serve!r} ms, run {tp_run!r} ms")
+        bad += 1
+    if bad == 0:
+        print(f"one request: serve = run: TTFT {run['ttft_ms']:.6f} ms, "
+              f"TPOT {tp_run:.6f} ms")
+    return 1 if bad else 0
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def conservation(a, tmp):
+    out_json, out_csv = os.path.join(tmp, "s.json"), os.path.join(tmp, "s.csv")
+    # 3 ranks, TP 3; a KV cache squeezed to force preemption; shared prefixes
+    job(a.root, [a.nvlemu, "serve", "--model", "qwen2.5-7b", "--layers", "4",
+                 "--requests", "150", "--rate", "200", "--isl", "uniform:200:600",
+                 "--osl", "uniform:100:300", "--prefix-groups", "3", "--prefix-len", "160",
+                 "--max-batch", "48", "--max-tokens-per-step", "2048", "--chunk", "512",
+                 "--set", "gpu.hbm=1.56GB", "--json", out_json, "--csv", out_csv], ranks=3)
+    s = json.load(open(out_json))
+    rows = read_csv(out_csv)
+    errors = []
+    if len(rows) != 150 or s["requests"] != 150:
+        errors.append(f"{len(rows)} CSV rows, {s['requests']} in the JSON, of 150")
+    out_tokens = sum(int(r["output_tokens"]) for r in rows)
+    if out_tokens != s["output_tokens"]:
+        errors.append(f"output tokens: CSV {out_tokens}, JSON {s['output_tokens']}")
+    pool = s["pools"][0]
+    prompts = sum(int(r["input_tokens"]) for r in rows)
+    cached = sum(int(r["cached_tokens"]) for r in rows)
+    decode = out_tokens - len(rows)      # every output after the first
+    if pool["preemptions"] == 0:
+        errors.append("no preemption: the test's KV squeeze did not bite")
+    if pool["prefix_hits"] == 0 or cached == 0:
+        errors.append("no prefix-cache hit")
+    # tokens computed: each prompt once (less what the cache held) and each
+    # output once, plus what preemption made it compute again
+    if pool["tokens"] < prompts - cached + decode:
+        errors.append(f"steps computed {pool['tokens']} tokens, fewer than the "
+                      f"{prompts - cached + decode} the requests need")
+    if pool["prefill_tokens"] + pool["decode_tokens"] != pool["tokens"]:
+        errors.append("prefill + decode tokens != tokens")
+    if pool["kv_peak_use"] > 1:
+        errors.append(f"KV use peaked at {pool['kv_peak_use']} of the capacity")
+    for r in rows:
+        q, ttft, e2e = float(r["queue_ms"]), float(r["ttft_ms"]), float(r["e2e_ms"])
+        if not 0 <= q < ttft <= e2e:
+            errors.append(f"request {r['id']}: queue {q}, TTFT {ttft}, E2E {e2e}")
+        if int(r["cached_tokens"]) >= int(r["input_tokens"]):
+            errors.append(f"request {r['id']}: all of its prompt cached")
+    for e in errors[:20]:
+        print(e)
+    if not errors:
+        print(f"conservation: 150 requests, {out_tokens} output tokens, "
+              f"{pool['preemptions']} preemptions, {pool['prefix_hits']} prefix hits, "
+              f"peak KV {pool['kv_peak_use']:.3f}")
+    return 1 if errors else 0
+
+
+def placements(a, tmp):
+    got = {}
+    for p in PLACEMENTS:
+        j, c = os.path.join(tmp, p + ".json"), os.path.join(tmp, p + ".csv")
+        job(a.root, [a.nvlemu, "serve", "--model", "qwen2.5-7b", "--layers", "4",
+                     "--workload", "tests/data/serve/chat.jsonl", "--tp", "2",
+                     "--json", j, "--csv", c], placement=p, ranks=4)
+        d = json.load(open(j))
+        d.pop("wall_s")
+        got[p] = (open(c, "rb").read(), json.dumps(d, sort_keys=True))
+    first = next(iter(got))
+    bad = [p for p in got if got[p] != got[first]]
+    for p in bad:
+        print(f"placement {p} differs from {first}")
+    if not bad:
+        print(f"placements: {', '.join(got)} give byte-identical CSV and JSON")
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=["one-request", "conservation", "placements"])
+    ap.add_argument("--nvlemu", default="build/nvlemu")
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))))
+    a = ap.parse_args()
+    a.root = os.path.abspath(a.root)
+    a.nvlemu = os.path.abspath(os.path.join(a.root, a.nvlemu))
+    with tempfile.TemporaryDirectory() as tmp:
+        return {"one-request": one_request, "conservation": conservation,
+                "placements": placements}[a.check](a, tmp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
