@@ -118,7 +118,7 @@ static const nvl_opt_t serve_opts[] = {
      .doc = "generator and timing mode's expert routing"},
     /* the policy */
     {.name = "max-batch", .kind = NVL_OPT_LONG, .offset = AT(max_batch),
-     .arg = "N", .def = "256", .min = 1, .max = 1 << 20,
+     .arg = "N", .def = "1024", .min = 1, .max = 1 << 20,
      .doc = "sequences in one step (vLLM max_num_seqs)"},
     {.name = "max-tokens-per-step", .kind = NVL_OPT_LONG,
      .offset = AT(max_tokens), .arg = "N", .def = "8192", .min = 1,
@@ -368,61 +368,77 @@ static nvl_status_t make_engine(const nvl_serve_args_t *a,
 
 /* ---- disaggregation: the KV's trip from a prefill to a decode replica ------ */
 
-/* The rank (of n) of a TP group that holds kv head h, the one serving
- * member j of the other side when several hold it. */
-static int head_holder(uint32_t kvh, int n, uint32_t h, int j)
+/* The kv heads member r of a TP group of n holds (the shard plan's: the
+ * heads its query heads read; {0, 0} when it holds none). */
+static nvl_range_t heads_of(const nvl_model_config_t *cfg, int n, int r)
 {
-    if ((uint32_t)n <= kvh) {
-        for (int r = 0; r < n; r++) {
-            nvl_range_t s = nvl_range_split(kvh, n, r);
-            if (h >= s.first && h < s.first + s.count)
-                return r;
-        }
-        return n - 1;
+    nvl_shard_t sh;
+    if (nvl_shard_plan(cfg, n, r, &sh) != NVL_OK)
+        return (nvl_range_t){0, 0};
+    return sh.kv_heads;
+}
+
+/* The member (of n) that sends kv head h to the receiver's member j: of
+ * the members holding h, the (j mod their count)-th. */
+static int head_holder(const nvl_model_config_t *cfg, int n, uint32_t h,
+                       int j)
+{
+    int holders = 0;
+    for (int r = 0; r < n; r++) {
+        nvl_range_t s = heads_of(cfg, n, r);
+        holders += h >= s.first && h < s.first + s.count;
     }
-    int per = n / (int)kvh; /* replicas of each head */
-    return (int)h * per + j % (per > 0 ? per : 1);
+    int pick = holders > 0 ? j % holders : 0;
+    for (int r = 0; r < n; r++) {
+        nvl_range_t s = heads_of(cfg, n, r);
+        if (h >= s.first && h < s.first + s.count && pick-- == 0)
+            return r;
+    }
+    return 0;
 }
 
-/* The kv heads member r of a TP group of n reads (first, count). */
-static nvl_range_t heads_of(uint32_t kvh, int n, int r)
+/* heads[i * dt + j]: the kv heads prefill member i (of pt) sends decode
+ * member j (of dt); malloc'd. */
+static double *head_matrix(const nvl_model_config_t *cfg, int pt, int dt)
 {
-    if ((uint32_t)n <= kvh)
-        return nvl_range_split(kvh, n, r);
-    int per = n / (int)kvh;
-    uint32_t h = (uint32_t)(r / per);
-    return (nvl_range_t){h < kvh ? h : kvh - 1, 1};
+    double *m = calloc((size_t)pt * (size_t)dt + 1, sizeof *m);
+    if (m == NULL) {
+        nvl_report("out of memory timing the KV transfers");
+        nvl_runtime_abort(1);
+    }
+    for (int j = 0; j < dt; j++) {
+        nvl_range_t hs = heads_of(cfg, dt, j);
+        for (uint32_t h = hs.first; h < hs.first + hs.count; h++)
+            m[(size_t)head_holder(cfg, pt, h, j) * (size_t)dt + (size_t)j]++;
+    }
+    return m;
 }
 
-/* Time of moving `positions` positions of KV (every layer) from the
- * prefill replica at world rank p0 (tp pt) to the decode replica at d0
- * (tp dt): each decode member receives its heads from a prefill member
- * holding them, all pairs at once, timed by the point-to-point group
- * model (nvl_p2p_predict_member_ps, NCCL's p2p path) of the busiest
- * member. */
-static int64_t kv_transfer_ps(const nvl_comm_t *world,
-                              const nvl_model_config_t *cfg,
+/* Time of moving `positions` positions of KV (every layer, head_pos_bytes
+ * per head and position) from the prefill replica at world rank p0 (tp
+ * pt) to the decode replica at d0 (tp dt), the heads as `heads` assigns
+ * them, all pairs at once: the point-to-point group model
+ * (nvl_p2p_predict_member_ps, NCCL's p2p path) of the busiest member. */
+static int64_t kv_transfer_ps(const nvl_comm_t *world, const double *heads,
                               double head_pos_bytes, double positions,
                               int p0, int pt, int d0, int dt, double *send,
                               double *recv)
 {
     int n = nvl_comm_size(world);
+    double b = head_pos_bytes * positions;
     int64_t worst = 0;
     for (int side = 0; side < 2; side++)
         for (int m = 0; m < (side ? dt : pt); m++) {
             memset(send, 0, (size_t)n * sizeof *send);
             memset(recv, 0, (size_t)n * sizeof *recv);
-            for (int j = 0; j < dt; j++) {
-                nvl_range_t hs = heads_of(cfg->kv_heads, dt, j);
-                for (uint32_t h = hs.first; h < hs.first + hs.count; h++) {
-                    int i = head_holder(cfg->kv_heads, pt, h, j);
-                    double b = head_pos_bytes * positions;
+            for (int i = 0; i < pt; i++)
+                for (int j = 0; j < dt; j++) {
+                    double x = heads[(size_t)i * (size_t)dt + (size_t)j] * b;
                     if (side == 0 && i == m)
-                        send[d0 + j] += b;
+                        send[d0 + j] += x;
                     if (side == 1 && j == m)
-                        recv[p0 + i] += b;
+                        recv[p0 + i] += x;
                 }
-            }
             int64_t t = nvl_p2p_predict_member_ps(
                 world, side ? d0 + m : p0 + m, send, recv);
             if (t > worst)
@@ -730,6 +746,7 @@ static void kv_arrivals(job_t *j, const nvl_serve_outcome_t *pre,
     /* one kv head's bytes per position, every layer */
     double head_pos = 2.0 * cfg->head_dim * (double)nvl_engine_layers(j->e) *
                       nvl_wdtype_bytes(j->c->a.kv_dtype);
+    double *heads = head_matrix(cfg, P->tp, D->tp);
     for (size_t i = 0; i < w->n; i++) {
         order[i] = (uint32_t)i;
         done[i] = pre[i].first_token_ps;
@@ -746,7 +763,7 @@ static void kv_arrivals(job_t *j, const nvl_serve_outcome_t *pre,
             start = out_free[src];
         if (in_free[dst] > start)
             start = in_free[dst];
-        int64_t t = kv_transfer_ps(j->world, cfg, head_pos,
+        int64_t t = kv_transfer_ps(j->world, heads, head_pos,
                                    (double)w->reqs[i].input_tokens,
                                    P->first_rank + src * P->tp, P->tp,
                                    D->first_rank + dst * D->tp, D->tp, send,
@@ -763,6 +780,7 @@ static void kv_arrivals(job_t *j, const nvl_serve_outcome_t *pre,
     free(out_free);
     free(in_free);
     free(done);
+    free(heads);
 }
 
 static nvl_status_t run_pool(job_t *j, const nvl_serve_workload_t *pw,
