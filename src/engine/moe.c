@@ -113,8 +113,12 @@ static void seeded_route(const nvl_engine_t *e, uint32_t li, uint64_t row0,
                 h = mix(h);
                 double u = (double)(h >> 11) * (1.0 / 9007199254740992.0) *
                            total;
+                /* the first r with cdf[r] > u: floor(u) when uniform
+                 * (cdf[r] = r + 1, exact in doubles), else bisection */
                 uint32_t lo = 0, hi = E - 1;
-                while (lo < hi) {
+                if (s <= 0)
+                    lo = (uint32_t)u < E ? (uint32_t)u : E - 1;
+                while (s > 0 && lo < hi) {
                     uint32_t mid = (lo + hi) / 2;
                     if (cdf[mid] > u)
                         hi = mid;
