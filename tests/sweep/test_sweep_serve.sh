@@ -6,7 +6,8 @@
 # Pareto front is the non-dominated set of the runs meeting the SLO (and
 # dominates every other feasible run), that a second sweep reuses every
 # run, that another SLO reuses them too and changes which runs are
-# feasible, the commands of a dry run, and a bad --disagg refused.
+# feasible, the commands of a dry run (--loads included), and a bad
+# --disagg refused.
 # Exits 77 (skipped) without python3.
 set -eu
 command -v python3 >/dev/null 2>&1 || { echo "test_sweep_serve: python3 not found; skipped"; exit 77; }
@@ -43,6 +44,10 @@ grep -q 'mpirun -n 1 .* serve .*--tp 1 --replicas 2 --rate 100 --requests 100 ' 
     || { cat "$tmp/dry"; fail "aggregated command"; }
 grep -q 'mpirun -n 2 .* serve .*--prefill-gpus 1 --decode-gpus 1 --prefill-tp 1 --decode-tp 1 --rate 2000 ' "$tmp/dry" \
     || { cat "$tmp/dry"; fail "disaggregated command"; }
+# 4b. --loads: a layout's own load points, the others keep the list
+(cd "$repo" && "$sweep" $args --loads tp1=50 --dry-run --out "$tmp/d") >"$tmp/dry2" || fail "dry run --loads"
+[ "$(grep -c -- '--tp 1 --replicas 2 --rate 50 ' "$tmp/dry2")" -eq 1 ] \
+    && [ "$(grep -c -- '--rate' "$tmp/dry2")" -eq 3 ] || { cat "$tmp/dry2"; fail "--loads tp1=50"; }
 # 5. a bad layout is refused before anything runs
 (cd "$repo" && "$sweep" --serve --disagg 8x:8 --rate 1 --dry-run --out "$tmp/b") \
     >"$tmp/bad" 2>&1 && fail "--disagg 8x:8 accepted"
