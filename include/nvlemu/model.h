@@ -122,8 +122,10 @@ double nvl_model_rope_inv_freq(const nvl_model_config_t *cfg, uint32_t i,
 double nvl_model_rope_scale(const nvl_model_config_t *cfg);
 
 /* Applies a YaRN factor (> 0) to cfg: over the pretrained context of its
- * own YaRN scaling, else over max_positions. */
-void nvl_model_set_yarn(nvl_model_config_t *cfg, double factor);
+ * own YaRN scaling, else over max_positions.  A model with llama3 rope
+ * scaling is left unchanged: reported (the two are not stacked), and
+ * NVL_ERR_INVALID returned. */
+nvl_status_t nvl_model_set_yarn(nvl_model_config_t *cfg, double factor);
 
 /* Parameters of the model (embedding, layers, final norm, lm_head unless
  * tied). */

@@ -322,15 +322,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                              : nvl_model_config_load(a->model, &c->cfg);
     if (st != NVL_OK)
         return st;
-    if (a->rope_yarn > 0 && c->cfg.rope_llama3_factor > 0) {
-        nvl_report("--rope-scaling yarn:%g: model '%s' already has llama3 "
-                   "rope scaling (factor %g over %u pretrained positions); "
-                   "YaRN is not stacked on it", a->rope_yarn, c->cfg.name,
-                   c->cfg.rope_llama3_factor, c->cfg.rope_original_positions);
+    if (a->rope_yarn > 0 &&
+        nvl_model_set_yarn(&c->cfg, a->rope_yarn) != NVL_OK)
         return NVL_ERR_INVALID;
-    }
-    if (a->rope_yarn > 0)
-        nvl_model_set_yarn(&c->cfg, a->rope_yarn);
     bool weights = !preset && has_weights(a->model);
     c->mode = a->mode >= 0 ? (nvl_mode_t)a->mode
               : weights    ? NVL_MODE_DATA

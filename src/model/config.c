@@ -479,11 +479,19 @@ nvl_status_t nvl_model_rope_scaling_parse(const char *label, const char *text,
     return NVL_OK;
 }
 
-void nvl_model_set_yarn(nvl_model_config_t *cfg, double factor)
+nvl_status_t nvl_model_set_yarn(nvl_model_config_t *cfg, double factor)
 {
+    if (cfg->rope_llama3_factor > 0) {
+        nvl_report("YaRN rope scaling (factor %g) on model '%s': it already "
+                   "has llama3 rope scaling (factor %g over %u pretrained "
+                   "positions); the two are not stacked", factor, cfg->name,
+                   cfg->rope_llama3_factor, cfg->rope_original_positions);
+        return NVL_ERR_INVALID;
+    }
     if (cfg->rope_yarn_factor == 0)
         cfg->rope_original_positions = cfg->max_positions;
     cfg->rope_yarn_factor = factor;
+    return NVL_OK;
 }
 
 uint64_t nvl_model_param_count(const nvl_model_config_t *c)

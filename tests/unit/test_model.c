@@ -77,6 +77,12 @@ static void test_presets_match_their_config(void **state)
     assert_int_equal(c.rope_original_positions, 8192);
     assert_true(c.rope_yarn_factor == 0);
     assert_int_equal(nvl_model_max_context(&c), 131072);
+    /* YaRN is not stacked on llama3 scaling: refused, cfg unchanged */
+    assert_int_equal(nvl_model_set_yarn(&c, 4), NVL_ERR_INVALID);
+    assert_int_equal(reports.count, 1);
+    assert_non_null(strstr(reports.last, "already has llama3 rope scaling"));
+    assert_true(c.rope_yarn_factor == 0 && c.rope_original_positions == 8192);
+    reports.count = 0;
     assert_int_equal(nvl_model_preset("llama3.1-405b", &c), NVL_OK);
     assert_int_equal(c.family, NVL_LLAMA);
     assert_int_equal(c.hidden, 16384);
@@ -189,7 +195,7 @@ static void test_rope_scaling(void **state)
     assert_int_equal(nvl_model_rope_scaling_parse("--rope-scaling", "yarn:4",
                                                   &f), NVL_OK);
     assert_true(f == 4);
-    nvl_model_set_yarn(&c, f);
+    assert_int_equal(nvl_model_set_yarn(&c, f), NVL_OK);
     assert_int_equal(nvl_model_max_context(&c), 131072);
     assert_int_equal(nvl_model_rope_scaling_parse("--rope-scaling", "none",
                                                   &f), NVL_OK);
