@@ -1,11 +1,13 @@
-/* nvlemu: the Qwen models an emulated rack serves: their architecture, from
- * a built-in preset or a Hugging Face config.json.
+/* nvlemu: the Qwen and Llama models an emulated rack serves: their
+ * architecture, from a built-in preset or a Hugging Face config.json.
  *
  * Families: Qwen2 (biases on q, k and v) and Qwen3 (no bias unless
  * attention_bias, per-head RMSNorm on q and k before RoPE, head_dim
- * independent of hidden / heads), and Qwen3-MoE (Qwen3's attention; the
+ * independent of hidden / heads), Qwen3-MoE (Qwen3's attention; the
  * MLP of most layers a mixture of experts: a router picks top_k of
- * num_experts SwiGLU experts per token). */
+ * num_experts SwiGLU experts per token), and Llama (Llama 2 / 3.x: Qwen2's
+ * layer without the q, k, v biases, head_dim possibly given apart; Llama
+ * 3.1 and later stretch RoPE with rope_type "llama3"). */
 #ifndef NVLEMU_MODEL_H
 #define NVLEMU_MODEL_H
 
@@ -15,7 +17,12 @@
 
 #include "nvlemu/status.h"
 
-typedef enum { NVL_QWEN2, NVL_QWEN3, NVL_QWEN3_MOE } nvl_model_family_t;
+typedef enum {
+    NVL_QWEN2,
+    NVL_QWEN3,
+    NVL_QWEN3_MOE,
+    NVL_LLAMA
+} nvl_model_family_t;
 
 #define NVL_MOE_MAX_MLP_ONLY 128 /* mlp_only_layers entries kept */
 
@@ -39,6 +46,13 @@ typedef struct {
      * none) and the pretrained context it stretches. */
     double rope_yarn_factor;
     uint32_t rope_original_positions;
+    /* Llama 3.1's rope scaling (rope_type "llama3"): the factor low
+     * frequencies are divided by (0: none), and the wavelengths, as
+     * fractions of rope_original_positions, between which the scaling
+     * is blended (src/model/rope.c gives the formula). */
+    double rope_llama3_factor;
+    double rope_low_freq_factor;
+    double rope_high_freq_factor;
     double rms_eps;
     /* mixture of experts (num_experts 0: every layer a dense MLP) */
     uint32_t num_experts;
@@ -56,8 +70,8 @@ typedef struct {
 bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer);
 
 /* The built-in presets ("qwen2.5-72b", "qwen2.5-7b", "qwen2.5-0.5b",
- * "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b"), with the values of
- * their published config.json.  Reports an unknown name with the list of
+ * "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "llama3.3-70b",
+ * "llama3.1-405b"), with the values of their published config.json.  Reports an unknown name with the list of
  * presets and returns NVL_ERR_INVALID. */
 nvl_status_t nvl_model_preset(const char *name,
                               nvl_model_config_t *cfg_out);
@@ -71,12 +85,17 @@ bool nvl_model_is_preset(const char *name);
  * holding it.  Accepts rope_theta at the top level or under
  * rope_parameters (transformers' defaults where a key is absent: rope_theta
  * 10000, rms_norm_eps 1e-6, num_key_value_heads = heads, head_dim = hidden /
- * heads; rope_scaling (or rope_parameters) of rope_type / type "default"
- * or "yarn", with factor and original_max_position_embeddings (default
- * max_position_embeddings), any other type refused); model_type qwen2, qwen3 or qwen3_moe (num_experts (or
- * num_local_experts), num_experts_per_tok, moe_intermediate_size required;
- * norm_topk_prob default false, decoder_sparse_step 1, mlp_only_layers
- * []).  Reports the file, the key and what was expected (or jansson's line
+ * heads, max_position_embeddings 32768 (llama: 2048); rope_scaling (or
+ * rope_parameters) of rope_type / type "default", "yarn" (factor required,
+ * original_max_position_embeddings default max_position_embeddings) or
+ * "llama3" (factor, low_freq_factor, high_freq_factor and
+ * original_max_position_embeddings all required, high_freq_factor above
+ * low_freq_factor), any other type refused); model_type qwen2, qwen3,
+ * qwen3_moe (num_experts (or num_local_experts), num_experts_per_tok,
+ * moe_intermediate_size required; norm_topk_prob default false,
+ * decoder_sparse_step 1, mlp_only_layers []) or llama (attention_bias and
+ * mlp_bias must be false or absent: their o_proj and MLP biases are not
+ * modeled).  Reports the file, the key and what was expected (or jansson's line
  * and column for bad JSON) and returns NVL_ERR_IO or NVL_ERR_INVALID. */
 nvl_status_t nvl_model_config_load(const char *path,
                                    nvl_model_config_t *cfg_out);
@@ -94,16 +113,19 @@ nvl_status_t nvl_model_rope_scaling_parse(const char *label, const char *text,
                                           void *factor_out);
 
 /* RoPE's inverse frequency of pair i (0 .. d/2 - 1) of a head of d
- * dimensions, with YaRN's blend when cfg has a factor (src/model/rope.c
- * gives the formula), and the factor the rotation's cos and sin are scaled
- * by (YaRN: 0.1 ln factor + 1; else 1). */
+ * dimensions, with Llama 3's scaling when cfg has a llama3 factor, else
+ * YaRN's blend when it has a YaRN factor (src/model/rope.c gives the
+ * formulas), and the factor the rotation's cos and sin are scaled by
+ * (YaRN: 0.1 ln factor + 1; else 1). */
 double nvl_model_rope_inv_freq(const nvl_model_config_t *cfg, uint32_t i,
                                uint32_t d);
 double nvl_model_rope_scale(const nvl_model_config_t *cfg);
 
 /* Applies a YaRN factor (> 0) to cfg: over the pretrained context of its
- * own YaRN scaling, else over max_positions. */
-void nvl_model_set_yarn(nvl_model_config_t *cfg, double factor);
+ * own YaRN scaling, else over max_positions.  A model with llama3 rope
+ * scaling is left unchanged: reported (the two are not stacked), and
+ * NVL_ERR_INVALID returned. */
+nvl_status_t nvl_model_set_yarn(nvl_model_config_t *cfg, double factor);
 
 /* Parameters of the model (embedding, layers, final norm, lm_head unless
  * tied). */

@@ -8,10 +8,20 @@ machine has them).
 
     python3 scripts/device/make-hf-fixture.py qwen3 OUTDIR
     python3 scripts/device/make-hf-fixture.py qwen2-yarn OUTDIR
+    python3 scripts/device/make-hf-fixture.py llama OUTDIR
 
 qwen2-yarn: a Qwen2 with YaRN rope scaling (factor 4 over 32 pretrained
 positions, as Qwen2.5's 128K context is factor 4 over 32768), prompts of 40
 tokens so that the sequences pass the pretrained context.
+
+llama: a Llama with Llama 3.1's rope scaling (rope_type llama3: factor 8,
+low_freq_factor 1, high_freq_factor 4) over 256 pretrained positions, so that
+of head_dim 32's 16 frequency pairs three keep their frequency, two are
+blended and eleven are divided by 8; head_dim given apart from hidden /
+heads, 6 / 3 heads, a prime MLP width and vocabulary so that TP 2, 3 and 5
+split them unevenly, RMSNorm weights drawn from U(0.5, 1.5); reference.json
+adds transformers' rotary inverse frequencies (rope_inv_freq) and 24-token
+prompts.
 """
 import json
 import sys
@@ -48,8 +58,26 @@ def qwen2_yarn(out):
     return Qwen2ForCausalLM(cfg)
 
 
-MAKERS = {"qwen3": qwen3, "qwen2-yarn": qwen2_yarn}
-PROMPT_LEN = {"qwen2-yarn": 40}
+def llama(out):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=509, hidden_size=96, intermediate_size=211,
+        num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=3,
+        head_dim=32,  # not hidden / heads (16)
+        max_position_embeddings=2048, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
+                         "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 256},
+        attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
+        initializer_range=0.08, bos_token_id=1, eos_token_id=2,
+        pad_token_id=0)
+    return LlamaForCausalLM(cfg)
+
+
+MAKERS = {"qwen3": qwen3, "qwen2-yarn": qwen2_yarn, "llama": llama}
+PROMPT_LEN = {"qwen2-yarn": 40, "llama": 24}
 
 
 def main():
@@ -62,6 +90,11 @@ def main():
             if hasattr(layer.self_attn, "q_norm"):
                 layer.self_attn.q_norm.weight.uniform_(0.5, 1.5)
                 layer.self_attn.k_norm.weight.uniform_(0.5, 1.5)
+            if kind == "llama":
+                layer.input_layernorm.weight.uniform_(0.5, 1.5)
+                layer.post_attention_layernorm.weight.uniform_(0.5, 1.5)
+        if kind == "llama":
+            model.model.norm.weight.uniform_(0.5, 1.5)
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
     model.save_pretrained(out, safe_serialization=True)
@@ -82,6 +115,9 @@ def main():
                 "transformers %s, torch %s" % (kind, transformers.__version__,
                                                torch.__version__),
     }
+    if kind == "llama":
+        ref["rope_inv_freq"] = model.model.rotary_emb.inv_freq.tolist()
+        ref["rope_attention_scaling"] = model.model.rotary_emb.attention_scaling
     with open(out + "/reference.json", "w") as f:
         json.dump(ref, f)
     print(ref["note"], ref["greedy_new_tokens"])

@@ -1,4 +1,4 @@
-/* nvlemu run: a Qwen model served with tensor parallelism over every rank
+/* nvlemu run: a Qwen or Llama model served with tensor parallelism over every rank
  * of the job (TP = the MPI world size): prefill of a batch of prompts, then
  * greedy decode, in data mode (real or synthetic weights, real numerics) or
  * timing mode (no weights); reports TTFT, TPOT, throughput and where the
@@ -78,8 +78,8 @@ static const nvl_opt_t run_opts[] = {
     {.name = "model", .kind = NVL_OPT_STRING, .offset = AT(model),
      .arg = "NAME|DIR", .def = "qwen2.5-72b",
      .doc = "a preset (qwen2.5-72b, qwen2.5-7b, qwen2.5-0.5b, qwen3-32b, "
-            "qwen3-30b-a3b, qwen3-235b-a22b) or a Hugging Face model "
-            "directory"},
+            "qwen3-30b-a3b, qwen3-235b-a22b, llama3.3-70b, llama3.1-405b) "
+            "or a Hugging Face model directory"},
     {.name = "batch", .kind = NVL_OPT_LONG, .offset = AT(batch), .arg = "B",
      .def = "1", .min = 1, .max = 1 << 20,
      .doc = "sequences decoded together"},
@@ -322,8 +322,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                              : nvl_model_config_load(a->model, &c->cfg);
     if (st != NVL_OK)
         return st;
-    if (a->rope_yarn > 0)
-        nvl_model_set_yarn(&c->cfg, a->rope_yarn);
+    if (a->rope_yarn > 0 &&
+        nvl_model_set_yarn(&c->cfg, a->rope_yarn) != NVL_OK)
+        return NVL_ERR_INVALID;
     bool weights = !preset && has_weights(a->model);
     c->mode = a->mode >= 0 ? (nvl_mode_t)a->mode
               : weights    ? NVL_MODE_DATA

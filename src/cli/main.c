@@ -13,7 +13,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"run", nvl_cmd_run,
-     "serve a Qwen model with tensor parallelism over the job's ranks: "
+     "serve a Qwen or Llama model with tensor parallelism over the job's ranks: "
      "TTFT, TPOT, tokens/s and where the time goes"},
     {"topo", nvl_cmd_topo,
      "validate a topology file and describe the emulated system"},

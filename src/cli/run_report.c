@@ -324,6 +324,11 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                      "positions (context up to %llu)\n",
                 r->cfg->rope_yarn_factor, r->cfg->rope_original_positions,
                 (unsigned long long)nvl_model_max_context(r->cfg));
+    if (r->cfg->rope_llama3_factor > 0)
+        fprintf(out, "# llama3 rope scaling: factor %g over %u pretrained "
+                     "positions (context up to %llu)\n",
+                r->cfg->rope_llama3_factor, r->cfg->rope_original_positions,
+                (unsigned long long)nvl_model_max_context(r->cfg));
     for (int i = 0; i < a->common.set_files.n; i++)
         fprintf(out, "# what-if: --set-file %s\n", a->common.set_files.items[i]);
     for (int i = 0; i < a->common.sets.n; i++)

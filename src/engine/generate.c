@@ -26,6 +26,11 @@ static nvl_status_t check_prompts(const nvl_engine_t *e, const int32_t *ids,
                 snprintf(why, sizeof why, "YaRN rope scaling: factor %g x "
                          "%u pretrained positions", c->rope_yarn_factor,
                          c->rope_original_positions);
+            else if (c->rope_llama3_factor > 0)
+                snprintf(why, sizeof why, "max_position_embeddings %u, "
+                         "with llama3 rope scaling: factor %g over %u "
+                         "pretrained positions", c->max_positions,
+                         c->rope_llama3_factor, c->rope_original_positions);
             else
                 snprintf(why, sizeof why, "max_position_embeddings %u; "
                          "YaRN rope scaling, --rope-scaling yarn:FACTOR, "

@@ -1,5 +1,5 @@
-/* Qwen model configurations: one table of presets, and the reader of a
- * Hugging Face config.json (jansson). */
+/* Qwen and Llama model configurations: one table of presets, and the
+ * reader of a Hugging Face config.json (jansson). */
 #include "nvlemu/model.h"
 
 #include <errno.h>
@@ -9,7 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Values of each model's config.json on the Hugging Face hub (Qwen/...). */
+/* Values of each model's config.json on the Hugging Face hub (Qwen/...,
+ * and meta-llama/Llama-3.3-70B-Instruct, meta-llama/Llama-3.1-405B: no
+ * biases, head_dim 128, rope_scaling {rope_type llama3, factor 8,
+ * low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings
+ * 8192}). */
 static const nvl_model_config_t presets[] = {
     {.name = "qwen2.5-72b", .family = NVL_QWEN2, .hidden = 8192,
      .intermediate = 29568, .layers = 80, .q_heads = 64, .kv_heads = 8,
@@ -45,6 +49,20 @@ static const nvl_model_config_t presets[] = {
      .rope_theta = 1000000.0, .rms_eps = 1e-6, .num_experts = 128,
      .top_k = 8, .moe_intermediate = 1536, .norm_topk_prob = true,
      .decoder_sparse_step = 1},
+    {.name = "llama3.3-70b", .family = NVL_LLAMA, .hidden = 8192,
+     .intermediate = 28672, .layers = 80, .q_heads = 64, .kv_heads = 8,
+     .head_dim = 128, .vocab = 128256, .max_positions = 131072,
+     .tied_embeddings = false, .qkv_bias = false, .qk_norm = false,
+     .rope_theta = 500000.0, .rms_eps = 1e-5, .rope_llama3_factor = 8,
+     .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
+     .rope_original_positions = 8192},
+    {.name = "llama3.1-405b", .family = NVL_LLAMA, .hidden = 16384,
+     .intermediate = 53248, .layers = 126, .q_heads = 128, .kv_heads = 8,
+     .head_dim = 128, .vocab = 128256, .max_positions = 131072,
+     .tied_embeddings = false, .qkv_bias = false, .qk_norm = false,
+     .rope_theta = 500000.0, .rms_eps = 1e-5, .rope_llama3_factor = 8,
+     .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
+     .rope_original_positions = 8192},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -195,9 +213,76 @@ static int get_moe(json_t *root, const char *file, nvl_model_config_t *c)
     return 1;
 }
 
+/* A required positive number of a rope scaling block: 0 when it is absent
+ * (reported with the type that needs it) or not a positive number. */
+static int get_rope_real(json_t *rs, const char *file, const char *type,
+                         const char *key, double *out)
+{
+    int r = get_real(rs, file, key, out);
+    if (r < 0)
+        nvl_report("%s: rope scaling '%s' needs a '%s'", file, type, key);
+    return r == 1;
+}
+
+/* Llama 3.1's rope scaling: every key required, as transformers'
+ * _validate_llama3_parameters requires them; 0 on error (reported). */
+static int get_llama3_scaling(json_t *rs, const char *file,
+                              nvl_model_config_t *c)
+{
+    if (!get_rope_real(rs, file, "llama3", "factor", &c->rope_llama3_factor) ||
+        !get_rope_real(rs, file, "llama3", "low_freq_factor",
+                       &c->rope_low_freq_factor) ||
+        !get_rope_real(rs, file, "llama3", "high_freq_factor",
+                       &c->rope_high_freq_factor))
+        return 0;
+    if (json_object_get(rs, "original_max_position_embeddings") == NULL) {
+        nvl_report("%s: rope scaling 'llama3' needs an "
+                   "'original_max_position_embeddings' (a positive integer)",
+                   file);
+        return 0;
+    }
+    if (!get_count(rs, file, "original_max_position_embeddings", 0,
+                   &c->rope_original_positions))
+        return 0;
+    if (c->rope_high_freq_factor <= c->rope_low_freq_factor) {
+        nvl_report("%s: rope scaling 'llama3': high_freq_factor %g must be "
+                   "more than low_freq_factor %g", file,
+                   c->rope_high_freq_factor, c->rope_low_freq_factor);
+        return 0;
+    }
+    return 1;
+}
+
+/* YaRN: the factor required, the pretrained context by default
+ * max_position_embeddings; 0 on error (reported). */
+static int get_yarn_scaling(json_t *rs, const char *file,
+                            nvl_model_config_t *c)
+{
+    if (!get_rope_real(rs, file, "yarn", "factor", &c->rope_yarn_factor))
+        return 0;
+    return get_count(rs, file, "original_max_position_embeddings",
+                     c->max_positions, &c->rope_original_positions);
+}
+
+static int get_no_scaling(json_t *rs, const char *file, nvl_model_config_t *c)
+{
+    (void)rs, (void)file, (void)c;
+    return 1;
+}
+
+/* The rope types understood, by rope_type (or type), and their readers. */
+static const struct {
+    const char *name;
+    int (*get)(json_t *rs, const char *file, nvl_model_config_t *c);
+} rope_types[] = {
+    {.name = "default", .get = get_no_scaling},
+    {.name = "yarn", .get = get_yarn_scaling},
+    {.name = "llama3", .get = get_llama3_scaling},
+};
+
 /* rope_scaling (hub checkpoints) or rope_parameters (transformers 5):
- * absent, null or of type "default": none; "yarn": its factor and
- * pretrained context; anything else is refused.  0 on error (reported). */
+ * absent, null or without a type: none; else the reader of its row of
+ * rope_types; any other type is refused.  0 on error (reported). */
 static int get_rope_scaling(json_t *root, const char *file,
                             nvl_model_config_t *c)
 {
@@ -209,20 +294,37 @@ static int get_rope_scaling(json_t *root, const char *file,
     const char *type = json_string_value(json_object_get(rs, "rope_type"));
     if (type == NULL)
         type = json_string_value(json_object_get(rs, "type"));
-    if (type == NULL || strcmp(type, "default") == 0)
+    if (type == NULL)
         return 1;
-    if (strcmp(type, "yarn") != 0) {
-        nvl_report("%s: rope scaling type '%s' is not supported (default, "
-                   "yarn)", file, type);
-        return 0;
+    char list[64] = "";
+    for (size_t i = 0; i < sizeof rope_types / sizeof rope_types[0]; i++) {
+        if (strcmp(type, rope_types[i].name) == 0)
+            return rope_types[i].get(rs, file, c);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                 i ? ", " : "", rope_types[i].name);
     }
-    if (get_real(rs, file, "factor", &c->rope_yarn_factor) != 1) {
-        if (json_object_get(rs, "factor") == NULL)
-            nvl_report("%s: rope scaling 'yarn' needs a 'factor'", file);
-        return 0;
+    nvl_report("%s: rope scaling type '%s' is not supported (%s)", file, type,
+               list);
+    return 0;
+}
+
+/* Llama's attention_bias puts a bias on o_proj too, and mlp_bias on the
+ * three MLP projections: neither is modeled, so both must be false. */
+static int get_llama_biases(json_t *root, const char *file)
+{
+    static const char *const keys[] = {"attention_bias", "mlp_bias"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        bool on;
+        if (!get_bool(root, file, keys[i], false, &on))
+            return 0;
+        if (on) {
+            nvl_report("%s: '%s' true is not supported for model_type llama "
+                       "(only bias-free Llama checkpoints, as Meta's, are "
+                       "modeled)", file, keys[i]);
+            return 0;
+        }
     }
-    return get_count(rs, file, "original_max_position_embeddings",
-                     c->max_positions, &c->rope_original_positions);
+    return 1;
 }
 
 nvl_status_t nvl_model_config_load(const char *path,
@@ -269,9 +371,12 @@ nvl_status_t nvl_model_config_load(const char *path,
         c.family = NVL_QWEN3;
     } else if (type != NULL && strcmp(type, "qwen3_moe") == 0) {
         c.family = NVL_QWEN3_MOE;
+    } else if (type != NULL && strcmp(type, "llama") == 0) {
+        c.family = NVL_LLAMA;
     } else {
         nvl_report("%s: model_type '%s' is not supported (expected qwen2, "
-                   "qwen3 or qwen3_moe)", file, type ? type : "(missing)");
+                   "qwen3, qwen3_moe or llama)", file,
+                   type ? type : "(missing)");
         goto out;
     }
     if (!get_count(root, file, "hidden_size", 0, &c.hidden) ||
@@ -281,8 +386,8 @@ nvl_status_t nvl_model_config_load(const char *path,
         !get_count(root, file, "num_key_value_heads", c.q_heads,
                    &c.kv_heads) ||
         !get_count(root, file, "vocab_size", 0, &c.vocab) ||
-        !get_count(root, file, "max_position_embeddings", 32768,
-                   &c.max_positions) ||
+        !get_count(root, file, "max_position_embeddings",
+                   c.family == NVL_LLAMA ? 2048 : 32768, &c.max_positions) ||
         !get_bool(root, file, "tie_word_embeddings", false,
                   &c.tied_embeddings))
         goto out;
@@ -308,6 +413,11 @@ nvl_status_t nvl_model_config_load(const char *path,
     }
     if (c.family == NVL_QWEN2) {
         c.qkv_bias = true;
+        c.qk_norm = false;
+    } else if (c.family == NVL_LLAMA) {
+        if (!get_llama_biases(root, file))
+            goto out;
+        c.qkv_bias = false;
         c.qk_norm = false;
     } else {
         if (!get_bool(root, file, "attention_bias", false, &c.qkv_bias))
@@ -369,11 +479,19 @@ nvl_status_t nvl_model_rope_scaling_parse(const char *label, const char *text,
     return NVL_OK;
 }
 
-void nvl_model_set_yarn(nvl_model_config_t *cfg, double factor)
+nvl_status_t nvl_model_set_yarn(nvl_model_config_t *cfg, double factor)
 {
+    if (cfg->rope_llama3_factor > 0) {
+        nvl_report("YaRN rope scaling (factor %g) on model '%s': it already "
+                   "has llama3 rope scaling (factor %g over %u pretrained "
+                   "positions); the two are not stacked", factor, cfg->name,
+                   cfg->rope_llama3_factor, cfg->rope_original_positions);
+        return NVL_ERR_INVALID;
+    }
     if (cfg->rope_yarn_factor == 0)
         cfg->rope_original_positions = cfg->max_positions;
     cfg->rope_yarn_factor = factor;
+    return NVL_OK;
 }
 
 uint64_t nvl_model_param_count(const nvl_model_config_t *c)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "reports.h"
 
@@ -57,10 +58,46 @@ static void test_presets_match_their_config(void **state)
     assert_int_equal(c.q_heads * c.head_dim, 8192); /* not hidden */
     assert_false(c.qkv_bias);
     assert_true(c.qk_norm);
+
+    /* meta-llama/Llama-3.3-70B-Instruct and Llama-3.1-405B's config.json */
+    assert_int_equal(nvl_model_preset("llama3.3-70b", &c), NVL_OK);
+    assert_int_equal(c.family, NVL_LLAMA);
+    assert_int_equal(c.hidden, 8192);
+    assert_int_equal(c.intermediate, 28672);
+    assert_int_equal(c.layers, 80);
+    assert_int_equal(c.q_heads, 64);
+    assert_int_equal(c.kv_heads, 8);
+    assert_int_equal(c.head_dim, 128);
+    assert_int_equal(c.vocab, 128256);
+    assert_int_equal(c.max_positions, 131072);
+    assert_false(c.tied_embeddings || c.qkv_bias || c.qk_norm);
+    assert_true(c.rope_theta == 500000 && c.rms_eps == 1e-5);
+    assert_true(c.rope_llama3_factor == 8 && c.rope_low_freq_factor == 1 &&
+                c.rope_high_freq_factor == 4);
+    assert_int_equal(c.rope_original_positions, 8192);
+    assert_true(c.rope_yarn_factor == 0);
+    assert_int_equal(nvl_model_max_context(&c), 131072);
+    /* YaRN is not stacked on llama3 scaling: refused, cfg unchanged */
+    assert_int_equal(nvl_model_set_yarn(&c, 4), NVL_ERR_INVALID);
+    assert_int_equal(reports.count, 1);
+    assert_non_null(strstr(reports.last, "already has llama3 rope scaling"));
+    assert_true(c.rope_yarn_factor == 0 && c.rope_original_positions == 8192);
+    reports.count = 0;
+    assert_int_equal(nvl_model_preset("llama3.1-405b", &c), NVL_OK);
+    assert_int_equal(c.family, NVL_LLAMA);
+    assert_int_equal(c.hidden, 16384);
+    assert_int_equal(c.intermediate, 53248);
+    assert_int_equal(c.layers, 126);
+    assert_int_equal(c.q_heads, 128);
+    assert_int_equal(c.kv_heads, 8);
+    assert_int_equal(c.head_dim, 128);
+    assert_int_equal(c.vocab, 128256);
+    assert_true(c.rope_llama3_factor == 8 && c.rope_theta == 500000);
     assert_int_equal(reports.count, 0);
 }
 
-/* Published sizes: 72.7B, 7.61B, 0.49B, 32.8B parameters. */
+/* Published sizes: 72.7B, 7.61B, 0.49B, 32.8B parameters; Llama 3.x 70B
+ * 70.6B and 405B 405.9B (Meta's model cards). */
 static void test_param_counts(void **state)
 {
     (void)state;
@@ -72,16 +109,19 @@ static void test_param_counts(void **state)
                 {"qwen2.5-0.5b", 0.494},
                 {"qwen3-32b", 32.8},
                 {"qwen3-30b-a3b", 30.5},
-                {"qwen3-235b-a22b", 235.1}};
+                {"qwen3-235b-a22b", 235.1},
+                {"llama3.3-70b", 70.6},
+                {"llama3.1-405b", 405.9}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         nvl_model_config_t c;
         assert_int_equal(nvl_model_preset(want[i].name, &c), NVL_OK);
         double b = (double)nvl_model_param_count(&c) / 1e9;
         assert_true(b > want[i].billions * 0.99 && b < want[i].billions * 1.01);
     }
-    assert_int_equal(nvl_model_preset_count(), 6);
+    assert_int_equal(nvl_model_preset_count(), 8);
     assert_string_equal(nvl_model_preset_name(0), "qwen2.5-72b");
-    assert_null(nvl_model_preset_name(6));
+    assert_string_equal(nvl_model_preset_name(7), "llama3.1-405b");
+    assert_null(nvl_model_preset_name(8));
 }
 
 static void test_unknown_preset(void **state)
@@ -155,7 +195,7 @@ static void test_rope_scaling(void **state)
     assert_int_equal(nvl_model_rope_scaling_parse("--rope-scaling", "yarn:4",
                                                   &f), NVL_OK);
     assert_true(f == 4);
-    nvl_model_set_yarn(&c, f);
+    assert_int_equal(nvl_model_set_yarn(&c, f), NVL_OK);
     assert_int_equal(nvl_model_max_context(&c), 131072);
     assert_int_equal(nvl_model_rope_scaling_parse("--rope-scaling", "none",
                                                   &f), NVL_OK);
@@ -204,6 +244,109 @@ static void test_rope_scaling(void **state)
         assert_float_equal(nvl_model_rope_inv_freq(&c, i, 16), want[i],
                            1e-7 * want[i]);
     assert_float_equal(nvl_model_rope_scale(&c), 1.138629436111989, 1e-12);
+}
+
+/* Llama 3.1's rope scaling by hand: pair i of d has f = theta^(-2i/d) and
+ * wavelength w = 2 pi / f; w < P / high keeps f, w > P / low gives f /
+ * factor, and between them s = (P / w - low) / (high - low) blends the two
+ * as (1 - s) f / factor + s f (transformers' _compute_llama3_parameters). */
+static double llama3_by_hand(double theta, double d, double i, double P,
+                             double factor, double low, double high)
+{
+    double f = 1.0 / pow(theta, 2 * i / d);
+    double w = 2 * 3.14159265358979323846 / f;
+    if (w < P / high)
+        return f;
+    if (w > P / low)
+        return f / factor;
+    double s = (P / w - low) / (high - low);
+    return (1 - s) * f / factor + s * f;
+}
+
+/* Llama: the fixture transformers wrote (rope_parameters of type llama3,
+ * head_dim given), the hub's spelling (rope_scaling, rope_theta at the top
+ * level), and the llama3 frequencies against the formula and against
+ * transformers. */
+static void test_llama(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_config_load(NVL_TEST_DATA "/hf/llama-tiny", &c),
+                     NVL_OK);
+    assert_int_equal(c.family, NVL_LLAMA);
+    assert_int_equal(c.hidden, 96);
+    assert_int_equal(c.intermediate, 211);
+    assert_int_equal(c.q_heads, 6);
+    assert_int_equal(c.kv_heads, 3);
+    assert_int_equal(c.head_dim, 32); /* not hidden / heads (16) */
+    assert_int_equal(c.vocab, 509);
+    assert_false(c.qkv_bias || c.qk_norm || c.tied_embeddings);
+    assert_true(c.rope_theta == 500000 && c.rms_eps == 1e-5);
+    assert_true(c.rope_llama3_factor == 8 && c.rope_low_freq_factor == 1 &&
+                c.rope_high_freq_factor == 4);
+    assert_int_equal(c.rope_original_positions, 256);
+    assert_int_equal(nvl_model_max_context(&c), 2048);
+    assert_true(nvl_model_rope_scale(&c) == 1.0);
+    /* transformers 5.17's model.rotary_emb.inv_freq for it (reference.json's
+     * rope_inv_freq; float32): pairs 0-2 kept, 3-4 blended, 5-15 / 8 */
+    const double hf[16] = {
+        1.0, 0.44036662578582764, 0.193922758102417, 0.07243003696203232,
+        0.010538230650126934, 0.0020700551103800535, 0.0009115831344388425,
+        0.00040143076330423355, 0.00017677668074611574, 7.784655463183299e-05,
+        3.428102354519069e-05, 1.5096217794052791e-05, 6.647869668086059e-06,
+        2.927499735960737e-06, 1.289173155782919e-06, 5.677088097399974e-07};
+    for (uint32_t i = 0; i < 16; i++) {
+        double got = nvl_model_rope_inv_freq(&c, i, 32);
+        assert_float_equal(got, llama3_by_hand(500000, 32, i, 256, 8, 1, 4),
+                           1e-15 * got);
+        assert_float_equal(got, hf[i], 3e-7 * hf[i]);
+    }
+    assert_true(nvl_model_rope_inv_freq(&c, 2, 32) ==
+                1.0 / pow(500000, 4.0 / 32));                  /* kept */
+    assert_true(nvl_model_rope_inv_freq(&c, 9, 32) ==
+                1.0 / pow(500000, 18.0 / 32) / 8);             /* / 8 */
+    /* the presets: d 128 over 8192 positions; pairs 29-34 are blended */
+    assert_int_equal(nvl_model_preset("llama3.3-70b", &c), NVL_OK);
+    for (uint32_t i = 0; i < 64; i++) {
+        double want = llama3_by_hand(500000, 128, i, 8192, 8, 1, 4);
+        assert_float_equal(nvl_model_rope_inv_freq(&c, i, 128), want,
+                           1e-15 * want);
+    }
+    double f30 = 1.0 / pow(500000, 60.0 / 128), w30 = 2 * 3.14159265358979323846 / f30;
+    double s30 = (8192 / w30 - 1) / 3;
+    assert_true(s30 > 0 && s30 < 1);
+    assert_float_equal(nvl_model_rope_inv_freq(&c, 30, 128),
+                       (1 - s30) * f30 / 8 + s30 * f30, 1e-15 * f30);
+    /* the hub's spelling: rope_scaling, rope_theta at the top level */
+    const char *p = write_config(
+        "{\"model_type\": \"llama\", \"hidden_size\": 64, "
+        "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+        "\"vocab_size\": 100, \"attention_bias\": false, "
+        "\"mlp_bias\": false, \"rope_theta\": 500000.0, "
+        "\"max_position_embeddings\": 131072, \"rope_scaling\": "
+        "{\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": "
+        "1.0, \"original_max_position_embeddings\": 8192, \"rope_type\": "
+        "\"llama3\"}}");
+    assert_int_equal(nvl_model_config_load(p, &c), NVL_OK);
+    unlink(p);
+    assert_int_equal(c.head_dim, 16);
+    assert_true(c.rope_theta == 500000 && c.rope_llama3_factor == 8);
+    assert_int_equal(c.rope_original_positions, 8192);
+    assert_int_equal(nvl_model_max_context(&c), 131072);
+    /* Llama 2 style: no rope scaling, transformers' defaults */
+    p = write_config(
+        "{\"model_type\": \"llama\", \"hidden_size\": 64, "
+        "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+        "\"rope_scaling\": null}");
+    assert_int_equal(nvl_model_config_load(p, &c), NVL_OK);
+    unlink(p);
+    assert_true(c.rope_llama3_factor == 0 && c.rope_theta == 10000);
+    assert_int_equal(c.max_positions, 2048);
+    assert_true(nvl_model_rope_inv_freq(&c, 3, 16) ==
+                1.0 / pow(10000, 6.0 / 16));
+    assert_int_equal(reports.count, 0);
 }
 
 /* Qwen3-MoE: the presets, the fixtures transformers 5 wrote
@@ -274,8 +417,9 @@ static void test_errors(void **state)
     expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64,\n"
                  " \"intermediate_size\": }",
                  NVL_ERR_INVALID, ":2:");
-    expect_error("{\"model_type\": \"llama\"}", NVL_ERR_INVALID,
-                 "model_type 'llama' is not supported");
+    expect_error("{\"model_type\": \"gemma2\"}", NVL_ERR_INVALID,
+                 "model_type 'gemma2' is not supported (expected qwen2, "
+                 "qwen3, qwen3_moe or llama)");
     expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64}",
                  NVL_ERR_INVALID, "missing 'intermediate_size'");
     expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": \"64\"}",
@@ -313,12 +457,48 @@ static void test_errors(void **state)
                  "\"num_attention_heads\": 4, \"vocab_size\": 100, "
                  "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}}",
                  NVL_ERR_INVALID,
-                 "rope scaling type 'linear' is not supported (default, yarn)");
+                 "rope scaling type 'linear' is not supported (default, yarn, "
+                 "llama3)");
     expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, "
                  "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "
                  "\"num_attention_heads\": 4, \"vocab_size\": 100, "
                  "\"rope_scaling\": {\"type\": \"yarn\"}}",
                  NVL_ERR_INVALID, "rope scaling 'yarn' needs a 'factor'");
+#define LLAMA                                                              \
+    "{\"model_type\": \"llama\", \"hidden_size\": 64, "                     \
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, "                \
+    "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+    expect_error(LLAMA "\"rope_scaling\": {\"rope_type\": \"dynamic\", "
+                 "\"factor\": 2}}",
+                 NVL_ERR_INVALID, "rope scaling type 'dynamic' is not supported");
+    expect_error(LLAMA "\"rope_scaling\": {\"rope_type\": \"llama3\", "
+                 "\"factor\": 8, \"high_freq_factor\": 4, "
+                 "\"original_max_position_embeddings\": 8192}}",
+                 NVL_ERR_INVALID,
+                 "rope scaling 'llama3' needs a 'low_freq_factor'");
+    expect_error(LLAMA "\"rope_scaling\": {\"rope_type\": \"llama3\", "
+                 "\"factor\": 8, \"low_freq_factor\": 1, "
+                 "\"high_freq_factor\": 4}}",
+                 NVL_ERR_INVALID, "rope scaling 'llama3' needs an "
+                 "'original_max_position_embeddings'");
+    expect_error(LLAMA "\"rope_scaling\": {\"rope_type\": \"llama3\", "
+                 "\"factor\": 0, \"low_freq_factor\": 1, "
+                 "\"high_freq_factor\": 4, "
+                 "\"original_max_position_embeddings\": 8192}}",
+                 NVL_ERR_INVALID, "'factor' must be a positive number");
+    expect_error(LLAMA "\"rope_scaling\": {\"rope_type\": \"llama3\", "
+                 "\"factor\": 8, \"low_freq_factor\": 4, "
+                 "\"high_freq_factor\": 4, "
+                 "\"original_max_position_embeddings\": 8192}}",
+                 NVL_ERR_INVALID, "high_freq_factor 4 must be more than "
+                 "low_freq_factor 4");
+    expect_error(LLAMA "\"attention_bias\": true}", NVL_ERR_INVALID,
+                 "'attention_bias' true is not supported for model_type llama");
+    expect_error(LLAMA "\"mlp_bias\": true}", NVL_ERR_INVALID,
+                 "'mlp_bias' true is not supported for model_type llama");
+    expect_error(LLAMA "\"mlp_bias\": 1}", NVL_ERR_INVALID,
+                 "'mlp_bias' must be true or false");
+#undef LLAMA
     nvl_model_config_t c;
     reports.count = 0;
     assert_int_equal(nvl_model_config_load("/nonexistent/model", &c),
@@ -340,6 +520,7 @@ int main(void)
         TEST(test_rope_theta_top_level_and_qwen3),
         TEST(test_moe),
         TEST(test_rope_scaling),
+        TEST(test_llama),
         TEST(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
