@@ -1006,8 +1006,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                              : nvl_model_config_load(a->model, &c->cfg);
     if (st != NVL_OK)
         return st;
-    if (a->rope_yarn > 0)
-        nvl_model_set_yarn(&c->cfg, a->rope_yarn);
+    if (a->rope_yarn > 0 &&
+        nvl_model_set_yarn(&c->cfg, a->rope_yarn) != NVL_OK)
+        return NVL_ERR_INVALID;
     if (a->workload != NULL)
         st = nvl_serve_trace_load(a->workload, &c->w);
     else {
