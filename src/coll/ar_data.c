@@ -86,10 +86,8 @@ static int first_of(nvl_ar_order_t order, int b)
     return order == NVL_AR_ORDER_OWNER ? b : 0;
 }
 
-/* Elements [lo, lo + len) of the call, whose copies start at x[k]
- * (member k's, element lo), reduced in order into out: cut where the
- * owner of nvl_ar_blocks changes. */
-static void reduce_range(const nvl_coll_call_t *call, nvl_ar_order_t order,
+/* Cut where the owner of nvl_ar_blocks changes. */
+void nvl_ar_reduce_range(const nvl_coll_call_t *call, nvl_ar_order_t order,
                          const char **x, size_t lo, size_t len, char *out)
 {
     int n = call->comm->size;
@@ -134,7 +132,7 @@ static nvl_status_t run_direct(const nvl_coll_call_t *call,
     const char *x[NVL_DIRECT_MAX_MEMBERS];
     for (int k = 0; k < n; k++)
         x[k] = k == me ? (const char *)call->send + lo * esz : msgs[k].recv;
-    reduce_range(call, order, x, lo, m, (char *)call->recv + lo * esz);
+    nvl_ar_reduce_range(call, order, x, lo, m, (char *)call->recv + lo * esz);
     if (whole)
         return NVL_OK;
     nvl_group_t g = nvl_group_all(c);
@@ -198,7 +196,7 @@ static nvl_status_t run_gathered(const nvl_coll_call_t *call,
     }
     for (int k = 0; k < n; k++)
         x[k] = all + (size_t)k * bytes;
-    reduce_range(call, order, x, 0, call->count, call->recv);
+    nvl_ar_reduce_range(call, order, x, 0, call->count, call->recv);
     free(x);
     return NVL_OK;
 }
