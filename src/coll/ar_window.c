@@ -38,10 +38,12 @@
 
 /* Calls of up to n S bytes in all are reduced whole by every member: one
  * synchronisation, but every member reads every buffer.  Above, blocks:
- * two synchronisations, each buffer read once (9 and 16 ranks on 2 cores:
- * at 1 KB whole 30 and 82 us against blocks 48 and 118 us; at 8 KB blocks
- * 54 and 134 us against 76 and 222 us). */
-#define WHOLE_MAX_BYTES ((size_t)16 << 10)
+ * two synchronisations, each buffer read once.  9 and 16 ranks on 2 idle
+ * cores: at 1 KB whole 30 and 82 us against blocks 48 and 118 us, at 8 KB
+ * blocks 54 and 134 us against 76 and 222 us; with other jobs on the
+ * cores (load 120) the barrier costs more: at 2 KB whole 0.79x and 1.0x
+ * one MPI_Allreduce against blocks 1.1x and 1.4x, at 4 KB 0.6x both. */
+#define WHOLE_MAX_BYTES ((size_t)64 << 10)
 
 /* The largest call through the window; each member holds two slots of up
  * to this size. */

@@ -120,7 +120,7 @@ int main(int argc, char **argv)
     nvl_comm_set_time_dtype(comm, NVL_DT_BF16);
     if (argc > 2 && strcmp(argv[2], "messages") == 0)
         nvl_comm_set_data_path(comm, NVL_DATA_PATH_ALGORITHM);
-    /* whole buffers (window: n x S <= 16 KB; messages: (n-1) x S <= 64
+    /* whole buffers (window: n x S <= 64 KB; messages: (n-1) x S <= 64
      * KB), then blocks, each size first growing the window, then staged
      * before the agreement; counts not multiples of the packs nor of the
      * rank count */
