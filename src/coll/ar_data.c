@@ -1,7 +1,10 @@
 /* Data mode of the serving engines' allreduces: every element's n copies
  * are summed in the implementation's documented order, accumulated in
  * float and rounded to the element type once, so that every member gets
- * the same bits, at every size and on every host path:
+ * the same bits, at every size and on every host path.  Members on one
+ * host take the shared window (ar_window.c, which sums with
+ * nvl_ar_reduce_range); the message paths below serve members on several
+ * hosts, NVL_DATA_PATH_ALGORITHM and calls larger than the window:
  *
  *   groups of up to NVL_DIRECT_MAX_MEMBERS: the data rides along with the
  *     agreement every call opens with, as NCCL's calls do (direct.c):
