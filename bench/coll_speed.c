@@ -6,7 +6,11 @@
  *   data mode: wall time per call of nvl_allreduce (float, sum, the
  *     algorithm the tuner picks) against MPI_Allreduce on the same buffers,
  *     from --min-bytes to --max-bytes by --factor; each size runs --reps
- *     times, the two alternating, and the medians are printed.
+ *     times, the two alternating, and the medians are printed, with
+ *     their ratio and, in the footer, the worst ratio over the sizes: at
+ *     or below 1, one emulated call costs no more than one MPI
+ *     collective on the same ranks (docs/collectives.md, "What the
+ *     emulation costs", records the measured tables).
  *
  *   --impl IMPL times a serving engine's allreduce kernel instead of
  *     NCCL's (nvl_comm_set_allreduce: oneshot, twoshot, nvls-oneshot,
@@ -182,6 +186,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < max_bytes / sizeof(float); i++)
         send[i] = (float)(i % 7);
+    double worst = 0;
+    size_t worst_bytes = 0;
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
         size_t count = bytes / sizeof(float);
         long n = iters;
@@ -210,6 +216,10 @@ int main(int argc, char **argv)
             t_mpi[r] = per_call_us(t0, n);
         }
         double e = median(t_emu, reps), m = median(t_mpi, reps);
+        if (e / m > worst) {
+            worst = e / m;
+            worst_bytes = bytes;
+        }
         if (rt.rank == 0)
             printf("  %12zu %12.2f %12.2f %8.2f  %s/%s\n", bytes, e, m, e / m,
                    info.impl != NVL_AR_NCCL
@@ -217,6 +227,10 @@ int main(int argc, char **argv)
                        : nvl_algo_key(info.algo),
                    info.impl != NVL_AR_NCCL ? "-" : nvl_proto_key(info.proto));
     }
+    if (rt.rank == 0)
+        printf("# worst ratio: %.2f at %zu B (nvlemu / MPI_Allreduce of the "
+               "same floats; <= 1: one emulated call costs at most one MPI "
+               "collective)\n", worst, worst_bytes);
     free(send);
     free(recv);
     nvl_comm_destroy(comm);

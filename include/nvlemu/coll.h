@@ -161,7 +161,11 @@ void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
  * steps (src/coll/ring.c, tree.c, nvls.c, nvls_tree.c, pat.c; p2p.c for
  * all-to-all and send/recv), reducing in the order that NCCL algorithm
  * does, slower on the host; a floating-point reduction may then differ in
- * its last bits from the fast path's.  Must be the same on every member
+ * its last bits from the fast path's.  A serving engine's allreduce
+ * (nvl_comm_set_allreduce) sums in its own order on either path, the same
+ * bits: FAST stages the buffers in a shared-memory window when the members
+ * share one host (src/coll/ar_window.c), ALGORITHM always moves them by
+ * MPI messages (src/coll/ar_data.c).  Must be the same on every member
  * (the agreement reports a member that differs). */
 typedef enum { NVL_DATA_PATH_FAST, NVL_DATA_PATH_ALGORITHM } nvl_data_path_t;
 void nvl_comm_set_data_path(nvl_comm_t *comm, nvl_data_path_t path);

@@ -434,7 +434,7 @@ void nvl_coll_describe(const nvl_coll_call_t *c, char *buf, size_t len)
 
 /* Every member's call, at member 0, which names the first that differs. */
 enum { SIG_COLL, SIG_COUNT, SIG_DTYPE, SIG_OP, SIG_ROOT, SIG_MODE, SIG_PATH,
-       SIG_N };
+       SIG_IMPL, SIG_N };
 
 nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
                                       const nvl_coll_call_t *c)
@@ -442,7 +442,7 @@ nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
     int64_t mine[SIG_N] = {(int64_t)c->coll, (int64_t)c->count,
                            (int64_t)c->dtype, (int64_t)c->op,
                            (int64_t)c->root, (int64_t)comm->mode,
-                           (int64_t)comm->data_path};
+                           (int64_t)comm->data_path, (int64_t)comm->ar_impl};
     int64_t *all = NULL;
     if (comm->rank == 0)
         all = malloc((size_t)comm->size * sizeof mine);
@@ -459,7 +459,7 @@ nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
             other.dtype = (nvl_dtype_t)o[SIG_DTYPE];
             other.op = (nvl_redop_t)o[SIG_OP];
             other.root = (int)o[SIG_ROOT];
-            char a[160], b[160], ma[64] = "", mb[64] = "";
+            char a[160], b[160], ma[96] = "", mb[96] = "";
             nvl_coll_describe(c, a, sizeof a);
             nvl_coll_describe(&other, b, sizeof b);
             if (o[SIG_MODE] != mine[SIG_MODE]) {
@@ -475,6 +475,14 @@ nvl_status_t nvl_coll_report_mismatch(nvl_comm_t *comm,
                 snprintf(mb + strlen(mb), sizeof mb - strlen(mb),
                          " on the %s data path",
                          o[SIG_PATH] ? "algorithm's" : "fast");
+            }
+            if (o[SIG_IMPL] != mine[SIG_IMPL]) {
+                snprintf(ma + strlen(ma), sizeof ma - strlen(ma),
+                         " with --allreduce %s",
+                         nvl_ar_impl_name((nvl_ar_impl_t)mine[SIG_IMPL]));
+                snprintf(mb + strlen(mb), sizeof mb - strlen(mb),
+                         " with --allreduce %s",
+                         nvl_ar_impl_name((nvl_ar_impl_t)o[SIG_IMPL]));
             }
             nvl_report("ranks disagree on a collective: member 0 (GPU %u) "
                        "called %s%s, member %d (GPU %u) called %s%s",

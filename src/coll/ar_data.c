@@ -1,7 +1,10 @@
 /* Data mode of the serving engines' allreduces: every element's n copies
  * are summed in the implementation's documented order, accumulated in
  * float and rounded to the element type once, so that every member gets
- * the same bits, at every size and on every host path:
+ * the same bits, at every size and on every host path.  Members on one
+ * host take the shared window (ar_window.c, which sums with
+ * nvl_ar_reduce_range); the message paths below serve members on several
+ * hosts, NVL_DATA_PATH_ALGORITHM and calls larger than the window:
  *
  *   groups of up to NVL_DIRECT_MAX_MEMBERS: the data rides along with the
  *     agreement every call opens with, as NCCL's calls do (direct.c):
@@ -86,10 +89,8 @@ static int first_of(nvl_ar_order_t order, int b)
     return order == NVL_AR_ORDER_OWNER ? b : 0;
 }
 
-/* Elements [lo, lo + len) of the call, whose copies start at x[k]
- * (member k's, element lo), reduced in order into out: cut where the
- * owner of nvl_ar_blocks changes. */
-static void reduce_range(const nvl_coll_call_t *call, nvl_ar_order_t order,
+/* Cut where the owner of nvl_ar_blocks changes. */
+void nvl_ar_reduce_range(const nvl_coll_call_t *call, nvl_ar_order_t order,
                          const char **x, size_t lo, size_t len, char *out)
 {
     int n = call->comm->size;
@@ -134,7 +135,7 @@ static nvl_status_t run_direct(const nvl_coll_call_t *call,
     const char *x[NVL_DIRECT_MAX_MEMBERS];
     for (int k = 0; k < n; k++)
         x[k] = k == me ? (const char *)call->send + lo * esz : msgs[k].recv;
-    reduce_range(call, order, x, lo, m, (char *)call->recv + lo * esz);
+    nvl_ar_reduce_range(call, order, x, lo, m, (char *)call->recv + lo * esz);
     if (whole)
         return NVL_OK;
     nvl_group_t g = nvl_group_all(c);
@@ -198,7 +199,7 @@ static nvl_status_t run_gathered(const nvl_coll_call_t *call,
     }
     for (int k = 0; k < n; k++)
         x[k] = all + (size_t)k * bytes;
-    reduce_range(call, order, x, 0, call->count, call->recv);
+    nvl_ar_reduce_range(call, order, x, 0, call->count, call->recv);
     free(x);
     return NVL_OK;
 }

@@ -126,14 +126,19 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
                          .what = name, .why = why, .time_ps = info.time_ps,
                          .msgs = direct ? msgs : NULL, .dtype = call->dtype,
                          .op = call->op};
-    if (direct && ok && data)
-        path = nvl_direct_plan(call, msgs);
     size_t data_bytes = ok ? call->count * nvl_dtype_size(call->dtype) : 0;
+    /* a serving engine's kernel on one host: its buffer is staged in a
+     * shared window, read by the peers once the agreement is done
+     * (ar_window.c); nothing rides along */
+    bool window = custom && data && nvl_ar_window_fits(comm, data_bytes);
+    bool staged = window && nvl_ar_window_stage(call);
+    if (direct && ok && data && !window)
+        path = nvl_direct_plan(call, msgs);
     /* a serving engine's kernel sums in its own order: its buffers are
      * gathered within the agreement instead (ar_data.c) */
     size_t ride = custom ? data_bytes * (size_t)comm->size : data_bytes;
     if (!direct && !own && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
-        ride <= NVL_AGREE_MAX_PAYLOAD) {
+        !window && ride <= NVL_AGREE_MAX_PAYLOAD) {
         in.need = ride;
         if (ride <= nvl_agree_room(comm)) {
             in.reduce_send = call->send;
@@ -152,8 +157,12 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     if (data) {
         bool handled = true;
         if (custom) {
-            st = nvl_ar_run(call, nvl_ar_order((nvl_ar_impl_t)info.impl),
-                            path, msgs, agreed.reduced);
+            nvl_ar_order_t order = nvl_ar_order((nvl_ar_impl_t)info.impl);
+            bool moved = false;
+            if (window)
+                st = nvl_ar_window_run(call, order, staged, &moved);
+            if (st == NVL_OK && !moved)
+                st = nvl_ar_run(call, order, path, msgs, agreed.reduced);
         } else if (path != NVL_DIRECT_NONE) {
             st = nvl_direct_finish(call, path, msgs);
         } else if (agreed.reduced != NULL) {

@@ -43,6 +43,12 @@ struct nvl_comm {
     MPI_Datatype agree_type; /* one agreement element, agree_type_bytes */
     size_t agree_type_bytes; /* 0: none created yet */
     MPI_Op agree_op;         /* merges two elements (agree.c) */
+    /* the serving engines' allreduces' shared window (ar_window.c) */
+    int win_host;            /* 1: members on one host, -1: not, 0: unknown */
+    MPI_Win win;             /* 2 x win_slot_bytes per member */
+    char **win_slots;        /* owned: size entries, member k's two slots */
+    size_t win_slot_bytes;   /* 0: no window yet */
+    unsigned win_calls;      /* agreed calls through it (the slot's parity) */
     bool wide_ready;         /* the reduction ops below exist (wide.c) */
     MPI_Op reduce_op[NVL_DT_COUNT][NVL_OP_COUNT];
     /* point-to-point group being queued (nvl_group_start .. _end) */
@@ -464,6 +470,35 @@ nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
 nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
                         nvl_direct_path_t path, const nvl_agree_msg_t *msgs,
                         const void *gathered);
+
+/* Elements [lo, lo + len) of an allreduce, member k's copy of them at x[k]
+ * (n entries), reduced in `order` (float, rounded
+ * once) into out, which may be one of the x (ar_data.c). */
+void nvl_ar_reduce_range(const nvl_coll_call_t *call, nvl_ar_order_t order,
+                         const char **x, size_t lo, size_t len, char *out);
+
+/* ---- the shared-window path of one host's members (src/coll/ar_window.c) */
+
+/* Data mode, a serving engine's allreduce of `bytes`: whether it goes
+ * through the shared window (unless the members turn out to span hosts);
+ * the same on every member for equal calls. */
+bool nvl_ar_window_fits(const nvl_comm_t *comm, size_t bytes);
+
+/* Before agreeing, for a call that fits: copies the send buffer into this
+ * member's slot when the window has room for it; returns whether it did
+ * (the same on every member for equal calls). */
+bool nvl_ar_window_stage(const nvl_coll_call_t *call);
+
+/* After agreeing, for a call that fits: the allreduce through the window,
+ * made or grown first (collectively) when stage did not stage it.
+ * *handled_out false (nothing done) when the members span hosts: then
+ * nvl_ar_run moves it.  Out of memory: reported, NVL_ERR_NOMEM. */
+nvl_status_t nvl_ar_window_run(const nvl_coll_call_t *call,
+                               nvl_ar_order_t order, bool staged,
+                               bool *handled_out);
+
+/* Frees the window (collective: comm destruction). */
+void nvl_ar_window_free(nvl_comm_t *comm);
 
 /* After agreeing: the rest of the data movement of a planned call. */
 nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,

@@ -218,6 +218,7 @@ void nvl_comm_destroy(nvl_comm_t *comm)
         return;
     nvl_agree_free(comm);
     nvl_wide_free(comm);
+    nvl_ar_window_free(comm);
     if (comm->mpi != MPI_COMM_NULL) /* a virtual communicator has none */
         MPI_Comm_free(&comm->mpi);
     free(comm->gpus);

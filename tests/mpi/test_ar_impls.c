@@ -5,8 +5,11 @@
  * sizes on both host paths (whole buffers, blocks), in place and not; the
  * implementation auto runs is the one its rules name; then the same calls
  * in timing mode give identical virtual times.  Implementations the
- * topology cannot run (NVLS without switches) must be refused.
- *   mpirun -np N test_ar_impls TOPO [nvls|no-nvls] */
+ * topology cannot run (NVLS without switches) must be refused.  With
+ * `messages` the data moves by MPI messages (ar_data.c, the path of
+ * members on several hosts) instead of the one host's shared window
+ * (ar_window.c).
+ *   mpirun -np N test_ar_impls TOPO [nvls|no-nvls|messages] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,8 +118,12 @@ int main(int argc, char **argv)
     if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
         nvl_runtime_abort(1);
     nvl_comm_set_time_dtype(comm, NVL_DT_BF16);
-    /* whole buffers (n-1) x S <= 64 KB, then blocks; counts not multiples
-     * of the packs nor of the rank count */
+    if (argc > 2 && strcmp(argv[2], "messages") == 0)
+        nvl_comm_set_data_path(comm, NVL_DATA_PATH_ALGORITHM);
+    /* whole buffers (window: n x S <= 64 KB; messages: (n-1) x S <= 64
+     * KB), then blocks, each size first growing the window, then staged
+     * before the agreement; counts not multiples of the packs nor of the
+     * rank count */
     const size_t counts[] = {1, 7, 1000, 4099, 40001};
     const nvl_dtype_t dts[] = {NVL_DT_F32, NVL_DT_BF16};
     enum { N_CALLS = 5 * 2 * 2 };

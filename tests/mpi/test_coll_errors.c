@@ -117,6 +117,65 @@ int main(int argc, char **argv)
                                     NVL_OP_SUM, NULL);
     expect("broadcast vs large allreduce", st, NVL_ERR_MISMATCH,
            "Broadcast(count=100000, float, root=0)");
+    /* A serving engine's kernel: on one host every member stages its
+     * buffer in a shared window before agreeing, when the window has room
+     * (after the first call of a size), and reads its peers' only once the
+     * call is agreed.  Mismatches with the window made or not, staged on
+     * some members only, beyond the window, or on the implementation
+     * itself must fail alike, and the window still work afterwards. */
+    size_t huge = ((size_t)1 << 20) + 1; /* 4 MB + 4: beyond the window */
+    float *hin = calloc(huge, sizeof *hin), *hout = calloc(huge, sizeof *hout);
+    if (hin == NULL || hout == NULL)
+        return 1;
+    nvl_comm_set_allreduce(comm, NVL_AR_TWOSHOT);
+    st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? 9000 : 8, NVL_DT_F32,
+                       NVL_OP_SUM, NULL);
+    expect("twoshot count, no window yet", st, NVL_ERR_MISMATCH,
+           "member 1 (GPU 1) called AllReduce(count=9000");
+    st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
+    if (st != NVL_OK) /* makes the window */
+        failures++;
+    st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? big : 8, NVL_DT_F32,
+                       NVL_OP_SUM, NULL);
+    expect("twoshot count, staged on some", st, NVL_ERR_MISMATCH,
+           "member 1 (GPU 1) called AllReduce(count=100000");
+    st = nvl_allreduce(comm, hin, hout, rank_ == 2 ? huge : 9000, NVL_DT_F32,
+                       NVL_OP_SUM, NULL);
+    expect("twoshot count beyond the window", st, NVL_ERR_MISMATCH,
+           "AllReduce(count=1048577, float, sum)");
+    st = nvl_allreduce(comm, bin, bout, 9000,
+                       rank_ == 2 ? NVL_DT_BF16 : NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("twoshot dtype", st, NVL_ERR_MISMATCH, "bfloat16");
+    nvl_comm_set_allreduce(comm, rank_ == 1 ? NVL_AR_ONESHOT : NVL_AR_TWOSHOT);
+    st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("implementation mismatch", st, NVL_ERR_MISMATCH,
+           "with --allreduce oneshot");
+    nvl_comm_set_allreduce(comm, rank_ == 1 ? NVL_AR_NCCL : NVL_AR_TWOSHOT);
+    st = nvl_allreduce(comm, bin, bout, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("NCCL against a kernel", st, NVL_ERR_MISMATCH,
+           "with --allreduce nccl");
+    nvl_comm_set_allreduce(comm, NVL_AR_TWOSHOT);
+    nvl_comm_set_mode(comm, rank_ == 1 ? NVL_MODE_TIMING : NVL_MODE_DATA);
+    st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
+    expect("twoshot mode", st, NVL_ERR_MISMATCH, "in timing mode");
+    nvl_comm_set_mode(comm, NVL_MODE_DATA);
+    for (size_t i = 0; i < 9000; i++)
+        bin[i] = (float)(rank_ + 1) * (float)(i % 5);
+    st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
+    float want = (float)(rt.size * (rt.size + 1) / 2);
+    for (size_t i = 0; i < 9000 && st == NVL_OK; i++)
+        if (bout[i] != want * (float)(i % 5)) {
+            fprintf(stderr, "rank %d: twoshot after the errors: element %zu "
+                    "is %g, not %g\n", rank_, i, bout[i],
+                    want * (float)(i % 5));
+            failures++;
+            break;
+        }
+    if (st != NVL_OK)
+        failures++;
+    nvl_comm_set_allreduce(comm, NVL_AR_NCCL);
+    free(hin);
+    free(hout);
     free(bin);
     free(bout);
     /* afterwards the communicator still works, and the clock moved only for
