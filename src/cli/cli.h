@@ -84,6 +84,36 @@ extern const nvl_opt_name_t nvl_cli_fusion_names[];
      .offset = offsetof(type, field), .arg = "none|typical",               \
      .names = nvl_cli_fusion_names,                                         \
      .doc = "older spelling of --stack: none = torch, typical = fused"}
+/* --dtype bf16|fp8|fp4, --kv-dtype bf16|fp8, --launch eager|graph|
+ * persistent and --attn fa3|fa4|sdpa|auto (fields nvl_wdtype_t dtype,
+ * kv_dtype, nvl_launch_t launch and int attn_choice: -1 for auto, else
+ * an nvl_attn_impl_t), for the commands that run a model, and their
+ * parsers. */
+nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
+                                  void *dtype_out);
+nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
+                                    void *dtype_out);
+nvl_status_t nvl_cli_parse_launch(const char *label, const char *text,
+                                  void *launch_out);
+nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
+                                void *choice_out);
+#define NVL_CLI_OPTS_KERNELS(type)                                          \
+    {.name = "dtype", .kind = NVL_OPT_CUSTOM,                               \
+     .offset = offsetof(type, dtype), .arg = "bf16|fp8|fp4", .def = "bf16", \
+     .parse = nvl_cli_parse_wdtype,                                         \
+     .doc = "weight type of the projections"},                              \
+    {.name = "kv-dtype", .kind = NVL_OPT_CUSTOM,                            \
+     .offset = offsetof(type, kv_dtype), .arg = "bf16|fp8", .def = "bf16",  \
+     .parse = nvl_cli_parse_kv_dtype, .doc = "KV cache type"},              \
+    {.name = "launch", .kind = NVL_OPT_CUSTOM,                              \
+     .offset = offsetof(type, launch), .arg = "eager|graph|persistent",     \
+     .def = "graph", .parse = nvl_cli_parse_launch,                         \
+     .doc = "how the host launches kernels"},                               \
+    {.name = "attn", .kind = NVL_OPT_CUSTOM,                                \
+     .offset = offsetof(type, attn_choice), .arg = "fa3|fa4|sdpa|auto",     \
+     .def = "auto", .parse = nvl_cli_parse_attn,                            \
+     .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 "   \
+            "on GPUs with FP4 units, else fa3)"}
 /* --allreduce IMPL (an int field: nvl_ar_impl_t) and
  * --fuse-allreduce-norm (an int field), for the commands that run a model;
  * nvl_cli_check_allreduce applies the fusion's rule. */

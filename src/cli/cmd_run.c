@@ -24,47 +24,6 @@ typedef struct {
     FILE *trace;             /* --trace, opened on rank 0 */
 } run_cmd_t;
 
-static nvl_status_t parse_wdtype(const char *label, const char *text,
-                                 void *dtype_out)
-{
-    return nvl_wdtype_parse(label, text, dtype_out);
-}
-
-static nvl_status_t parse_kv_dtype(const char *label, const char *text,
-                                   void *dtype_out)
-{
-    nvl_wdtype_t dt;
-    if (nvl_wdtype_parse(label, text, &dt) != NVL_OK)
-        return NVL_ERR_INVALID;
-    if (dt == NVL_WDT_FP4) {
-        nvl_report("%s: fp4 is not a KV cache type (bf16, fp8)", label);
-        return NVL_ERR_INVALID;
-    }
-    *(nvl_wdtype_t *)dtype_out = dt;
-    return NVL_OK;
-}
-
-static nvl_status_t parse_launch(const char *label, const char *text,
-                                 void *launch_out)
-{
-    return nvl_launch_parse(label, text, launch_out);
-}
-
-/* "auto" (-1: the GPU's default) or an attention kernel. */
-static nvl_status_t parse_attn(const char *label, const char *text,
-                               void *choice_out)
-{
-    nvl_attn_impl_t attn;
-    if (strcmp(text, "auto") == 0) {
-        *(int *)choice_out = -1;
-        return NVL_OK;
-    }
-    if (nvl_attn_parse(label, text, &attn) != NVL_OK)
-        return NVL_ERR_INVALID;
-    *(int *)choice_out = (int)attn;
-    return NVL_OK;
-}
-
 static const nvl_opt_name_t mode_names[] = {
     {"auto", -1}, {"data", NVL_MODE_DATA}, {"timing", NVL_MODE_TIMING},
     {NULL, 0}};
@@ -95,19 +54,7 @@ static const nvl_opt_t run_opts[] = {
      .min = 1, .max = MAX_TOKENS,
      .doc = "instead of --prompt-len/--gen-len: one steady-state decode "
             "step at context C (prefill C - 1 tokens, then one step)"},
-    {.name = "dtype", .kind = NVL_OPT_CUSTOM, .offset = AT(dtype),
-     .arg = "bf16|fp8|fp4", .def = "bf16", .parse = parse_wdtype,
-     .doc = "weight type of the projections"},
-    {.name = "kv-dtype", .kind = NVL_OPT_CUSTOM, .offset = AT(kv_dtype),
-     .arg = "bf16|fp8", .def = "bf16", .parse = parse_kv_dtype,
-     .doc = "KV cache type"},
-    {.name = "launch", .kind = NVL_OPT_CUSTOM, .offset = AT(launch),
-     .arg = "eager|graph|persistent", .def = "graph", .parse = parse_launch,
-     .doc = "how the host launches kernels"},
-    {.name = "attn", .kind = NVL_OPT_CUSTOM, .offset = AT(attn_choice),
-     .arg = "fa3|fa4|sdpa|auto", .def = "auto", .parse = parse_attn,
-     .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 on "
-            "GPUs with FP4 units, else fa3)"},
+    NVL_CLI_OPTS_KERNELS(nvl_run_args_t),
     NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
     NVL_CLI_OPTS_ALLREDUCE(nvl_run_args_t, allreduce, fuse_ar_norm),
     NVL_CLI_OPTS_COMM(nvl_run_args_t, overlap, a2a_onesided),

@@ -51,6 +51,46 @@ const nvl_opt_name_t nvl_cli_a2a_names[] = {
 const nvl_opt_name_t nvl_cli_fusion_names[] = {
     {"none", NVL_STACK_TORCH}, {"typical", NVL_STACK_FUSED}, {NULL, 0}};
 
+nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
+                                  void *dtype_out)
+{
+    return nvl_wdtype_parse(label, text, dtype_out);
+}
+
+nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
+                                    void *dtype_out)
+{
+    nvl_wdtype_t dt;
+    if (nvl_wdtype_parse(label, text, &dt) != NVL_OK)
+        return NVL_ERR_INVALID;
+    if (dt == NVL_WDT_FP4) {
+        nvl_report("%s: fp4 is not a KV cache type (bf16, fp8)", label);
+        return NVL_ERR_INVALID;
+    }
+    *(nvl_wdtype_t *)dtype_out = dt;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_cli_parse_launch(const char *label, const char *text,
+                                  void *launch_out)
+{
+    return nvl_launch_parse(label, text, launch_out);
+}
+
+nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
+                                void *choice_out)
+{
+    nvl_attn_impl_t attn;
+    if (strcmp(text, "auto") == 0) {
+        *(int *)choice_out = -1;
+        return NVL_OK;
+    }
+    if (nvl_attn_parse(label, text, &attn) != NVL_OK)
+        return NVL_ERR_INVALID;
+    *(int *)choice_out = (int)attn;
+    return NVL_OK;
+}
+
 /* --kv-host, --weights-host: "auto" or a share from 0 to 1. */
 nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
                                       void *share_out)
