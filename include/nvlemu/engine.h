@@ -285,16 +285,26 @@ typedef struct {
                                  0 without a host tier) */
 } nvl_engine_kv_room_t;
 
+/* How a serving engine sizes its KV cache: a fraction of the GPU's whole
+ * memory less the weights and activations (vLLM's
+ * gpu_memory_utilization), or a fraction of what the weights and
+ * activations leave free (TensorRT-LLM's free_gpu_memory_fraction). */
+typedef struct {
+    double fraction;   /* (0, 1] */
+    bool of_free;      /* of the free memory, not of the whole */
+} nvl_engine_kv_rule_t;
+
 /* Collective over the engine's group: the room for the KV cache once the
- * weights (less --weights-host's share), the activations of a step of
- * max_rows tokens over max_seqs sequences and the reserve are in HBM,
- * with the KV's host share (--kv-host; auto: the share that fills HBM and
- * the host memory) in the host's memory (docs/serve.md "Memory").  Plans
- * the engine's memory for the steps to come.  Reports and fails on every
- * rank when nothing is left for the KV cache, when a host tier is asked
- * of a topology without one, or under data-parallel attention. */
+ * weights (less --weights-host's share) and the activations of a step of
+ * max_rows tokens over max_seqs sequences are in HBM, sized by rule, with
+ * the KV's host share (--kv-host; auto: the share that fills HBM and the
+ * host memory) in the host's memory (docs/serve.md "Memory").  Plans the
+ * engine's memory for the steps to come.  Reports and fails on every rank
+ * when nothing is left for the KV cache, when a host tier is asked of a
+ * topology without one, or under data-parallel attention. */
 nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
                                      uint64_t max_seqs,
+                                     const nvl_engine_kv_rule_t *rule,
                                      nvl_engine_kv_room_t *room_out);
 
 /* Collective over the engine's group, timing mode: one continuous-batching

@@ -109,16 +109,66 @@ void nvl_serve_workload_free(nvl_serve_workload_t *w);
 
 typedef enum { NVL_PREEMPT_RECOMPUTE, NVL_PREEMPT_SWAP } nvl_preempt_t;
 
+/* Whose scheduler (docs/serve.md "The schedulers"):
+ *   VLLM:   vLLM V1: a request takes KV blocks as its tokens need them;
+ *           when none is free, the running request admitted last is
+ *           preempted.
+ *   TRTLLM: TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler and
+ *           MicroBatchScheduler: a waiting request is admitted only when
+ *           the free blocks, less those every running request still needs
+ *           to finish, hold its prompt and all its outputs; nothing is
+ *           ever preempted; admission stops at the first that does not
+ *           fit. */
+typedef enum { NVL_SCHED_VLLM, NVL_SCHED_TRTLLM } nvl_serve_sched_t;
+
 /* The policy, one field per knob (docs/serve.md lists each with its
  * serving-engine default and source). */
 typedef struct {
+    nvl_serve_sched_t sched;
     uint32_t max_batch;            /* sequences in one step */
     uint32_t max_tokens_per_step;  /* the step's token budget */
     uint32_t chunk;                /* a prefill's tokens per step */
+    bool whole_prompts;            /* a prompt's rest runs in one step or
+                                      waits (TensorRT-LLM without chunked
+                                      context: admission stops there) */
     uint32_t block_tokens;         /* KV positions per block */
     nvl_preempt_t preempt;
     bool prefix_caching;
 } nvl_serve_policy_t;
+
+/* trtllm-bench's own limits (tensorrt_llm/bench/build/tuning.py
+ * calc_engine_setting and finetune_setting, applied by
+ * bench/benchmark/utils/general.py get_settings when --max_batch_size and
+ * --max_num_tokens are not given): from the model, the GPUs' memory and
+ * the dataset's mean lengths. */
+typedef struct {
+    double checkpoint_params;   /* the checkpoint's safetensors element
+                                   count (nvl_serve_checkpoint_params) */
+    double bytes_per_param;     /* 0.5 nvfp4, 1 fp8, 2 otherwise */
+    double kv_bytes_per_elem;   /* 1 fp8, 2 otherwise */
+    uint32_t layers, kv_heads, head_dim, tp;
+    double gpu_mem_gib;         /* one GPU's memory as NVML reports it */
+    double kv_fraction;         /* --kv_cache_free_gpu_mem_fraction */
+    double mean_isl, mean_osl;  /* the dataset's averages */
+    uint32_t max_isl;           /* its longest prompt */
+    bool chunked;               /* --enable_chunked_context */
+} nvl_serve_trtllm_bench_in_t;
+
+/* The checkpoint's element count as safetensors metadata sums it (what
+ * trtllm-bench reads as param_count): linear weights of an nvfp4
+ * checkpoint packed two to a byte plus one fp8 scale per 16, fp8 ones
+ * one each; embeddings, norms and lm_head in bf16 one each.
+ * total_params: the model's parameters; embed_params: its embedding and
+ * lm_head parameters (counted once if tied). */
+double nvl_serve_checkpoint_params(double total_params, double embed_params,
+                                   double bytes_per_param);
+
+/* Fills *max_batch_out and *max_tokens_out as trtllm-bench would; fails
+ * (reported, naming the numbers) when the model does not fit or no
+ * request's KV fits, as trtllm-bench raises. */
+nvl_status_t nvl_serve_trtllm_bench_limits(
+    const nvl_serve_trtllm_bench_in_t *in, uint32_t *max_batch_out,
+    uint32_t *max_tokens_out);
 
 /* What the replica's memory holds (nvl_engine_serve_memory gives it). */
 typedef struct {

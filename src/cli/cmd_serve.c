@@ -26,6 +26,7 @@ typedef struct {
     nvl_model_config_t cfg;
     nvl_serve_workload_t w;
     FILE *trace;
+    uint32_t tp_all;       /* the job's ranks (a TP of 0: all of them) */
 } serve_cmd_t;
 
 static const nvl_opt_name_t preempt_names[] = {
@@ -33,6 +34,33 @@ static const nvl_opt_name_t preempt_names[] = {
     {NULL, 0}};
 static const nvl_opt_name_t on_off_names[] = {{"on", 1}, {"off", 0},
                                               {NULL, 0}};
+
+/* The schedulers, with the defaults each engine ships (docs/serve.md "The
+ * schedulers" cites each).  max_batch / max_tokens 0: trtllm-bench's own
+ * rule (nvl_serve_trtllm_bench_limits). */
+typedef struct {
+    const char *name;
+    nvl_serve_sched_t sched;
+    long max_batch, max_tokens, block;
+    bool chunked;                 /* --chunk 0 chunks prefills to the budget */
+    nvl_engine_kv_rule_t kv_rule;
+} sched_row_t;
+
+static const sched_row_t schedulers[] = {
+    {.name = "vllm", .sched = NVL_SCHED_VLLM, .max_batch = 1024,
+     .max_tokens = 8192, .block = 16, .chunked = true,
+     .kv_rule = {.fraction = 0.90, .of_free = false}},
+    {.name = "trtllm", .sched = NVL_SCHED_TRTLLM, .max_batch = 0,
+     .max_tokens = 0, .block = 32, .chunked = false,
+     .kv_rule = {.fraction = 0.90, .of_free = true}},
+};
+static const nvl_opt_name_t sched_names[] = {{"vllm", 0}, {"trtllm", 1},
+                                             {NULL, 0}};
+
+const char *nvl_cli_serve_sched_name(int scheduler)
+{
+    return schedulers[scheduler].name;
+}
 
 #define AT(field) offsetof(nvl_serve_args_t, field)
 #define MAX_TOKENS (1L << 30)
@@ -77,21 +105,37 @@ static const nvl_opt_t serve_opts[] = {
      .def = "1", .min = 1, .max = MAX_TOKENS,
      .doc = "generator and timing mode's expert routing"},
     /* the policy */
+    {.name = "scheduler", .kind = NVL_OPT_ENUM, .offset = AT(scheduler),
+     .arg = "vllm|trtllm", .def = "vllm", .names = sched_names,
+     .doc = "whose scheduler and defaults: vLLM V1 (KV blocks on demand, "
+            "preemption, chunked prefill) or TensorRT-LLM as trtllm-bench "
+            "runs it (GUARANTEED_NO_EVICT, whole prompts, trtllm-bench's "
+            "limits)"},
     {.name = "max-batch", .kind = NVL_OPT_LONG, .offset = AT(max_batch),
-     .arg = "N", .def = "1024", .min = 1, .max = 1 << 20,
-     .doc = "sequences in one step (vLLM max_num_seqs)"},
+     .arg = "N", .def = "0", .min = 0, .max = 1 << 20,
+     .doc = "sequences in one step (0: the scheduler's: vllm 1024, "
+            "max_num_seqs; trtllm trtllm-bench's max_batch_size rule)"},
     {.name = "max-tokens-per-step", .kind = NVL_OPT_LONG,
-     .offset = AT(max_tokens), .arg = "N", .def = "8192", .min = 1,
+     .offset = AT(max_tokens), .arg = "N", .def = "0", .min = 0,
      .max = MAX_TOKENS,
-     .doc = "tokens in one step, prefill chunks and decodes together "
-            "(vLLM max_num_batched_tokens)"},
+     .doc = "tokens in one step, prefill chunks and decodes together (0: "
+            "the scheduler's: vllm 8192, max_num_batched_tokens; trtllm "
+            "trtllm-bench's max_num_tokens rule)"},
     {.name = "chunk", .kind = NVL_OPT_LONG, .offset = AT(chunk),
      .arg = "N", .def = "0", .min = 0, .max = MAX_TOKENS,
-     .doc = "a prefill's tokens in one step (0: up to the step's budget; "
-            "vLLM long_prefill_token_threshold)"},
+     .doc = "a prefill's tokens in one step (0: vllm up to the step's "
+            "budget, long_prefill_token_threshold; trtllm whole prompts, "
+            "no chunked context)"},
     {.name = "block", .kind = NVL_OPT_LONG, .offset = AT(block),
-     .arg = "N", .def = "16", .min = 1, .max = 1 << 16,
-     .doc = "KV positions per cache block (vLLM block_size)"},
+     .arg = "N", .def = "0", .min = 0, .max = 1 << 16,
+     .doc = "KV positions per cache block (0: vllm 16, block_size; "
+            "trtllm 32, tokens_per_block)"},
+    {.name = "mem-fraction", .kind = NVL_OPT_DOUBLE,
+     .offset = AT(mem_fraction), .arg = "F", .def = "0", .min_d = 0,
+     .max_d = 1,
+     .doc = "memory for weights, activations and KV cache (0: vllm 0.90 "
+            "of HBM, gpu_memory_utilization; trtllm 0.90 of what the "
+            "weights and activations leave, free_gpu_memory_fraction)"},
     {.name = "preempt", .kind = NVL_OPT_ENUM, .offset = AT(preempt),
      .arg = "recompute|swap", .def = "recompute", .names = preempt_names,
      .doc = "when the KV cache is full: drop the last request's KV and "
@@ -619,13 +663,17 @@ static nvl_status_t setup(job_t *j, const nvl_serve_workload_t *pool_w)
     if (st != NVL_OK)
         return st;
     nvl_runtime_capture_begin();
+    nvl_engine_kv_rule_t rule = schedulers[a->scheduler].kv_rule;
+    rule.fraction = a->mem_fraction;
     st = nvl_engine_serve_memory(j->e, (uint64_t)a->max_tokens,
-                                 (uint64_t)a->max_batch, &j->room);
+                                 (uint64_t)a->max_batch, &rule, &j->room);
     if (st == NVL_OK) {
         j->policy = (nvl_serve_policy_t){
+            .sched = schedulers[a->scheduler].sched,
             .max_batch = (uint32_t)a->max_batch,
             .max_tokens_per_step = (uint32_t)a->max_tokens,
             .chunk = (uint32_t)(a->chunk ? a->chunk : a->max_tokens),
+            .whole_prompts = a->whole_prompts,
             .block_tokens = (uint32_t)a->block,
             .preempt = (nvl_preempt_t)a->preempt,
             .prefix_caching = a->prefix_caching != 0};
@@ -932,6 +980,64 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
     return st;
 }
 
+/* The scheduler's defaults for the knobs left 0; trtllm-bench's limits
+ * from the workload's mean and longest lengths. */
+static nvl_status_t resolve_policy(serve_cmd_t *c, const nvl_topo_t *topo)
+{
+    nvl_serve_args_t *a = &c->a;
+    const sched_row_t *row = &schedulers[a->scheduler];
+    if (a->block == 0)
+        a->block = row->block;
+    if (a->mem_fraction == 0)
+        a->mem_fraction = row->kv_rule.fraction;
+    a->whole_prompts = a->chunk == 0 && !row->chunked;
+    if (a->max_batch == 0 && row->max_batch)
+        a->max_batch = row->max_batch;
+    if (a->max_tokens == 0 && row->max_tokens)
+        a->max_tokens = row->max_tokens;
+    if (a->max_batch && a->max_tokens)
+        return NVL_OK;
+    const nvl_model_config_t *m = &c->cfg;
+    double isl = 0, osl = 0;
+    uint32_t max_isl = 0;
+    for (size_t i = 0; i < c->w.n; i++) {
+        isl += c->w.reqs[i].input_tokens;
+        osl += c->w.reqs[i].output_tokens;
+        if (c->w.reqs[i].input_tokens > max_isl)
+            max_isl = c->w.reqs[i].input_tokens;
+    }
+    double per = a->dtype == NVL_WDT_FP4 ? 0.5
+                 : a->dtype == NVL_WDT_FP8 ? 1.0 : 2.0;
+    double embed = (double)m->vocab * m->hidden *
+                   (m->tied_embeddings ? 1 : 2);
+    /* aggregated: the replica's TP; disaggregated: the decode pool's,
+     * whose KV lives longest */
+    long tp = a->tp ? a->tp
+              : a->decode_gpus ? (a->decode_tp ? a->decode_tp
+                                               : a->decode_gpus)
+                               : 0;
+    nvl_serve_trtllm_bench_in_t in = {
+        .checkpoint_params = nvl_serve_checkpoint_params(
+            (double)nvl_model_param_count(m), embed, per),
+        .bytes_per_param = per,
+        .kv_bytes_per_elem = a->kv_dtype == NVL_WDT_FP8 ? 1.0 : 2.0,
+        .layers = m->layers, .kv_heads = m->kv_heads,
+        .head_dim = m->head_dim, .tp = (uint32_t)(tp ? tp : c->tp_all),
+        .gpu_mem_gib = (double)topo->gpu.hbm_bytes / 1073741824.0,
+        .kv_fraction = row->kv_rule.fraction,
+        .mean_isl = isl / (double)c->w.n, .mean_osl = osl / (double)c->w.n,
+        .max_isl = max_isl, .chunked = !a->whole_prompts};
+    uint32_t bs, tok;
+    nvl_status_t st = nvl_serve_trtllm_bench_limits(&in, &bs, &tok);
+    if (st != NVL_OK)
+        return st;
+    if (a->max_batch == 0)
+        a->max_batch = bs;
+    if (a->max_tokens == 0)
+        a->max_tokens = tok;
+    return NVL_OK;
+}
+
 static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
     serve_cmd_t *c = args;
@@ -971,6 +1077,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
         st = nvl_serve_generate(&g, &c->w);
     }
     if (st != NVL_OK)
+        return st;
+    c->tp_all = (uint32_t)ctx->rt->size;
+    if ((st = resolve_policy(c, ctx->topo)) != NVL_OK)
         return st;
     if (ctx->rt->rank == 0) {
         if (nvl_cli_check_writable("--json", a->common.json) != NVL_OK ||

@@ -19,8 +19,11 @@ typedef struct {
     long requests, concurrency, prefix_groups, prefix_len, seed;
     double rate;
     nvl_serve_len_t isl, osl;
-    /* the policy */
+    /* the policy (0s resolved to the scheduler's defaults by prepare) */
+    int scheduler;
     long max_batch, max_tokens, chunk, block;
+    double mem_fraction;
+    bool whole_prompts;          /* resolved: prompts run whole */
     int preempt, prefix_caching;
     /* the layout */
     long tp, replicas, prefill_gpus, decode_gpus, prefill_tp, decode_tp, ep;
@@ -64,6 +67,9 @@ typedef struct {
     double kv_transfer_ms_mean, kv_transfer_gb; /* disaggregated */
     double wall_s;
 } nvl_serve_result_t;
+
+/* The name of --scheduler's value (cmd_serve.c's table). */
+const char *nvl_cli_serve_sched_name(int scheduler);
 
 void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out);
 /* Reports and returns NVL_ERR_IO when a file cannot be written. */

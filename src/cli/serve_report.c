@@ -91,10 +91,22 @@ void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
                 r->pools[0].system_replicas,
                 r->pools[0].system_replicas * r->pools[0].tp);
     fprintf(out, "\n# workload: %zu requests, %s\n", s->requests, wl);
-    fprintf(out, "# policy: max batch %ld, %ld tokens per step, chunk %ld, "
-                 "block %ld, preempt %s, prefix caching %s\n",
-            a->max_batch, a->max_tokens, a->chunk ? a->chunk : a->max_tokens,
-            a->block, preempt_name(a->preempt),
+    char chunk[32];
+    if (a->whole_prompts)
+        snprintf(chunk, sizeof chunk, "none (whole prompts)");
+    else
+        snprintf(chunk, sizeof chunk, "%ld",
+                 a->chunk ? a->chunk : a->max_tokens);
+    fprintf(out, "# policy: %s scheduler, max batch %ld, %ld tokens per "
+                 "step, chunk %s, block %ld, KV memory %.2f of %s, %s, "
+                 "prefix caching %s\n",
+            nvl_cli_serve_sched_name(a->scheduler), a->max_batch, a->max_tokens,
+            chunk, a->block, a->mem_fraction,
+            a->scheduler ? "the free HBM" : "HBM",
+            a->scheduler ? "no preemption (no-evict admission)"
+                         : (a->preempt == NVL_PREEMPT_SWAP
+                                ? "preempt swap"
+                                : "preempt recompute"),
             a->prefix_caching ? "on" : "off");
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
@@ -200,9 +212,14 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
         nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce), "max_batch",
         (json_int_t)a->max_batch, "max_tokens_per_step",
         (json_int_t)a->max_tokens, "chunk",
-        (json_int_t)(a->chunk ? a->chunk : a->max_tokens), "block",
+        (json_int_t)(a->whole_prompts ? 0
+                                      : a->chunk ? a->chunk : a->max_tokens),
+        "block",
         (json_int_t)a->block, "preempt", preempt_name(a->preempt),
         "prefix_caching", a->prefix_caching != 0);
+    json_object_set_new(in, "scheduler",
+                        json_string(nvl_cli_serve_sched_name(a->scheduler)));
+    json_object_set_new(in, "mem_fraction", json_real(a->mem_fraction));
     json_object_set_new(in, "system_replicas",
                         json_integer(r->pools[0].system_replicas));
     if (a->workload != NULL)

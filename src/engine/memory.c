@@ -193,10 +193,12 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
 }
 
 /* Serving (nvlemu serve): the room left for the KV cache once the
- * weights, the largest step's activations and the reserve are in HBM,
- * in positions of every layer's KV on the largest shard:
+ * weights and the largest step's activations are in HBM, in positions of
+ * every layer's KV on the largest shard:
  *
- *   avail = HBM - weights + w x layer weights - activations - reserve
+ *   free  = HBM - weights + w x layer weights - activations
+ *   avail = free - (1 - f) HBM        rule of the whole (vLLM)
+ *           f free                    rule of the free (TensorRT-LLM)
  *   N     = avail / (b (1 - k + 2 k / layers))   HBM, with staging
  *   N    <= host / (k b)                          host memory (k > 0)
  *
@@ -205,6 +207,7 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
  * both (k = host / (avail + host (1 - 2 / layers))). */
 nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
                                      uint64_t max_seqs,
+                                     const nvl_engine_kv_rule_t *rule,
                                      nvl_engine_kv_room_t *room_out)
 {
     const nvl_engine_opts_t *o = &e->opts;
@@ -235,7 +238,6 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     p->layer_weights_bytes = most[1];
     p->act_bytes = most[3];
     p->hbm_bytes = (double)t->gpu.hbm_bytes;
-    p->reserve_bytes = NVL_HBM_RESERVE * p->hbm_bytes;
     char why[160];
     p->tiers = nvl_copy_path_usable(&o->cost, NVL_COPY_C2C_H2D, 0, why,
                                     sizeof why) &&
@@ -249,9 +251,14 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     }
     double w = o->weights_host > 0 ? o->weights_host : 0;
     double b = most[2];
-    double avail = p->hbm_bytes - p->weights_bytes +
-                   w * p->layer_weights_bytes - p->act_bytes -
-                   p->reserve_bytes;
+    double free_bytes = p->hbm_bytes - p->weights_bytes +
+                        w * p->layer_weights_bytes - p->act_bytes;
+    p->reserve_bytes = rule->of_free
+                           ? (free_bytes > 0 ? (1 - rule->fraction) *
+                                                   free_bytes
+                                             : 0)
+                           : (1 - rule->fraction) * p->hbm_bytes;
+    double avail = free_bytes - p->reserve_bytes;
     double host = p->host_bytes - w * p->layer_weights_bytes;
     double k = o->kv_host == NVL_HOST_AUTO
                    ? (avail > 0 && host > 0

@@ -24,7 +24,17 @@
  * as vLLM's recompute does.  KV takes ceil(positions / block) blocks;
  * with prefix caching, a request whose prefix id is cached takes the
  * prefix's full blocks from the cache (vLLM caches full blocks only, and
- * always computes at least one prompt token). */
+ * always computes at least one prompt token).
+ *
+ * TensorRT-LLM (policy sched NVL_SCHED_TRTLLM; batch_manager/
+ * capacityScheduler.cpp GuaranteedNoEvictScheduler, microBatchScheduler
+ * .cpp): the same loop, but step 3 admits a waiting request only when
+ *     free blocks - sum over running r of blocks r needs to finish
+ * holds blocks_for(input + output) of its own, and stops at the first
+ * that does not fit; so step 1 never lacks a block and nothing is
+ * preempted (a broken invariant if it were).  With whole_prompts (no
+ * chunked context) a prompt whose rest exceeds the budget left stops
+ * admission too. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +87,7 @@ typedef struct {
     int nb;
     uint32_t budget;
     double h2d, d2h;
+    bool broke;          /* a no-evict scheduler had to preempt */
 } sched_t;
 
 static const nvl_serve_req_t *req(const sched_t *s, uint32_t k)
@@ -93,6 +104,17 @@ static uint64_t blocks_for(const sched_t *s, uint64_t positions)
 static uint64_t known(const sched_t *s, uint32_t k)
 {
     return (uint64_t)req(s, k)->input_tokens + s->rs[k].generated;
+}
+
+/* Blocks request k still needs to finish: its prompt and every output,
+ * less those it holds (TensorRT-LLM's remaining blocks to completion). */
+static uint64_t to_completion(const sched_t *s, uint32_t k)
+{
+    const rstate_t *r = &s->rs[k];
+    uint64_t all = blocks_for(s, (uint64_t)req(s, k)->input_tokens +
+                                     req(s, k)->output_tokens);
+    uint64_t have = r->priv + r->shared;
+    return all > have ? all - have : 0;
 }
 
 static double block_bytes(const sched_t *s, uint64_t blocks)
@@ -248,6 +270,8 @@ static bool schedule_running(sched_t *s)
         while (more > s->cap->kv_blocks - s->used) {
             if (s->p->prefix_caching && evict_prefix(s, -1))
                 continue;
+            if (s->p->sched == NVL_SCHED_TRTLLM)
+                s->broke = true;
             preempt_last(s);
             preempted = true;
             if (i >= s->n_running)
@@ -352,6 +376,12 @@ static void prefix_take(sched_t *s, uint32_t k, bool reload)
 /* Step 3: waiting requests, first come first served. */
 static void schedule_waiting(sched_t *s)
 {
+    bool no_evict = s->p->sched == NVL_SCHED_TRTLLM;
+    /* no-evict: blocks free after every running request's rest */
+    uint64_t reserved = 0;
+    if (no_evict)
+        for (size_t i = 0; i < s->n_running; i++)
+            reserved += to_completion(s, s->running[i]);
     while (s->wq_len > 0 && s->budget > 0 &&
            (uint32_t)s->nb < s->p->max_batch) {
         uint32_t k = s->waitq[s->wq_head];
@@ -372,15 +402,21 @@ static void schedule_waiting(sched_t *s)
                              ? shared * s->p->block_tokens
                              : r->computed;
         uint64_t rest = known(s, k) - start, t = rest;
+        if (s->p->whole_prompts && rest > s->budget)
+            break;
         if (t > s->p->chunk)
             t = s->p->chunk;
         if (t > s->budget)
             t = s->budget;
         uint64_t need = blocks_for(s, start + t) - shared + reload_blocks;
-        while (need > s->cap->kv_blocks - s->used &&
+        if (no_evict) /* its prompt and all its outputs */
+            need = blocks_for(s, (uint64_t)req(s, k)->input_tokens +
+                                     req(s, k)->output_tokens) -
+                   shared + reload_blocks;
+        while (need + reserved > s->cap->kv_blocks - s->used &&
                s->p->prefix_caching && evict_prefix(s, pid))
             ;
-        if (need > s->cap->kv_blocks - s->used)
+        if (need + reserved > s->cap->kv_blocks - s->used)
             break;
         wq_pop(s);
         prefix_take(s, k, reload);
@@ -389,6 +425,8 @@ static void schedule_waiting(sched_t *s)
         s->running[s->n_running++] = k;
         add_to_step(s, k, step_tokens(s, k),
                     blocks_needed(s, k, step_tokens(s, k)));
+        if (no_evict)
+            reserved += to_completion(s, k);
     }
 }
 
@@ -450,6 +488,8 @@ nvl_status_t nvl_serve_check(const nvl_serve_workload_t *w,
     for (size_t i = 0; i < w->n; i++) {
         const nvl_serve_req_t *r = &w->reqs[i];
         uint64_t pos = (uint64_t)r->input_tokens + r->output_tokens - 1;
+        /* no-evict reserves the prompt and every output */
+        uint64_t kv_pos = p->sched == NVL_SCHED_TRTLLM ? pos + 1 : pos;
         char where[48] = "";
         if (r->line)
             snprintf(where, sizeof where, " (trace line %u)", r->line);
@@ -461,13 +501,21 @@ nvl_status_t nvl_serve_check(const nvl_serve_workload_t *w,
                        (unsigned long long)cap->max_context);
             return NVL_ERR_INVALID;
         }
-        uint64_t b = (pos + p->block_tokens - 1) / p->block_tokens;
+        if (p->whole_prompts && r->input_tokens > p->max_tokens_per_step) {
+            nvl_report("request %u%s: its %u prompt tokens exceed the %u "
+                       "tokens of a step and prompts run whole (no chunked "
+                       "prefill): raise --max-tokens-per-step or set "
+                       "--chunk", r->id, where, r->input_tokens,
+                       p->max_tokens_per_step);
+            return NVL_ERR_INVALID;
+        }
+        uint64_t b = (kv_pos + p->block_tokens - 1) / p->block_tokens;
         if (b > cap->kv_blocks) {
             nvl_report("request %u%s: %llu positions need %llu KV blocks of "
                        "%u; the replica's HBM holds %llu: it can never run "
                        "(more TP, --kv-dtype fp8, --dtype fp8|fp4 or "
                        "--kv-host make room)", r->id, where,
-                       (unsigned long long)pos, (unsigned long long)b,
+                       (unsigned long long)kv_pos, (unsigned long long)b,
                        p->block_tokens, (unsigned long long)cap->kv_blocks);
             return NVL_ERR_INVALID;
         }
@@ -583,6 +631,8 @@ nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
         }
         if (s.used > cap->kv_blocks)
             st = broken("KV blocks in use above the capacity");
+        if (s.broke)
+            st = broken("a no-evict scheduler preempted a request");
         uint64_t tokens = 0, pre = 0;
         for (int i = 0; i < s.nb; i++) {
             tokens += s.newt[i];

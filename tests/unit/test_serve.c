@@ -292,6 +292,105 @@ static void test_sched_preemption(void **state)
     nvl_serve_workload_free(&w);
 }
 
+/* TensorRT-LLM's no-evict admission on the same squeezed cache: nothing
+ * is preempted, every token is computed once, and no more requests run
+ * at once than the cache holds to completion; whole prompts: every
+ * prompt in one step, so a step's prefill tokens are whole prompts. */
+static void test_sched_trtllm(void **state)
+{
+    (void)state;
+    nvl_serve_workload_t w = make_load(60, 200, 200, 0);
+    nvl_serve_policy_t p = policy();
+    p.sched = NVL_SCHED_TRTLLM;
+    p.whole_prompts = true;
+    nvl_serve_outcome_t *out = calloc(w.n, sizeof *out);
+    nvl_serve_replica_stats_t st;
+    fake_t f;
+    uint64_t expect = 0, prompts = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        expect += w.reqs[i].input_tokens + w.reqs[i].output_tokens - 1;
+        prompts += w.reqs[i].input_tokens;
+    }
+    serve_all(&w, &p, 200, &f, out, &st);
+    assert_int_equal(st.preemptions, 0);
+    assert_int_equal(f.tokens, expect);
+    assert_int_equal(f.prefill, prompts);
+    /* a request reserves ceil((<=206 + <=204) / 16) <= 26 blocks: at least
+     * 7 fit in 200 blocks, and at most 200 / ceil(400 / 16) = 8 */
+    assert_true(f.max_seqs >= 7 && f.max_seqs <= 8);
+    /* a prompt longer than the step's budget can never run whole */
+    nvl_serve_capacity_t cap = {.kv_blocks = 200, .kv_block_bytes = 1e6,
+                                .max_context = 1 << 20};
+    p.max_tokens_per_step = 100;
+    reports.count = 0;
+    assert_int_equal(nvl_serve_check(&w, &p, &cap), NVL_ERR_INVALID);
+    assert_int_equal(reports.count, 1);
+    assert_non_null(strstr(reports.last, "prompt tokens exceed"));
+    free(out);
+    nvl_serve_workload_free(&w);
+}
+
+/* trtllm-bench's limits for Llama-3.3-70B in nvfp4 (70.55e9 parameters as
+ * 0.5 byte, FP8 KV: 80 layers x 8 heads x 128 x 2 bytes a token) on one
+ * 179.06 GiB B200, kv_fraction 0.90, by hand:
+ *   engine 32.853 GiB, cache (179.06 - 32.853) 0.9 = 131.586 GiB,
+ *   a token 1.52588e-4 GiB. */
+static void test_trtllm_bench_limits(void **state)
+{
+    (void)state;
+    nvl_serve_trtllm_bench_in_t in = {
+        .checkpoint_params = 70.55e9, .bytes_per_param = 0.5,
+        .kv_bytes_per_elem = 1, .layers = 80, .kv_heads = 8,
+        .head_dim = 128, .tp = 1, .gpu_mem_gib = 179.06,
+        .kv_fraction = 0.90, .mean_isl = 1000, .mean_osl = 1000,
+        .max_isl = 1000};
+    uint32_t bs, tok;
+    /* 431.2 requests: 128 ceil(431.2 / 128) = 512; 862 tokens -> 2048 */
+    assert_int_equal(nvl_serve_trtllm_bench_limits(&in, &bs, &tok), NVL_OK);
+    assert_int_equal(bs, 512);
+    assert_int_equal(tok, 2048);
+    /* 2048/128: 396.3 requests -> 512; 6737 tokens -> 512 x 14 = 7168 */
+    in.mean_isl = in.max_isl = 2048;
+    in.mean_osl = 128;
+    assert_int_equal(nvl_serve_trtllm_bench_limits(&in, &bs, &tok), NVL_OK);
+    assert_int_equal(bs, 512);
+    assert_int_equal(tok, 7168);
+    /* 20000/2000: 39.2 requests -> 64; 431 tokens -> 2048, but whole
+     * prompts need 20000 + 64; chunked they do not */
+    in.mean_isl = in.max_isl = 20000;
+    in.mean_osl = 2000;
+    assert_int_equal(nvl_serve_trtllm_bench_limits(&in, &bs, &tok), NVL_OK);
+    assert_int_equal(bs, 64);
+    assert_int_equal(tok, 20064);
+    in.chunked = true;
+    assert_int_equal(nvl_serve_trtllm_bench_limits(&in, &bs, &tok), NVL_OK);
+    assert_int_equal(tok, 2048);
+    /* 8 layers: 3962.6 requests -> 256 x 16 = 4096; 2048/128 caps the
+     * tokens at 32768 */
+    in.layers = 8;
+    in.mean_isl = in.max_isl = 1000;
+    in.mean_osl = 1000;
+    assert_int_equal(nvl_serve_trtllm_bench_limits(&in, &bs, &tok), NVL_OK);
+    assert_int_equal(bs, 4096);
+    assert_int_equal(tok, 8192); /* 7925 -> 512 x 16 */
+    in.mean_isl = in.max_isl = 2048;
+    in.mean_osl = 128;
+    assert_int_equal(nvl_serve_trtllm_bench_limits(&in, &bs, &tok), NVL_OK);
+    assert_int_equal(tok, 32768);
+    /* a model larger than the GPUs fails */
+    in.checkpoint_params = 500e9;
+    reports.count = 0;
+    assert_int_equal(nvl_serve_trtllm_bench_limits(&in, &bs, &tok),
+                     NVL_ERR_NOMEM);
+    assert_int_equal(reports.count, 1);
+    /* an nvfp4 checkpoint's element count: 10 embedding + 90 linear as
+     * 90 (1/2 + 1/16) */
+    assert_true(fabs(nvl_serve_checkpoint_params(100, 10, 0.5) - 60.625) <
+                1e-9);
+    assert_true(fabs(nvl_serve_checkpoint_params(100, 10, 1.0) - 100) <
+                1e-9);
+}
+
 /* Requests sharing a prefix: the later ones skip its full blocks. */
 static void test_sched_prefix(void **state)
 {
@@ -385,6 +484,10 @@ int main(void)
         cmocka_unit_test(test_sched_one_request),
         cmocka_unit_test(test_sched_preemption),
         cmocka_unit_test(test_sched_prefix),
+        cmocka_unit_test_setup_teardown(test_sched_trtllm, capture_reports,
+                                        release_reports),
+        cmocka_unit_test_setup_teardown(test_trtllm_bench_limits,
+                                        capture_reports, release_reports),
         cmocka_unit_test_setup_teardown(test_sched_check, capture_reports,
                                         release_reports),
         cmocka_unit_test(test_summary),

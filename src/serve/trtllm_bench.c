@@ -1,0 +1,97 @@
+/* trtllm-bench's max batch size and max number of tokens per iteration,
+ * as `trtllm-bench throughput` picks them when they are not given
+ * (tensorrt_llm/bench/build/tuning.py calc_engine_setting and
+ * finetune_setting; bench/benchmark/utils/general.py get_settings;
+ * docs/serve.md "The schedulers"):
+ *
+ *   kv_bytes/token = 2 layers max(tp, kv_heads) head_dim kv_bytes    (GiB)
+ *   engine         = param_count bytes_per_param                      (GiB)
+ *   cache          = (mem_gib tp - engine) kv_fraction
+ *   requests       = cache / (kv_bytes/token (isl + osl))
+ *   raw_bs         = min(requests, 4096)
+ *   raw_tokens     = min(raw_bs (1 + isl / osl), 32768)
+ *   max_batch      = max(64, 32 ceil(raw_bs / 32))   raw_bs < 256
+ *                    128 ceil(raw_bs / 128)          raw_bs < 1024
+ *                    256 ceil(raw_bs / 256)          otherwise
+ *   max_tokens     = max(2048, 256 ceil(raw / 256))  raw_tokens < 4096
+ *                    512 ceil(raw / 512)             raw_tokens < 8192
+ *                    1024 ceil(raw / 1024)           otherwise
+ *   without chunked context: max_tokens = max(max_tokens, max_isl +
+ *   max_batch), so the longest prompt runs in one iteration.
+ *
+ * param_count is the checkpoint's safetensors element count, so an nvfp4
+ * checkpoint's packed weights count half (nvl_serve_checkpoint_params). */
+#include <math.h>
+
+#include "nvlemu/serve.h"
+
+#define GIB 1073741824.0
+
+double nvl_serve_checkpoint_params(double total_params, double embed_params,
+                                   double bytes_per_param)
+{
+    double linear = total_params - embed_params;
+    double per_linear = 1.0;
+    if (bytes_per_param == 0.5)
+        per_linear = 0.5 + 1.0 / 16; /* two fp4 a byte, an fp8 scale per 16 */
+    return embed_params + linear * per_linear;
+}
+
+static uint32_t round_up(double x, double unit)
+{
+    return (uint32_t)(unit * ceil(x / unit));
+}
+
+nvl_status_t nvl_serve_trtllm_bench_limits(
+    const nvl_serve_trtllm_bench_in_t *in, uint32_t *max_batch_out,
+    uint32_t *max_tokens_out)
+{
+    double heads = in->kv_heads > in->tp ? in->kv_heads : in->tp;
+    double per_token_gib = 2.0 * in->layers * heads * in->head_dim *
+                           in->kv_bytes_per_elem / GIB;
+    double engine_gib = in->checkpoint_params * in->bytes_per_param / GIB;
+    double total_gib = in->gpu_mem_gib * in->tp;
+    if (total_gib < engine_gib) {
+        nvl_report("--scheduler trtllm: trtllm-bench's limits: the model "
+                   "needs %.2f GiB, the %u GPUs hold %.2f GiB",
+                   engine_gib, in->tp, total_gib);
+        return NVL_ERR_NOMEM;
+    }
+    double cache_gib = (total_gib - engine_gib) * in->kv_fraction;
+    double requests = cache_gib /
+                      (per_token_gib * (in->mean_isl + in->mean_osl));
+    if (requests < 1) {
+        nvl_report("--scheduler trtllm: trtllm-bench's limits: %.2f GiB of "
+                   "KV cache holds %.2f requests of %.0f + %.0f tokens "
+                   "(fewer than one)", cache_gib, requests, in->mean_isl,
+                   in->mean_osl);
+        return NVL_ERR_NOMEM;
+    }
+    double raw_bs = requests < 4096 ? requests : 4096;
+    double raw_tok = raw_bs * (1 + in->mean_isl / in->mean_osl);
+    if (raw_tok > 32768)
+        raw_tok = 32768;
+    uint32_t bs;
+    if (raw_bs < 256) {
+        bs = round_up(raw_bs, 32);
+        if (bs < 64)
+            bs = 64;
+    } else if (raw_bs < 1024)
+        bs = round_up(raw_bs, 128);
+    else
+        bs = round_up(raw_bs, 256);
+    uint32_t tok;
+    if (raw_tok < 4096) {
+        tok = round_up(raw_tok, 256);
+        if (tok < 2048)
+            tok = 2048;
+    } else if (raw_tok < 8192)
+        tok = round_up(raw_tok, 512);
+    else
+        tok = round_up(raw_tok, 1024);
+    if (!in->chunked && tok < in->max_isl + bs)
+        tok = in->max_isl + bs;
+    *max_batch_out = bs;
+    *max_tokens_out = tok;
+    return NVL_OK;
+}
