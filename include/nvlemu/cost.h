@@ -4,6 +4,9 @@
  *   matmul     t = overhead + max(FLOPs / (peak(dtype) x e_c(k)),
  *                                 bytes / (HBM bw x e_m(m, n)))
  *              e_c(k)    = matmul_efficiency x k / (k + matmul_k_pad)
+ *                          (fp8_/fp4_matmul_efficiency for FP8 / FP4 on
+ *                          their own tensor cores, when the topology sets
+ *                          them)
  *              e_m(m, n) = hbm_efficiency x
  *                          min(1, n ceil(m/64) / (sms x matmul_cols_per_sm))
  *                              ^ matmul_width_exp

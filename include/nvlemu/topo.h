@@ -99,6 +99,8 @@ typedef struct {
     int64_t die_link_lat_ps;        /* die-to-die link, one way */
     /* compute cost model constants (include/nvlemu/cost.h) */
     double matmul_efficiency;   /* large matmuls: fraction of peak */
+    double fp8_matmul_efficiency; /* of the FP8 peak (0: matmul_efficiency) */
+    double fp4_matmul_efficiency; /* of the FP4 peak (0: matmul_efficiency) */
     uint32_t matmul_k_pad;      /* per-tile fixed work, in k steps */
     double hbm_efficiency;      /* streaming reads: fraction of hbm_bw */
     uint32_t matmul_cols_per_sm; /* output columns per SM to stream at full rate */

@@ -35,6 +35,41 @@ static const nvl_opt_name_t preempt_names[] = {
 static const nvl_opt_name_t on_off_names[] = {{"on", 1}, {"off", 0},
                                               {NULL, 0}};
 
+/* CUDA graphs: the rows a step runs once padded to the graph replayed
+ * for it (0: no graph, run as scheduled).  vLLM V1 pads a step of at most
+ * 512 tokens to its capture sizes 1, 2, 4 and the multiples of 8 (
+ * CompilationConfig cudagraph_capture_sizes, piecewise graphs for mixed
+ * steps too).  TensorRT-LLM's PyTorch backend replays a graph for a
+ * generation-only batch only, padded to the next of cuda_graph_config's
+ * batch_sizes with enable_padding (the list TensorRT-LLM's performance
+ * overview benchmarks with); a step with a context runs eagerly. */
+static uint32_t vllm_graph_rows(uint32_t seqs, uint64_t tokens,
+                                uint64_t prefill)
+{
+    (void)seqs;
+    (void)prefill;
+    if (tokens > 512)
+        return 0;
+    if (tokens <= 4)
+        return tokens <= 1 ? 1 : tokens <= 2 ? 2 : 4;
+    return (uint32_t)((tokens + 7) / 8 * 8);
+}
+
+static uint32_t trtllm_graph_rows(uint32_t seqs, uint64_t tokens,
+                                  uint64_t prefill)
+{
+    static const uint32_t sizes[] = {1,   2,   4,    8,    16,   32,  64,
+                                     128, 256, 384,  512,  1024, 2048,
+                                     4096, 8192};
+    (void)tokens;
+    if (prefill > 0)
+        return 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (sizes[i] >= seqs)
+            return sizes[i];
+    return 0;
+}
+
 /* The schedulers, with the defaults each engine ships (docs/serve.md "The
  * schedulers" cites each).  max_batch / max_tokens 0: trtllm-bench's own
  * rule (nvl_serve_trtllm_bench_limits). */
@@ -44,15 +79,19 @@ typedef struct {
     long max_batch, max_tokens, block;
     bool chunked;                 /* --chunk 0 chunks prefills to the budget */
     nvl_engine_kv_rule_t kv_rule;
+    /* a step's rows with its CUDA graph's padding (0: none) */
+    uint32_t (*graph_rows)(uint32_t seqs, uint64_t tokens, uint64_t prefill);
 } sched_row_t;
 
 static const sched_row_t schedulers[] = {
     {.name = "vllm", .sched = NVL_SCHED_VLLM, .max_batch = 1024,
      .max_tokens = 8192, .block = 16, .chunked = true,
-     .kv_rule = {.fraction = 0.90, .of_free = false}},
+     .kv_rule = {.fraction = 0.90, .of_free = false},
+     .graph_rows = vllm_graph_rows},
     {.name = "trtllm", .sched = NVL_SCHED_TRTLLM, .max_batch = 0,
      .max_tokens = 0, .block = 32, .chunked = false,
-     .kv_rule = {.fraction = 0.90, .of_free = true}},
+     .kv_rule = {.fraction = 0.90, .of_free = true},
+     .graph_rows = trtllm_graph_rows},
 };
 static const nvl_opt_name_t sched_names[] = {{"vllm", 0}, {"trtllm", 1},
                                              {NULL, 0}};
@@ -312,18 +351,53 @@ static nvl_status_t plan_layout(const nvl_serve_args_t *a, int size,
 
 typedef struct {
     nvl_engine_t *e;
+    const sched_row_t *sched;      /* its CUDA-graph padding */
+    uint64_t *past, *newt;         /* the padded step (pad_cap rows) */
+    size_t pad_cap;
+    uint64_t pad_rows;             /* dummy rows run, over the steps */
     int64_t part_ps[NVL_PART_COUNT];
 } step_ctx_t;
 
+/* Runs the scheduler's step; a step a CUDA graph replays runs its
+ * graph's rows, the padding as one-token sequences without a past (their
+ * matmul rows are real work, their attention next to none). */
 static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
                                 int64_t *dur_ps_out)
 {
     step_ctx_t *c = ctx;
     nvl_pass_stats_t ps;
-    nvl_status_t st = nvl_engine_serve_step(c->e, b->n, b->past,
-                                            b->new_tokens, b->h2d_bytes,
-                                            b->d2h_bytes, b->start_ps,
-                                            dur_ps_out, &ps);
+    int n = b->n;
+    const uint64_t *past = b->past, *newt = b->new_tokens;
+    uint32_t rows = c->sched->graph_rows((uint32_t)b->n, b->tokens,
+                                         b->prefill_tokens);
+    if (rows > b->tokens) {
+        size_t pad = rows - b->tokens, need = (size_t)b->n + pad;
+        if (need > c->pad_cap) {
+            uint64_t *p = realloc(c->past, need * sizeof *p);
+            uint64_t *t = p ? realloc(c->newt, need * sizeof *t) : NULL;
+            if (p != NULL)
+                c->past = p;
+            if (t == NULL) {
+                nvl_report("out of memory padding a step to its CUDA graph");
+                return NVL_ERR_NOMEM;
+            }
+            c->newt = t;
+            c->pad_cap = need;
+        }
+        memcpy(c->past, b->past, (size_t)b->n * sizeof *c->past);
+        memcpy(c->newt, b->new_tokens, (size_t)b->n * sizeof *c->newt);
+        for (size_t i = (size_t)b->n; i < need; i++) {
+            c->past[i] = 0;
+            c->newt[i] = 1;
+        }
+        n = (int)need;
+        past = c->past;
+        newt = c->newt;
+        c->pad_rows += pad;
+    }
+    nvl_status_t st = nvl_engine_serve_step(c->e, n, past, newt,
+                                            b->h2d_bytes, b->d2h_bytes,
+                                            b->start_ps, dur_ps_out, &ps);
     if (st == NVL_OK)
         for (int i = 0; i < NVL_PART_COUNT; i++)
             c->part_ps[i] += ps.part_ps[i];
@@ -809,6 +883,7 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
         return st;
     }
     j.sc.e = NULL;
+    j.sc.sched = &schedulers[a->scheduler];
     bool disagg = j.L.n_pools == 2;
     nvl_serve_workload_t pre_w = {0};
     if (disagg && (st = prefill_only(w, &pre_w)) != NVL_OK)
@@ -970,6 +1045,8 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
         free(all);
     }
     free(j.steps);
+    free(j.sc.past);
+    free(j.sc.newt);
     free(out);
     free(mine);
     free(pre_w.reqs);

@@ -147,7 +147,16 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     }
     if (c.flops <= 0)
         return c;
-    double e_c = g->matmul_efficiency * K / (K + (double)g->matmul_k_pad);
+    /* the tensor cores' type sets the efficiency (FP4 dequantised on a
+     * GPU without FP4 runs at BF16's) */
+    double eff = g->matmul_efficiency;
+    if (act_bytes != 2.0) {
+        if (dt == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
+            eff = g->fp8_matmul_efficiency;
+        if (dt == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
+            eff = g->fp4_matmul_efficiency;
+    }
+    double e_c = eff * K / (K + (double)g->matmul_k_pad);
     double width =
         tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
     /* beside another kernel: the tensor cores of the SMs left, at most

@@ -6,6 +6,9 @@
   check.py conservation  a loaded server with preemption and prefix caching:
                          every request finishes, tokens add up, latencies are
                          ordered, the JSON agrees with the CSV
+  check.py trtllm        --scheduler trtllm on a squeezed cache: no preemption,
+                         prompts computed once, as many requests in flight as
+                         the cache holds to completion
   check.py placements    the same trace under three launch layouts gives
                          byte-identical CSV and JSON (but the wall time)
 """
@@ -70,7 +73,7 @@ def conservation(a, tmp):
                  "--requests", "150", "--rate", "200", "--isl", "uniform:200:600",
                  "--osl", "uniform:100:300", "--prefix-groups", "3", "--prefix-len", "160",
                  "--max-batch", "48", "--max-tokens-per-step", "2048", "--chunk", "512",
-                 "--set", "gpu.hbm=1.56GB", "--json", out_json, "--csv", out_csv], ranks=3)
+                 "--set", "gpu.hbm=1.647GB", "--json", out_json, "--csv", out_csv], ranks=3)
     s = json.load(open(out_json))
     rows = read_csv(out_csv)
     errors = []
@@ -111,6 +114,49 @@ def conservation(a, tmp):
     return 1 if errors else 0
 
 
+def trtllm(a, tmp):
+    """TensorRT-LLM's no-evict scheduler on a squeezed cache: no preemption,
+    each prompt computed once, and exactly as many requests in flight as
+    the cache holds to completion (or max batch)."""
+    out_json, out_csv = os.path.join(tmp, "t.json"), os.path.join(tmp, "t.csv")
+    isl, osl = 300, 200
+    job(a.root, [a.nvlemu, "serve", "--scheduler", "trtllm", "--model", "qwen2.5-7b",
+                 "--layers", "4", "--requests", "120", "--isl", str(isl), "--osl", str(osl),
+                 "--max-batch", "64", "--max-tokens-per-step", "1024",
+                 "--set", "gpu.hbm=1.55GB", "--json", out_json, "--csv", out_csv], ranks=3)
+    s = json.load(open(out_json))
+    rows = read_csv(out_csv)
+    pool, inp = s["pools"][0], s["inputs"]
+    errors = []
+    if inp["scheduler"] != "trtllm" or inp["block"] != 32 or inp["chunk"] != 0:
+        errors.append(f"inputs: scheduler {inp['scheduler']}, block {inp['block']}, "
+                      f"chunk {inp['chunk']} (expected trtllm, 32, 0: whole prompts)")
+    if pool["preemptions"] != 0:
+        errors.append(f"{pool['preemptions']} preemptions under no-evict admission")
+    if len(rows) != 120 or pool["prefill_tokens"] != 120 * isl:
+        errors.append(f"{len(rows)} requests, {pool['prefill_tokens']} prefill tokens "
+                      f"(expected 120 and {120 * isl}: each prompt once)")
+    per_req = -(-(isl + osl) // inp["block"])
+    bound = min(inp["max_batch"], int(pool["kv_blocks"]) // per_req)
+    events = []
+    for r in rows:
+        t0 = float(r["arrival_s"]) * 1e3 + float(r["queue_ms"])
+        events += [(t0, 1), (float(r["arrival_s"]) * 1e3 + float(r["e2e_ms"]), -1)]
+    live = most = 0
+    for _, d in sorted(events, key=lambda e: (e[0], e[1])):
+        live += d
+        most = max(most, live)
+    if bound < 2 or most != bound:
+        errors.append(f"{most} requests in flight at most; the cache holds {bound} "
+                      f"({pool['kv_blocks']} blocks, {per_req} a request)")
+    for e in errors:
+        print(e)
+    if not errors:
+        print(f"trtllm: 120 requests, no preemption, {most} in flight at most = "
+              f"{int(pool['kv_blocks'])} blocks // {per_req}")
+    return 1 if errors else 0
+
+
 def placements(a, tmp):
     got = {}
     for p in PLACEMENTS:
@@ -132,7 +178,8 @@ def placements(a, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=["one-request", "conservation", "placements"])
+    ap.add_argument("check", choices=["one-request", "conservation", "placements",
+                                      "trtllm"])
     ap.add_argument("--nvlemu", default="build/nvlemu")
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))))
@@ -141,7 +188,7 @@ def main():
     a.nvlemu = os.path.abspath(os.path.join(a.root, a.nvlemu))
     with tempfile.TemporaryDirectory() as tmp:
         return {"one-request": one_request, "conservation": conservation,
-                "placements": placements}[a.check](a, tmp)
+                "placements": placements, "trtllm": trtllm}[a.check](a, tmp)
 
 
 if __name__ == "__main__":
