@@ -138,9 +138,9 @@ typedef struct {
 
 /* trtllm-bench's own limits (tensorrt_llm/bench/build/tuning.py
  * calc_engine_setting and finetune_setting, applied by
- * bench/benchmark/utils/general.py get_settings when --max_batch_size and
- * --max_num_tokens are not given): from the model, the GPUs' memory and
- * the dataset's mean lengths. */
+ * tensorrt_llm/bench/benchmark/utils/general.py get_settings when
+ * --max_batch_size and --max_num_tokens are not given): from the model,
+ * the GPUs' memory and the dataset's mean lengths. */
 typedef struct {
     double checkpoint_params;   /* the checkpoint's safetensors element
                                    count (nvl_serve_checkpoint_params) */

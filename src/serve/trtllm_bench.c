@@ -1,7 +1,7 @@
 /* trtllm-bench's max batch size and max number of tokens per iteration,
  * as `trtllm-bench throughput` picks them when they are not given
  * (tensorrt_llm/bench/build/tuning.py calc_engine_setting and
- * finetune_setting; bench/benchmark/utils/general.py get_settings;
+ * finetune_setting; tensorrt_llm/bench/benchmark/utils/general.py get_settings;
  * docs/serve.md "The schedulers"):
  *
  *   kv_bytes/token = 2 layers max(tp, kv_heads) head_dim kv_bytes    (GiB)
