@@ -37,9 +37,20 @@ double nvl_serve_checkpoint_params(double total_params, double embed_params,
     return embed_params + linear * per_linear;
 }
 
-static uint32_t round_up(double x, double unit)
+/* finetune_setting's rounding: x up to the unit of the first tier it is
+ * below, and at least `least` (the tiers' own minimum, which only the
+ * first tier can fall under). */
+typedef struct {
+    double below, unit;
+} tier_t;
+
+static uint32_t tiered(double x, const tier_t tiers[3], uint32_t least)
 {
-    return (uint32_t)(unit * ceil(x / unit));
+    int i = 0;
+    while (i < 2 && x >= tiers[i].below)
+        i++;
+    uint32_t v = (uint32_t)(tiers[i].unit * ceil(x / tiers[i].unit));
+    return v > least ? v : least;
 }
 
 nvl_status_t nvl_serve_trtllm_bench_limits(
@@ -71,24 +82,10 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
     double raw_tok = raw_bs * (1 + in->mean_isl / in->mean_osl);
     if (raw_tok > 32768)
         raw_tok = 32768;
-    uint32_t bs;
-    if (raw_bs < 256) {
-        bs = round_up(raw_bs, 32);
-        if (bs < 64)
-            bs = 64;
-    } else if (raw_bs < 1024)
-        bs = round_up(raw_bs, 128);
-    else
-        bs = round_up(raw_bs, 256);
-    uint32_t tok;
-    if (raw_tok < 4096) {
-        tok = round_up(raw_tok, 256);
-        if (tok < 2048)
-            tok = 2048;
-    } else if (raw_tok < 8192)
-        tok = round_up(raw_tok, 512);
-    else
-        tok = round_up(raw_tok, 1024);
+    static const tier_t bs_tiers[3] = {{256, 32}, {1024, 128}, {0, 256}};
+    static const tier_t tok_tiers[3] = {{4096, 256}, {8192, 512}, {0, 1024}};
+    uint32_t bs = tiered(raw_bs, bs_tiers, 64);
+    uint32_t tok = tiered(raw_tok, tok_tiers, 2048);
     if (!in->chunked && tok < in->max_isl + bs)
         tok = in->max_isl + bs;
     *max_batch_out = bs;
