@@ -298,8 +298,8 @@ typedef struct {
  * weights (less --weights-host's share) and the activations of a step of
  * max_rows tokens over max_seqs sequences are in HBM, sized by rule, with
  * the KV's host share (--kv-host; auto: the share that fills HBM and the
- * host memory) in the host's memory (docs/serve.md "Memory and the prefix cache").  Plans the
- * engine's memory for the steps to come.  Reports and fails on every rank
+ * host memory) in the host's memory (docs/serve.md, "Memory and the
+ * prefix cache").  Plans the engine's memory for the steps to come.  Reports and fails on every rank
  * when nothing is left for the KV cache, when a host tier is asked of a
  * topology without one, or under data-parallel attention. */
 nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
