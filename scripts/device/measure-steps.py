@@ -42,8 +42,17 @@ Files in --out:
   env.json      GPU, clocks, versions, the SDPA backend chosen, run times
   traces.tar.gz Chrome traces of the profiled steps
 
+Tensor parallelism (--tp N, under torchrun --nproc_per_node=N): each
+process holds its shard as `nvlemu run --stack torch` splits it: q/k/v heads,
+o's input rows, gate/up columns, down's input rows and the vocabulary
+(embedding: its rows, zeros elsewhere, then an all_reduce; lm_head: its
+rows, then an all_gather of the logits), with an NCCL all_reduce after o
+and after down, captured in the CUDA graph with the rest. Rank 0 writes
+the files (steps.csv gains a tp column); no profiles at TP > 1.
+
 Run on the device machine:
     python3 scripts/device/measure-steps.py --out "$OUT"
+    torchrun --nproc_per_node=2 scripts/device/measure-steps.py --tp 2 --out "$OUT"
 Options: --quick (tiny grid, for checking the script), --budget-s N.
 
 Without a GPU, `measure-steps.py --relabel traces.tar.gz --out DIR` rebuilds
@@ -65,6 +74,7 @@ import traceback
 
 try:                # --relabel needs no GPU: only the standard library
     import torch
+    import torch.distributed as dist
     import torch.nn.functional as F
     from torch.profiler import ProfilerActivity, profile, record_function
 except ImportError:
@@ -97,7 +107,15 @@ def rand(*shape, scale=0.02):
 class Model:
     """Random weights of `layers` layers plus embedding, final norm, lm_head."""
 
-    def __init__(self, c):
+    def __init__(self, c, tp=1, rank=0):
+        c = dict(c)
+        for k in ("heads", "kv_heads", "inter", "vocab"):
+            if c[k] % tp:
+                raise SystemExit("%s = %d does not divide by --tp %d" % (k, c[k], tp))
+        self.tp, self.rank = tp, rank
+        self.vocab0 = rank * (c["vocab"] // tp)   # this rank's first vocabulary row
+        c.update(heads=c["heads"] // tp, kv_heads=c["kv_heads"] // tp,
+                 inter=c["inter"] // tp, vocab=c["vocab"] // tp)
         self.c = c
         h, d = c["hidden"], c["head_dim"]
         qkv = (c["heads"] + 2 * c["kv_heads"]) * d
@@ -144,7 +162,13 @@ def step(m, ids, pos, caches, causal, lab=False):
     B, S = ids.shape
     H, KV, D, hid = c["heads"], c["kv_heads"], c["head_dim"], c["hidden"]
     with label("embed", lab):
-        x = F.embedding(ids, m.embed)
+        if m.tp == 1:
+            x = F.embedding(ids, m.embed)
+        else:   # vocab-parallel: this rank's rows, zeros elsewhere, summed
+            local = ids - m.vocab0
+            mask = (local >= 0) & (local < c["vocab"])
+            x = F.embedding(local.clamp(0, c["vocab"] - 1), m.embed) * mask[..., None]
+            dist.all_reduce(x)
     with label("rope_tables", lab):
         cos = m.cos.index_select(0, pos)[None, None]
         sin = m.sin.index_select(0, pos)[None, None]
@@ -179,6 +203,9 @@ def step(m, ids, pos, caches, causal, lab=False):
             a = a.transpose(1, 2).reshape(B, S, H * D)
         with label("o_proj", lab):
             o = F.linear(a, L["wo"])
+        if m.tp > 1:
+            with label("all_reduce", lab):
+                dist.all_reduce(o)
         with label("residual_add", lab):
             x = x + o
         with label("post_norm", lab):
@@ -190,12 +217,21 @@ def step(m, ids, pos, caches, causal, lab=False):
             a = F.silu(g) * u
         with label("down_proj", lab):
             d = F.linear(a, L["wd"])
+        if m.tp > 1:
+            with label("all_reduce", lab):
+                dist.all_reduce(d)
         with label("residual_add", lab):
             x = x + d
     with label("final_norm", lab):
         x = F.rms_norm(x[:, -1], (hid,), m.norm, c["eps"])
     with label("lm_head", lab):
         logits = F.linear(x, m.lm_head)
+    if m.tp > 1:
+        with label("all_gather", lab):
+            parts = torch.empty((m.tp,) + tuple(logits.shape), device="cuda",
+                                dtype=logits.dtype)
+            dist.all_gather_into_tensor(parts, logits.contiguous())
+            logits = parts.permute(1, 0, 2).reshape(logits.shape[0], -1)
     with label("sample", lab):
         return logits.argmax(dim=-1)
 
@@ -241,6 +277,10 @@ def time_graph(g, target_s=0.4, min_reps=10, max_reps=200):
     torch.cuda.synchronize()
     est = time.perf_counter() - t
     reps = int(max(min_reps, min(max_reps, target_s / max(est, 1e-6))))
+    if dist.is_available() and dist.is_initialized():   # every rank replays as often
+        r = torch.tensor([reps], device="cuda")
+        dist.all_reduce(r, op=dist.ReduceOp.MAX)
+        reps = int(r.item())
     walls, evs = [], []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -362,11 +402,25 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget-s", type=float, default=500.0)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--tp", type=int, default=1,
+                    help="tensor-parallel degree (run under torchrun with as many "
+                         "processes)")
     ap.add_argument("--cases", metavar="PHASE:B:CTX,...",
                     help="time and profile only these cases")
     args = ap.parse_args()
     if args.relabel:
         return relabel(args.relabel, args.out)
+    rank = 0
+    if args.tp > 1:
+        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # multicast stays off
+        dist.init_process_group("nccl")
+        rank = dist.get_rank()
+        if dist.get_world_size() != args.tp:
+            raise SystemExit("--tp %d under %d processes" % (args.tp,
+                                                            dist.get_world_size()))
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    if rank != 0:                       # rank 0 writes the files
+        args.out = os.path.join(args.out, ".rank%d" % rank)
     os.makedirs(args.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     env = environment()
@@ -379,10 +433,13 @@ def main():
                 (x.split(":") for x in args.cases.split(","))]
         decode = [(b, c) for ph, b, c in prof if ph == "decode"]
         prefill = [(b, c) for ph, b, c in prof if ph == "prefill"]
+    if args.tp > 1:
+        prof = []
     sf = open(os.path.join(args.out, "steps.csv"), "w", newline="")
     sw = csv.writer(sf)
+    tp_col = ["tp"] if args.tp > 1 else []
     sw.writerow(["model", "layers", "phase", "batch", "ctx", "q_len", "measured_us",
-                 "event_us", "reps"])
+                 "event_us", "reps"] + tp_col)
     kf = open(os.path.join(args.out, "kernels.csv"), "w", newline="")
     kw = csv.writer(kf)
     kw.writerow(KERNEL_HEADER)
@@ -392,12 +449,17 @@ def main():
         if args.quick:
             c["layers"] = 2
         t = time.time()
-        m = Model(c)
+        m = Model(c, args.tp, rank)
         log("%s: %d layers built in %.1f s, %.1f GB allocated" %
             (name, c["layers"], time.time() - t, torch.cuda.memory_allocated() / 1e9))
         for phase, grid in (("decode", decode), ("prefill", prefill)):
             for B, ctx in grid:
-                if time.time() - T0 > args.budget_s:
+                over = time.time() - T0 > args.budget_s
+                if args.tp > 1:     # every rank skips together
+                    flag = torch.tensor([int(over)], device="cuda")
+                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                    over = bool(flag.item())
+                if over:
                     failures.append("%s %s %d %d: over budget, skipped" % (name, phase, B, ctx))
                     continue
                 try:
@@ -405,7 +467,7 @@ def main():
                     g = capture(fn)
                     us, ev_us, reps = time_graph(g)
                     sw.writerow([name, c["layers"], phase, B, ctx, S, "%.1f" % us,
-                                 "%.1f" % ev_us, reps])
+                                 "%.1f" % ev_us, reps] + ([args.tp] if args.tp > 1 else []))
                     sf.flush()
                     log("%s %s B=%d ctx=%d: %.1f us (events %.1f, %d reps)" %
                         (name, phase, B, ctx, us, ev_us, reps))
@@ -435,6 +497,9 @@ def main():
     with open(os.path.join(args.out, "env.json"), "w") as f:
         json.dump(env, f, indent=2)
     log("done; failures: %s" % failures)
+    if args.tp > 1:
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
