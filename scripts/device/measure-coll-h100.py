@@ -112,12 +112,22 @@ def _timed(fn, iters, dev, cpu_group, warm=5, trials=TRIALS):
     """Mean GPU time per call in microseconds over `iters` back-to-back eager
     calls between two CUDA events; max over ranks; median of `trials` such
     means (one host hiccup inflates one trial's mean, not the median)."""
+    for _ in range(warm):
+        fn()
+
+    def calls():
+        for _ in range(iters):
+            fn()
+    return _median_trials(calls, iters, dev, cpu_group, trials)
+
+
+def _median_trials(run, iters, dev, cpu_group, trials):
+    """Median over `trials` of run()'s GPU time between two CUDA events per
+    call (divided by `iters`), each trial the maximum over ranks."""
     import statistics
 
     import torch
     import torch.distributed as dist
-    for _ in range(warm):
-        fn()
     res = []
     for _ in range(trials):
         torch.cuda.synchronize(dev)
@@ -125,8 +135,7 @@ def _timed(fn, iters, dev, cpu_group, warm=5, trials=TRIALS):
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(iters):
-            fn()
+        run()
         end.record()
         end.synchronize()
         res.append(_max_over_ranks(start.elapsed_time(end) * 1e3 / iters, cpu_group))
@@ -136,8 +145,6 @@ def _timed(fn, iters, dev, cpu_group, warm=5, trials=TRIALS):
 def _timed_graph(fn, iters, dev, cpu_group, trials=TRIALS):
     """Like _timed, but the `iters` calls are captured in one CUDA graph and
     one replay is timed: no per-call host launch cost (nccl-tests -G)."""
-    import statistics
-
     import torch
     import torch.distributed as dist
     s = torch.cuda.Stream(device=dev)
@@ -154,20 +161,10 @@ def _timed_graph(fn, iters, dev, cpu_group, trials=TRIALS):
     torch.cuda.synchronize(dev)
     dist.barrier(group=cpu_group)
     g.replay()  # warm
-    res = []
-    for _ in range(trials):
-        torch.cuda.synchronize(dev)
-        dist.barrier(group=cpu_group)
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        g.replay()
-        end.record()
-        end.synchronize()
-        res.append(_max_over_ranks(start.elapsed_time(end) * 1e3 / iters, cpu_group))
+    t = _median_trials(g.replay, iters, dev, cpu_group, trials)
     del g
     torch.cuda.synchronize(dev)
-    return statistics.median(res)
+    return t
 
 
 def _dtype(name):
