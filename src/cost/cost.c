@@ -130,12 +130,18 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     double peak;
     memcpy(&peak, (const char *)g + wdtypes[dt].peak_offset, sizeof peak);
     double act_bytes = wdtypes[dt].bytes;
+    /* the tensor cores' type sets the efficiency */
+    double eff = g->matmul_efficiency;
     if (peak <= 0) {
         /* no tensor cores for this type (FP4 on Hopper): weight-only
-         * quantisation, dequantised to BF16 in the kernel */
+         * quantisation, dequantised to BF16 in the kernel, at BF16's
+         * efficiency */
         peak = g->bf16_flops_per_s;
         act_bytes = 2.0;
-    }
+    } else if (dt == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
+        eff = g->fp8_matmul_efficiency;
+    else if (dt == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
+        eff = g->fp4_matmul_efficiency;
     double N = (double)n, K = (double)k, tiles = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)
@@ -147,15 +153,6 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     }
     if (c.flops <= 0)
         return c;
-    /* the tensor cores' type sets the efficiency (FP4 dequantised on a
-     * GPU without FP4 runs at BF16's) */
-    double eff = g->matmul_efficiency;
-    if (act_bytes != 2.0) {
-        if (dt == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
-            eff = g->fp8_matmul_efficiency;
-        if (dt == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
-            eff = g->fp4_matmul_efficiency;
-    }
     double e_c = eff * K / (K + (double)g->matmul_k_pad);
     double width =
         tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
