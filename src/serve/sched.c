@@ -408,11 +408,11 @@ static void schedule_waiting(sched_t *s)
             t = s->p->chunk;
         if (t > s->budget)
             t = s->budget;
-        uint64_t need = blocks_for(s, start + t) - shared + reload_blocks;
-        if (no_evict) /* its prompt and all its outputs */
-            need = blocks_for(s, (uint64_t)req(s, k)->input_tokens +
-                                     req(s, k)->output_tokens) -
-                   shared + reload_blocks;
+        /* no-evict: its prompt and all its outputs; else its first chunk */
+        uint64_t upto = no_evict ? (uint64_t)req(s, k)->input_tokens +
+                                       req(s, k)->output_tokens
+                                 : start + t;
+        uint64_t need = blocks_for(s, upto) - shared + reload_blocks;
         while (need + reserved > s->cap->kv_blocks - s->used &&
                s->p->prefix_caching && evict_prefix(s, pid))
             ;
