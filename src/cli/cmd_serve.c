@@ -70,20 +70,9 @@ static uint32_t trtllm_graph_rows(uint32_t seqs, uint64_t tokens,
     return 0;
 }
 
-/* The schedulers, with the defaults each engine ships (docs/serve.md "The
- * schedulers" cites each).  max_batch / max_tokens 0: trtllm-bench's own
- * rule (nvl_serve_trtllm_bench_limits). */
-typedef struct {
-    const char *name;
-    nvl_serve_sched_t sched;
-    long max_batch, max_tokens, block;
-    bool chunked;                 /* --chunk 0 chunks prefills to the budget */
-    nvl_engine_kv_rule_t kv_rule;
-    /* a step's rows with its CUDA graph's padding (0: none) */
-    uint32_t (*graph_rows)(uint32_t seqs, uint64_t tokens, uint64_t prefill);
-} sched_row_t;
-
-static const sched_row_t schedulers[] = {
+/* The schedulers (serve.h), with the defaults each engine ships
+ * (docs/serve.md "The schedulers" cites each). */
+static const nvl_cli_sched_t schedulers[] = {
     {.name = "vllm", .sched = NVL_SCHED_VLLM, .max_batch = 1024,
      .max_tokens = 8192, .block = 16, .chunked = true,
      .kv_rule = {.fraction = 0.90, .of_free = false},
@@ -96,9 +85,9 @@ static const sched_row_t schedulers[] = {
 static const nvl_opt_name_t sched_names[] = {{"vllm", 0}, {"trtllm", 1},
                                              {NULL, 0}};
 
-const char *nvl_cli_serve_sched_name(int scheduler)
+const nvl_cli_sched_t *nvl_cli_serve_sched(int scheduler)
 {
-    return schedulers[scheduler].name;
+    return &schedulers[scheduler];
 }
 
 #define AT(field) offsetof(nvl_serve_args_t, field)
@@ -351,7 +340,7 @@ static nvl_status_t plan_layout(const nvl_serve_args_t *a, int size,
 
 typedef struct {
     nvl_engine_t *e;
-    const sched_row_t *sched;      /* its CUDA-graph padding */
+    const nvl_cli_sched_t *sched;  /* its CUDA-graph padding */
     uint64_t *past, *newt;         /* the padded step (pad_cap rows) */
     size_t pad_cap;
     uint64_t pad_rows;             /* dummy rows run, over the steps */
@@ -1062,7 +1051,7 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
 static nvl_status_t resolve_policy(serve_cmd_t *c, const nvl_topo_t *topo)
 {
     nvl_serve_args_t *a = &c->a;
-    const sched_row_t *row = &schedulers[a->scheduler];
+    const nvl_cli_sched_t *row = &schedulers[a->scheduler];
     if (a->block == 0)
         a->block = row->block;
     if (a->mem_fraction == 0)
@@ -1083,6 +1072,8 @@ static nvl_status_t resolve_policy(serve_cmd_t *c, const nvl_topo_t *topo)
         if (c->w.reqs[i].input_tokens > max_isl)
             max_isl = c->w.reqs[i].input_tokens;
     }
+    /* trtllm-bench's BYTES_PER_ELEM (nvfp4 0.5: its scales are counted
+     * in the element count), not nvl_wdtype_bytes's */
     double per = a->dtype == NVL_WDT_FP4 ? 0.5
                  : a->dtype == NVL_WDT_FP8 ? 1.0 : 2.0;
     double embed = (double)m->vocab * m->hidden *
@@ -1097,7 +1088,7 @@ static nvl_status_t resolve_policy(serve_cmd_t *c, const nvl_topo_t *topo)
         .checkpoint_params = nvl_serve_checkpoint_params(
             (double)nvl_model_param_count(m), embed, per),
         .bytes_per_param = per,
-        .kv_bytes_per_elem = a->kv_dtype == NVL_WDT_FP8 ? 1.0 : 2.0,
+        .kv_bytes_per_elem = nvl_wdtype_bytes(a->kv_dtype),
         .layers = m->layers, .kv_heads = m->kv_heads,
         .head_dim = m->head_dim, .tp = (uint32_t)(tp ? tp : c->tp_all),
         .gpu_mem_gib = (double)topo->gpu.hbm_bytes / 1073741824.0,

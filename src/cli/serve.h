@@ -68,8 +68,20 @@ typedef struct {
     double wall_s;
 } nvl_serve_result_t;
 
-/* The name of --scheduler's value (cmd_serve.c's table). */
-const char *nvl_cli_serve_sched_name(int scheduler);
+/* A --scheduler row (cmd_serve.c's table).  max_batch / max_tokens 0:
+ * trtllm-bench's own rule (nvl_serve_trtllm_bench_limits). */
+typedef struct {
+    const char *name;
+    nvl_serve_sched_t sched;
+    long max_batch, max_tokens, block;
+    bool chunked;                 /* --chunk 0 chunks prefills to the budget */
+    nvl_engine_kv_rule_t kv_rule;
+    /* a step's rows with its CUDA graph's padding (0: none) */
+    uint32_t (*graph_rows)(uint32_t seqs, uint64_t tokens, uint64_t prefill);
+} nvl_cli_sched_t;
+
+/* The row of --scheduler's value. */
+const nvl_cli_sched_t *nvl_cli_serve_sched(int scheduler);
 
 void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out);
 /* Reports and returns NVL_ERR_IO when a file cannot be written. */

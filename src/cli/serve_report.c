@@ -97,16 +97,16 @@ void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
     else
         snprintf(chunk, sizeof chunk, "%ld",
                  a->chunk ? a->chunk : a->max_tokens);
+    const nvl_cli_sched_t *sch = nvl_cli_serve_sched(a->scheduler);
     fprintf(out, "# policy: %s scheduler, max batch %ld, %ld tokens per "
                  "step, chunk %s, block %ld, KV memory %.2f of %s, %s, "
                  "prefix caching %s\n",
-            nvl_cli_serve_sched_name(a->scheduler), a->max_batch, a->max_tokens,
-            chunk, a->block, a->mem_fraction,
-            a->scheduler ? "the free HBM" : "HBM",
-            a->scheduler ? "no preemption (no-evict admission)"
-                         : (a->preempt == NVL_PREEMPT_SWAP
-                                ? "preempt swap"
-                                : "preempt recompute"),
+            sch->name, a->max_batch, a->max_tokens, chunk, a->block,
+            a->mem_fraction, sch->kv_rule.of_free ? "the free HBM" : "HBM",
+            sch->sched == NVL_SCHED_TRTLLM
+                ? "no preemption (no-evict admission)"
+                : (a->preempt == NVL_PREEMPT_SWAP ? "preempt swap"
+                                                  : "preempt recompute"),
             a->prefix_caching ? "on" : "off");
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
@@ -218,7 +218,7 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
         (json_int_t)a->block, "preempt", preempt_name(a->preempt),
         "prefix_caching", a->prefix_caching != 0);
     json_object_set_new(in, "scheduler",
-                        json_string(nvl_cli_serve_sched_name(a->scheduler)));
+                        json_string(nvl_cli_serve_sched(a->scheduler)->name));
     json_object_set_new(in, "mem_fraction", json_real(a->mem_fraction));
     json_object_set_new(in, "system_replicas",
                         json_integer(r->pools[0].system_replicas));
