@@ -20,14 +20,15 @@
  *       [--min-bytes SIZE] [--max-bytes SIZE] [--factor F] [--reps R]
  *       [--impl IMPL]
  * Reported, never asserted (timings belong in bench/, not in tests). */
-#include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nvlemu/coll.h"
+#include "nvlemu/opts.h"
 #include "nvlemu/runtime.h"
 
 #define MAX_REPS 99
@@ -44,24 +45,6 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* A number of bytes, optionally with K, M or G (powers of 1024), as
- * nccl-tests writes sizes; 0 when it is not one. */
-static size_t parse_size(const char *text)
-{
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    int shift = 0;
-    switch (end != text ? *end : '\0') {
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
-    default: break;
-    }
-    if (end == text || *end != '\0' || v > (SIZE_MAX >> shift))
-        return 0;
-    return (size_t)v << shift;
-}
-
 static double per_call_us(double t0, long iters)
 {
     double dt = MPI_Wtime() - t0, max;
@@ -69,59 +52,97 @@ static double per_call_us(double t0, long iters)
     return max / iters * 1e6;
 }
 
+typedef struct {
+    const char *topo;
+    long iters, factor, reps;
+    size_t min_bytes, max_bytes;
+    const char *impl;
+    int help;
+} speed_args_t;
+
+#define AT(f) offsetof(speed_args_t, f)
+static const nvl_opt_t speed_opts[] = {
+    {.name = "topo", .kind = NVL_OPT_STRING, .offset = AT(topo),
+     .arg = "FILE", .def = "topology/gb200-nvl72.topo",
+     .doc = "the emulated system"},
+    {.name = "iters", .kind = NVL_OPT_LONG, .offset = AT(iters), .arg = "N",
+     .def = "200", .min = 1, .max = 100000000,
+     .doc = "calls per timed run (a twentieth from 1 MiB on)"},
+    {.name = "min-bytes", .kind = NVL_OPT_SIZE, .offset = AT(min_bytes),
+     .arg = "SIZE", .def = "1K", .min_d = 4, .max_d = 0x1p40,
+     .doc = "smallest data-mode size (docs/units.md: 1K = 1KiB, 1KB = 1000)"},
+    {.name = "max-bytes", .kind = NVL_OPT_SIZE, .offset = AT(max_bytes),
+     .arg = "SIZE", .def = "64M", .min_d = 4, .max_d = 0x1p40,
+     .doc = "largest data-mode size"},
+    {.name = "factor", .kind = NVL_OPT_LONG, .offset = AT(factor),
+     .arg = "F", .def = "8", .min = 2, .max = 1L << 30,
+     .doc = "multiply the size by F between sizes"},
+    {.name = "reps", .kind = NVL_OPT_LONG, .offset = AT(reps), .arg = "R",
+     .def = "5", .min = 1, .max = MAX_REPS,
+     .doc = "runs per size; the median is printed"},
+    {.name = "impl", .kind = NVL_OPT_STRING, .offset = AT(impl),
+     .arg = "IMPL", .def = "nccl",
+     .doc = "nccl, oneshot, twoshot, nvls-oneshot, nvls-twoshot or auto"},
+    {.name = "help", .short_name = 'h', .kind = NVL_OPT_HELP,
+     .offset = AT(help), .doc = "print this help"},
+};
+#undef AT
+
+static const nvl_opts_t speed_set = {
+    .prefix = "coll_speed",
+    .help_hint = "coll_speed --help",
+    .usage = "mpirun -np N coll_speed [options]",
+    .opts = speed_opts,
+    .n_opts = sizeof speed_opts / sizeof speed_opts[0],
+};
+
+/* The options, checked alike on every rank (every rank sees the same
+ * argv): 0 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, const nvl_runtime_t *rt,
+                      speed_args_t *a, nvl_ar_impl_t *impl_out)
+{
+    int first;
+    nvl_runtime_capture_begin();
+    nvl_status_t st = nvl_opts_parse(&speed_set, argc, argv, a, &first);
+    if (st == NVL_OK && !a->help && nvl_ar_impl_parse(a->impl, impl_out) !=
+        NVL_OK) {
+        nvl_report("coll_speed: --impl %s: expected nccl, oneshot, twoshot, "
+                   "nvls-oneshot, nvls-twoshot or auto", a->impl);
+        st = NVL_ERR_INVALID;
+    }
+    if (st == NVL_OK && !a->help && a->max_bytes < a->min_bytes) {
+        nvl_report("coll_speed: --max-bytes %zu is below --min-bytes %zu",
+                   a->max_bytes, a->min_bytes);
+        st = NVL_ERR_INVALID;
+    }
+    if (nvl_runtime_capture_end(st) != NVL_OK)
+        return 1;
+    if (a->help) {
+        if (rt->rank == 0)
+            nvl_opts_help(&speed_set, stdout);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     nvl_runtime_t rt;
     if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
         return 1;
-    const char *topo_path = "topology/gb200-nvl72.topo";
-    long iters = 200;
-    size_t min_bytes = 1024, max_bytes = (size_t)64 << 20, factor = 8;
-    int reps = 5;
+    speed_args_t a = {0};
     nvl_ar_impl_t impl = NVL_AR_NCCL;
-    bool bad_impl = false;
-    static const struct option opts[] = {
-        {"topo", required_argument, NULL, 't'},
-        {"iters", required_argument, NULL, 'n'},
-        {"min-bytes", required_argument, NULL, 'b'},
-        {"max-bytes", required_argument, NULL, 'e'},
-        {"factor", required_argument, NULL, 'f'},
-        {"reps", required_argument, NULL, 'r'},
-        {"impl", required_argument, NULL, 'i'},
-        {NULL, 0, NULL, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 't')
-            topo_path = optarg;
-        else if (c == 'n')
-            iters = atol(optarg) > 0 ? atol(optarg) : iters;
-        else if (c == 'e')
-            max_bytes = parse_size(optarg);
-        else if (c == 'b')
-            min_bytes = parse_size(optarg);
-        else if (c == 'f')
-            factor = (size_t)atoll(optarg);
-        else if (c == 'r')
-            reps = atoi(optarg);
-        else if (c == 'i')
-            bad_impl = nvl_ar_impl_parse(optarg, &impl) != NVL_OK;
-    }
-    if (bad_impl) {
-        if (rt.rank == 0)
-            nvl_report("coll_speed: --impl: expected nccl, oneshot, twoshot, "
-                       "nvls-oneshot, nvls-twoshot or auto");
+    int code = parse_args(argc, argv, &rt, &a, &impl);
+    if (code != 0) {
+        nvl_opts_free(&speed_set, &a);
         nvl_runtime_finalize();
-        return 1;
+        return code < 0 ? 0 : code;
     }
-    if (min_bytes < sizeof(float) || max_bytes < min_bytes || factor < 2 ||
-        reps < 1 || reps > MAX_REPS) {
-        if (rt.rank == 0)
-            nvl_report("coll_speed: need 4 <= --min-bytes <= --max-bytes "
-                       "(bytes, or with K, M, G), --factor >= 2, --reps "
-                       "1..%d", MAX_REPS);
-        nvl_runtime_finalize();
-        return 1;
-    }
+    const char *topo_path = a.topo;
+    long iters = a.iters;
+    size_t min_bytes = a.min_bytes, max_bytes = a.max_bytes;
+    size_t factor = (size_t)a.factor;
+    int reps = (int)a.reps;
     nvl_topo_t *topo = NULL;
     nvl_runtime_capture_begin();
     nvl_status_t st = nvl_topo_load(topo_path, &topo);

@@ -25,31 +25,6 @@ static nvl_status_t parse_impl(const char *label, const char *text,
     return NVL_ERR_INVALID;
 }
 
-static nvl_status_t parse_size(const char *label, const char *text,
-                               void *bytes_out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    double unit = 1;
-    switch (end != text ? *end : '\0') {
-    case 'K': case 'k': unit = 1024.0; end++; break;
-    case 'M': case 'm': unit = 1024.0 * 1024; end++; break;
-    case 'G': case 'g': unit = 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    v *= unit;
-    if (end == text || *end != '\0' || errno != 0 || !(v >= 0) ||
-        v != floor(v) || v > 0x1p62) {
-        nvl_report("%s %s: expected a whole number of bytes, optionally with "
-                   "K, M or G (powers of 1024), as in 8, 64K, 8G",
-                   label, text);
-        return NVL_ERR_INVALID;
-    }
-    *(size_t *)bytes_out = (size_t)v;
-    return NVL_OK;
-}
-
 /* nvl_dtype_parse and nvl_redop_parse name the value, not the option. */
 static nvl_status_t parse_dtype(const char *label, const char *text,
                                 void *dtype_out)
@@ -72,6 +47,9 @@ const nvl_opt_name_t nvl_bench_mode_names[] = {
 
 #define AT(field) offsetof(nvl_bench_args_t, field)
 #define MAX_COUNT 1000000000L
+/* the largest size a bench takes: 2^62 bytes (a time past the clock's
+ * range is refused where it is computed) */
+#define MAX_BYTES 0x1p62
 static const nvl_opt_t opts[] = {
     {.name = "topo", .kind = NVL_OPT_STRING, .offset = AT(topo),
      .arg = "FILE", .required = true,
@@ -84,16 +62,17 @@ static const nvl_opt_t opts[] = {
      .doc = "topology what-ifs from a file, one SECTION.KEY=VALUE a line "
             "('#' comments), repeatable; applied before --set"},
     NVL_TOPO_OPT_RANK_PLAYS(nvl_bench_args_t, rank_plays),
-    {.name = "minbytes", .short_name = 'b', .kind = NVL_OPT_CUSTOM,
-     .offset = AT(min_bytes), .arg = "SIZE", .def = "32M",
-     .parse = parse_size,
-     .doc = "smallest size (K, M, G are powers of 1024)"},
-    {.name = "maxbytes", .short_name = 'e', .kind = NVL_OPT_CUSTOM,
-     .offset = AT(max_bytes), .arg = "SIZE", .def = "32M",
-     .parse = parse_size, .doc = "largest size"},
-    {.name = "stepbytes", .short_name = 'i', .kind = NVL_OPT_CUSTOM,
-     .offset = AT(step_bytes), .arg = "SIZE", .def = "1M",
-     .parse = parse_size,
+    {.name = "minbytes", .short_name = 'b', .kind = NVL_OPT_SIZE,
+     .offset = AT(min_bytes), .arg = "SIZE", .def = "32M", .min_d = 0,
+     .max_d = MAX_BYTES,
+     .doc = "smallest size (K, M, G are powers of 1024 as in nccl-tests; "
+            "KB, MB, GB powers of 1000; KiB, MiB, GiB; docs/units.md)"},
+    {.name = "maxbytes", .short_name = 'e', .kind = NVL_OPT_SIZE,
+     .offset = AT(max_bytes), .arg = "SIZE", .def = "32M", .min_d = 0,
+     .max_d = MAX_BYTES, .doc = "largest size"},
+    {.name = "stepbytes", .short_name = 'i', .kind = NVL_OPT_SIZE,
+     .offset = AT(step_bytes), .arg = "SIZE", .def = "1M", .min_d = 0,
+     .max_d = MAX_BYTES,
      .doc = "increment between sizes when --stepfactor is 1"},
     {.name = "stepfactor", .short_name = 'f', .kind = NVL_OPT_LONG,
      .offset = AT(step_factor), .arg = "N", .def = "1", .min = 1,
@@ -126,8 +105,8 @@ static const nvl_opt_t opts[] = {
      .doc = "all_reduce only: nccl (the tuner's algorithm), or a serving "
             "engine's kernel: oneshot, twoshot, nvls-oneshot, nvls-twoshot, "
             "auto (TensorRT-LLM's AUTO rules; docs/collectives.md)"},
-    {.name = "data-max", .kind = NVL_OPT_CUSTOM, .offset = AT(data_max),
-     .arg = "SIZE", .def = "1M", .parse = parse_size,
+    {.name = "data-max", .kind = NVL_OPT_SIZE, .offset = AT(data_max),
+     .arg = "SIZE", .def = "1M", .min_d = 0, .max_d = MAX_BYTES,
      .doc = "largest size that auto mode runs in data mode"},
     {.name = "ngpus", .short_name = 'g', .kind = NVL_OPT_LONG,
      .offset = AT(ngpus), .arg = "G", .def = "1", .min = 1, .max = 1024,

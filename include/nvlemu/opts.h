@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "nvlemu/status.h"
+#include "nvlemu/units.h"
 
 /* How a row reads its value, and the type of its field. */
 typedef enum {
@@ -26,6 +27,11 @@ typedef enum {
     NVL_OPT_DOUBLE, /* double: a number in [min_d, max_d] */
     NVL_OPT_ENUM,   /* int: the .value of the row of .names matching */
     NVL_OPT_LIST,   /* nvl_opt_list_t: every occurrence, in order */
+    NVL_OPT_QTY,    /* double: a quantity of kind .qty (util/units'
+                       grammar) in the unit .unit, which a bare number is
+                       read in; in [min_d, max_d] of that unit */
+    NVL_OPT_SIZE,   /* size_t: a whole number of bytes in util/units'
+                       grammar (8, 64K, 1GiB, 2GB); in [min_d, max_d] */
     NVL_OPT_CUSTOM  /* whatever .parse writes */
 } nvl_opt_kind_t;
 
@@ -60,7 +66,9 @@ typedef struct {
                            field keeps what the caller put there */
     bool required;      /* must be given (unless help is) */
     long min, max;      /* NVL_OPT_LONG */
-    double min_d, max_d;          /* NVL_OPT_DOUBLE */
+    double min_d, max_d;          /* NVL_OPT_DOUBLE, QTY, SIZE */
+    nvl_qty_kind_t qty;           /* NVL_OPT_QTY */
+    const char *unit;             /* NVL_OPT_QTY: "ms", "B", ... */
     const nvl_opt_name_t *names;  /* NVL_OPT_ENUM */
     nvl_opt_parse_fn parse;       /* NVL_OPT_CUSTOM */
 } nvl_opt_t;

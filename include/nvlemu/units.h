@@ -3,8 +3,11 @@
  *
  * Values are held in base units: bytes, bytes per second, picoseconds,
  * FLOP per second, operations per second, hertz.  Decimal prefixes (K, M, G,
- * T, P) are powers of 1000, binary ones (Ki, Mi, Gi, Ti) powers of 1024;
- * lower-case b in a bandwidth means bits. */
+ * T, P) before a unit are powers of 1000, binary ones (Ki, Mi, Gi, Ti)
+ * powers of 1024; lower-case b in a bandwidth means bits.  A size may also
+ * end in nccl-tests' bare suffixes K, M, G, T (either case: powers of 1024,
+ * as nccl-tests' -b/-e read them), so 1G is 1GiB while 1GB is 10^9 bytes.
+ * docs/units.md states the grammar for users. */
 #ifndef NVLEMU_UNITS_H
 #define NVLEMU_UNITS_H
 
@@ -31,6 +34,17 @@ typedef enum {
  * the file and line).  *value_out is set only on success. */
 nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
                            double *value_out, char *why, size_t why_len);
+
+/* As nvl_qty_parse, but a number written without a unit is read in
+ * bare_unit (a suffix of kind's table: "B" for a size typed as nccl-tests
+ * does, "ms" for a latency bound); bare_unit NULL requires a unit. */
+nvl_status_t nvl_qty_parse_in(nvl_qty_kind_t kind, const char *text,
+                              const char *bare_unit, double *value_out,
+                              char *why, size_t why_len);
+
+/* Base units per one suffix of kind (1e9 for "ms" of a time), or 0 when
+ * kind has no such unit. */
+double nvl_qty_unit_scale(nvl_qty_kind_t kind, const char *suffix);
 
 /* Writes value (base unit) as text that nvl_qty_parse reads back to the
  * same double, bit for bit, with the most readable prefix that allows it.

@@ -6,6 +6,7 @@
 #ifndef NVLEMU_VCLOCK_H
 #define NVLEMU_VCLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
@@ -35,6 +36,20 @@ static inline void nvl_vclock_wait_until(nvl_vclock_t *c, int64_t t_ps)
  * never reaches INT64_MAX (2^63 - 1, 106 days) and never wraps. */
 #define NVL_PS_MAX_DURATION (INT64_C(1) << 60)
 #define NVL_PS_MAX_CLOCK (INT64_C(1) << 62)
+
+/* The two limits in days, for messages. */
+#define NVL_MAX_DURATION_DAYS ((double)NVL_PS_MAX_DURATION / 86400e12)
+#define NVL_MAX_CLOCK_DAYS ((double)NVL_PS_MAX_CLOCK / 86400e12)
+
+/* Whether one operation of dur_ps, begun at start_ps, fits the clock's
+ * range: the duration below NVL_PS_MAX_DURATION (a saturated cost-model
+ * result is not a time) and the end at most NVL_PS_MAX_CLOCK.  Whoever
+ * computes such a time refuses it, naming its inputs, when it does not. */
+static inline bool nvl_vclock_fits(int64_t start_ps, int64_t dur_ps)
+{
+    return dur_ps >= 0 && dur_ps < NVL_PS_MAX_DURATION && start_ps >= 0 &&
+           start_ps <= NVL_PS_MAX_CLOCK - dur_ps;
+}
 
 /* Converts a duration in seconds (a cost-model result) to picoseconds,
  * rounding to nearest; the one place where real numbers become time.

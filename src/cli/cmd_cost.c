@@ -7,6 +7,7 @@
  * zero, so no formula is written twice.  Under mpirun every rank checks
  * its input and rank 0 prints. */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 #include "nvlemu/engine.h"
 #include "nvlemu/json.h"
 #include "nvlemu/units.h"
+#include "nvlemu/vclock.h"
 
 typedef struct {
     nvl_cli_common_t common;
@@ -348,24 +350,28 @@ static const char *op_names(void)
     return names;
 }
 
-/* A size argument above zero: a count (gemm), or bytes as a quantity
- * (64MB, 1GiB) or a plain number. */
+/* A size argument above zero: a count (gemm), or bytes in util/units'
+ * grammar (a plain number, 64MB, 1GiB, nccl-tests' 1G; docs/units.md). */
 static nvl_status_t read_size(const op_t *op, const char *name,
                               const char *text, double *size_out)
 {
     char why[160];
     double v;
-    bool plain = text[0] != '\0' && strspn(text, "0123456789") == strlen(text);
-    nvl_qty_kind_t kind =
-        op->flops_rate || plain ? NVL_QTY_COUNT : NVL_QTY_BYTES;
-    if (nvl_qty_parse(kind, text, &v, why, sizeof why) != NVL_OK) {
-        nvl_report("cost %s: %s = %s: %s", op->name, name, text, why);
+    nvl_qty_kind_t kind = op->flops_rate ? NVL_QTY_COUNT : NVL_QTY_BYTES;
+    if (nvl_qty_parse_in(kind, text, op->flops_rate ? NULL : "B", &v, why,
+                         sizeof why) != NVL_OK) {
+        nvl_report("cost %s: %s = %s: %s (%s)", op->name, name, text, why,
+                   op->flops_rate ? "a whole number"
+                                  : "a size: bytes, or with one of "
+                                    "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, "
+                                    "K, M, G, T; docs/units.md");
         return NVL_ERR_INVALID;
     }
-    if (!(v >= 1) || v > 1e18) {
+    if (!(v >= 1) || v > 1e18 || v != floor(v)) {
         nvl_report("cost %s: %s = %s: expected %s from 1 to 1e18",
                    op->name, name, text,
-                   op->flops_rate ? "a whole number" : "a size in bytes");
+                   op->flops_rate ? "a whole number"
+                                  : "a whole number of bytes");
         return NVL_ERR_INVALID;
     }
     *size_out = v;
@@ -616,6 +622,15 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     if (ctx->rt->rank != 0)
         return NVL_OK;
     result_t r = evaluate(a);
+    if (!nvl_vclock_fits(0, r.cost.time_ps)) {
+        char in[160];
+        a->op->describe(a, &a->cfg, in, sizeof in);
+        nvl_report("cost %s %s on %s: the modeled time is past the clock's "
+                   "range (one operation lasts at most %.1f days of "
+                   "emulated time)", a->op->name, in, ctx->topo->name,
+                   NVL_MAX_DURATION_DAYS);
+        return NVL_ERR_RANGE;
+    }
     nvl_status_t st = NVL_OK;
     if (a->common.json == NULL) {
         print_text(a, ctx->topo, &r);

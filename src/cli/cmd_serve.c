@@ -218,13 +218,15 @@ static const nvl_opt_t serve_opts[] = {
      .arg = "S", .def = "0", .min_d = 0, .max_d = 100,
      .doc = "mixture of experts: Zipf exponent of the seeded routing"},
     /* results */
-    {.name = "slo-ttft", .kind = NVL_OPT_DOUBLE, .offset = AT(slo_ttft_ms),
-     .arg = "MS", .def = "0", .min_d = 0, .max_d = 1e12,
-     .doc = "goodput: a request meets its SLO with TTFT <= MS (0: no "
-            "bound)"},
-    {.name = "slo-tpot", .kind = NVL_OPT_DOUBLE, .offset = AT(slo_tpot_ms),
-     .arg = "MS", .def = "0", .min_d = 0, .max_d = 1e12,
-     .doc = "goodput: and TPOT <= MS (0: no bound)"},
+    {.name = "slo-ttft", .kind = NVL_OPT_QTY, .offset = AT(slo_ttft_ms),
+     .arg = "TIME", .def = "0", .min_d = 0, .max_d = 1e12,
+     .qty = NVL_QTY_TIME, .unit = "ms",
+     .doc = "goodput: a request meets its SLO with TTFT <= TIME (ms "
+            "without a unit: 500, 500ms, 0.5s; 0: no bound)"},
+    {.name = "slo-tpot", .kind = NVL_OPT_QTY, .offset = AT(slo_tpot_ms),
+     .arg = "TIME", .def = "0", .min_d = 0, .max_d = 1e12,
+     .qty = NVL_QTY_TIME, .unit = "ms",
+     .doc = "goodput: and TPOT <= TIME (ms without a unit; 0: no bound)"},
     {.name = "gpu-hour-cost", .kind = NVL_OPT_DOUBLE,
      .offset = AT(gpu_hour_cost), .arg = "X", .def = "0", .min_d = 0,
      .max_d = 1e9, .doc = "price of one GPU hour: cost per million tokens"},

@@ -112,6 +112,12 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     } else if (ok) {
         info.time_ps = nvl_p2p_predict_ps(call);
     }
+    if (ok && !nvl_vclock_fits(0, info.time_ps)) {
+        snprintf(why, sizeof why, "its modeled time is past the clock's "
+                 "range (one call lasts at most %.1f days of emulated "
+                 "time): a smaller size, or faster links", NVL_MAX_DURATION_DAYS);
+        ok = 0;
+    }
     if (!ok) /* named only where reported: formatting costs */
         nvl_coll_describe(call, name, sizeof name);
     /* small groups: the agreement's messages carry the first of the data;
@@ -154,6 +160,17 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
         return st;
     info.start_ps = agreed.start_ps;
     info.time_ps = agreed.time_ps;
+    if (!nvl_vclock_fits(info.start_ps, info.time_ps)) {
+        /* every member holds the same agreed times: all return, one says */
+        if (comm->rank == 0) {
+            nvl_coll_describe(call, name, sizeof name);
+            nvl_report("%s: it would end at %.3f s of emulated time, past "
+                       "the clock's range (%.1f days)", name,
+                       ((double)info.start_ps + (double)info.time_ps) * 1e-12,
+                       NVL_MAX_CLOCK_DAYS);
+        }
+        return NVL_ERR_RANGE;
+    }
     if (data) {
         bool handled = true;
         if (custom) {

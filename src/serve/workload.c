@@ -139,6 +139,15 @@ nvl_status_t nvl_serve_generate(const nvl_serve_gen_t *g,
         else {
             if (g->rate_per_s > 0 && i > 0)
                 t_s += -log(unit_open(&s)) / g->rate_per_s;
+            if (!(t_s * 1e12 < (double)NVL_PS_MAX_DURATION)) {
+                nvl_report("--rate %g req/s: request %zu of %u would arrive "
+                           "at %.6g s, past the arrivals' range (%.1f days "
+                           "of emulated time): a higher rate or fewer "
+                           "requests", g->rate_per_s, i + 1, g->requests,
+                           t_s, NVL_MAX_DURATION_DAYS);
+                free(w.reqs);
+                return NVL_ERR_RANGE;
+            }
             r->arrival_ps = nvl_ps_from_s(t_s);
         }
         r->input_tokens = draw_len(&g->isl, &s);
@@ -241,6 +250,10 @@ static bool parse_line(nvl_serve_workload_t *w, const char *text,
              !isfinite(json_number_value(v)))
         snprintf(why, n, "\"arrival_s\" is %g: expected seconds >= 0",
                  json_number_value(v));
+    else if (!(json_number_value(v) * 1e12 < (double)NVL_PS_MAX_DURATION))
+        snprintf(why, n, "\"arrival_s\" %g is past the arrivals' range "
+                 "(%.1f days of emulated time)", json_number_value(v),
+                 NVL_MAX_DURATION_DAYS);
     else if (json_number_value(v) < prev_s)
         snprintf(why, n, "\"arrival_s\" %g is before the previous line's "
                  "%g: the trace must be sorted by arrival",

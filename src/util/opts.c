@@ -1,6 +1,7 @@
 /* Table-driven command-line options (include/nvlemu/opts.h). */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,51 @@ static nvl_status_t parse_double(const nvl_opt_t *o, const char *label,
         return NVL_ERR_INVALID;
     }
     *value_out = v;
+    return NVL_OK;
+}
+
+/* A quantity in util/units' grammar, written into the row's unit. */
+static nvl_status_t parse_qty(const nvl_opt_t *o, const char *label,
+                              const char *text, double *value_out)
+{
+    char why[160];
+    double base;
+    double scale = nvl_qty_unit_scale(o->qty, o->unit);
+    if (nvl_qty_parse_in(o->qty, text, o->unit, &base, why, sizeof why) !=
+        NVL_OK) {
+        nvl_report("%s %s: %s (a %s: a number in %s, or with one of %s; "
+                   "docs/units.md)", label, text, why,
+                   nvl_qty_kind_name(o->qty), o->unit, nvl_qty_units(o->qty));
+        return NVL_ERR_INVALID;
+    }
+    double v = base / scale;
+    if (!(v >= o->min_d) || !(v <= o->max_d)) {
+        nvl_report("%s %s: expected %g%s to %g%s", label, text, o->min_d,
+                   o->unit, o->max_d, o->unit);
+        return NVL_ERR_INVALID;
+    }
+    *value_out = v;
+    return NVL_OK;
+}
+
+static nvl_status_t parse_size(const nvl_opt_t *o, const char *label,
+                               const char *text, size_t *bytes_out)
+{
+    char why[160];
+    double v;
+    if (nvl_qty_parse_in(NVL_QTY_BYTES, text, "B", &v, why, sizeof why) !=
+        NVL_OK) {
+        nvl_report("%s %s: %s (a size: bytes, or with one of %s; "
+                   "docs/units.md)", label, text, why,
+                   nvl_qty_units(NVL_QTY_BYTES));
+        return NVL_ERR_INVALID;
+    }
+    if (v != floor(v) || !(v >= o->min_d) || !(v <= o->max_d)) {
+        nvl_report("%s %s: expected a whole number of bytes from %.0f to "
+                   "%.0f", label, text, o->min_d, o->max_d);
+        return NVL_ERR_INVALID;
+    }
+    *bytes_out = (size_t)v;
     return NVL_OK;
 }
 
@@ -111,6 +157,8 @@ static nvl_status_t set_value(const nvl_opt_t *o, const char *label,
     case NVL_OPT_DOUBLE: return parse_double(o, label, text, field);
     case NVL_OPT_ENUM: return parse_enum(o, label, text, field);
     case NVL_OPT_LIST: return list_append(label, text, field);
+    case NVL_OPT_QTY: return parse_qty(o, label, text, field);
+    case NVL_OPT_SIZE: return parse_size(o, label, text, field);
     case NVL_OPT_CUSTOM: return o->parse(label, text, field);
     }
     nvl_report("%s: option row of unknown kind %d", label, (int)o->kind);

@@ -28,6 +28,16 @@ static const unit_t units[] = {
     {NVL_QTY_BYTES, "MiB", 1048576.0, 0},
     {NVL_QTY_BYTES, "GiB", 1073741824.0, 0},
     {NVL_QTY_BYTES, "TiB", 1099511627776.0, 0},
+    /* nccl-tests' size suffixes (its parsesize: K, M, G as powers of two,
+     * either case) and T beside them */
+    {NVL_QTY_BYTES, "K", 1024.0, 0},
+    {NVL_QTY_BYTES, "M", 1048576.0, 0},
+    {NVL_QTY_BYTES, "G", 1073741824.0, 0},
+    {NVL_QTY_BYTES, "T", 1099511627776.0, 0},
+    {NVL_QTY_BYTES, "k", 1024.0, 0},
+    {NVL_QTY_BYTES, "m", 1048576.0, 0},
+    {NVL_QTY_BYTES, "g", 1073741824.0, 0},
+    {NVL_QTY_BYTES, "t", 1099511627776.0, 0},
 
     {NVL_QTY_BW, "B/s", 1.0, 1},
     {NVL_QTY_BW, "KB/s", 1e3, 1},
@@ -84,7 +94,8 @@ static const char *const unit_lists[NVL_QTY_KIND_COUNT] = {
     [NVL_QTY_COUNT] = "a whole number without unit",
     [NVL_QTY_RATIO] = "a number without unit, or a percentage like 80%",
     [NVL_QTY_BOOL] = "yes, no, true, false, on, off, 1 or 0",
-    [NVL_QTY_BYTES] = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB",
+    [NVL_QTY_BYTES] = "B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, "
+                      "TiB, or nccl-tests' K, M, G, T (powers of 1024)",
     [NVL_QTY_BW] = "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, b/s, "
                    "Kb/s, Mb/s, Gb/s, Tb/s",
     [NVL_QTY_TIME] = "ps, ns, us, ms, s",
@@ -155,6 +166,21 @@ static double scaled(const char *text, size_t len, double number,
 nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
                            double *value_out, char *why_buf, size_t why_len)
 {
+    return nvl_qty_parse_in(kind, text, NULL, value_out, why_buf, why_len);
+}
+
+double nvl_qty_unit_scale(nvl_qty_kind_t kind, const char *suffix)
+{
+    for (size_t i = 0; i < N_UNITS; i++)
+        if (units[i].kind == kind && strcmp(units[i].suffix, suffix) == 0)
+            return units[i].scale;
+    return 0.0;
+}
+
+nvl_status_t nvl_qty_parse_in(nvl_qty_kind_t kind, const char *text,
+                              const char *bare_unit, double *value_out,
+                              char *why_buf, size_t why_len)
+{
     const char *why = "no value";
     if (text == NULL || kind >= NVL_QTY_KIND_COUNT)
         goto fail;
@@ -201,7 +227,11 @@ nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
             why = "a count takes no unit";
             goto fail;
         }
-        if (number != floor(number) || number > 9007199254740992.0) {
+        if (number > 9007199254740992.0) {
+            why = "a count must be at most 2^53 (9007199254740992)";
+            goto fail;
+        }
+        if (number != floor(number)) {
             why = "a count must be a whole number";
             goto fail;
         }
@@ -222,6 +252,9 @@ nvl_status_t nvl_qty_parse(nvl_qty_kind_t kind, const char *text,
     default:
         break;
     }
+    if (unit[0] == '\0' && bare_unit != NULL &&
+        strlen(bare_unit) < sizeof unit)
+        strcpy(unit, bare_unit);
     if (unit[0] == '\0') {
         why = "missing unit";
         goto fail;

@@ -22,6 +22,8 @@ typedef struct {
     double ratio;
     int color, verbose, help, half;
     nvl_opt_list_t sets;
+    double bound_ms;
+    size_t bytes;
 } args_t;
 
 static const nvl_opt_name_t colors[] = {
@@ -61,6 +63,12 @@ static const nvl_opt_t rows[] = {
      .doc = "repeatable"},
     {.name = "even", .kind = NVL_OPT_CUSTOM, .offset = AT(half),
      .arg = "E", .def = "4", .parse = parse_even, .doc = "an even number"},
+    {.name = "bound", .kind = NVL_OPT_QTY, .offset = AT(bound_ms),
+     .arg = "TIME", .def = "0", .min_d = 0, .max_d = 1000,
+     .qty = NVL_QTY_TIME, .unit = "ms", .doc = "a time in ms"},
+    {.name = "bytes", .short_name = 'b', .kind = NVL_OPT_SIZE,
+     .offset = AT(bytes), .arg = "SIZE", .def = "1K", .min_d = 4,
+     .max_d = 0x1p40, .doc = "a size"},
     {.name = "help", .kind = NVL_OPT_HELP, .offset = AT(help),
      .doc = "this help"},
 };
@@ -197,6 +205,43 @@ static void range_errors(void **state)
                parse(&a, NULL, "--path", "p", "--even", "3", NULL));
 }
 
+/* Quantity rows: util/units' grammar, a bare number in the row's unit,
+ * nccl-tests' K/M/G, the range in the row's unit, one report on error. */
+static void quantity_rows(void **state)
+{
+    (void)state;
+    args_t a;
+    assert_int_equal(parse(&a, NULL, "--path", "p", NULL), NVL_OK);
+    assert_true(a.bound_ms == 0.0);
+    assert_int_equal(a.bytes, 1024);
+    static const struct { const char *text; double ms; } times[] = {
+        {"500", 500}, {"500ms", 500}, {"0.5s", 500}, {"250000us", 250},
+        {"1e6ns", 1}};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        assert_int_equal(parse(&a, NULL, "--path", "p", "--bound",
+                               times[i].text, NULL), NVL_OK);
+        assert_true(a.bound_ms == times[i].ms);
+    }
+    static const struct { const char *text; size_t bytes; } sizes[] = {
+        {"8", 8}, {"64K", 65536}, {"64k", 65536}, {"1M", 1048576},
+        {"1G", 1073741824}, {"1GB", 1000000000}, {"2KiB", 2048},
+        {"1.5K", 1536}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        assert_int_equal(parse(&a, NULL, "--path", "p", "-b", sizes[i].text,
+                               NULL), NVL_OK);
+        assert_int_equal(a.bytes, sizes[i].bytes);
+    }
+    assert_int_equal(reports.count, 0);
+    fails_once("--bound 2s: expected 0ms to 1000ms",
+               parse(&a, NULL, "--path", "p", "--bound", "2s", NULL));
+    fails_once("--bound 3h: unknown unit 'h'",
+               parse(&a, NULL, "--path", "p", "--bound", "3h", NULL));
+    fails_once("-b/--bytes 2: expected a whole number of bytes from 4",
+               parse(&a, NULL, "--path", "p", "-b", "2", NULL));
+    fails_once("-b/--bytes 1.0001K: expected a whole number of bytes",
+               parse(&a, NULL, "--path", "p", "-b", "1.0001K", NULL));
+}
+
 static void command_line_errors(void **state)
 {
     (void)state;
@@ -259,6 +304,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(repeated_list, capture_reports,
                                         release_reports),
         cmocka_unit_test_setup_teardown(range_errors, capture_reports,
+                                        release_reports),
+        cmocka_unit_test_setup_teardown(quantity_rows, capture_reports,
                                         release_reports),
         cmocka_unit_test_setup_teardown(command_line_errors, capture_reports,
                                         release_reports),

@@ -85,6 +85,44 @@ static void test_bytes_units(void **state)
     check_cases(NVL_QTY_BYTES, cases, N_CASES(cases));
 }
 
+/* nccl-tests' bare suffixes: powers of 1024 in either case, beside the SI
+ * and IEC units (1G is 1GiB, 1GB is 10^9). */
+static void test_bytes_nccl_tests_suffixes(void **state)
+{
+    (void)state;
+    static const case_t cases[] = {
+        {"1K", 1024.0},        {"1k", 1024.0},       {"8M", 8388608.0},
+        {"8m", 8388608.0},     {"1G", 1073741824.0}, {"1g", 1073741824.0},
+        {"2T", 2199023255552.0}, {"1.5K", 1536.0},   {"1GB", 1e9},
+    };
+    check_cases(NVL_QTY_BYTES, cases, N_CASES(cases));
+    parse_fails(NVL_QTY_BYTES, "1P", "unknown unit 'P'");
+    parse_fails(NVL_QTY_BYTES, "1Kb", "unknown unit 'Kb'");
+}
+
+/* A bare number is read in the caller's unit, or refused without one. */
+static void test_parse_in_bare_unit(void **state)
+{
+    (void)state;
+    double v = 0;
+    char why[128];
+    assert_int_equal(nvl_qty_parse_in(NVL_QTY_BYTES, "4096", "B", &v, why,
+                                      sizeof why), NVL_OK);
+    assert_true(v == 4096.0);
+    assert_int_equal(nvl_qty_parse_in(NVL_QTY_TIME, "500", "ms", &v, why,
+                                      sizeof why), NVL_OK);
+    assert_true(v == 5e11);
+    assert_int_equal(nvl_qty_parse_in(NVL_QTY_TIME, "0.5s", "ms", &v, why,
+                                      sizeof why), NVL_OK);
+    assert_true(v == 5e11);
+    assert_int_equal(nvl_qty_parse_in(NVL_QTY_TIME, "500", NULL, &v, why,
+                                      sizeof why), NVL_ERR_INVALID);
+    assert_non_null(strstr(why, "missing unit"));
+    assert_true(nvl_qty_unit_scale(NVL_QTY_TIME, "ms") == 1e9);
+    assert_true(nvl_qty_unit_scale(NVL_QTY_BYTES, "G") == 1073741824.0);
+    assert_true(nvl_qty_unit_scale(NVL_QTY_TIME, "GB") == 0.0);
+}
+
 static void test_bandwidth_units(void **state)
 {
     (void)state;
@@ -271,7 +309,7 @@ static void test_count_must_be_whole(void **state)
     parse_fails(NVL_QTY_COUNT, "1.5", "whole number");
     parse_fails(NVL_QTY_COUNT, "18.000001", "whole number");
     parse_fails(NVL_QTY_COUNT, "18 links", "a count takes no unit");
-    parse_fails(NVL_QTY_COUNT, "1e300", "whole number"); /* beyond 2^53 */
+    parse_fails(NVL_QTY_COUNT, "1e300", "at most 2^53"); /* beyond 2^53 */
 }
 
 static void test_ratio_takes_no_unit(void **state)
@@ -452,6 +490,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_units),
+        cmocka_unit_test(test_bytes_nccl_tests_suffixes),
+        cmocka_unit_test(test_parse_in_bare_unit),
         cmocka_unit_test(test_bandwidth_units),
         cmocka_unit_test(test_bits_are_an_eighth_of_bytes),
         cmocka_unit_test(test_time_units_are_picoseconds),
