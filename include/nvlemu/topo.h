@@ -130,6 +130,7 @@ typedef struct {
 typedef struct {
     double bw_bytes_per_s; /* per direction; 0 when the GPU has no C2C */
     int64_t lat_ps;
+    double payload_efficiency; /* data flits over all flits (128/144) */
 } nvl_c2c_spec_t;
 
 typedef struct {

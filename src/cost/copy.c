@@ -37,7 +37,9 @@ static nvl_kernel_cost_t c2c_copy(const nvl_cost_cfg_t *cfg, uint32_t peer,
 {
     (void)peer;
     const nvl_topo_t *t = cfg->topo;
-    double bw = t->c2c.bw_bytes_per_s;
+    /* the link's rate less its packet headers: data moves as 128-byte
+     * lines, each one header flit and eight data flits */
+    double bw = t->c2c.bw_bytes_per_s * t->c2c.payload_efficiency;
     /* the superchip's host memory, shared by the GPUs reading it */
     double grace = t->host_memory.bw_bytes_per_s * t->node.gpus_per_superchip;
     if (grace > 0)
