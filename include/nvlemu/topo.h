@@ -130,7 +130,8 @@ typedef struct {
 typedef struct {
     double bw_bytes_per_s; /* per direction; 0 when the GPU has no C2C */
     int64_t lat_ps;
-    double payload_efficiency; /* data flits over all flits (128/144) */
+    uint64_t line_bytes;   /* data per packet (a 128-byte L2 line) */
+    uint64_t header_bytes; /* the packet's header flit (16 bytes) */
 } nvl_c2c_spec_t;
 
 typedef struct {

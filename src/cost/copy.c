@@ -37,9 +37,10 @@ static nvl_kernel_cost_t c2c_copy(const nvl_cost_cfg_t *cfg, uint32_t peer,
 {
     (void)peer;
     const nvl_topo_t *t = cfg->topo;
-    /* the link's rate less its packet headers: data moves as 128-byte
-     * lines, each one header flit and eight data flits */
-    double bw = t->c2c.bw_bytes_per_s * t->c2c.payload_efficiency;
+    /* the link's rate less its packet headers: data moves as lines of
+     * [c2c] line bytes, each behind a header of [c2c] header bytes */
+    double line = (double)t->c2c.line_bytes;
+    double bw = t->c2c.bw_bytes_per_s * line / (line + (double)t->c2c.header_bytes);
     /* the superchip's host memory, shared by the GPUs reading it */
     double grace = t->host_memory.bw_bytes_per_s * t->node.gpus_per_superchip;
     if (grace > 0)

@@ -191,10 +191,13 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "GPU <-> host CPU link bandwidth per direction (0: not modeled)"},
     {"c2c", "lat", NVL_QTY_TIME, NVL_FIELD_I64, F(c2c.lat_ps), "0us", 0,
      PS(1000.0), "1us", "GPU <-> host CPU link latency"},
-    {"c2c", "payload_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
-     F(c2c.payload_efficiency), "0.8889", 0.05, 1, "0.8889",
-     "share of the link's flits that carry data: a 128-byte line moves as "
-     "one 16-byte header flit and eight data flits (128/144)"},
+    {"c2c", "line", NVL_QTY_BYTES, NVL_FIELD_U64, F(c2c.line_bytes), "128B",
+     1, 4096, "128B",
+     "data one packet carries: the GPU's 128-byte L2 line"},
+    {"c2c", "header", NVL_QTY_BYTES, NVL_FIELD_U64, F(c2c.header_bytes),
+     "16B", 0, 4096, "16B",
+     "the packet's header beside its data: one 16-byte flit (the link "
+     "moves line / (line + header) of its rate as data)"},
 
     {"host_memory", "size", NVL_QTY_BYTES, NVL_FIELD_U64,
      F(host_memory.bytes), "0B", 0, 1e16, "240GB",

@@ -172,7 +172,8 @@ def tier_hand(cmd):
     host shares of the layer's weights and of the past KV prefetched
     (copy_overhead + [c2c] lat + bytes / bw each), the new positions' host
     share written back; the step's token ids in and sampled tokens out (4
-    bytes each).  bw = min([c2c] bw, [host_memory] bw x gpus_per_superchip
+    bytes each).  bw = min([c2c] bw x line / (line + header), [host_memory] bw
+    x gpus_per_superchip
     / the job's GPUs on GPU 0's superchip)."""
     doc = run(cmd, ["--mode", "timing"])
     check_keys(doc)
@@ -204,7 +205,9 @@ def tier_hand(cmd):
     past = batch * (ctx - 1)
     per = spec["node"]["gpus_per_superchip"]
     sharers = min(tp, per)
-    bw = min(spec["c2c"]["bw"], spec["host_memory"]["bw"] * per / sharers)
+    c2c = spec["c2c"]
+    bw = min(c2c["bw"] * c2c["line"] / (c2c["line"] + c2c["header"]),
+             spec["host_memory"]["bw"] * per / sharers)
     fixed_s = (spec["gpu"]["copy_overhead"] + spec["c2c"]["lat"]) * 1e-12
     prefetch = w * layer + k * past * kv_pos
     want_bytes = L * (prefetch + k * batch * kv_pos) + 4 * batch + 4 * batch
