@@ -76,7 +76,7 @@ static void pool_totals(const nvl_serve_pool_t *p,
 
 /* The job's queries for its validation families: the serving
  * throughput of its first pool's TP groups, and that pool's steps at their
- * mean decode batch and mean prompt. */
+ * mean decode batch and the workload's mean prompt. */
 static void serve_queries(const nvl_serve_result_t *r, nvl_cli_queries_t *qs)
 {
     const nvl_serve_args_t *a = r->args;
@@ -84,11 +84,14 @@ static void serve_queries(const nvl_serve_result_t *r, nvl_cli_queries_t *qs)
     nvl_serve_replica_stats_t t;
     pool_totals(pl, &t);
     double batch = t.steps ? (double)t.decode_tokens / (double)t.steps : 0;
+    double prompt = 0;
+    for (size_t i = 0; i < r->w->n; i++)
+        prompt += (double)r->w->reqs[i].input_tokens / (double)r->w->n;
     nvl_cli_step_t s = {.topo = r->topo, .cfg = r->cfg, .tp = pl->tp,
                         .allreduce = a->allreduce, .stack = a->stack,
                         .dtype = a->dtype,
                         .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
-                        .prompt_len = t.seqs ? t.prefill_tokens / t.seqs : 1,
+                        .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
                         .decode = t.decode_tokens > 0};
     nvl_cli_step_queries(&s, qs);
     size_t i = qs->n++;
