@@ -5,6 +5,7 @@
 #ifndef NVLEMU_BENCH_PERF_H
 #define NVLEMU_BENCH_PERF_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -131,10 +132,12 @@ void nvl_bench_json_device(nvl_bench_json_t *json, int rank, int pid,
                            const char *host, int device, const char *hex,
                            const char *info);
 void nvl_bench_json_row(nvl_bench_json_t *json, const nvl_bench_row_t *row);
-/* Adds the footer, writes the file and frees json (NULL: nothing to do).
- * Reports and returns NVL_ERR_IO on a write error. */
+/* Adds the footer and the validation families covering the run (key
+ * "validation", taken over; may be NULL), writes the file and frees json
+ * (NULL: nothing to do, validation freed).  Reports and returns
+ * NVL_ERR_IO on a write error. */
 nvl_status_t nvl_bench_json_close(nvl_bench_json_t *json, int64_t wrong,
-                                  double avg_busbw);
+                                  double avg_busbw, json_t *validation);
 /* Frees json without writing, removing its file if remove_file. */
 void nvl_bench_json_free(nvl_bench_json_t *json, bool remove_file);
 

@@ -190,10 +190,12 @@ void nvl_bench_json_row(nvl_bench_json_t *j, const nvl_bench_row_t *r)
 }
 
 nvl_status_t nvl_bench_json_close(nvl_bench_json_t *j, int64_t wrong,
-                                  double avg_busbw)
+                                  double avg_busbw, json_t *validation)
 {
-    if (j == NULL)
+    if (j == NULL) {
+        json_decref(validation);
         return NVL_OK;
+    }
     json_t *oob = json_object(), *bw = json_object();
     json_object_set_new(oob, "count", json_integer(wrong));
     json_object_set_new(oob, "okay", json_boolean(wrong == 0));
@@ -202,6 +204,7 @@ nvl_status_t nvl_bench_json_close(nvl_bench_json_t *j, int64_t wrong,
     json_object_set_new(j->root, "out_of_bounds", oob);
     json_object_set_new(j->root, "average_bus_bandwidth", bw);
     json_object_set_new(j->root, "end_time", now_text());
+    json_object_set_new(j->root, "validation", validation);
     nvl_status_t st = NVL_OK;
     if (nvl_json_dumpf(j->root, j->file, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
         fputc('\n', j->file) == EOF || fclose(j->file) != 0) {

@@ -38,6 +38,7 @@
 #include "nvlemu/runtime.h"
 #include "nvlemu/topo.h"
 #include "nvlemu/units.h"
+#include "nvlemu/validation.h"
 #include "perf.h"
 
 #ifndef NVL_BENCH_COLL
@@ -432,6 +433,7 @@ int main(int argc, char **argv)
     const nvl_bench_coll_t *row = nvl_bench_coll_find(NVL_BENCH_COLL);
     nvl_bench_args_t args = {0};
     nvl_topo_t *topo = NULL;
+    nvl_validation_t *validation = NULL;
     nvl_comm_t *comm = NULL;
     nvl_vclock_t clock = {0};
     int code = 1;
@@ -467,6 +469,8 @@ int main(int argc, char **argv)
         st = nvl_topo_split_dies(topo);
     if (st == NVL_OK && !args.help)
         st = nvl_topo_check_die_ranks(topo, (uint32_t)rt.size);
+    if (st == NVL_OK && !args.help)
+        st = nvl_validation_load(NULL, NVL_SOURCE_DIR, &validation);
     if (st == NVL_OK && !args.help && args.json_path != NULL && rt.rank == 0)
         st = nvl_bench_json_open(args.json_path, argc, typed, &json);
     if (nvl_runtime_capture_end(st) != NVL_OK)
@@ -518,9 +522,22 @@ int main(int argc, char **argv)
         printf("# Out of bounds values : %" PRId64 " %s\n", totals.wrong,
                totals.wrong ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g \n#\n", avg);
-        printf("# Collective test concluded: %s_perf\n#\n\n", row->name);
+        /* the families covering this collective on these ranks and sizes
+         * (an engine's allreduce kernel is a class of its own) */
+        char cls[48];
+        if (args.impl != NVL_AR_NCCL)
+            snprintf(cls, sizeof cls, "allreduce-%s", nvl_ar_impl_name(args.impl));
+        else
+            snprintf(cls, sizeof cls, "%s", row->name);
+        nvl_vquery_t q = {.what = cls, .cls = cls, .hardware = topo->name,
+                          .ranks = (uint32_t)rt.size, .sized = true,
+                          .size_lo = (double)args.min_bytes,
+                          .size_hi = (double)args.max_bytes};
+        nvl_validation_print(validation, &q, 1, stdout);
+        printf("#\n# Collective test concluded: %s_perf\n#\n\n", row->name);
         fflush(stdout);
-        st = nvl_bench_json_close(json, totals.wrong, avg);
+        st = nvl_bench_json_close(json, totals.wrong, avg,
+                                  nvl_validation_json(validation, &q, 1));
         json = NULL;
     }
     if (nvl_runtime_capture_end(st) != NVL_OK)
@@ -533,6 +550,7 @@ out:
     free(typed);
     nvl_comm_destroy(comm);
     nvl_topo_free(topo);
+    nvl_validation_free(validation);
     nvl_opts_free(&opt_table, &args);
     nvl_runtime_finalize();
     return code;

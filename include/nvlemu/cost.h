@@ -3,10 +3,12 @@
  *
  *   matmul     t = overhead + max(FLOPs / (peak(dtype) x e_c(k)),
  *                                 bytes / (HBM bw x e_m(m, n)))
- *              e_c(k)    = matmul_efficiency x k / (k + matmul_k_pad)
+ *              e_c(k)    = matmul_efficiency x rel(library, type)
+ *                          x k / (k + matmul_k_pad)
  *                          (fp8_/fp4_matmul_efficiency for FP8 / FP4 on
  *                          their own tensor cores, when the topology sets
- *                          them)
+ *                          them: cuBLASLt's; rel from the GEMM library
+ *                          table, 1 for cuBLASLt)
  *              e_m(m, n) = hbm_efficiency x
  *                          min(1, n ceil(m/64) / (sms x matmul_cols_per_sm))
  *                              ^ matmul_width_exp
@@ -99,6 +101,27 @@ nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack);
 /* Bytes per element, block scales included. */
 double nvl_wdtype_bytes(nvl_wdtype_t dt);
 
+/* The library a matrix product runs in (src/cost/gemm_lib.c,
+ * docs/cost-model.md "GEMM libraries").  NVL_GEMM_STACK: the one the
+ * software stack calls for the weight type (nvl_gemm_lib_choose).  The
+ * topology's [gpu] matmul_efficiency, fp8_ and fp4_matmul_efficiency are
+ * cuBLASLt's on that GPU; every other library reaches a measured fraction
+ * of cuBLASLt's rate per type (its row of the table). */
+typedef enum {
+    NVL_GEMM_STACK,
+    NVL_GEMM_CUBLASLT,
+    NVL_GEMM_CUTLASS,
+    NVL_GEMM_DEEPGEMM,
+    NVL_GEMM_TRTLLM_GEN,
+    NVL_GEMM_COUNT
+} nvl_gemm_lib_t;
+
+/* "stack", "cublaslt", "cutlass", "deepgemm", "trtllm-gen", and the parser
+ * (an unknown name is reported with the accepted ones, naming `what`). */
+const char *nvl_gemm_lib_name(nvl_gemm_lib_t lib);
+nvl_status_t nvl_gemm_lib_parse(const char *what, const char *name,
+                                nvl_gemm_lib_t *lib_out);
+
 /* How kernels run on one GPU. */
 typedef struct {
     const nvl_topo_t *topo;
@@ -108,9 +131,27 @@ typedef struct {
     nvl_attn_impl_t attn;
     nvl_stack_t stack;
     nvl_launch_t launch;
+    nvl_gemm_lib_t gemm_lib;   /* NVL_GEMM_STACK (0): the stack's library */
     uint32_t host_sharers;     /* GPUs of this GPU's superchip reading host
                                   memory at once (0 or 1: this one alone) */
 } nvl_cost_cfg_t;
+
+/* The library a matmul of tensor-core type `dt` runs in under cfg
+ * (cfg->gemm_lib, or for NVL_GEMM_STACK the stack's: torch calls cuBLASLt
+ * for every type; fused, TensorRT-LLM's Linear, cuBLAS(Lt) for BF16 and
+ * FP8 and CUTLASS for FP4; a stack whose autotuner picks among several
+ * libraries gets the fastest), and that library's efficiency relative to
+ * cuBLASLt's
+ * in *rel_out; 0 when the library has no kernel of that type.  `dt` is the
+ * weight type; on a GPU without FP4 units FP4 weights run dequantised, at
+ * the BF16 cell. */
+nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
+                                   double *rel_out);
+
+/* NVL_OK when cfg's library has a kernel for its weight type on cfg's GPU;
+ * else reports "what LIB: no TYPE GEMM kernel (...)" and returns
+ * NVL_ERR_INVALID. */
+nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg);
 
 /* The cost of one kernel: its duration and the work it did. */
 typedef struct {

@@ -7,10 +7,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "nvlemu/cost.h"
+#include "nvlemu/model.h"
 #include "nvlemu/opts.h"
 #include "nvlemu/runtime.h"
 #include "nvlemu/status.h"
 #include "nvlemu/topo.h"
+#include "nvlemu/validation.h"
 
 /* What every command's arguments hold, as a member named `common`: the
  * topology, its what-ifs, JSON output and help. */
@@ -190,12 +193,39 @@ nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
 void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
                             char *name_out);
 
+/* ---- provenance ------------------------------------------------------------
+ * A run's or a serving job's queries for its validation families
+ * (provenance.c): its decode steps (when it has any) and prefill at its
+ * batch and stack, the layers' allreduce at TP > 1 (class all_reduce for
+ * NCCL's, allreduce-NAME for an engine's kernel) from a decode step's
+ * activations to the prefill's, and the GEMMs in the stack's library. */
+typedef struct {
+    const nvl_topo_t *topo;
+    const nvl_model_config_t *cfg;
+    int tp, allreduce;
+    nvl_stack_t stack;
+    nvl_wdtype_t dtype;
+    long batch;
+    uint64_t prompt_len;
+    bool decode;
+} nvl_cli_step_t;
+
+#define NVL_CLI_QUERIES 8
+typedef struct {
+    nvl_vquery_t q[NVL_CLI_QUERIES];
+    char cls[NVL_CLI_QUERIES][48], what[NVL_CLI_QUERIES][96];
+    size_t n;
+} nvl_cli_queries_t;
+
+void nvl_cli_step_queries(const nvl_cli_step_t *s, nvl_cli_queries_t *qs_out);
+
 /* ---- the command skeleton -------------------------------------------------
  * nvl_cli_command_run starts MPI (nvl_runtime_init) and, with every rank's
  * reports captured (each error printed once): parses the options, runs
  * .check, loads common.topo and applies common.sets (and, with
  * --rank-plays die, takes its die view and checks that the ranks fill
- * whole packages when .world_is_job), runs .prepare; agrees
+ * whole packages when .world_is_job), loads the validation families
+ * (.provenance), runs .prepare; agrees
  * on the status; prints --help on rank 0 and stops there; checks that the
  * ranks fit and agree on the topology (.check_ranks); runs .body on every
  * rank and agrees on its status; runs .cleanup and finalizes.  Returns the
@@ -205,6 +235,8 @@ void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
 typedef struct {
     const nvl_runtime_t *rt;
     nvl_topo_t *topo; /* NULL when the command was given none */
+    /* the validation families (.provenance; else NULL) */
+    nvl_validation_t *validation;
 } nvl_cli_ctx_t;
 
 /* The nvl_opts_t of subcommand name_ (a string literal) with option table
@@ -219,6 +251,9 @@ typedef struct {
     size_t args_size;     /* of the command's arguments struct */
     size_t common_offset; /* of the nvl_cli_common_t in the arguments */
     bool check_ranks;     /* nvl_runtime_check_topo before .body */
+    bool provenance;      /* loads the validation families into
+                             ctx.validation with the topology (its report
+                             ends with the families covering it) */
     bool world_is_job;    /* the MPI ranks are the job (run, generate):
                              under --rank-plays die they must fill whole
                              packages (nvl_topo_check_die_ranks) */

@@ -22,12 +22,13 @@ typedef struct {
     nvl_cli_common_t common;
     long gpu, peer;
     /* op-specific options; NULL or 0 when not given */
-    const char *dtype, *kernel, *kv_dtype, *path;
+    const char *dtype, *library, *kernel, *kv_dtype, *path;
     long batch, q_len, ctx, heads, kv_heads, head_dim;
     /* from the arguments (check) */
     const struct op *op;
     double size[3]; /* gemm: m, n, k; elementwise, copy: bytes */
     nvl_wdtype_t wdtype, kv_wdtype;
+    nvl_gemm_lib_t gemm_lib;
     nvl_attn_impl_t attn;
     bool attn_given;
     nvl_copy_path_t copy_path;
@@ -37,7 +38,9 @@ typedef struct {
 } cost_args_t;
 
 /* Each operation's usage, for its row and the command's. */
-#define GEMM_USAGE "gemm M N K [--dtype bf16|fp8|fp4]"
+#define GEMM_USAGE                                                          \
+    "gemm M N K [--dtype bf16|fp8|fp4] "                                    \
+    "[--library cublaslt|cutlass|deepgemm|trtllm-gen]"
 #define ATTENTION_USAGE                                                     \
     "attention --batch B [--q-len Q] [--ctx C] --heads H --kv-heads K "     \
     "--head-dim D [--kernel fa3|fa4|sdpa] [--kv-dtype bf16|fp8]"
@@ -67,6 +70,11 @@ static const nvl_opt_t cost_opts[] = {
     {.name = "dtype", .kind = NVL_OPT_STRING, .offset = AT(dtype),
      .arg = "bf16|fp8|fp4", .doc = "gemm: weight and input type (default "
                                    "bf16)"},
+    {.name = "library", .kind = NVL_OPT_STRING, .offset = AT(library),
+     .arg = "cublaslt|cutlass|deepgemm|trtllm-gen",
+     .doc = "gemm: the GEMM library (default: the one nvlemu run's fused "
+            "stack calls for --dtype; docs/cost-model.md \"GEMM "
+            "libraries\")"},
     OP_LONG("batch", batch, "attention: sequences in the kernel"),
     OP_LONG("q-len", q_len, "attention: new (query) tokens per sequence "
                             "(default 1: a decode step)"),
@@ -118,8 +126,19 @@ typedef struct op {
 
 static nvl_status_t read_gemm(cost_args_t *a)
 {
-    return a->dtype == NULL ? NVL_OK
-                            : nvl_wdtype_parse("--dtype", a->dtype, &a->wdtype);
+    if (a->dtype != NULL &&
+        nvl_wdtype_parse("--dtype", a->dtype, &a->wdtype) != NVL_OK)
+        return NVL_ERR_INVALID;
+    return a->library == NULL
+               ? NVL_OK
+               : nvl_gemm_lib_parse("--library", a->library, &a->gemm_lib);
+}
+
+/* The library the GEMM runs in (the stack's choice resolved). */
+static const char *gemm_library(const nvl_cost_cfg_t *cfg)
+{
+    double rel;
+    return nvl_gemm_lib_name(nvl_gemm_lib_choose(cfg, cfg->weight_dtype, &rel));
 }
 
 static nvl_kernel_cost_t cost_gemm(const cost_args_t *a,
@@ -132,8 +151,9 @@ static nvl_kernel_cost_t cost_gemm(const cost_args_t *a,
 static void describe_gemm(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
                           char *buf, size_t len)
 {
-    snprintf(buf, len, "m=%.0f n=%.0f k=%.0f dtype=%s", a->size[0],
-             a->size[1], a->size[2], nvl_wdtype_name(cfg->weight_dtype));
+    snprintf(buf, len, "m=%.0f n=%.0f k=%.0f dtype=%s library=%s",
+             a->size[0], a->size[1], a->size[2],
+             nvl_wdtype_name(cfg->weight_dtype), gemm_library(cfg));
 }
 
 static void json_gemm_op(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
@@ -144,6 +164,7 @@ static void json_gemm_op(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
         json_object_set_new(in, dims[i], json_integer((json_int_t)a->size[i]));
     json_object_set_new(in, "dtype",
                         json_string(nvl_wdtype_name(cfg->weight_dtype)));
+    json_object_set_new(in, "library", json_string(gemm_library(cfg)));
 }
 
 static nvl_status_t read_attention(cost_args_t *a)
@@ -286,7 +307,8 @@ static void json_copy_op(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
 }
 
 static const op_t ops[] = {
-    {.name = "gemm", .usage = GEMM_USAGE, .args = "M N K", .n_args = 3, .options = "--dtype",
+    {.name = "gemm", .usage = GEMM_USAGE, .args = "M N K", .n_args = 3,
+     .options = "--dtype --library",
      .read = read_gemm, .cost = cost_gemm, .describe = describe_gemm,
      .inputs_json = json_gemm_op, .flops_rate = true},
     {.name = "attention", .usage = ATTENTION_USAGE, .args = "", .n_args = 0,
@@ -313,7 +335,8 @@ static const struct {
     bool is_string;
     long unset;
 } op_options[] = {
-    {"--dtype", AT(dtype), true, 0},       {"--batch", AT(batch), false, 0},
+    {"--dtype", AT(dtype), true, 0},       {"--library", AT(library), true, 0},
+    {"--batch", AT(batch), false, 0},
     {"--q-len", AT(q_len), false, 0},      {"--ctx", AT(ctx), false, 0},
     {"--heads", AT(heads), false, 0},      {"--kv-heads", AT(kv_heads), false, 0},
     {"--head-dim", AT(head_dim), false, 0}, {"--kernel", AT(kernel), true, 0},
@@ -526,6 +549,10 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
     a->cfg.gpu = (uint32_t)a->gpu;
     a->cfg.weight_dtype = a->wdtype;
     a->cfg.kv_dtype = a->kv_wdtype;
+    a->cfg.gemm_lib = a->gemm_lib;
+    if (a->op->cost == cost_gemm &&
+        nvl_gemm_lib_check("--library", &a->cfg) != NVL_OK)
+        return NVL_ERR_INVALID;
     if (a->attn_given)
         a->cfg.attn = a->attn;
     if (a->op->cost == cost_copy) {
@@ -563,8 +590,36 @@ static double per_s(double amount, int64_t time_ps)
     return time_ps > 0 ? amount / ((double)time_ps * 1e-12) : 0;
 }
 
+/* What the answer is about, for its validation families: the op's class
+ * (a copy's by its path: both NVLink-C2C directions are one class), the
+ * GPU, its FLOPs (gemm, attention) or bytes, and the GEMM's library and
+ * type. */
+static void cost_query(const cost_args_t *a, const nvl_topo_t *topo,
+                       const result_t *r, char *cls, size_t len,
+                       nvl_vquery_t *q)
+{
+    const char *path = nvl_copy_path_name(a->copy_path);
+    if (a->op->cost != cost_copy)
+        snprintf(cls, len, "%s", a->op->name);
+    else
+        snprintf(cls, len, "copy-%s", strncmp(path, "c2c", 3) == 0 ? "c2c" : path);
+    double size = a->op->flops_rate ? r->cost.flops : a->size[0];
+    *q = (nvl_vquery_t){.what = a->op->name, .cls = cls,
+                        .hardware = topo->name, .ranks = 1, .sized = true,
+                        .size_lo = size, .size_hi = size};
+    if (a->op->cost == cost_gemm) {
+        q->attrs[0].key = "library";
+        q->attrs[0].value = gemm_library(&a->cfg);
+        q->attrs[1].key = "dtype";
+        q->attrs[1].value = nvl_wdtype_name(a->cfg.weight_dtype);
+    } else if (a->op->cost == cost_attention) {
+        q->attrs[0].key = "kernel";
+        q->attrs[0].value = nvl_attn_name(a->cfg.attn);
+    }
+}
+
 static void print_text(const cost_args_t *a, const nvl_topo_t *topo,
-                       const result_t *r)
+                       const result_t *r, const nvl_validation_t *v)
 {
     char in[256];
     a->op->describe(a, &a->cfg, in, sizeof in);
@@ -582,10 +637,16 @@ static void print_text(const cost_args_t *a, const nvl_topo_t *topo,
         printf("%-10s %.4g GB/s\n", "rate", per_s(r->cost.bytes, t) / 1e9);
     printf("%-10s %s-bound (%s); fixed costs %.3f us\n", "limit",
            r->bound->key, r->bound->doc, (double)r->fixed_ps / 1e6);
+    char cls[32];
+    nvl_vquery_t q;
+    cost_query(a, topo, r, cls, sizeof cls, &q);
+    fflush(stdout);
+    nvl_validation_print(v, &q, 1, stdout);
 }
 
 static nvl_status_t write_json(const cost_args_t *a, const nvl_topo_t *topo,
-                               const result_t *r, FILE *out)
+                               const result_t *r, const nvl_validation_t *v,
+                               FILE *out)
 {
     int64_t t = r->cost.time_ps;
     json_t *root = json_object(), *inputs = json_object();
@@ -606,6 +667,10 @@ static nvl_status_t write_json(const cost_args_t *a, const nvl_topo_t *topo,
                         json_real(per_s(r->cost.bytes, t) / 1e9));
     json_object_set_new(root, "bound", json_string(r->bound->key));
     json_object_set_new(root, "fixed_us", json_real((double)r->fixed_ps / 1e6));
+    char cls[32];
+    nvl_vquery_t q;
+    cost_query(a, topo, r, cls, sizeof cls, &q);
+    json_object_set_new(root, "validation", nvl_validation_json(v, &q, 1));
     int rc = nvl_json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (rc != 0 || fputc('\n', out) == EOF) {
@@ -633,12 +698,12 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     }
     nvl_status_t st = NVL_OK;
     if (a->common.json == NULL) {
-        print_text(a, ctx->topo, &r);
+        print_text(a, ctx->topo, &r, ctx->validation);
     } else {
         FILE *out = nvl_cli_open_out("--json", a->common.json);
         if (out == NULL)
             return NVL_ERR_IO;
-        st = write_json(a, ctx->topo, &r, out);
+        st = write_json(a, ctx->topo, &r, ctx->validation, out);
         nvl_status_t cst = nvl_cli_close_out("--json", a->common.json, out);
         st = st != NVL_OK ? st : cst;
     }
@@ -657,6 +722,7 @@ const nvl_cli_command_t nvl_cli_cost_command = {
     .args_size = sizeof(cost_args_t),
     .opts = NVL_CLI_OPTS("cost", cost_opts, USAGE, 4),
     .common_offset = offsetof(cost_args_t, common),
+    .provenance = true,
     .check = check,
     .prepare = prepare,
     .body = body,

@@ -126,7 +126,8 @@ static int32_t *prompt_ids(const nvl_run_args_t *a, uint64_t len,
  * this rank's status. */
 static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
                         const nvl_model_config_t *cfg, nvl_mode_t mode,
-                        const char *weights_dir, FILE *trace)
+                        const char *weights_dir, FILE *trace,
+                        const nvl_validation_t *validation)
 {
     const nvl_runtime_t *rt = nvl_runtime();
     nvl_vclock_t clock = {0};
@@ -193,7 +194,8 @@ static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
         .tp = rt->size, .layers = nvl_engine_layers(e),
         .prompt_len = plen, .gen_len = glen, .tuner = nvl_comm_tuner(tp),
         .mem = nvl_engine_memory(e), .wall_s = wall,
-        .tokens = mode == NVL_MODE_DATA ? out : NULL};
+        .tokens = mode == NVL_MODE_DATA ? out : NULL,
+        .validation = validation};
     /* does not fit: the JSON still says so, for bench/sweep (the one
      * report is already out) */
     if (st != NVL_OK && r.mem->planned && !r.mem->fits && rt->rank == 0 &&
@@ -292,7 +294,8 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
 {
     run_cmd_t *c = args;
-    return run(&c->a, ctx->topo, &c->cfg, c->mode, c->weights_dir, c->trace);
+    return run(&c->a, ctx->topo, &c->cfg, c->mode, c->weights_dir, c->trace,
+               ctx->validation);
 }
 
 static void cleanup(void *args)
@@ -308,6 +311,7 @@ const nvl_cli_command_t nvl_cli_run_command = {
     .common_offset = offsetof(run_cmd_t, a.common),
     .check_ranks = true,
     .world_is_job = true,
+    .provenance = true,
     .prepare = prepare,
     .body = body,
     .cleanup = cleanup,

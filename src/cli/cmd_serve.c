@@ -988,7 +988,8 @@ static nvl_status_t serve(serve_cmd_t *c, const nvl_cli_ctx_t *ctx)
                                     .n_pools = j.L.n_pools,
                                     .kv_transfer_ms_mean = xfer_ms,
                                     .kv_transfer_gb = xfer_gb,
-                                    .wall_s = wall};
+                                    .wall_s = wall,
+                                    .validation = ctx->validation};
             unpack_pools(all, size, &j.L, r.pools);
             /* --replicas: the emulated replicas' requests only */
             nvl_serve_workload_t sw = *w;
@@ -1183,6 +1184,7 @@ const nvl_cli_command_t nvl_cli_serve_command = {
     .common_offset = offsetof(serve_cmd_t, a.common),
     .check_ranks = true,
     .world_is_job = true,
+    .provenance = true,
     .prepare = prepare,
     .body = body,
     .cleanup = cleanup,

@@ -44,7 +44,7 @@ int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
         return 1;
     nvl_cli_common_t *common =
         (nvl_cli_common_t *)((char *)args + cmd->common_offset);
-    nvl_cli_ctx_t ctx = {.rt = &rt, .topo = NULL};
+    nvl_cli_ctx_t ctx = {.rt = &rt, .topo = NULL, .validation = NULL};
     int code = 1, first;
 
     nvl_runtime_capture_begin();
@@ -54,6 +54,8 @@ int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
         st = cmd->check(args, argc, argv, first);
     if (go && st == NVL_OK && common->topo != NULL)
         st = load_topo(common, cmd->world_is_job ? rt.size : 0, &ctx.topo);
+    if (go && st == NVL_OK && cmd->provenance)
+        st = nvl_validation_load(NULL, NVL_SOURCE_DIR, &ctx.validation);
     if (go && st == NVL_OK && cmd->prepare != NULL)
         st = cmd->prepare(args, &ctx);
     if (nvl_runtime_capture_end(st) != NVL_OK)
@@ -76,6 +78,7 @@ out:
         cmd->cleanup(args);
     nvl_opts_free(&cmd->opts, args);
     nvl_topo_free(ctx.topo);
+    nvl_validation_free(ctx.validation);
     nvl_runtime_finalize();
     return code;
 }

@@ -51,6 +51,7 @@ typedef struct {
     const nvl_mem_plan_t *mem; /* per GPU, the largest shard */
     double wall_s;
     const int32_t *tokens;    /* batch x gen_len (data mode) */
+    const nvl_validation_t *validation; /* the families covering it */
 } nvl_run_result_t;
 
 /* Writes the readable report. */

@@ -289,6 +289,18 @@ static void memory_text(const nvl_run_result_t *r, const derived_t *d,
                 d->c2c_ms, 100 * d->c2c_utilisation, d->c2c_exposed_ms);
 }
 
+/* The run's queries for its validation families. */
+static void run_queries(const nvl_run_result_t *r, const derived_t *d,
+                        nvl_cli_queries_t *qs)
+{
+    const nvl_run_args_t *a = r->args;
+    nvl_cli_step_t s = {.topo = r->topo, .cfg = r->cfg, .tp = r->tp,
+                        .allreduce = a->allreduce, .stack = a->stack,
+                        .dtype = a->dtype, .batch = a->batch,
+                        .prompt_len = r->prompt_len, .decode = d->steps > 0};
+    nvl_cli_step_queries(&s, qs);
+}
+
 void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
 {
     derived_t d;
@@ -401,6 +413,9 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
     fprintf(out, "\n# emulation: %.2f s wall, %.4f s per decode step, peak "
                  "RSS %.1f MB per rank (largest)\n", r->wall_s,
             d.wall_per_step_s, d.rss_max / 1e6);
+    nvl_cli_queries_t qs;
+    run_queries(r, &d, &qs);
+    nvl_validation_print(r->validation, qs.q, qs.n, out);
 }
 
 static json_t *parts_json(const double *parts, double total, double scale,
@@ -648,6 +663,10 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                                   "wall_s_per_decode_step", d.wall_per_step_s,
                                   "peak_rss_mb_max", d.rss_max / 1e6));
     json_object_set_new(root, "experts", moe_json(r, &d));
+    nvl_cli_queries_t qs;
+    run_queries(r, &d, &qs);
+    json_object_set_new(root, "validation",
+                        nvl_validation_json(r->validation, qs.q, qs.n));
     json_object_set_new(root, "overlap",
                         json_pack("{s:s, s:f, s:f, s:f, s:f}", "mode",
                                   nvl_overlap_name(a->overlap),

@@ -66,6 +66,7 @@ typedef struct {
     int n_pools;
     double kv_transfer_ms_mean, kv_transfer_gb; /* disaggregated */
     double wall_s;
+    const nvl_validation_t *validation; /* the families covering it */
 } nvl_serve_result_t;
 
 /* A --scheduler row (cmd_serve.c's table).  max_batch / max_tokens 0:

@@ -74,6 +74,37 @@ static void pool_totals(const nvl_serve_pool_t *p,
     }
 }
 
+/* The job's queries for its validation families: the serving
+ * throughput of its first pool's TP groups, and that pool's steps at their
+ * mean decode batch and the workload's mean prompt. */
+static void serve_queries(const nvl_serve_result_t *r, nvl_cli_queries_t *qs)
+{
+    const nvl_serve_args_t *a = r->args;
+    const nvl_serve_pool_t *pl = &r->pools[0];
+    nvl_serve_replica_stats_t t;
+    pool_totals(pl, &t);
+    double batch = t.steps ? (double)t.decode_tokens / (double)t.steps : 0;
+    double prompt = 0;
+    for (size_t i = 0; i < r->w->n; i++)
+        prompt += (double)r->w->reqs[i].input_tokens / (double)r->w->n;
+    nvl_cli_step_t s = {.topo = r->topo, .cfg = r->cfg, .tp = pl->tp,
+                        .allreduce = a->allreduce, .stack = a->stack,
+                        .dtype = a->dtype,
+                        .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
+                        .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
+                        .decode = t.decode_tokens > 0};
+    nvl_cli_step_queries(&s, qs);
+    size_t i = qs->n++;
+    snprintf(qs->cls[i], sizeof qs->cls[i], "serving");
+    snprintf(qs->what[i], sizeof qs->what[i], "serving throughput, TP %d",
+             pl->tp);
+    qs->q[i] = (nvl_vquery_t){.what = qs->what[i], .cls = qs->cls[i],
+                              .hardware = r->topo->name,
+                              .ranks = (uint32_t)pl->tp};
+    qs->q[i].attrs[0].key = "stack";
+    qs->q[i].attrs[0].value = nvl_stack_name(a->stack);
+}
+
 void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
 {
     const nvl_serve_args_t *a = r->args;
@@ -187,6 +218,9 @@ void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
         fprintf(out, "\n");
     }
     fprintf(out, "\n# emulation: %.2f s wall\n", r->wall_s);
+    nvl_cli_queries_t qs;
+    serve_queries(r, &qs);
+    nvl_validation_print(r->validation, qs.q, qs.n, out);
 }
 
 static json_t *dist_json(const nvl_serve_dist_t *d)
@@ -306,6 +340,10 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
                       r->kv_transfer_ms_mean));
     json_object_set_new(root, "pools", pools);
     json_object_set_new(root, "wall_s", json_real(r->wall_s));
+    nvl_cli_queries_t qs;
+    serve_queries(r, &qs);
+    json_object_set_new(root, "validation",
+                        nvl_validation_json(r->validation, qs.q, qs.n));
     FILE *f = nvl_cli_open_out("--json", path);
     nvl_status_t st = NVL_ERR_IO;
     if (f != NULL) {

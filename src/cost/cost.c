@@ -76,6 +76,8 @@ NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, NVL_ATTN_COUNT, nvl_attn_name)
 NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, NVL_STACK_COUNT, nvl_stack_name)
 NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, NVL_LAUNCH_COUNT,
                 nvl_launch_name)
+NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, NVL_GEMM_COUNT,
+                nvl_gemm_lib_name)
 
 nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack)
 {
@@ -130,7 +132,8 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     double peak;
     memcpy(&peak, (const char *)g + wdtypes[dt].peak_offset, sizeof peak);
     double act_bytes = wdtypes[dt].bytes;
-    /* the tensor cores' type sets the efficiency */
+    /* the tensor cores' type sets cuBLASLt's efficiency, the library
+     * its share of it */
     double eff = g->matmul_efficiency;
     if (peak <= 0) {
         /* no tensor cores for this type (FP4 on Hopper): weight-only
@@ -142,6 +145,9 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
         eff = g->fp8_matmul_efficiency;
     else if (dt == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
         eff = g->fp4_matmul_efficiency;
+    double rel;
+    nvl_gemm_lib_choose(cfg, dt, &rel);
+    eff *= rel;
     double N = (double)n, K = (double)k, tiles = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)

@@ -96,15 +96,16 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "and DMA start-up), before its bytes move"},
     {"gpu", "matmul_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
      F(gpu.matmul_efficiency), "0.7", 0.05, 1, "0.7",
-     "fraction of tensor-core peak a large matmul reaches"},
+     "fraction of tensor-core peak a large matmul reaches in cuBLASLt "
+     "(other GEMM libraries: their share of it, src/cost/gemm_lib.c)"},
     {"gpu", "fp8_matmul_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
-     F(gpu.fp8_matmul_efficiency), "0", 0, 1, "0.55",
-     "fraction of FP8 tensor-core peak a large FP8 matmul reaches, its "
-     "input already quantised (0: matmul_efficiency)"},
+     F(gpu.fp8_matmul_efficiency), "0", 0, 1, "0.58",
+     "fraction of FP8 tensor-core peak a large FP8 matmul reaches in "
+     "cuBLASLt, its input already quantised (0: matmul_efficiency)"},
     {"gpu", "fp4_matmul_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
-     F(gpu.fp4_matmul_efficiency), "0", 0, 1, "0.42",
-     "fraction of FP4 tensor-core peak a large FP4 matmul reaches, its "
-     "input already quantised (0: matmul_efficiency)"},
+     F(gpu.fp4_matmul_efficiency), "0", 0, 1, "0.76",
+     "fraction of FP4 tensor-core peak a large FP4 matmul reaches in "
+     "cuBLASLt, its input already quantised (0: matmul_efficiency)"},
     {"gpu", "matmul_k_pad", NVL_QTY_COUNT, NVL_FIELD_U32,
      F(gpu.matmul_k_pad), "64", 0, 1000000, "64",
      "fixed work of one output tile, in steps of k (short k runs below "

@@ -344,12 +344,56 @@ static void test_die_half_work(void **state)
     nvl_topo_free(die);
 }
 
+/* The GEMM library: each stack's per type, and a library's share of
+ * cuBLASLt's rate (src/cost/gemm_lib.c). */
+static void test_gemm_library(void **state)
+{
+    (void)state;
+    nvl_topo_t *gb = NULL;
+    assert_int_equal(nvl_topo_load(NVL_TOPOLOGY_DIR "/gb200-nvl72.topo", &gb),
+                     NVL_OK);
+    nvl_cost_cfg_t c = {.topo = gb, .weight_dtype = NVL_WDT_FP4,
+                        .stack = NVL_STACK_FUSED};
+    double rel;
+    /* TensorRT-LLM's NVFP4 linear runs CUTLASS, torch cuBLASLt */
+    assert_int_equal(nvl_gemm_lib_choose(&c, NVL_WDT_FP4, &rel),
+                     NVL_GEMM_CUTLASS);
+    assert_true(rel > 0.5 && rel < 0.8);
+    double t_fused = us(nvl_cost_matmul(&c, 16384, 16384, 16384));
+    c.stack = NVL_STACK_TORCH;
+    assert_int_equal(nvl_gemm_lib_choose(&c, NVL_WDT_FP4, &rel),
+                     NVL_GEMM_CUBLASLT);
+    assert_true(rel == 1.0);
+    double t_torch = us(nvl_cost_matmul(&c, 16384, 16384, 16384));
+    assert_true(fabs(t_fused / t_torch - 1.0 / 0.64) < 0.01);
+    /* a named library overrides the stack's; DeepGEMM has no FP4 kernel */
+    c.gemm_lib = NVL_GEMM_CUTLASS;
+    assert_true(fabs(us(nvl_cost_matmul(&c, 16384, 16384, 16384)) - t_fused) <
+                1e-6);
+    c.gemm_lib = NVL_GEMM_DEEPGEMM;
+    assert_int_equal(nvl_gemm_lib_choose(&c, NVL_WDT_FP4, &rel),
+                     NVL_GEMM_DEEPGEMM);
+    assert_true(rel == 0);
+    /* on Hopper FP4 runs dequantised: the BF16 cell, cuBLASLt's for both
+     * stacks, so H200's times do not depend on the stack's library */
+    nvl_cost_cfg_t h = cfg_of(NVL_LAUNCH_GRAPH);
+    h.weight_dtype = NVL_WDT_FP4;
+    h.stack = NVL_STACK_FUSED;
+    assert_int_equal(nvl_gemm_lib_choose(&h, NVL_WDT_FP4, &rel),
+                     NVL_GEMM_CUBLASLT);
+    double a = us(nvl_cost_matmul(&h, 512, 8192, 8192));
+    h.stack = NVL_STACK_TORCH;
+    assert_true(fabs(us(nvl_cost_matmul(&h, 512, 8192, 8192)) - a) < 1e-9);
+    nvl_topo_free(gb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_regimes),
         cmocka_unit_test(test_matmul_shared),
         cmocka_unit_test(test_matmul_dtypes),
+        cmocka_unit_test(test_gemm_library),
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_launch_modes),

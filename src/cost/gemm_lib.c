@@ -1,0 +1,109 @@
+/* GEMM libraries: which one a software stack's matrix products run in, and
+ * how fast each runs relative to cuBLASLt on the same tensor cores
+ * (include/nvlemu/cost.h; docs/cost-model.md "GEMM libraries"; the
+ * published measurements in tests/data/calibration/published-gemm.csv).
+ *
+ * A cell is the library's compute efficiency divided by cuBLASLt's at the
+ * same tensor-core type, each efficiency taken as the model takes it:
+ * TFLOP/s / (peak x k / (k + matmul_k_pad)).  The topology's [gpu]
+ * efficiencies are cuBLASLt's, so cuBLASLt's row is 1 by definition. */
+#include "nvlemu/cost.h"
+
+#include <string.h>
+
+/* One row per library: its name and, per tensor-core type, its efficiency
+ * relative to cuBLASLt's (0: the library has no kernel of that type). */
+static const struct {
+    const char *name;
+    double rel[NVL_WDT_COUNT];
+} libs[NVL_GEMM_COUNT] = {
+    [NVL_GEMM_STACK] = {"stack", {1, 1, 1}}, /* resolved before use */
+    [NVL_GEMM_CUBLASLT] = {"cublaslt", {1, 1, 1}},
+    /* bf16: no published CUTLASS BF16 GEMM on B200/GB200 gathered:
+     *   cuBLASLt's (derived, 1).
+     * fp8: 2,545 TFLOP/s at M = 16384, N = K = 4096 on B200 (vLLM PR
+     *   19566, activations quantised upstream): 0.574 of 4.5 PF; B200's
+     *   cuBLASLt 2,377 at 8192^3 (TransformerEngine issue 1747): 0.532.
+     * fp4: 3,904 TFLOP/s at M = 16384, N = 6144, K = 4096 on B200 (vLLM PR
+     *   20646): 0.441 of 9 PF; B200's cuBLASLt 0.69 (topology/hgx-b200.topo:
+     *   GB200's measured 0.76, Azure ND GB200 v6, scaled by B200's FP8
+     *   ratio; no B200 cuBLASLt FP4 figure gathered). */
+    [NVL_GEMM_CUTLASS] = {"cutlass", {1.0, 1.08, 0.64}},
+    /* bf16: no published figure: cuBLASLt's (derived, 1).
+     * fp8: no SM100 figure published; on SM90 1,500 TFLOP/s at M = 4096,
+     *   N = 7168, K = 16384 on an H800 (DeepGEMM PR 81): 0.761 of 1,979 TF,
+     *   against cuBLASLt's 0.70 on H200 (h200-ops FP8 GEMMs, the fitted
+     *   matmul_efficiency); the Hopper ratio is carried to Blackwell.
+     * fp4: DeepGEMM has no dense FP4 GEMM. */
+    [NVL_GEMM_DEEPGEMM] = {"deepgemm", {1.0, 1.09, 0}},
+    /* bf16, fp8: no published dense figure: cuBLASLt's (derived, 1).
+     * fp4: 2,187 TFLOP/s against CUTLASS's 3,370 at M = 1024, N = 7168,
+     *   K = 4608 on B200 (FlashInfer PR 1979, mm_fp4 backends): 0.649 of
+     *   CUTLASS's, 0.649 x 0.64 = 0.415 of cuBLASLt's. */
+    [NVL_GEMM_TRTLLM_GEN] = {"trtllm-gen", {1.0, 1.0, 0.415}},
+};
+
+/* The libraries each stack calls, per tensor-core type (a set: the
+ * stack's autotuner runs the fastest member).
+ * torch: F.linear and torch._scaled_mm call cuBLAS(Lt).
+ * fused: TensorRT-LLM's PyTorch backend, tensorrt_llm/_torch/modules/
+ *   linear.py: UnquantizedLinearMethod.apply calls F.linear or
+ *   trtllm.cublas_mm (BF16); FP8QDQLinearMethod.apply (per-tensor FP8, the
+ *   ModelOpt checkpoints) trtllm.cublas_scaled_mm (cuda_scaled_mm only for
+ *   m <= 8 with enable_cuda_core); NVFP4LinearMethod.apply trtllm.
+ *   nvfp4_gemm, CUTLASS's FP4GemmRunner in the releases behind the
+ *   published serving figures (tests/data/calibration/published-
+ *   serving.csv).  cuBLASLt joined as an opt-in backend later (TensorRT-LLM
+ *   PR 7943), then as a member of the autotuned nvfp4_allowed_backends
+ *   (model_config.py: cutlass, cublaslt, cuda_core; PR 10503): a user
+ *   modelling those releases picks --library cublaslt. */
+#define LIB(l) (1u << (l))
+static const unsigned stack_libs[NVL_STACK_COUNT][NVL_WDT_COUNT] = {
+    [NVL_STACK_TORCH] = {LIB(NVL_GEMM_CUBLASLT), LIB(NVL_GEMM_CUBLASLT),
+                         LIB(NVL_GEMM_CUBLASLT)},
+    [NVL_STACK_FUSED] = {LIB(NVL_GEMM_CUBLASLT), LIB(NVL_GEMM_CUBLASLT),
+                         LIB(NVL_GEMM_CUTLASS)},
+};
+
+const char *nvl_gemm_lib_name(nvl_gemm_lib_t lib)
+{
+    return lib < NVL_GEMM_COUNT ? libs[lib].name : "?";
+}
+
+nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
+                                   double *rel_out)
+{
+    if (dt >= NVL_WDT_COUNT)
+        dt = NVL_WDT_BF16;
+    /* weights without tensor cores of their type run dequantised (BF16) */
+    if (dt == NVL_WDT_FP4 && cfg->topo->gpu.fp4_flops_per_s <= 0)
+        dt = NVL_WDT_BF16;
+    nvl_gemm_lib_t best = NVL_GEMM_CUBLASLT;
+    if (cfg->gemm_lib != NVL_GEMM_STACK && cfg->gemm_lib < NVL_GEMM_COUNT) {
+        best = cfg->gemm_lib;
+    } else {
+        unsigned set = stack_libs[cfg->stack < NVL_STACK_COUNT
+                                      ? cfg->stack
+                                      : NVL_STACK_TORCH][dt];
+        double best_rel = -1;
+        for (int l = NVL_GEMM_CUBLASLT; l < NVL_GEMM_COUNT; l++)
+            if ((set & LIB(l)) && libs[l].rel[dt] > best_rel) {
+                best = (nvl_gemm_lib_t)l;
+                best_rel = libs[l].rel[dt];
+            }
+    }
+    *rel_out = libs[best].rel[dt];
+    return best;
+}
+
+nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg)
+{
+    double rel;
+    nvl_gemm_lib_t lib = nvl_gemm_lib_choose(cfg, cfg->weight_dtype, &rel);
+    if (rel > 0)
+        return NVL_OK;
+    nvl_report("%s %s: the library has no %s GEMM kernel (docs/cost-model.md "
+               "\"GEMM libraries\")", what, nvl_gemm_lib_name(lib),
+               nvl_wdtype_name(cfg->weight_dtype));
+    return NVL_ERR_INVALID;
+}
