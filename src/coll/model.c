@@ -68,6 +68,24 @@ double nvl_coll_model_path_bw(const nvl_comm_t *c)
     return c->domains > 1 && c->nic_bw < intra ? c->nic_bw : intra;
 }
 
+/* Allgather and reduce-scatter per byte, relative to allreduce's.  NCCL's
+ * ring (device/all_gather.h and reduce_scatter.h runRing) runs N-1 steps per
+ * chunk: one that starts from the user's buffer (allgather's
+ * directCopySend: the send and, out of place, the copy of the rank's own
+ * block; reduce-scatter's send) and forwarding steps
+ * (directRecvCopyDirectSend, recvReduceSend), the last ending in the
+ * output (directRecv, recvReduceCopy).  Two ranks run only the end step; gather_scatter_efficiency is its rate per byte, fit to the
+ * 2-rank curves (topology-format.md).  With N ranks it is one of the N-1
+ * steps and the forwarding steps run at allreduce's rate:
+ * eff = (N-1) / (N-2 + 1/gather_scatter_efficiency), 0.86 at 2 ranks, 0.977
+ * at 8, 0.998 at 72. */
+static double gather_scatter_eff(const nvl_comm_t *c)
+{
+    double g = c->topo->nccl.gather_scatter_efficiency;
+    int steps = c->size - 1;
+    return steps <= 1 ? g : steps / (steps - 1 + 1.0 / g);
+}
+
 double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         double channels, double wire_bytes)
@@ -96,7 +114,7 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
         bw *= n->mid_efficiency + (1 - n->mid_efficiency) * x / (x + knee);
     }
     if (coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER)
-        bw *= n->gather_scatter_efficiency;
+        bw *= gather_scatter_eff(c);
     return bw;
 }
 

@@ -22,12 +22,16 @@
  *   chunk to each of the N heads (loopSize = C N c) and synchronises
  *   once through the switch (nvls_chunk_lat), so
  *   T = kernel + nvls.simple.nvlink_lat + hop
- *       + (S / (C c) + F) c / b + (S / (C N c) + F) nvls_chunk_lat,
- *     F = 2 NCCL_STEPS - 1: the two slot rings (scatter -> reduce ->
- *     gather) filling before the first chunk is out.
- * Allgather/reduce-scatter: algbw = port x N/(N-1) (each GPU moves
- * (N-1)/N of S through its port), port = the GPU's NVLink bandwidth x eta
- * for the channels in use. */
+ *       + (S / (C c) + 2 min(N, S / (C c))) c / b
+ *       + (S / (C N c) + F) nvls_chunk_lat,
+ *     the first iteration's two later stages (scatter -> reduce ->
+ *     gather, each posting only after the whole iteration,
+ *     prims_simple.h ScatterGatherOp) the pipeline's fill, and
+ *     F = 2 NCCL_STEPS - 1 syncs while the two slot rings fill.
+ * Allgather/reduce-scatter: every member's port carries all S bytes, its
+ * own block included: T = kernel + nvls.simple.nvlink_lat + hop
+ * + S / min(port, nvls_bw x 5/6), port = the ring's channels' NVLink rate
+ * (docs/collectives.md, "At 4-72 ranks"). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +71,16 @@ static double nvls_pipe_s(const nvl_comm_t *c, double s, double chunk,
     double share = s / (channels * c->size);
     if (chunk > share)
         chunk = share;
-    double fill = 2 * NVL_NCCL_STEPS - 1;
     double chunks = s / (channels * chunk);
+    /* a loop iteration is one chunk per head (N chunks) and crosses three
+     * stages, scatter -> the heads' multimem reduce -> gather, each taking
+     * the whole iteration before the next stage has it: the first
+     * iteration's two later stages are the pipeline's fill, 2 min(N,
+     * chunks) chunk times; the syncs fill the two slot rings first. */
+    double fill = 2 * (chunks < c->size ? chunks : c->size);
+    double sync_fill = 2 * NVL_NCCL_STEPS - 1;
     return (chunks + fill) * chunk / (algbw / channels) +
-           (chunks / c->size + fill) *
+           (chunks / c->size + sync_fill) *
                ((double)c->topo->nccl.nvls_chunk_lat_ps * 1e-12);
 }
 
@@ -79,14 +89,26 @@ static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
 {
     double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS, proto, 1, 0);
     if (coll != NVL_COLL_ALLREDUCE) {
-        /* the ring's channels carry the port's share (NCCL_MAX_NCHANNELS
-         * bounding them) */
+        /* Every member's port carries all S bytes, its own block included
+         * (device/all_gather.h, NVLS oneNode: the "Bcast through NVLS"
+         * warps multicast-store the input, which reaches every member, the
+         * writer too, and the "Gather" warps copy all nHeads blocks out of
+         * the multicast buffer; reduce_scatter.h: the switch reads every
+         * member's copy of a share, the reader's too): algbw = the port's
+         * rate, busbw = port x (N-1)/N, below the ring's (NCCL's tuning.cc
+         * likewise rates NVLS allgather/reduce-scatter at (ppn-1)/ppn of its
+         * graph and the ring at N/(N-1), so NCCL runs large ones as a
+         * ring).  The rate: the port (the ring's channels, NCCL_MAX_NCHANNELS
+         * bounding them, at allreduce's per-byte rate), at most the
+         * switch's multicast rate as the allreduce below has it. */
         double ring_ch = nvl_coll_model_channels(c, NVL_ALGO_RING, proto,
                                                  SIZE_MAX);
-        double port = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_NVLS, proto,
+        double port = nvl_coll_model_bus_bw(c, NVL_COLL_ALLREDUCE,
+                                            NVL_ALGO_NVLS, proto,
                                             c->nvlink_bw, ring_ch,
                                             (double)bytes);
-        return lat + (double)bytes / (port * (double)c->size / (c->size - 1));
+        double sw = c->topo->nvlink.nvls_bw_bytes_per_s * 5.0 / 6.0;
+        return lat + (double)bytes / (sw < port ? sw : port);
     }
     double port = c->nvlink_bw * NVL_NVLINK_DATA_EFF;
     double sw = c->topo->nvlink.nvls_bw_bytes_per_s;

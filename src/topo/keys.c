@@ -236,8 +236,9 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "the h200-nvl2 curves)"},
     {"nccl", "gather_scatter_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
      F(nccl.gather_scatter_efficiency), "0.86", 0.05, 1, "0.86",
-     "allgather and reduce-scatter bandwidth relative to allreduce's per "
-     "byte (fit to the h200-nvl2 curves)"},
+     "rate per byte of a ring allgather's or reduce-scatter's end step "
+     "relative to allreduce's: all of a 2-rank call, one of N-1 steps on N "
+     "(fit to the h200-nvl2 curves)"},
     {"nccl", "nvls_min_ranks", NVL_QTY_COUNT, NVL_FIELD_U32,
      F(nccl.nvls_min_ranks), "5", 2, NVL_TOPO_MAX_GPUS, "5",
      "smallest group NCCL runs NVLS on (HGX H200: ring at 4 GPUs, NVLS "
