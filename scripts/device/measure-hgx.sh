@@ -5,6 +5,7 @@
 #   scripts/device/measure-hgx.sh coll  "$OUT"   # collectives at 2, 3, 4 GPUs (~7 min)
 #   scripts/device/measure-hgx.sh steps "$OUT"   # TP 1, 2, 4 steps (~9.5 min)
 #   scripts/device/measure-hgx.sh check "$OUT"   # the steps script on a tiny grid
+#   scripts/device/measure-hgx.sh repeat "$OUT"  # TP 2 alone, then TP 4: the spread (~5 min)
 #
 # NVLink multicast stays off in every process (the machine's rule).  Each
 # phase leaves one tarball and its log in OUT (the device tool returns at
@@ -12,7 +13,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
-what=${1:?coll, steps or check}
+what=${1:?coll, steps, repeat or check}
 out=${2:?output folder}
 work=/tmp/hgx-$what
 rm -rf "$work" && mkdir -p "$work"
@@ -45,6 +46,14 @@ case $what in
       --serve nccl,oneshot,twoshot --trace-tp decode:16:4096 --budget-s "$budget" \
       --out "$work/tp4" 2>&1 | tee "$work/tp4.log"
     tail -5 "$work/tp1.log" "$work/tp2.log"
+    ;;
+  repeat)
+    budget=${BUDGET:-150}
+    CUDA_VISIBLE_DEVICES=0,1 timeout $((budget + 25)) torchrun --nproc_per_node=2 \
+      --master_port=29622 $steps --tp 2 --serve nccl,oneshot,twoshot --budget-s "$budget" \
+      --out "$work/tp2" 2>&1 | tee "$work/tp2.log"
+    timeout $((budget + 25)) torchrun --nproc_per_node=4 --master_port=29624 $steps --tp 4 \
+      --serve nccl,oneshot,twoshot --budget-s "$budget" --out "$work/tp4" 2>&1 | tee "$work/tp4.log"
     ;;
   *) echo "unknown phase $what" >&2; exit 2 ;;
 esac
