@@ -134,7 +134,7 @@ static int64_t time_ps(nvl_comm_t *c, nvl_ar_impl_t impl, size_t bytes)
 static void test_costs(void **state)
 {
     (void)state;
-    nvl_topo_t *t = load("gb200-nvl72.topo", NULL);
+    nvl_topo_t *t = load("gb200-nvl72.topo", "nvlink.flag_lat=1.1us");
     nvl_comm_t *c = NULL;
     assert_int_equal(nvl_comm_create_virtual(t, 8, NULL, &c), NVL_OK);
     size_t s = (size_t)64 << 20;
@@ -151,9 +151,9 @@ static void test_costs(void **state)
     int64_t more = time_ps(c, NVL_AR_TWOSHOT, 1) -
                    time_ps(c, NVL_AR_ONESHOT, 1) - flag;
     assert_true(more > -20 && more < 20); /* ps from seconds: rounding */
-    /* a topology without flag_lat falls back to hop_lat */
+    /* a topology without flag_lat (gb200-nvl72's) falls back to hop_lat */
     nvl_comm_t *h = NULL;
-    nvl_topo_t *u = load("gb200-nvl72.topo", "nvlink.flag_lat=0us");
+    nvl_topo_t *u = load("gb200-nvl72.topo", NULL);
     assert_int_equal(nvl_comm_create_virtual(u, 8, NULL, &h), NVL_OK);
     more = time_ps(h, NVL_AR_TWOSHOT, 1) - time_ps(h, NVL_AR_ONESHOT, 1) -
            u->nvlink.hop_lat_ps;
