@@ -119,6 +119,8 @@ typedef struct {
     uint32_t links_per_gpu;
     double link_bw_bytes_per_s; /* per link, per direction */
     int64_t hop_lat_ps;         /* one traversal GPU -> switch -> GPU */
+    int64_t flag_lat_ps;        /* engine all-reduce kernels' flag / peer-load
+                                   latency, one way (0: hop_lat_ps) */
     uint32_t switch_trays;      /* 0: GPUs are linked directly */
     uint32_t switch_chips_per_tray;
     uint32_t switch_trays_down; /* what-if: trays out of service */

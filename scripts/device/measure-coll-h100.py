@@ -3,14 +3,24 @@
 the GPUs of one host, one process per GPU, so the emulator's collective model
 can be compared against a machine it was never fit to.
 
-Run on the device machine (2 GPUs, e.g. kind nvidia-h100-x2):
+Run on the device machine (2 or more GPUs, e.g. kind nvidia-h100-x2 or -x4):
 
     PYTHONUNBUFFERED=1 python3 scripts/device/measure-coll-h100.py --driver --out "$OUT"
+    PYTHONUNBUFFERED=1 python3 scripts/device/measure-coll-h100.py --driver --gpus 2,3,4 \
+        --max-log2 32 --dtypes bf16 --forced-at 4 --out "$OUT"
+
+--gpus N1,N2,...: the passes run once per GPU count, on the first N GPUs
+(CUDA_VISIBLE_DEVICES=0..N-1); colls.csv and symm.csv gain a `gpus` column
+(absent with the default, all visible GPUs: the 2-GPU files' layout).
+--forced-at N: the forced NCCL_ALGO x NCCL_PROTO passes at that count only.
+Without a GPU, `--parse-tuner nccl-debug-logs.tar.gz --out DIR` writes
+DIR/nccl-tuner-choice.csv from rank 0's TUNING lines.
 
 The driver (--driver) runs, one after another, each in a fresh set of
 processes because NCCL reads its environment when a communicator is made:
   1. the default-tuner pass: all_reduce, all_gather_into_tensor,
-     reduce_scatter_tensor, broadcast, send/recv (0 -> 1), all_to_all_single,
+     reduce_scatter_tensor, broadcast, reduce (root 0), send/recv (0 -> 1),
+     all_to_all_single,
      bf16 and float32, 8 B .. 1 GiB in powers of two;
   2. the symmetric-memory pass: torch.ops.symm_mem one-shot / two-shot
      all-reduce, bf16, 1 KiB .. 64 MiB (only variants that use no multicast);
@@ -26,7 +36,9 @@ Each worker spawns one process per visible GPU (torch.multiprocessing).
 
 Sizes are nccl-tests' message sizes: all_reduce / broadcast / send-recv: one
 rank's buffer; all_gather: the OUTPUT total; reduce_scatter: the INPUT total;
-alltoall: one rank's whole send buffer.  Timing: 5 warm-up calls, then N calls
+alltoall: one rank's whole send buffer; at a GPU count that does not divide
+the size (3), all_gather / reduce_scatter / alltoall round the per-rank
+count down, as nccl-tests does, and size_bytes is the bytes moved.  Timing: 5 warm-up calls, then N calls
 (N = 20 for >= 64 MiB, else 100) between two CUDA events on the current
 stream, eager launches, elapsed / N taken as the maximum over ranks; that is
 done 3 times (trials) and time_us is the median of the 3.  algbw = size / time; busbw as nccl-tests: all_reduce
@@ -67,7 +79,7 @@ COLL_FIELDS = ["op", "dtype", "algo", "proto", "size_bytes", "count", "time_us",
                "algbw_gbps", "busbw_gbps", "iters"]
 SYMM_FIELDS = ["impl", "dtype", "size_bytes", "time_us", "algbw_gbps",
                "busbw_gbps", "iters"]
-ALL_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast",
+ALL_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
            "sendrecv", "alltoall"]
 
 
@@ -178,6 +190,7 @@ def _nccl_pass(rank, n, dev, cpu_group, args):
     import torch.distributed as dist
     rows = []
     graph_failed = set()
+    gcol = {"gpus": n} if args.gpus_col else {}
     sizes = [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
     for op in args.ops.split(","):
         for dname in args.dtypes.split(","):
@@ -185,8 +198,11 @@ def _nccl_pass(rank, n, dev, cpu_group, args):
             es = torch.tensor([], dtype=dt).element_size()
             for size in sizes:
                 numel = size // es
-                if numel < n or numel % n:
+                if op in ("all_gather", "reduce_scatter", "alltoall"):
+                    numel -= numel % n   # nccl-tests: count rounded down to n
+                if numel < n:
                     continue
+                size = numel * es
                 it = iters_for(size)
                 bufs = {}
                 if op == "all_reduce":
@@ -218,6 +234,11 @@ def _nccl_pass(rank, n, dev, cpu_group, args):
 
                     def fn(b=bufs):
                         dist.broadcast(b["x"], src=0)
+                elif op == "reduce":
+                    bufs["x"] = torch.ones(numel, dtype=dt, device=dev)
+
+                    def fn(b=bufs):
+                        dist.reduce(b["x"], dst=0, op=dist.ReduceOp.SUM)
                 elif op == "sendrecv":
                     bufs["x"] = torch.ones(numel, dtype=dt, device=dev)
 
@@ -247,7 +268,7 @@ def _nccl_pass(rank, n, dev, cpu_group, args):
                             print(f"graph {op} failed at {size} B: {e!r}", flush=True)
                 for name, us in timings:
                     algbw = size / (us * 1e-6) / 1e9
-                    rows.append({"op": name, "dtype": dname, "algo": args.algo_label,
+                    rows.append({**gcol, "op": name, "dtype": dname, "algo": args.algo_label,
                                  "proto": args.proto_label, "size_bytes": size,
                                  "count": numel, "time_us": f"{us:.3f}",
                                  "algbw_gbps": f"{algbw:.3f}",
@@ -260,7 +281,8 @@ def _nccl_pass(rank, n, dev, cpu_group, args):
                 del bufs, fn
             torch.cuda.empty_cache()
             if rank == 0:  # per (op, dtype), so a later crash keeps what ran
-                append_rows(os.path.join(args.out, "colls.csv"), COLL_FIELDS, rows)
+                append_rows(os.path.join(args.out, "colls.csv"),
+                            list(gcol) + COLL_FIELDS, rows)
             rows = []
 
 
@@ -386,7 +408,8 @@ def _symm_pass(rank, n, dev, cpu_group, args):
                             print(f"symm {gimpl} failed at {size} B: {e!r}", flush=True)
                 for name, us in timings:
                     algbw = size / (us * 1e-6) / 1e9
-                    rows.append({"impl": name, "dtype": "bf16", "size_bytes": size,
+                    rows.append({**({"gpus": n} if args.gpus_col else {}),
+                                 "impl": name, "dtype": "bf16", "size_bytes": size,
                                  "time_us": f"{us:.3f}", "algbw_gbps": f"{algbw:.3f}",
                                  "busbw_gbps": f"{algbw * bus_factor('all_reduce', n):.3f}",
                                  "iters": it})
@@ -397,8 +420,9 @@ def _symm_pass(rank, n, dev, cpu_group, args):
         info["impl_errors"] = impl_errors
     if rank == 0:
         if rows:
-            append_rows(os.path.join(args.out, "symm.csv"), SYMM_FIELDS, rows)
-        with open(os.path.join(args.out, "env.symm.json"), "w") as f:
+            append_rows(os.path.join(args.out, "symm.csv"),
+                        (["gpus"] if args.gpus_col else []) + SYMM_FIELDS, rows)
+        with open(os.path.join(args.out, "env.symm.%d.json" % n), "w") as f:
             json.dump(info, f, indent=1)
 
 
@@ -478,18 +502,30 @@ def driver_main(args):
     with open(os.path.join(out, "clocks.txt"), "w") as f:
         f.write("# before the measurements\n" + sh("nvidia-smi -q -d CLOCK"))
 
-    passes = [dict(tag="default", mode="nccl", ops=",".join(ALL_OPS),
-                   dtypes="bf16,fp32", algo=None, proto=None, timeout=200),
-              dict(tag="symm", mode="symm", ops="", dtypes="bf16",
-                   algo=None, proto=None, timeout=120),
-              # control: same all_reduce with NCCL_DEBUG off, to see what the
-              # per-call TUNING log lines cost at small sizes
-              dict(tag="nodebug", mode="nccl", ops="all_reduce", dtypes="bf16",
-                   algo=None, proto=None, timeout=60, label_algo="default-nodebug")]
-    for algo in ("Ring", "Tree"):
-        for proto in ("LL", "LL128", "Simple"):
-            passes.append(dict(tag=f"{algo}-{proto}", mode="nccl", ops="all_reduce",
-                               dtypes="bf16,fp32", algo=algo, proto=proto, timeout=90))
+    counts = [int(x) for x in args.gpus.split(",")] if args.gpus else [None]
+    passes = []
+    for n in counts:   # the default and symm passes of every count come first
+        sfx = "" if n is None else f".g{n}"
+        passes += [dict(tag="default" + sfx, gpus=n, mode="nccl", ops=",".join(ALL_OPS),
+                        dtypes=args.dtypes, algo=None, proto=None, timeout=args.pass_timeout),
+                   dict(tag="symm" + sfx, gpus=n, mode="symm", ops="", dtypes="bf16",
+                        algo=None, proto=None, timeout=120)]
+    for n in counts:
+        sfx = "" if n is None else f".g{n}"
+        # control: same all_reduce with NCCL_DEBUG off, to see what the
+        # per-call TUNING log lines cost at small sizes
+        passes.append(dict(tag="nodebug" + sfx, gpus=n, mode="nccl", ops="all_reduce",
+                           dtypes="bf16", algo=None, proto=None, timeout=60,
+                           label_algo="default-nodebug"))
+    for n in counts:
+        if args.forced_at and n != args.forced_at:
+            continue
+        sfx = "" if n is None else f".g{n}"
+        for algo in ("Ring", "Tree"):
+            for proto in ("LL", "LL128", "Simple"):
+                passes.append(dict(tag=f"{algo}-{proto}{sfx}", gpus=n, mode="nccl",
+                                   ops="all_reduce", dtypes=args.dtypes, algo=algo,
+                                   proto=proto, timeout=90))
     status = {}
     for i, p in enumerate(passes):
         left = deadline - time.time()
@@ -508,6 +544,8 @@ def driver_main(args):
                 env.pop(k, None)
         env.pop("NCCL_ALGO", None)
         env.pop("NCCL_PROTO", None)
+        if p["gpus"] is not None:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in range(p["gpus"]))
         if p["algo"]:
             env["NCCL_ALGO"] = p["algo"]
         if p["proto"]:
@@ -520,6 +558,8 @@ def driver_main(args):
                "--max-log2", str(args.max_log2)]
         if i == 0:
             cmd.append("--env-json")
+        if p["gpus"] is not None:
+            cmd.append("--gpus-col")
         if p["mode"] == "nccl":
             cmd.append("--graph")
         to = min(p["timeout"], left - 10)
@@ -535,7 +575,7 @@ def driver_main(args):
             proc.wait()
             status[p["tag"]] = f"killed after {to:.0f} s timeout"
         print(f"== pass {p['tag']}: {status[p['tag']]}", flush=True)
-        if p["tag"] == "default":
+        if p["tag"].startswith("default"):
             with open(os.path.join(out, "clocks.txt"), "a") as f:
                 f.write("\n# after the default-tuner pass\n" + sh("nvidia-smi -q -d CLOCK"))
 
@@ -549,7 +589,8 @@ def driver_main(args):
                             "memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv"),
            "nvcc": sh("nvcc --version | tail -2"),
            "python": sys.version}
-    for part in ("torch", "symm"):
+    for part in ["torch"] + sorted(f[4:-5] for f in os.listdir(out)
+                                   if f.startswith("env.symm") and f.endswith(".json")):
         pth = os.path.join(out, f"env.{part}.json")
         if os.path.exists(pth):
             with open(pth) as f:
@@ -563,7 +604,50 @@ def driver_main(args):
     for fn in os.listdir(logdir):
         os.remove(os.path.join(logdir, fn))
     os.rmdir(logdir)
+    parse_tuner(os.path.join(out, "nccl-debug-logs.tar.gz"), out)
     print(json.dumps(status, indent=1), flush=True)
+
+
+def parse_tuner(tarball, outdir):
+    """nccl-tuner-choice.csv from rank 0's NCCL TUNING lines
+    ("AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}") of
+    every pass in a nccl-debug-logs tarball.  AllGather and ReduceScatter log
+    one rank's bytes: size_bytes is that times the rank count."""
+    import re
+    pat = re.compile(r"(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) "
+                     r"channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
+    rows, seen = [], set()
+    with tarfile.open(tarball) as tf:
+        for m in tf.getmembers():
+            if not m.isfile():
+                continue
+            name = os.path.basename(m.name)   # nccl-debug.<tag>.<host>.<pid>.log
+            tag = name[len("nccl-debug."):].rsplit(".", 3)[0] if name.startswith(
+                "nccl-debug.") else name
+            text = tf.extractfile(m).read().decode("utf-8", "replace")
+            nranks = re.search(r"nRanks (\d+)", text)
+            if re.search(r"\brank 0 nRanks|Init COMPLETE comm \S+ rank 0 ", text) is None:
+                continue   # rank 0's file only
+            n = int(nranks.group(1)) if nranks else 0
+            for line in text.splitlines():
+                t = pat.search(line)
+                if t is None:
+                    continue
+                coll, b = t.group(1), int(t.group(2))
+                size = b * n if coll in ("AllGather", "ReduceScatter") else b
+                key = (tag, coll, size, t.group(3), t.group(4))
+                if key in seen:
+                    continue
+                seen.add(key)
+                rows.append({"pass": tag, "gpus": n, "coll": coll, "size_bytes": size,
+                             "nccl_log_bytes": b, "algo": t.group(3), "proto": t.group(4),
+                             "channels": int(t.group(6)) - int(t.group(5)) + 1})
+    path = os.path.join(outdir, "nccl-tuner-choice.csv")
+    if os.path.exists(path):
+        os.remove(path)
+    append_rows(path, ["pass", "gpus", "coll", "size_bytes", "nccl_log_bytes", "algo",
+                       "proto", "channels"], rows)
+    return len(rows)
 
 
 def main():
@@ -582,10 +666,23 @@ def main():
     ap.add_argument("--deadline", type=float, default=460.0,
                     help="driver: seconds for all passes together")
     ap.add_argument("--env-json", action="store_true")
+    ap.add_argument("--gpus", default="",
+                    help="driver: GPU counts to run, e.g. 2,3,4 (default: all visible)")
+    ap.add_argument("--gpus-col", action="store_true",
+                    help="worker: write a gpus column")
+    ap.add_argument("--forced-at", type=int, default=0,
+                    help="driver: forced NCCL_ALGO/PROTO passes at this GPU count only")
+    ap.add_argument("--pass-timeout", type=float, default=200.0,
+                    help="driver: seconds for each default-tuner pass")
+    ap.add_argument("--parse-tuner", metavar="TARBALL",
+                    help="write nccl-tuner-choice.csv from NCCL debug logs, no GPU")
     ap.add_argument("--graph", action="store_true",
                     help="worker: also time bf16 all_reduce captured in a CUDA graph")
     args = ap.parse_args()
-    if args.worker:
+    if args.parse_tuner:
+        os.makedirs(args.out, exist_ok=True)
+        print(parse_tuner(args.parse_tuner, args.out), "rows")
+    elif args.worker:
         os.makedirs(args.out, exist_ok=True)
         worker_main(args)
     else:

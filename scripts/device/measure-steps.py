@@ -50,10 +50,31 @@ rows, then an all_gather of the logits), with an NCCL all_reduce after o
 and after down, captured in the CUDA graph with the rest. Rank 0 writes
 the files (steps.csv gains a tp column); no profiles at TP > 1.
 
+The serving-like step (--serve nccl,oneshot,twoshot): the same layers, the
+same shards, but each layer's work between two all-reduces is one
+torch.compile'd (Inductor, default mode) function, as a serving engine's
+compiled graph runs it: [residual add +] input norm, qkv, (q/k norm), RoPE,
+KV write, attention, o; then residual add, post norm, gate/up, SiLU*mul,
+down.  Inductor fuses the element-wise work into Triton kernels and calls
+cuBLAS for the projections and SDPA for attention.  The tensor-parallel
+all-reduce runs outside the compiled code: NCCL (`nccl`), or torch
+symmetric memory's one-shot (`oneshot`: torch.ops.symm_mem.
+one_shot_all_reduce) or two-shot (`twoshot`: two_shot_all_reduce_) kernel
+on a symmetric buffer the activations are copied into (as vLLM's
+SymmMemCommunicator does), all captured in the step's CUDA graph.  Decode
+cases only (SERVE_DECODE), one row per case and all-reduce in
+serve-steps.csv (model,layers,phase,batch,ctx,q_len,measured_us,event_us,
+reps,tp,allreduce); at TP 1 only `none`.  The symmetric kernels are checked
+against NCCL's sum once before timing (env.json: symm_check).
+
 Run on the device machine:
     python3 scripts/device/measure-steps.py --out "$OUT"
     torchrun --nproc_per_node=2 scripts/device/measure-steps.py --tp 2 --out "$OUT"
-Options: --quick (tiny grid, for checking the script), --budget-s N.
+    torchrun --nproc_per_node=4 scripts/device/measure-steps.py --tp 4 \
+        --serve nccl,oneshot,twoshot --trace-tp decode:16:4096 --out "$OUT"
+Options: --quick (tiny grid, for checking the script), --budget-s N,
+--serve-only (skip the torch reference grid), --trace-tp PHASE:B:CTX
+(at TP > 1 profile that case on every rank; rank 0's trace is kept).
 
 Without a GPU, `measure-steps.py --relabel traces.tar.gz --out DIR` rebuilds
 kernels.csv from the traces and writes kernel_summary.csv (per profiled
@@ -91,7 +112,8 @@ MODELS = {
     "qwen2.5-72b": dict(hidden=8192, inter=29568, heads=64, kv_heads=8, head_dim=128,
                         vocab=152064, bias=True, qk_norm=False, eps=1e-5, layers=8),
 }
-DECODE = [(b, c) for b in (1, 4, 16, 64) for c in (1024, 4096, 8192)]
+DECODE = [(b, c) for b in (1, 4, 16, 64) for c in (1024, 4096, 8192)] + [(256, 1024)]
+SERVE_DECODE = [(1, 4096), (4, 4096), (16, 4096), (64, 4096), (256, 1024)]
 PREFILL = [(1, 1024), (1, 2048), (1, 4096), (1, 8192), (4, 1024), (4, 2048), (16, 1024)]
 PROFILE = [("decode", 1, 4096), ("decode", 64, 4096), ("prefill", 1, 4096)]
 
@@ -155,6 +177,19 @@ class _Null:
         return False
 
 
+def embed(m, ids):
+    """The embedding lookup of ids (vocab-parallel at TP > 1: this rank's
+    rows, zeros elsewhere, summed by an all_reduce)."""
+    c = m.c
+    if m.tp == 1:
+        return F.embedding(ids, m.embed)
+    local = ids - m.vocab0
+    mask = (local >= 0) & (local < c["vocab"])
+    x = F.embedding(local.clamp(0, c["vocab"] - 1), m.embed) * mask[..., None]
+    dist.all_reduce(x)
+    return x
+
+
 def step(m, ids, pos, caches, causal, lab=False):
     """One forward pass of ids [B, S] at positions pos [S] (shared by the
     batch) writing into caches; returns the greedy tokens [B]."""
@@ -162,13 +197,7 @@ def step(m, ids, pos, caches, causal, lab=False):
     B, S = ids.shape
     H, KV, D, hid = c["heads"], c["kv_heads"], c["head_dim"], c["hidden"]
     with label("embed", lab):
-        if m.tp == 1:
-            x = F.embedding(ids, m.embed)
-        else:   # vocab-parallel: this rank's rows, zeros elsewhere, summed
-            local = ids - m.vocab0
-            mask = (local >= 0) & (local < c["vocab"])
-            x = F.embedding(local.clamp(0, c["vocab"] - 1), m.embed) * mask[..., None]
-            dist.all_reduce(x)
+        x = embed(m, ids)
     with label("rope_tables", lab):
         cos = m.cos.index_select(0, pos)[None, None]
         sin = m.sin.index_select(0, pos)[None, None]
@@ -224,6 +253,12 @@ def step(m, ids, pos, caches, causal, lab=False):
             x = x + d
     with label("final_norm", lab):
         x = F.rms_norm(x[:, -1], (hid,), m.norm, c["eps"])
+    return sample(m, x, lab)
+
+
+def sample(m, x, lab):
+    """lm_head on the last positions x [B, hidden] (vocab-parallel: its
+    rows, then an all_gather of the logits) and the greedy argmax."""
     with label("lm_head", lab):
         logits = F.linear(x, m.lm_head)
     if m.tp > 1:
@@ -236,7 +271,113 @@ def step(m, ids, pos, caches, causal, lab=False):
         return logits.argmax(dim=-1)
 
 
-def make_case(m, phase, B, ctx):
+def _attn_block(x, d, ln1, wqkv, bqkv, qn, kn, wo, kc, vc, pos, cos, sin,
+                H, KV, D, eps, causal):
+    """Residual add of the previous down projection, input norm, qkv, q/k
+    norm, RoPE, KV write, attention and o: one compiled region."""
+    B, S, hid = x.shape
+    x = x + d
+    h = F.rms_norm(x, (hid,), ln1, eps)
+    qkv = F.linear(h, wqkv, bqkv)
+    q, k, v = qkv.split([H * D, KV * D, KV * D], dim=-1)
+    q, k, v = q.view(B, S, H, D), k.view(B, S, KV, D), v.view(B, S, KV, D)
+    if qn is not None:
+        q = F.rms_norm(q, (D,), qn, eps)
+        k = F.rms_norm(k, (D,), kn, eps)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    q = q * cos + rotate_half(q) * sin
+    k = k * cos + rotate_half(k) * sin
+    kc.index_copy_(2, pos, k)
+    vc.index_copy_(2, pos, v)
+    if causal:
+        a = F.scaled_dot_product_attention(q, kc[:, :, :S], vc[:, :, :S],
+                                           is_causal=True, enable_gqa=True)
+    else:
+        a = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True)
+    a = a.transpose(1, 2).reshape(B, S, H * D)
+    return x, F.linear(a, wo)
+
+
+def _mlp_block(x, o, ln2, wgu, wd, eps):
+    """Residual add of o, post norm, gate/up, SiLU * up, down: one compiled
+    region; returns the residual stream and down's output."""
+    x = x + o
+    h = F.rms_norm(x, (x.shape[-1],), ln2, eps)
+    g, u = F.linear(h, wgu).chunk(2, dim=-1)
+    return x, F.linear(F.silu(g) * u, wd)
+
+
+class Serve:
+    """The compiled regions and the all-reduce of the serving-like step."""
+
+    def __init__(self, ar, max_numel):
+        self.ar = ar
+        self.attn = torch.compile(_attn_block)
+        self.mlp = torch.compile(_mlp_block)
+        self.buf = None
+        if ar in ("oneshot", "twoshot"):
+            import torch.distributed._symmetric_memory as symm_mem
+            self.gname = dist.group.WORLD.group_name
+            if hasattr(symm_mem, "enable_symm_mem_for_group"):
+                symm_mem.enable_symm_mem_for_group(self.gname)
+            self.buf = symm_mem.empty(max_numel, dtype=torch.bfloat16, device="cuda")
+            symm_mem.rendezvous(self.buf, self.gname)
+
+    def all_reduce(self, t):
+        if self.ar in ("none",):
+            return t
+        if self.ar == "nccl":
+            dist.all_reduce(t)
+            return t
+        n = t.numel()
+        sb = self.buf[:n]
+        sb.copy_(t.reshape(-1))
+        if self.ar == "oneshot":
+            return torch.ops.symm_mem.one_shot_all_reduce(sb, "sum", self.gname).view(t.shape)
+        torch.ops.symm_mem.two_shot_all_reduce_(sb, "sum", self.gname)
+        return sb.view(t.shape)
+
+
+def serve_step(m, sv, ids, pos, caches, causal, lab=False):
+    """The serving-like forward pass of ids [B, S]: compiled regions, the
+    all-reduce between them by sv.ar; returns the greedy tokens [B]."""
+    c = m.c
+    with label("embed", lab):
+        x = embed(m, ids)
+    cos = m.cos.index_select(0, pos)[None, None]
+    sin = m.sin.index_select(0, pos)[None, None]
+    d = torch.zeros_like(x)
+    for L, (kc, vc) in zip(m.layers, caches):
+        with label("attn_block", lab):
+            x, o = sv.attn(x, d, L["ln1"], L["wqkv"], L["bqkv"], L.get("qn"), L.get("kn"),
+                           L["wo"], kc, vc, pos, cos, sin, c["heads"], c["kv_heads"],
+                           c["head_dim"], c["eps"], causal)
+        with label("all_reduce", lab):
+            o = sv.all_reduce(o)
+        with label("mlp_block", lab):
+            x, d = sv.mlp(x, o, L["ln2"], L["wgu"], L["wd"], c["eps"])
+        with label("all_reduce", lab):
+            d = sv.all_reduce(d)
+    with label("final_norm", lab):
+        x = F.rms_norm((x + d)[:, -1], (c["hidden"],), m.norm, c["eps"])
+    return sample(m, x, lab)
+
+
+def symm_check(sv, numel):
+    """Largest |symmetric-memory sum - NCCL sum| / |NCCL sum| over random
+    bf16 data of numel elements (the same on both paths)."""
+    t = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
+    ref = t.clone()
+    dist.all_reduce(ref)
+    got = sv.all_reduce(t.clone()).clone()
+    torch.cuda.synchronize()
+    err = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+    e = torch.tensor([err], device="cuda")
+    dist.all_reduce(e, op=dist.ReduceOp.MAX)
+    return float(e.item())
+
+
+def make_case(m, phase, B, ctx, sv=None):
     """Inputs and caches of one case; returns (fn, q_len)."""
     c = m.c
     if phase == "decode":
@@ -250,6 +391,8 @@ def make_case(m, phase, B, ctx):
         kc = torch.empty(B, c["kv_heads"], cache_len, c["head_dim"], device="cuda",
                          dtype=torch.bfloat16).normal_(0, 1)
         caches.append((kc, torch.empty_like(kc).normal_(0, 1)))
+    if sv is not None:
+        return (lambda lab=False: serve_step(m, sv, ids, pos, caches, causal, lab)), S
     return (lambda lab=False: step(m, ids, pos, caches, causal, lab)), S
 
 
@@ -395,6 +538,103 @@ def relabel(tarball, outdir):
             w.writerow(list(k) + [n, "%.1f" % us])
 
 
+def over_budget(args, what, failures):
+    """True (on every rank alike) once the run is past --budget-s; the
+    skipped case goes into failures."""
+    over = time.time() - T0 > args.budget_s
+    if args.tp > 1:     # every rank skips together
+        flag = torch.tensor([int(over)], device="cuda")
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        over = bool(flag.item())
+    if over:
+        failures.append("%s: over budget, skipped" % what)
+    return over
+
+
+def run_case(make, record, what, trace, out, kw, kf, traces, failures):
+    """Builds a case (make() -> (fn, q_len)), captures and times its graph,
+    record(q_len, us, event_us, reps) writes the row; trace = (tag, meta)
+    profiles it; an exception is logged and goes into failures."""
+    try:
+        t = time.time()
+        fn, S = make()
+        g = capture(fn)
+        t_cap = time.time() - t
+        us, ev_us, reps = time_graph(g)
+        record(S, us, ev_us, reps)
+        log("%s: %.1f us (events %.1f, %d reps; build+capture %.1f s)" %
+            (what, us, ev_us, reps, t_cap))
+        if trace is not None:
+            traces += profile_case(fn, g, trace[0], out, kw, trace[1])
+            kf.flush()
+        del g, fn
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        failures.append("%s: %s" % (what, str(e).splitlines()[0][:200]))
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
+def serve_grid(args, rank, kw, kf, traces, failures, env):
+    """Times the serving-like step (see the module comment) into
+    serve-steps.csv."""
+    import torch._dynamo
+    torch._dynamo.config.cache_size_limit = 256
+    if hasattr(torch._dynamo.config, "accumulated_cache_size_limit"):
+        torch._dynamo.config.accumulated_cache_size_limit = 1024
+    ars = ["none"] if args.tp == 1 else args.serve.split(",")
+    grid = [(1, 256), (2, 256)] if args.quick else SERVE_DECODE
+    prof = []
+    if args.trace_tp and args.tp > 1:
+        ph, b, cx = args.trace_tp.split(":")
+        prof = [(ph, int(b), int(cx))]
+    f = open(os.path.join(args.out, "serve-steps.csv"), "w", newline="")
+    w = csv.writer(f)
+    w.writerow(["model", "layers", "phase", "batch", "ctx", "q_len", "measured_us",
+                "event_us", "reps", "tp", "allreduce"])
+    max_numel = max(b for b, _ in grid) * max(MODELS[n]["hidden"] for n in MODELS)
+    servers = {}
+    checks = {}
+    for ar in list(ars):
+        try:
+            servers[ar] = Serve(ar, max_numel)
+            if ar in ("oneshot", "twoshot"):
+                checks[ar] = [symm_check(servers[ar], min(k, max_numel)) for k in (3584, 524288)]
+                log("symm check %s: %s" % (ar, checks[ar]))
+                if max(checks[ar]) > 0.02:
+                    raise RuntimeError("symmetric-memory sum differs from NCCL's: %s"
+                                       % checks[ar])
+        except Exception as e:  # noqa: BLE001 -- every rank fails alike
+            traceback.print_exc()
+            failures.append("serve %s: %s" % (ar, str(e).splitlines()[0][:200]))
+            ars.remove(ar)
+    env["symm_check"] = checks
+    for name in args.models.split(","):
+        c = dict(MODELS[name])
+        if args.quick:
+            c["layers"] = 2
+        m = Model(c, args.tp, rank)
+        for B, ctx in grid:
+            for ar in ars:
+                what = "serve %s %s B=%d ctx=%d" % (ar, name, B, ctx)
+                if over_budget(args, what, failures):
+                    continue
+
+                def record(S, us, ev_us, reps, B=B, ctx=ctx, ar=ar):
+                    w.writerow([name, c["layers"], "decode", B, ctx, S, "%.1f" % us,
+                                "%.1f" % ev_us, reps, args.tp, ar])
+                    f.flush()
+                trace = None
+                if ("decode", B, ctx) in prof and ar == ars[-1]:
+                    trace = ("%s-serve-%s-decode-b%d-c%d" % (name, ar, B, ctx),
+                             (name + "/serve-" + ar, "decode", B, ctx))
+                run_case(lambda B=B, ctx=ctx, ar=ar: make_case(m, "decode", B, ctx, servers[ar]),
+                         record, what, trace, args.out, kw, kf, traces, failures)
+        del m
+        torch.cuda.empty_cache()
+    f.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
@@ -407,6 +647,13 @@ def main():
                          "processes)")
     ap.add_argument("--cases", metavar="PHASE:B:CTX,...",
                     help="time and profile only these cases")
+    ap.add_argument("--serve", default="",
+                    help="also time the serving-like step with these all-reduces "
+                         "(nccl,oneshot,twoshot; at TP 1: none)")
+    ap.add_argument("--serve-only", action="store_true",
+                    help="skip the torch reference grid")
+    ap.add_argument("--trace-tp", metavar="PHASE:B:CTX",
+                    help="at TP > 1, profile this case (every rank)")
     args = ap.parse_args()
     if args.relabel:
         return relabel(args.relabel, args.out)
@@ -435,6 +682,9 @@ def main():
         prefill = [(b, c) for ph, b, c in prof if ph == "prefill"]
     if args.tp > 1:
         prof = []
+        if args.trace_tp:
+            ph, b, cx = args.trace_tp.split(":")
+            prof = [(ph, int(b), int(cx))]
     sf = open(os.path.join(args.out, "steps.csv"), "w", newline="")
     sw = csv.writer(sf)
     tp_col = ["tp"] if args.tp > 1 else []
@@ -444,7 +694,7 @@ def main():
     kw = csv.writer(kf)
     kw.writerow(KERNEL_HEADER)
     traces, failures = [], []
-    for name in args.models.split(","):
+    for name in ([] if args.serve_only else args.models.split(",")):
         c = dict(MODELS[name])
         if args.quick:
             c["layers"] = 2
@@ -454,38 +704,24 @@ def main():
             (name, c["layers"], time.time() - t, torch.cuda.memory_allocated() / 1e9))
         for phase, grid in (("decode", decode), ("prefill", prefill)):
             for B, ctx in grid:
-                over = time.time() - T0 > args.budget_s
-                if args.tp > 1:     # every rank skips together
-                    flag = torch.tensor([int(over)], device="cuda")
-                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-                    over = bool(flag.item())
-                if over:
-                    failures.append("%s %s %d %d: over budget, skipped" % (name, phase, B, ctx))
+                what = "%s %s B=%d ctx=%d" % (name, phase, B, ctx)
+                if over_budget(args, what, failures):
                     continue
-                try:
-                    fn, S = make_case(m, phase, B, ctx)
-                    g = capture(fn)
-                    us, ev_us, reps = time_graph(g)
+
+                def record(S, us, ev_us, reps, phase=phase, B=B, ctx=ctx):
                     sw.writerow([name, c["layers"], phase, B, ctx, S, "%.1f" % us,
                                  "%.1f" % ev_us, reps] + ([args.tp] if args.tp > 1 else []))
                     sf.flush()
-                    log("%s %s B=%d ctx=%d: %.1f us (events %.1f, %d reps)" %
-                        (name, phase, B, ctx, us, ev_us, reps))
-                    if (phase, B, ctx) in prof:
-                        tag = "%s-%s-b%d-c%d" % (name, phase, B, ctx)
-                        traces += profile_case(fn, g, tag, args.out, kw,
-                                               (name, phase, B, ctx))
-                        kf.flush()
-                    del g, fn
-                except Exception as e:  # noqa: BLE001
-                    traceback.print_exc()
-                    failures.append("%s %s %d %d: %s" % (name, phase, B, ctx,
-                                                         str(e).splitlines()[0][:200]))
-                torch.cuda.synchronize()
-                torch.cuda.empty_cache()
+                trace = None
+                if (phase, B, ctx) in prof:
+                    trace = ("%s-%s-b%d-c%d" % (name, phase, B, ctx), (name, phase, B, ctx))
+                run_case(lambda phase=phase, B=B, ctx=ctx: make_case(m, phase, B, ctx),
+                         record, what, trace, args.out, kw, kf, traces, failures)
         del m
         torch.cuda.empty_cache()
     sf.close()
+    if args.serve:
+        serve_grid(args, rank, kw, kf, traces, failures, env)
     kf.close()
     with tarfile.open(os.path.join(args.out, "traces.tar.gz"), "w:gz") as tf:
         for p in traces:

@@ -84,7 +84,12 @@ static double port_rate(const nvl_comm_t *c)
 double nvl_ar_model_s(const nvl_comm_t *c, const nvl_ar_cost_t *k)
 {
     const nvl_topo_t *t = c->topo;
-    double hop = (double)t->nvlink.hop_lat_ps * 1e-12;
+    /* the kernels' flags and first loads: [nvlink] flag_lat, measured on
+     * the kernels themselves (docs/collectives.md, "Engine kernels");
+     * hop_lat, NCCL's fitted per-step latency, where none is given */
+    double hop = (double)(t->nvlink.flag_lat_ps > 0 ? t->nvlink.flag_lat_ps
+                                                    : t->nvlink.hop_lat_ps) *
+                 1e-12;
     double s = (double)(t->gpu.kernel_floor_ps + t->gpu.mem_latency_ps) *
                    1e-12 +
                k->syncs * 2.0 * hop + k->first_hops * hop;

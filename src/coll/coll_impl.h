@@ -152,7 +152,8 @@ extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
  *   kernel    the GPU's empty kernel ([gpu] kernel_floor) plus the local
  *             stores' completion ([gpu] mem_latency)
  *   syncs     flag barriers: a release store to every peer after a
- *             system-scope fence, 2 x [nvlink] hop_lat each
+ *             system-scope fence, 2 x [nvlink] flag_lat each (hop_lat
+ *             where the topology sets no flag_lat)
  *   first     the first remote access: 2 hops for a load (request and
  *             reply), 1 for a store
  *   phases    each phase moves in_bytes into and out_bytes out of every

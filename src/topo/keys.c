@@ -168,6 +168,10 @@ const nvl_topo_key_t nvl_topo_keys[] = {
     {"nvlink", "hop_lat", NVL_QTY_TIME, NVL_FIELD_I64, F(nvlink.hop_lat_ps),
      NULL, 0, PS(100.0), "0.5us",
      "one-way latency GPU to GPU through the fabric"},
+    {"nvlink", "flag_lat", NVL_QTY_TIME, NVL_FIELD_I64, F(nvlink.flag_lat_ps),
+     "0us", 0, PS(100.0), "1.1us",
+     "one-way latency of a flag store or a peer load as a serving engine's "
+     "all-reduce kernel sees it, fence included (0: hop_lat)"},
     {"nvlink", "switch_trays", NVL_QTY_COUNT, NVL_FIELD_U32,
      F(nvlink.switch_trays), NULL, 0, 1024, "9",
      "NVLink switch trays (0: GPUs linked directly)"},

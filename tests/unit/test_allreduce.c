@@ -129,11 +129,12 @@ static int64_t time_ps(nvl_comm_t *c, nvl_ar_impl_t impl, size_t bytes)
 
 /* The costs follow the mechanisms: one-shot reads (n-1) S, so its slope
  * grows with n and is (n-1) / (2 (n-1) / n) = n / 2 times two-shot's;
- * two-shot pays one more barrier than one-shot; nothing falls as S grows. */
+ * both pay two flag barriers, two-shot one more one-way trip; nothing
+ * falls as S grows. */
 static void test_costs(void **state)
 {
     (void)state;
-    nvl_topo_t *t = load("gb200-nvl72.topo", NULL);
+    nvl_topo_t *t = load("gb200-nvl72.topo", "nvlink.flag_lat=1.1us");
     nvl_comm_t *c = NULL;
     assert_int_equal(nvl_comm_create_virtual(t, 8, NULL, &c), NVL_OK);
     size_t s = (size_t)64 << 20;
@@ -142,11 +143,23 @@ static void test_costs(void **state)
     double two = (double)(time_ps(c, NVL_AR_TWOSHOT, 2 * s) -
                           time_ps(c, NVL_AR_TWOSHOT, s));
     assert_true(one / two > 3.99 && one / two < 4.01); /* n / 2 = 4 */
-    int64_t hop = t->nvlink.hop_lat_ps;
-    /* one more barrier (2 hops) and one more first access (1 hop) */
+    /* the kernels' latency is [nvlink] flag_lat, not the NCCL-fitted
+     * hop_lat; both pay two barriers, two-shot one more one-way trip
+     * (its stores after the loads' round trip) */
+    int64_t flag = t->nvlink.flag_lat_ps;
+    assert_true(flag > 0 && flag != t->nvlink.hop_lat_ps);
     int64_t more = time_ps(c, NVL_AR_TWOSHOT, 1) -
-                   time_ps(c, NVL_AR_ONESHOT, 1) - 3 * hop;
+                   time_ps(c, NVL_AR_ONESHOT, 1) - flag;
     assert_true(more > -20 && more < 20); /* ps from seconds: rounding */
+    /* a topology without flag_lat (gb200-nvl72's) falls back to hop_lat */
+    nvl_comm_t *h = NULL;
+    nvl_topo_t *u = load("gb200-nvl72.topo", NULL);
+    assert_int_equal(nvl_comm_create_virtual(u, 8, NULL, &h), NVL_OK);
+    more = time_ps(h, NVL_AR_TWOSHOT, 1) - time_ps(h, NVL_AR_ONESHOT, 1) -
+           u->nvlink.hop_lat_ps;
+    assert_true(more > -20 && more < 20);
+    nvl_comm_destroy(h);
+    nvl_topo_free(u);
     for (int i = NVL_AR_ONESHOT; i < NVL_AR_AUTO; i++)
         for (size_t b = 1; b < s; b *= 4)
             assert_true(time_ps(c, (nvl_ar_impl_t)i, 4 * b) >=
