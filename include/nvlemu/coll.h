@@ -405,8 +405,12 @@ size_t nvl_comm_deferred_calls(const nvl_comm_t *comm);
  * between the members (their kinds, sizes, or how many there were), fail
  * on every member with the report the per-call agreement gives for the
  * first such call (NVL_ERR_INVALID, NVL_ERR_MISMATCH).  On success the
- * outcomes are read in order with nvl_comm_settled_call. */
-nvl_status_t nvl_comm_settle(nvl_comm_t *comm);
+ * outcomes are read in order with nvl_comm_settled_call.  end_out (NULL
+ * on every member, or on none): the caller stated, with a last
+ * nvl_comm_defer_entry after its last call, where its work ends; gets the
+ * latest of those ends over the members (computed as a call's start), or
+ * -1 when the batch agrees call by call (not known before the replay). */
+nvl_status_t nvl_comm_settle(nvl_comm_t *comm, int64_t *end_out);
 
 /* Recorded call k's outcome, for k = 0, 1, ... in order, once each, with
  * comm's clock at this member's entry of the call: sets the clock to the

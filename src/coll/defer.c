@@ -121,7 +121,7 @@ static nvl_status_t report_call(nvl_comm_t *c, size_t k)
     return st;
 }
 
-nvl_status_t nvl_comm_settle(nvl_comm_t *c)
+nvl_status_t nvl_comm_settle(nvl_comm_t *c, int64_t *end_out)
 {
     c->defer = false;
     c->settled_next = 0;
@@ -130,7 +130,9 @@ nvl_status_t nvl_comm_settle(nvl_comm_t *c)
     MPI_Allreduce(MPI_IN_PLACE, head, 3, MPI_INT64_T, MPI_MAX, c->mpi);
     size_t m = (size_t)-head[1]; /* calls every member recorded */
     c->defer_per_call = head[2] != 0;
-    int64_t *v = malloc((m ? m : 1) * DV_N * sizeof *v);
+    /* the members' ends ride along as one more call's a and b */
+    size_t len = m * DV_N + (end_out != NULL ? 2 : 0);
+    int64_t *v = malloc((len ? len : 1) * sizeof *v);
     if (v == NULL) {
         nvl_report("out of memory settling %zu calls", m);
         nvl_runtime_abort(1);
@@ -145,8 +147,11 @@ nvl_status_t nvl_comm_settle(nvl_comm_t *c)
         x[DV_NEG_SIG] = -d->signature;
         x[DV_ERR] = !d->ok;
     }
-    MPI_Allreduce(MPI_IN_PLACE, v, (int)(m * DV_N), MPI_INT64_T, MPI_MAX,
-                  c->mpi);
+    if (end_out != NULL) {
+        v[m * DV_N] = c->next_a_ps;
+        v[m * DV_N + 1] = c->next_b_ps;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, v, (int)len, MPI_INT64_T, MPI_MAX, c->mpi);
     nvl_status_t st = NVL_OK;
     int64_t x = 0; /* the previous call's end */
     for (size_t k = 0; k < m && st == NVL_OK; k++) {
@@ -167,6 +172,12 @@ nvl_status_t nvl_comm_settle(nvl_comm_t *c)
         c->dcalls[k].info.start_ps = start;
         c->dcalls[k].info.time_ps = y[DV_T];
         x = start + y[DV_T];
+    }
+    if (end_out != NULL) {
+        const int64_t *y = v + m * DV_N;
+        *end_out = c->defer_per_call || y[0] > NVL_PS_MAX_CLOCK - x ? -1
+                   : x + y[0] > y[1]                                 ? x + y[0]
+                                                                     : y[1];
     }
     free(v);
     if (st == NVL_OK && head[0] != (int64_t)m)

@@ -114,6 +114,8 @@ struct nvl_engine {
     bool shadow_first;            /* no collective recorded yet: [0] holds
                                      the entry itself */
     bool shadow_exact;            /* the shadows stayed in range */
+    int64_t settled_end_ps;       /* the last recorded pass's end, the
+                                     latest over the group (-1: unknown) */
 };
 
 /* One operation recorded under deferred agreement (issue.c). */
@@ -184,10 +186,12 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                             double elems);
 /* issue.c, deferred agreement: nvl_engine_defer starts recording the
  * pass's kernels and collectives when this engine can (timing mode, one
- * group, no communication stream, nothing in host memory); collective
- * over the group, nvl_engine_settle agrees on the recorded collectives
- * and issues everything recorded, as if issued one by one (a no-op when
- * not recording). */
+ * group, no communication stream, nothing in host memory; else
+ * settled_end_ps is left alone); collective over the group,
+ * nvl_engine_settle agrees on the recorded collectives and on the latest
+ * clock the group's work ends at (settled_end_ps, -1 when the batch is
+ * agreed call by call), and issues everything recorded, as if issued one
+ * by one (a no-op when not recording). */
 void nvl_engine_defer(nvl_engine_t *e);
 nvl_status_t nvl_engine_settle(nvl_engine_t *e);
 

@@ -75,6 +75,18 @@ static void shadow_check(nvl_engine_t *e)
             e->shadow_exact = false;
 }
 
+/* States the shadows' clock as the next entry (nvl_comm_defer_entry). */
+static void shadow_entry(nvl_engine_t *e)
+{
+    int64_t a = e->shadow[0].now_ps, b = NVL_DEFER_NO_BOUND;
+    if (!e->shadow_first) {
+        a -= SHADOW_HI;
+        if (e->shadow[1].now_ps - SHADOW_LO > a)
+            b = e->shadow[1].now_ps;
+    }
+    nvl_comm_defer_entry(e->tp, a, b, e->shadow_exact);
+}
+
 void nvl_engine_defer(nvl_engine_t *e)
 {
     /* the same answer on every rank: recording is collective */
@@ -148,13 +160,7 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
         for (int i = 0; i < 2 && e->shadow_exact; i++)
             nvl_stream_collective(&e->shadow_stream[i], &e->shadow[i]);
         shadow_check(e);
-        int64_t a = e->shadow[0].now_ps, b = NVL_DEFER_NO_BOUND;
-        if (!e->shadow_first) {
-            a -= SHADOW_HI;
-            if (e->shadow[1].now_ps - SHADOW_LO > a)
-                b = e->shadow[1].now_ps;
-        }
-        nvl_comm_defer_entry(e->tp, a, b, e->shadow_exact);
+        shadow_entry(e);
         /* from here x is the collective's end */
         e->shadow_first = false;
         e->shadow[0].now_ps = SHADOW_HI;
@@ -258,7 +264,8 @@ nvl_status_t nvl_engine_settle(nvl_engine_t *e)
     if (!e->defer)
         return NVL_OK;
     e->defer = false;
-    nvl_status_t st = nvl_comm_settle(e->tp);
+    shadow_entry(e); /* where the pass's work ends */
+    nvl_status_t st = nvl_comm_settle(e->tp, &e->settled_end_ps);
     int64_t entry = 0;
     for (size_t i = 0; i < e->n_tape && st == NVL_OK; i++) {
         const nvl_tape_op_t *op = &e->tape[i];

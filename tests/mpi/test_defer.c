@@ -110,7 +110,11 @@ int main(int argc, char **argv)
         if (call(comm, k, -1, &want[k]) != NVL_OK)
             fail("per-call path failed");
     }
-    want_clock = clock.now_ps;
+    /* the end of every member's work after the last call, agreed */
+    int64_t tail_ps = 1000 * (int64_t)(rank_ + 1), want_end;
+    want_clock = clock.now_ps + tail_ps;
+    MPI_Allreduce(&want_clock, &want_end, 1, MPI_INT64_T, MPI_MAX,
+                  MPI_COMM_WORLD);
 
     /* deferred, in two batches, from the same start */
     clock.now_ps = 0;
@@ -133,8 +137,13 @@ int main(int argc, char **argv)
             if (call(comm, k, -1, &mine) != NVL_OK || mine.start_ps != -1)
                 fail("recording failed");
         }
-        if (nvl_comm_settle(comm) != NVL_OK)
+        int64_t end = 0;
+        if (hi == CALLS) /* the second batch: where the work ends too */
+            nvl_comm_defer_entry(comm, tail_ps, NVL_DEFER_NO_BOUND, true);
+        if (nvl_comm_settle(comm, hi == CALLS ? &end : NULL) != NVL_OK)
             fail("settle failed");
+        if (hi == CALLS && end != want_end)
+            fail("the agreed end differs");
         for (int k = lo; k < hi; k++) { /* the replay: work, then the call */
             int64_t d, h;
             work(rank_, k, &d, &h);
@@ -153,7 +162,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (clock.now_ps != want_clock)
+    if (clock.now_ps + tail_ps != want_clock)
         fail("the clock differs after the replay");
 
     /* a member whose call differs: every member fails, one report naming
@@ -165,7 +174,7 @@ int main(int argc, char **argv)
         nvl_comm_defer_entry(comm, 1000, NVL_DEFER_NO_BOUND, true);
         call(comm, k, k == 5 ? differ : -1, NULL);
     }
-    nvl_status_t st = nvl_comm_settle(comm);
+    nvl_status_t st = nvl_comm_settle(comm, NULL);
     char text[160];
     snprintf(text, sizeof text, "member 0 (GPU 0) called AllReduce(count=%d,"
              " bfloat16, sum), member %d (GPU %d) called AllReduce(count=%d",
@@ -189,7 +198,7 @@ int main(int argc, char **argv)
         nvl_comm_defer_entry(comm, 1000, NVL_DEFER_NO_BOUND, true);
         call(comm, k, -1, NULL);
     }
-    st = nvl_comm_settle(comm);
+    st = nvl_comm_settle(comm, NULL);
     bad = st != NVL_ERR_MISMATCH;
     has = reports > 0 && strstr(last, "no further call") != NULL;
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
