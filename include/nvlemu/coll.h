@@ -362,4 +362,63 @@ nvl_status_t nvl_group_end_a2a(nvl_comm_t *comm, nvl_a2a_t a2a,
                                const double *wire_out, const double *wire_in,
                                nvl_coll_info_t *info_out);
 
+/* ---- deferred agreement (timing mode; docs/ARCHITECTURE.md, "Deferred
+ * agreement") ----------------------------------------------------------
+ * In timing mode nothing a member computes between two calls depends on
+ * the other members but their clocks, so a member may run ahead: record
+ * its calls with its entry clock as a function of the previous call's end
+ * (unknown until the members have agreed), and agree on all of them at
+ * once.  Each call's start is then computed from the exchanged entries in
+ * order, exactly as the per-call agreement computes it (the latest entry
+ * clock; integer picoseconds, so bit for bit the same), its duration is
+ * the largest member's, and a call that is wrong or differs between the
+ * members is reported as the per-call agreement reports it, naming the
+ * first such call. */
+
+/* "No lower bound" for nvl_comm_defer_entry's b_ps. */
+#define NVL_DEFER_NO_BOUND INT64_MIN
+
+/* Starts recording: until nvl_comm_settle, every collective and
+ * nvl_group_end of comm is checked and timed on this member only and
+ * recorded; it returns NVL_OK with this member's duration in info_out's
+ * time_ps and start_ps -1, and leaves the clock alone.  Timing mode only:
+ * in data mode (payloads must move) reports and returns NVL_ERR_INVALID. */
+nvl_status_t nvl_comm_defer(nvl_comm_t *comm);
+
+/* Whether comm is recording. */
+bool nvl_comm_deferring(const nvl_comm_t *comm);
+
+/* This member's entry clock of the next recorded call, as
+ * max(x + a_ps, b_ps) with x the end of the previous recorded call
+ * (first call: x = 0, so a_ps is the entry itself, b_ps
+ * NVL_DEFER_NO_BOUND).  exact false: the caller could not state it
+ * (a value out of its range); the batch then agrees call by call at
+ * nvl_comm_settled_call, as without deferral. */
+void nvl_comm_defer_entry(nvl_comm_t *comm, int64_t a_ps, int64_t b_ps,
+                          bool exact);
+
+/* Calls recorded since nvl_comm_defer (the index the next one gets). */
+size_t nvl_comm_deferred_calls(const nvl_comm_t *comm);
+
+/* Collective: ends recording and agrees on every recorded call in one
+ * exchange (two small allreduces).  A wrong call, or calls that differ
+ * between the members (their kinds, sizes, or how many there were), fail
+ * on every member with the report the per-call agreement gives for the
+ * first such call (NVL_ERR_INVALID, NVL_ERR_MISMATCH).  On success the
+ * outcomes are read in order with nvl_comm_settled_call.  end_out (NULL
+ * on every member, or on none): the caller stated, with a last
+ * nvl_comm_defer_entry after its last call, where its work ends; gets the
+ * latest of those ends over the members (computed as a call's start), or
+ * -1 when the batch agrees call by call (not known before the replay). */
+nvl_status_t nvl_comm_settle(nvl_comm_t *comm, int64_t *end_out);
+
+/* Recorded call k's outcome, for k = 0, 1, ... in order, once each, with
+ * comm's clock at this member's entry of the call: sets the clock to the
+ * call's end, as the call itself would have, and writes what it did
+ * (start_ps, time_ps as agreed).  A clock other than the entry stated
+ * for the call is an internal error (reported; the job ends).  Collective
+ * when the batch agrees call by call (an inexact entry). */
+nvl_status_t nvl_comm_settled_call(nvl_comm_t *comm, size_t k,
+                                   nvl_coll_info_t *info_out);
+
 #endif

@@ -411,6 +411,10 @@ void nvl_coll_describe(const nvl_coll_call_t *c, char *buf, size_t len)
         snprintf(buf, len, "nvl_group_end (a point-to-point group)");
         return;
     }
+    if (c->coll == NVL_COLL_COUNT + 1) {
+        snprintf(buf, len, "no further call (the end of a deferred batch)");
+        return;
+    }
     if (c->coll > NVL_COLL_COUNT) {
         snprintf(buf, len, "an unknown call (%d)", (int)c->coll);
         return;

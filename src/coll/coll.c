@@ -120,6 +120,8 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     }
     if (!ok) /* named only where reported: formatting costs */
         nvl_coll_describe(call, name, sizeof name);
+    if (comm->defer) /* agreed later, with the batch (defer.c) */
+        return nvl_defer_record(call, ok, name, why, &info, out);
     /* small groups: the agreement's messages carry the first of the data;
      * larger ones: an allreduce that fits the agreement's room is reduced
      * within it */

@@ -57,6 +57,16 @@ struct nvl_comm {
     double *op_time_bytes;   /* owned: per queued op, the bytes its time
                                 counts (at the time dtype) */
     size_t n_ops, cap_ops;
+    /* deferred agreement (defer.c): the calls recorded since
+     * nvl_comm_defer, and how the batch settled */
+    bool defer;              /* recording */
+    bool defer_exact;        /* every entry stated exactly */
+    bool defer_per_call;     /* settled: agree call by call on replay */
+    struct nvl_defer_call *dcalls; /* owned */
+    size_t n_dcalls, cap_dcalls, settled_next;
+    int64_t next_a_ps, next_b_ps; /* the next call's entry */
+    long defer_fail;         /* this member's first failing call (-1) */
+    char defer_what[160], defer_why[256];
 };
 
 /* The MPI tags of the collectives' own messages, one per phase that may
@@ -123,6 +133,25 @@ NVL_ALGO_TABLE(NVL_COLL_ALGO_EXTERN_)
 
 /* Indexed by nvl_algo_t. */
 extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
+
+/* One call recorded under deferred agreement (src/coll/defer.c). */
+typedef struct nvl_defer_call {
+    nvl_coll_call_t call;    /* as called (buffers NULL: timing mode) */
+    int64_t signature;
+    bool ok;
+    int64_t a_ps, b_ps;      /* entry: max(x + a, b), x the previous end */
+    nvl_coll_info_t info;    /* this member's choice and duration; once
+                                settled, the group's start and duration */
+} nvl_defer_call_t;
+
+/* coll.c, p2p.c, under deferred agreement: records a checked call (ok,
+ * and when not the call's name and why) with this member's info (its
+ * duration in time_ps), writes info_out (start_ps -1) and returns
+ * NVL_OK; the agreement comes at nvl_comm_settle. */
+nvl_status_t nvl_defer_record(const nvl_coll_call_t *call, bool ok,
+                              const char *what, const char *why,
+                              const nvl_coll_info_t *info,
+                              nvl_coll_info_t *info_out);
 
 /* ---- serving engines' allreduces (src/coll/allreduce.c) --------------- */
 

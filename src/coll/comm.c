@@ -227,6 +227,7 @@ void nvl_comm_destroy(nvl_comm_t *comm)
     free(comm->agree_buf);
     free(comm->ops);
     free(comm->op_time_bytes);
+    free(comm->dcalls);
     free(comm);
 }
 

@@ -437,6 +437,19 @@ nvl_status_t nvl_group_end_a2a(nvl_comm_t *c, nvl_a2a_t a2a,
     /* the group agrees as a call of its own, so that a member in a
      * collective meanwhile fails with a report of both calls */
     nvl_coll_call_t call = {.comm = c, .coll = NVL_COLL_COUNT};
+    if (c->defer) { /* agreed later, with the batch (defer.c) */
+        nvl_coll_info_t mine = {.coll = NVL_COLL_SENDRECV,
+                                .algo = NVL_ALGO_COUNT,
+                                .proto = NVL_PROTO_SIMPLE,
+                                .bytes = (size_t)total,
+                                .time_ps = ok ? group_time_ps(c, a2a,
+                                                              wire_out,
+                                                              wire_in)
+                                              : 0};
+        c->n_ops = 0;
+        return nvl_defer_record(&call, ok, "nvl_group_end", why, &mine,
+                                info_out);
+    }
     nvl_agree_in_t in = {.signature = nvl_coll_signature(&call), .ok = ok,
                          .what = "nvl_group_end", .why = why,
                          .time_ps = ok ? group_time_ps(c, a2a, wire_out,

@@ -204,6 +204,7 @@ void nvl_engine_free(nvl_engine_t *e)
     nvl_comm_destroy(e->ovl);
     free(e->events);
     free(e->passes);
+    free(e->tape);
     free(e->moe_decode);
     free(e);
 }

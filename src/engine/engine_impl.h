@@ -101,7 +101,39 @@ struct nvl_engine {
      * kernels (swap-in, prefix reloads) and after them (swap-out,
      * evictions) */
     double serve_h2d_bytes, serve_d2h_bytes;
+    /* issue.c, deferred agreement (timing mode): the pass's kernels and
+     * collectives recorded, issued when the group has agreed on the
+     * collectives (nvl_engine_settle); meanwhile the clock stands still
+     * and two shadow clocks on copies of the stream give each
+     * collective's entry as max(x + a, b) of the previous one's end x */
+    bool defer;
+    struct nvl_tape_op *tape;     /* owned */
+    size_t n_tape, cap_tape;
+    nvl_stream_t shadow_stream[2];
+    nvl_vclock_t shadow[2];       /* [0]: x + a, [1]: b */
+    bool shadow_first;            /* no collective recorded yet: [0] holds
+                                     the entry itself */
+    bool shadow_exact;            /* the shadows stayed in range */
+    int64_t settled_end_ps;       /* the last recorded pass's end, the
+                                     latest over the group (-1: unknown) */
 };
+
+/* One operation recorded under deferred agreement (issue.c). */
+typedef enum {
+    NVL_TAPE_KERNEL,     /* nvl_engine_kernel */
+    NVL_TAPE_COLL_BEGIN, /* nvl_engine_coll_begin */
+    NVL_TAPE_COLL_DONE,  /* nvl_engine_coll_done of recorded call `call` */
+    NVL_TAPE_EPILOGUE    /* an allreduce's fused add + RMSNorm */
+} nvl_tape_kind_t;
+
+typedef struct nvl_tape_op {
+    nvl_tape_kind_t kind;
+    const char *name;
+    nvl_part_t part;
+    int32_t layer;
+    nvl_kernel_cost_t cost;
+    size_t call;
+} nvl_tape_op_t;
 
 /* One sequence's cache on this rank: per layer, the keys and values of
  * this rank's kv heads at every position so far (data mode), and its
@@ -152,6 +184,17 @@ void nvl_engine_matmul(nvl_engine_t *e, const char *name, int32_t layer,
 /* A memory-bound kernel moving `elems` bf16 elements through HBM. */
 void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                             double elems);
+/* issue.c, deferred agreement: nvl_engine_defer starts recording the
+ * pass's kernels and collectives when this engine can (timing mode, one
+ * group, no communication stream, nothing in host memory; else
+ * settled_end_ps is left alone); collective over the group,
+ * nvl_engine_settle agrees on the recorded collectives and on the latest
+ * clock the group's work ends at (settled_end_ps, -1 when the batch is
+ * agreed call by call), and issues everything recorded, as if issued one
+ * by one (a no-op when not recording). */
+void nvl_engine_defer(nvl_engine_t *e);
+nvl_status_t nvl_engine_settle(nvl_engine_t *e);
+
 /* issue.c: a collective's launch (returns this rank's clock on
  * entering the collective) and its accounting (the wait for the group,
  * then its time). */
@@ -297,6 +340,10 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
 bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li);
 
 /* record.c */
+/* Grows an array p of n elements of size sz (capacity *cap) to hold one
+ * more; aborts the job when memory runs out (other ranks would wait in
+ * the next collective). */
+void *nvl_engine_grow(void *p, size_t *cap, size_t n, size_t sz);
 void nvl_engine_pass_begin(nvl_engine_t *e, uint64_t tokens);
 void nvl_engine_pass_end(nvl_engine_t *e, uint64_t context);
 /* Adds dur_ps of part to the current pass, and an event unless it is

@@ -40,12 +40,91 @@ static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
                            now - before, 0, 0);
 }
 
+/* ---- deferred agreement ----------------------------------------------
+ * While recording, the clock stands still; each operation is appended to
+ * the tape and run on two shadow clocks, each with a copy of the stream
+ * (whose host side never depends on the GPU's clock within a pass), so
+ * that at each collective the rank knows its entry as max(x + a, b), x
+ * the previous collective's end: shadow 0 starts at SHADOW_HI + x... with
+ * x = SHADOW_HI, above any launch time, so it is x + a; shadow 1 at
+ * SHADOW_LO, below every launch time, so it ends above SHADOW_LO + a only
+ * when a launch held it: then it is b.  (Before the pass's first
+ * collective shadow 0 starts at the clock itself and gives the entry.)
+ * nvl_engine_settle then has the group agree (src/coll/defer.c) and runs
+ * the tape through the very functions that run live, each collective's
+ * end now known: the same clock, statistics and events in the same
+ * order, bit for bit. */
+#define SHADOW_HI (INT64_C(1) << 59)
+#define SHADOW_LO (-(INT64_C(1) << 59))
+/* A shadow past this (or a clock or launch time at or past SHADOW_HI
+ * when recording starts) no longer states entries exactly: the batch is
+ * agreed call by call on replay instead. */
+#define SHADOW_RANGE (INT64_C(1) << 61)
+
+static void tape_push(nvl_engine_t *e, nvl_tape_op_t op)
+{
+    e->tape = nvl_engine_grow(e->tape, &e->cap_tape, e->n_tape,
+                              sizeof *e->tape);
+    e->tape[e->n_tape++] = op;
+}
+
+static void shadow_check(nvl_engine_t *e)
+{
+    for (int i = 0; i < 2; i++)
+        if (e->shadow[i].now_ps > SHADOW_RANGE)
+            e->shadow_exact = false;
+}
+
+/* States the shadows' clock as the next entry (nvl_comm_defer_entry). */
+static void shadow_entry(nvl_engine_t *e)
+{
+    int64_t a = e->shadow[0].now_ps, b = NVL_DEFER_NO_BOUND;
+    if (!e->shadow_first) {
+        a -= SHADOW_HI;
+        if (e->shadow[1].now_ps - SHADOW_LO > a)
+            b = e->shadow[1].now_ps;
+    }
+    nvl_comm_defer_entry(e->tp, a, b, e->shadow_exact);
+}
+
+void nvl_engine_defer(nvl_engine_t *e)
+{
+    /* the same answer on every rank: recording is collective */
+    if (e->data || e->dense != e->tp || e->ovl != NULL ||
+        nvl_comm_size(e->tp) < 2 || e->mem.kv_host_share > 0 ||
+        e->mem.weights_host_share > 0)
+        return;
+    for (uint32_t li = 0; li < e->layers; li++)
+        if (nvl_engine_moe_is_ep(e, li))
+            return; /* its bookkeeping reads each group's time */
+    if (nvl_comm_defer(e->tp) != NVL_OK)
+        return;
+    nvl_vclock_t *clk = nvl_engine_clock(e);
+    e->defer = true;
+    e->n_tape = 0;
+    e->shadow_stream[0] = e->shadow_stream[1] = e->stream;
+    e->shadow[0].now_ps = clk->now_ps;
+    e->shadow[1].now_ps = SHADOW_LO;
+    e->shadow_first = true;
+    e->shadow_exact = clk->now_ps < SHADOW_HI &&
+                      e->stream.host_ps < SHADOW_HI && !e->time_overflow;
+}
+
 /* Runs one kernel (nothing when it has no work). */
 void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                    int32_t layer, nvl_kernel_cost_t c)
 {
     if (c.time_ps <= 0 || e->time_overflow)
         return;
+    if (e->defer) {
+        tape_push(e, (nvl_tape_op_t){NVL_TAPE_KERNEL, name, part, layer, c,
+                                     0});
+        for (int i = 0; i < 2 && e->shadow_exact; i++)
+            nvl_stream_kernel(&e->shadow_stream[i], &e->shadow[i],
+                              c.time_ps);
+        shadow_check(e);
+        return;
+    }
     int64_t before = nvl_engine_clock(e)->now_ps;
     int64_t start = nvl_stream_kernel(&e->stream, nvl_engine_clock(e), c.time_ps);
     if (!clock_in_range(e, name, layer, c.time_ps))
@@ -75,6 +154,19 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
 
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
 {
+    if (e->defer) {
+        tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_COLL_BEGIN,
+                                     .layer = layer});
+        for (int i = 0; i < 2 && e->shadow_exact; i++)
+            nvl_stream_collective(&e->shadow_stream[i], &e->shadow[i]);
+        shadow_check(e);
+        shadow_entry(e);
+        /* from here x is the collective's end */
+        e->shadow_first = false;
+        e->shadow[0].now_ps = SHADOW_HI;
+        e->shadow[1].now_ps = SHADOW_LO;
+        return -1;
+    }
     int64_t before = nvl_engine_clock(e)->now_ps;
     nvl_stream_collective(&e->stream, nvl_engine_clock(e));
     launch_wait(e, layer, before);
@@ -84,6 +176,12 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
 void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                           int64_t entry_ps, const nvl_coll_info_t *info)
 {
+    if (e->defer) {
+        tape_push(e, (nvl_tape_op_t){
+            .kind = NVL_TAPE_COLL_DONE, .name = name, .layer = layer,
+            .call = nvl_comm_deferred_calls(e->tp) - 1});
+        return;
+    }
     if (e->time_overflow || !clock_in_range(e, name, layer, info->time_ps))
         return;
     if (info->start_ps > entry_ps)
@@ -124,6 +222,16 @@ nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
     return allreduce(e, layer, buf, n, &info);
 }
 
+/* An allreduce's add + RMSNorm run as its epilogue: no launch of its own. */
+static void epilogue(nvl_engine_t *e, int32_t layer, nvl_kernel_cost_t c)
+{
+    int64_t start = nvl_engine_clock(e)->now_ps;
+    nvl_vclock_advance(nvl_engine_clock(e), c.time_ps);
+    if (clock_in_range(e, "allreduce_add_rmsnorm", layer, c.time_ps))
+        nvl_engine_account(e, "allreduce_add_rmsnorm", NVL_PART_OTHER, layer,
+                           start, c.time_ps, 0, c.bytes);
+}
+
 nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
                                            float *buf, size_t n)
 {
@@ -137,13 +245,51 @@ nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
         return st;
     nvl_kernel_cost_t c =
         nvl_engine_fused_norm_cost(e, (double)n / (double)e->cfg.hidden);
-    int64_t start = nvl_engine_clock(e)->now_ps;
-    nvl_vclock_advance(nvl_engine_clock(e), c.time_ps);
-    if (clock_in_range(e, "allreduce_add_rmsnorm", layer, c.time_ps))
-        nvl_engine_account(e, "allreduce_add_rmsnorm", NVL_PART_OTHER, layer,
-                           start, c.time_ps, 0, c.bytes);
+    if (e->defer) {
+        tape_push(e, (nvl_tape_op_t){NVL_TAPE_EPILOGUE,
+                                     "allreduce_add_rmsnorm", NVL_PART_OTHER,
+                                     layer, c, 0});
+        for (int i = 0; i < 2; i++)
+            nvl_vclock_advance(&e->shadow[i], c.time_ps);
+        shadow_check(e);
+    } else {
+        epilogue(e, layer, c);
+    }
     e->norm_fused = true;
     return NVL_OK;
+}
+
+nvl_status_t nvl_engine_settle(nvl_engine_t *e)
+{
+    if (!e->defer)
+        return NVL_OK;
+    e->defer = false;
+    shadow_entry(e); /* where the pass's work ends */
+    nvl_status_t st = nvl_comm_settle(e->tp, &e->settled_end_ps);
+    int64_t entry = 0;
+    for (size_t i = 0; i < e->n_tape && st == NVL_OK; i++) {
+        const nvl_tape_op_t *op = &e->tape[i];
+        nvl_coll_info_t info;
+        switch (op->kind) {
+        case NVL_TAPE_KERNEL:
+            nvl_engine_kernel(e, op->name, op->part, op->layer, op->cost);
+            break;
+        case NVL_TAPE_COLL_BEGIN:
+            entry = nvl_engine_coll_begin(e, op->layer);
+            break;
+        case NVL_TAPE_COLL_DONE:
+            st = nvl_comm_settled_call(e->tp, op->call, &info);
+            if (st == NVL_OK)
+                nvl_engine_coll_done(e, op->name, op->layer, entry, &info);
+            break;
+        case NVL_TAPE_EPILOGUE:
+            if (!e->time_overflow)
+                epilogue(e, op->layer, op->cost);
+            break;
+        }
+    }
+    e->n_tape = 0;
+    return st;
 }
 
 /* One transfer on a C2C queue that is free at *free_ps: it starts at the
@@ -153,6 +299,10 @@ static int64_t c2c_queue(nvl_engine_t *e, const char *name,
                          int64_t *free_ps)
 {
     nvl_kernel_cost_t c = nvl_cost_copy(&e->opts.cost, path, 0, bytes);
+    if (e->defer) { /* nvl_engine_defer records no pass with copies */
+        nvl_report("internal error: a C2C copy while recording");
+        nvl_runtime_abort(1);
+    }
     int64_t now = nvl_engine_clock(e)->now_ps;
     int64_t start = *free_ps > now ? *free_ps : now;
     if (c.time_ps <= 0 || e->time_overflow)
@@ -175,6 +325,10 @@ static void c2c_idle_until(nvl_engine_t *e, const char *name, int32_t layer,
     int64_t before = clk->now_ps;
     if (e->time_overflow || t_ps <= before)
         return;
+    if (e->defer) { /* nvl_engine_defer records no pass with copies */
+        nvl_report("internal error: a C2C wait while recording");
+        nvl_runtime_abort(1);
+    }
     nvl_vclock_wait_until(clk, t_ps);
     nvl_stream_sync(&e->stream, clk); /* the host cannot run ahead of it */
     nvl_engine_account(e, name, NVL_PART_C2C, layer, before, t_ps - before,

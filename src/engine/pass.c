@@ -113,6 +113,9 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     }
     nvl_engine_pass_begin(e, M);
     nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
+    /* timing mode: the pass's collectives agreed once, at its end */
+    e->settled_end_ps = -1;
+    nvl_engine_defer(e);
     /* the step's token ids (at prefill the prompts) from the host */
     nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D, (double)M * 4);
     /* serving: the blocks this step reuses copied out first (preempted
@@ -188,6 +191,9 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     nvl_engine_elementwise(e, "sample", -1, (double)n * c->vocab);
     nvl_engine_c2c_drain(e);
     nvl_engine_c2c_sync_copy(e, "tokens_out", NVL_COPY_C2C_D2H, (double)n * 4);
+    nvl_status_t settled = nvl_engine_settle(e);
+    if (st == NVL_OK)
+        st = settled;
     nvl_stream_sync(&e->stream, nvl_engine_clock(e));
     for (int i = 0; i < n; i++)
         caches[i].len += T[i];

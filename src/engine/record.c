@@ -18,9 +18,7 @@ const char *nvl_part_name(nvl_part_t part)
     return part < NVL_PART_COUNT ? part_names[part] : "?";
 }
 
-/* Grows an array of n elements of size sz to hold one more; aborts the job
- * when memory runs out (other ranks would wait in the next collective). */
-static void *grow(void *p, size_t *cap, size_t n, size_t sz)
+void *nvl_engine_grow(void *p, size_t *cap, size_t n, size_t sz)
 {
     if (n < *cap)
         return p;
@@ -47,7 +45,7 @@ void nvl_engine_pass_end(nvl_engine_t *e, uint64_t context)
     e->cur.end_ps = nvl_comm_clock(e->tp)->now_ps;
     e->cur.context = context;
     e->cur.wall_s = MPI_Wtime() - e->pass_wall_start;
-    e->passes = grow(e->passes, &e->cap_passes, e->n_passes,
+    e->passes = nvl_engine_grow(e->passes, &e->cap_passes, e->n_passes,
                      sizeof *e->passes);
     e->passes[e->n_passes++] = e->cur;
     e->pass++;
@@ -58,7 +56,7 @@ static void keep_event(nvl_engine_t *e, nvl_op_event_t ev)
 {
     if (e->keep_passes >= 0 && e->pass >= e->keep_passes)
         return;
-    e->events = grow(e->events, &e->cap_events, e->n_events,
+    e->events = nvl_engine_grow(e->events, &e->cap_events, e->n_events,
                      sizeof *e->events);
     e->events[e->n_events++] = ev;
 }

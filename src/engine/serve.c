@@ -28,9 +28,12 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
     nvl_status_t st = nvl_engine_forward(e, n, caches, NULL, new_tokens,
                                          NULL);
     free(caches);
-    int64_t end = clock->now_ps, latest = end;
-    MPI_Allreduce(&end, &latest, 1, MPI_INT64_T, MPI_MAX,
-                  nvl_comm_mpi(e->tp));
+    /* the latest end over the group: agreed with the pass's collectives
+     * when they were deferred (issue.c), else here */
+    int64_t end = clock->now_ps, latest = e->settled_end_ps;
+    if (latest < 0)
+        MPI_Allreduce(&end, &latest, 1, MPI_INT64_T, MPI_MAX,
+                      nvl_comm_mpi(e->tp));
     nvl_vclock_wait_until(clock, latest);
     if (st != NVL_OK)
         return st;

@@ -7,10 +7,36 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A topology of this host holding what the probe reads and no more: cores
+ * and packages (PUs and NUMA nodes are always kept), no caches, groups or
+ * I/O devices, and no x86 backend, whose CPUID walk binds to every PU in
+ * turn (the Linux backend reads cores, NUMA nodes and the CPU model from
+ * /sys and /proc alone).  Every rank probes before MPI_Init, so with many
+ * ranks per core this is most of the emulator's own start-up (72 ranks on
+ * 2 cores: bench/emu-speed). */
+static int load_lean(hwloc_topology_t *topo)
+{
+    if (hwloc_topology_init(topo) != 0)
+        return -1;
+    hwloc_topology_set_all_types_filter(*topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_type_filter(*topo, HWLOC_OBJ_CORE,
+                                   HWLOC_TYPE_FILTER_KEEP_ALL);
+    hwloc_topology_set_type_filter(*topo, HWLOC_OBJ_PACKAGE,
+                                   HWLOC_TYPE_FILTER_KEEP_ALL);
+    hwloc_topology_set_components(*topo,
+                                  HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                  "x86");
+    if (hwloc_topology_load(*topo) != 0) {
+        hwloc_topology_destroy(*topo);
+        return -1;
+    }
+    return 0; /* the caller destroys it */
+}
+
 nvl_status_t nvl_host_probe(nvl_host_info_t *info_out)
 {
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+    if (load_lean(&topo) != 0) {
         nvl_report("hwloc could not read this host's topology");
         return NVL_ERR_IO;
     }
@@ -75,9 +101,8 @@ uint64_t nvl_host_memory_available_bytes(void)
     uint64_t avail = 0;
     if (!read_number("/proc/meminfo", "MemAvailable:", 1024, &avail)) {
         hwloc_topology_t topo;
-        if (hwloc_topology_init(&topo) == 0) {
-            if (hwloc_topology_load(topo) == 0)
-                avail = hwloc_get_root_obj(topo)->total_memory;
+        if (load_lean(&topo) == 0) {
+            avail = hwloc_get_root_obj(topo)->total_memory;
             hwloc_topology_destroy(topo);
         }
     }
