@@ -14,7 +14,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${1:?output folder}
-src=${NCCLTESTS:-.nccltests}
+ntree=${NCCLTESTS:-.nccltests}
 deadline=${DEADLINE:-400}      # seconds after start: no new run begins later
 iters=${ITERS:-20} warm=${WARMUP:-5} maxb=${MAXBYTES:-4G}
 t0=$SECONDS
@@ -43,17 +43,17 @@ cuda_home=$(dirname "$(dirname "$(readlink -f "$nvcc_bin")")")
 { nvidia-smi -L; nvidia-smi topo -m; "$nvcc_bin" --version | tail -2
   echo "nccl_dir=$nccl_dir cuda_home=$cuda_home"; ls -l "$nccl_dir/lib" "$nccl_dir/include"
   python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.nccl.version())'
-  cat "$src/src/common.mk" >/dev/null && grep -h 'NCCL_TESTS_VERSION' -r "$src/src" | head -2
+  cat "$ntree/src/common.mk" >/dev/null && grep -h 'NCCL_TESTS_VERSION' -r "$ntree/src" | head -2
 } > $work/machine.txt 2>&1
 log "nccl $nccl_dir, cuda $cuda_home"
 
 # build: sm_90 only, one process (MPI=0)
-( cd "$src/src" && make -j 48 MPI=0 NCCL_HOME=$home CUDA_HOME="$cuda_home" \
+( cd "$ntree/src" && make -j 48 MPI=0 NCCL_HOME=$home CUDA_HOME="$cuda_home" \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR=/tmp/nccltests-build ) \
   > $work/build.log 2>&1
 rc=$?; log "build rc=$rc"; tail -20 $work/build.log | tee -a "$out/run.log"
 if [ $rc -ne 0 ] && [ -e /usr/include/nccl.h ]; then   # fallback: the system's NCCL
-  ( cd "$src/src" && make -j 48 MPI=0 NCCL_HOME=/usr CUDA_HOME="$cuda_home" \
+  ( cd "$ntree/src" && make -j 48 MPI=0 NCCL_HOME=/usr CUDA_HOME="$cuda_home" \
       NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR=/tmp/nccltests-build ) \
     > $work/build2.log 2>&1
   log "build with /usr's NCCL rc=$?"; tail -5 $work/build2.log | tee -a "$out/run.log"
