@@ -1,4 +1,5 @@
 /* nvlemu: the command-line entry point; one row per subcommand. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,13 @@ int main(int argc, char **argv)
          i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    if (launcher_rank() == 0) {
+    /* The report is printed inside an MPI job that every rank finalizes,
+     * so no rank exits before it is out: a rank's early non-zero exit
+     * makes the launcher end the job at once (scripts/nvlrun sets Open
+     * MPI's kill delay to 0), which could take the report with it. */
+    nvl_runtime_t rt;
+    bool up = nvl_runtime_init(&argc, &argv, &rt) == NVL_OK;
+    if (up ? rt.rank == 0 : launcher_rank() == 0) {
         usage(stderr);
         char names[128] = "";
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -89,6 +96,9 @@ int main(int argc, char **argv)
         else
             fprintf(stderr, "nvlemu: unknown command '%s': one of %s "
                             "(nvlemu --help)\n", argv[1], names);
+        fflush(stderr);
     }
+    if (up)
+        nvl_runtime_finalize();
     return 2;
 }

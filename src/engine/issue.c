@@ -75,6 +75,14 @@ static void shadow_check(nvl_engine_t *e)
             e->shadow_exact = false;
 }
 
+/* A shadow's launch waits are not the rank's (shadow 1 starts each
+ * stretch at SHADOW_LO, 2^59 ps before any launch): the replay counts the
+ * real ones, and summing the shadows' would overflow after 16 stretches. */
+static void shadow_forget_waits(nvl_engine_t *e, int i)
+{
+    e->shadow_stream[i].launch_wait_ps = 0;
+}
+
 /* States the shadows' clock as the next entry (nvl_comm_defer_entry). */
 static void shadow_entry(nvl_engine_t *e)
 {
@@ -119,9 +127,11 @@ void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
     if (e->defer) {
         tape_push(e, (nvl_tape_op_t){NVL_TAPE_KERNEL, name, part, layer, c,
                                      0});
-        for (int i = 0; i < 2 && e->shadow_exact; i++)
+        for (int i = 0; i < 2 && e->shadow_exact; i++) {
             nvl_stream_kernel(&e->shadow_stream[i], &e->shadow[i],
                               c.time_ps);
+            shadow_forget_waits(e, i);
+        }
         shadow_check(e);
         return;
     }
@@ -157,8 +167,10 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
     if (e->defer) {
         tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_COLL_BEGIN,
                                      .layer = layer});
-        for (int i = 0; i < 2 && e->shadow_exact; i++)
+        for (int i = 0; i < 2 && e->shadow_exact; i++) {
             nvl_stream_collective(&e->shadow_stream[i], &e->shadow[i]);
+            shadow_forget_waits(e, i);
+        }
         shadow_check(e);
         shadow_entry(e);
         /* from here x is the collective's end */
