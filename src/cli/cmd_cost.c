@@ -383,11 +383,13 @@ static nvl_status_t read_size(const op_t *op, const char *name,
     nvl_qty_kind_t kind = op->flops_rate ? NVL_QTY_COUNT : NVL_QTY_BYTES;
     if (nvl_qty_parse_in(kind, text, op->flops_rate ? NULL : "B", &v, why,
                          sizeof why) != NVL_OK) {
-        nvl_report("cost %s: %s = %s: %s (%s)", op->name, name, text, why,
-                   op->flops_rate ? "a whole number"
-                                  : "a size: bytes, or with one of "
-                                    "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, "
-                                    "K, M, G, T; docs/units.md");
+        if (op->flops_rate)
+            nvl_report("cost %s: %s = %s: %s (a whole number)", op->name,
+                       name, text, why);
+        else
+            nvl_report("cost %s: %s = %s: %s (a size: bytes, or with one of "
+                       "%s; docs/units.md)", op->name, name, text, why,
+                       nvl_qty_units(NVL_QTY_BYTES));
         return NVL_ERR_INVALID;
     }
     if (!(v >= 1) || v > 1e18 || v != floor(v)) {

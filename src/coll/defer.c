@@ -28,6 +28,13 @@
 #include "coll_impl.h"
 #include "nvlemu/runtime.h"
 
+/* A member's entry max(x + a, b), x the previous call's end; over the
+ * exchanged maxima, the call's start. */
+static int64_t entry_of(int64_t x, int64_t a_ps, int64_t b_ps)
+{
+    return x + a_ps > b_ps ? x + a_ps : b_ps;
+}
+
 /* The exchanged numbers of one call. */
 enum { DV_A, DV_B, DV_T, DV_SIG, DV_NEG_SIG, DV_ERR, DV_N };
 
@@ -168,16 +175,16 @@ nvl_status_t nvl_comm_settle(nvl_comm_t *c, int64_t *end_out)
             c->defer_per_call = true;
             continue;
         }
-        int64_t start = x + y[DV_A] > y[DV_B] ? x + y[DV_A] : y[DV_B];
+        int64_t start = entry_of(x, y[DV_A], y[DV_B]);
         c->dcalls[k].info.start_ps = start;
         c->dcalls[k].info.time_ps = y[DV_T];
         x = start + y[DV_T];
     }
     if (end_out != NULL) {
         const int64_t *y = v + m * DV_N;
-        *end_out = c->defer_per_call || y[0] > NVL_PS_MAX_CLOCK - x ? -1
-                   : x + y[0] > y[1]                                 ? x + y[0]
-                                                                     : y[1];
+        *end_out = c->defer_per_call || y[0] > NVL_PS_MAX_CLOCK - x
+                       ? -1
+                       : entry_of(x, y[0], y[1]);
     }
     free(v);
     if (st == NVL_OK && head[0] != (int64_t)m)
@@ -211,7 +218,7 @@ nvl_status_t nvl_comm_settled_call(nvl_comm_t *c, size_t k,
         int64_t x = k == 0 ? 0
                            : c->dcalls[k - 1].info.start_ps +
                                  c->dcalls[k - 1].info.time_ps;
-        int64_t mine = x + d->a_ps > d->b_ps ? x + d->a_ps : d->b_ps;
+        int64_t mine = entry_of(x, d->a_ps, d->b_ps);
         if (mine != entry) {
             nvl_report("internal error: call %zu of a deferred batch "
                        "entered at %lld ps, stated %lld ps",
