@@ -75,6 +75,12 @@ const char *nvl_coll_name(nvl_coll_t coll);
  * "Simple" ("P2P" for NVL_ALGO_COUNT, the point-to-point operations). */
 const char *nvl_algo_name(nvl_algo_t algo);
 const char *nvl_proto_name(nvl_proto_t proto);
+/* The algorithms and the protocols as families (family.h), one row per
+ * nvl_algo_t (src/coll/algos.c) and per nvl_proto_t (src/coll/protos.c),
+ * each carrying the member's rules of the cost model: NCCL_ALGO's and
+ * NCCL_PROTO's names, `nvlemu --list algorithm|protocol`. */
+extern const nvl_family_t nvl_algo_family;
+extern const nvl_family_t nvl_proto_family;
 
 /* Converts between a dtype and float (round to nearest even; fp8 e4m3
  * saturates to +-448, NaN stays NaN). */

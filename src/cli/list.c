@@ -11,6 +11,8 @@
 
 static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
+    &nvl_algo_family,
+    &nvl_proto_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 

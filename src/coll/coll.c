@@ -198,7 +198,7 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
         }
         if (st == NVL_OK && !handled)
             st = call->coll <= NVL_COLL_ALLREDUCE
-                     ? nvl_coll_algos[info.algo]->run(call)
+                     ? nvl_coll_algo(info.algo)->run(call)
                      : nvl_p2p_run(call);
         if (st != NVL_OK) {
             /* a local failure while peers may wait on this rank: end it */

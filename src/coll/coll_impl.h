@@ -110,8 +110,10 @@ typedef struct {
     int peer_to, peer_from;  /* sendrecv */
 } nvl_coll_call_t;
 
-/* The model of one NCCL algorithm (src/coll/<algo>.c); its identity (enum
- * value, names, latency keys) is its row of NVL_ALGO_TABLE. */
+/* The model of one NCCL algorithm (src/coll/<algo>.c): its functions and
+ * every rule of the shared cost model (model.c) that differs for it; its
+ * identity (enum value, names, latency keys) is its row of NVL_ALGO_TABLE
+ * (include/nvlemu/topo.h), its family row algos.c's. */
 typedef struct {
     nvl_algo_t algo;
     /* whether the algorithm can run coll with proto on this communicator */
@@ -122,17 +124,65 @@ typedef struct {
                         size_t bytes, nvl_proto_t proto, double channels);
     /* moves the data of a call (data mode only) */
     nvl_status_t (*run)(const nvl_coll_call_t *call);
+    /* the share of a channel's rate a protocol carries, where this
+     * algorithm's differs from the protocol's own eff (0: the protocol's) */
+    double proto_eff[NVL_PROTO_COUNT];
+    /* NCCL's bytes per thread before adding a channel, per member, where
+     * it scales with the members (0: the protocol's thread_threshold) */
+    double thread_threshold_per_rank[NVL_PROTO_COUNT];
+    /* the channels it runs on, where not chosen by size from the
+     * protocol's thread threshold (NULL): max_nc and min_nc are the
+     * channel bounds after NCCL_MAX/MIN_NCHANNELS */
+    double (*channels)(const nvl_comm_t *comm, int max_nc, int min_nc);
+    /* NCCL's ceiling per channel for this algorithm (NULL: none) */
+    double (*max_bw_per_channel)(const nvl_nccl_spec_t *nccl);
+    /* the environment variable whose 0 disables it (NULL: none) */
+    const char *enable_env;
 } nvl_coll_algo_t;
 
-/* Each algorithm's row, nvl_coll_algo_<key> in src/coll/<file>.c, declared
- * from the algorithm table (NVL_ALGO_TABLE, include/nvlemu/topo.h). */
+/* Each algorithm's row, nvl_coll_algo_<key> in src/coll/<file>.c, and its
+ * one-line description nvl_coll_algo_doc_<key>, declared from the
+ * algorithm table (NVL_ALGO_TABLE, include/nvlemu/topo.h). */
 #define NVL_COLL_ALGO_EXTERN_(id, key, name, ll, ll128, simple)             \
-    extern const nvl_coll_algo_t nvl_coll_algo_##key;
+    extern const nvl_coll_algo_t nvl_coll_algo_##key;                       \
+    extern const char nvl_coll_algo_doc_##key[];
 NVL_ALGO_TABLE(NVL_COLL_ALGO_EXTERN_)
 #undef NVL_COLL_ALGO_EXTERN_
 
-/* Indexed by nvl_algo_t. */
-extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
+/* The algorithms' family rows (algos.c), indexed by nvl_algo_t. */
+typedef struct {
+    nvl_member_t id;              /* NCCL_ALGO's spelling, and the doc */
+    const nvl_coll_algo_t *model; /* src/coll/<key>.c's row */
+} nvl_coll_algo_row_t;
+extern const nvl_coll_algo_row_t nvl_coll_algo_rows[NVL_ALGO_COUNT];
+
+/* The model of algorithm a (a < NVL_ALGO_COUNT). */
+static inline const nvl_coll_algo_t *nvl_coll_algo(nvl_algo_t a)
+{
+    return nvl_coll_algo_rows[a].model;
+}
+
+/* NCCL's slots per connection (device.h NCCL_STEPS): a channel's buffer
+ * holds this many steps in flight. */
+#define NVL_NCCL_STEPS 8
+
+/* One protocol's row (src/coll/protos.c), indexed by nvl_proto_t: the
+ * rows of nvl_proto_family. */
+typedef struct {
+    nvl_member_t id;         /* NCCL_PROTO's spelling, and the doc */
+    double eff;              /* the share of a channel's rate carrying data */
+    /* one step's payload, bytes (NCCL enqueue.cc calcCollChunking:
+     * buffSize / NCCL_STEPS, of which the protocol's data share):
+     * broadcast's and reduce's chunk (CHUNKSTEPS 1) */
+    size_t chunk_bytes;
+    double thread_threshold; /* bytes per thread before adding a channel */
+    /* a chunked protocol: on a ring's steps a channel reaches
+     * [nccl] mid_efficiency of its rate at mid sizes (model.c) */
+    bool knee;
+    /* NCCL's ceiling on `channels` channels, bytes/s (NULL: none) */
+    double (*max_bw)(const nvl_nccl_spec_t *nccl, double channels);
+} nvl_coll_proto_t;
+extern const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT];
 
 /* One call recorded under deferred agreement (src/coll/defer.c). */
 typedef struct nvl_defer_call {
@@ -251,15 +301,6 @@ double nvl_coll_model_path_bw(const nvl_comm_t *comm);
 double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         double channels, double wire_bytes);
-
-/* NCCL's slots per connection (device.h NCCL_STEPS): a channel's buffer
- * holds this many steps in flight. */
-#define NVL_NCCL_STEPS 8
-
-/* One step's payload of a protocol, bytes (NCCL enqueue.cc
- * calcCollChunking: buffSize / NCCL_STEPS; LL carries half of it, LL128
- * 15 of every 16 words): broadcast's and reduce's chunk (CHUNKSTEPS 1). */
-size_t nvl_coll_model_chunk_bytes(nvl_proto_t proto);
 
 /* Channels NCCL would use for nBytes (fewer for small messages), before
  * rounding down to whole channels: the bandwidth's channel count (model.c
