@@ -175,6 +175,9 @@ void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
  * MPI messages (src/coll/ar_data.c).  Must be the same on every member
  * (the agreement reports a member that differs). */
 typedef enum { NVL_DATA_PATH_FAST, NVL_DATA_PATH_ALGORITHM } nvl_data_path_t;
+/* The host's data paths as a family (src/coll/data_path.c), in the order
+ * a call tries them: `nvlemu --list data-path`. */
+extern const nvl_family_t nvl_data_path_family;
 void nvl_comm_set_data_path(nvl_comm_t *comm, nvl_data_path_t path);
 
 /* Replaces the tuning configuration (must be the same on every member). */

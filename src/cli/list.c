@@ -13,6 +13,7 @@ static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
     &nvl_algo_family,
     &nvl_proto_family,
+    &nvl_data_path_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 

@@ -194,7 +194,7 @@ typedef struct nvl_defer_call {
                                 settled, the group's start and duration */
 } nvl_defer_call_t;
 
-/* coll.c, p2p.c, under deferred agreement: records a checked call (ok,
+/* collective.c, p2p.c, under deferred agreement: records a checked call (ok,
  * and when not the call's name and why) with this member's info (its
  * duration in time_ps), writes info_out (start_ps -1) and returns
  * NVL_OK; the agreement comes at nvl_comm_settle. */
@@ -422,7 +422,7 @@ typedef struct {
 
 /* One member's side of the agreement step of a call. */
 typedef struct {
-    int64_t signature;       /* the call (coll.c); equal calls, equal values */
+    int64_t signature;       /* the call (collective.c); equal calls, equal values */
     bool ok;                 /* this member's arguments are right */
     const char *what, *why;  /* the call and what is wrong (only if !ok) */
     int64_t time_ps;         /* this member's modeled duration */
@@ -575,5 +575,34 @@ void nvl_ar_window_free(nvl_comm_t *comm);
 nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,
                                nvl_direct_path_t path,
                                const nvl_agree_msg_t *msgs);
+
+/* ---- how data mode moves a call's data (src/coll/data_path.c) ---------- */
+
+/* One call's data movement, from its plan to its finish. */
+typedef struct {
+    const nvl_coll_call_t *call; /* checked, data mode */
+    nvl_algo_t algo;             /* the tuner's choice (the algorithm path) */
+    bool engine;                 /* a serving engine's allreduce kernel */
+    nvl_ar_order_t order;        /* engine: the kernel's reduction order */
+    size_t data_bytes;           /* count x the buffers' element size */
+    bool staged;                 /* window: staged before agreeing */
+    nvl_direct_path_t direct;    /* direct.c's plan (NVL_DIRECT_NONE) */
+    nvl_agree_msg_t msgs[NVL_DIRECT_MAX_MEMBERS]; /* what rides along */
+} nvl_data_move_t;
+
+/* One data path: the calls it takes, what it has ride along with the
+ * agreement (in), and the rest of the move once the members agree. */
+typedef struct {
+    nvl_member_t id;
+    bool (*fits)(const nvl_data_move_t *move);
+    void (*plan)(nvl_data_move_t *move, nvl_agree_in_t *in);
+    nvl_status_t (*finish)(nvl_data_move_t *move,
+                           const nvl_agree_out_t *agreed);
+} nvl_data_path_row_t;
+
+/* Before agreeing: the first data path that takes move (the same on every
+ * member for equal calls), its plan made into move and in. */
+const nvl_data_path_row_t *nvl_data_path_plan(nvl_data_move_t *move,
+                                              nvl_agree_in_t *in);
 
 #endif
