@@ -15,14 +15,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvlemu/family.h"
 #include "nvlemu/status.h"
 
+/* config.json's model_type, one row each of nvl_model_type_family
+ * (src/model/model_type.c: the name and what its loader does
+ * differently). */
 typedef enum {
     NVL_QWEN2,
     NVL_QWEN3,
     NVL_QWEN3_MOE,
     NVL_LLAMA
 } nvl_model_family_t;
+
+/* The model types (`nvlemu --list model-type`) and the built-in presets
+ * (`nvlemu --list model`, src/model/presets.c) as families (family.h). */
+extern const nvl_family_t nvl_model_type_family;
+extern const nvl_family_t nvl_model_preset_family;
 
 #define NVL_MOE_MAX_MLP_ONLY 128 /* mlp_only_layers entries kept */
 

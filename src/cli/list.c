@@ -8,12 +8,15 @@
 #include "nvlemu/coll.h"
 #include "nvlemu/family.h"
 #include "nvlemu/json.h"
+#include "nvlemu/model.h"
 
 static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
     &nvl_algo_family,
     &nvl_proto_family,
     &nvl_data_path_family,
+    &nvl_model_type_family,
+    &nvl_model_preset_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
