@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 #include "nvlemu/runtime.h"
 
 /* Checks one rank's arguments; writes why on error. */

@@ -23,7 +23,7 @@
  * member order (or, on the algorithm path, the algorithm's). */
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 
 static bool small_group(const nvl_data_move_t *m)
 {
