@@ -7,6 +7,10 @@
 
 #include "coll_impl.h"
 
+/* The kernels' rows, each defined in its own file. */
+extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
+    nvl_ar_nvls_oneshot, nvl_ar_nvls_twoshot;
+
 /* The implementations, by nvl_ar_impl_t: a row each (the kernels' cost
  * rows live in their files; NCCL and auto have none: NCCL's is the
  * tuner's choice, auto picks another row per call). */

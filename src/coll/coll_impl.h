@@ -215,7 +215,8 @@ typedef enum {
                             + x_{b-1}, indices mod n */
 } nvl_ar_order_t;
 
-/* One implementation's row (src/coll/<impl>.c). */
+/* One kernel's row, nvl_ar_<impl> in src/coll/<impl>.c (declared where
+ * the implementations' table points at it, allreduce.c). */
 typedef struct {
     nvl_ar_impl_t impl;
     bool needs_nvls;           /* multimem: NVLink SHARP switches only */
@@ -223,9 +224,6 @@ typedef struct {
     /* modeled duration, seconds, of an allreduce of `bytes` (n > 1) */
     double (*predict_s)(const nvl_comm_t *comm, double bytes);
 } nvl_ar_row_t;
-
-extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
-    nvl_ar_nvls_oneshot, nvl_ar_nvls_twoshot;
 
 /* The pieces every implementation's time is made of (allreduce.c):
  *   kernel    the GPU's empty kernel ([gpu] kernel_floor) plus the local
