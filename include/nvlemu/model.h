@@ -78,13 +78,14 @@ typedef struct {
  * mlp_only_layers, and (layer + 1) is a multiple of decoder_sparse_step. */
 bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer);
 
-/* The built-in presets ("qwen2.5-72b", "qwen2.5-7b", "qwen2.5-0.5b",
- * "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "llama3.3-70b",
- * "llama3.1-405b"), with the values of their published config.json.  Reports an unknown name with the list of
+/* The built-in preset called name (a row of nvl_model_preset_family:
+ * `nvlemu --list model`), with the values of its published config.json,
+ * its name in cfg_out->name.  Reports an unknown name with the list of
  * presets and returns NVL_ERR_INVALID. */
 nvl_status_t nvl_model_preset(const char *name,
                               nvl_model_config_t *cfg_out);
 
+/* The presets in their table's order; a name, or NULL past the last. */
 size_t nvl_model_preset_count(void);
 const char *nvl_model_preset_name(size_t index);
 /* Whether name is one of the presets. */
