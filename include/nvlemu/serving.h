@@ -28,7 +28,7 @@
 #include "nvlemu/status.h"
 #include "nvlemu/topo.h"
 
-/* ---- the layout ------------------------------------------------------------ */
+/* ---- the layout ---------------------------------------------------------- */
 
 /* How the job's ranks serve (0s: the defaults named). */
 typedef struct {
@@ -71,7 +71,7 @@ nvl_status_t nvl_serving_layout_plan(const nvl_serving_layout_opts_t *o,
                                      bool closed_loop, int size, int rank,
                                      nvl_serving_layout_t *layout_out);
 
-/* ---- the configuration ------------------------------------------------------ */
+/* ---- the configuration --------------------------------------------------- */
 
 typedef struct {
     nvl_engine_opts_t engine;    /* every replica's engine, built by the
@@ -99,7 +99,7 @@ nvl_status_t nvl_serving_policy_resolve(nvl_serving_config_t *c,
                                         const nvl_serve_workload_t *w,
                                         int ranks);
 
-/* ---- serving ---------------------------------------------------------------- */
+/* ---- serving ------------------------------------------------------------- */
 
 /* What the job served (on rank 0; zeros elsewhere). */
 typedef struct {

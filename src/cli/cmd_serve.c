@@ -2,10 +2,8 @@
  * the workload; src/serving/ serves it (include/nvlemu/serving.h) and
  * serve_report.c writes the report, JSON, CSV and trace. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "nvlemu/runtime.h"
 #include "serve_report.h"
 
 typedef struct {
@@ -118,11 +116,13 @@ static const nvl_opt_t serve_opts[] = {
      .max = NVL_TOPO_MAX_GPUS,
      .doc = "disaggregated: the first N ranks prefill (with "
             "--decode-gpus; N + M = the ranks)"},
-    {.name = "decode-gpus", .kind = NVL_OPT_LONG, .offset = AT(layout.decode_gpus),
-     .arg = "M", .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,
+    {.name = "decode-gpus", .kind = NVL_OPT_LONG,
+     .offset = AT(layout.decode_gpus), .arg = "M", .def = "0", .min = 0,
+     .max = NVL_TOPO_MAX_GPUS,
      .doc = "disaggregated: the last M ranks decode"},
-    {.name = "prefill-tp", .kind = NVL_OPT_LONG, .offset = AT(layout.prefill_tp),
-     .arg = "T", .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,
+    {.name = "prefill-tp", .kind = NVL_OPT_LONG,
+     .offset = AT(layout.prefill_tp), .arg = "T", .def = "0", .min = 0,
+     .max = NVL_TOPO_MAX_GPUS,
      .doc = "disaggregated: ranks per prefill replica (0: all N)"},
     {.name = "decode-tp", .kind = NVL_OPT_LONG, .offset = AT(layout.decode_tp),
      .arg = "T", .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,

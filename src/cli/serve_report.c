@@ -79,15 +79,16 @@ static void serve_queries(const nvl_serve_report_t *r, nvl_cli_queries_t *qs)
     nvl_serve_replica_stats_t t;
     pool_totals(pl, &t);
     double batch = t.steps ? (double)t.decode_tokens / (double)t.steps : 0;
+    const nvl_serve_workload_t *w = &r->res->w;
     double prompt = 0;
-    for (size_t i = 0; i < r->res->w.n; i++)
-        prompt += (double)r->res->w.reqs[i].input_tokens / (double)r->res->w.n;
-    nvl_cli_step_t s = {.topo = r->topo, .cfg = r->model, .tp = pl->tp,
-                        .allreduce = a->allreduce, .stack = a->stack,
-                        .dtype = a->dtype,
-                        .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
-                        .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
-                        .decode = t.decode_tokens > 0};
+    for (size_t i = 0; i < w->n; i++)
+        prompt += (double)w->reqs[i].input_tokens / (double)w->n;
+    nvl_cli_step_t s = {
+        .topo = r->topo, .cfg = r->model, .tp = pl->tp,
+        .allreduce = a->allreduce, .stack = a->stack, .dtype = a->dtype,
+        .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
+        .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
+        .decode = t.decode_tokens > 0};
     nvl_cli_step_queries(&s, qs);
     size_t i = qs->n++;
     snprintf(qs->cls[i], sizeof qs->cls[i], "serving");
@@ -322,7 +323,8 @@ static json_t *json_pool(const nvl_serve_report_t *r,
 /* The summary's keys after "inputs", in the report's order. */
 static void json_summary(const nvl_serve_summary_t *s, json_t *root)
 {
-    json_object_set_new(root, "requests", json_integer((json_int_t)s->requests));
+    json_object_set_new(root, "requests",
+                        json_integer((json_int_t)s->requests));
     json_object_set_new(root, "makespan_s", json_real(s->makespan_s));
     json_object_set_new(root, "ttft_ms", dist_json(&s->ttft_ms));
     json_object_set_new(root, "tpot_ms", dist_json(&s->tpot_ms));

@@ -126,7 +126,7 @@ static void sched_free(sched_t *s)
     free(s->sk);
 }
 
-/* ---- the loop ------------------------------------------------------------------------ */
+/* ---- the loop ------------------------------------------------------------ */
 
 /* The scheduler and the loop's own state: arrivals, progress, records. */
 typedef struct {

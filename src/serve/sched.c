@@ -28,7 +28,8 @@
  *
  * TensorRT-LLM (its row admits to completion and never preempts;
  * batch_manager/capacityScheduler.cpp GuaranteedNoEvictScheduler,
- * microBatchScheduler.cpp): the same loop, but step 3 admits a waiting request only when
+ * microBatchScheduler.cpp): the same loop, but step 3 admits a waiting
+ * request only when
  *     free blocks - sum over running r of blocks r needs to finish
  * holds blocks_for(input + output) of its own, and stops at the first
  * that does not fit; so step 1 never lacks a block and nothing is

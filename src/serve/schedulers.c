@@ -1,6 +1,7 @@
-/* The schedulers and the kinds of preemption: one row each with everything that differs between the
+/* The schedulers, one row each with everything that differs between the
  * serving engines (include/nvlemu/serve.h nvl_serve_scheduler_t; docs/
- * serve.md "The schedulers" cites each default).  sched.c and run.c read
+ * serve.md "The schedulers" cites each default), and the kinds of
+ * preemption.  sched.c and run.c read
  * the admission and preemption rules, src/serving the defaults, the
  * memory rule and the CUDA graphs, the report the texts. */
 #include "nvlemu/serve.h"
