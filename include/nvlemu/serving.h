@@ -10,8 +10,8 @@
  * decode replica (timed by the collectives' point-to-point model between
  * the GPUs holding each KV head), and the decode pool serves the outputs.
  *
- * MPI: every function here but nvl_serving_layout_plan and
- * nvl_serving_result_free is collective over MPI_COMM_WORLD.  Every rank
+ * MPI: nvl_serving_run is collective over MPI_COMM_WORLD (the other
+ * functions are local, the same on every rank).  Every rank
  * of a replica schedules identically and agrees on each step's end (the
  * engine's step, one agreement per step, none per request); the pools
  * exchange the prefill results in one reduction; rank 0 gathers the
