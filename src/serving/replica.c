@@ -31,7 +31,6 @@ static nvl_status_t pad_step(nvl_serving_step_t *c, const nvl_serve_batch_t *b,
         c->past[i] = 0;
         c->newt[i] = 1;
     }
-    c->pad_rows += pad;
     *n_out = (int)need;
     return NVL_OK;
 }

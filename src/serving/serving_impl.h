@@ -14,7 +14,6 @@ typedef struct {
     const nvl_serve_scheduler_t *sched; /* its CUDA-graph padding */
     uint64_t *past, *newt;         /* the padded step (pad_cap rows) */
     size_t pad_cap;
-    uint64_t pad_rows;             /* dummy rows run, over the steps */
     int64_t part_ps[NVL_PART_COUNT];
 } nvl_serving_step_t;
 
