@@ -8,9 +8,11 @@
 #include "nvlemu/coll.h"
 #include "nvlemu/family.h"
 #include "nvlemu/json.h"
+#include "nvlemu/quant.h"
 
 static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
+    &nvl_quant_formats,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
