@@ -32,7 +32,8 @@ typedef enum {
 /* How one element or one scale is coded. */
 typedef enum {
     NVL_QCODE_E2M1, /* 4 bits, two per byte: element 2i in the low nibble */
-    NVL_QCODE_E4M3, /* OCP FP8 E4M3 "fn": bias 7, no infinities, S.1111.111 NaN */
+    NVL_QCODE_E4M3, /* OCP FP8 E4M3 "fn": bias 7, no infinities,
+                       S.1111.111 NaN */
     NVL_QCODE_E8M0, /* OCP MX scale: 2^(code - 127), 0xFF NaN */
     NVL_QCODE_F32   /* IEEE binary32, little-endian */
 } nvl_qcode_t;
@@ -59,7 +60,7 @@ typedef struct {
     } part[3];
 } nvl_quant_tensor_t;
 
-typedef struct {
+typedef struct nvl_quant_row {
     nvl_member_t m;
     const char *algo;        /* the name the checkpoint's config gives it */
     uint32_t block_rows;     /* rows of the weight one scale covers (1: a
@@ -70,12 +71,14 @@ typedef struct {
                                 weight_scale_inv; else refused */
     nvl_quant_part_t data;   /* the codes */
     nvl_quant_part_t scale;  /* per block */
-    nvl_quant_part_t scale2; /* per tensor, multiplied in last; suffix NULL:
-                                none */
-    /* The writer's quantizer of a rows x cols float32 weight.  Reports
-     * (naming `name`) a shape the writer refuses: NVL_ERR_INVALID. */
-    nvl_status_t (*quantize)(const char *name, const float *w, uint64_t rows,
-                             uint64_t cols, nvl_quant_tensor_t *out);
+    nvl_quant_part_t scale2; /* per tensor, multiplied in last; suffix NULL
+                                (left out of a row): none */
+    /* The writer's quantizer of a rows x cols float32 weight, writing the
+     * parts this row describes (row: itself).  Reports (naming `name`) a
+     * shape the writer refuses: NVL_ERR_INVALID. */
+    nvl_status_t (*quantize)(const struct nvl_quant_row *row, const char *name,
+                             const float *w, uint64_t rows, uint64_t cols,
+                             nvl_quant_tensor_t *out);
     /* The writer's configuration keys (nvl_quant_config_write). */
     void (*write_config)(struct json_t *exclude, struct json_t *qconfig,
                          struct json_t **hf_out);
@@ -90,7 +93,7 @@ const nvl_quant_row_t *nvl_quant_row(nvl_quant_format_t f);
 
 /* ---- codes ---- */
 
-/* Value of an E2M1 code (low 4 bits of c): OCP MX v1.0 table 5. */
+/* Value of an E2M1 code (low 4 bits of c), as OCP MX v1.0 lists them. */
 float nvl_e2m1_decode(uint8_t c);
 /* E2M1 code of x, rounded to nearest, ties to even, saturating at +-6, as
  * ModelOpt's NVFP4QTensor._cast_fp4 (-0.0 and NaN: see quant/codes.c). */

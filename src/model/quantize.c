@@ -14,9 +14,9 @@
 typedef struct {
     const nvl_weights_t *w;
     nvl_quant_format_t f;
-    nvl_st_entry_t *e;       /* the tensors to write */
+    nvl_st_entry_t *e; /* the tensors to write */
     size_t n, cap;
-    void **owned;            /* what the entries point to */
+    void **owned; /* what the entries point to */
     size_t n_owned, cap_owned;
 } job_t;
 
@@ -87,8 +87,8 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
         char full[512];
         snprintf(full, sizeof full, "%.*s%s", (int)prefix, name,
                  q.part[i].suffix);
-        nvl_st_entry_t e = {full, q.part[i].dtype, q.part[i].ndim, {0},
-                            q.part[i].bytes, q.part[i].n_bytes};
+        nvl_st_entry_t e = {full, q.part[i].dtype, q.part[i].ndim,
+                            {0},  q.part[i].bytes, q.part[i].n_bytes};
         for (int d = 0; d < q.part[i].ndim; d++)
             e.shape[d] = q.part[i].shape[d];
         /* the job keeps the bytes */
@@ -144,7 +144,8 @@ static nvl_status_t write_configs(const char *in, const char *out,
         nvl_report("%s:%d:%d: %s", path, err.line, err.column, err.text);
         return NVL_ERR_INVALID;
     }
-    json_t *q = json_object(), *hf = NULL, *exclude = json_pack("[s]", "lm_head");
+    json_t *q = json_object(), *hf = NULL,
+           *exclude = json_pack("[s]", "lm_head");
     nvl_quant_config_write(f, exclude, q, &hf);
     json_object_set_new(cfg, "quantization_config", q);
     snprintf(path, sizeof path, "%s/config.json", out);
@@ -174,7 +175,8 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
     nvl_quant_config_t qc;
     if ((st = nvl_quant_config_read(in_dir, &qc)) == NVL_OK && qc.quantized) {
         nvl_report("%s: the checkpoint is already quantized (%s); quantize "
-                   "reads a float one", in_dir, qc.file);
+                   "reads a float one",
+                   in_dir, qc.file);
         st = NVL_ERR_INVALID;
     }
     if (st == NVL_OK && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {

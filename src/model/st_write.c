@@ -18,7 +18,8 @@ static json_t *header(const nvl_st_entry_t *t, size_t n)
     for (size_t i = 0; i < n; i++) {
         json_t *shape = json_array();
         for (int d = 0; d < t[i].ndim; d++)
-            json_array_append_new(shape, json_integer((json_int_t)t[i].shape[d]));
+            json_array_append_new(shape,
+                                  json_integer((json_int_t)t[i].shape[d]));
         json_object_set_new(h, t[i].name,
                             json_pack("{s:s, s:o, s:[I, I]}", "dtype",
                                       t[i].dtype, "shape", shape,
@@ -29,8 +30,7 @@ static json_t *header(const nvl_st_entry_t *t, size_t n)
     return h;
 }
 
-nvl_status_t nvl_st_write(const char *path, const nvl_st_entry_t *t,
-                          size_t n)
+nvl_status_t nvl_st_write(const char *path, const nvl_st_entry_t *t, size_t n)
 {
     json_t *h = header(t, n);
     char *text = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);

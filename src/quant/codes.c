@@ -1,15 +1,15 @@
 /* The element and scale codes of the quantized formats (include/nvlemu/
- * quant.h): E2M1 (OCP MX v1.0 section 5.3.3, table 5), E4M3 "fn" (OCP FP8
- * v1.0, table 1: bias 7, no infinities, S.1111.111 NaN, 448 the largest)
- * and E8M0 (OCP MX v1.0 section 5.4.1: 2^(c - 127), 0xFF NaN). */
+ * quant.h): E2M1 (OCP MX v1.0's FP4 element type), E4M3 "fn" (OCP 8-bit
+ * floating point v1.0: bias 7, no infinities, S.1111.111 NaN, 448 the
+ * largest) and E8M0 (OCP MX v1.0's scale: 2^(c - 127), 0xFF NaN). */
 #include <math.h>
 #include <string.h>
 
 #include "nvlemu/quant.h"
 
-/* OCP MX v1.0 table 5, as ModelOpt's e2m1_values lists it
+/* OCP MX v1.0's E2M1 values, as ModelOpt's e2m1_values lists them
  * (modelopt/torch/quantization/qtensor/nvfp4_tensor.py) */
-static const float e2m1_values[16] = {0.0f,  0.5f,  1.0f,  1.5f, 2.0f,  3.0f,
+static const float e2m1_values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
                                       4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
                                       -2.0f, -3.0f, -4.0f, -6.0f};
 

@@ -28,7 +28,8 @@ static nvl_status_t modelopt(const char *file, const json_t *q,
     nvl_quant_format_t f = by_algo(algo);
     if (algo == NULL || (f != NVL_QUANT_NVFP4 && f != NVL_QUANT_FP8)) {
         nvl_report("%s: quant_algo %s%s%s is not one nvlemu reads (NVFP4 or "
-                   "FP8)", file, algo ? "'" : "", algo ? algo : "missing",
+                   "FP8)",
+                   file, algo ? "'" : "", algo ? algo : "missing",
                    algo ? "'" : "");
         return NVL_ERR_INVALID;
     }
@@ -36,7 +37,8 @@ static nvl_status_t modelopt(const char *file, const json_t *q,
     if (f == NVL_QUANT_NVFP4 && gs != NULL &&
         (!json_is_integer(gs) || json_integer_value(gs) != 16)) {
         nvl_report("%s: group_size must be 16 for NVFP4 (ModelOpt's block of "
-                   "16 elements per E4M3 scale)", file);
+                   "16 elements per E4M3 scale)",
+                   file);
         return NVL_ERR_INVALID;
     }
     out->quantized = true;
@@ -55,19 +57,21 @@ static nvl_status_t hf_config(const char *file, const json_t *q,
     if (f == NVL_QUANT_FP8_BLOCK) {
         const json_t *b = json_object_get(q, "weight_block_size");
         if (b == NULL) {
-            f = NVL_QUANT_FP8; /* per-tensor weight_scale, as vLLM's Fp8Config */
+            f = NVL_QUANT_FP8; /* per-tensor weight_scale, as vLLM's Fp8Config
+                                */
         } else if (json_array_size(b) != 2 ||
                    json_integer_value(json_array_get(b, 0)) != 128 ||
                    json_integer_value(json_array_get(b, 1)) != 128) {
             nvl_report("%s: quantization_config.weight_block_size must be "
-                       "[128, 128] (the blocks nvlemu reads)", file);
+                       "[128, 128] (the blocks nvlemu reads)",
+                       file);
             return NVL_ERR_INVALID;
         }
     }
     if (f == NVL_QUANT_COUNT || f == NVL_QUANT_NVFP4) {
         nvl_report("%s: quantization_config.quant_method %s%s%s is not one "
-                   "nvlemu reads (modelopt, fp8 or mxfp4)", file,
-                   method ? "'" : "", method ? method : "missing",
+                   "nvlemu reads (modelopt, fp8 or mxfp4)",
+                   file, method ? "'" : "", method ? method : "missing",
                    method ? "'" : "");
         return NVL_ERR_INVALID;
     }

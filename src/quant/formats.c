@@ -4,42 +4,41 @@
 
 static const nvl_quant_row_t rows[NVL_QUANT_COUNT] = {
     [NVL_QUANT_NVFP4] = {
-        {"nvfp4", "NVIDIA ModelOpt NVFP4: E2M1 pairs, an E4M3 scale per 16, "
-                  "an FP32 scale per tensor (NVFP4QTensor)"},
-        "NVFP4", 1, 16, false,
-        {"weight", "U8", NVL_QCODE_E2M1},
-        {"weight_scale", "F8_E4M3", NVL_QCODE_E4M3},
-        {"weight_scale_2", "F32", NVL_QCODE_F32},
-        nvl_qz_nvfp4, nvl_qc_nvfp4},
+        .m = {"nvfp4", "NVIDIA ModelOpt NVFP4: E2M1 pairs, an E4M3 scale per "
+                       "16, an FP32 scale per tensor (NVFP4QTensor)"},
+        .algo = "NVFP4", .block_rows = 1, .block_cols = 16,
+        .data = {"weight", "U8", NVL_QCODE_E2M1},
+        .scale = {"weight_scale", "F8_E4M3", NVL_QCODE_E4M3},
+        .scale2 = {"weight_scale_2", "F32", NVL_QCODE_F32},
+        .quantize = nvl_qz_nvfp4, .write_config = nvl_qc_nvfp4},
     [NVL_QUANT_MXFP4] = {
-        {"mxfp4", "OCP MX-FP4 (MX v1.0): E2M1 pairs, an E8M0 scale per 32, "
-                  "in gpt-oss's _blocks/_scales tensors"},
-        "mxfp4", 1, 32, false,
-        {"weight_blocks", "U8", NVL_QCODE_E2M1},
-        {"weight_scales", "U8", NVL_QCODE_E8M0},
-        {NULL, NULL, NVL_QCODE_F32},
-        nvl_qz_mxfp4, nvl_qc_mxfp4},
+        .m = {"mxfp4", "OCP MX-FP4 (MX v1.0): E2M1 pairs, an E8M0 scale per "
+                       "32, in gpt-oss's _blocks/_scales tensors"},
+        .algo = "mxfp4", .block_rows = 1, .block_cols = 32,
+        .data = {"weight_blocks", "U8", NVL_QCODE_E2M1},
+        .scale = {"weight_scales", "U8", NVL_QCODE_E8M0},
+        .quantize = nvl_qz_mxfp4, .write_config = nvl_qc_mxfp4},
     [NVL_QUANT_FP8] = {
-        {"fp8", "NVIDIA ModelOpt FP8: E4M3 with one FP32 scale per tensor "
-                "(amax / 448)"},
-        "FP8", 0, 0, false,
-        {"weight", "F8_E4M3", NVL_QCODE_E4M3},
-        {"weight_scale", "F32", NVL_QCODE_F32},
-        {NULL, NULL, NVL_QCODE_F32},
-        nvl_qz_fp8, nvl_qc_fp8},
+        .m = {"fp8", "NVIDIA ModelOpt FP8: E4M3 with one FP32 scale per "
+                     "tensor (amax / 448)"},
+        .algo = "FP8", .block_rows = 0, .block_cols = 0,
+        .data = {"weight", "F8_E4M3", NVL_QCODE_E4M3},
+        .scale = {"weight_scale", "F32", NVL_QCODE_F32},
+        .quantize = nvl_qz_fp8, .write_config = nvl_qc_fp8},
     [NVL_QUANT_FP8_BLOCK] = {
-        {"fp8-block", "FP8 E4M3 with an FP32 weight_scale_inv per 128 x 128 "
-                      "block (Qwen's and DeepSeek's FP8 releases)"},
-        "fp8", 128, 128, true,
-        {"weight", "F8_E4M3", NVL_QCODE_E4M3},
-        {"weight_scale_inv", "F32", NVL_QCODE_F32},
-        {NULL, NULL, NVL_QCODE_F32},
-        nvl_qz_fp8_block, nvl_qc_fp8_block},
+        .m = {"fp8-block", "FP8 E4M3 with an FP32 weight_scale_inv per 128 x "
+                           "128 block (Qwen's and DeepSeek's FP8 releases)"},
+        .algo = "fp8", .block_rows = 128, .block_cols = 128,
+        .partial_blocks = true,
+        .data = {"weight", "F8_E4M3", NVL_QCODE_E4M3},
+        .scale = {"weight_scale_inv", "F32", NVL_QCODE_F32},
+        .quantize = nvl_qz_fp8_block, .write_config = nvl_qc_fp8_block},
 };
 
 const nvl_family_t nvl_quant_formats =
-    NVL_FAMILY("quant-format", "quantized weight formats (nvlemu quantize "
-                               "--format; checkpoints read in data mode)",
+    NVL_FAMILY("quant-format",
+               "quantized weight formats (nvlemu quantize "
+               "--format; checkpoints read in data mode)",
                rows);
 
 const nvl_quant_row_t *nvl_quant_row(nvl_quant_format_t f)
@@ -88,7 +87,7 @@ nvl_status_t nvl_quant_tensor(nvl_quant_format_t f, const char *name,
                               nvl_quant_tensor_t *out)
 {
     nvl_quant_tensor_t t = {0};
-    nvl_status_t st = rows[f].quantize(name, w, n_rows, n_cols, &t);
+    nvl_status_t st = rows[f].quantize(&rows[f], name, w, n_rows, n_cols, &t);
     if (st != NVL_OK)
         nvl_quant_tensor_free(&t);
     else

@@ -7,14 +7,15 @@
 
 #include "quant_impl.h"
 
-nvl_status_t nvl_qz_fp8(const char *name, const float *w, uint64_t rows,
-                        uint64_t cols, nvl_quant_tensor_t *out)
+nvl_status_t nvl_qz_fp8(const nvl_quant_row_t *r, const char *name,
+                        const float *w, uint64_t rows, uint64_t cols,
+                        nvl_quant_tensor_t *out)
 {
-    const nvl_quant_row_t *r = nvl_quant_row(NVL_QUANT_FP8);
     float amax = nvl_qt_amax(w, rows * cols);
     if (amax == 0.0f || isinf(amax) || isnan(amax)) {
         nvl_report("tensor '%s': max |w| is %g (ModelOpt's FP8 scale would "
-                   "make NaN weights)", name, (double)amax);
+                   "make NaN weights)",
+                   name, (double)amax);
         return NVL_ERR_INVALID;
     }
     float scale = amax / 448.0f;

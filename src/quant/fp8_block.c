@@ -28,10 +28,10 @@ static void block(const float *w, uint64_t cols, uint64_t bi, uint64_t bj,
         }
 }
 
-nvl_status_t nvl_qz_fp8_block(const char *name, const float *w, uint64_t rows,
-                              uint64_t cols, nvl_quant_tensor_t *out)
+nvl_status_t nvl_qz_fp8_block(const nvl_quant_row_t *r, const char *name,
+                              const float *w, uint64_t rows, uint64_t cols,
+                              nvl_quant_tensor_t *out)
 {
-    const nvl_quant_row_t *r = nvl_quant_row(NVL_QUANT_FP8_BLOCK);
     if (nvl_qt_check_block("fp8-block", name, rows, 128, true) != NVL_OK ||
         nvl_qt_check_block("fp8-block", name, cols, 128, false) != NVL_OK)
         return NVL_ERR_INVALID;
@@ -60,7 +60,8 @@ void nvl_qc_fp8_block(json_t *exclude, json_t *qconfig, json_t **hf_out)
     json_object_set_new(qconfig, "quant_method", json_string("fp8"));
     json_object_set_new(qconfig, "fmt", json_string("e4m3"));
     json_object_set_new(qconfig, "activation_scheme", json_string("dynamic"));
-    json_object_set_new(qconfig, "weight_block_size", json_pack("[i, i]", 128, 128));
+    json_object_set_new(qconfig, "weight_block_size",
+                        json_pack("[i, i]", 128, 128));
     json_object_set(qconfig, "modules_to_not_convert", exclude);
     *hf_out = NULL;
 }

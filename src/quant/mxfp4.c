@@ -1,5 +1,5 @@
-/* OCP MX-FP4 as the OCP Microscaling Formats (MX) v1.0 specification's
- * section 6.3 converts a block of 32: shared exponent
+/* OCP MX-FP4 as the OCP Microscaling Formats (MX) v1.0 specification
+ * converts a vector of 32 scalars to an MX block: shared exponent
  * X = floor(log2(max |v|)) - emax_elem (2 for E2M1), each element
  * v / 2^X rounded to nearest even on the E2M1 grid and clamped to +-6; an
  * all-zero block takes the smallest E8M0 scale, 2^-127.  Stored as
@@ -11,10 +11,10 @@
 
 #include "quant_impl.h"
 
-nvl_status_t nvl_qz_mxfp4(const char *name, const float *w, uint64_t rows,
-                          uint64_t cols, nvl_quant_tensor_t *out)
+nvl_status_t nvl_qz_mxfp4(const nvl_quant_row_t *r, const char *name,
+                          const float *w, uint64_t rows, uint64_t cols,
+                          nvl_quant_tensor_t *out)
 {
-    const nvl_quant_row_t *r = nvl_quant_row(NVL_QUANT_MXFP4);
     if (nvl_qt_check_block("mxfp4", name, cols, 32, false) != NVL_OK)
         return NVL_ERR_INVALID;
     uint64_t nb = cols / 32;
@@ -37,8 +37,9 @@ nvl_status_t nvl_qz_mxfp4(const char *name, const float *w, uint64_t rows,
         x = x < -127 ? -127 : x > 127 ? 127 : x;
         s[i] = (unsigned char)(x + 127);
         for (int k = 0; k < 32; k++)
-            q[i * 16 + k / 2] |= (unsigned char)(
-                nvl_e2m1_encode(ldexpf(b[k], -x)) << (4 * (k & 1)));
+            q[i * 16 + k / 2] |=
+                (unsigned char)(nvl_e2m1_encode(ldexpf(b[k], -x))
+                                << (4 * (k & 1)));
     }
     return NVL_OK;
 }

@@ -3,24 +3,25 @@
  * (NVFP4QTensor.get_weights_scaling_factor_2, get_weights_scaling_factor,
  * quantize, _cast_fp4), in float32 as torch promotes it:
  *   scale_2 = amax(|W|) / (6 * 448)                     weight_scale_2, F32 []
- *   s_b = amax_b / (6 * scale_2), 0 -> 1, to E4M3       weight_scale, F8_E4M3 [R, C/16]
- *   q = E2M1(w / (float(s_b) * scale_2))                weight, U8 [R, C/2]
- * two codes a byte, element 2i in the low nibble ((q[1::2] << 4) |
+ *   s_b = amax_b / (6 * scale_2), 0 -> 1, to E4M3       weight_scale, F8_E4M3
+ * [R, C/16] q = E2M1(w / (float(s_b) * scale_2))                weight, U8 [R,
+ * C/2] two codes a byte, element 2i in the low nibble ((q[1::2] << 4) |
  * q[0::2]). */
 #include <math.h>
 
 #include "quant_impl.h"
 
-nvl_status_t nvl_qz_nvfp4(const char *name, const float *w, uint64_t rows,
-                          uint64_t cols, nvl_quant_tensor_t *out)
+nvl_status_t nvl_qz_nvfp4(const nvl_quant_row_t *r, const char *name,
+                          const float *w, uint64_t rows, uint64_t cols,
+                          nvl_quant_tensor_t *out)
 {
-    const nvl_quant_row_t *r = nvl_quant_row(NVL_QUANT_NVFP4);
     if (nvl_qt_check_block("nvfp4", name, cols, 16, false) != NVL_OK)
         return NVL_ERR_INVALID;
     float amax = nvl_qt_amax(w, rows * cols);
     if (amax == 0.0f || isinf(amax) || isnan(amax)) {
         nvl_report("tensor '%s': max |w| is %g (ModelOpt's NVFP4 scales "
-                   "would be NaN)", name, (double)amax);
+                   "would be NaN)",
+                   name, (double)amax);
         return NVL_ERR_INVALID;
     }
     float s2 = amax / (6.0f * 448.0f);
@@ -41,8 +42,8 @@ nvl_status_t nvl_qz_nvfp4(const char *name, const float *w, uint64_t rows,
         s[i] = nvl_e4m3_encode(ps);
         float den = nvl_e4m3_decode(s[i]) * s2;
         for (int k = 0; k < 16; k++)
-            q[i * 8 + k / 2] |= (unsigned char)(nvl_e2m1_encode(b[k] / den)
-                                                << (4 * (k & 1)));
+            q[i * 8 + k / 2] |=
+                (unsigned char)(nvl_e2m1_encode(b[k] / den) << (4 * (k & 1)));
     }
     return NVL_OK;
 }

@@ -16,8 +16,8 @@ unsigned char *nvl_qt_part(nvl_quant_tensor_t *t, int i,
 
 /* Reports, naming the tensor, a weight whose columns (rows when `rows`)
  * are not a multiple of the block: NVL_ERR_INVALID; NVL_OK otherwise. */
-nvl_status_t nvl_qt_check_block(const char *fmt, const char *name,
-                                 uint64_t n, uint32_t block, bool rows);
+nvl_status_t nvl_qt_check_block(const char *fmt, const char *name, uint64_t n,
+                                uint32_t block, bool rows);
 
 /* max |w| over n values */
 float nvl_qt_amax(const float *w, uint64_t n);
@@ -25,14 +25,18 @@ float nvl_qt_amax(const float *w, uint64_t n);
 /* Writes a little-endian float32 */
 void nvl_qt_put_f32(unsigned char *at, float v);
 
-nvl_status_t nvl_qz_nvfp4(const char *name, const float *w, uint64_t rows,
-                          uint64_t cols, nvl_quant_tensor_t *out);
-nvl_status_t nvl_qz_mxfp4(const char *name, const float *w, uint64_t rows,
-                          uint64_t cols, nvl_quant_tensor_t *out);
-nvl_status_t nvl_qz_fp8(const char *name, const float *w, uint64_t rows,
-                        uint64_t cols, nvl_quant_tensor_t *out);
-nvl_status_t nvl_qz_fp8_block(const char *name, const float *w, uint64_t rows,
-                              uint64_t cols, nvl_quant_tensor_t *out);
+nvl_status_t nvl_qz_nvfp4(const nvl_quant_row_t *r, const char *name,
+                          const float *w, uint64_t rows, uint64_t cols,
+                          nvl_quant_tensor_t *out);
+nvl_status_t nvl_qz_mxfp4(const nvl_quant_row_t *r, const char *name,
+                          const float *w, uint64_t rows, uint64_t cols,
+                          nvl_quant_tensor_t *out);
+nvl_status_t nvl_qz_fp8(const nvl_quant_row_t *r, const char *name,
+                        const float *w, uint64_t rows, uint64_t cols,
+                        nvl_quant_tensor_t *out);
+nvl_status_t nvl_qz_fp8_block(const nvl_quant_row_t *r, const char *name,
+                              const float *w, uint64_t rows, uint64_t cols,
+                              nvl_quant_tensor_t *out);
 
 void nvl_qc_nvfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);
 void nvl_qc_mxfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);

@@ -35,14 +35,15 @@ void nvl_quant_tensor_free(nvl_quant_tensor_t *t)
     memset(t, 0, sizeof *t);
 }
 
-nvl_status_t nvl_qt_check_block(const char *fmt, const char *name,
-                                uint64_t n, uint32_t block, bool rows)
+nvl_status_t nvl_qt_check_block(const char *fmt, const char *name, uint64_t n,
+                                uint32_t block, bool rows)
 {
     if (n % block == 0)
         return NVL_OK;
     nvl_report("tensor '%s': %s %llu is not a multiple of %s's block of %u "
-               "(the writer refuses it)", name, rows ? "rows" : "columns",
-               (unsigned long long)n, fmt, block);
+               "(the writer refuses it)",
+               name, rows ? "rows" : "columns", (unsigned long long)n, fmt,
+               block);
     return NVL_ERR_INVALID;
 }
 
@@ -81,9 +82,9 @@ void nvl_qc_modelopt(const char *algo, int group_size, json_t *exclude,
     json_object_set_new(qconfig, "quant_method", json_string("modelopt"));
     json_object_update(qconfig, q);
     json_t *hf = json_object();
-    json_object_set_new(hf, "producer",
-                        json_pack("{s:s, s:s}", "name", "nvlemu", "version",
-                                  "quantize"));
+    json_object_set_new(
+        hf, "producer",
+        json_pack("{s:s, s:s}", "name", "nvlemu", "version", "quantize"));
     json_object_set_new(hf, "quantization", q);
     *hf_out = hf;
 }
