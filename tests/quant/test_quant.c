@@ -440,6 +440,44 @@ static void bad_checkpoints(void **state)
     expect_bad(0, "weight_block_size must be [128, 128]", "config.json");
 }
 
+/* FP8 blocks: a last, short block is read (vLLM's ceil grid); a slice
+ * ending inside a block is refused. */
+static void fp8_block_partial(void **state)
+{
+    (void)state;
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    enum { R = 130, C = 136 };
+    static unsigned char q[R * C];
+    float sinv[4] = {0.5f, 0.25f, 2.0f, 4.0f}; /* [2, 2] */
+    for (int i = 0; i < R * C; i++)
+        q[i] = 0x38; /* 1.0 */
+    nvl_st_entry_t e[2] = {
+        {"m.weight", "F8_E4M3", 2, {R, C}, q, sizeof q},
+        {"m.weight_scale_inv", "F32", 2, {2, 2}, (unsigned char *)sinv, 16}};
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+    assert_int_equal(nvl_st_write(path, e, 2), NVL_OK);
+    snprintf(path, sizeof path, "%s/config.json", tmp);
+    FILE *f = fopen(path, "w");
+    fputs("{\"quantization_config\": {\"quant_method\": \"fp8\", "
+          "\"weight_block_size\": [128, 128]}}", f);
+    fclose(f);
+    nvl_weights_t *w;
+    assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+    float v[2 * 8];
+    /* rows 128..130, columns 128..136: the short corner block, x 4 */
+    assert_int_equal(nvl_weights_read_f32(w, "m.weight", 128, 2, 128, 8, v),
+                     NVL_OK);
+    for (int i = 0; i < 16; i++)
+        assert_true(v[i] == 4.0f);
+    assert_int_equal(nvl_weights_read_f32(w, "m.weight", 0, 1, 0, 8, v),
+                     NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "cuts fp8-block's blocks of 128"));
+    nvl_weights_close(w);
+    remove_tmp();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +489,8 @@ int main(void)
                                         release_reports),
         cmocka_unit_test(writers_match_torch),
         cmocka_unit_test_setup_teardown(bad_checkpoints, capture_reports,
+                                        release_reports),
+        cmocka_unit_test_setup_teardown(fp8_block_partial, capture_reports,
                                         release_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
