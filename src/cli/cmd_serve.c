@@ -23,6 +23,7 @@
 
 typedef struct {
     nvl_serve_args_t a;
+    nvl_engine_opts_t engine; /* made of a.engine by prepare */
     nvl_model_config_t cfg;
     nvl_serve_workload_t w;
     FILE *trace;
@@ -198,25 +199,13 @@ static const nvl_opt_t serve_opts[] = {
     {.name = "decode-tp", .kind = NVL_OPT_LONG, .offset = AT(decode_tp),
      .arg = "T", .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,
      .doc = "disaggregated: ranks per decode replica (0: all M)"},
-    {.name = "ep", .kind = NVL_OPT_LONG, .offset = AT(ep), .arg = "N",
-     .def = "1", .min = 1, .max = 1 << 20,
-     .doc = "mixture of experts: expert parallelism over N groups of each "
-            "replica's ranks (attention stays tensor-parallel)"},
     /* the model's kernels, as run */
-    NVL_CLI_OPTS_KERNELS(nvl_serve_args_t),
-    NVL_CLI_OPTS_STACK(nvl_serve_args_t, stack),
-    NVL_CLI_OPTS_ALLREDUCE(nvl_serve_args_t, allreduce, fuse_ar_norm),
-    NVL_CLI_OPTS_COMM(nvl_serve_args_t, overlap, a2a_onesided),
-    NVL_CLI_OPTS_HOST_TIERS(nvl_serve_args_t, kv_host, weights_host),
+    NVL_CLI_MODEL_OPTS(nvl_serve_args_t, engine),
+    NVL_CLI_MODEL_OPT_ROUTE_SKEW(nvl_serve_args_t, engine),
     {.name = "rope-scaling", .kind = NVL_OPT_CUSTOM, .offset = AT(rope_yarn),
      .arg = "none|yarn:F", .def = "none",
      .parse = nvl_model_rope_scaling_parse,
      .doc = "YaRN rope scaling (as run)"},
-    {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
-     .min = 1, .max = 100000, .doc = "run only the first N layers"},
-    {.name = "route-skew", .kind = NVL_OPT_DOUBLE, .offset = AT(route_skew),
-     .arg = "S", .def = "0", .min_d = 0, .max_d = 100,
-     .doc = "mixture of experts: Zipf exponent of the seeded routing"},
     /* results */
     {.name = "slo-ttft", .kind = NVL_OPT_QTY, .offset = AT(slo_ttft_ms),
      .arg = "TIME", .def = "0", .min_d = 0, .max_d = 1e12,
@@ -393,35 +382,6 @@ static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
         for (int i = 0; i < NVL_PART_COUNT; i++)
             c->part_ps[i] += ps.part_ps[i];
     return st;
-}
-
-static nvl_status_t make_engine(const nvl_serve_args_t *a,
-                                const nvl_model_config_t *cfg,
-                                nvl_topo_t *topo, nvl_comm_t *comm,
-                                nvl_engine_t **e_out)
-{
-    nvl_status_t st = nvl_comm_set_allreduce(comm, a->allreduce);
-    if (st != NVL_OK)
-        return st;
-    nvl_engine_opts_t o;
-    nvl_engine_opts_default(&o, topo);
-    o.mode = NVL_MODE_TIMING;
-    o.seed = (uint64_t)a->seed;
-    o.route_skew = a->route_skew;
-    o.place.ep = (int)a->ep;
-    o.layers = (uint32_t)a->layers;
-    o.kv_host = a->kv_host;
-    o.weights_host = a->weights_host;
-    o.cost.weight_dtype = a->dtype;
-    o.cost.kv_dtype = a->kv_dtype;
-    o.cost.stack = a->stack;
-    o.fuse_allreduce_norm = a->fuse_ar_norm;
-    o.overlap = a->overlap;
-    o.a2a_onesided = a->a2a_onesided;
-    o.cost.attn = a->attn_choice >= 0 ? (nvl_attn_impl_t)a->attn_choice
-                                      : nvl_attn_auto(o.cost.topo, a->stack);
-    o.cost.launch = a->launch;
-    return nvl_engine_create(cfg, &o, comm, e_out);
 }
 
 /* ---- disaggregation: the KV's trip from a prefill to a decode replica ------ */
@@ -721,8 +681,8 @@ static nvl_status_t prefill_only(const nvl_serve_workload_t *w,
 static nvl_status_t setup(job_t *j, const nvl_serve_workload_t *pool_w)
 {
     const nvl_serve_args_t *a = &j->c->a;
-    nvl_status_t st = make_engine(a, &j->c->cfg, j->ctx->topo, j->group,
-                                  &j->e);
+    nvl_status_t st = nvl_engine_create(&j->c->cfg, &j->c->engine, j->group,
+                                        &j->e);
     nvl_runtime_capture_begin();
     st = nvl_runtime_capture_end_on(MPI_COMM_WORLD, st);
     if (st != NVL_OK)
@@ -807,7 +767,7 @@ static void kv_arrivals(job_t *j, const nvl_serve_outcome_t *pre,
     }
     /* one kv head's bytes per position, every layer */
     double head_pos = 2.0 * cfg->head_dim * (double)nvl_engine_layers(j->e) *
-                      nvl_wdtype_bytes(j->c->a.kv_dtype);
+                      nvl_wdtype_bytes(j->c->a.engine.kv_dtype);
     double *heads = head_matrix(cfg, P->tp, D->tp);
     for (size_t i = 0; i < w->n; i++) {
         order[i] = (uint32_t)i;
@@ -1077,8 +1037,8 @@ static nvl_status_t resolve_policy(serve_cmd_t *c, const nvl_topo_t *topo)
     }
     /* trtllm-bench's BYTES_PER_ELEM (nvfp4 0.5: its scales are counted
      * in the element count), not nvl_wdtype_bytes's */
-    double per = a->dtype == NVL_WDT_FP4 ? 0.5
-                 : a->dtype == NVL_WDT_FP8 ? 1.0 : 2.0;
+    double per = a->engine.dtype == NVL_WDT_FP4 ? 0.5
+                 : a->engine.dtype == NVL_WDT_FP8 ? 1.0 : 2.0;
     double embed = (double)m->vocab * m->hidden *
                    (m->tied_embeddings ? 1 : 2);
     /* aggregated: the replica's TP; disaggregated: the decode pool's,
@@ -1091,7 +1051,7 @@ static nvl_status_t resolve_policy(serve_cmd_t *c, const nvl_topo_t *topo)
         .checkpoint_params = nvl_serve_checkpoint_params(
             (double)nvl_model_param_count(m), embed, per),
         .bytes_per_param = per,
-        .kv_bytes_per_elem = nvl_wdtype_bytes(a->kv_dtype),
+        .kv_bytes_per_elem = nvl_wdtype_bytes(a->engine.kv_dtype),
         .layers = m->layers, .kv_heads = m->kv_heads,
         .head_dim = m->head_dim, .tp = (uint32_t)(tp ? tp : c->tp_all),
         .gpu_mem_gib = (double)topo->gpu.hbm_bytes / 1073741824.0,
@@ -1113,8 +1073,11 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
     serve_cmd_t *c = args;
     nvl_serve_args_t *a = &c->a;
-    if (nvl_cli_check_allreduce(a->allreduce, a->fuse_ar_norm) != NVL_OK)
+    if (nvl_cli_model_opts_engine(&a->engine, ctx->topo, &c->engine) !=
+        NVL_OK)
         return NVL_ERR_INVALID;
+    c->engine.mode = NVL_MODE_TIMING;
+    c->engine.seed = (uint64_t)a->seed;
     if (a->rate > 0 && a->concurrency > 0) {
         nvl_report("--rate (open loop) and --concurrency (closed loop) "
                    "exclude each other");

@@ -83,7 +83,7 @@ static void derive_moe(const nvl_run_result_t *r, derived_t *d)
     d->most_loaded_pairs = nvl_run_stat_max(t, NVL_RS_EXPERT_PAIRS);
     d->pairs_max = STAT(NVL_RS_EXPERT_PAIRS_MAX, 0);
     d->pairs_mean = STAT(NVL_RS_EXPERT_PAIRS_MEAN, 0);
-    int own = r->args->a2a_onesided ? 1 : 0;
+    int own = r->args->engine.a2a_onesided ? 1 : 0;
     bool alt = STAT(NVL_RS_A2A_ALT_USABLE, 0) > 0;
     d->a2a_dispatch_ms[own] = d->dispatch_ms;
     d->a2a_combine_ms[own] = d->combine_ms;
@@ -214,35 +214,35 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
             per_rank(d->experts_min, d->experts_max, ex, sizeof ex),
             d->experts_min == d->experts_max ? "" : " (uneven)");
     fprintf(out, " (EP %ld, each expert cut over %ld rank(s)); %.0f MoE "
-                 "layer(s)\n", a->ep, r->tp / a->ep, STAT(NVL_RS_MOE_LAYERS, 0));
+                 "layer(s)\n", a->engine.ep, r->tp / a->engine.ep, STAT(NVL_RS_MOE_LAYERS, 0));
     if (d->steps == 0 || STAT(NVL_RS_MOE_LAYERS, 0) == 0)
         return;
-    if (a->ep > 1 || a->attn_dp) {
+    if (a->engine.ep > 1 || a->engine.attn_dp) {
         fprintf(out, "  all-to-all per MoE layer (decode): dispatch %.4f ms, "
                      "%.1f KB sent; combine %.4f ms, %.1f KB sent (mean "
                      "rank, --a2a %s)\n", d->dispatch_ms,
                 d->dispatch_bytes / 1e3, d->combine_ms,
                 d->combine_bytes / 1e3,
-                nvl_cli_a2a_names[a->a2a_onesided].name);
+                nvl_family_name(&nvl_engine_a2a_family, a->engine.a2a_onesided));
         fprintf(out, "  %-9s  dispatch   combine  (ms per MoE layer, "
                      "decode; * the run's)\n", "all-to-all");
         for (int i = 0; i < 2; i++)
             if (d->a2a_dispatch_ms[i] >= 0)
                 fprintf(out, "  %-9s %9.4f %9.4f%s\n",
-                        nvl_cli_a2a_names[i].name,
+                        nvl_family_name(&nvl_engine_a2a_family, i),
                         d->a2a_dispatch_ms[i], d->a2a_combine_ms[i],
-                        i == a->a2a_onesided ? "  *" : "");
+                        i == a->engine.a2a_onesided ? "  *" : "");
             else
                 fprintf(out, "  %-9s  cannot run here (GPUs in more than one "
                              "NVLink domain)\n",
-                        nvl_cli_a2a_names[i].name);
+                        nvl_family_name(&nvl_engine_a2a_family, i));
     }
     fprintf(out, "  expert tokens per MoE layer (decode): busiest rank %.1f "
                  "vs mean %.1f (x%.2f); most loaded over the run: rank %d "
                  "(%.1f)\n", d->pairs_max, d->pairs_mean,
             d->pairs_mean > 0 ? d->pairs_max / d->pairs_mean : 1.0,
             d->most_loaded, d->most_loaded_pairs);
-    if (a->ep > 1 || a->attn_dp)
+    if (a->engine.ep > 1 || a->engine.attn_dp)
         fprintf(out, "  cost of imbalance: %.4f ms per decode step (%.1f%%): "
                      "ranks waiting for the busiest before the combine\n",
                 d->wait_ms_step, pct(d->wait_ms_step, d->tpot_ms));
@@ -256,7 +256,7 @@ static void moe_text(const nvl_run_result_t *r, const derived_t *d,
             hot = (int)i;
         }
     }
-    if (hot >= 0 && (a->ep > 1 || a->attn_dp))
+    if (hot >= 0 && (a->engine.ep > 1 || a->engine.attn_dp))
         fprintf(out, "  most imbalanced layer %d: busiest rank %.1f expert "
                      "tokens vs mean %.1f (x%.2f), wait %.4f ms per step "
                      "(every layer: JSON experts.per_layer)\n", hot,
@@ -295,8 +295,8 @@ static void run_queries(const nvl_run_result_t *r, const derived_t *d,
 {
     const nvl_run_args_t *a = r->args;
     nvl_cli_step_t s = {.topo = r->topo, .cfg = r->cfg, .tp = r->tp,
-                        .allreduce = a->allreduce, .stack = a->stack,
-                        .dtype = a->dtype, .batch = a->batch,
+                        .allreduce = a->engine.allreduce, .stack = a->engine.stack,
+                        .dtype = a->engine.dtype, .batch = a->batch,
                         .prompt_len = r->prompt_len, .decode = d->steps > 0};
     nvl_cli_step_queries(&s, qs);
 }
@@ -308,7 +308,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
     const nvl_run_args_t *a = r->args;
     nvl_runtime_print_header(out);
     char place[128];
-    nvl_cli_placement_name(r->tp, a->ep, a->attn_dp, sizeof place, place);
+    nvl_cli_placement_name(r->tp, a->engine.ep, a->engine.attn_dp, sizeof place, place);
     fprintf(out, "# nvlemu run: %s (%u of %u layers) on %s, %s, %s mode, "
                  "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
             r->topo->name, place,
@@ -323,13 +323,13 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                  "launch %s, overlap %s\n", a->batch,
             (unsigned long long)r->prompt_len, (unsigned long long)r->gen_len,
             a->ctx ? " (--ctx: one steady-state decode step)" : "",
-            nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype),
-            nvl_attn_name(a->attn), nvl_stack_name(a->stack),
-            nvl_launch_name(a->launch), nvl_overlap_name(a->overlap));
-    if (a->allreduce != NVL_AR_NCCL || a->fuse_ar_norm)
+            nvl_wdtype_name(a->engine.dtype), nvl_wdtype_name(a->engine.kv_dtype),
+            nvl_attn_name(r->engine->cost.attn), nvl_stack_name(a->engine.stack),
+            nvl_launch_name(a->engine.launch), nvl_overlap_name(a->engine.overlap));
+    if (a->engine.allreduce != NVL_AR_NCCL || a->engine.fuse_ar_norm)
         fprintf(out, "# allreduce %s%s\n",
-                nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce),
-                a->fuse_ar_norm ? ", fused with the residual add + RMSNorm"
+                nvl_ar_impl_name((nvl_ar_impl_t)a->engine.allreduce),
+                a->engine.fuse_ar_norm ? ", fused with the residual add + RMSNorm"
                                 : "");
     if (r->cfg->rope_yarn_factor > 0)
         fprintf(out, "# YaRN rope scaling: factor %g over %u pretrained "
@@ -400,11 +400,11 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
                      "step; fastest rank %d: busy %.3f ms, idle %.3f ms\n",
                 d.slowest, d.busy_ms[0], d.idle_ms[0], d.fastest,
                 d.busy_ms[1], d.idle_ms[1]);
-        if (a->overlap != NVL_OVERLAP_NONE)
+        if (a->engine.overlap != NVL_OVERLAP_NONE)
             fprintf(out, "  overlap (%s): communication stream %.3f ms per "
                          "step, %.3f ms of it hidden under the GEMM chunks, "
                          "%.3f ms exposed (in collective)\n",
-                    nvl_overlap_name(a->overlap), d.ovl_comm_ms,
+                    nvl_overlap_name(a->engine.overlap), d.ovl_comm_ms,
                     d.ovl_hidden_ms, d.ovl_comm_ms - d.ovl_hidden_ms);
     }
     moe_text(r, &d, out);
@@ -453,9 +453,9 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
     json_t *o = json_object();
     json_object_set_new(o, "experts", json_integer(r->cfg->num_experts));
     json_object_set_new(o, "top_k", json_integer(r->cfg->top_k));
-    json_object_set_new(o, "ep", json_integer(a->ep));
-    json_object_set_new(o, "expert_tp", json_integer(r->tp / a->ep));
-    json_object_set_new(o, "attn_parallel", json_string(a->attn_dp ? "dp"
+    json_object_set_new(o, "ep", json_integer(a->engine.ep));
+    json_object_set_new(o, "expert_tp", json_integer(r->tp / a->engine.ep));
+    json_object_set_new(o, "attn_parallel", json_string(a->engine.attn_dp ? "dp"
                                                                     : "tp"));
     json_object_set_new(o, "experts_per_rank_min", json_real(d->experts_min));
     json_object_set_new(o, "experts_per_rank_max", json_real(d->experts_max));
@@ -467,8 +467,8 @@ static json_t *moe_json(const nvl_run_result_t *r, const derived_t *d)
     json_object_set_new(o, "combine_bytes_per_layer",
                         json_real(d->combine_bytes));
     json_t *impls = json_object();
-    for (int i = 0; i < 2 && (a->ep > 1 || a->attn_dp); i++)
-        json_object_set_new(impls, nvl_cli_a2a_names[i].name,
+    for (int i = 0; i < 2 && (a->engine.ep > 1 || a->engine.attn_dp); i++)
+        json_object_set_new(impls, nvl_family_name(&nvl_engine_a2a_family, i),
                             d->a2a_dispatch_ms[i] < 0
                                 ? json_null()
                                 : json_pack("{s:f, s:f}",
@@ -546,28 +546,28 @@ static json_t *inputs_json(const nvl_run_result_t *r)
     json_object_set_new(in, "gen_len", json_integer((json_int_t)r->gen_len));
     json_object_set_new(in, "ctx", a->ctx ? json_integer(a->ctx) : json_null());
     json_object_set_new(in, "layers", json_integer(r->layers));
-    json_object_set_new(in, "dtype", json_string(nvl_wdtype_name(a->dtype)));
-    json_object_set_new(in, "kv_dtype", json_string(nvl_wdtype_name(a->kv_dtype)));
-    json_object_set_new(in, "attn", json_string(nvl_attn_name(a->attn)));
-    json_object_set_new(in, "stack", json_string(nvl_stack_name(a->stack)));
+    json_object_set_new(in, "dtype", json_string(nvl_wdtype_name(a->engine.dtype)));
+    json_object_set_new(in, "kv_dtype", json_string(nvl_wdtype_name(a->engine.kv_dtype)));
+    json_object_set_new(in, "attn", json_string(nvl_attn_name(r->engine->cost.attn)));
+    json_object_set_new(in, "stack", json_string(nvl_stack_name(a->engine.stack)));
     json_object_set_new(in, "overlap",
-                        json_string(nvl_overlap_name(a->overlap)));
+                        json_string(nvl_overlap_name(a->engine.overlap)));
     json_object_set_new(
-        in, "a2a", json_string(nvl_cli_a2a_names[a->a2a_onesided].name));
-    json_object_set_new(in, "launch", json_string(nvl_launch_name(a->launch)));
-    if (a->allreduce != NVL_AR_NCCL || a->fuse_ar_norm) { /* NCCL's: as before */
+        in, "a2a", json_string(nvl_family_name(&nvl_engine_a2a_family, a->engine.a2a_onesided)));
+    json_object_set_new(in, "launch", json_string(nvl_launch_name(a->engine.launch)));
+    if (a->engine.allreduce != NVL_AR_NCCL || a->engine.fuse_ar_norm) { /* NCCL's: as before */
         json_object_set_new(in, "allreduce", json_string(nvl_ar_impl_name(
-                                                 (nvl_ar_impl_t)a->allreduce)));
+                                                 (nvl_ar_impl_t)a->engine.allreduce)));
         json_object_set_new(in, "fuse_allreduce_norm",
-                            json_boolean(a->fuse_ar_norm));
+                            json_boolean(a->engine.fuse_ar_norm));
     }
     json_object_set_new(in, "mode", json_string(r->mode == NVL_MODE_DATA
                                                     ? "data" : "timing"));
     json_object_set_new(in, "weights", json_string(r->weights));
     json_object_set_new(in, "seed", json_integer(a->seed));
-    json_object_set_new(in, "route_skew", json_real(a->route_skew));
-    json_object_set_new(in, "ep", json_integer(a->ep));
-    json_object_set_new(in, "attn_parallel", json_string(a->attn_dp ? "dp"
+    json_object_set_new(in, "route_skew", json_real(a->engine.route_skew));
+    json_object_set_new(in, "ep", json_integer(a->engine.ep));
+    json_object_set_new(in, "attn_parallel", json_string(a->engine.attn_dp ? "dp"
                                                                      : "tp"));
     const char *algo = r->tuner->algo_env, *proto = r->tuner->proto_env;
     json_object_set_new(in, "nccl_algo", *algo ? json_string(algo) : json_null());
@@ -578,8 +578,8 @@ static json_t *inputs_json(const nvl_run_result_t *r)
         json_object_set_new(in, "gpus", json_integer(r->tp /
                                                      (int)r->topo->gpu.dies));
     }
-    json_object_set_new(in, "kv_host", host_share_json(a->kv_host));
-    json_object_set_new(in, "weights_host", host_share_json(a->weights_host));
+    json_object_set_new(in, "kv_host", host_share_json(a->engine.kv_host));
+    json_object_set_new(in, "weights_host", host_share_json(a->engine.weights_host));
     return in;
 }
 
@@ -669,7 +669,7 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                         nvl_validation_json(r->validation, qs.q, qs.n));
     json_object_set_new(root, "overlap",
                         json_pack("{s:s, s:f, s:f, s:f, s:f}", "mode",
-                                  nvl_overlap_name(a->overlap),
+                                  nvl_overlap_name(a->engine.overlap),
                                   "comm_ms_per_step", d.ovl_comm_ms,
                                   "hidden_ms_per_step", d.ovl_hidden_ms,
                                   "exposed_ms_per_step",

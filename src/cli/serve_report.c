@@ -88,8 +88,8 @@ static void serve_queries(const nvl_serve_result_t *r, nvl_cli_queries_t *qs)
     for (size_t i = 0; i < r->w->n; i++)
         prompt += (double)r->w->reqs[i].input_tokens / (double)r->w->n;
     nvl_cli_step_t s = {.topo = r->topo, .cfg = r->cfg, .tp = pl->tp,
-                        .allreduce = a->allreduce, .stack = a->stack,
-                        .dtype = a->dtype,
+                        .allreduce = a->engine.allreduce, .stack = a->engine.stack,
+                        .dtype = a->engine.dtype,
                         .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
                         .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
                         .decode = t.decode_tokens > 0};
@@ -102,7 +102,7 @@ static void serve_queries(const nvl_serve_result_t *r, nvl_cli_queries_t *qs)
                               .hardware = r->topo->name,
                               .ranks = (uint32_t)pl->tp};
     qs->q[i].attrs[0].key = "stack";
-    qs->q[i].attrs[0].value = nvl_stack_name(a->stack);
+    qs->q[i].attrs[0].value = nvl_stack_name(a->engine.stack);
 }
 
 void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
@@ -141,10 +141,10 @@ void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
             a->prefix_caching ? "on" : "off");
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
-            nvl_stack_name(a->stack),
-            a->stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
+            nvl_stack_name(a->engine.stack),
+            a->engine.stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
                                         : "a serving engine's fused kernels",
-            nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype));
+            nvl_wdtype_name(a->engine.dtype), nvl_wdtype_name(a->engine.kv_dtype));
     fprintf(out, "\nrequests     %zu finished in %.3f s (first arrival to "
                  "last token)\n\n", s->requests, s->makespan_s);
     fprintf(out, "%-12s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50",
@@ -241,9 +241,9 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
     json_t *in = json_pack(
         "{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:b}",
         "model", r->cfg->name, "topology", r->topo->name, "gpus", s->gpus,
-        "stack", nvl_stack_name(a->stack), "dtype", nvl_wdtype_name(a->dtype),
-        "kv_dtype", nvl_wdtype_name(a->kv_dtype), "allreduce",
-        nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce), "max_batch",
+        "stack", nvl_stack_name(a->engine.stack), "dtype", nvl_wdtype_name(a->engine.dtype),
+        "kv_dtype", nvl_wdtype_name(a->engine.kv_dtype), "allreduce",
+        nvl_ar_impl_name((nvl_ar_impl_t)a->engine.allreduce), "max_batch",
         (json_int_t)a->max_batch, "max_tokens_per_step",
         (json_int_t)a->max_tokens, "chunk",
         (json_int_t)(a->whole_prompts ? 0
