@@ -8,6 +8,18 @@
 #include "nvlemu/json.h"
 #include "run_report.h"
 
+#define KEY(id) nvl_run_stat_key(id)
+
+/* Row id's range over the ranks as KEY_min and KEY_max. */
+static void set_range(json_t *o, nvl_run_stat_id_t id, double lo, double hi)
+{
+    char k[64];
+    snprintf(k, sizeof k, "%s_min", KEY(id));
+    json_object_set_new(o, k, json_real(lo));
+    snprintf(k, sizeof k, "%s_max", KEY(id));
+    json_object_set_new(o, k, json_real(hi));
+}
+
 static json_t *parts_json(const double *parts, double total, double scale,
                           const char *unit)
 {
@@ -47,14 +59,14 @@ static json_t *moe_json(const nvl_run_result_t *r, const nvl_run_derived_t *d)
     json_object_set_new(o, "expert_tp", json_integer(r->tp / a->engine.ep));
     json_object_set_new(o, "attn_parallel", json_string(a->engine.attn_dp ? "dp"
                                                                     : "tp"));
-    json_object_set_new(o, "experts_per_rank_min", json_real(d->experts_min));
-    json_object_set_new(o, "experts_per_rank_max", json_real(d->experts_max));
-    json_object_set_new(o, "moe_layers", json_real(STAT(NVL_RS_MOE_LAYERS, 0)));
-    json_object_set_new(o, "dispatch_ms_per_layer", json_real(d->dispatch_ms));
-    json_object_set_new(o, "dispatch_bytes_per_layer",
+    set_range(o, NVL_RS_EXPERTS, d->experts_min, d->experts_max);
+    json_object_set_new(o, KEY(NVL_RS_MOE_LAYERS),
+                        json_real(STAT(NVL_RS_MOE_LAYERS, 0)));
+    json_object_set_new(o, KEY(NVL_RS_DISPATCH_MS), json_real(d->dispatch_ms));
+    json_object_set_new(o, KEY(NVL_RS_DISPATCH_BYTES),
                         json_real(d->dispatch_bytes));
-    json_object_set_new(o, "combine_ms_per_layer", json_real(d->combine_ms));
-    json_object_set_new(o, "combine_bytes_per_layer",
+    json_object_set_new(o, KEY(NVL_RS_COMBINE_MS), json_real(d->combine_ms));
+    json_object_set_new(o, KEY(NVL_RS_COMBINE_BYTES),
                         json_real(d->combine_bytes));
     json_t *impls = json_object();
     for (int i = 0; i < 2 && (a->engine.ep > 1 || a->engine.attn_dp); i++)
@@ -62,22 +74,22 @@ static json_t *moe_json(const nvl_run_result_t *r, const nvl_run_derived_t *d)
                             d->a2a_dispatch_ms[i] < 0
                                 ? json_null()
                                 : json_pack("{s:f, s:f}",
-                                            "dispatch_ms_per_layer",
+                                            KEY(NVL_RS_DISPATCH_ALT_MS),
                                             d->a2a_dispatch_ms[i],
-                                            "combine_ms_per_layer",
+                                            KEY(NVL_RS_COMBINE_ALT_MS),
                                             d->a2a_combine_ms[i]));
-    json_object_set_new(o, "all_to_all", impls);
-    json_object_set_new(o, "expert_tokens_per_layer_max",
+    json_object_set_new(o, KEY(NVL_RS_A2A_ALT_USABLE), impls);
+    json_object_set_new(o, KEY(NVL_RS_EXPERT_PAIRS_MAX),
                         json_real(d->pairs_max));
-    json_object_set_new(o, "expert_tokens_per_layer_mean",
+    json_object_set_new(o, KEY(NVL_RS_EXPERT_PAIRS_MEAN),
                         json_real(d->pairs_mean));
     json_object_set_new(o, "imbalance",
                         json_real(d->pairs_mean > 0
                                       ? d->pairs_max / d->pairs_mean : 1.0));
-    json_object_set_new(o, "imbalance_wait_ms_per_step",
+    json_object_set_new(o, KEY(NVL_RS_COMBINE_WAIT_MS),
                         json_real(d->wait_ms_step));
     json_object_set_new(o, "most_loaded_rank", json_integer(d->most_loaded));
-    json_object_set_new(o, "most_loaded_rank_tokens_per_layer",
+    json_object_set_new(o, KEY(NVL_RS_EXPERT_PAIRS),
                         json_real(d->most_loaded_pairs));
     /* per MoE layer, per decode step, the mean rank's: the layer table */
     json_t *layers = json_array();
@@ -195,14 +207,37 @@ static json_t *memory_json(const nvl_run_result_t *r, const nvl_run_derived_t *d
     json_object_set_new(o, "host_gb", json_real(m->host_bytes / 1e9));
     json_object_set_new(o, "fits", json_boolean(m->fits));
     if (d != NULL) { /* the run's C2C traffic (none when it did not run) */
-        json_object_set_new(o, "c2c_bytes_per_step", json_real(d->c2c_bytes));
-        json_object_set_new(o, "c2c_ms_per_step", json_real(d->c2c_ms));
+        json_object_set_new(o, KEY(NVL_RS_C2C_H2D_BYTES),
+                            json_real(d->c2c_bytes));
+        json_object_set_new(o, KEY(NVL_RS_C2C_H2D_MS), json_real(d->c2c_ms));
         json_object_set_new(o, "c2c_exposed_ms_per_step",
                             json_real(d->c2c_exposed_ms));
         json_object_set_new(o, "c2c_utilisation",
                             json_real(d->c2c_utilisation));
     }
     return o;
+}
+
+/* The slowest (j = 0) or fastest (1) rank's decode step. */
+static json_t *rank_json(const nvl_run_derived_t *d, int j, int rank)
+{
+    return json_pack("{s:i, s:f, s:f}", "rank", rank,
+                     KEY(NVL_RS_DECODE_BUSY_MS), d->busy_ms[j],
+                     KEY(NVL_RS_DECODE_IDLE_MS), d->idle_ms[j]);
+}
+
+/* Data mode: every sequence's new tokens. */
+static json_t *tokens_json(const nvl_run_result_t *r)
+{
+    json_t *toks = json_array();
+    for (long b = 0; b < r->args->batch; b++) {
+        json_t *row = json_array();
+        for (uint64_t s = 0; s < r->gen_len; s++)
+            json_array_append_new(row, json_integer(
+                r->tokens[(uint64_t)b * r->gen_len + s]));
+        json_array_append_new(toks, row);
+    }
+    return toks;
 }
 
 nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
@@ -223,35 +258,34 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(root, "tokens_per_s_per_gpu", json_real(d.tokens_per_s_per_gpu));
     json_object_set_new(root, "tokens_per_s_rack", json_real(d.tokens_per_s_rack));
     json_object_set_new(root, "replicas_per_system", json_integer(d.replicas));
-    json_object_set_new(root, "decode_tflops_per_gpu", json_real(d.decode_tflops_per_gpu));
-    json_object_set_new(root, "decode_hbm_tb_per_s_per_gpu", json_real(d.decode_hbm_tb_per_s));
-    json_object_set_new(root, "decode_step_breakdown",
+    json_object_set_new(root, KEY(NVL_RS_DECODE_FLOPS),
+                        json_real(d.decode_tflops_per_gpu));
+    json_object_set_new(root, KEY(NVL_RS_DECODE_HBM_BYTES),
+                        json_real(d.decode_hbm_tb_per_s));
+    json_object_set_new(root, KEY(NVL_RS_DECODE_MS),
                         parts_json(d.dec, d.dec_total, 1.0, "ms"));
     double lt = 0;
     for (int p = 0; p < NVL_PART_COUNT; p++)
         lt += d.dec_layer[p];
-    json_object_set_new(root, "decode_layer_breakdown",
+    json_object_set_new(root, KEY(NVL_RS_DECODE_LAYER_MS),
                         parts_json(d.dec_layer, lt, 1e3, "us"));
-    json_object_set_new(root, "prefill_breakdown",
+    json_object_set_new(root, KEY(NVL_RS_PREFILL_MS),
                         parts_json(d.pre, d.pre_total, 1.0, "ms"));
-    json_object_set_new(root, "slowest_rank",
-                        json_pack("{s:i, s:f, s:f}", "rank", d.slowest,
-                                  "busy_ms", d.busy_ms[0], "idle_ms", d.idle_ms[0]));
-    json_object_set_new(root, "fastest_rank",
-                        json_pack("{s:i, s:f, s:f}", "rank", d.fastest,
-                                  "busy_ms", d.busy_ms[1], "idle_ms", d.idle_ms[1]));
-    json_object_set_new(root, "shards",
-                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:i}",
-                                  "q_heads_min", d.q_min, "q_heads_max", d.q_max,
-                                  "intermediate_min", d.i_min,
-                                  "intermediate_max", d.i_max, "vocab_min", d.v_min,
-                                  "vocab_max", d.v_max, "attention_idle_ranks",
-                                  d.attn_idle_ranks));
+    json_object_set_new(root, "slowest_rank", rank_json(&d, 0, d.slowest));
+    json_object_set_new(root, "fastest_rank", rank_json(&d, 1, d.fastest));
+    json_t *shards = json_object();
+    set_range(shards, NVL_RS_Q_HEADS, d.q_min, d.q_max);
+    set_range(shards, NVL_RS_INTERMEDIATE, d.i_min, d.i_max);
+    set_range(shards, NVL_RS_VOCAB, d.v_min, d.v_max);
+    json_object_set_new(shards, KEY(NVL_RS_ATTN_IDLE),
+                        json_integer(d.attn_idle_ranks));
+    json_object_set_new(root, "shards", shards);
     json_object_set_new(root, "memory_per_gpu", memory_json(r, &d));
     json_object_set_new(root, "emulation",
                         json_pack("{s:f, s:f, s:f}", "wall_s", r->wall_s,
                                   "wall_s_per_decode_step", d.wall_per_step_s,
-                                  "peak_rss_mb_max", d.rss_max / 1e6));
+                                  KEY(NVL_RS_PEAK_RSS_BYTES),
+                                  d.rss_max / 1e6));
     json_object_set_new(root, "experts", moe_json(r, &d));
     nvl_cli_queries_t qs;
     nvl_run_queries(r, &d, &qs);
@@ -260,23 +294,15 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(root, "overlap",
                         json_pack("{s:s, s:f, s:f, s:f, s:f}", "mode",
                                   nvl_overlap_name(a->engine.overlap),
-                                  "comm_ms_per_step", d.ovl_comm_ms,
-                                  "hidden_ms_per_step", d.ovl_hidden_ms,
+                                  KEY(NVL_RS_OVERLAP_COMM_MS), d.ovl_comm_ms,
+                                  KEY(NVL_RS_OVERLAP_HIDDEN_MS),
+                                  d.ovl_hidden_ms,
                                   "exposed_ms_per_step",
                                   d.ovl_comm_ms - d.ovl_hidden_ms,
-                                  "prefill_hidden_ms",
+                                  KEY(NVL_RS_PREFILL_HIDDEN_MS),
                                   d.ovl_prefill_hidden_ms));
-    if (r->tokens != NULL) {
-        json_t *toks = json_array();
-        for (long b = 0; b < a->batch; b++) {
-            json_t *row = json_array();
-            for (uint64_t s = 0; s < r->gen_len; s++)
-                json_array_append_new(row, json_integer(
-                    r->tokens[(uint64_t)b * r->gen_len + s]));
-            json_array_append_new(toks, row);
-        }
-        json_object_set_new(root, "new_tokens", toks);
-    }
+    if (r->tokens != NULL)
+        json_object_set_new(root, "new_tokens", tokens_json(r));
     return write_json(root, path);
 }
 
