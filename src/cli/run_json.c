@@ -57,8 +57,8 @@ static json_t *moe_json(const nvl_run_result_t *r, const nvl_run_derived_t *d)
     json_object_set_new(o, "top_k", json_integer(r->cfg->top_k));
     json_object_set_new(o, "ep", json_integer(a->engine.ep));
     json_object_set_new(o, "expert_tp", json_integer(r->tp / a->engine.ep));
-    json_object_set_new(o, "attn_parallel", json_string(a->engine.attn_dp ? "dp"
-                                                                    : "tp"));
+    json_object_set_new(o, "attn_parallel", json_string(nvl_family_name(
+                            &nvl_attn_parallel_family, a->engine.attn_dp)));
     set_range(o, NVL_RS_EXPERTS, d->experts_min, d->experts_max);
     json_object_set_new(o, KEY(NVL_RS_MOE_LAYERS),
                         json_real(STAT(NVL_RS_MOE_LAYERS, 0)));
@@ -169,8 +169,8 @@ static json_t *inputs_json(const nvl_run_result_t *r)
     json_object_set_new(in, "seed", json_integer(a->seed));
     json_object_set_new(in, "route_skew", json_real(a->engine.route_skew));
     json_object_set_new(in, "ep", json_integer(a->engine.ep));
-    json_object_set_new(in, "attn_parallel", json_string(a->engine.attn_dp ? "dp"
-                                                                     : "tp"));
+    json_object_set_new(in, "attn_parallel", json_string(nvl_family_name(
+                            &nvl_attn_parallel_family, a->engine.attn_dp)));
     const char *algo = r->tuner->algo_env, *proto = r->tuner->proto_env;
     json_object_set_new(in, "nccl_algo", *algo ? json_string(algo) : json_null());
     json_object_set_new(in, "nccl_proto", *proto ? json_string(proto) : json_null());
