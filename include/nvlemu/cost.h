@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvlemu/family.h"
 #include "nvlemu/status.h"
 #include "nvlemu/topo.h"
 #include "nvlemu/vclock.h"
@@ -75,6 +76,13 @@ typedef enum {
     NVL_LAUNCH_PERSISTENT,
     NVL_LAUNCH_COUNT
 } nvl_launch_t;
+
+/* The families (family.h), a row per enum value: their names as the
+ * command line spells them, and a line each (`nvlemu --list`).  fusion:
+ * --fusion's older names of the stacks, a row per nvl_stack_t. */
+extern const nvl_family_t nvl_wdtype_family, nvl_attn_family,
+    nvl_stack_family, nvl_fusion_family, nvl_launch_family,
+    nvl_gemm_lib_family;
 
 /* Names as the command line spells them ("bf16", "fp8", "fp4"; "fa3",
  * "fa4", "sdpa"; "torch", "fused"; "eager", "graph", "persistent"), and their

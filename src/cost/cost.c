@@ -5,84 +5,139 @@
 #include <math.h>
 #include <string.h>
 
-/* One row per weight dtype: name, bytes per element (block scales
- * included), which tensor-core peak it runs at. */
+/* The families of a kernel's settings (family.h): a row per member,
+ * indexed by its enum. */
+
+/* Weight dtypes: bytes per element (block scales included) and the
+ * tensor-core peak it runs at. */
 static const struct {
-    const char *name;
+    nvl_member_t id;
     double bytes;
     size_t peak_offset; /* into nvl_gpu_spec_t */
 } wdtypes[NVL_WDT_COUNT] = {
-    [NVL_WDT_BF16] = {"bf16", 2.0, offsetof(nvl_gpu_spec_t, bf16_flops_per_s)},
-    [NVL_WDT_FP8] = {"fp8", 1.0, offsetof(nvl_gpu_spec_t, fp8_flops_per_s)},
+    [NVL_WDT_BF16] = {{"bf16", "bfloat16, 2 bytes an element"}, 2.0,
+                      offsetof(nvl_gpu_spec_t, bf16_flops_per_s)},
+    [NVL_WDT_FP8] = {{"fp8", "FP8 E4M3, 1 byte an element"}, 1.0,
+                     offsetof(nvl_gpu_spec_t, fp8_flops_per_s)},
     /* MXFP4: 32 four-bit elements share one 8-bit scale (OCP MX spec) */
-    [NVL_WDT_FP4] = {"fp4", 0.5 + 1.0 / 32.0,
+    [NVL_WDT_FP4] = {{"fp4", "MXFP4: 4-bit elements, an 8-bit scale per "
+                             "32 (OCP MX spec)"},
+                     0.5 + 1.0 / 32.0,
                      offsetof(nvl_gpu_spec_t, fp4_flops_per_s)},
 };
+const nvl_family_t nvl_wdtype_family =
+    NVL_FAMILY("dtype", "weight (and matmul input) types (--dtype; "
+                        "--kv-dtype takes bf16 and fp8)", wdtypes);
 
-static const char *const attn_names[NVL_ATTN_COUNT] = {"fa3", "fa4", "sdpa"};
-static const char *const stack_names[NVL_STACK_COUNT] = {"torch", "fused"};
-static const char *const launch_names[NVL_LAUNCH_COUNT] = {"eager", "graph",
-                                                           "persistent"};
+static const struct {
+    nvl_member_t id;
+} attns[NVL_ATTN_COUNT] = {
+    [NVL_ATTN_FA3] = {{"fa3", "FlashAttention-3 (serving engines on "
+                              "Hopper)"}},
+    [NVL_ATTN_FA4] = {{"fa4", "FlashAttention-4 (serving engines on "
+                              "Blackwell)"}},
+    [NVL_ATTN_SDPA] = {{"sdpa", "PyTorch's scaled_dot_product_attention "
+                                "(cuDNN; [gpu] sdpa_efficiency)"}},
+};
+const nvl_family_t nvl_attn_family =
+    NVL_FAMILY("attn", "attention kernels (--attn; auto: the stack's)",
+               attns);
+
+/* Stacks: the attention kernel each runs unless --attn says otherwise
+ * (by_gpu: FlashAttention-4 on GPUs with FP4 tensor cores, else 3). */
+static const struct {
+    nvl_member_t id;
+    nvl_attn_impl_t attn;
+    bool attn_by_gpu;
+} stacks[NVL_STACK_COUNT] = {
+    [NVL_STACK_TORCH] = {{"torch", "PyTorch with CUDA graphs, one kernel "
+                                   "per F.* call"},
+                         NVL_ATTN_SDPA, false},
+    [NVL_STACK_FUSED] = {{"fused", "a serving engine's fused kernels "
+                                   "(TensorRT-LLM)"},
+                         NVL_ATTN_FA3, true},
+};
+const nvl_family_t nvl_stack_family =
+    NVL_FAMILY("stack", "software stacks: the kernels a step runs "
+                        "(--stack)", stacks);
+
+/* --fusion, the stacks' older names: a row per stack. */
+static const struct {
+    nvl_member_t id;
+} fusions[NVL_STACK_COUNT] = {
+    [NVL_STACK_TORCH] = {{"none", "older name of the torch stack"}},
+    [NVL_STACK_FUSED] = {{"typical", "older name of the fused stack"}},
+};
+const nvl_family_t nvl_fusion_family =
+    NVL_FAMILY("fusion", "older names of the stacks, a row per stack "
+                         "(--fusion)", fusions);
+
+static const struct {
+    nvl_member_t id;
+} launches[NVL_LAUNCH_COUNT] = {
+    [NVL_LAUNCH_EAGER] = {{"eager", "the host launches every kernel and "
+                                    "collective"}},
+    [NVL_LAUNCH_GRAPH] = {{"graph", "a CUDA graph: one launch per forward "
+                                    "pass"}},
+    [NVL_LAUNCH_PERSISTENT] = {{"persistent", "persistent kernels: no "
+                                              "launches, no kernel floor"}},
+};
+const nvl_family_t nvl_launch_family =
+    NVL_FAMILY("launch", "how the host launches kernels (--launch)",
+               launches);
 
 const char *nvl_wdtype_name(nvl_wdtype_t dt)
 {
-    return dt < NVL_WDT_COUNT ? wdtypes[dt].name : "?";
+    return nvl_family_name(&nvl_wdtype_family, (int)dt);
 }
 const char *nvl_attn_name(nvl_attn_impl_t a)
 {
-    return a < NVL_ATTN_COUNT ? attn_names[a] : "?";
+    return nvl_family_name(&nvl_attn_family, (int)a);
 }
 const char *nvl_stack_name(nvl_stack_t s)
 {
-    return s < NVL_STACK_COUNT ? stack_names[s] : "?";
+    return nvl_family_name(&nvl_stack_family, (int)s);
 }
 const char *nvl_launch_name(nvl_launch_t l)
 {
-    return l < NVL_LAUNCH_COUNT ? launch_names[l] : "?";
+    return nvl_family_name(&nvl_launch_family, (int)l);
 }
 
-/* Finds name among n names; reports the accepted ones otherwise. */
+/* Finds name in family; reports the accepted ones otherwise. */
 static nvl_status_t parse_name(const char *what, const char *name,
-                               const char *(*name_of)(int), int n, int *out)
+                               const nvl_family_t *family, int *out)
 {
-    char list[128] = "";
-    for (int i = 0; i < n; i++) {
-        if (strcmp(name, name_of(i)) == 0) {
-            *out = i;
-            return NVL_OK;
-        }
-        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, name_of(i), sizeof list - strlen(list) - 1);
-    }
+    if (nvl_family_parse(family, name, out) == NVL_OK)
+        return NVL_OK;
+    char list[128];
+    nvl_family_names(family, ", ", ", ", list, sizeof list);
     nvl_report("%s: unknown value '%s' (expected one of: %s)", what, name,
                list);
     return NVL_ERR_INVALID;
 }
 
-/* One parser per option family, over that family's names. */
-#define NVL_NAME_PARSER(fn, type, count, name_of)                         \
-    static const char *fn##_name(int i) { return name_of((type)i); }      \
+/* One parser per family. */
+#define NVL_NAME_PARSER(fn, type, family)                                 \
     nvl_status_t fn(const char *what, const char *name, type *out)        \
     {                                                                     \
         int v;                                                            \
-        nvl_status_t st = parse_name(what, name, fn##_name, count, &v);   \
+        nvl_status_t st = parse_name(what, name, family, &v);             \
         if (st == NVL_OK)                                                 \
             *out = (type)v;                                               \
         return st;                                                        \
     }
 
-NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, NVL_WDT_COUNT, nvl_wdtype_name)
-NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, NVL_ATTN_COUNT, nvl_attn_name)
-NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, NVL_STACK_COUNT, nvl_stack_name)
-NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, NVL_LAUNCH_COUNT,
-                nvl_launch_name)
-NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, NVL_GEMM_COUNT,
-                nvl_gemm_lib_name)
+NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, &nvl_wdtype_family)
+NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, &nvl_attn_family)
+NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, &nvl_stack_family)
+NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, &nvl_launch_family)
+NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, &nvl_gemm_lib_family)
 
 nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack)
 {
-    if (stack == NVL_STACK_TORCH)
-        return NVL_ATTN_SDPA;
+    if ((unsigned)stack >= NVL_STACK_COUNT || !stacks[stack].attn_by_gpu)
+        return (unsigned)stack < NVL_STACK_COUNT ? stacks[stack].attn
+                                                 : NVL_ATTN_SDPA;
     return topo != NULL && topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
                                                           : NVL_ATTN_FA3;
 }

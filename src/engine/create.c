@@ -114,6 +114,10 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,
                                nvl_engine_t **engine_out)
 {
+    /* as every rank fails alike, rank 0 reports */
+    nvl_status_t st = nvl_comm_set_allreduce(tp, opts->allreduce);
+    if (st != NVL_OK)
+        return st;
     nvl_engine_t *e = calloc(1, sizeof *e);
     if (e == NULL) {
         nvl_report("out of memory for the engine");
@@ -137,7 +141,6 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
 
     /* the same on every rank: the lowest rank reports */
     nvl_runtime_capture_begin();
-    nvl_status_t st = NVL_OK;
     if (opts->layers > cfg->layers) {
         nvl_report("--layers %u: model '%s' has %u layers", opts->layers,
                    cfg->name, cfg->layers);
@@ -174,7 +177,7 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
             nvl_comm_set_time_dtype(e->ovl, NVL_DT_BF16);
             nvl_comm_set_tuner(e->ovl, nvl_comm_tuner(e->dense));
             /* its chunks' allreduces: the same implementation */
-            st = nvl_comm_set_allreduce(e->ovl, nvl_comm_allreduce(e->dense));
+            st = nvl_comm_set_allreduce(e->ovl, opts->allreduce);
         }
     }
     if (st != NVL_OK) {
