@@ -216,6 +216,13 @@ const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e)
     return &e->shard;
 }
 
+bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li)
+{
+    return nvl_model_layer_is_moe(&e->cfg, li) &&
+           nvl_comm_size(e->tp) > 1 &&
+           (e->shard.ep > 1 || e->shard.attn_dp);
+}
+
 double nvl_engine_weight_bytes(const nvl_engine_t *e)
 {
     /* embedding, lm_head, norms, biases and router stay bf16, as quantized
