@@ -134,8 +134,7 @@ static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     p->past_sum = 0;
     for (int i = 0; i < n; i++)
         p->past_sum += (double)p->past[i];
-    p->kv_pos = 2.0 * e->shard.kv_heads.count * e->cfg.head_dim *
-                nvl_wdtype_bytes(e->opts.cost.kv_dtype);
+    p->kv_pos = nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype);
 }
 
 /* The vocab-parallel embedding (the rows this rank holds, zeros
