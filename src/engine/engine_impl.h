@@ -3,6 +3,8 @@
  * The rooms, each one file of src/engine/, and who may call whom (a file
  * calls only files below it; nothing calls upward, so there is no cycle):
  *
+ *   step.c       one continuous-batching step of nvlemu serve (calls
+ *                pass.c)
  *   generate.c   checks prompts, runs the prefill and the decode steps,
  *                samples, gathers outputs (data-parallel attention)
  *   pass.c       one forward pass: embedding, the layers, final norm,
@@ -25,10 +27,9 @@
  *   f32.c        float32 maths (data mode)
  *   kv.c         KV caches and a pass's activations (data mode)
  *   record.c     per-pass statistics and events
- *   step.c       one continuous-batching step of nvlemu serve (calls
- *                pass.c)
- *   create.c     options, creation, teardown, memory sizes
  *   memory.c     where the bytes live (HBM, host memory), whether they fit
+ *   create.c     options, creation, teardown, memory sizes, whether a
+ *                layer's experts are expert-parallel
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
  * Only issue.c advances the clock (through the stream of src/cost/ and the
