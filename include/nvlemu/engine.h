@@ -288,7 +288,9 @@ const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e);
 
 /* Bytes this rank's GPU would hold: its weight shard in the weight dtype,
  * and its KV cache for a batch of `seqs` sequences of `positions` each in
- * the KV dtype (data-parallel attention: for its share of the batch). */
+ * the KV dtype (data-parallel attention: for its share of the batch):
+ * layers run x nvl_attn_kv_pos_bytes of its shard's geometry
+ * (nvl_engine_shard(e)->attn) x seqs x positions. */
 double nvl_engine_weight_bytes(const nvl_engine_t *e);
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions);

@@ -147,6 +147,20 @@ double nvl_wdtype_bytes(nvl_wdtype_t dt)
     return dt < NVL_WDT_COUNT ? wdtypes[dt].bytes : 2.0;
 }
 
+/* (Here rather than in gemm_lib.c, which then calls nothing of this
+ * file: the type's name is this file's.) */
+nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg)
+{
+    double rel;
+    nvl_gemm_lib_t lib = nvl_gemm_lib_choose(cfg, cfg->weight_dtype, &rel);
+    if (rel > 0)
+        return NVL_OK;
+    nvl_report("%s %s: the library has no %s GEMM kernel (docs/cost-model.md "
+               "\"GEMM libraries\")", what, nvl_gemm_lib_name(lib),
+               nvl_wdtype_name(cfg->weight_dtype));
+    return NVL_ERR_INVALID;
+}
+
 /* A kernel's fixed GPU time: a persistent kernel saves the part an empty
  * kernel costs (its launch and teardown on the GPU, kernel_floor). */
 static double overhead_s(const nvl_cost_cfg_t *cfg, int64_t ps)
@@ -260,17 +274,52 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     return matmul_work(cfg, groups, m, n, k, NULL, &t_s);
 }
 
+nvl_attn_geom_t nvl_attn_geom_gqa(uint32_t q_heads, uint32_t kv_heads,
+                                  uint32_t head_dim)
+{
+    return (nvl_attn_geom_t){.q_heads = q_heads, .kv_heads = kv_heads,
+                             .k_elems = head_dim, .v_elems = head_dim,
+                             .qk_dim = head_dim, .v_dim = head_dim};
+}
+
+double nvl_attn_kv_elem_bytes(nvl_wdtype_t kv_dtype)
+{
+    return nvl_wdtype_bytes(kv_dtype == NVL_WDT_FP8 ? NVL_WDT_FP8
+                                                    : NVL_WDT_BF16);
+}
+
+double nvl_attn_kv_head_bytes(const nvl_attn_geom_t *g, nvl_wdtype_t kv_dtype)
+{
+    return ((double)g->k_elems + g->v_elems) * nvl_attn_kv_elem_bytes(kv_dtype);
+}
+
+double nvl_attn_kv_pos_bytes(const nvl_attn_geom_t *g, nvl_wdtype_t kv_dtype)
+{
+    /* integers below 2^53: exact in any order */
+    return (double)g->kv_heads * nvl_attn_kv_head_bytes(g, kv_dtype);
+}
+
 nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
                                      const uint64_t *new_tokens,
                                      const uint64_t *past, uint32_t q_heads,
                                      uint32_t kv_heads, uint32_t head_dim)
 {
+    nvl_attn_geom_t g = nvl_attn_geom_gqa(q_heads, kv_heads, head_dim);
+    return nvl_cost_attention_geom(cfg, n_seqs, new_tokens, past, &g);
+}
+
+nvl_kernel_cost_t nvl_cost_attention_geom(const nvl_cost_cfg_t *cfg,
+                                          size_t n_seqs,
+                                          const uint64_t *new_tokens,
+                                          const uint64_t *past,
+                                          const nvl_attn_geom_t *g)
+{
     nvl_kernel_cost_t c = {0, 0, 0};
-    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
-    double d = (double)head_dim;
-    double kv_row = 2.0 * kv_heads * d *
-                    nvl_wdtype_bytes(cfg->kv_dtype == NVL_WDT_FP8 ? NVL_WDT_FP8
-                                                                  : NVL_WDT_BF16);
+    const nvl_gpu_spec_t *gpu = &cfg->topo->gpu;
+    double q_heads = g->q_heads, kv_heads = g->kv_heads;
+    /* a score's query-key product, then its share of the output */
+    double dims = (double)g->qk_dim + g->v_dim;
+    double kv_row = nvl_attn_kv_pos_bytes(g, cfg->kv_dtype);
     double scores = 0, tokens = 0;
     for (size_t i = 0; i < n_seqs; i++) {
         double T = (double)new_tokens[i], P = (double)past[i];
@@ -280,13 +329,13 @@ nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
         c.bytes += kv_row * (P + 2.0 * T);
         tokens += T;
     }
-    if (q_heads == 0 || tokens == 0)
+    if (g->q_heads == 0 || tokens == 0)
         return (nvl_kernel_cost_t){0, 0, 0};
-    c.bytes += 2.0 * tokens * q_heads * d * 2.0; /* q read, o written */
-    c.flops = 4.0 * d * scores; /* q k^T and p v: 2 FLOPs per MAC each */
+    c.bytes += tokens * q_heads * dims * 2.0; /* q read, o written */
+    c.flops = 2.0 * dims * scores; /* q k^T and p v: 2 FLOPs per MAC each */
     double exps = scores;
     if (cfg->attn == NVL_ATTN_FA4)
-        exps *= 1.0 - g->fa4_exp_fma_share;
+        exps *= 1.0 - gpu->fa4_exp_fma_share;
     /* independent (sequence, KV head) streams: one reaches half the rate */
     double units = (double)n_seqs * kv_heads;
     /* (sequence, query head, 128-row query block) tiles: with fewer tiles
@@ -294,17 +343,17 @@ nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
     double tiles = 0;
     for (size_t i = 0; i < n_seqs; i++)
         tiles += (double)q_heads * ceil((double)new_tokens[i] / 128.0);
-    double fill = tiles / (tiles + (double)g->sm_count);
-    double eff = cfg->attn == NVL_ATTN_SDPA ? g->sdpa_efficiency
-                                            : g->attn_efficiency;
+    double fill = tiles / (tiles + (double)gpu->sm_count);
+    double eff = cfg->attn == NVL_ATTN_SDPA ? gpu->sdpa_efficiency
+                                            : gpu->attn_efficiency;
     double t_mma = c.flops / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
-                                                 g->bf16_flops_per_s) *
+                                                 gpu->bf16_flops_per_s) *
                               eff * fill);
     double t_exp = exps / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
-                                              g->exp_ops_per_s) * fill);
+                                              gpu->exp_ops_per_s) * fill);
     double t_mem = c.bytes / (nvl_topo_hbm_bw(cfg->topo, cfg->gpu) *
-                              g->attn_hbm_efficiency * units / (units + 1.0));
-    c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->attn_overhead_ps) +
+                              gpu->attn_hbm_efficiency * units / (units + 1.0));
+    c.time_ps = nvl_ps_from_s(overhead_s(cfg, gpu->attn_overhead_ps) +
                               fmax(t_mma, fmax(t_exp, t_mem)));
     return c;
 }

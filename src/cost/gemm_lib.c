@@ -106,15 +106,3 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
     *rel_out = libs[best].rel[dt];
     return best;
 }
-
-nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg)
-{
-    double rel;
-    nvl_gemm_lib_t lib = nvl_gemm_lib_choose(cfg, cfg->weight_dtype, &rel);
-    if (rel > 0)
-        return NVL_OK;
-    nvl_report("%s %s: the library has no %s GEMM kernel (docs/cost-model.md "
-               "\"GEMM libraries\")", what, nvl_gemm_lib_name(lib),
-               nvl_wdtype_name(cfg->weight_dtype));
-    return NVL_ERR_INVALID;
-}
