@@ -116,8 +116,8 @@ def grid_args(g):
                    help="mixture of experts under --ep: nccl, onesided "
                         "all-to-alls (default nccl)")
     g.add_argument("--allreduce", type=split_list, default=["nccl"],
-                   help="tensor-parallel allreduces: nccl, oneshot, twoshot, "
-                        "nvls-oneshot, nvls-twoshot, auto (default nccl)")
+                   help="tensor-parallel allreduces, as `nvlemu --list allreduce` "
+                        "names them (default nccl)")
     g.add_argument("--fuse-allreduce-norm", type=split_list, default=["no"],
                    help="no and/or yes: the residual add + RMSNorm inside "
                         "the allreduce kernel (not a run with nccl; default no)")
