@@ -21,7 +21,7 @@ CHOICES = {
     "a2a": ("a2a", ("nccl", "onesided")),
     "attn_parallel": ("attn-parallel", ("tp", "dp")),
     "rank_plays": ("rank-plays", ("gpu", "die")),
-    "scheduler": ("scheduler", ("vllm", "trtllm")),
+    "scheduler": ("scheduler", None),
 }
 
 _listed = {}
