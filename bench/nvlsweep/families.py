@@ -16,10 +16,10 @@ import subprocess
 # option -> (nvlemu's family, the names until nvlemu lists that family)
 CHOICES = {
     "allreduce": ("allreduce", None),
-    "stack": ("stack", ("torch", "fused")),
-    "overlap": ("overlap", ("none", "async-tp")),
-    "a2a": ("a2a", ("nccl", "onesided")),
-    "attn_parallel": ("attn-parallel", ("tp", "dp")),
+    "stack": ("stack", None),
+    "overlap": ("overlap", None),
+    "a2a": ("a2a", None),
+    "attn_parallel": ("attn-parallel", None),
     "rank_plays": ("rank-plays", ("gpu", "die")),
     "scheduler": ("scheduler", None),
 }
