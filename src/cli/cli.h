@@ -68,129 +68,6 @@ typedef struct {
     {.name = "ranks", .kind = NVL_OPT_LONG, .offset = offsetof(type, ranks), \
      .arg = "N", .doc = (doc_), .min = 1, .max = NVL_TOPO_MAX_GPUS}
 
-/* The placement of a mixture of experts, into `long ep` and `int attn_dp`
- * (`run` and `generate`). */
-extern const nvl_opt_name_t nvl_cli_attn_parallel_names[];
-
-/* --stack torch|fused (an nvl_stack_t field) and its older spelling
- * --fusion none|typical, for the commands that run a model. */
-extern const nvl_opt_name_t nvl_cli_stack_names[];
-extern const nvl_opt_name_t nvl_cli_fusion_names[];
-#define NVL_CLI_OPTS_STACK(type, field)                                     \
-    {.name = "stack", .kind = NVL_OPT_ENUM,                                 \
-     .offset = offsetof(type, field), .arg = "torch|fused", .def = "fused", \
-     .names = nvl_cli_stack_names,                                          \
-     .doc = "the software stack whose kernels a step runs: torch "          \
-            "(PyTorch with CUDA graphs, one kernel per F.* call) or fused "  \
-            "(a serving engine's fused kernels)"},                          \
-    {.name = "fusion", .kind = NVL_OPT_ENUM,                                \
-     .offset = offsetof(type, field), .arg = "none|typical",               \
-     .names = nvl_cli_fusion_names,                                         \
-     .doc = "older spelling of --stack: none = torch, typical = fused"}
-/* --dtype bf16|fp8|fp4, --kv-dtype bf16|fp8, --launch eager|graph|
- * persistent and --attn fa3|fa4|sdpa|auto (fields nvl_wdtype_t dtype,
- * kv_dtype, nvl_launch_t launch and int attn_choice: -1 for auto, else
- * an nvl_attn_impl_t), for the commands that run a model, and their
- * parsers. */
-nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
-                                  void *dtype_out);
-nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
-                                    void *dtype_out);
-nvl_status_t nvl_cli_parse_launch(const char *label, const char *text,
-                                  void *launch_out);
-nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
-                                void *choice_out);
-#define NVL_CLI_OPTS_KERNELS(type)                                          \
-    {.name = "dtype", .kind = NVL_OPT_CUSTOM,                               \
-     .offset = offsetof(type, dtype), .arg = "bf16|fp8|fp4", .def = "bf16", \
-     .parse = nvl_cli_parse_wdtype,                                         \
-     .doc = "weight type of the projections"},                              \
-    {.name = "kv-dtype", .kind = NVL_OPT_CUSTOM,                            \
-     .offset = offsetof(type, kv_dtype), .arg = "bf16|fp8", .def = "bf16",  \
-     .parse = nvl_cli_parse_kv_dtype, .doc = "KV cache type"},              \
-    {.name = "launch", .kind = NVL_OPT_CUSTOM,                              \
-     .offset = offsetof(type, launch), .arg = "eager|graph|persistent",     \
-     .def = "graph", .parse = nvl_cli_parse_launch,                         \
-     .doc = "how the host launches kernels"},                               \
-    {.name = "attn", .kind = NVL_OPT_CUSTOM,                                \
-     .offset = offsetof(type, attn_choice), .arg = "fa3|fa4|sdpa|auto",     \
-     .def = "auto", .parse = nvl_cli_parse_attn,                            \
-     .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 "   \
-            "on GPUs with FP4 units, else fa3)"}
-/* --allreduce IMPL (an int field: nvl_ar_impl_t) and
- * --fuse-allreduce-norm (an int field), for the commands that run a model;
- * nvl_cli_check_allreduce applies the fusion's rule. */
-#define NVL_CLI_OPTS_ALLREDUCE(type, impl, fuse)                            \
-    {.name = "allreduce", .kind = NVL_OPT_ENUM,                             \
-     .offset = offsetof(type, impl),                                        \
-     .def = "nccl", .family = &nvl_ar_impl_family,                          \
-     .doc = "the tensor-parallel allreduce: NCCL's, or a serving engine's " \
-            "kernel (auto: as TensorRT-LLM's AUTO strategy picks per "      \
-            "call; docs/collectives.md)"},                                  \
-    {.name = "fuse-allreduce-norm", .kind = NVL_OPT_FLAG,                   \
-     .offset = offsetof(type, fuse),                                        \
-     .doc = "run the residual add + RMSNorm after each allreduce inside "   \
-            "the allreduce kernel (TensorRT-LLM RESIDUAL_RMS_NORM; needs "  \
-            "--allreduce other than nccl)"}
-/* The fusion's rule: reports and returns NVL_ERR_INVALID for
- * --fuse-allreduce-norm with --allreduce nccl. */
-nvl_status_t nvl_cli_check_allreduce(int impl, int fuse);
-/* --overlap none|async-tp (an nvl_overlap_t field) and --a2a
- * nccl|onesided (an int field: 1 for onesided), for the commands that run
- * a model; the names' values are their indices. */
-extern const nvl_opt_name_t nvl_cli_overlap_names[];
-extern const nvl_opt_name_t nvl_cli_a2a_names[];
-#define NVL_CLI_OPTS_COMM(type, overlap_field, a2a_field)                   \
-    {.name = "overlap", .kind = NVL_OPT_ENUM,                               \
-     .offset = offsetof(type, overlap_field), .arg = "none|async-tp",      \
-     .def = "none", .names = nvl_cli_overlap_names,                         \
-     .doc = "tensor-parallel allreduces overlapped with the row-parallel "  \
-            "GEMMs (o_proj, down_proj) in chunks, as async TP / FLUX "     \
-            "(none: one after the other)"},                                 \
-    {.name = "a2a", .kind = NVL_OPT_ENUM,                                   \
-     .offset = offsetof(type, a2a_field), .arg = "nccl|onesided",          \
-     .def = "nccl", .names = nvl_cli_a2a_names,                             \
-     .doc = "expert parallelism's dispatch and combine: NCCL send/recv "    \
-            "groups, or one-sided NVLink writes into the peers' buffers "   \
-            "(DeepEP-style: low-latency mode in decode, high-throughput in " \
-            "prefill)"}
-
-/* --kv-host and --weights-host auto|FRACTION (double fields: the share,
- * or NVL_HOST_AUTO), for the commands that run a model. */
-nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
-                                      void *share_out);
-#define NVL_CLI_OPTS_HOST_TIERS(type, kv_field, weights_field)              \
-    {.name = "kv-host", .kind = NVL_OPT_CUSTOM,                             \
-     .offset = offsetof(type, kv_field), .arg = "auto|FRACTION",            \
-     .def = "0", .parse = nvl_cli_parse_host_share,                         \
-     .doc = "keep this share of every sequence's KV cache in the host "     \
-            "CPU's memory, read over NVLink-C2C every step (auto: what "    \
-            "does not fit in HBM)"},                                        \
-    {.name = "weights-host", .kind = NVL_OPT_CUSTOM,                        \
-     .offset = offsetof(type, weights_field), .arg = "auto|FRACTION",       \
-     .def = "0", .parse = nvl_cli_parse_host_share,                         \
-     .doc = "stream this share of each layer's weights from the host "      \
-            "CPU's memory over NVLink-C2C every pass (auto: what does not " \
-            "fit in HBM)"}
-#define NVL_CLI_OPTS_PLACEMENT(type)                                        \
-    {.name = "ep", .kind = NVL_OPT_LONG, .offset = offsetof(type, ep),      \
-     .arg = "N", .def = "1", .min = 1, .max = 1 << 20,                      \
-     .doc = "mixture of experts: spread the experts over N groups of "      \
-            "ranks (expert parallelism; N divides the rank count; 1: "      \
-            "experts tensor-parallel)"},                                    \
-    {.name = "attn-parallel", .kind = NVL_OPT_ENUM,                         \
-     .offset = offsetof(type, attn_dp), .arg = "tp|dp", .def = "tp",        \
-     .names = nvl_cli_attn_parallel_names,                                  \
-     .doc = "mixture of experts: attention tensor-parallel over all "       \
-            "ranks, or data-parallel (each rank its own sequences, at "     \
-            "least one each)"}
-
-/* "TP N", or "EP e x expert-TP N/e, attention TP|DP N": how `ranks`
- * ranks hold the model, for report headers; at most len bytes with the
- * terminating zero into name_out. */
-void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
-                            char *name_out);
-
 /* ---- provenance ------------------------------------------------------------
  * A run's or a serving job's queries for its validation families
  * (provenance.c): its decode steps (when it has any) and prefill at its
@@ -307,6 +184,7 @@ int nvl_cmd_cost(int argc, char **argv);
 int nvl_cmd_run(int argc, char **argv);
 int nvl_cmd_sweep(int argc, char **argv);
 int nvl_cmd_serve(int argc, char **argv);
+int nvl_cmd_quantize(int argc, char **argv);
 /* `nvlemu --list [FAMILY] [--json]` (argv[0] is "--list"): the members of
  * every registered family, or of one; 0, or 2 on a bad argument. */
 int nvl_cmd_list(int argc, char **argv);
