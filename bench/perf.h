@@ -141,4 +141,21 @@ nvl_status_t nvl_bench_json_close(nvl_bench_json_t *json, int64_t wrong,
 /* Frees json without writing, removing its file if remove_file. */
 void nvl_bench_json_free(nvl_bench_json_t *json, bool remove_file);
 
+/* What the sizes of a run add up to (perf_size.c adds, perf_main.c prints
+ * the footer). */
+typedef struct {
+    double busbw_sum;
+    int busbw_n;
+    int64_t wrong;
+    nvl_bench_json_t *json; /* rank 0 with -J, else NULL */
+} nvl_bench_totals_t;
+
+/* Runs one size of row (collective over comm's members): both phases,
+ * their check (data mode) and rank 0's line of the table (and the JSON
+ * row), added into totals.  proto: the call's fixed fields. */
+nvl_status_t nvl_bench_run_size(const nvl_bench_coll_t *row,
+                                const nvl_bench_args_t *a, nvl_comm_t *comm,
+                                const nvl_bench_call_t *proto, size_t size,
+                                nvl_bench_totals_t *totals);
+
 #endif
