@@ -37,9 +37,8 @@ static const nvl_opt_t run_opts[] = {
     NVL_CLI_OPT_TOPO(nvl_run_args_t, NVL_CLI_DEFAULT_TOPO, false),
     {.name = "model", .kind = NVL_OPT_STRING, .offset = AT(model),
      .arg = "NAME|DIR", .def = "qwen2.5-72b",
-     .doc = "a preset (qwen2.5-72b, qwen2.5-7b, qwen2.5-0.5b, qwen3-32b, "
-            "qwen3-30b-a3b, qwen3-235b-a22b, llama3.3-70b, llama3.1-405b) "
-            "or a Hugging Face model directory"},
+     .doc = "a preset (`nvlemu --list model` lists them) or a Hugging "
+            "Face model directory"},
     {.name = "batch", .kind = NVL_OPT_LONG, .offset = AT(batch), .arg = "B",
      .def = "1", .min = 1, .max = 1 << 20,
      .doc = "sequences decoded together"},

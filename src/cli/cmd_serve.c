@@ -23,7 +23,7 @@ static const nvl_opt_t serve_opts[] = {
     NVL_CLI_OPT_TOPO(nvl_serve_args_t, NVL_CLI_DEFAULT_TOPO, false),
     {.name = "model", .kind = NVL_OPT_STRING, .offset = AT(model),
      .arg = "NAME|DIR", .def = "qwen2.5-72b",
-     .doc = "a preset (as `nvlemu run --help` lists) or a Hugging Face "
+     .doc = "a preset (`nvlemu --list model` lists them) or a Hugging Face "
             "model directory (its config.json; served in timing mode)"},
     /* the workload */
     {.name = "workload", .kind = NVL_OPT_STRING, .offset = AT(workload),
