@@ -297,14 +297,15 @@ static nvl_status_t run_size(const nvl_bench_coll_t *row,
 
 /* ---- the header ---------------------------------------------------------- */
 
-static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
-                         const nvl_topo_t *topo, const nvl_runtime_t *rt,
-                         nvl_bench_json_t *json)
+typedef struct {
+    int pid;
+    char host[64];
+} rank_id_t;
+
+/* Every rank's process id and short host name, on rank 0 (the caller
+ * frees); NULL on the other ranks. */
+static rank_id_t *gather_rank_ids(const nvl_runtime_t *rt)
 {
-    typedef struct {
-        int pid;
-        char host[64];
-    } rank_id_t;
     rank_id_t me = {(int)getpid(), ""}, *all = NULL;
     snprintf(me.host, sizeof me.host, "%s", rt->host.hostname);
     char *dot = strchr(me.host, '.');
@@ -314,48 +315,33 @@ static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
         all = malloc((size_t)rt->size * sizeof *all);
     MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE,
                0, MPI_COMM_WORLD);
-    if (rt->rank != 0)
-        return;
+    return all;
+}
 
-    char step[48], hbm[32], link[32];
-    if (a->step_factor > 1)
-        snprintf(step, sizeof step, "%ld(factor)", a->step_factor);
-    else
-        snprintf(step, sizeof step, "%zu(bytes)", a->step_bytes);
-    if (json != NULL) {
-        printf("# Writing JSON output to %s\n", nvl_bench_json_path(json));
-        nvl_bench_config_t cfg = {
-            .min_bytes = a->min_bytes, .max_bytes = a->max_bytes,
-            .step_bytes = a->step_bytes, .data_max = a->data_max,
-            .step_factor = a->step_factor, .warmup = a->warmup,
-            .iters = a->iters, .check = a->check != 0,
-            .average = (int)a->average, .nthreads = a->nthreads,
-            .ngpus = a->ngpus, .graph_calls = a->graph_calls,
-            .version = NVL_VERSION,
-            .commit = NVL_GIT_COMMIT, .topology = topo->name,
-            .topology_file = a->topo};
-        nvl_bench_json_config(json, &cfg);
-    }
-    printf("# nvlemu %s (output of nccl-tests version %s), topology %s: %s\n",
-           NVL_VERSION, NCCL_TESTS_VERSION, topo->name, topo->description);
-    printf("# Collective test starting: %s_perf\n", row->name);
-    printf("# nThread %ld nGpus %ld minBytes %zu maxBytes %zu step: %s warmup "
-           "iters: %ld iters: %ld agg iters: 1 validation: %d graph: %ld "
-           "unalign: 0\n",
-           a->nthreads, a->ngpus, a->min_bytes, a->max_bytes, step,
-           a->warmup, a->iters, a->check ? 1 : 0, a->graph_calls);
-    nvl_runtime_print_header(stdout);
-    if (a->mode == MODE_AUTO)
-        printf("# nvlemu: data mode up to %zu bytes (real buffers%s), timing "
-               "mode above (no payload, #wrong N/A)\n",
-               a->data_max, a->check ? ", results checked" : "");
-    else
-        printf("# nvlemu: %s mode at every size%s\n", nvl_bench_mode_names[a->mode].name,
-               a->mode == MODE_DATA && a->check ? " (results checked)" : "");
-    printf("# nvlemu: time = emulated time per call (mean of the virtual "
-           "clock over the iters, at least the host's enqueue time); "
-           "wall(us) = host time per call; algo proto = the tuner's "
-           "choice\n");
+/* -J's configuration block, from the parsed options. */
+static void json_config(nvl_bench_json_t *json, const nvl_bench_args_t *a,
+                        const nvl_topo_t *topo)
+{
+    printf("# Writing JSON output to %s\n", nvl_bench_json_path(json));
+    nvl_bench_config_t cfg = {
+        .min_bytes = a->min_bytes, .max_bytes = a->max_bytes,
+        .step_bytes = a->step_bytes, .data_max = a->data_max,
+        .step_factor = a->step_factor, .warmup = a->warmup,
+        .iters = a->iters, .check = a->check != 0,
+        .average = (int)a->average, .nthreads = a->nthreads,
+        .ngpus = a->ngpus, .graph_calls = a->graph_calls,
+        .version = NVL_VERSION,
+        .commit = NVL_GIT_COMMIT, .topology = topo->name,
+        .topology_file = a->topo};
+    nvl_bench_json_config(json, &cfg);
+}
+
+/* nccl-tests' "Using devices" lines: one per rank, the GPU (or die) it
+ * plays. */
+static void print_devices(const nvl_topo_t *topo, const nvl_runtime_t *rt,
+                          const rank_id_t *all, nvl_bench_json_t *json)
+{
+    char hbm[32], link[32];
     printf("#\n# Using devices\n");
     nvl_qty_format(NVL_QTY_BYTES, (double)topo->gpu.hbm_bytes, hbm,
                    sizeof hbm);
@@ -379,8 +365,11 @@ static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
                                   (int)(g % topo->node.gpus_per_tray), hex,
                                   info);
     }
-    free(all);
-    /* nccl-tests' column header, then ours */
+}
+
+/* nccl-tests' column header, then ours. */
+static void print_columns(void)
+{
     printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place           "
            "            in-place          \n",
            "", "", "", "", "");
@@ -393,6 +382,45 @@ static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
            "%6s  %8s  %8s  %6s\n",
            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
            "(us)", "(GB/s)", "(GB/s)", "", "", "", "");
+}
+
+static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
+                         const nvl_topo_t *topo, const nvl_runtime_t *rt,
+                         nvl_bench_json_t *json)
+{
+    rank_id_t *all = gather_rank_ids(rt);
+    if (rt->rank != 0)
+        return;
+    char step[48];
+    if (a->step_factor > 1)
+        snprintf(step, sizeof step, "%ld(factor)", a->step_factor);
+    else
+        snprintf(step, sizeof step, "%zu(bytes)", a->step_bytes);
+    if (json != NULL)
+        json_config(json, a, topo);
+    printf("# nvlemu %s (output of nccl-tests version %s), topology %s: %s\n",
+           NVL_VERSION, NCCL_TESTS_VERSION, topo->name, topo->description);
+    printf("# Collective test starting: %s_perf\n", row->name);
+    printf("# nThread %ld nGpus %ld minBytes %zu maxBytes %zu step: %s warmup "
+           "iters: %ld iters: %ld agg iters: 1 validation: %d graph: %ld "
+           "unalign: 0\n",
+           a->nthreads, a->ngpus, a->min_bytes, a->max_bytes, step,
+           a->warmup, a->iters, a->check ? 1 : 0, a->graph_calls);
+    nvl_runtime_print_header(stdout);
+    if (a->mode == MODE_AUTO)
+        printf("# nvlemu: data mode up to %zu bytes (real buffers%s), timing "
+               "mode above (no payload, #wrong N/A)\n",
+               a->data_max, a->check ? ", results checked" : "");
+    else
+        printf("# nvlemu: %s mode at every size%s\n", nvl_bench_mode_names[a->mode].name,
+               a->mode == MODE_DATA && a->check ? " (results checked)" : "");
+    printf("# nvlemu: time = emulated time per call (mean of the virtual "
+           "clock over the iters, at least the host's enqueue time); "
+           "wall(us) = host time per call; algo proto = the tuner's "
+           "choice\n");
+    print_devices(topo, rt, all, json);
+    free(all);
+    print_columns();
     fflush(stdout);
 }
 
@@ -411,6 +439,98 @@ static int exact_int_limit(nvl_dtype_t dtype)
     return e;
 }
 
+/* What the options name, loaded alike on every rank (nothing under
+ * --help): the row's checks, the topology with its what-ifs and die view,
+ * the validation families, and rank 0's -J file (argv as typed). */
+static nvl_status_t prepare(nvl_bench_args_t *args,
+                            const nvl_bench_coll_t *row,
+                            const nvl_runtime_t *rt, int argc, char **typed,
+                            nvl_topo_t **topo, nvl_validation_t **validation,
+                            nvl_bench_json_t **json)
+{
+    nvl_status_t st = nvl_bench_check_args(args, row, rt->size);
+    if (st == NVL_OK)
+        st = nvl_topo_load(args->topo, topo);
+    for (int i = 0; st == NVL_OK && i < args->set_files.n; i++)
+        st = nvl_topo_set_file(*topo, args->set_files.items[i]);
+    for (int i = 0; st == NVL_OK && i < args->sets.n; i++)
+        st = nvl_topo_set(*topo, args->sets.items[i]);
+    if (st == NVL_OK && args->rank_plays == NVL_PLAYS_DIE)
+        st = nvl_topo_split_dies(*topo);
+    if (st == NVL_OK)
+        st = nvl_topo_check_die_ranks(*topo, (uint32_t)rt->size);
+    if (st == NVL_OK)
+        st = nvl_validation_load(NULL, NVL_SOURCE_DIR, validation);
+    if (st == NVL_OK && args->json_path != NULL && rt->rank == 0)
+        st = nvl_bench_json_open(args->json_path, argc, typed, json);
+    return st;
+}
+
+/* Every size from -b to -e, times -f or plus -i. */
+static nvl_status_t run_sizes(const nvl_bench_coll_t *row,
+                              const nvl_bench_args_t *args, nvl_comm_t *comm,
+                              const nvl_bench_call_t *call,
+                              bench_totals_t *totals)
+{
+    nvl_status_t st = NVL_OK;
+    for (size_t size = args->min_bytes; st == NVL_OK;) {
+        st = run_size(row, args, comm, call, size, totals);
+        if (args->step_factor > 1) {
+            if (size > args->max_bytes / (size_t)args->step_factor)
+                break;
+            size *= (size_t)args->step_factor;
+        } else {
+            if (args->max_bytes - size < args->step_bytes ||
+                args->step_bytes == 0)
+                break;
+            size += args->step_bytes;
+        }
+    }
+    return st;
+}
+
+/* nccl-tests' footer on rank 0, with the validation families covering
+ * this collective on these ranks and sizes (an engine's allreduce kernel
+ * is a class of its own); closes -J (*json becomes NULL). */
+static nvl_status_t print_footer(const nvl_bench_coll_t *row,
+                                 const nvl_bench_args_t *args,
+                                 const nvl_topo_t *topo, int nranks,
+                                 const nvl_validation_t *validation,
+                                 const bench_totals_t *totals,
+                                 nvl_bench_json_t **json)
+{
+    double avg = totals->busbw_n ? totals->busbw_sum / totals->busbw_n : 0.0;
+    printf("# Out of bounds values : %" PRId64 " %s\n", totals->wrong,
+           totals->wrong ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %g \n#\n", avg);
+    char cls[48];
+    if (args->impl != NVL_AR_NCCL)
+        snprintf(cls, sizeof cls, "allreduce-%s", nvl_ar_impl_name(args->impl));
+    else
+        snprintf(cls, sizeof cls, "%s", row->name);
+    nvl_vquery_t q = {.what = cls, .cls = cls, .hardware = topo->name,
+                      .ranks = (uint32_t)nranks, .sized = true,
+                      .size_lo = (double)args->min_bytes,
+                      .size_hi = (double)args->max_bytes};
+    nvl_validation_print(validation, &q, 1, stdout);
+    printf("#\n# Collective test concluded: %s_perf\n#\n\n", row->name);
+    fflush(stdout);
+    nvl_status_t st = nvl_bench_json_close(*json, totals->wrong, avg,
+                                           nvl_validation_json(validation,
+                                                               &q, 1));
+    *json = NULL;
+    return st;
+}
+
+/* --version: this build and the nccl-tests whose output it reproduces. */
+static void print_version(int rank)
+{
+    if (rank == 0)
+        printf("%s_perf: nvlemu %s (commit %s), output of nccl-tests %s\n",
+               NVL_BENCH_COLL, NVL_VERSION, NVL_GIT_COMMIT,
+               NCCL_TESTS_VERSION);
+}
+
 int main(int argc, char **argv)
 {
     /* the options of perf_opts.c, with this benchmark named in the usage */
@@ -423,10 +543,7 @@ int main(int argc, char **argv)
     if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
         return 1;
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        if (rt.rank == 0)
-            printf("%s_perf: nvlemu %s (commit %s), output of nccl-tests "
-                   "%s\n", NVL_BENCH_COLL, NVL_VERSION, NVL_GIT_COMMIT,
-                   NCCL_TESTS_VERSION);
+        print_version(rt.rank);
         nvl_runtime_finalize();
         return 0;
     }
@@ -458,21 +575,7 @@ int main(int argc, char **argv)
     if (st == NVL_OK)
         st = nvl_opts_parse(&opt_table, argc, argv, &args, &first);
     if (st == NVL_OK && !args.help)
-        st = nvl_bench_check_args(&args, row, rt.size);
-    if (st == NVL_OK && !args.help)
-        st = nvl_topo_load(args.topo, &topo);
-    for (int i = 0; st == NVL_OK && !args.help && i < args.set_files.n; i++)
-        st = nvl_topo_set_file(topo, args.set_files.items[i]);
-    for (int i = 0; st == NVL_OK && !args.help && i < args.sets.n; i++)
-        st = nvl_topo_set(topo, args.sets.items[i]);
-    if (st == NVL_OK && !args.help && args.rank_plays == NVL_PLAYS_DIE)
-        st = nvl_topo_split_dies(topo);
-    if (st == NVL_OK && !args.help)
-        st = nvl_topo_check_die_ranks(topo, (uint32_t)rt.size);
-    if (st == NVL_OK && !args.help)
-        st = nvl_validation_load(NULL, NVL_SOURCE_DIR, &validation);
-    if (st == NVL_OK && !args.help && args.json_path != NULL && rt.rank == 0)
-        st = nvl_bench_json_open(args.json_path, argc, typed, &json);
+        st = prepare(&args, row, &rt, argc, typed, &topo, &validation, &json);
     if (nvl_runtime_capture_end(st) != NVL_OK)
         goto out;
     if (args.help) {
@@ -500,46 +603,13 @@ int main(int argc, char **argv)
         .op = args.op, .root = (int)args.root, .reducing = row->has_op,
         .sum_ranks = exact_int_limit(args.dtype) / 2};
     bench_totals_t totals = {.json = json};
-    st = NVL_OK;
-    for (size_t size = args.min_bytes; st == NVL_OK;) {
-        st = run_size(row, &args, comm, &call, size, &totals);
-        if (args.step_factor > 1) {
-            if (size > args.max_bytes / (size_t)args.step_factor)
-                break;
-            size *= (size_t)args.step_factor;
-        } else {
-            if (args.max_bytes - size < args.step_bytes ||
-                args.step_bytes == 0)
-                break;
-            size += args.step_bytes;
-        }
-    }
-    if (st != NVL_OK)
+    if (run_sizes(row, &args, comm, &call, &totals) != NVL_OK)
         goto out;
     nvl_runtime_capture_begin();
-    if (rt.rank == 0) {
-        double avg = totals.busbw_n ? totals.busbw_sum / totals.busbw_n : 0.0;
-        printf("# Out of bounds values : %" PRId64 " %s\n", totals.wrong,
-               totals.wrong ? "FAILED" : "OK");
-        printf("# Avg bus bandwidth    : %g \n#\n", avg);
-        /* the families covering this collective on these ranks and sizes
-         * (an engine's allreduce kernel is a class of its own) */
-        char cls[48];
-        if (args.impl != NVL_AR_NCCL)
-            snprintf(cls, sizeof cls, "allreduce-%s", nvl_ar_impl_name(args.impl));
-        else
-            snprintf(cls, sizeof cls, "%s", row->name);
-        nvl_vquery_t q = {.what = cls, .cls = cls, .hardware = topo->name,
-                          .ranks = (uint32_t)rt.size, .sized = true,
-                          .size_lo = (double)args.min_bytes,
-                          .size_hi = (double)args.max_bytes};
-        nvl_validation_print(validation, &q, 1, stdout);
-        printf("#\n# Collective test concluded: %s_perf\n#\n\n", row->name);
-        fflush(stdout);
-        st = nvl_bench_json_close(json, totals.wrong, avg,
-                                  nvl_validation_json(validation, &q, 1));
-        json = NULL;
-    }
+    st = NVL_OK;
+    if (rt.rank == 0)
+        st = print_footer(row, &args, topo, rt.size, validation, &totals,
+                          &json);
     if (nvl_runtime_capture_end(st) != NVL_OK)
         goto out;
     int64_t wrong = totals.wrong;
