@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvlemu/family.h"
 #include "nvlemu/status.h"
 #include "nvlemu/topo.h"
 #include "nvlemu/vclock.h"
@@ -230,6 +231,9 @@ typedef enum {
     NVL_AR_COUNT
 } nvl_ar_impl_t;
 
+/* The implementations as a family (family.h), one row per nvl_ar_impl_t:
+ * --allreduce's names, its error text and `nvlemu --list allreduce`. */
+extern const nvl_family_t nvl_ar_impl_family;
 /* "nccl", "oneshot", "twoshot", "nvls-oneshot", "nvls-twoshot", "auto". */
 const char *nvl_ar_impl_name(nvl_ar_impl_t impl);
 /* The name's implementation; NVL_ERR_INVALID (no report) when unknown. */

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "nvlemu/family.h"
 #include "nvlemu/status.h"
 #include "nvlemu/units.h"
 
@@ -25,7 +26,8 @@ typedef enum {
     NVL_OPT_STRING, /* const char *: the value itself (argv's storage) */
     NVL_OPT_LONG,   /* long: a whole number in [min, max] */
     NVL_OPT_DOUBLE, /* double: a number in [min_d, max_d] */
-    NVL_OPT_ENUM,   /* int: the .value of the row of .names matching */
+    NVL_OPT_ENUM,   /* int: the .value of the row of .names matching, or
+                       the row index of .family's member of that name */
     NVL_OPT_LIST,   /* nvl_opt_list_t: every occurrence, in order */
     NVL_OPT_QTY,    /* double: a quantity of kind .qty (util/units'
                        grammar) in the unit .unit, which a bare number is
@@ -69,7 +71,8 @@ typedef struct {
     double min_d, max_d;          /* NVL_OPT_DOUBLE, QTY, SIZE */
     nvl_qty_kind_t qty;           /* NVL_OPT_QTY */
     const char *unit;             /* NVL_OPT_QTY: "ms", "B", ... */
-    const nvl_opt_name_t *names;  /* NVL_OPT_ENUM */
+    const nvl_opt_name_t *names;  /* NVL_OPT_ENUM: a list of its own, */
+    const nvl_family_t *family;   /* or an owner's family (family.h) */
     nvl_opt_parse_fn parse;       /* NVL_OPT_CUSTOM */
 } nvl_opt_t;
 

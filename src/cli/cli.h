@@ -120,12 +120,10 @@ nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
 /* --allreduce IMPL (an int field: nvl_ar_impl_t) and
  * --fuse-allreduce-norm (an int field), for the commands that run a model;
  * nvl_cli_check_allreduce applies the fusion's rule. */
-extern const nvl_opt_name_t nvl_cli_allreduce_names[];
 #define NVL_CLI_OPTS_ALLREDUCE(type, impl, fuse)                            \
     {.name = "allreduce", .kind = NVL_OPT_ENUM,                             \
      .offset = offsetof(type, impl),                                        \
-     .arg = "nccl|oneshot|twoshot|nvls-oneshot|nvls-twoshot|auto",          \
-     .def = "nccl", .names = nvl_cli_allreduce_names,                       \
+     .def = "nccl", .family = &nvl_ar_impl_family,                          \
      .doc = "the tensor-parallel allreduce: NCCL's, or a serving engine's " \
             "kernel (auto: as TensorRT-LLM's AUTO strategy picks per "      \
             "call; docs/collectives.md)"},                                  \
@@ -309,5 +307,8 @@ int nvl_cmd_cost(int argc, char **argv);
 int nvl_cmd_run(int argc, char **argv);
 int nvl_cmd_sweep(int argc, char **argv);
 int nvl_cmd_serve(int argc, char **argv);
+/* `nvlemu --list [FAMILY] [--json]` (argv[0] is "--list"): the members of
+ * every registered family, or of one; 0, or 2 on a bad argument. */
+int nvl_cmd_list(int argc, char **argv);
 
 #endif

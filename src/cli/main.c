@@ -41,7 +41,9 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'nvlemu COMMAND --help' describes a command's options; "
-                 "'nvlemu --version' prints the version.\n");
+                 "'nvlemu --version' prints the version; 'nvlemu --list [FAMILY] "
+                 "[--json]' the choices of the options that pick from a "
+                 "family.\n");
 }
 
 /* This process's rank as the launcher numbers it (Open MPI, PMIx, MPICH
@@ -69,6 +71,8 @@ int main(int argc, char **argv)
         printf("nvlemu %s (commit %s)\n", NVL_VERSION, NVL_GIT_COMMIT);
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "--list") == 0)
+        return nvl_cmd_list(argc - 1, argv + 1);
     if (argc >= 2 &&
         (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);

@@ -18,15 +18,6 @@ const nvl_opt_name_t nvl_cli_attn_parallel_names[] = {
 const nvl_opt_name_t nvl_cli_stack_names[] = {
     {"torch", NVL_STACK_TORCH}, {"fused", NVL_STACK_FUSED}, {NULL, 0}};
 
-const nvl_opt_name_t nvl_cli_allreduce_names[] = {
-    {"nccl", NVL_AR_NCCL},
-    {"oneshot", NVL_AR_ONESHOT},
-    {"twoshot", NVL_AR_TWOSHOT},
-    {"nvls-oneshot", NVL_AR_NVLS_ONESHOT},
-    {"nvls-twoshot", NVL_AR_NVLS_TWOSHOT},
-    {"auto", NVL_AR_AUTO},
-    {NULL, 0}};
-
 nvl_status_t nvl_cli_check_allreduce(int impl, int fuse)
 {
     if (fuse && impl == NVL_AR_NCCL) {

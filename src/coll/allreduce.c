@@ -7,37 +7,53 @@
 
 #include "coll_impl.h"
 
-static const char *const names[NVL_AR_COUNT] = {
-    [NVL_AR_NCCL] = "nccl",
-    [NVL_AR_ONESHOT] = "oneshot",
-    [NVL_AR_TWOSHOT] = "twoshot",
-    [NVL_AR_NVLS_ONESHOT] = "nvls-oneshot",
-    [NVL_AR_NVLS_TWOSHOT] = "nvls-twoshot",
-    [NVL_AR_AUTO] = "auto",
+/* The implementations, by nvl_ar_impl_t: a row each (the kernels' cost
+ * rows live in their files; NCCL and auto have none). */
+typedef struct {
+    nvl_member_t id;
+    const nvl_ar_row_t *kernel;
+} impl_row_t;
+
+static const impl_row_t impls[NVL_AR_COUNT] = {
+    [NVL_AR_NCCL] = {{"nccl", "ncclAllReduce, algorithm and protocol as "
+                              "NCCL's tuner picks them"}, NULL},
+    [NVL_AR_ONESHOT] = {{"oneshot", "every GPU loads all peers' buffers and "
+                                    "sums (TensorRT-LLM oneShotAllReduceKernel, "
+                                    "vLLM cross_device_reduce_1stage)"},
+                        &nvl_ar_oneshot},
+    [NVL_AR_TWOSHOT] = {{"twoshot", "reduce-scatter by loads, allgather by "
+                                    "stores (torch symmetric memory "
+                                    "two_shot_all_reduce, TensorRT-LLM "
+                                    "twoShotAllReduceKernel)"},
+                        &nvl_ar_twoshot},
+    [NVL_AR_NVLS_ONESHOT] = {{"nvls-oneshot", "multimem.ld_reduce of the "
+                                              "whole buffer through the "
+                                              "NVLink SHARP switch"},
+                             &nvl_ar_nvls_oneshot},
+    [NVL_AR_NVLS_TWOSHOT] = {{"nvls-twoshot", "multimem.ld_reduce of a block, "
+                                              "multimem.st of its sum "
+                                              "(TensorRT-LLM mnnvl two-shot)"},
+                             &nvl_ar_nvls_twoshot},
+    [NVL_AR_AUTO] = {{"auto", "per call, as TensorRT-LLM's AUTO strategy "
+                              "picks (ar_auto.c)"}, NULL},
 };
 
-/* The kernels' rows, by implementation (NCCL and auto have none). */
-static const nvl_ar_row_t *const rows[NVL_AR_COUNT] = {
-    [NVL_AR_ONESHOT] = &nvl_ar_oneshot,
-    [NVL_AR_TWOSHOT] = &nvl_ar_twoshot,
-    [NVL_AR_NVLS_ONESHOT] = &nvl_ar_nvls_oneshot,
-    [NVL_AR_NVLS_TWOSHOT] = &nvl_ar_nvls_twoshot,
-};
+const nvl_family_t nvl_ar_impl_family =
+    NVL_FAMILY("allreduce", "allreduce implementations: NCCL's and the "
+                            "serving engines' kernels (--allreduce)", impls);
 
 const char *nvl_ar_impl_name(nvl_ar_impl_t impl)
 {
-    return (unsigned)impl < NVL_AR_COUNT ? names[impl] : "?";
+    return nvl_family_name(&nvl_ar_impl_family, (int)impl);
 }
 
 nvl_status_t nvl_ar_impl_parse(const char *name, nvl_ar_impl_t *impl_out)
 {
-    for (int i = 0; i < NVL_AR_COUNT; i++) {
-        if (strcmp(name, names[i]) == 0) {
-            *impl_out = (nvl_ar_impl_t)i;
-            return NVL_OK;
-        }
-    }
-    return NVL_ERR_INVALID;
+    int v;
+    nvl_status_t st = nvl_family_parse(&nvl_ar_impl_family, name, &v);
+    if (st == NVL_OK)
+        *impl_out = (nvl_ar_impl_t)v;
+    return st;
 }
 
 const char *nvl_ar_impl_unsupported(const nvl_comm_t *comm,
@@ -45,10 +61,10 @@ const char *nvl_ar_impl_unsupported(const nvl_comm_t *comm,
 {
     if ((unsigned)impl >= NVL_AR_COUNT)
         return "unknown allreduce implementation";
-    if (rows[impl] != NULL && comm->domains > 1)
+    if (impls[impl].kernel != NULL && comm->domains > 1)
         return "needs every member in one NVLink domain (the kernels load "
                "and store peers' memory over NVLink)";
-    if (rows[impl] != NULL && rows[impl]->needs_nvls && !comm->nvls)
+    if (impls[impl].kernel != NULL && impls[impl].kernel->needs_nvls && !comm->nvls)
         return "needs NVLink SHARP (multimem) switches, and every member "
                "in one NVLink domain, as NCCL's NVLS does";
     return NULL;
@@ -126,7 +142,7 @@ nvl_status_t nvl_ar_predict(const nvl_comm_t *comm, nvl_ar_impl_t impl,
                             .bytes = bytes,
                             .impl = (int)impl};
     info.time_ps = nvl_ps_from_s(comm->size > 1 && bytes > 0
-                                     ? rows[impl]->predict_s(comm,
+                                     ? impls[impl].kernel->predict_s(comm,
                                                              (double)bytes)
                                      : 0.0);
     *info_out = info;
@@ -136,5 +152,5 @@ nvl_status_t nvl_ar_predict(const nvl_comm_t *comm, nvl_ar_impl_t impl,
 /* The order data mode reduces in, for a resolved implementation. */
 nvl_ar_order_t nvl_ar_order(nvl_ar_impl_t impl)
 {
-    return rows[impl] != NULL ? rows[impl]->order : NVL_AR_ORDER_MEMBER;
+    return impls[impl].kernel != NULL ? impls[impl].kernel->order : NVL_AR_ORDER_MEMBER;
 }

@@ -102,6 +102,16 @@ static nvl_status_t parse_size(const nvl_opt_t *o, const char *label,
     return st;
 }
 
+/* The value's name in --help and messages: the row's .arg, or a
+ * family's names as "a|b|c"; NULL for a flag. */
+static const char *value_name(const nvl_opt_t *o, char *buf, size_t len)
+{
+    if (o->arg != NULL || o->family == NULL)
+        return o->arg;
+    nvl_family_names(o->family, "|", "|", buf, len);
+    return buf;
+}
+
 /* "a, b or c": an enum row's names, for messages and --help. */
 static void enum_names(const nvl_opt_name_t *names, const char *last_sep,
                        char *buf, size_t len)
@@ -119,13 +129,19 @@ static void enum_names(const nvl_opt_name_t *names, const char *last_sep,
 static nvl_status_t parse_enum(const nvl_opt_t *o, const char *label,
                                const char *text, int *value_out)
 {
-    for (const nvl_opt_name_t *nm = o->names; nm->name != NULL; nm++)
-        if (strcmp(text, nm->name) == 0) {
-            *value_out = nm->value;
-            return NVL_OK;
-        }
     char expected[256];
-    enum_names(o->names, " or ", expected, sizeof expected);
+    if (o->family != NULL) {
+        if (nvl_family_parse(o->family, text, value_out) == NVL_OK)
+            return NVL_OK;
+        nvl_family_names(o->family, ", ", " or ", expected, sizeof expected);
+    } else {
+        for (const nvl_opt_name_t *nm = o->names; nm->name != NULL; nm++)
+            if (strcmp(text, nm->name) == 0) {
+                *value_out = nm->value;
+                return NVL_OK;
+            }
+        enum_names(o->names, " or ", expected, sizeof expected);
+    }
     nvl_report("%s: unknown value '%s' (expected %s)", label, text,
                expected);
     return NVL_ERR_INVALID;
@@ -200,7 +216,8 @@ static nvl_status_t build_getopt(const nvl_opts_t *set,
     so[ns++] = ':'; /* a missing value returns ':' */
     for (size_t i = 0; i < set->n_opts; i++) {
         const nvl_opt_t *o = &set->opts[i];
-        int has_arg = o->arg != NULL ? required_argument : no_argument;
+        int has_arg = o->arg != NULL || o->family != NULL ? required_argument
+                                                          : no_argument;
         int val = o->short_name ? o->short_name : LONG_ONLY + (int)i;
         lo[nl++] = (struct option){o->name, has_arg, NULL, val};
         if (o->alias != NULL)
@@ -261,12 +278,13 @@ static void report_rejected(const nvl_opts_t *set, int c, const char *arg)
 static nvl_status_t check_given(const nvl_opts_t *set, const bool *given,
                                 int argc, char **argv, int first)
 {
-    char pre[64];
+    char pre[64], value[256];
     for (size_t i = 0; i < set->n_opts; i++)
         if (set->opts[i].required && !given[i]) {
             nvl_report("%s--%s %s is required (usage: %s)",
                        prefix_of(set, pre, sizeof pre), set->opts[i].name,
-                       set->opts[i].arg, set->usage);
+                       value_name(&set->opts[i], value, sizeof value),
+                       set->usage);
             return NVL_ERR_INVALID;
         }
     if (argc - first > set->max_args) {
@@ -340,20 +358,22 @@ void nvl_opts_help(const nvl_opts_t *set, FILE *out)
     if (set->intro != NULL)
         fprintf(out, "%s\n\n", set->intro);
     fprintf(out, "options:\n");
-    char left[128];
+    char left[256], value[256];
     int width = 24;
     for (size_t i = 0; i < set->n_opts; i++) {
         const nvl_opt_t *o = &set->opts[i];
         row_label(o, left, sizeof left);
-        int len = (int)strlen(left) + (o->arg ? 1 + (int)strlen(o->arg) : 0);
+        const char *v = value_name(o, value, sizeof value);
+        int len = (int)strlen(left) + (v ? 1 + (int)strlen(v) : 0);
         width = len > width ? len : width;
     }
     for (size_t i = 0; i < set->n_opts; i++) {
         const nvl_opt_t *o = &set->opts[i];
         row_label(o, left, sizeof left);
-        if (o->arg != NULL) {
+        const char *v = value_name(o, value, sizeof value);
+        if (v != NULL) {
             strncat(left, " ", sizeof left - strlen(left) - 1);
-            strncat(left, o->arg, sizeof left - strlen(left) - 1);
+            strncat(left, v, sizeof left - strlen(left) - 1);
         }
         fprintf(out, "  %-*s %s", width, left, o->doc);
         if (o->required)

@@ -20,7 +20,7 @@ typedef struct {
     const char *name, *path;
     long count, step;
     double ratio;
-    int color, verbose, help, half;
+    int color, shape, verbose, help, half;
     nvl_opt_list_t sets;
     double bound_ms;
     size_t bytes;
@@ -28,6 +28,17 @@ typedef struct {
 
 static const nvl_opt_name_t colors[] = {
     {"red", 10}, {"green", 20}, {"blue", 30}, {NULL, 0}};
+
+/* A family (family.h): an owner's rows, each led by its member's name. */
+typedef struct {
+    nvl_member_t id;
+    int corners;
+} shape_row_t;
+static const shape_row_t shapes[] = {
+    {{"circle", "round"}, 0}, {{"triangle", "three"}, 3},
+    {{"square", "four"}, 4}};
+static const nvl_family_t shape_family =
+    NVL_FAMILY("shape", "shapes", shapes);
 
 /* A custom row: an even number, stored halved. */
 static nvl_status_t parse_even(const char *label, const char *text,
@@ -57,6 +68,8 @@ static const nvl_opt_t rows[] = {
      .arg = "R", .def = "0.5", .min_d = 0, .max_d = 1, .doc = "a ratio"},
     {.name = "color", .kind = NVL_OPT_ENUM, .offset = AT(color),
      .arg = "C", .def = "green", .names = colors, .doc = "a color"},
+    {.name = "shape", .kind = NVL_OPT_ENUM, .offset = AT(shape),
+     .def = "triangle", .family = &shape_family, .doc = "a shape"},
     {.name = "verbose", .short_name = 'v', .kind = NVL_OPT_FLAG,
      .offset = AT(verbose), .doc = "talk"},
     {.name = "set", .kind = NVL_OPT_LIST, .offset = AT(sets), .arg = "K=V",
@@ -106,6 +119,8 @@ static void defaults_applied(void **state)
     assert_int_equal(a.step, 0); /* no default: the caller's zero */
     assert_true(a.ratio == 0.5);
     assert_int_equal(a.color, 20);
+    assert_int_equal(a.shape, 1);
+    assert_int_equal(shapes[a.shape].corners, 3);
     assert_int_equal(a.half, 2);
     assert_int_equal(a.verbose, 0);
     assert_int_equal(a.sets.n, 0);
@@ -274,6 +289,38 @@ static void help(void **state)
                parse(&a, NULL, "--help", "--count", "0", NULL));
 }
 
+/* A family's rows: parsed by name to their index, named in errors and in
+ * --help from the owner's table. */
+static void family_rows(void **state)
+{
+    (void)state;
+    args_t a;
+    assert_int_equal(parse(&a, NULL, "--path", "p", "--shape", "square",
+                           NULL),
+                     NVL_OK);
+    assert_int_equal(a.shape, 2);
+    fails_once("--shape: unknown value 'hexagon' (expected circle, "
+               "triangle or square)",
+               parse(&a, NULL, "--path", "p", "--shape", "hexagon", NULL));
+    fails_once("--shape: unknown value 'Square'",
+               parse(&a, NULL, "--path", "p", "--shape", "Square", NULL));
+    assert_string_equal(nvl_family_name(&shape_family, 0), "circle");
+    assert_string_equal(nvl_family_name(&shape_family, 3), "?");
+    assert_string_equal(nvl_family_name(&shape_family, -1), "?");
+    assert_null(nvl_family_member(&shape_family, 3));
+    assert_string_equal(nvl_family_member(&shape_family, 2)->doc, "four");
+    int v = -1;
+    assert_int_equal(nvl_family_parse(&shape_family, "tri", &v),
+                     NVL_ERR_INVALID);
+    assert_int_equal(v, -1);
+    assert_int_equal(reports.count, 0); /* the family never reports */
+    char buf[64];
+    nvl_family_names(&shape_family, "|", "|", buf, sizeof buf);
+    assert_string_equal(buf, "circle|triangle|square");
+    nvl_family_names(&shape_family, ", ", " or ", buf, 12);
+    assert_string_equal(buf, "circle, tri"); /* truncated, terminated */
+}
+
 /* --help prints each row's default and alias from the row. */
 static void help_text(void **state)
 {
@@ -288,6 +335,8 @@ static void help_text(void **state)
     assert_non_null(strstr(buf, "a count (default 7) (also --n-items)\n"));
     assert_non_null(strstr(buf, "a path (required)\n"));
     assert_non_null(strstr(buf, "a color (default green)\n"));
+    assert_non_null(strstr(buf, "--shape circle|triangle|square"));
+    assert_non_null(strstr(buf, "a shape (default triangle)\n"));
     assert_non_null(strstr(buf, "-v/--verbose"));
     assert_null(strstr(buf, "no default (default"));
 }
@@ -310,6 +359,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(command_line_errors, capture_reports,
                                         release_reports),
         cmocka_unit_test_setup_teardown(help, capture_reports,
+                                        release_reports),
+        cmocka_unit_test_setup_teardown(family_rows, capture_reports,
                                         release_reports),
         cmocka_unit_test(help_text),
     };

@@ -1,0 +1,94 @@
+/* `nvlemu --list [FAMILY] [--json]`: the members of every family that a
+ * command-line option or a script chooses from, read from the owners'
+ * tables (family.h).  One row per family; an owner adds its family here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "nvlemu/coll.h"
+#include "nvlemu/family.h"
+#include "nvlemu/json.h"
+
+static const nvl_family_t *const families[] = {
+    &nvl_ar_impl_family,
+};
+#define N_FAMILIES (sizeof families / sizeof families[0])
+
+static json_t *family_json(const nvl_family_t *f)
+{
+    json_t *members = json_array();
+    for (size_t i = 0; i < f->n_rows; i++) {
+        const nvl_member_t *m = nvl_family_member(f, (int)i);
+        json_array_append_new(members, json_pack("{s:s, s:s}", "name",
+                                                 m->name, "doc", m->doc));
+    }
+    return json_pack("{s:s, s:s, s:o}", "family", f->name, "doc", f->doc,
+                     "members", members);
+}
+
+static void family_text(const nvl_family_t *f, FILE *out)
+{
+    int width = 0;
+    for (size_t i = 0; i < f->n_rows; i++) {
+        int len = (int)strlen(nvl_family_member(f, (int)i)->name);
+        width = len > width ? len : width;
+    }
+    fprintf(out, "%s: %s\n", f->name, f->doc);
+    for (size_t i = 0; i < f->n_rows; i++) {
+        const nvl_member_t *m = nvl_family_member(f, (int)i);
+        fprintf(out, "  %-*s  %s\n", width, m->name, m->doc);
+    }
+}
+
+int nvl_cmd_list(int argc, char **argv)
+{
+    const char *name = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (name == NULL && argv[i][0] != '-')
+            name = argv[i];
+        else {
+            fprintf(stderr, "nvlemu: --list: unexpected argument '%s' "
+                            "(usage: nvlemu --list [FAMILY] [--json])\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    const nvl_family_t *only = NULL;
+    for (size_t i = 0; name != NULL && i < N_FAMILIES; i++)
+        if (strcmp(name, families[i]->name) == 0)
+            only = families[i];
+    if (name != NULL && only == NULL) {
+        char known[512] = "";
+        for (size_t i = 0; i < N_FAMILIES; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known),
+                     "%s%s", i ? ", " : "", families[i]->name);
+        fprintf(stderr, "nvlemu: --list: unknown family '%s' (one of %s)\n",
+                name, known);
+        return 2;
+    }
+    if (json) {
+        json_t *root;
+        if (only != NULL)
+            root = family_json(only);
+        else {
+            json_t *all = json_array();
+            for (size_t i = 0; i < N_FAMILIES; i++)
+                json_array_append_new(all, family_json(families[i]));
+            root = json_pack("{s:o}", "families", all);
+        }
+        int rc = nvl_json_dumpf(root, stdout, JSON_INDENT(2));
+        json_decref(root);
+        printf("\n");
+        return rc == 0 ? 0 : 1;
+    }
+    for (size_t i = 0; i < N_FAMILIES; i++)
+        if (only == NULL || only == families[i]) {
+            if (only == NULL && i > 0)
+                printf("\n");
+            family_text(families[i], stdout);
+        }
+    return 0;
+}
