@@ -13,8 +13,8 @@
  *     emulation costs", records the measured tables).
  *
  *   --impl IMPL times a serving engine's allreduce kernel instead of
- *     NCCL's (nvl_comm_set_allreduce: oneshot, twoshot, nvls-oneshot,
- *     nvls-twoshot, auto), in both modes.
+ *     NCCL's (nvl_comm_set_allreduce; the names: nvlemu --list
+ *     allreduce), in both modes.
  *
  *   mpirun -np N build/bench/coll_speed [--topo FILE] [--iters N]
  *       [--min-bytes SIZE] [--max-bytes SIZE] [--factor F] [--reps R]
@@ -56,7 +56,7 @@ typedef struct {
     const char *topo;
     long iters, factor, reps;
     size_t min_bytes, max_bytes;
-    const char *impl;
+    int impl; /* nvl_ar_impl_t */
     int help;
 } speed_args_t;
 
@@ -80,9 +80,10 @@ static const nvl_opt_t speed_opts[] = {
     {.name = "reps", .kind = NVL_OPT_LONG, .offset = AT(reps), .arg = "R",
      .def = "5", .min = 1, .max = MAX_REPS,
      .doc = "runs per size; the median is printed"},
-    {.name = "impl", .kind = NVL_OPT_STRING, .offset = AT(impl),
-     .arg = "IMPL", .def = "nccl",
-     .doc = "nccl, oneshot, twoshot, nvls-oneshot, nvls-twoshot or auto"},
+    {.name = "impl", .kind = NVL_OPT_ENUM, .offset = AT(impl),
+     .def = "nccl", .family = &nvl_ar_impl_family,
+     .doc = "the allreduce timed: NCCL's, or a serving engine's kernel "
+            "(nvlemu --list allreduce)"},
     {.name = "help", .short_name = 'h', .kind = NVL_OPT_HELP,
      .offset = AT(help), .doc = "print this help"},
 };
@@ -97,19 +98,13 @@ static const nvl_opts_t speed_set = {
 };
 
 /* The options, checked alike on every rank (every rank sees the same
- * argv): 0 to go on, else the exit code. */
+ * argv): 0 to go on, else the exit code (-1: --help, printed). */
 static int parse_args(int argc, char **argv, const nvl_runtime_t *rt,
-                      speed_args_t *a, nvl_ar_impl_t *impl_out)
+                      speed_args_t *a)
 {
     int first;
     nvl_runtime_capture_begin();
     nvl_status_t st = nvl_opts_parse(&speed_set, argc, argv, a, &first);
-    if (st == NVL_OK && !a->help && nvl_ar_impl_parse(a->impl, impl_out) !=
-        NVL_OK) {
-        nvl_report("coll_speed: --impl %s: expected nccl, oneshot, twoshot, "
-                   "nvls-oneshot, nvls-twoshot or auto", a->impl);
-        st = NVL_ERR_INVALID;
-    }
     if (st == NVL_OK && !a->help && a->max_bytes < a->min_bytes) {
         nvl_report("coll_speed: --max-bytes %zu is below --min-bytes %zu",
                    a->max_bytes, a->min_bytes);
@@ -241,8 +236,7 @@ int main(int argc, char **argv)
     if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
         return 1;
     speed_args_t a = {0};
-    nvl_ar_impl_t impl = NVL_AR_NCCL;
-    int code = parse_args(argc, argv, &rt, &a, &impl);
+    int code = parse_args(argc, argv, &rt, &a);
     if (code != 0) {
         nvl_opts_free(&speed_set, &a);
         nvl_runtime_finalize();
@@ -259,7 +253,7 @@ int main(int argc, char **argv)
     nvl_vclock_t clock = {0};
     nvl_comm_t *comm;
     if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK ||
-        nvl_comm_set_allreduce(comm, impl) != NVL_OK) {
+        nvl_comm_set_allreduce(comm, (nvl_ar_impl_t)a.impl) != NVL_OK) {
         nvl_runtime_finalize();
         return 1;
     }
@@ -270,7 +264,8 @@ int main(int argc, char **argv)
                "#\n# timing mode: wall time per call (us), the median of "
                "%ld runs\n"
                "# %-32s %12s\n",
-               rt.size, a.iters, topo->name, nvl_ar_impl_name(impl), a.reps,
+               rt.size, a.iters, topo->name,
+               nvl_ar_impl_name((nvl_ar_impl_t)a.impl), a.reps,
                "call", "wall(us)");
     time_timing_mode(comm, &a, rt.rank);
     if (rt.rank == 0)
