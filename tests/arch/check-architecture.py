@@ -42,6 +42,10 @@ KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do",
             "else", "case", "defined", "_Alignof", "_Generic",
             "_Static_assert", "offsetof", "va_arg"}
 MPI_CALL = re.compile(r"\bMPI_[A-Z][a-z][A-Za-z0-9_]*\s*\(")
+# a definition on one line, "static int f(int x) { return x; }"
+ONE_LINE_FUNC = re.compile(r"^(?!typedef|struct|enum|union)(static\b|inline\b)?"
+                           r"[A-Za-z_][^=;{()]*?\b([A-Za-z_]\w*)\s*"
+                           r"\([^;{]*\)\s*\{.*\}\s*$")
 NOW_PS_WRITE = re.compile(r"\bnow_ps\s*(?:[-+*/]?=(?!=)|\+\+|--)")
 
 
@@ -99,6 +103,11 @@ class CFile:
     def _find_functions(self):
         lines, i = self.code, 0
         while i < len(lines):
+            one = ONE_LINE_FUNC.match(lines[i])
+            if one:  # int f(void) { return 1; }
+                self.funcs.append({"name": one.group(2),
+                                   "static": one.group(1) is not None,
+                                   "open": i + 1, "close": i + 1})
             if not lines[i].startswith("{"):
                 i += 1
                 continue
