@@ -54,55 +54,21 @@
 
 /* ---- the header ---------------------------------------------------------- */
 
+/* The "Using devices" lines: one per rank, from the ranks' pids and
+ * hosts (all, rank 0 only). */
 typedef struct {
     int pid;
     char host[64];
 } rank_id_t;
 
-/* Every rank's process id and short host name, on rank 0 (the caller
- * frees); NULL on the other ranks. */
-static rank_id_t *gather_rank_ids(const nvl_runtime_t *rt)
-{
-    rank_id_t me = {(int)getpid(), ""}, *all = NULL;
-    snprintf(me.host, sizeof me.host, "%s", rt->host.hostname);
-    char *dot = strchr(me.host, '.');
-    if (dot != NULL)
-        *dot = '\0';
-    if (rt->rank == 0)
-        all = malloc((size_t)rt->size * sizeof *all);
-    MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE,
-               0, MPI_COMM_WORLD);
-    return all;
-}
-
-/* -J's configuration block, from the parsed options. */
-static void json_config(nvl_bench_json_t *json, const nvl_bench_args_t *a,
-                        const nvl_topo_t *topo)
-{
-    printf("# Writing JSON output to %s\n", nvl_bench_json_path(json));
-    nvl_bench_config_t cfg = {
-        .min_bytes = a->min_bytes, .max_bytes = a->max_bytes,
-        .step_bytes = a->step_bytes, .data_max = a->data_max,
-        .step_factor = a->step_factor, .warmup = a->warmup,
-        .iters = a->iters, .check = a->check != 0,
-        .average = (int)a->average, .nthreads = a->nthreads,
-        .ngpus = a->ngpus, .graph_calls = a->graph_calls,
-        .version = NVL_VERSION,
-        .commit = NVL_GIT_COMMIT, .topology = topo->name,
-        .topology_file = a->topo};
-    nvl_bench_json_config(json, &cfg);
-}
-
-/* nccl-tests' "Using devices" lines: one per rank, the GPU (or die) it
- * plays. */
-static void print_devices(const nvl_topo_t *topo, const nvl_runtime_t *rt,
+static void print_devices(const nvl_topo_t *topo, int nranks,
                           const rank_id_t *all, nvl_bench_json_t *json)
 {
     char hbm[32], link[32];
     printf("#\n# Using devices\n");
     nvl_qty_format(NVL_QTY_BYTES, (double)topo->gpu.hbm_bytes, hbm,
                    sizeof hbm);
-    for (int r = 0; r < rt->size && all != NULL; r++) {
+    for (int r = 0; r < nranks && all != NULL; r++) {
         uint32_t g = (uint32_t)r;
         nvl_qty_format(NVL_QTY_BW, nvl_topo_nvlink_bw(topo, g), link,
                        sizeof link);
@@ -141,13 +107,42 @@ static void print_columns(void)
            "(us)", "(GB/s)", "(GB/s)", "", "", "", "");
 }
 
+/* The run's parameters into the JSON output. */
+static void json_config(nvl_bench_json_t *json, const nvl_bench_args_t *a,
+                        const nvl_topo_t *topo)
+{
+    printf("# Writing JSON output to %s\n", nvl_bench_json_path(json));
+    nvl_bench_config_t cfg = {
+        .min_bytes = a->min_bytes, .max_bytes = a->max_bytes,
+        .step_bytes = a->step_bytes, .data_max = a->data_max,
+        .step_factor = a->step_factor, .warmup = a->warmup,
+        .iters = a->iters, .check = a->check != 0,
+        .average = (int)a->average, .nthreads = a->nthreads,
+        .ngpus = a->ngpus, .graph_calls = a->graph_calls,
+        .version = NVL_VERSION,
+        .commit = NVL_GIT_COMMIT, .topology = topo->name,
+        .topology_file = a->topo};
+    nvl_bench_json_config(json, &cfg);
+}
+
+/* nccl-tests' header (collective: every rank sends rank 0 its pid and
+ * host), the emulator's lines, the devices and the columns. */
 static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
                          const nvl_topo_t *topo, const nvl_runtime_t *rt,
                          nvl_bench_json_t *json)
 {
-    rank_id_t *all = gather_rank_ids(rt);
+    rank_id_t me = {(int)getpid(), ""}, *all = NULL;
+    snprintf(me.host, sizeof me.host, "%s", rt->host.hostname);
+    char *dot = strchr(me.host, '.');
+    if (dot != NULL)
+        *dot = '\0';
+    if (rt->rank == 0)
+        all = malloc((size_t)rt->size * sizeof *all);
+    MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE,
+               0, MPI_COMM_WORLD);
     if (rt->rank != 0)
         return;
+
     char step[48];
     if (a->step_factor > 1)
         snprintf(step, sizeof step, "%ld(factor)", a->step_factor);
@@ -175,7 +170,7 @@ static void print_header(const nvl_bench_coll_t *row, const nvl_bench_args_t *a,
            "clock over the iters, at least the host's enqueue time); "
            "wall(us) = host time per call; algo proto = the tuner's "
            "choice\n");
-    print_devices(topo, rt, all, json);
+    print_devices(topo, rt->size, all, json);
     free(all);
     print_columns();
     fflush(stdout);
@@ -196,134 +191,140 @@ static int exact_int_limit(nvl_dtype_t dtype)
     return e;
 }
 
-/* What the options name, loaded alike on every rank (nothing under
- * --help): the row's checks, the topology with its what-ifs and die view,
- * the validation families, and rank 0's -J file (argv as typed). */
-static nvl_status_t prepare(nvl_bench_args_t *args,
-                            const nvl_bench_coll_t *row,
-                            const nvl_runtime_t *rt, int argc, char **typed,
-                            nvl_topo_t **topo, nvl_validation_t **validation,
-                            nvl_bench_json_t **json)
+/* ---- the run --------------------------------------------------------------- */
+
+/* What a run holds from its set-up to its end. */
+typedef struct {
+    nvl_opts_t opts;          /* perf_opts.c's, this benchmark named */
+    nvl_bench_args_t args;
+    const nvl_bench_coll_t *row;
+    char **typed;             /* argv as typed: getopt_long reorders argv */
+    nvl_topo_t *topo;
+    nvl_validation_t *validation;
+    nvl_bench_json_t *json;   /* rank 0, with -J */
+} bench_t;
+
+/* The options, the topology with its what-ifs, the validation table and
+ * the JSON output: each step reports its own error. */
+static nvl_status_t bench_setup(bench_t *b, int argc, char **argv,
+                                const nvl_runtime_t *rt)
 {
-    nvl_status_t st = nvl_bench_check_args(args, row, rt->size);
+    nvl_bench_args_t *a = &b->args;
+    if (b->row == NULL) {
+        nvl_report("no benchmark row '%s' in bench/perf_colls.c",
+                   NVL_BENCH_COLL);
+        return NVL_ERR_INVALID;
+    }
+    b->typed = malloc(((size_t)argc + 1) * sizeof *b->typed);
+    if (b->typed == NULL) {
+        nvl_report("out of memory");
+        return NVL_ERR_NOMEM;
+    }
+    memcpy(b->typed, argv, ((size_t)argc + 1) * sizeof *b->typed);
+    int first;
+    nvl_status_t st = nvl_opts_parse(&b->opts, argc, argv, a, &first);
+    if (st != NVL_OK || a->help)
+        return st;
+    if ((st = nvl_bench_check_args(a, b->row, rt->size)) != NVL_OK ||
+        (st = nvl_topo_load(a->topo, &b->topo)) != NVL_OK)
+        return st;
+    for (int i = 0; st == NVL_OK && i < a->set_files.n; i++)
+        st = nvl_topo_set_file(b->topo, a->set_files.items[i]);
+    for (int i = 0; st == NVL_OK && i < a->sets.n; i++)
+        st = nvl_topo_set(b->topo, a->sets.items[i]);
+    if (st == NVL_OK && a->rank_plays == NVL_PLAYS_DIE)
+        st = nvl_topo_split_dies(b->topo);
     if (st == NVL_OK)
-        st = nvl_topo_load(args->topo, topo);
-    for (int i = 0; st == NVL_OK && i < args->set_files.n; i++)
-        st = nvl_topo_set_file(*topo, args->set_files.items[i]);
-    for (int i = 0; st == NVL_OK && i < args->sets.n; i++)
-        st = nvl_topo_set(*topo, args->sets.items[i]);
-    if (st == NVL_OK && args->rank_plays == NVL_PLAYS_DIE)
-        st = nvl_topo_split_dies(*topo);
+        st = nvl_topo_check_die_ranks(b->topo, (uint32_t)rt->size);
     if (st == NVL_OK)
-        st = nvl_topo_check_die_ranks(*topo, (uint32_t)rt->size);
-    if (st == NVL_OK)
-        st = nvl_validation_load(NULL, NVL_SOURCE_DIR, validation);
-    if (st == NVL_OK && args->json_path != NULL && rt->rank == 0)
-        st = nvl_bench_json_open(args->json_path, argc, typed, json);
+        st = nvl_validation_load(NULL, NVL_SOURCE_DIR, &b->validation);
+    if (st == NVL_OK && a->json_path != NULL && rt->rank == 0)
+        st = nvl_bench_json_open(a->json_path, argc, b->typed, &b->json);
     return st;
 }
 
-/* Every size from -b to -e, times -f or plus -i. */
-static nvl_status_t run_sizes(const nvl_bench_coll_t *row,
-                              const nvl_bench_args_t *args, nvl_comm_t *comm,
+/* Every size from -b to -e, by -f or -i. */
+static nvl_status_t run_sizes(const bench_t *b, nvl_comm_t *comm,
                               const nvl_bench_call_t *call,
                               nvl_bench_totals_t *totals)
 {
+    const nvl_bench_args_t *a = &b->args;
     nvl_status_t st = NVL_OK;
-    for (size_t size = args->min_bytes; st == NVL_OK;) {
-        st = nvl_bench_run_size(row, args, comm, call, size, totals);
-        if (args->step_factor > 1) {
-            if (size > args->max_bytes / (size_t)args->step_factor)
+    for (size_t size = a->min_bytes; st == NVL_OK;) {
+        st = nvl_bench_run_size(b->row, a, comm, call, size, totals);
+        if (a->step_factor > 1) {
+            if (size > a->max_bytes / (size_t)a->step_factor)
                 break;
-            size *= (size_t)args->step_factor;
+            size *= (size_t)a->step_factor;
         } else {
-            if (args->max_bytes - size < args->step_bytes ||
-                args->step_bytes == 0)
+            if (a->max_bytes - size < a->step_bytes || a->step_bytes == 0)
                 break;
-            size += args->step_bytes;
+            size += a->step_bytes;
         }
     }
     return st;
 }
 
-/* nccl-tests' footer on rank 0, with the validation families covering
- * this collective on these ranks and sizes (an engine's allreduce kernel
- * is a class of its own); closes -J (*json becomes NULL). */
-static nvl_status_t print_footer(const nvl_bench_coll_t *row,
-                                 const nvl_bench_args_t *args,
-                                 const nvl_topo_t *topo, int nranks,
-                                 const nvl_validation_t *validation,
-                                 const nvl_bench_totals_t *totals,
-                                 nvl_bench_json_t **json)
+/* Rank 0: nccl-tests' footer, the validation families covering the run
+ * (an engine's allreduce kernel is a class of its own), and the JSON
+ * output closed (b->json then NULL). */
+static nvl_status_t print_footer(bench_t *b, int nranks,
+                                 const nvl_bench_totals_t *totals)
 {
+    const nvl_bench_args_t *a = &b->args;
     double avg = totals->busbw_n ? totals->busbw_sum / totals->busbw_n : 0.0;
     printf("# Out of bounds values : %" PRId64 " %s\n", totals->wrong,
            totals->wrong ? "FAILED" : "OK");
     printf("# Avg bus bandwidth    : %g \n#\n", avg);
     char cls[48];
-    if (args->impl != NVL_AR_NCCL)
-        snprintf(cls, sizeof cls, "allreduce-%s", nvl_ar_impl_name(args->impl));
+    if (a->impl != NVL_AR_NCCL)
+        snprintf(cls, sizeof cls, "allreduce-%s", nvl_ar_impl_name(a->impl));
     else
-        snprintf(cls, sizeof cls, "%s", row->name);
-    nvl_vquery_t q = {.what = cls, .cls = cls, .hardware = topo->name,
+        snprintf(cls, sizeof cls, "%s", b->row->name);
+    nvl_vquery_t q = {.what = cls, .cls = cls, .hardware = b->topo->name,
                       .ranks = (uint32_t)nranks, .sized = true,
-                      .size_lo = (double)args->min_bytes,
-                      .size_hi = (double)args->max_bytes};
-    nvl_validation_print(validation, &q, 1, stdout);
-    printf("#\n# Collective test concluded: %s_perf\n#\n\n", row->name);
+                      .size_lo = (double)a->min_bytes,
+                      .size_hi = (double)a->max_bytes};
+    nvl_validation_print(b->validation, &q, 1, stdout);
+    printf("#\n# Collective test concluded: %s_perf\n#\n\n", b->row->name);
     fflush(stdout);
-    nvl_status_t st = nvl_bench_json_close(*json, totals->wrong, avg,
-                                           nvl_validation_json(validation,
-                                                               &q, 1));
-    *json = NULL;
-    return st;
+    nvl_bench_json_t *json = b->json;
+    b->json = NULL;
+    return nvl_bench_json_close(json, totals->wrong, avg,
+                                nvl_validation_json(b->validation, &q, 1));
 }
 
-/* --version: this build and the nccl-tests whose output it reproduces. */
-static void print_version(int rank)
-{
-    if (rank == 0)
-        printf("%s_perf: nvlemu %s (commit %s), output of nccl-tests %s\n",
-               NVL_BENCH_COLL, NVL_VERSION, NVL_GIT_COMMIT,
-               NCCL_TESTS_VERSION);
-}
-
-/* The benchmark once everything is loaded: the communicator, the header,
- * every size, the footer.  The exit code: 0, or 1 when a result was wrong
- * or a step failed (reported where it failed, agreed over the job). */
-static int run_bench(const nvl_bench_coll_t *row, const nvl_bench_args_t *args,
-                     nvl_topo_t *topo, const nvl_runtime_t *rt,
-                     const nvl_validation_t *validation,
-                     nvl_bench_json_t **json)
+/* The run after its set-up: the communicator, the header, the sizes and
+ * the footer; the exit code (0: every result right). */
+static int bench_run(bench_t *b, const nvl_runtime_t *rt)
 {
     nvl_vclock_t clock = {0};
     nvl_comm_t *comm = NULL;
-    nvl_coll_info_t probe;
     int code = 1;
-    if (nvl_runtime_check_topo(topo) != NVL_OK ||
-        nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK ||
-        nvl_comm_set_allreduce(comm, args->impl) != NVL_OK)
+    const nvl_bench_coll_t *row = b->row;
+    if (nvl_runtime_check_topo(b->topo) != NVL_OK ||
+        nvl_comm_create(MPI_COMM_WORLD, b->topo, &clock, &comm) != NVL_OK ||
+        nvl_comm_set_allreduce(comm, b->args.impl) != NVL_OK)
         goto out;
     /* NCCL_ALGO / NCCL_PROTO may leave nothing that runs this collective:
      * say so before the table (the p2p ones need no algorithm) */
+    nvl_coll_info_t probe;
     if (row->coll <= NVL_COLL_ALLREDUCE &&
         nvl_coll_choose(comm, row->coll, 0, &probe) != NVL_OK)
         goto out;
-    print_header(row, args, topo, rt, *json);
+    print_header(row, &b->args, b->topo, rt, b->json);
     /* inputs stay small integers: with |input| <= 2, sums over at most
      * E / 2 ranks stay exact (fp8: 8 ranks, bf16: 128) */
     nvl_bench_call_t call = {
-        .rank = rt->rank, .nranks = rt->size, .dtype = args->dtype,
-        .op = args->op, .root = (int)args->root, .reducing = row->has_op,
-        .sum_ranks = exact_int_limit(args->dtype) / 2};
-    nvl_bench_totals_t totals = {.json = *json};
-    if (run_sizes(row, args, comm, &call, &totals) != NVL_OK)
+        .rank = rt->rank, .nranks = rt->size, .dtype = b->args.dtype,
+        .op = b->args.op, .root = (int)b->args.root, .reducing = row->has_op,
+        .sum_ranks = exact_int_limit(b->args.dtype) / 2};
+    nvl_bench_totals_t totals = {.json = b->json};
+    if (run_sizes(b, comm, &call, &totals) != NVL_OK)
         goto out;
     nvl_runtime_capture_begin();
-    nvl_status_t st = NVL_OK;
-    if (rt->rank == 0)
-        st = print_footer(row, args, topo, rt->size, validation, &totals,
-                          json);
+    nvl_status_t st =
+        rt->rank == 0 ? print_footer(b, rt->size, &totals) : NVL_OK;
     if (nvl_runtime_capture_end(st) != NVL_OK)
         goto out;
     int64_t wrong = totals.wrong;
@@ -336,62 +337,36 @@ out:
 
 int main(int argc, char **argv)
 {
-    /* the options of perf_opts.c, with this benchmark named in the usage */
-    nvl_opts_t opt_table = nvl_bench_opts;
-    opt_table.usage = "mpirun -np N " NVL_BENCH_COLL "_perf --topo FILE "
-                      "[options]";
-    opt_table.intro = "Times the emulated " NVL_BENCH_COLL " on N ranks (one "
-                      "GPU each) and prints nccl-tests' table.";
+    bench_t b = {.opts = nvl_bench_opts};
+    b.opts.usage = "mpirun -np N " NVL_BENCH_COLL "_perf --topo FILE "
+                   "[options]";
+    b.opts.intro = "Times the emulated " NVL_BENCH_COLL " on N ranks (one "
+                   "GPU each) and prints nccl-tests' table.";
     nvl_runtime_t rt;
     if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
         return 1;
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        print_version(rt.rank);
+        if (rt.rank == 0)
+            printf("%s_perf: nvlemu %s (commit %s), output of nccl-tests "
+                   "%s\n", NVL_BENCH_COLL, NVL_VERSION, NVL_GIT_COMMIT,
+                   NCCL_TESTS_VERSION);
         nvl_runtime_finalize();
         return 0;
     }
-    const nvl_bench_coll_t *row = nvl_bench_coll_find(NVL_BENCH_COLL);
-    nvl_bench_args_t args = {0};
-    nvl_topo_t *topo = NULL;
-    nvl_validation_t *validation = NULL;
+    b.row = nvl_bench_coll_find(NVL_BENCH_COLL);
     int code = 1;
-
     nvl_runtime_capture_begin();
-    nvl_status_t st = NVL_OK;
-    if (row == NULL) {
-        nvl_report("no benchmark row '%s' in bench/perf_colls.c",
-                   NVL_BENCH_COLL);
-        st = NVL_ERR_INVALID;
+    nvl_status_t st = bench_setup(&b, argc, argv, &rt);
+    if (nvl_runtime_capture_end(st) == NVL_OK) {
+        if (b.args.help && rt.rank == 0)
+            nvl_opts_help(&b.opts, stdout);
+        code = b.args.help ? 0 : bench_run(&b, &rt);
     }
-    /* getopt_long reorders argv: -J records it as typed */
-    char **typed = malloc(((size_t)argc + 1) * sizeof *typed);
-    nvl_bench_json_t *json = NULL;
-    if (typed == NULL) {
-        nvl_report("out of memory");
-        st = NVL_ERR_NOMEM;
-    } else {
-        memcpy(typed, argv, ((size_t)argc + 1) * sizeof *typed);
-    }
-    int first;
-    if (st == NVL_OK)
-        st = nvl_opts_parse(&opt_table, argc, argv, &args, &first);
-    if (st == NVL_OK && !args.help)
-        st = prepare(&args, row, &rt, argc, typed, &topo, &validation, &json);
-    if (nvl_runtime_capture_end(st) != NVL_OK)
-        goto out;
-    if (args.help) {
-        if (rt.rank == 0)
-            nvl_opts_help(&opt_table, stdout);
-        code = 0;
-        goto out;
-    }
-    code = run_bench(row, &args, topo, &rt, validation, &json);
-out:
-    nvl_bench_json_free(json, true); /* a run that failed writes no file */
-    free(typed);
-    nvl_topo_free(topo);
-    nvl_validation_free(validation);
-    nvl_opts_free(&opt_table, &args);
+    nvl_bench_json_free(b.json, true); /* a run that failed writes no file */
+    free(b.typed);
+    nvl_topo_free(b.topo);
+    nvl_validation_free(b.validation);
+    nvl_opts_free(&b.opts, &b.args);
     nvl_runtime_finalize();
     return code;
 }
