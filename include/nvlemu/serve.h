@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nvlemu/family.h"
 #include "nvlemu/status.h"
 
 /* ---- requests ------------------------------------------------------------ */
@@ -107,24 +108,21 @@ void nvl_serve_workload_free(nvl_serve_workload_t *w);
 
 /* ---- the scheduler -------------------------------------------------------- */
 
+/* What preempting a request does (--preempt): its KV dropped and its
+ * prompt and outputs prefilled again, or its KV swapped to the host's
+ * memory; the rows of nvl_serve_preempt_family (src/serve/schedulers.c). */
 typedef enum { NVL_PREEMPT_RECOMPUTE, NVL_PREEMPT_SWAP } nvl_preempt_t;
+extern const nvl_family_t nvl_serve_preempt_family;
 
-/* Whose scheduler (docs/serve.md "The schedulers"):
- *   VLLM:   vLLM V1: a request takes KV blocks as its tokens need them;
- *           when none is free, the running request admitted last is
- *           preempted.
- *   TRTLLM: TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler and
- *           MicroBatchScheduler: a waiting request is admitted only when
- *           the free blocks, less those every running request still needs
- *           to finish, hold its prompt and all its outputs; nothing is
- *           ever preempted; admission stops at the first that does not
- *           fit. */
-typedef enum { NVL_SCHED_VLLM, NVL_SCHED_TRTLLM } nvl_serve_sched_t;
+/* Whose scheduler: a row of nvl_serve_sched_family (the enum numbers its
+ * rows; nvl_serve_scheduler_t says what differs). */
+typedef enum { NVL_SCHED_VLLM, NVL_SCHED_TRTLLM, NVL_SCHED_COUNT }
+    nvl_serve_sched_t;
 
 /* The policy, one field per knob (docs/serve.md lists each with its
  * serving-engine default and source). */
 typedef struct {
-    nvl_serve_sched_t sched;
+    nvl_serve_sched_t sched;       /* its row of nvl_serve_sched_family */
     uint32_t max_batch;            /* sequences in one step */
     uint32_t max_tokens_per_step;  /* the step's token budget */
     uint32_t chunk;                /* a prefill's tokens per step */
@@ -169,6 +167,56 @@ double nvl_serve_checkpoint_params(double total_params, double embed_params,
 nvl_status_t nvl_serve_trtllm_bench_limits(
     const nvl_serve_trtllm_bench_in_t *in, uint32_t *max_batch_out,
     uint32_t *max_tokens_out);
+
+/* A scheduler (docs/serve.md "The schedulers"): one row of the table
+ * in src/serve/schedulers.c carrying everything that differs between the
+ * serving engines; adding one is adding a row (and its functions).
+ *   vllm:   vLLM V1: a request takes KV blocks as its tokens need them;
+ *           when none is free, the running request admitted last is
+ *           preempted.
+ *   trtllm: TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler and
+ *           MicroBatchScheduler: a waiting request is admitted only when
+ *           the free blocks, less those every running request still needs
+ *           to finish, hold its prompt and all its outputs; nothing is
+ *           ever preempted; admission stops at the first that does not
+ *           fit. */
+typedef struct {
+    nvl_member_t id;              /* --scheduler's name */
+    /* admission: a waiting request needs blocks for its prompt and every
+     * output once the running requests' blocks to completion are held
+     * back (no-evict); false: blocks for its first chunk only */
+    bool admit_to_completion;
+    /* a step short of blocks preempts the running request admitted last;
+     * false: that never happens (a broken invariant if it did) */
+    bool preempts;
+    bool chunked;                 /* --chunk 0 chunks a prefill to the
+                                     step's budget; false: whole prompts */
+    /* the defaults of --max-batch and --max-tokens-per-step; 0: from
+     * bench_limits (trtllm-bench's rule) */
+    uint32_t max_batch, max_tokens_per_step;
+    nvl_status_t (*bench_limits)(const nvl_serve_trtllm_bench_in_t *in,
+                                 uint32_t *max_batch_out,
+                                 uint32_t *max_tokens_out);
+    uint32_t block_tokens;        /* --block's default */
+    /* --mem-fraction's default, of the GPU's whole memory (vLLM's
+     * gpu_memory_utilization) or of what the weights and activations leave
+     * free (mem_of_free: TensorRT-LLM's free_gpu_memory_fraction) */
+    double mem_fraction;
+    bool mem_of_free;
+    /* CUDA graphs: the rows a step of `seqs` sequences, `tokens` tokens
+     * (`prefill` of them prefill) runs, padded to the graph replayed for
+     * it; 0: no graph, the step runs as scheduled */
+    uint32_t (*graph_rows)(uint32_t seqs, uint64_t tokens,
+                           uint64_t prefill);
+    /* the report's preemption phrase; NULL: --preempt's choice */
+    const char *preemption_text;
+} nvl_serve_scheduler_t;
+
+/* The schedulers: --scheduler's values, `nvlemu --list scheduler`. */
+extern const nvl_family_t nvl_serve_sched_family;
+
+/* The row of scheduler s (a valid nvl_serve_sched_t). */
+const nvl_serve_scheduler_t *nvl_serve_scheduler(nvl_serve_sched_t s);
 
 /* What the replica's memory holds (nvl_engine_serve_memory gives it). */
 typedef struct {

@@ -8,9 +8,12 @@
 #include "nvlemu/coll.h"
 #include "nvlemu/family.h"
 #include "nvlemu/json.h"
+#include "nvlemu/serve.h"
 
 static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
+    &nvl_serve_sched_family,
+    &nvl_serve_preempt_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 

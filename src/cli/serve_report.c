@@ -4,16 +4,11 @@
 #include <string.h>
 
 #include "nvlemu/json.h"
-#include "serve.h"
+#include "serve_report.h"
 
 #define MS(ps) ((double)(ps) / 1e9)
 
-static const char *preempt_name(int p)
-{
-    return p == NVL_PREEMPT_SWAP ? "swap" : "recompute";
-}
-
-static void workload_line(const nvl_serve_result_t *r, char *buf, size_t n)
+static void workload_line(const nvl_serve_report_t *r, char *buf, size_t n)
 {
     const nvl_serve_args_t *a = r->args;
     if (a->workload != NULL) {
@@ -43,7 +38,7 @@ static void dist_row(FILE *out, const char *name, const nvl_serve_dist_t *d)
             d->p50, d->p90, d->p99, d->max);
 }
 
-static double busy_share(const nvl_serve_pool_t *p, double span_s)
+static double busy_share(const nvl_serving_pool_t *p, double span_s)
 {
     double busy = 0;
     for (int i = 0; i < p->replicas; i++)
@@ -51,7 +46,7 @@ static double busy_share(const nvl_serve_pool_t *p, double span_s)
     return span_s > 0 ? busy / p->replicas / span_s : 0;
 }
 
-static void pool_totals(const nvl_serve_pool_t *p,
+static void pool_totals(const nvl_serving_pool_t *p,
                         nvl_serve_replica_stats_t *t)
 {
     memset(t, 0, sizeof *t);
@@ -77,22 +72,23 @@ static void pool_totals(const nvl_serve_pool_t *p,
 /* The job's queries for its validation families: the serving
  * throughput of its first pool's TP groups, and that pool's steps at their
  * mean decode batch and the workload's mean prompt. */
-static void serve_queries(const nvl_serve_result_t *r, nvl_cli_queries_t *qs)
+static void serve_queries(const nvl_serve_report_t *r, nvl_cli_queries_t *qs)
 {
     const nvl_serve_args_t *a = r->args;
-    const nvl_serve_pool_t *pl = &r->pools[0];
+    const nvl_serving_pool_t *pl = &r->res->pools[0];
     nvl_serve_replica_stats_t t;
     pool_totals(pl, &t);
     double batch = t.steps ? (double)t.decode_tokens / (double)t.steps : 0;
+    const nvl_serve_workload_t *w = &r->res->w;
     double prompt = 0;
-    for (size_t i = 0; i < r->w->n; i++)
-        prompt += (double)r->w->reqs[i].input_tokens / (double)r->w->n;
-    nvl_cli_step_t s = {.topo = r->topo, .cfg = r->cfg, .tp = pl->tp,
-                        .allreduce = a->allreduce, .stack = a->stack,
-                        .dtype = a->dtype,
-                        .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
-                        .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
-                        .decode = t.decode_tokens > 0};
+    for (size_t i = 0; i < w->n; i++)
+        prompt += (double)w->reqs[i].input_tokens / (double)w->n;
+    nvl_cli_step_t s = {
+        .topo = r->topo, .cfg = r->model, .tp = pl->tp,
+        .allreduce = a->allreduce, .stack = a->stack, .dtype = a->dtype,
+        .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
+        .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
+        .decode = t.decode_tokens > 0};
     nvl_cli_step_queries(&s, qs);
     size_t i = qs->n++;
     snprintf(qs->cls[i], sizeof qs->cls[i], "serving");
@@ -105,46 +101,60 @@ static void serve_queries(const nvl_serve_result_t *r, nvl_cli_queries_t *qs)
     qs->q[i].attrs[0].value = nvl_stack_name(a->stack);
 }
 
-void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
+/* "# policy: ...": the scheduler's row and the resolved knobs. */
+static void policy_line(const nvl_serve_report_t *r, FILE *out)
 {
-    const nvl_serve_args_t *a = r->args;
-    const nvl_serve_summary_t *s = &r->sum;
-    char wl[256];
-    workload_line(r, wl, sizeof wl);
-    fprintf(out, "# nvlemu serve: %s on %s, %d GPUs:", r->cfg->name,
-            r->topo->name, s->gpus);
-    for (int p = 0; p < r->n_pools; p++)
-        fprintf(out, "%s %s %d x TP %d", p ? " +" : "", r->pools[p].name,
-                r->pools[p].replicas, r->pools[p].tp);
-    if (r->pools[0].system_replicas > r->pools[0].replicas)
-        fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
-                     "serve the same share of the load)",
-                r->pools[0].system_replicas,
-                r->pools[0].system_replicas * r->pools[0].tp);
-    fprintf(out, "\n# workload: %zu requests, %s\n", s->requests, wl);
-    char chunk[32];
-    if (a->whole_prompts)
+    const nvl_serve_policy_t *p = &r->serving->policy;
+    const nvl_serve_scheduler_t *sch = nvl_serve_scheduler(p->sched);
+    char chunk[32], preempt[64];
+    if (p->whole_prompts)
         snprintf(chunk, sizeof chunk, "none (whole prompts)");
     else
-        snprintf(chunk, sizeof chunk, "%ld",
-                 a->chunk ? a->chunk : a->max_tokens);
-    const nvl_cli_sched_t *sch = nvl_cli_serve_sched(a->scheduler);
-    fprintf(out, "# policy: %s scheduler, max batch %ld, %ld tokens per "
-                 "step, chunk %s, block %ld, KV memory %.2f of %s, %s, "
+        snprintf(chunk, sizeof chunk, "%u", p->chunk);
+    if (sch->preemption_text != NULL)
+        snprintf(preempt, sizeof preempt, "%s", sch->preemption_text);
+    else
+        snprintf(preempt, sizeof preempt, "preempt %s",
+                 nvl_family_name(&nvl_serve_preempt_family, p->preempt));
+    fprintf(out, "# policy: %s scheduler, max batch %u, %u tokens per "
+                 "step, chunk %s, block %u, KV memory %.2f of %s, %s, "
                  "prefix caching %s\n",
-            sch->name, a->max_batch, a->max_tokens, chunk, a->block,
-            a->mem_fraction, sch->kv_rule.of_free ? "the free HBM" : "HBM",
-            sch->sched == NVL_SCHED_TRTLLM
-                ? "no preemption (no-evict admission)"
-                : (a->preempt == NVL_PREEMPT_SWAP ? "preempt swap"
-                                                  : "preempt recompute"),
-            a->prefix_caching ? "on" : "off");
+            sch->id.name, p->max_batch, p->max_tokens_per_step, chunk,
+            p->block_tokens, r->serving->mem_fraction,
+            sch->mem_of_free ? "the free HBM" : "HBM", preempt,
+            p->prefix_caching ? "on" : "off");
+}
+
+/* The "# " lines: the job, the workload, the policy, the software. */
+static void text_header(const nvl_serve_report_t *r, FILE *out)
+{
+    const nvl_serve_args_t *a = r->args;
+    const nvl_serving_pool_t *p0 = &r->res->pools[0];
+    char wl[256];
+    workload_line(r, wl, sizeof wl);
+    fprintf(out, "# nvlemu serve: %s on %s, %d GPUs:", r->model->name,
+            r->topo->name, r->sum.gpus);
+    for (int p = 0; p < r->res->n_pools; p++)
+        fprintf(out, "%s %s %d x TP %d", p ? " +" : "", r->res->pools[p].name,
+                r->res->pools[p].replicas, r->res->pools[p].tp);
+    if (p0->system_replicas > p0->replicas)
+        fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
+                     "serve the same share of the load)",
+                p0->system_replicas, p0->system_replicas * p0->tp);
+    fprintf(out, "\n# workload: %zu requests, %s\n", r->sum.requests, wl);
+    policy_line(r, out);
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
             nvl_stack_name(a->stack),
             a->stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
                                         : "a serving engine's fused kernels",
             nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype));
+}
+
+/* The latencies, throughput, goodput, cost and KV transfers. */
+static void text_summary(const nvl_serve_report_t *r, FILE *out)
+{
+    const nvl_serve_summary_t *s = &r->sum;
     fprintf(out, "\nrequests     %zu finished in %.3f s (first arrival to "
                  "last token)\n\n", s->requests, s->makespan_s);
     fprintf(out, "%-12s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50",
@@ -169,55 +179,68 @@ void nvl_serve_report_text(const nvl_serve_result_t *r, FILE *out)
                      "per million tokens in and out (%g per GPU-hour x %d "
                      "GPUs)\n", s->cost_per_m_output, s->cost_per_m_total,
                 s->gpu_hour_cost, s->gpus);
-    if (r->n_pools == 2)
+    if (r->res->n_pools == 2)
         fprintf(out, "KV transfer  %.3f GB from prefill to decode, %.3f ms "
                      "per request from prefill end to decode arrival "
                      "(queueing on the links included)\n",
-                r->kv_transfer_gb, r->kv_transfer_ms_mean);
-    for (int p = 0; p < r->n_pools; p++) {
-        const nvl_serve_pool_t *pl = &r->pools[p];
-        nvl_serve_replica_stats_t t;
-        pool_totals(pl, &t);
-        fprintf(out, "\npool %s: %d replica(s) x TP %d\n", pl->name,
-                pl->replicas, pl->tp);
-        fprintf(out, "  KV cache     %.2f GB per GPU (%.0f blocks of %ld "
-                     "positions; %.0f%% in host memory), peak use %.1f%%\n",
-                pl->kv_gb_per_gpu, pl->kv_blocks, a->block,
-                100 * pl->kv_host_share,
-                pl->kv_blocks > 0 ? 100.0 * (double)t.peak_blocks /
-                                        pl->kv_blocks
-                                  : 0);
-        fprintf(out, "  utilisation  %.1f%% busy (steps' time over the "
-                     "makespan, mean over replicas)\n",
-                100 * busy_share(pl, s->makespan_s));
-        double st = t.steps ? (double)t.steps : 1;
-        fprintf(out, "  steps        %llu: %.1f sequences and %.1f tokens "
-                     "each on average (%.1f%% prefill tokens)\n",
-                (unsigned long long)t.steps, (double)t.seqs / st,
-                (double)t.tokens / st,
-                t.tokens ? 100.0 * (double)t.prefill_tokens /
-                               (double)t.tokens
-                         : 0);
-        fprintf(out, "  preemptions  %llu; prefix-cache hits %llu (%llu "
-                     "prompt tokens not computed); C2C copies %.3f GB in, "
-                     "%.3f GB out\n",
-                (unsigned long long)t.preemptions,
-                (unsigned long long)t.prefix_hits,
-                (unsigned long long)t.prefix_hit_tokens, t.h2d_bytes / 1e9,
-                t.d2h_bytes / 1e9);
-        int64_t total = 0;
-        for (int i = 0; i < NVL_PART_COUNT; i++)
-            total += pl->part_ps[i];
-        fprintf(out, "  step time   ");
-        for (int i = 0; i < NVL_PART_COUNT; i++)
-            if (pl->part_ps[i] > 0)
-                fprintf(out, " %s %.1f%%", nvl_part_name((nvl_part_t)i),
-                        total ? 100.0 * (double)pl->part_ps[i] /
-                                    (double)total
+                r->res->kv_transfer_gb, r->res->kv_transfer_ms_mean);
+}
+
+/* The step time's split by part. */
+static void text_parts(const nvl_serving_pool_t *pl, FILE *out)
+{
+    int64_t total = 0;
+    for (int i = 0; i < NVL_PART_COUNT; i++)
+        total += pl->part_ps[i];
+    fprintf(out, "  step time   ");
+    for (int i = 0; i < NVL_PART_COUNT; i++)
+        if (pl->part_ps[i] > 0)
+            fprintf(out, " %s %.1f%%", nvl_part_name((nvl_part_t)i),
+                    total ? 100.0 * (double)pl->part_ps[i] / (double)total
+                          : 0);
+    fprintf(out, "\n");
+}
+
+static void text_pool(const nvl_serve_report_t *r,
+                      const nvl_serving_pool_t *pl, FILE *out)
+{
+    nvl_serve_replica_stats_t t;
+    pool_totals(pl, &t);
+    fprintf(out, "\npool %s: %d replica(s) x TP %d\n", pl->name,
+            pl->replicas, pl->tp);
+    fprintf(out, "  KV cache     %.2f GB per GPU (%.0f blocks of %u "
+                 "positions; %.0f%% in host memory), peak use %.1f%%\n",
+            pl->kv_gb_per_gpu, pl->kv_blocks,
+            r->serving->policy.block_tokens, 100 * pl->kv_host_share,
+            pl->kv_blocks > 0 ? 100.0 * (double)t.peak_blocks / pl->kv_blocks
                               : 0);
-        fprintf(out, "\n");
-    }
-    fprintf(out, "\n# emulation: %.2f s wall\n", r->wall_s);
+    fprintf(out, "  utilisation  %.1f%% busy (steps' time over the "
+                 "makespan, mean over replicas)\n",
+            100 * busy_share(pl, r->sum.makespan_s));
+    double st = t.steps ? (double)t.steps : 1;
+    fprintf(out, "  steps        %llu: %.1f sequences and %.1f tokens "
+                 "each on average (%.1f%% prefill tokens)\n",
+            (unsigned long long)t.steps, (double)t.seqs / st,
+            (double)t.tokens / st,
+            t.tokens ? 100.0 * (double)t.prefill_tokens / (double)t.tokens
+                     : 0);
+    fprintf(out, "  preemptions  %llu; prefix-cache hits %llu (%llu "
+                 "prompt tokens not computed); C2C copies %.3f GB in, "
+                 "%.3f GB out\n",
+            (unsigned long long)t.preemptions,
+            (unsigned long long)t.prefix_hits,
+            (unsigned long long)t.prefix_hit_tokens, t.h2d_bytes / 1e9,
+            t.d2h_bytes / 1e9);
+    text_parts(pl, out);
+}
+
+void nvl_serve_report_text(const nvl_serve_report_t *r, FILE *out)
+{
+    text_header(r, out);
+    text_summary(r, out);
+    for (int p = 0; p < r->res->n_pools; p++)
+        text_pool(r, &r->res->pools[p], out);
+    fprintf(out, "\n# emulation: %.2f s wall\n", r->res->wall_s);
     nvl_cli_queries_t qs;
     serve_queries(r, &qs);
     nvl_validation_print(r->validation, qs.q, qs.n, out);
@@ -230,32 +253,32 @@ static json_t *dist_json(const nvl_serve_dist_t *d)
                      "max", d->max);
 }
 
-nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
-                                   const char *path)
+/* "inputs": what was asked, the policy as resolved. */
+static json_t *json_inputs(const nvl_serve_report_t *r)
 {
     const nvl_serve_args_t *a = r->args;
-    const nvl_serve_summary_t *s = &r->sum;
+    const nvl_serve_policy_t *p = &r->serving->policy;
     char isl[64], osl[64];
     nvl_serve_len_format(&a->isl, isl, sizeof isl);
     nvl_serve_len_format(&a->osl, osl, sizeof osl);
     json_t *in = json_pack(
         "{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:b}",
-        "model", r->cfg->name, "topology", r->topo->name, "gpus", s->gpus,
-        "stack", nvl_stack_name(a->stack), "dtype", nvl_wdtype_name(a->dtype),
-        "kv_dtype", nvl_wdtype_name(a->kv_dtype), "allreduce",
-        nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce), "max_batch",
-        (json_int_t)a->max_batch, "max_tokens_per_step",
-        (json_int_t)a->max_tokens, "chunk",
-        (json_int_t)(a->whole_prompts ? 0
-                                      : a->chunk ? a->chunk : a->max_tokens),
-        "block",
-        (json_int_t)a->block, "preempt", preempt_name(a->preempt),
-        "prefix_caching", a->prefix_caching != 0);
+        "model", r->model->name, "topology", r->topo->name, "gpus",
+        r->sum.gpus, "stack", nvl_stack_name(a->stack), "dtype",
+        nvl_wdtype_name(a->dtype), "kv_dtype", nvl_wdtype_name(a->kv_dtype),
+        "allreduce", nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce),
+        "max_batch", (json_int_t)p->max_batch, "max_tokens_per_step",
+        (json_int_t)p->max_tokens_per_step, "chunk",
+        (json_int_t)(p->whole_prompts ? 0 : p->chunk), "block",
+        (json_int_t)p->block_tokens, "preempt",
+        nvl_family_name(&nvl_serve_preempt_family, p->preempt),
+        "prefix_caching", p->prefix_caching);
     json_object_set_new(in, "scheduler",
-                        json_string(nvl_cli_serve_sched(a->scheduler)->name));
-    json_object_set_new(in, "mem_fraction", json_real(a->mem_fraction));
+                        json_string(nvl_serve_scheduler(p->sched)->id.name));
+    json_object_set_new(in, "mem_fraction",
+                        json_real(r->serving->mem_fraction));
     json_object_set_new(in, "system_replicas",
-                        json_integer(r->pools[0].system_replicas));
+                        json_integer(r->res->pools[0].system_replicas));
     if (a->workload != NULL)
         json_object_set_new(in, "workload", json_string(a->workload));
     else
@@ -268,39 +291,40 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
                       (json_int_t)a->prefix_groups, "prefix_len",
                       (json_int_t)a->prefix_len, "seed",
                       (json_int_t)a->seed));
-    json_t *pools = json_array();
-    for (int p = 0; p < r->n_pools; p++) {
-        const nvl_serve_pool_t *pl = &r->pools[p];
-        nvl_serve_replica_stats_t t;
-        pool_totals(pl, &t);
-        json_t *parts = json_object();
-        for (int i = 0; i < NVL_PART_COUNT; i++)
-            json_object_set_new(parts, nvl_part_name((nvl_part_t)i),
-                                json_real(MS(pl->part_ps[i])));
-        json_array_append_new(
-            pools,
-            json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
-                      "s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o}",
-                      "name", pl->name, "gpus", pl->gpus, "tp", pl->tp,
-                      "replicas", pl->replicas, "kv_gb_per_gpu",
-                      pl->kv_gb_per_gpu, "kv_blocks", pl->kv_blocks,
-                      "kv_host_share", pl->kv_host_share, "kv_peak_use",
-                      pl->kv_blocks > 0 ? (double)t.peak_blocks /
-                                              pl->kv_blocks
-                                        : 0.0,
-                      "utilisation", busy_share(pl, s->makespan_s), "steps",
-                      (json_int_t)t.steps, "tokens", (json_int_t)t.tokens,
-                      "prefill_tokens", (json_int_t)t.prefill_tokens,
-                      "decode_tokens", (json_int_t)t.decode_tokens,
-                      "preemptions", (json_int_t)t.preemptions,
-                      "prefix_hits", (json_int_t)t.prefix_hits,
-                      "prefix_hit_tokens", (json_int_t)t.prefix_hit_tokens,
-                      "c2c_in_gb", t.h2d_bytes / 1e9, "c2c_out_gb",
-                      t.d2h_bytes / 1e9, "step_time_ms_by_part", parts));
-    }
-    json_t *root = json_object();
-    json_object_set_new(root, "inputs", in);
-    json_object_set_new(root, "requests", json_integer((json_int_t)s->requests));
+    return in;
+}
+
+static json_t *json_pool(const nvl_serve_report_t *r,
+                         const nvl_serving_pool_t *pl)
+{
+    nvl_serve_replica_stats_t t;
+    pool_totals(pl, &t);
+    json_t *parts = json_object();
+    for (int i = 0; i < NVL_PART_COUNT; i++)
+        json_object_set_new(parts, nvl_part_name((nvl_part_t)i),
+                            json_real(MS(pl->part_ps[i])));
+    return json_pack(
+        "{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
+        "s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o}",
+        "name", pl->name, "gpus", pl->gpus, "tp", pl->tp, "replicas",
+        pl->replicas, "kv_gb_per_gpu", pl->kv_gb_per_gpu, "kv_blocks",
+        pl->kv_blocks, "kv_host_share", pl->kv_host_share, "kv_peak_use",
+        pl->kv_blocks > 0 ? (double)t.peak_blocks / pl->kv_blocks : 0.0,
+        "utilisation", busy_share(pl, r->sum.makespan_s), "steps",
+        (json_int_t)t.steps, "tokens", (json_int_t)t.tokens,
+        "prefill_tokens", (json_int_t)t.prefill_tokens, "decode_tokens",
+        (json_int_t)t.decode_tokens, "preemptions",
+        (json_int_t)t.preemptions, "prefix_hits", (json_int_t)t.prefix_hits,
+        "prefix_hit_tokens", (json_int_t)t.prefix_hit_tokens, "c2c_in_gb",
+        t.h2d_bytes / 1e9, "c2c_out_gb", t.d2h_bytes / 1e9,
+        "step_time_ms_by_part", parts);
+}
+
+/* The summary's keys after "inputs", in the report's order. */
+static void json_summary(const nvl_serve_summary_t *s, json_t *root)
+{
+    json_object_set_new(root, "requests",
+                        json_integer((json_int_t)s->requests));
     json_object_set_new(root, "makespan_s", json_real(s->makespan_s));
     json_object_set_new(root, "ttft_ms", dist_json(&s->ttft_ms));
     json_object_set_new(root, "tpot_ms", dist_json(&s->tpot_ms));
@@ -333,13 +357,24 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
             json_pack("{s:f, s:f, s:f}", "gpu_hour", s->gpu_hour_cost,
                       "per_million_output_tokens", s->cost_per_m_output,
                       "per_million_tokens", s->cost_per_m_total));
-    if (r->n_pools == 2)
+}
+
+nvl_status_t nvl_serve_report_json(const nvl_serve_report_t *r,
+                                   const char *path)
+{
+    json_t *pools = json_array();
+    for (int p = 0; p < r->res->n_pools; p++)
+        json_array_append_new(pools, json_pool(r, &r->res->pools[p]));
+    json_t *root = json_object();
+    json_object_set_new(root, "inputs", json_inputs(r));
+    json_summary(&r->sum, root);
+    if (r->res->n_pools == 2)
         json_object_set_new(
             root, "kv_transfer",
-            json_pack("{s:f, s:f}", "gb", r->kv_transfer_gb, "ms_mean",
-                      r->kv_transfer_ms_mean));
+            json_pack("{s:f, s:f}", "gb", r->res->kv_transfer_gb, "ms_mean",
+                      r->res->kv_transfer_ms_mean));
     json_object_set_new(root, "pools", pools);
-    json_object_set_new(root, "wall_s", json_real(r->wall_s));
+    json_object_set_new(root, "wall_s", json_real(r->res->wall_s));
     nvl_cli_queries_t qs;
     serve_queries(r, &qs);
     json_object_set_new(root, "validation",
@@ -355,13 +390,13 @@ nvl_status_t nvl_serve_report_json(const nvl_serve_result_t *r,
     return st;
 }
 
-nvl_status_t nvl_serve_report_csv(const nvl_serve_result_t *r,
+nvl_status_t nvl_serve_report_csv(const nvl_serve_report_t *r,
                                   const char *path)
 {
     FILE *f = nvl_cli_open_out("--csv", path);
     if (f == NULL)
         return NVL_ERR_IO;
-    nvl_serve_csv_write(r->w, r->out, &r->sum, f);
+    nvl_serve_csv_write(&r->res->w, r->res->out, &r->sum, f);
     return nvl_cli_close_out("--csv", path, f);
 }
 
@@ -374,31 +409,22 @@ static void emit(FILE *out, json_t *ev, bool *first)
     json_decref(ev);
 }
 
-nvl_status_t nvl_serve_trace_write(const nvl_serve_result_t *r,
-                                   nvl_serve_step_rec_t *const *steps,
-                                   const size_t *n_steps, FILE *out)
+/* Process 0: a track per replica, its steps as complete events. */
+static void trace_replicas(const nvl_serving_result_t *res, FILE *out,
+                           bool *first)
 {
-    bool first = true;
-    fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", out);
-    /* process 0: the replicas' steps, one track each */
-    emit(out, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
-                        "ph", "M", "pid", 0, "args", "name", "replicas"),
-         &first);
-    emit(out, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
-                        "ph", "M", "pid", 1, "args", "name", "requests"),
-         &first);
     int rep = 0;
-    for (int p = 0; p < r->n_pools; p++)
-        for (int i = 0; i < r->pools[p].replicas; i++, rep++) {
+    for (int p = 0; p < res->n_pools; p++)
+        for (int i = 0; i < res->pools[p].replicas; i++, rep++) {
             char name[64];
             snprintf(name, sizeof name, "%s replica %d (TP %d)",
-                     r->pools[p].name, i, r->pools[p].tp);
+                     res->pools[p].name, i, res->pools[p].tp);
             emit(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
                                 "thread_name", "ph", "M", "pid", 0, "tid",
                                 rep, "args", "name", name),
-                 &first);
-            for (size_t k = 0; k < n_steps[rep]; k++) {
-                const nvl_serve_step_rec_t *s = &steps[rep][k];
+                 first);
+            for (size_t k = 0; k < res->n_steps[rep]; k++) {
+                const nvl_serve_step_rec_t *s = &res->steps[rep][k];
                 emit(out,
                      json_pack("{s:s, s:s, s:f, s:f, s:i, s:i, s:{s:i, s:i, "
                                "s:i, s:i}}",
@@ -410,13 +436,18 @@ nvl_status_t nvl_serve_trace_write(const nvl_serve_result_t *r,
                                "tokens", s->tokens, "prefill_tokens",
                                s->prefill_tokens, "kv_blocks_used",
                                s->blocks_used),
-                     &first);
+                     first);
             }
         }
-    /* process 1: each request's life as async spans */
-    for (size_t i = 0; i < r->w->n; i++) {
-        const nvl_serve_outcome_t *o = &r->out[i];
-        const nvl_serve_req_t *q = &r->w->reqs[i];
+}
+
+/* Process 1: each request's life as async spans. */
+static void trace_requests(const nvl_serving_result_t *res, FILE *out,
+                           bool *first)
+{
+    for (size_t i = 0; i < res->w.n; i++) {
+        const nvl_serve_outcome_t *o = &res->out[i];
+        const nvl_serve_req_t *q = &res->w.reqs[i];
         const char *names[3] = {"queued", "prefill", "decode"};
         int64_t at[4] = {o->arrival_ps, o->scheduled_ps, o->first_token_ps,
                          o->done_ps};
@@ -433,15 +464,29 @@ nvl_status_t nvl_serve_trace_write(const nvl_serve_result_t *r,
                            "pid", 1, "tid", 0, "args", "input_tokens",
                            q->input_tokens, "output_tokens", q->output_tokens,
                            "replica", o->replica),
-                 &first);
+                 first);
             emit(out,
                  json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:i}", "name",
                            names[k], "cat", id, "ph", "e", "id",
                            (json_int_t)q->id, "ts", (double)at[k + 1] / 1e6,
                            "pid", 1, "tid", 0),
-                 &first);
+                 first);
         }
     }
+}
+
+nvl_status_t nvl_serve_trace_write(const nvl_serve_report_t *r, FILE *out)
+{
+    bool first = true;
+    fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", out);
+    emit(out, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
+                        "ph", "M", "pid", 0, "args", "name", "replicas"),
+         &first);
+    emit(out, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
+                        "ph", "M", "pid", 1, "args", "name", "requests"),
+         &first);
+    trace_replicas(r->res, out, &first);
+    trace_requests(r->res, out, &first);
     fputs("\n]}\n", out);
     if (fflush(out) != 0 || ferror(out)) {
         nvl_report("--trace: write failed");

@@ -22,7 +22,7 @@
  *   f32.c        float32 maths (data mode)
  *   kv.c         KV caches and a pass's activations (data mode)
  *   record.c     per-pass statistics and events
- *   serve.c      one continuous-batching step of nvlemu serve (calls
+ *   step.c       one continuous-batching step of nvlemu serve (calls
  *                pass.c)
  *   create.c     options, creation, teardown, memory sizes
  *   memory.c     where the bytes live (HBM, host memory), whether they fit
@@ -97,7 +97,7 @@ struct nvl_engine {
      * with its own clock (owned) */
     nvl_comm_t *ovl;
     nvl_vclock_t ovl_clock;
-    /* serve.c: KV copies over NVLink-C2C the next pass makes before its
+    /* step.c: KV copies over NVLink-C2C the next pass makes before its
      * kernels (swap-in, prefix reloads) and after them (swap-out,
      * evictions) */
     double serve_h2d_bytes, serve_d2h_bytes;

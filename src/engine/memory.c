@@ -205,27 +205,33 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
  * b the bytes of one position's KV on this GPU (every layer), k the KV's
  * share in host memory: --kv-host's, or under auto the share that fills
  * both (k = host / (avail + host (1 - 2 / layers))). */
-nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
-                                     uint64_t max_seqs,
-                                     const nvl_engine_kv_rule_t *rule,
-                                     nvl_engine_kv_room_t *room_out)
+/* What serving does not support: data-parallel attention, and
+ * --weights-host auto (the KV cache takes whatever HBM is left). */
+static nvl_status_t serve_supported(const nvl_engine_t *e)
 {
-    const nvl_engine_opts_t *o = &e->opts;
-    const nvl_topo_t *t = o->cost.topo;
     if (e->shard.attn_dp) {
         nvl_report("serve: data-parallel attention (--attn-parallel dp) is "
                    "not supported; each replica runs attention "
                    "tensor-parallel");
         return NVL_ERR_INVALID;
     }
-    if (o->weights_host == NVL_HOST_AUTO) {
+    if (e->opts.weights_host == NVL_HOST_AUTO) {
         nvl_report("serve: --weights-host takes a share (0..1), not auto: "
                    "the KV cache takes whatever HBM is left");
         return NVL_ERR_INVALID;
     }
+    return NVL_OK;
+}
+
+/* The plan's weights, activations and HBM (the largest over the group)
+ * and its host tier; returns b, the bytes of one position's KV. */
+static nvl_status_t serve_sizes(nvl_engine_t *e, uint64_t max_rows,
+                                uint64_t max_seqs, double *b_out)
+{
+    const nvl_engine_opts_t *o = &e->opts;
+    const nvl_topo_t *t = o->cost.topo;
     nvl_mem_plan_t *p = &e->mem;
     memset(p, 0, sizeof *p);
-    uint32_t layers = e->layers ? e->layers : 1;
     double wb = nvl_wdtype_bytes(o->cost.weight_dtype);
     double mine[4] = {nvl_engine_weight_bytes(e), 0,
                       nvl_engine_kv_bytes(e, 1, 1),
@@ -249,8 +255,39 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
                    t->name);
         return NVL_ERR_INVALID;
     }
+    *b_out = most[2];
+    return NVL_OK;
+}
+
+static void report_no_kv_room(const nvl_engine_t *e, const nvl_mem_plan_t *p,
+                              double w, uint64_t max_rows)
+{
+    nvl_report("does not fit: %s at TP %d leaves no HBM for the KV "
+               "cache: weights %.2f GB + activations %.2f GB (a step of "
+               "%llu tokens) + reserve %.2f GB of %.1f GB per GPU; ways "
+               "out: more GPUs (TP), --dtype fp8|fp4, a smaller "
+               "--max-tokens-per-step, --weights-host", e->cfg.name,
+               nvl_comm_size(e->tp),
+               (p->weights_bytes - w * p->layer_weights_bytes) / 1e9,
+               p->act_bytes / 1e9, (unsigned long long)max_rows,
+               p->reserve_bytes / 1e9, p->hbm_bytes / 1e9);
+}
+
+nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
+                                     uint64_t max_seqs,
+                                     const nvl_engine_kv_rule_t *rule,
+                                     nvl_engine_kv_room_t *room_out)
+{
+    const nvl_engine_opts_t *o = &e->opts;
+    const nvl_topo_t *t = o->cost.topo;
+    double b;
+    nvl_status_t st = serve_supported(e);
+    if (st != NVL_OK || (st = serve_sizes(e, max_rows, max_seqs, &b)) !=
+                            NVL_OK)
+        return st;
+    nvl_mem_plan_t *p = &e->mem;
+    uint32_t layers = e->layers ? e->layers : 1;
     double w = o->weights_host > 0 ? o->weights_host : 0;
-    double b = most[2];
     double free_bytes = p->hbm_bytes - p->weights_bytes +
                         w * p->layer_weights_bytes - p->act_bytes;
     p->reserve_bytes = rule->of_free
@@ -279,15 +316,7 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     e->opts.cost.host_sharers = k > 0 || w > 0 ? sharers : 1;
     p->fits = n >= 1 && host >= 0;
     if (!p->fits) {
-        nvl_report("does not fit: %s at TP %d leaves no HBM for the KV "
-                   "cache: weights %.2f GB + activations %.2f GB (a step of "
-                   "%llu tokens) + reserve %.2f GB of %.1f GB per GPU; ways "
-                   "out: more GPUs (TP), --dtype fp8|fp4, a smaller "
-                   "--max-tokens-per-step, --weights-host", e->cfg.name,
-                   nvl_comm_size(e->tp),
-                   (p->weights_bytes - w * p->layer_weights_bytes) / 1e9,
-                   p->act_bytes / 1e9, (unsigned long long)max_rows,
-                   p->reserve_bytes / 1e9, p->hbm_bytes / 1e9);
+        report_no_kv_room(e, p, w, max_rows);
         return NVL_ERR_NOMEM;
     }
     *room_out = (nvl_engine_kv_room_t){

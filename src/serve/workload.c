@@ -220,25 +220,17 @@ static int32_t prefix_number(nvl_serve_workload_t *w, const char *name)
     return (int32_t)w->n_prefixes++;
 }
 
-/* One line's request; why says what is wrong (false). */
-static bool parse_line(nvl_serve_workload_t *w, const char *text,
-                       double prev_s, nvl_serve_req_t *r, uint32_t **plen,
-                       double *t_out, char *why, size_t n)
+static const char *const k_arr[] = {"arrival_s", "timestamp", NULL};
+static const char *const k_in[] = {"input_tokens", "input_length", NULL};
+static const char *const k_out[] = {"output_tokens", "output_length", NULL};
+static const char *const k_pid[] = {"prefix_id", NULL};
+static const char *const k_plen[] = {"prefix_tokens", NULL};
+
+/* The line's arrival (*v_out), a number of seconds within range, not
+ * before prev_s; why says what is wrong (false). */
+static bool arrival(json_t *o, double prev_s, json_t **v_out, char *why,
+                    size_t n)
 {
-    static const char *const k_arr[] = {"arrival_s", "timestamp", NULL};
-    static const char *const k_in[] = {"input_tokens", "input_length", NULL};
-    static const char *const k_out[] = {"output_tokens", "output_length",
-                                        NULL};
-    static const char *const k_pid[] = {"prefix_id", NULL};
-    static const char *const k_plen[] = {"prefix_tokens", NULL};
-    json_error_t err;
-    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &err);
-    bool ok = false;
-    if (o == NULL) {
-        snprintf(why, n, "malformed JSON: %s (column %d)", err.text,
-                 err.column);
-        return false;
-    }
     json_t *v;
     if (!json_is_object(o))
         snprintf(why, n, "expected a JSON object");
@@ -258,58 +250,88 @@ static bool parse_line(nvl_serve_workload_t *w, const char *text,
         snprintf(why, n, "\"arrival_s\" %g is before the previous line's "
                  "%g: the trace must be sorted by arrival",
                  json_number_value(v), prev_s);
-    else if (token_count(o, k_in, &r->input_tokens, why, n) &&
-             token_count(o, k_out, &r->output_tokens, why, n)) {
+    else {
+        *v_out = v;
+        return true;
+    }
+    return false;
+}
+
+/* The prefix id's name as the line gives it (a string or a whole
+ * number). */
+static bool prefix_name(json_t *pid, char *name, size_t len, char *why,
+                        size_t n)
+{
+    if (json_is_string(pid))
+        snprintf(name, len, "%s", json_string_value(pid));
+    else if (json_is_integer(pid))
+        snprintf(name, len, "%lld", (long long)json_integer_value(pid));
+    else {
+        snprintf(why, n, "\"prefix_id\" must be a string or a whole number");
+        return false;
+    }
+    return true;
+}
+
+/* The line's shared prefix, if any: its number and length (given, or
+ * its first request's prompt; plen[number] keeps it). */
+static bool parse_prefix(nvl_serve_workload_t *w, json_t *o,
+                         nvl_serve_req_t *r, uint32_t **plen, char *why,
+                         size_t n)
+{
+    json_t *pid = field(o, k_pid), *pl = field(o, k_plen);
+    char name[64];
+    if (pid == NULL && pl != NULL)
+        snprintf(why, n, "\"prefix_tokens\" without \"prefix_id\"");
+    if (pid == NULL)
+        return pl == NULL;
+    if (!prefix_name(pid, name, sizeof name, why, n))
+        return false;
+    if ((r->prefix = prefix_number(w, name)) < 0) {
+        snprintf(why, n, "out of memory");
+        return false;
+    }
+    uint32_t len = 0;
+    if (pl != NULL && !token_count(o, k_plen, &len, why, n))
+        return false;
+    if (len > r->input_tokens) {
+        snprintf(why, n, "\"prefix_tokens\" %u is more than "
+                 "\"input_tokens\" %u", len, r->input_tokens);
+        return false;
+    }
+    uint32_t *known = &(*plen)[r->prefix];
+    if (*known == 0)
+        *known = len ? len : r->input_tokens;
+    else if (len && len != *known) {
+        snprintf(why, n, "prefix \"%s\" is %u tokens here and %u on an "
+                 "earlier line", name, len, *known);
+        return false;
+    }
+    r->prefix_tokens = *known < r->input_tokens ? *known : r->input_tokens;
+    return true;
+}
+
+/* One line's request; why says what is wrong (false). */
+static bool parse_line(nvl_serve_workload_t *w, const char *text,
+                       double prev_s, nvl_serve_req_t *r, uint32_t **plen,
+                       double *t_out, char *why, size_t n)
+{
+    json_error_t err;
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    if (o == NULL) {
+        snprintf(why, n, "malformed JSON: %s (column %d)", err.text,
+                 err.column);
+        return false;
+    }
+    json_t *v;
+    bool ok = arrival(o, prev_s, &v, why, n) &&
+              token_count(o, k_in, &r->input_tokens, why, n) &&
+              token_count(o, k_out, &r->output_tokens, why, n);
+    if (ok) {
         *t_out = json_number_value(v);
         r->arrival_ps = nvl_ps_from_s(*t_out);
         r->prefix = -1;
-        json_t *pid = field(o, k_pid), *pl = field(o, k_plen);
-        char name[64];
-        ok = true;
-        if (pid != NULL) {
-            if (json_is_string(pid))
-                snprintf(name, sizeof name, "%s", json_string_value(pid));
-            else if (json_is_integer(pid))
-                snprintf(name, sizeof name, "%lld",
-                         (long long)json_integer_value(pid));
-            else {
-                snprintf(why, n, "\"prefix_id\" must be a string or a "
-                         "whole number");
-                ok = false;
-            }
-            if (ok && (r->prefix = prefix_number(w, name)) < 0) {
-                snprintf(why, n, "out of memory");
-                ok = false;
-            }
-        } else if (pl != NULL) {
-            snprintf(why, n, "\"prefix_tokens\" without \"prefix_id\"");
-            ok = false;
-        }
-        if (ok && pid != NULL) {
-            uint32_t len = 0;
-            if (pl != NULL) {
-                ok = token_count(o, k_plen, &len, why, n);
-                if (ok && len > r->input_tokens) {
-                    snprintf(why, n, "\"prefix_tokens\" %u is more than "
-                             "\"input_tokens\" %u", len, r->input_tokens);
-                    ok = false;
-                }
-            }
-            /* an id's length: given, or its first request's prompt */
-            if (ok) {
-                uint32_t *known = &(*plen)[r->prefix];
-                if (*known == 0)
-                    *known = len ? len : r->input_tokens;
-                else if (len && len != *known) {
-                    snprintf(why, n, "prefix \"%s\" is %u tokens here and "
-                             "%u on an earlier line", name, len, *known);
-                    ok = false;
-                }
-                r->prefix_tokens = *known < r->input_tokens
-                                       ? *known
-                                       : r->input_tokens;
-            }
-        }
+        ok = parse_prefix(w, o, r, plen, why, n);
     }
     json_decref(o);
     return ok;

@@ -1,5 +1,5 @@
-/* One continuous-batching step of nvlemu serve: a forward pass of the
- * scheduler's batch (pass.c), its end agreed over the group. */
+/* The engine's serving step (nvlemu serve, src/serving/): a forward pass
+ * of the scheduler's batch (pass.c), its end agreed over the group. */
 #include <stdlib.h>
 #include <string.h>
 

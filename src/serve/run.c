@@ -1,0 +1,405 @@
+/* The loop around one replica's scheduler (sched.c builds each step):
+ * arrivals (open or closed loop; a disaggregated decode pool's requests
+ * arrive prefilled), the step's time from the caller, sampling, the
+ * statistics and the trace's records, and the invariants checked at each
+ * step (KV blocks never above capacity, the budget and batch limits, no
+ * preemption by a scheduler that never preempts); and the check that
+ * every request can be served at all. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_impl.h"
+
+static void finish(sched_t *s, uint32_t k, int64_t now)
+{
+    rstate_t *r = &s->rs[k];
+    s->used -= r->priv;
+    r->priv = 0;
+    if (r->ref >= 0 && !r->owner && s->pe[r->ref].refs > 0)
+        s->pe[r->ref].refs--;
+    if (r->owner)
+        s->pe[r->ref].state = P_NONE;
+    r->ref = -1;
+    r->owner = false;
+    r->state = R_DONE;
+    s->out[s->which[k]].done_ps = now;
+    s->out[s->which[k]].done = true;
+}
+
+/* The owner's prefix is computed: its first blocks become the entry's. */
+static void prefix_ready(sched_t *s, uint32_t k)
+{
+    rstate_t *r = &s->rs[k];
+    pentry_t *e = &s->pe[r->ref];
+    if (!r->owner || r->computed < e->blocks * s->p->block_tokens)
+        return;
+    r->priv -= e->blocks;
+    r->shared = (uint32_t)e->blocks;
+    e->state = P_HBM;
+    e->refs = 1;
+    e->last_use = s->step_no;
+    r->owner = false;
+}
+
+static nvl_status_t broken(const char *what)
+{
+    nvl_report("internal error: the serve scheduler broke its invariant: "
+               "%s", what);
+    return NVL_ERR_RANGE;
+}
+
+/* Request r can be served: it fits the context, a step (whole prompts)
+ * and the KV blocks. */
+static nvl_status_t check_request(const nvl_serve_req_t *r,
+                                  const nvl_serve_policy_t *p,
+                                  const nvl_serve_capacity_t *cap)
+{
+    uint64_t pos = (uint64_t)r->input_tokens + r->output_tokens - 1;
+    /* admission to completion reserves the prompt and every output */
+    uint64_t kv_pos =
+        nvl_serve_scheduler(p->sched)->admit_to_completion ? pos + 1 : pos;
+    char where[48] = "";
+    if (r->line)
+        snprintf(where, sizeof where, " (trace line %u)", r->line);
+    if (pos > cap->max_context) {
+        nvl_report("request %u%s: %u input + %u output tokens need %llu "
+                   "positions, more than the model's context of %llu",
+                   r->id, where, r->input_tokens, r->output_tokens,
+                   (unsigned long long)pos,
+                   (unsigned long long)cap->max_context);
+        return NVL_ERR_INVALID;
+    }
+    if (p->whole_prompts && r->input_tokens > p->max_tokens_per_step) {
+        nvl_report("request %u%s: its %u prompt tokens exceed the %u "
+                   "tokens of a step and prompts run whole (no chunked "
+                   "prefill): raise --max-tokens-per-step or set "
+                   "--chunk", r->id, where, r->input_tokens,
+                   p->max_tokens_per_step);
+        return NVL_ERR_INVALID;
+    }
+    uint64_t b = (kv_pos + p->block_tokens - 1) / p->block_tokens;
+    if (b > cap->kv_blocks) {
+        nvl_report("request %u%s: %llu positions need %llu KV blocks of "
+                   "%u; the replica's HBM holds %llu: it can never run "
+                   "(more TP, --kv-dtype fp8, --dtype fp8|fp4 or "
+                   "--kv-host make room)", r->id, where,
+                   (unsigned long long)kv_pos, (unsigned long long)b,
+                   p->block_tokens, (unsigned long long)cap->kv_blocks);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+nvl_status_t nvl_serve_check(const nvl_serve_workload_t *w,
+                             const nvl_serve_policy_t *p,
+                             const nvl_serve_capacity_t *cap)
+{
+    if (p->max_batch < 1 || p->max_tokens_per_step < 1 || p->chunk < 1 ||
+        p->block_tokens < 1) {
+        nvl_report("serve: --max-batch, --max-tokens-per-step, --chunk and "
+                   "--block must be at least 1");
+        return NVL_ERR_INVALID;
+    }
+    if (cap->kv_blocks < 1) {
+        nvl_report("serve: no HBM is left for the KV cache (not one block "
+                   "of %u positions)", p->block_tokens);
+        return NVL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < w->n; i++) {
+        nvl_status_t st = check_request(&w->reqs[i], p, cap);
+        if (st != NVL_OK)
+            return st;
+    }
+    return NVL_OK;
+}
+
+static void sched_free(sched_t *s)
+{
+    free(s->rs);
+    free(s->pe);
+    free(s->running);
+    free(s->waitq);
+    free(s->swapq);
+    free(s->past);
+    free(s->newt);
+    free(s->sreq);
+    free(s->sk);
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+/* The scheduler and the loop's own state: arrivals, progress, records. */
+typedef struct {
+    sched_t s;
+    int64_t *arrive;     /* by k: open loop in which's order; closed loop
+                            the first conc, the others when a slot frees
+                            (-1 until then) */
+    uint32_t conc;
+    bool prefilled;
+    size_t next, done;
+    int64_t now;
+    nvl_serve_step_rec_t *recs;
+    size_t n_recs, cap_recs;
+} loop_t;
+
+static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
+{
+    sched_t *s = &L->s;
+    size_t n1 = n_which + 1;
+    s->rs = calloc(n1, sizeof *s->rs);
+    s->pe = calloc(s->n_pe + 1, sizeof *s->pe);
+    s->running = malloc(n1 * sizeof *s->running);
+    s->waitq = malloc(n1 * sizeof *s->waitq);
+    s->swapq = malloc(n1 * sizeof *s->swapq);
+    s->past = malloc(n1 * sizeof *s->past);
+    s->newt = malloc(n1 * sizeof *s->newt);
+    s->sreq = malloc(n1 * sizeof *s->sreq);
+    s->sk = malloc(n1 * sizeof *s->sk);
+    L->arrive = malloc(n1 * sizeof *L->arrive);
+    if (!s->rs || !s->pe || !s->running || !s->waitq || !s->swapq ||
+        !s->past || !s->newt || !s->sreq || !s->sk || !L->arrive) {
+        sched_free(s);
+        free(L->arrive);
+        nvl_report("out of memory scheduling %zu requests", n_which);
+        return NVL_ERR_NOMEM;
+    }
+    return NVL_OK;
+}
+
+/* Each request's arrival, state and outcome before the first step. */
+static void loop_init(loop_t *L, uint32_t replica, int64_t start_ps)
+{
+    sched_t *s = &L->s;
+    for (size_t k = 0; k < s->n; k++) {
+        const nvl_serve_req_t *q = &s->w->reqs[s->which[k]];
+        L->arrive[k] = L->conc > 0 ? (k < L->conc ? start_ps : -1)
+                                   : q->arrival_ps;
+        s->rs[k].ref = -1;
+        nvl_serve_outcome_t *o = &s->out[s->which[k]];
+        if (!L->prefilled)
+            memset(o, 0, sizeof *o);
+        o->replica = replica;
+        o->scheduled_ps = L->prefilled ? o->scheduled_ps : -1;
+        if (L->prefilled) {
+            s->rs[k].computed = q->input_tokens;
+            s->rs[k].generated = 1;
+        }
+    }
+    L->now = start_ps;
+}
+
+/* The requests arrived by now join the waiting queue (a prefilled one
+ * with nothing left to make finishes at once). */
+static void loop_arrivals(loop_t *L)
+{
+    sched_t *s = &L->s;
+    while (L->next < s->n && L->arrive[L->next] >= 0 &&
+           L->arrive[L->next] <= L->now) {
+        uint32_t k = (uint32_t)L->next++;
+        nvl_serve_outcome_t *o = &s->out[s->which[k]];
+        o->arrival_ps = L->prefilled ? o->arrival_ps : L->arrive[k];
+        if (L->prefilled &&
+            s->rs[k].generated >= s->w->reqs[s->which[k]].output_tokens) {
+            finish(s, k, L->arrive[k]);
+            L->done++;
+            continue;
+        }
+        s->rs[k].state = R_WAITING;
+        nvl_sched_wq_push_back(s, k);
+    }
+}
+
+static void loop_build(loop_t *L)
+{
+    sched_t *s = &L->s;
+    s->nb = 0;
+    s->budget = s->p->max_tokens_per_step;
+    s->h2d = s->d2h = 0;
+    bool preempted = nvl_sched_running(s);
+    if (!preempted)
+        nvl_sched_swapped(s);
+    if (!preempted && s->sq_len == 0)
+        nvl_sched_waiting(s);
+}
+
+/* The built step's tokens and prefill tokens, each sequence's first
+ * schedule marked, the invariants checked. */
+static nvl_status_t loop_check(loop_t *L, uint64_t *tokens_out,
+                               uint64_t *pre_out)
+{
+    sched_t *s = &L->s;
+    nvl_status_t st = NVL_OK;
+    if (s->used > s->cap->kv_blocks)
+        st = broken("KV blocks in use above the capacity");
+    if (s->broke)
+        st = broken("a no-evict scheduler preempted a request");
+    uint64_t tokens = 0, pre = 0;
+    for (int i = 0; i < s->nb; i++) {
+        tokens += s->newt[i];
+        uint32_t k = s->sk[i];
+        /* a decode: one token after all the others were computed */
+        bool decode = s->rs[k].generated >= 1 && s->newt[i] == 1 &&
+                      s->rs[k].computed + 1 == known(s, k);
+        if (!decode)
+            pre += s->newt[i];
+        if (s->out[s->which[k]].scheduled_ps < 0)
+            s->out[s->which[k]].scheduled_ps = L->now;
+    }
+    if (tokens > s->p->max_tokens_per_step ||
+        (uint32_t)s->nb > s->p->max_batch)
+        st = broken("a step above the token budget or the batch limit");
+    *tokens_out = tokens;
+    *pre_out = pre;
+    return st;
+}
+
+static nvl_status_t loop_record(loop_t *L, int64_t dur, uint64_t tokens,
+                                uint64_t pre)
+{
+    if (L->n_recs == L->cap_recs) {
+        L->cap_recs = L->cap_recs ? 2 * L->cap_recs : 1024;
+        nvl_serve_step_rec_t *nr =
+            realloc(L->recs, L->cap_recs * sizeof *nr);
+        if (nr == NULL) {
+            nvl_report("out of memory recording the steps");
+            return NVL_ERR_NOMEM;
+        }
+        L->recs = nr;
+    }
+    L->recs[L->n_recs++] = (nvl_serve_step_rec_t){
+        .start_ps = L->now, .dur_ps = dur, .seqs = (uint32_t)L->s.nb,
+        .tokens = (uint32_t)tokens, .prefill_tokens = (uint32_t)pre,
+        .blocks_used = (uint32_t)L->s.used};
+    return NVL_OK;
+}
+
+static void loop_account(loop_t *L, int64_t dur, uint64_t tokens,
+                         uint64_t pre)
+{
+    sched_t *s = &L->s;
+    L->now += dur;
+    s->st.steps++;
+    s->st.busy_ps += dur;
+    s->st.tokens += tokens;
+    s->st.prefill_tokens += pre;
+    s->st.decode_tokens += tokens - pre;
+    s->st.seqs += (uint64_t)s->nb;
+    s->st.h2d_bytes += s->h2d;
+    s->st.d2h_bytes += s->d2h;
+    if (s->used > s->st.peak_blocks)
+        s->st.peak_blocks = s->used;
+    s->step_no++;
+}
+
+/* After the step: each sequence whose known tokens are all computed
+ * samples its next token; the finished ones leave (a closed loop lets the
+ * next request arrive) and the running list closes up. */
+static void loop_sample(loop_t *L)
+{
+    sched_t *s = &L->s;
+    for (int i = 0; i < s->nb; i++) {
+        uint32_t k = s->sk[i];
+        rstate_t *r = &s->rs[k];
+        if (r->state != R_RUNNING)
+            continue;
+        r->computed += s->newt[i];
+        if (r->owner)
+            prefix_ready(s, k);
+        if (r->computed < known(s, k))
+            continue;
+        r->generated++;
+        nvl_serve_outcome_t *o = &s->out[s->which[k]];
+        if (r->generated == 1)
+            o->first_token_ps = L->now;
+        if (r->generated < req(s, k)->output_tokens)
+            continue;
+        finish(s, k, L->now);
+        L->done++;
+        for (size_t j = L->next; L->conc > 0 && j < s->n; j++)
+            if (L->arrive[j] < 0) {
+                L->arrive[j] = L->now;
+                break;
+            }
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < s->n_running; i++)
+        if (s->rs[s->running[i]].state == R_RUNNING)
+            s->running[m++] = s->running[i];
+    s->n_running = m;
+}
+
+/* One step: built, checked, run, recorded, sampled; when nothing can
+ * run, the time moves to the next arrival instead. */
+static nvl_status_t loop_step(loop_t *L, nvl_serve_step_fn step, void *ctx,
+                              bool keep)
+{
+    sched_t *s = &L->s;
+    loop_arrivals(L);
+    loop_build(L);
+    if (s->nb == 0) {
+        if (L->next < s->n && L->arrive[L->next] >= 0) {
+            L->now = L->arrive[L->next] > L->now ? L->arrive[L->next]
+                                                 : L->now;
+            return NVL_OK;
+        }
+        return broken("nothing can run and nothing will arrive");
+    }
+    uint64_t tokens, pre;
+    nvl_status_t st = loop_check(L, &tokens, &pre);
+    if (st != NVL_OK)
+        return st;
+    nvl_serve_batch_t b = {.n = s->nb, .past = s->past,
+                           .new_tokens = s->newt, .req = s->sreq,
+                           .tokens = tokens, .prefill_tokens = pre,
+                           .h2d_bytes = s->h2d, .d2h_bytes = s->d2h,
+                           .start_ps = L->now};
+    int64_t dur = 0;
+    if ((st = step(ctx, &b, &dur)) != NVL_OK)
+        return st;
+    if (keep && (st = loop_record(L, dur, tokens, pre)) != NVL_OK)
+        return st;
+    loop_account(L, dur, tokens, pre);
+    loop_sample(L);
+    return NVL_OK;
+}
+
+nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
+                           const uint32_t *which, size_t n_which,
+                           uint32_t replica, const nvl_serve_policy_t *p,
+                           const nvl_serve_capacity_t *cap, bool prefilled,
+                           int64_t start_ps, nvl_serve_step_fn step,
+                           void *ctx, nvl_serve_outcome_t *out,
+                           nvl_serve_replica_stats_t *stats_out,
+                           nvl_serve_step_rec_t **steps_out,
+                           size_t *n_steps_out)
+{
+    loop_t L = {.s = {.w = w, .which = which, .n = n_which, .p = p,
+                      .cap = cap, .out = out,
+                      .row = nvl_serve_scheduler(p->sched)},
+                .conc = w->concurrency, .prefilled = prefilled};
+    L.s.st.kv_blocks = cap->kv_blocks;
+    int32_t n_pe = 0;
+    for (size_t k = 0; k < n_which; k++)
+        if (w->reqs[which[k]].prefix + 1 > n_pe)
+            n_pe = w->reqs[which[k]].prefix + 1;
+    L.s.n_pe = (size_t)n_pe;
+    nvl_status_t st = loop_alloc(&L, n_which);
+    if (st != NVL_OK)
+        return st;
+    loop_init(&L, replica, start_ps);
+    while (L.done < n_which && st == NVL_OK)
+        st = loop_step(&L, step, ctx, steps_out != NULL);
+    L.s.st.end_ps = L.now;
+    free(L.arrive);
+    sched_free(&L.s);
+    if (st != NVL_OK) {
+        free(L.recs);
+        return st;
+    }
+    *stats_out = L.s.st;
+    if (steps_out != NULL) {
+        *steps_out = L.recs;
+        *n_steps_out = L.n_recs;
+    }
+    return NVL_OK;
+}

@@ -1,0 +1,84 @@
+/* The schedulers, one row each with everything that differs between the
+ * serving engines (include/nvlemu/serve.h nvl_serve_scheduler_t; docs/
+ * serve.md "The schedulers" cites each default), and the kinds of
+ * preemption.  sched.c and run.c read
+ * the admission and preemption rules, src/serving the defaults, the
+ * memory rule and the CUDA graphs, the report the texts. */
+#include "nvlemu/serve.h"
+
+/* CUDA graphs: the rows a step runs once padded to the graph replayed
+ * for it (0: no graph, run as scheduled).  vLLM V1 pads a step of at most
+ * 512 tokens to its capture sizes 1, 2, 4 and the multiples of 8 (
+ * CompilationConfig cudagraph_capture_sizes, piecewise graphs for mixed
+ * steps too). */
+static uint32_t vllm_graph_rows(uint32_t seqs, uint64_t tokens,
+                                uint64_t prefill)
+{
+    (void)seqs;
+    (void)prefill;
+    if (tokens > 512)
+        return 0;
+    if (tokens <= 4)
+        return tokens <= 1 ? 1 : tokens <= 2 ? 2 : 4;
+    return (uint32_t)((tokens + 7) / 8 * 8);
+}
+
+/* TensorRT-LLM's PyTorch backend replays a graph for a generation-only
+ * batch only, padded to the next of cuda_graph_config's batch_sizes with
+ * enable_padding (the list TensorRT-LLM's performance overview
+ * benchmarks with); a step with a context runs eagerly. */
+static uint32_t trtllm_graph_rows(uint32_t seqs, uint64_t tokens,
+                                  uint64_t prefill)
+{
+    static const uint32_t sizes[] = {1,   2,   4,    8,    16,   32,  64,
+                                     128, 256, 384,  512,  1024, 2048,
+                                     4096, 8192};
+    (void)tokens;
+    if (prefill > 0)
+        return 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (sizes[i] >= seqs)
+            return sizes[i];
+    return 0;
+}
+
+static const nvl_serve_scheduler_t schedulers[NVL_SCHED_COUNT] = {
+    [NVL_SCHED_VLLM] = {
+        .id = {"vllm", "vLLM V1: KV blocks on demand, preemption, chunked "
+                       "prefill (vllm/v1/core/sched/scheduler.py)"},
+        .admit_to_completion = false, .preempts = true, .chunked = true,
+        .max_batch = 1024, .max_tokens_per_step = 8192, .block_tokens = 16,
+        .mem_fraction = 0.90, .mem_of_free = false,
+        .graph_rows = vllm_graph_rows},
+    [NVL_SCHED_TRTLLM] = {
+        .id = {"trtllm", "TensorRT-LLM as trtllm-bench runs it: "
+                         "GUARANTEED_NO_EVICT, whole prompts, "
+                         "trtllm-bench's limits"},
+        .admit_to_completion = true, .preempts = false, .chunked = false,
+        .bench_limits = nvl_serve_trtllm_bench_limits, .block_tokens = 32,
+        .mem_fraction = 0.90, .mem_of_free = true,
+        .graph_rows = trtllm_graph_rows,
+        .preemption_text = "no preemption (no-evict admission)"},
+};
+
+const nvl_family_t nvl_serve_sched_family =
+    NVL_FAMILY("scheduler", "serving schedulers and their engines' "
+                            "defaults (serve --scheduler)", schedulers);
+
+/* Preemption's kinds (sched.c's preempt_last does what each says). */
+static const nvl_member_t preemptions[] = {
+    [NVL_PREEMPT_RECOMPUTE] = {"recompute", "drop the request's KV and "
+                                            "prefill its prompt and outputs "
+                                            "again (vLLM's default)"},
+    [NVL_PREEMPT_SWAP] = {"swap", "copy the request's KV to the host's "
+                                  "memory over NVLink-C2C and back later"},
+};
+
+const nvl_family_t nvl_serve_preempt_family =
+    NVL_FAMILY("preempt", "what preempting a request does (serve "
+                          "--preempt)", preemptions);
+
+const nvl_serve_scheduler_t *nvl_serve_scheduler(nvl_serve_sched_t s)
+{
+    return &schedulers[s];
+}
