@@ -12,8 +12,9 @@ and names file and line of every break:
   - an #include of a public header of a module the "calls" table does not
     list for the includer, or of a module not below it in the layers; an
     #include of another module's private header; a public header that no
-    module of the layout table owns; a module listed as called but never
-    included (the table would be false);
+    module of the layout table owns; a folder of src/ the layout table
+    does not list; a module listed as called but never included, even
+    through another header (the table would be false);
   - a file cycle inside a module: a.c calls a function defined in b.c and
     b.c (perhaps through c.c) calls one defined in a.c;
   - a call of an MPI function (MPI_Xxx(...)) from a file the MPI table does
@@ -467,6 +468,11 @@ def check_clock(root, doc, files, fail):
 
 def check_architecture(root, fail):
     doc = Doc(root)
+    for d in sorted(os.listdir(os.path.join(root, "src"))):
+        if os.path.isdir(os.path.join(root, "src", d)) and \
+                d not in doc.modules:
+            fail(f"src/{d}/", f"a module that {DOC}'s layout table does not "
+                 "list (nor its layers, calls, MPI and clock rules)")
     files = module_files(root, doc)
     check_includes(root, doc, files, fail)
     check_cycles(root, files, fail)
@@ -562,6 +568,7 @@ SELF_FILES = {
     "<src>/high/quiet.c": "int q(void)\n{\n" + "    q();\n" * 80 + "}\n",
     "<src>/cli/c.c": '#include "../high/priv.h"\n',
     "<src>/high/priv.h": "",
+    "<src>/stray/s.c": "",
     "<bench>/x.c": '#include "nvlemu/high.h"\n',
 }
 
@@ -580,6 +587,7 @@ SELF_EXPECT = [
     "lists <src>/high/gone.c as a room that advances a clock; it does not "
     "(no such file)",
     "<src>/high/quiet.c:2: q is 82 lines",
+    "<src>/stray/: a module that",
 ]
 
 
