@@ -20,7 +20,10 @@ and names file and line of every break:
   - a call of an MPI function (MPI_Xxx(...)) from a file the MPI table does
     not list, or a listed file or module that calls none;
   - a clock written (a clock writer called, or now_ps assigned) outside the
-    listed rooms, or a listed room that writes none.
+    listed rooms, or a listed room that writes none;
+  - a module's table of its files ("| file | room |" under its "###
+    module:" heading) that misses one of its .c files or names one that
+    is not there.
 size: no source file (src/, include/, bench/, tests/ C files, scripts/ and
 bench/sweep Python) over 600 lines and no C function over 80 lines, counted
 from its `{` at column 0 to its `}` at column 0, both included.
@@ -203,6 +206,27 @@ class Doc:
         self._calls(find_table(tabs, "module", "calls"))
         self._mpi(find_table(tabs, "module", "files that call MPI"))
         self._clock(find_table(tabs, "room", "advances a clock"))
+        self._file_tables(tabs)
+
+    def _file_tables(self, tabs):
+        """A module's "| file | room |" table (under its "### module:"
+        heading) names every file of the module: module -> (line,
+        {file: line})."""
+        self.file_tables = {}
+        for line, head, rows in tabs:
+            if head[:2] != ["file", "room"]:
+                continue
+            mod = next((m.group(1) for m in (
+                re.match(r"### (\w+):", h) for h in reversed(
+                    self.lines[:line - 1])) if m), None)
+            if mod is None:
+                raise DocError(f"line {line}: a file/room table outside a "
+                               "module's section")
+            names = {}
+            for row_line, row in rows:
+                for f in ticked(row[0]):
+                    names[f] = row_line
+            self.file_tables[mod] = (line, names)
 
     def _layout(self, table):
         self.header_owner, self.modules = {}, []
@@ -466,6 +490,18 @@ def check_clock(root, doc, files, fail):
                      os.path.join(root, path)) else " (no such file)"))
 
 
+def check_file_tables(root, doc, files, fail):
+    for mod, (line, names) in sorted(doc.file_tables.items()):
+        have = {os.path.basename(cf.path) for cf in files.get(mod, [])
+                if cf.path.endswith(".c")}
+        for f in sorted(have - set(names)):
+            fail(f"src/{mod}/{f}:1", f"a file of {mod} that {DOC}'s table "
+                 f"of {mod}'s files (line {line}) does not name")
+        for f in sorted(set(names) - have):
+            fail(f"{DOC}:{names[f]}", f"the table of {mod}'s files names "
+                 f"{f}, which src/{mod}/ does not hold")
+
+
 def check_architecture(root, fail):
     doc = Doc(root)
     for d in sorted(os.listdir(os.path.join(root, "src"))):
@@ -478,6 +514,7 @@ def check_architecture(root, fail):
     check_cycles(root, files, fail)
     check_mpi(root, doc, files, fail)
     check_clock(root, doc, files, fail)
+    check_file_tables(root, doc, files, fail)
 
 
 # ----------------------------------------------------------------- size --
@@ -550,6 +587,13 @@ layer 0   low             the bottom
 | `<src>/high/gone.c` | |
 
 Clock writers: `nvl_vclock_advance` and a write of `now_ps`.
+
+### high: its files
+
+| file | room |
+|---|---|
+| `a.c`, `b.c` | |
+| `gone2.c` | |
 """
 
 SELF_FILES = {
@@ -588,6 +632,8 @@ SELF_EXPECT = [
     "(no such file)",
     "<src>/high/quiet.c:2: q is 82 lines",
     "<src>/stray/: a module that",
+    "<src>/high/quiet.c:1: a file of high that",
+    "the table of high's files names gone2.c, which",
 ]
 
 
