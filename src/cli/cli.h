@@ -307,6 +307,7 @@ int nvl_cmd_cost(int argc, char **argv);
 int nvl_cmd_run(int argc, char **argv);
 int nvl_cmd_sweep(int argc, char **argv);
 int nvl_cmd_serve(int argc, char **argv);
+int nvl_cmd_quantize(int argc, char **argv);
 /* `nvlemu --list [FAMILY] [--json]` (argv[0] is "--list"): the members of
  * every registered family, or of one; 0, or 2 on a bad argument. */
 int nvl_cmd_list(int argc, char **argv);

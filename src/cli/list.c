@@ -8,12 +8,14 @@
 #include "nvlemu/coll.h"
 #include "nvlemu/family.h"
 #include "nvlemu/json.h"
+#include "nvlemu/quant.h"
 #include "nvlemu/serve.h"
 
 static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
     &nvl_serve_sched_family,
     &nvl_serve_preempt_family,
+    &nvl_quant_format_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 

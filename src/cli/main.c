@@ -32,6 +32,9 @@ static const command_t commands[] = {
      "goodput under SLOs, disaggregated prefill/decode (docs/serve.md)"},
     {"generate", nvl_cmd_generate,
      "greedy generation with a Hugging Face model over a TP group"},
+    {"quantize", nvl_cmd_quantize,
+     "write a checkpoint in NVFP4, MX-FP4, FP8 or FP8 blocks as their "
+     "writers do (no mpirun)"},
 };
 
 static void usage(FILE *out)

@@ -3,6 +3,8 @@
  * data; offsets count from the end of the header. */
 #include "nvlemu/weights.h"
 
+#include "weights_impl.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -24,12 +26,19 @@ struct nvl_weights {
     int n_files;
     json_t *weight_map; /* sharded: tensor -> file name; NULL: one file */
     char index_path[2048]; /* sharded: the index file; else "" */
+    nvl_quant_config_t quant; /* the format its config declares */
 };
 
+/* the dtypes a header may name: read as float32 where dtype is one
+ * (NVL_DT_COUNT: only the quantized formats' codes read them, qweights.c) */
 static const struct {
     const char *name;
     nvl_dtype_t dtype;
-} st_dtypes[] = {{"F32", NVL_DT_F32}, {"BF16", NVL_DT_BF16}, {"F16", NVL_DT_F16}};
+    uint64_t size;
+} st_dtypes[] = {{"F32", NVL_DT_F32, 4},        {"BF16", NVL_DT_BF16, 2},
+                 {"F16", NVL_DT_F16, 2},        {"U8", NVL_DT_COUNT, 1},
+                 {"F8_E4M3", NVL_DT_COUNT, 1}};
+#define N_READABLE 3 /* the first rows */
 
 static nvl_status_t check_tensors(st_file_t *f, const char *path);
 
@@ -141,7 +150,7 @@ static nvl_status_t check_tensor(const st_file_t *f, const char *path,
     for (size_t k = 0; k < sizeof st_dtypes / sizeof st_dtypes[0]; k++) {
         if (strcmp(dt, st_dtypes[k].name) != 0)
             continue;
-        uint64_t esz = nvl_dtype_size(st_dtypes[k].dtype);
+        uint64_t esz = st_dtypes[k].size;
         if (overflow || elems > UINT64_MAX / esz) {
             nvl_report("%s: tensor '%s': its shape holds more than 2^64 "
                        "bytes of %s", path, name, dt);
@@ -287,6 +296,8 @@ nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **weights_out)
         snprintf(path, sizeof path, "%s/model.safetensors", dir);
         st = open_file(path, &w->files[0]);
     }
+    if (st == NVL_OK)
+        st = nvl_quant_config_read(dir, &w->quant);
     if (st != NVL_OK) {
         nvl_weights_close(w);
         return st;
@@ -319,8 +330,8 @@ bool nvl_weights_has(const nvl_weights_t *w, const char *name)
     return find(w, name, &f) != NULL;
 }
 
-nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
-                              nvl_tensor_info_t *info_out)
+nvl_status_t nvl_st_plain_info(const nvl_weights_t *w, const char *name,
+                               nvl_tensor_info_t *info_out)
 {
     const st_file_t *f = NULL;
     json_t *t = find(w, name, &f);
@@ -344,10 +355,9 @@ nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
     const char *dt = json_string_value(json_object_get(t, "dtype"));
     nvl_tensor_info_t info = {0};
     size_t k = 0;
-    while (k < sizeof st_dtypes / sizeof st_dtypes[0] &&
-           strcmp(dt, st_dtypes[k].name) != 0)
+    while (k < N_READABLE && strcmp(dt, st_dtypes[k].name) != 0)
         k++;
-    if (k == sizeof st_dtypes / sizeof st_dtypes[0]) {
+    if (k == N_READABLE) {
         nvl_report("%s: tensor '%s' has dtype %s (supported: F32, BF16, F16)",
                    f->path, name, dt);
         return NVL_ERR_INVALID;
@@ -366,12 +376,12 @@ nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
     return NVL_OK;
 }
 
-nvl_status_t nvl_weights_read_f32(const nvl_weights_t *w, const char *name,
-                                  uint64_t row0, uint64_t rows, uint64_t col0,
-                                  uint64_t cols, float *data_out)
+nvl_status_t nvl_st_plain_read_f32(const nvl_weights_t *w, const char *name,
+                                   uint64_t row0, uint64_t rows, uint64_t col0,
+                                   uint64_t cols, float *data_out)
 {
     nvl_tensor_info_t info;
-    nvl_status_t st = nvl_weights_info(w, name, &info);
+    nvl_status_t st = nvl_st_plain_info(w, name, &info);
     if (st != NVL_OK)
         return st;
     const st_file_t *f = NULL;
@@ -410,5 +420,63 @@ nvl_status_t nvl_weights_read_f32(const nvl_weights_t *w, const char *name,
             data_out[r * cols + c] = nvl_dtype_to_float(info.dtype, row + c * esz);
     }
     free(row);
+    return NVL_OK;
+}
+
+const nvl_quant_config_t *nvl_st_quant(const nvl_weights_t *w)
+{
+    return &w->quant;
+}
+
+bool nvl_st_find(const nvl_weights_t *w, const char *name, nvl_st_ref_t *ref)
+{
+    const st_file_t *f = NULL;
+    const json_t *t = find(w, name, &f);
+    if (t == NULL)
+        return false;
+    const json_t *shape = json_object_get(t, "shape");
+    const json_t *off = json_object_get(t, "data_offsets");
+    memset(ref, 0, sizeof *ref);
+    ref->file = f->path;
+    ref->fd = f->fd;
+    ref->dtype = json_string_value(json_object_get(t, "dtype"));
+    ref->ndim = (int)json_array_size(shape);
+    for (int d = 0; d < ref->ndim && d < NVL_TENSOR_MAX_DIMS; d++)
+        ref->shape[d] = (uint64_t)json_integer_value(json_array_get(shape, d));
+    ref->base = f->data_start +
+                (uint64_t)json_integer_value(json_array_get(off, 0));
+    ref->n_bytes = (uint64_t)json_integer_value(json_array_get(off, 1)) -
+                   (uint64_t)json_integer_value(json_array_get(off, 0));
+    return true;
+}
+
+nvl_status_t nvl_st_pread(const nvl_st_ref_t *ref, const char *name,
+                          uint64_t at, uint64_t n, void *buf)
+{
+    if (at + n > ref->n_bytes ||
+        pread(ref->fd, buf, n, (off_t)(ref->base + at)) != (ssize_t)n) {
+        nvl_report("%s: short read of tensor '%s' at byte %llu", ref->file,
+                   name, (unsigned long long)(ref->base + at));
+        return NVL_ERR_IO;
+    }
+    return NVL_OK;
+}
+
+nvl_status_t nvl_weights_foreach(const nvl_weights_t *w,
+                                 nvl_status_t (*fn)(const char *name,
+                                                    void *ctx),
+                                 void *ctx)
+{
+    for (int i = 0; i < w->n_files; i++) {
+        const char *name;
+        json_t *t;
+        json_object_foreach(w->files[i].header, name, t) {
+            if (strcmp(name, "__metadata__") == 0)
+                continue;
+            nvl_status_t st = fn(name, ctx);
+            if (st != NVL_OK)
+                return st;
+        }
+    }
     return NVL_OK;
 }

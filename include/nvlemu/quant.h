@@ -1,0 +1,165 @@
+/* nvlemu: the numerics of quantized weights as users deploy them: NVIDIA
+ * ModelOpt's NVFP4, OCP MX-FP4, FP8 per tensor and FP8 in 128 x 128
+ * blocks (docs/quantization.md cites the specification or the writer's
+ * source of every layout detail).
+ *
+ * A format is a row of one table (the family "quant-format"): the element
+ * and scale codes, the block a scale covers, the stored tensors a weight
+ * becomes (their name suffixes and safetensors dtypes) and the writer's
+ * quantizer.  Dequantizing reads only these rows, so adding a format is
+ * adding a row and its quantizer.  Pure: no files, no MPI (the checkpoint
+ * reader, src/model/weights.c, does the I/O and calls in here). */
+#ifndef NVLEMU_QUANT_H
+#define NVLEMU_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nvlemu/family.h"
+#include "nvlemu/status.h"
+
+struct json_t; /* jansson's */
+
+typedef enum {
+    NVL_QUANT_NVFP4,     /* ModelOpt NVFP4: E2M1 x E4M3 per 16 x FP32 */
+    NVL_QUANT_MXFP4,     /* OCP MX-FP4: E2M1 x E8M0 per 32 */
+    NVL_QUANT_FP8,       /* ModelOpt FP8: E4M3 x FP32 per tensor */
+    NVL_QUANT_FP8_BLOCK, /* E4M3 x FP32 weight_scale_inv per 128 x 128 */
+    NVL_QUANT_COUNT
+} nvl_quant_format_t;
+
+/* How one element or one scale is coded. */
+typedef enum {
+    NVL_QCODE_E2M1, /* 4 bits, two per byte: element 2i in the low nibble */
+    NVL_QCODE_E4M3, /* OCP FP8 E4M3 "fn": bias 7, no infinities,
+                       S.1111.111 NaN */
+    NVL_QCODE_E8M0, /* OCP MX scale: 2^(code - 127), 0xFF NaN */
+    NVL_QCODE_F32   /* IEEE binary32, little-endian */
+} nvl_qcode_t;
+
+/* A stored tensor of a quantized weight "P.weight": "P." + suffix. */
+typedef struct {
+    const char *suffix; /* "weight", "weight_scale", ...; NULL: none */
+    const char *dtype;  /* its safetensors dtype: "U8", "F8_E4M3", "F32" */
+    nvl_qcode_t code;
+} nvl_quant_part_t;
+
+/* What a format's quantizer writes for one weight: its parts in the
+ * order of the row (data, scale, scale2), each with its shape and bytes
+ * (owned; nvl_quant_tensor_free releases them). */
+typedef struct {
+    int n_parts;
+    struct {
+        const char *suffix;
+        const char *dtype;
+        int ndim;
+        uint64_t shape[3];
+        unsigned char *bytes;
+        uint64_t n_bytes;
+    } part[3];
+} nvl_quant_tensor_t;
+
+typedef struct nvl_quant_row {
+    nvl_member_t m;
+    const char *algo;        /* the name the checkpoint's config gives it */
+    uint32_t block_rows;     /* rows of the weight one scale covers (1: a
+                                row's own scales; 0: all rows) */
+    uint32_t block_cols;     /* columns one scale covers (0: all) */
+    bool partial_blocks;     /* a dimension need not divide the block (the
+                                last block is short), as vLLM reads
+                                weight_scale_inv; else refused */
+    nvl_quant_part_t data;   /* the codes */
+    nvl_quant_part_t scale;  /* per block */
+    nvl_quant_part_t scale2; /* per tensor, multiplied in last; suffix NULL
+                                (left out of a row): none */
+    /* The writer's quantizer of a rows x cols float32 weight, writing the
+     * parts this row describes (row: itself).  Reports (naming `name`) a
+     * shape the writer refuses: NVL_ERR_INVALID. */
+    nvl_status_t (*quantize)(const struct nvl_quant_row *row, const char *name,
+                             const float *w, uint64_t rows, uint64_t cols,
+                             nvl_quant_tensor_t *out);
+    /* The writer's configuration keys (nvl_quant_config_write). */
+    void (*write_config)(struct json_t *exclude, struct json_t *qconfig,
+                         struct json_t **hf_out);
+} nvl_quant_row_t;
+
+/* The family of formats (`nvlemu --list quant-format`), its rows indexed
+ * by nvl_quant_format_t. */
+extern const nvl_family_t nvl_quant_format_family;
+
+/* The row of format f (0 <= f < NVL_QUANT_COUNT). */
+const nvl_quant_row_t *nvl_quant_row(nvl_quant_format_t f);
+
+/* ---- codes ---- */
+
+/* Value of an E2M1 code (low 4 bits of c), as OCP MX v1.0 lists them. */
+float nvl_e2m1_decode(uint8_t c);
+/* E2M1 code of x, rounded to nearest, ties to even, saturating at +-6, as
+ * ModelOpt's NVFP4QTensor._cast_fp4 (-0.0 and NaN: see quant/codes.c). */
+uint8_t nvl_e2m1_encode(float x);
+/* Value of an E4M3 (fn) code: NaN for 0x7F and 0xFF. */
+float nvl_e4m3_decode(uint8_t c);
+/* E4M3 (fn) code of x as torch's float32 -> float8_e4m3fn cast rounds:
+ * nearest, ties to even, |x| < 480 rounds onto the grid (448 at most),
+ * |x| >= 480, infinities and NaN give NaN (0x7F, sign kept). */
+uint8_t nvl_e4m3_encode(float x);
+/* Value of an E8M0 code: 2^(c - 127); NaN for 0xFF. */
+float nvl_e8m0_decode(uint8_t c);
+
+/* ---- dequantizing ---- */
+
+/* A scale's value from its stored bytes (code: E4M3, E8M0 or F32). */
+float nvl_quant_scale_value(nvl_qcode_t code, const unsigned char *bytes);
+
+/* Columns [col0, col0 + cols) of one row of a weight in format f:
+ * `data` holds that row's codes from column col0 on (col0 even for E2M1),
+ * scales[k] the value of the scale of columns col0 + k * block_cols ..
+ * (scales[0] only for a per-tensor scale), scale2 the per-tensor second
+ * scale (1 when the format has none).  Each value is the exact product
+ * code x scale x scale2 rounded once to float32. */
+void nvl_quant_dequant_row(nvl_quant_format_t f, const unsigned char *data,
+                           uint64_t col0, uint64_t cols, const float *scales,
+                           float scale2, float *out);
+
+/* Bytes of `cols` codes of a row (cols even for E2M1). */
+uint64_t nvl_quant_data_bytes(nvl_quant_format_t f, uint64_t cols);
+
+/* The scale grid of a rows x cols weight in format f: rows and columns of
+ * scales (a per-tensor scale: 1 x 1). */
+void nvl_quant_scale_grid(nvl_quant_format_t f, uint64_t rows, uint64_t cols,
+                          uint64_t grid_out[2]);
+
+/* ---- quantizing ---- */
+
+/* Quantizes a rows x cols weight as format f's writer does. */
+nvl_status_t nvl_quant_tensor(nvl_quant_format_t f, const char *name,
+                              const float *w, uint64_t rows, uint64_t cols,
+                              nvl_quant_tensor_t *out);
+void nvl_quant_tensor_free(nvl_quant_tensor_t *t);
+
+/* ---- checkpoint configuration ---- */
+
+typedef struct {
+    bool quantized;
+    nvl_quant_format_t format;
+    char file[1024]; /* the file that said so */
+} nvl_quant_config_t;
+
+/* Reads the quantization a checkpoint directory declares: ModelOpt's
+ * hf_quant_config.json ("quantization": {"quant_algo": "NVFP4" | "FP8",
+ * "group_size"}), else config.json's "quantization_config" (quant_method
+ * "modelopt" with quant_algo, "fp8" with or without weight_block_size
+ * [128, 128], "mxfp4"); neither: not quantized.  Reports an unknown
+ * quant_algo / quant_method, a block size nvlemu does not read or a
+ * malformed file, naming the file and the key: NVL_ERR_INVALID. */
+nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out);
+
+/* Writes format f's configuration as its writer does: the keys of
+ * config.json's "quantization_config" into qconfig (an empty object), and
+ * hf_quant_config.json's whole object into *hf_out (NULL for formats
+ * whose writer has none).  `exclude` names the modules left unquantized. */
+void nvl_quant_config_write(nvl_quant_format_t f, struct json_t *exclude,
+                            struct json_t *qconfig, struct json_t **hf_out);
+
+#endif

@@ -1,0 +1,114 @@
+/* Which quantized format a checkpoint declares: ModelOpt's
+ * hf_quant_config.json, else config.json's quantization_config, as vLLM
+ * finds them (vllm/model_executor/layers/quantization/modelopt.py,
+ * ModelOptFp8Config / ModelOptNvFp4Config.from_config; fp8.py,
+ * Fp8Config.from_config: weight_block_size; mxfp4.py). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "quant_impl.h"
+
+/* The format whose row's algo is `algo` (quant_algo of ModelOpt, or
+ * quant_method), or NVL_QUANT_COUNT. */
+static nvl_quant_format_t by_algo(const char *algo)
+{
+    for (int f = 0; f < NVL_QUANT_COUNT; f++)
+        if (algo != NULL && strcmp(nvl_quant_row(f)->algo, algo) == 0)
+            return (nvl_quant_format_t)f;
+    return NVL_QUANT_COUNT;
+}
+
+/* ModelOpt's keys (under "quantization" in hf_quant_config.json, flat in
+ * quantization_config): quant_algo NVFP4 (group_size 16) or FP8. */
+static nvl_status_t modelopt(const char *file, const json_t *q,
+                             nvl_quant_config_t *out)
+{
+    const char *algo = json_string_value(json_object_get(q, "quant_algo"));
+    nvl_quant_format_t f = by_algo(algo);
+    if (algo == NULL || (f != NVL_QUANT_NVFP4 && f != NVL_QUANT_FP8)) {
+        nvl_report("%s: quant_algo %s%s%s is not one nvlemu reads (NVFP4 or "
+                   "FP8)",
+                   file, algo ? "'" : "", algo ? algo : "missing",
+                   algo ? "'" : "");
+        return NVL_ERR_INVALID;
+    }
+    const json_t *gs = json_object_get(q, "group_size");
+    if (f == NVL_QUANT_NVFP4 && gs != NULL &&
+        (!json_is_integer(gs) || json_integer_value(gs) != 16)) {
+        nvl_report("%s: group_size must be 16 for NVFP4 (ModelOpt's block of "
+                   "16 elements per E4M3 scale)",
+                   file);
+        return NVL_ERR_INVALID;
+    }
+    out->quantized = true;
+    out->format = f;
+    return NVL_OK;
+}
+
+/* config.json's quantization_config */
+static nvl_status_t hf_config(const char *file, const json_t *q,
+                              nvl_quant_config_t *out)
+{
+    const char *method = json_string_value(json_object_get(q, "quant_method"));
+    if (method != NULL && strcmp(method, "modelopt") == 0)
+        return modelopt(file, q, out);
+    nvl_quant_format_t f = by_algo(method);
+    if (f == NVL_QUANT_FP8_BLOCK) {
+        const json_t *b = json_object_get(q, "weight_block_size");
+        if (b == NULL) {
+            f = NVL_QUANT_FP8; /* per-tensor weight_scale, as vLLM's Fp8Config
+                                */
+        } else if (json_array_size(b) != 2 ||
+                   json_integer_value(json_array_get(b, 0)) != 128 ||
+                   json_integer_value(json_array_get(b, 1)) != 128) {
+            nvl_report("%s: quantization_config.weight_block_size must be "
+                       "[128, 128] (the blocks nvlemu reads)",
+                       file);
+            return NVL_ERR_INVALID;
+        }
+    }
+    if (f == NVL_QUANT_COUNT || f == NVL_QUANT_NVFP4) {
+        nvl_report("%s: quantization_config.quant_method %s%s%s is not one "
+                   "nvlemu reads (modelopt, fp8 or mxfp4)",
+                   file, method ? "'" : "", method ? method : "missing",
+                   method ? "'" : "");
+        return NVL_ERR_INVALID;
+    }
+    out->quantized = true;
+    out->format = f;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->file, sizeof out->file, "%s/hf_quant_config.json", dir);
+    bool hf_quant = access(out->file, F_OK) == 0;
+    if (!hf_quant)
+        snprintf(out->file, sizeof out->file, "%s/config.json", dir);
+    if (access(out->file, F_OK) != 0)
+        return NVL_OK;
+    json_error_t err;
+    json_t *root = json_load_file(out->file, 0, &err);
+    if (root == NULL) {
+        nvl_report("%s:%d:%d: %s", out->file, err.line, err.column, err.text);
+        return NVL_ERR_INVALID;
+    }
+    const json_t *q = json_object_get(root, hf_quant ? "quantization"
+                                                     : "quantization_config");
+    nvl_status_t st = NVL_OK;
+    if (q != NULL && !json_is_object(q)) {
+        nvl_report("%s: \"%s\" is not an object", out->file,
+                   hf_quant ? "quantization" : "quantization_config");
+        st = NVL_ERR_INVALID;
+    } else if (q != NULL) {
+        st = hf_quant ? modelopt(out->file, q, out)
+                      : hf_config(out->file, q, out);
+    } else if (hf_quant) {
+        nvl_report("%s: no \"quantization\" object", out->file);
+        st = NVL_ERR_INVALID;
+    }
+    json_decref(root);
+    return st;
+}

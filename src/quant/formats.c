@@ -1,0 +1,103 @@
+/* The family of quantized formats: one row each (include/nvlemu/quant.h),
+ * and what reads only the rows: scale grids, code bytes, dequantizing. */
+#include "quant_impl.h"
+
+static const nvl_quant_row_t rows[NVL_QUANT_COUNT] = {
+    [NVL_QUANT_NVFP4] = {
+        .m = {"nvfp4", "NVIDIA ModelOpt NVFP4: E2M1 pairs, an E4M3 scale per "
+                       "16, an FP32 scale per tensor (NVFP4QTensor)"},
+        .algo = "NVFP4", .block_rows = 1, .block_cols = 16,
+        .data = {"weight", "U8", NVL_QCODE_E2M1},
+        .scale = {"weight_scale", "F8_E4M3", NVL_QCODE_E4M3},
+        .scale2 = {"weight_scale_2", "F32", NVL_QCODE_F32},
+        .quantize = nvl_qz_nvfp4, .write_config = nvl_qc_nvfp4},
+    [NVL_QUANT_MXFP4] = {
+        .m = {"mxfp4", "OCP MX-FP4 (MX v1.0): E2M1 pairs, an E8M0 scale per "
+                       "32, in gpt-oss's _blocks/_scales tensors"},
+        .algo = "mxfp4", .block_rows = 1, .block_cols = 32,
+        .data = {"weight_blocks", "U8", NVL_QCODE_E2M1},
+        .scale = {"weight_scales", "U8", NVL_QCODE_E8M0},
+        .quantize = nvl_qz_mxfp4, .write_config = nvl_qc_mxfp4},
+    [NVL_QUANT_FP8] = {
+        .m = {"fp8", "NVIDIA ModelOpt FP8: E4M3 with one FP32 scale per "
+                     "tensor (amax / 448)"},
+        .algo = "FP8", .block_rows = 0, .block_cols = 0,
+        .data = {"weight", "F8_E4M3", NVL_QCODE_E4M3},
+        .scale = {"weight_scale", "F32", NVL_QCODE_F32},
+        .quantize = nvl_qz_fp8, .write_config = nvl_qc_fp8},
+    [NVL_QUANT_FP8_BLOCK] = {
+        .m = {"fp8-block", "FP8 E4M3 with an FP32 weight_scale_inv per 128 x "
+                           "128 block (Qwen's and DeepSeek's FP8 releases)"},
+        .algo = "fp8", .block_rows = 128, .block_cols = 128,
+        .partial_blocks = true,
+        .data = {"weight", "F8_E4M3", NVL_QCODE_E4M3},
+        .scale = {"weight_scale_inv", "F32", NVL_QCODE_F32},
+        .quantize = nvl_qz_fp8_block, .write_config = nvl_qc_fp8_block},
+};
+
+const nvl_family_t nvl_quant_format_family =
+    NVL_FAMILY("quant-format",
+               "quantized weight formats (nvlemu quantize "
+               "--format; checkpoints read in data mode)",
+               rows);
+
+const nvl_quant_row_t *nvl_quant_row(nvl_quant_format_t f)
+{
+    return &rows[f];
+}
+
+static uint64_t blocks(uint64_t n, uint32_t block)
+{
+    return block == 0 ? 1 : (n + block - 1) / block;
+}
+
+void nvl_quant_scale_grid(nvl_quant_format_t f, uint64_t n_rows,
+                          uint64_t n_cols, uint64_t grid_out[2])
+{
+    grid_out[0] = blocks(n_rows, rows[f].block_rows);
+    grid_out[1] = blocks(n_cols, rows[f].block_cols);
+}
+
+uint64_t nvl_quant_data_bytes(nvl_quant_format_t f, uint64_t cols)
+{
+    return rows[f].data.code == NVL_QCODE_E2M1 ? cols / 2 : cols;
+}
+
+void nvl_quant_dequant_row(nvl_quant_format_t f, const unsigned char *data,
+                           uint64_t col0, uint64_t cols, const float *scales,
+                           float scale2, float *out)
+{
+    const nvl_quant_row_t *r = &rows[f];
+    uint64_t bc = r->block_cols, first = bc ? col0 / bc : 0;
+    for (uint64_t j = 0; j < cols; j++) {
+        float v = r->data.code == NVL_QCODE_E2M1
+                      ? nvl_e2m1_decode((uint8_t)(data[j / 2] >> (4 * (j & 1))))
+                      : nvl_e4m3_decode(data[j]);
+        /* one rounding: an E2M1 code times an E4M3 or E8M0 scale is exact
+         * in float32 (at most 2 + 4 significant bits), and NVFP4's
+         * x scale2 rounds; an E4M3 code times an FP32 scale rounds, and
+         * x 1 is exact */
+        float s = scales[bc ? (col0 + j) / bc - first : 0];
+        out[j] = v * s * scale2;
+    }
+}
+
+nvl_status_t nvl_quant_tensor(nvl_quant_format_t f, const char *name,
+                              const float *w, uint64_t n_rows, uint64_t n_cols,
+                              nvl_quant_tensor_t *out)
+{
+    nvl_quant_tensor_t t = {0};
+    nvl_status_t st = rows[f].quantize(&rows[f], name, w, n_rows, n_cols, &t);
+    if (st != NVL_OK)
+        nvl_quant_tensor_free(&t);
+    else
+        *out = t;
+    return st;
+}
+
+void nvl_quant_config_write(nvl_quant_format_t f, json_t *exclude,
+                            json_t *qconfig, json_t **hf_out)
+{
+    *hf_out = NULL;
+    rows[f].write_config(exclude, qconfig, hf_out);
+}

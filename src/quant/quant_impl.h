@@ -1,0 +1,52 @@
+/* Private to src/quant: the formats' quantizers and configuration
+ * writers (one file each), and the parts of a quantized tensor. */
+#ifndef NVLEMU_QUANT_IMPL_H
+#define NVLEMU_QUANT_IMPL_H
+
+#include <jansson.h>
+
+#include "nvlemu/quant.h"
+
+/* Part i of t: format part p (its suffix and dtype) of the given shape
+ * and bytes per element (ndim 0: a scalar); zeroed bytes.  Reports and
+ * returns NULL when memory runs out. */
+unsigned char *nvl_qt_part(nvl_quant_tensor_t *t, int i,
+                           const nvl_quant_part_t *p, int ndim,
+                           const uint64_t *shape, uint64_t elem_bytes);
+
+/* Reports, naming the tensor, a weight whose columns (rows when `rows`)
+ * are not a multiple of the block: NVL_ERR_INVALID; NVL_OK otherwise. */
+nvl_status_t nvl_qt_check_block(const char *fmt, const char *name, uint64_t n,
+                                uint32_t block, bool rows);
+
+/* max |w| over n values */
+float nvl_qt_amax(const float *w, uint64_t n);
+
+/* Writes a little-endian float32 */
+void nvl_qt_put_f32(unsigned char *at, float v);
+
+nvl_status_t nvl_qz_nvfp4(const nvl_quant_row_t *r, const char *name,
+                          const float *w, uint64_t rows, uint64_t cols,
+                          nvl_quant_tensor_t *out);
+nvl_status_t nvl_qz_mxfp4(const nvl_quant_row_t *r, const char *name,
+                          const float *w, uint64_t rows, uint64_t cols,
+                          nvl_quant_tensor_t *out);
+nvl_status_t nvl_qz_fp8(const nvl_quant_row_t *r, const char *name,
+                        const float *w, uint64_t rows, uint64_t cols,
+                        nvl_quant_tensor_t *out);
+nvl_status_t nvl_qz_fp8_block(const nvl_quant_row_t *r, const char *name,
+                              const float *w, uint64_t rows, uint64_t cols,
+                              nvl_quant_tensor_t *out);
+
+void nvl_qc_nvfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);
+void nvl_qc_mxfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);
+void nvl_qc_fp8(json_t *exclude, json_t *qconfig, json_t **hf_out);
+void nvl_qc_fp8_block(json_t *exclude, json_t *qconfig, json_t **hf_out);
+
+/* ModelOpt's hf_quant_config.json for quant_algo algo (group_size 0:
+ * none), and the same keys in config.json's quantization_config with
+ * quant_method "modelopt" (tensor.c, for nvfp4.c and fp8.c). */
+void nvl_qc_modelopt(const char *algo, int group_size, json_t *exclude,
+                     json_t *qconfig, json_t **hf_out);
+
+#endif

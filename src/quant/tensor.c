@@ -1,0 +1,90 @@
+/* The parts of a quantized tensor, and what the formats' quantizers and
+ * configuration writers share (src/quant/quant_impl.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant_impl.h"
+
+unsigned char *nvl_qt_part(nvl_quant_tensor_t *t, int i,
+                           const nvl_quant_part_t *p, int ndim,
+                           const uint64_t *shape, uint64_t elem_bytes)
+{
+    uint64_t n = elem_bytes;
+    t->part[i].suffix = p->suffix;
+    t->part[i].dtype = p->dtype;
+    t->part[i].ndim = ndim;
+    for (int d = 0; d < ndim; d++) {
+        t->part[i].shape[d] = shape[d];
+        n *= shape[d];
+    }
+    t->part[i].n_bytes = n;
+    t->part[i].bytes = calloc(n + 1, 1);
+    if (t->n_parts < i + 1)
+        t->n_parts = i + 1;
+    if (t->part[i].bytes == NULL)
+        nvl_report("out of memory for %llu bytes of a quantized tensor",
+                   (unsigned long long)n);
+    return t->part[i].bytes;
+}
+
+void nvl_quant_tensor_free(nvl_quant_tensor_t *t)
+{
+    for (int i = 0; i < t->n_parts; i++)
+        free(t->part[i].bytes);
+    memset(t, 0, sizeof *t);
+}
+
+nvl_status_t nvl_qt_check_block(const char *fmt, const char *name, uint64_t n,
+                                uint32_t block, bool rows)
+{
+    if (n % block == 0)
+        return NVL_OK;
+    nvl_report("tensor '%s': %s %llu is not a multiple of %s's block of %u "
+               "(the writer refuses it)",
+               name, rows ? "rows" : "columns", (unsigned long long)n, fmt,
+               block);
+    return NVL_ERR_INVALID;
+}
+
+float nvl_qt_amax(const float *w, uint64_t n)
+{
+    float m = 0.0f;
+    for (uint64_t i = 0; i < n; i++)
+        m = fmaxf(m, fabsf(w[i]));
+    return m;
+}
+
+void nvl_qt_put_f32(unsigned char *at, float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    for (int k = 0; k < 4; k++)
+        at[k] = (unsigned char)(u >> (8 * k));
+}
+
+/* modelopt/torch/export/unified_export_hf.py (export_hf_checkpoint) writes
+ * hf_quant_config.json as {"producer": {...}, "quantization": {"quant_algo",
+ * "kv_cache_quant_algo", "group_size" (NVFP4), "exclude_modules"}};
+ * vLLM's ModelOptFp8Config / ModelOptNvFp4Config.from_config
+ * (vllm/model_executor/layers/quantization/modelopt.py) read these keys
+ * under "quantization", or flat in config.json's quantization_config with
+ * quant_method "modelopt". */
+void nvl_qc_modelopt(const char *algo, int group_size, json_t *exclude,
+                     json_t *qconfig, json_t **hf_out)
+{
+    json_t *q = json_object();
+    json_object_set_new(q, "quant_algo", json_string(algo));
+    json_object_set_new(q, "kv_cache_quant_algo", json_null());
+    if (group_size > 0)
+        json_object_set_new(q, "group_size", json_integer(group_size));
+    json_object_set(q, "exclude_modules", exclude);
+    json_object_set_new(qconfig, "quant_method", json_string("modelopt"));
+    json_object_update(qconfig, q);
+    json_t *hf = json_object();
+    json_object_set_new(
+        hf, "producer",
+        json_pack("{s:s, s:s}", "name", "nvlemu", "version", "quantize"));
+    json_object_set_new(hf, "quantization", q);
+    *hf_out = hf;
+}
