@@ -528,7 +528,7 @@ def size_sources(root):
                     yield os.path.join(top, n)
     yield from walk("src", (".c", ".h"))
     yield from walk("include", (".h",))
-    yield from walk("bench", (".c", ".h", ".py"))  # bench/nvlsweep/ too
+    yield from walk("bench", (".c", ".h", ".py"))  # the sweep package too
     yield from walk("tests", (".c", ".h"))
     yield from walk("scripts", (".py",))
     sweep = os.path.join(root, "bench/sweep")  # its entry, no extension
