@@ -141,7 +141,8 @@ nvl_status_t nvl_bench_json_close(nvl_bench_json_t *json, int64_t wrong,
 /* Frees json without writing, removing its file if remove_file. */
 void nvl_bench_json_free(nvl_bench_json_t *json, bool remove_file);
 
-/* What a run's sizes add up to, for the footer. */
+/* What the sizes of a run add up to (perf_size.c adds, perf_main.c prints
+ * the footer). */
 typedef struct {
     double busbw_sum;
     int busbw_n;
@@ -149,10 +150,9 @@ typedef struct {
     nvl_bench_json_t *json; /* rank 0 with -J, else NULL */
 } nvl_bench_totals_t;
 
-/* One size (perf_size.c): its buffers (data mode up to --data-max, or
- * --mode), the out-of-place and in-place phases, and on rank 0 its row of
- * the table (and of -J), added to totals.  Collective over the job; a
- * failed allocation is agreed, a failed call reported where it fails. */
+/* Runs one size of row (collective over comm's members): both phases,
+ * their check (data mode) and rank 0's line of the table (and the JSON
+ * row), added into totals.  proto: the call's fixed fields. */
 nvl_status_t nvl_bench_run_size(const nvl_bench_coll_t *row,
                                 const nvl_bench_args_t *a, nvl_comm_t *comm,
                                 const nvl_bench_call_t *proto, size_t size,

@@ -52,8 +52,6 @@
 #endif
 #define NCCL_TESTS_VERSION "2.19.6" /* whose output this reproduces */
 
-/* ---- the header ---------------------------------------------------------- */
-
 /* The "Using devices" lines: one per rank, from the ranks' pids and
  * hosts (all, rank 0 only). */
 typedef struct {

@@ -19,9 +19,10 @@ static nvl_status_t parse_impl(const char *label, const char *text,
 {
     if (nvl_ar_impl_parse(text, impl_out) == NVL_OK)
         return NVL_OK;
-    nvl_report("%s %s: unknown allreduce implementation (expected nccl, "
-               "oneshot, twoshot, nvls-oneshot, nvls-twoshot or auto)",
-               label, text);
+    char names[256];
+    nvl_family_names(&nvl_ar_impl_family, ", ", " or ", names, sizeof names);
+    nvl_report("%s %s: unknown allreduce implementation (expected %s)",
+               label, text, names);
     return NVL_ERR_INVALID;
 }
 
@@ -103,8 +104,8 @@ static const nvl_opt_t opts[] = {
     {.name = "impl", .kind = NVL_OPT_CUSTOM, .offset = AT(impl),
      .arg = "IMPL", .def = "nccl", .parse = parse_impl,
      .doc = "all_reduce only: nccl (the tuner's algorithm), or a serving "
-            "engine's kernel: oneshot, twoshot, nvls-oneshot, nvls-twoshot, "
-            "auto (TensorRT-LLM's AUTO rules; docs/collectives.md)"},
+            "engine's kernel (nvlemu --list allreduce; auto: TensorRT-LLM's "
+            "AUTO rules, docs/collectives.md)"},
     {.name = "data-max", .kind = NVL_OPT_SIZE, .offset = AT(data_max),
      .arg = "SIZE", .def = "1M", .min_d = 0, .max_d = MAX_BYTES,
      .doc = "largest size that auto mode runs in data mode"},

@@ -1,6 +1,10 @@
-/* One size of a <coll>_perf benchmark (the driver is perf_main.c): its
- * buffers, the out-of-place and in-place phases (warm-up, timed calls, the
- * check), and its row of nccl-tests' table. */
+/* One size of a <coll>_perf run (perf_main.c drives the sizes): the
+ * out-of-place and the in-place phase, each -w untimed and -n timed calls
+ * of the row's collective, a checked call on fresh inputs in data mode,
+ * and nccl-tests' line of numbers with the emulator's columns. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,3 +247,4 @@ nvl_status_t nvl_bench_run_size(const nvl_bench_coll_t *row,
     return NVL_OK;
 }
 
+/* ---- the header ---------------------------------------------------------- */
