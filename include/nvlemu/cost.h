@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvlemu/family.h"
 #include "nvlemu/status.h"
 #include "nvlemu/topo.h"
 #include "nvlemu/vclock.h"
@@ -75,6 +76,13 @@ typedef enum {
     NVL_LAUNCH_PERSISTENT,
     NVL_LAUNCH_COUNT
 } nvl_launch_t;
+
+/* The families (family.h), a row per enum value: their names as the
+ * command line spells them, and a line each (`nvlemu --list`).  fusion:
+ * --fusion's older names of the stacks, a row per nvl_stack_t. */
+extern const nvl_family_t nvl_wdtype_family, nvl_attn_family,
+    nvl_stack_family, nvl_fusion_family, nvl_launch_family,
+    nvl_gemm_lib_family;
 
 /* Names as the command line spells them ("bf16", "fp8", "fp4"; "fa3",
  * "fa4", "sdpa"; "torch", "fused"; "eager", "graph", "persistent"), and their
@@ -187,12 +195,66 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k);
 
+/* ---- attention geometry ----------------------------------------------
+ * What one GPU's attention holds and computes, as its kernels see it: the
+ * one description of the KV cache's size that the engine, the memory
+ * plan, serving and this cost model read.  The model fills it for a
+ * shard (nvl_shard_t's attn, src/model/shard.c: the head map); this
+ * header says what a position costs in bytes.
+ *
+ *   one position of one layer caches kv_heads x (k_elems + v_elems)
+ *   elements; each of q_heads query heads scores it with a qk_dim dot
+ *   product and adds v_dim values of it to its output.
+ *
+ * Grouped-query attention (GQA, MHA and MQA alike): k_elems = v_elems =
+ * qk_dim = v_dim = head_dim over the kv heads the shard's query heads
+ * read.  A compressed-latent attention (DeepSeek's MLA, absorbed for
+ * decode) caches one latent per position, the same on every shard:
+ * kv_heads 1, k_elems = qk_dim = kv_lora_rank + rope dims, v_elems 0 (the
+ * values are read from the same latent), v_dim = kv_lora_rank. */
+typedef struct {
+    uint32_t q_heads;  /* query heads on this GPU (0: idle in attention) */
+    uint32_t kv_heads; /* KV heads cached on this GPU: the attention
+                          kernel's independent (sequence, head) streams */
+    uint32_t k_elems;  /* elements one position caches per KV head for
+                          the keys */
+    uint32_t v_elems;  /* the same for the values (0: read from the keys'
+                          cache) */
+    uint32_t qk_dim;   /* elements of one query-key dot product */
+    uint32_t v_dim;    /* elements of one query head's output */
+} nvl_attn_geom_t;
+
+/* The geometry of grouped-query attention: q_heads query and kv_heads
+ * key/value heads of head_dim on this GPU. */
+nvl_attn_geom_t nvl_attn_geom_gqa(uint32_t q_heads, uint32_t kv_heads,
+                                  uint32_t head_dim);
+
+/* The element type the KV cache is stored in under kv_dtype: fp8, or
+ * bf16 for every other (no fp4 KV cache), and its bytes per element. */
+double nvl_attn_kv_elem_bytes(nvl_wdtype_t kv_dtype);
+
+/* Bytes one position of one layer takes in g's KV cache with elements of
+ * kv_dtype (nvl_attn_kv_elem_bytes): all of g's KV heads, or one of them
+ * (what moves when KV heads are sent apart: disaggregated serving). */
+double nvl_attn_kv_pos_bytes(const nvl_attn_geom_t *g, nvl_wdtype_t kv_dtype);
+double nvl_attn_kv_head_bytes(const nvl_attn_geom_t *g,
+                              nvl_wdtype_t kv_dtype);
+
 /* Attention of one kernel launch over n_seqs sequences: sequence i runs
  * new_tokens[i] query positions against past[i] cached positions plus its
- * own (causal), with q_heads query and kv_heads key/value heads of head_dim
- * on this GPU.  Decode is new_tokens[i] == 1.  Reads the whole KV (past +
- * new positions) in kv_dtype, writes the new KV, reads Q and writes O in
- * bf16.  q_heads == 0 (a rank idle in attention) costs nothing. */
+ * own (causal), with g's heads on this GPU.  Decode is new_tokens[i] ==
+ * 1.  Reads the whole KV (past + new positions, nvl_attn_kv_pos_bytes in
+ * cfg->kv_dtype), writes the new KV, reads Q (qk_dim per head) and writes
+ * O (v_dim per head) in bf16.  g->q_heads == 0 (a rank idle in attention)
+ * costs nothing. */
+nvl_kernel_cost_t nvl_cost_attention_geom(const nvl_cost_cfg_t *cfg,
+                                          size_t n_seqs,
+                                          const uint64_t *new_tokens,
+                                          const uint64_t *past,
+                                          const nvl_attn_geom_t *g);
+/* The same for grouped-query attention given as numbers (nvlemu cost
+ * --heads --kv-heads --head-dim, the benches): the geometry of
+ * nvl_attn_geom_gqa(q_heads, kv_heads, head_dim). */
 nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
                                      const uint64_t *new_tokens,
                                      const uint64_t *past, uint32_t q_heads,

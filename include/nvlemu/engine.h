@@ -56,6 +56,12 @@ typedef enum {
     NVL_OVERLAP_COUNT
 } nvl_overlap_t;
 
+/* The families of the engine's options (family.h): overlap (a row per
+ * nvl_overlap_t: "none", "async-tp"), a2a (opts.a2a_onesided: "nccl",
+ * "onesided") and attn-parallel (opts.place.attn_dp: "tp", "dp"). */
+extern const nvl_family_t nvl_overlap_family, nvl_engine_a2a_family,
+    nvl_attn_parallel_family;
+
 /* "none", "async-tp" */
 const char *nvl_overlap_name(nvl_overlap_t overlap);
 
@@ -71,6 +77,11 @@ typedef struct {
                                 data-parallel attention (default: ep 1,
                                 attention tensor-parallel) */
     nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp */
+    /* The tensor-parallel allreduce: NCCL's (the default) or a serving
+     * engine's kernel; nvl_engine_create sets it on its communicators
+     * (nvl_comm_set_allreduce, which reports what the topology cannot
+     * run). */
+    nvl_ar_impl_t allreduce;
     /* Memory tiers (docs/cost-model.md, "Memory tiers"): the share of
      * every sequence's KV cache, and of each layer's weights, kept in the
      * host CPU's memory and read over NVLink-C2C every pass; 0 (the
@@ -79,7 +90,7 @@ typedef struct {
     /* The residual add and RMSNorm after each attention and MLP allreduce
      * run inside the allreduce's kernel (TensorRT-LLM AllReduceFusionOp
      * RESIDUAL_RMS_NORM) whenever that allreduce is a serving engine's
-     * kernel, not NCCL's (nvl_comm_set_allreduce); the math is unchanged */
+     * kernel, not NCCL's (.allreduce); the math is unchanged */
     bool fuse_allreduce_norm;
     /* Tensor-parallel communication overlapped with the row-parallel
      * GEMMs (o_proj, down_proj) that produce it (docs/cost-model.md,
@@ -101,6 +112,13 @@ typedef struct {
 void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
                              const nvl_topo_t *topo);
 
+/* The rule between options that no single option checks: reports and
+ * returns NVL_ERR_INVALID for fuse_allreduce_norm with NCCL's allreduce
+ * (TensorRT-LLM runs its residual add + RMSNorm as a kernel of its own
+ * after ncclAllReduce).  Not collective; nvl_engine_create does not repeat
+ * it (callers check once, where the options are made). */
+nvl_status_t nvl_engine_opts_check(const nvl_engine_opts_t *opts);
+
 /* Collective over tp: builds this rank's engine (tp is the whole job:
  * the tensor-parallel group, or the expert-parallel world when
  * opts.place says so).  Data mode with a
@@ -111,7 +129,9 @@ void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
  * returns an error when a tensor is missing or mis-shaped, or when the TP
  * degree exceeds what the model can use (more ranks than intermediate rows,
  * rows of each expert, or vocabulary rows) or the placement does not fit
- * (nvl_shard_place); every rank fails.  Sets tp's time dtype to bf16.
+ * (nvl_shard_place); every rank fails.  Sets tp's allreduce
+ * (opts.allreduce; rank 0 reports one the topology cannot run) and its
+ * time dtype (bf16).
  * Free with nvl_engine_free. */
 nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,
@@ -268,7 +288,9 @@ const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e);
 
 /* Bytes this rank's GPU would hold: its weight shard in the weight dtype,
  * and its KV cache for a batch of `seqs` sequences of `positions` each in
- * the KV dtype (data-parallel attention: for its share of the batch). */
+ * the KV dtype (data-parallel attention: for its share of the batch):
+ * layers run x nvl_attn_kv_pos_bytes of its shard's geometry
+ * (nvl_engine_shard(e)->attn) x seqs x positions. */
 double nvl_engine_weight_bytes(const nvl_engine_t *e);
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions);

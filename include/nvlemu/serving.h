@@ -75,9 +75,8 @@ nvl_status_t nvl_serving_layout_plan(const nvl_serving_layout_opts_t *o,
 
 typedef struct {
     nvl_engine_opts_t engine;    /* every replica's engine, built by the
-                                    caller (served in timing mode) */
-    nvl_ar_impl_t allreduce;     /* the replicas' tensor-parallel
-                                    allreduce (nvl_comm_set_allreduce) */
+                                    caller (served in timing mode; its
+                                    allreduce the replicas' TP one) */
     nvl_serving_layout_opts_t layout;
     /* the scheduler and its knobs; max_batch, max_tokens_per_step, chunk
      * and block_tokens 0 and mem_fraction 0: the scheduler's defaults,

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "nvlemu/cost.h"
 #include "nvlemu/model.h"
 #include "nvlemu/status.h"
 
@@ -29,6 +30,13 @@ typedef struct {
     nvl_range_t kv_heads;     /* key/value heads this rank's query heads read:
                                  replicated on several ranks when tp exceeds
                                  them, two when a rank's heads straddle groups */
+    /* what this rank's attention holds and computes (nvlemu/cost.h): the
+     * KV cache's bytes per position (nvl_attn_kv_pos_bytes) and the
+     * attention kernel's shape come from it alone */
+    nvl_attn_geom_t attn;
+    /* one layer's attention weights on this rank, in elements: the
+     * projections (q, k, v, o), their biases, the q and k norms */
+    double attn_matrix_elems, attn_bias_elems, attn_norm_elems;
     nvl_range_t intermediate; /* gate/up rows, down columns */
     /* the same of every expert this rank holds (none without experts) */
     nvl_range_t moe_intermediate;
@@ -69,6 +77,11 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
 nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
                              int rank, const nvl_placement_t *pl,
                              nvl_shard_t *shard_out);
+
+/* The head map: the key/value head that query head q_head of cfg reads
+ * (grouped-query attention: one per group of q_heads / kv_heads query
+ * heads). */
+uint32_t nvl_shard_kv_head_of(const nvl_model_config_t *cfg, uint32_t q_head);
 
 /* An even split of n items over parts: part i's range. */
 nvl_range_t nvl_range_split(uint32_t n, int parts, int i);

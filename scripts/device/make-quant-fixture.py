@@ -139,15 +139,8 @@ def e4m3_probe():
                        for v, c in zip(t.tolist(), enc.tolist())]}
 
 
-def main():
-    out = sys.argv[1]
-    d = out + "/qwen3-quant-tiny"
-    info = {"pip": [l for l in subprocess.run(
-        [sys.executable, "-m", "pip", "list"], capture_output=True,
-        text=True).stdout.splitlines()
-        if any(k in l.lower() for k in ("torch", "transformers", "modelopt",
-                                         "safetensors", "vllm", "compressed"))]}
-    print(info)
+def make_model(d):
+    """The tiny Qwen3 (seeded), saved as a checkpoint in d: (config, model)."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
     torch.manual_seed(27)
     cfg = Qwen3Config(
@@ -166,6 +159,19 @@ def main():
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
     model.save_pretrained(d, safe_serialization=True)
+    return cfg, model
+
+
+def main():
+    out = sys.argv[1]
+    d = out + "/qwen3-quant-tiny"
+    info = {"pip": [l for l in subprocess.run(
+        [sys.executable, "-m", "pip", "list"], capture_output=True,
+        text=True).stdout.splitlines()
+        if any(k in l.lower() for k in ("torch", "transformers", "modelopt",
+                                         "safetensors", "vllm", "compressed"))]}
+    print(info)
+    cfg, model = make_model(d)
     gen = torch.Generator().manual_seed(1)
     ids = torch.randint(3, cfg.vocab_size, (2, 11), generator=gen)
 

@@ -36,29 +36,24 @@ Options: --sections gemm,decode,prefill,elementwise (default all);
 """
 import argparse
 import csv
-import datetime
 import json
 import math
 import os
 import statistics
 import subprocess
-import sys
 import time
 import traceback
 
 import torch
 import torch.nn.functional as F
 
+from measure_common import T0, capture_graph, gpu_environment, log, nvidia_smi
+
 MB = 1e6
 ROTATE_BYTES = 450 * MB       # > 400 MB of distinct inputs per timed unit
 MAX_CALLS_PER_GRAPH = 1024
-T0 = time.time()
 BUDGET_S = 480.0
 TIMING_MODES = {"graph": 0, "eager": 0}
-
-
-def log(*a):
-    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
 
 
 def over_budget():
@@ -73,34 +68,21 @@ def n_buffers(bytes_per_call, cap=MAX_CALLS_PER_GRAPH):
 def time_calls(calls, target_ms=60.0, min_reps=7, max_reps=200):
     """Median time of one call (us) over graph replays of all `calls`.
     Returns (us, mode) with mode 'graph' or 'eager'."""
-    for f in calls:          # warm up: handles, workspaces, autotuning
-        f()
+    def all_calls():
+        for f in calls:
+            f()
+    all_calls()              # warm up: handles, workspaces, autotuning
     torch.cuda.synchronize()
     mode = "graph"
     try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for f in calls:
-                f()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for f in calls:
-                f()
+        g = capture_graph(all_calls, warm=0)
         run = g.replay
-        run()
-        torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - fall back to eager launches
         log("  graph capture failed (%s); timing eagerly" % str(e).splitlines()[0][:120])
         torch.cuda.synchronize()
         g = None
         mode = "eager"
-
-        def run():
-            for f in calls:
-                f()
+        run = all_calls
         run()
         torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -464,26 +446,11 @@ def section_elementwise(outdir):
 # -------------------------------------------------------------- environment
 
 def environment():
-    env = {"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    try:
-        p = torch.cuda.get_device_properties(0)
-        env.update(gpu=torch.cuda.get_device_name(0), sms=p.multi_processor_count,
-                   mem_GiB=round(p.total_memory / 2**30, 1),
-                   l2_MB=round(getattr(p, "L2_cache_size", 0) / 1e6, 1),
-                   capability="%d.%d" % (p.major, p.minor))
-    except Exception as e:  # noqa: BLE001
-        env["gpu_error"] = str(e)
-    env.update(torch=torch.__version__, cuda=torch.version.cuda,
-               cudnn=str(torch.backends.cudnn.version()), python=sys.version.split()[0])
+    env = gpu_environment(detail=True)
     fa, fav = flash_attn_fn()
     env["flash_attn"] = fav if fa is not None else "not installed"
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,clocks.max.sm,clocks.max.mem,"
-                            "driver_version,power.limit,clocks.sm",
-                            "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
-        env["nvidia_smi"] = q.stdout.strip()
-    except Exception as e:  # noqa: BLE001
-        env["nvidia_smi"] = "error: %s" % e
+    env["nvidia_smi"] = nvidia_smi("name,clocks.max.sm,clocks.max.mem,driver_version,"
+                                   "power.limit,clocks.sm")
     return env
 
 

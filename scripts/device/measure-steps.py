@@ -83,25 +83,23 @@ tests/data/calibration/h200-torch/ holds them.
 """
 import argparse
 import csv
-import datetime
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tarfile
 import time
 import traceback
 
+from measure_common import T0, capture_graph, gpu_environment, log, nvidia_smi
+
 try:                # --relabel needs no GPU: only the standard library
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity, profile
+
+    from torch_ref import Model, Serve, make_case, symm_check
 except ImportError:
     torch = None
-
-T0 = time.time()
 
 # Hugging Face config.json values of the three models.
 MODELS = {
@@ -116,302 +114,6 @@ DECODE = [(b, c) for b in (1, 4, 16, 64) for c in (1024, 4096, 8192)] + [(256, 1
 SERVE_DECODE = [(1, 4096), (4, 4096), (16, 4096), (64, 4096), (256, 1024)]
 PREFILL = [(1, 1024), (1, 2048), (1, 4096), (1, 8192), (4, 1024), (4, 2048), (16, 1024)]
 PROFILE = [("decode", 1, 4096), ("decode", 64, 4096), ("prefill", 1, 4096)]
-
-
-def log(*a):
-    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
-
-
-def rand(*shape, scale=0.02):
-    return (torch.randn(*shape, device="cuda", dtype=torch.bfloat16) * scale)
-
-
-class Model:
-    """Random weights of `layers` layers plus embedding, final norm, lm_head."""
-
-    def __init__(self, c, tp=1, rank=0):
-        c = dict(c)
-        for k in ("heads", "kv_heads", "inter", "vocab"):
-            if c[k] % tp:
-                raise SystemExit("%s = %d does not divide by --tp %d" % (k, c[k], tp))
-        self.tp, self.rank = tp, rank
-        self.vocab0 = rank * (c["vocab"] // tp)   # this rank's first vocabulary row
-        c.update(heads=c["heads"] // tp, kv_heads=c["kv_heads"] // tp,
-                 inter=c["inter"] // tp, vocab=c["vocab"] // tp)
-        self.c = c
-        h, d = c["hidden"], c["head_dim"]
-        qkv = (c["heads"] + 2 * c["kv_heads"]) * d
-        self.layers = []
-        for _ in range(c["layers"]):
-            L = dict(ln1=1 + rand(h), ln2=1 + rand(h),
-                     wqkv=rand(qkv, h), wo=rand(h, c["heads"] * d),
-                     wgu=rand(2 * c["inter"], h), wd=rand(h, c["inter"]))
-            L["bqkv"] = rand(qkv) if c["bias"] else None
-            if c["qk_norm"]:
-                L["qn"], L["kn"] = 1 + rand(d), 1 + rand(d)
-            self.layers.append(L)
-        self.embed = rand(c["vocab"], h)
-        self.norm = 1 + rand(h)
-        self.lm_head = rand(c["vocab"], h)
-        inv = 1.0 / (1e6 ** (torch.arange(0, d, 2, device="cuda", dtype=torch.float32) / d))
-        t = torch.arange(16384, device="cuda", dtype=torch.float32)
-        f = torch.outer(t, inv)
-        emb = torch.cat((f, f), dim=-1)
-        self.cos, self.sin = emb.cos().to(torch.bfloat16), emb.sin().to(torch.bfloat16)
-
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def label(name, on):
-    return record_function(name) if on else _Null()
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
-
-
-def embed(m, ids):
-    """The embedding lookup of ids (vocab-parallel at TP > 1: this rank's
-    rows, zeros elsewhere, summed by an all_reduce)."""
-    c = m.c
-    if m.tp == 1:
-        return F.embedding(ids, m.embed)
-    local = ids - m.vocab0
-    mask = (local >= 0) & (local < c["vocab"])
-    x = F.embedding(local.clamp(0, c["vocab"] - 1), m.embed) * mask[..., None]
-    dist.all_reduce(x)
-    return x
-
-
-def step(m, ids, pos, caches, causal, lab=False):
-    """One forward pass of ids [B, S] at positions pos [S] (shared by the
-    batch) writing into caches; returns the greedy tokens [B]."""
-    c = m.c
-    B, S = ids.shape
-    H, KV, D, hid = c["heads"], c["kv_heads"], c["head_dim"], c["hidden"]
-    with label("embed", lab):
-        x = embed(m, ids)
-    with label("rope_tables", lab):
-        cos = m.cos.index_select(0, pos)[None, None]
-        sin = m.sin.index_select(0, pos)[None, None]
-    n_ctx = caches[0][0].shape[2]
-    for L, (kc, vc) in zip(m.layers, caches):
-        with label("input_norm", lab):
-            h = F.rms_norm(x, (hid,), L["ln1"], c["eps"])
-        with label("qkv_proj", lab):
-            qkv = F.linear(h, L["wqkv"], L["bqkv"])
-        q, k, v = qkv.split([H * D, KV * D, KV * D], dim=-1)
-        q, k, v = q.view(B, S, H, D), k.view(B, S, KV, D), v.view(B, S, KV, D)
-        if c["qk_norm"]:
-            with label("q_norm", lab):
-                q = F.rms_norm(q, (D,), L["qn"], c["eps"])
-            with label("k_norm", lab):
-                k = F.rms_norm(k, (D,), L["kn"], c["eps"])
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        with label("rope", lab):
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
-        with label("kv_write", lab):
-            kc.index_copy_(2, pos, k)
-            vc.index_copy_(2, pos, v)
-        with label("attention", lab):
-            if causal:
-                a = F.scaled_dot_product_attention(q, kc[:, :, :S], vc[:, :, :S],
-                                                   is_causal=True, enable_gqa=True)
-            else:
-                a = F.scaled_dot_product_attention(q, kc[:, :, :n_ctx], vc[:, :, :n_ctx],
-                                                   enable_gqa=True)
-        with label("attn_out_layout", lab):
-            a = a.transpose(1, 2).reshape(B, S, H * D)
-        with label("o_proj", lab):
-            o = F.linear(a, L["wo"])
-        if m.tp > 1:
-            with label("all_reduce", lab):
-                dist.all_reduce(o)
-        with label("residual_add", lab):
-            x = x + o
-        with label("post_norm", lab):
-            h = F.rms_norm(x, (hid,), L["ln2"], c["eps"])
-        with label("gate_up_proj", lab):
-            gu = F.linear(h, L["wgu"])
-        g, u = gu.chunk(2, dim=-1)
-        with label("silu_mul", lab):
-            a = F.silu(g) * u
-        with label("down_proj", lab):
-            d = F.linear(a, L["wd"])
-        if m.tp > 1:
-            with label("all_reduce", lab):
-                dist.all_reduce(d)
-        with label("residual_add", lab):
-            x = x + d
-    with label("final_norm", lab):
-        x = F.rms_norm(x[:, -1], (hid,), m.norm, c["eps"])
-    return sample(m, x, lab)
-
-
-def sample(m, x, lab):
-    """lm_head on the last positions x [B, hidden] (vocab-parallel: its
-    rows, then an all_gather of the logits) and the greedy argmax."""
-    with label("lm_head", lab):
-        logits = F.linear(x, m.lm_head)
-    if m.tp > 1:
-        with label("all_gather", lab):
-            parts = torch.empty((m.tp,) + tuple(logits.shape), device="cuda",
-                                dtype=logits.dtype)
-            dist.all_gather_into_tensor(parts, logits.contiguous())
-            logits = parts.permute(1, 0, 2).reshape(logits.shape[0], -1)
-    with label("sample", lab):
-        return logits.argmax(dim=-1)
-
-
-def _attn_block(x, d, ln1, wqkv, bqkv, qn, kn, wo, kc, vc, pos, cos, sin,
-                H, KV, D, eps, causal):
-    """Residual add of the previous down projection, input norm, qkv, q/k
-    norm, RoPE, KV write, attention and o: one compiled region."""
-    B, S, hid = x.shape
-    x = x + d
-    h = F.rms_norm(x, (hid,), ln1, eps)
-    qkv = F.linear(h, wqkv, bqkv)
-    q, k, v = qkv.split([H * D, KV * D, KV * D], dim=-1)
-    q, k, v = q.view(B, S, H, D), k.view(B, S, KV, D), v.view(B, S, KV, D)
-    if qn is not None:
-        q = F.rms_norm(q, (D,), qn, eps)
-        k = F.rms_norm(k, (D,), kn, eps)
-    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    q = q * cos + rotate_half(q) * sin
-    k = k * cos + rotate_half(k) * sin
-    kc.index_copy_(2, pos, k)
-    vc.index_copy_(2, pos, v)
-    if causal:
-        a = F.scaled_dot_product_attention(q, kc[:, :, :S], vc[:, :, :S],
-                                           is_causal=True, enable_gqa=True)
-    else:
-        a = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True)
-    a = a.transpose(1, 2).reshape(B, S, H * D)
-    return x, F.linear(a, wo)
-
-
-def _mlp_block(x, o, ln2, wgu, wd, eps):
-    """Residual add of o, post norm, gate/up, SiLU * up, down: one compiled
-    region; returns the residual stream and down's output."""
-    x = x + o
-    h = F.rms_norm(x, (x.shape[-1],), ln2, eps)
-    g, u = F.linear(h, wgu).chunk(2, dim=-1)
-    return x, F.linear(F.silu(g) * u, wd)
-
-
-class Serve:
-    """The compiled regions and the all-reduce of the serving-like step."""
-
-    def __init__(self, ar, max_numel):
-        self.ar = ar
-        self.attn = torch.compile(_attn_block)
-        self.mlp = torch.compile(_mlp_block)
-        self.buf = None
-        if ar in ("oneshot", "twoshot"):
-            import torch.distributed._symmetric_memory as symm_mem
-            self.gname = dist.group.WORLD.group_name
-            if hasattr(symm_mem, "enable_symm_mem_for_group"):
-                symm_mem.enable_symm_mem_for_group(self.gname)
-            self.buf = symm_mem.empty(max_numel, dtype=torch.bfloat16, device="cuda")
-            symm_mem.rendezvous(self.buf, self.gname)
-
-    def all_reduce(self, t):
-        if self.ar in ("none",):
-            return t
-        if self.ar == "nccl":
-            dist.all_reduce(t)
-            return t
-        n = t.numel()
-        sb = self.buf[:n]
-        sb.copy_(t.reshape(-1))
-        if self.ar == "oneshot":
-            return torch.ops.symm_mem.one_shot_all_reduce(sb, "sum", self.gname).view(t.shape)
-        torch.ops.symm_mem.two_shot_all_reduce_(sb, "sum", self.gname)
-        return sb.view(t.shape)
-
-
-def serve_step(m, sv, ids, pos, caches, causal, lab=False):
-    """The serving-like forward pass of ids [B, S]: compiled regions, the
-    all-reduce between them by sv.ar; returns the greedy tokens [B]."""
-    c = m.c
-    with label("embed", lab):
-        x = embed(m, ids)
-    cos = m.cos.index_select(0, pos)[None, None]
-    sin = m.sin.index_select(0, pos)[None, None]
-    d = torch.zeros_like(x)
-    for L, (kc, vc) in zip(m.layers, caches):
-        with label("attn_block", lab):
-            x, o = sv.attn(x, d, L["ln1"], L["wqkv"], L["bqkv"], L.get("qn"), L.get("kn"),
-                           L["wo"], kc, vc, pos, cos, sin, c["heads"], c["kv_heads"],
-                           c["head_dim"], c["eps"], causal)
-        with label("all_reduce", lab):
-            o = sv.all_reduce(o)
-        with label("mlp_block", lab):
-            x, d = sv.mlp(x, o, L["ln2"], L["wgu"], L["wd"], c["eps"])
-        with label("all_reduce", lab):
-            d = sv.all_reduce(d)
-    with label("final_norm", lab):
-        x = F.rms_norm((x + d)[:, -1], (c["hidden"],), m.norm, c["eps"])
-    return sample(m, x, lab)
-
-
-def symm_check(sv, numel):
-    """Largest |symmetric-memory sum - NCCL sum| / |NCCL sum| over random
-    bf16 data of numel elements (the same on both paths)."""
-    t = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
-    ref = t.clone()
-    dist.all_reduce(ref)
-    got = sv.all_reduce(t.clone()).clone()
-    torch.cuda.synchronize()
-    err = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-    e = torch.tensor([err], device="cuda")
-    dist.all_reduce(e, op=dist.ReduceOp.MAX)
-    return float(e.item())
-
-
-def make_case(m, phase, B, ctx, sv=None):
-    """Inputs and caches of one case; returns (fn, q_len)."""
-    c = m.c
-    if phase == "decode":
-        S, cache_len, pos0, causal = 1, ctx, ctx - 1, False
-    else:
-        S, cache_len, pos0, causal = ctx, ctx, 0, True
-    ids = torch.randint(0, c["vocab"], (B, S), device="cuda")
-    pos = torch.arange(pos0, pos0 + S, device="cuda")
-    caches = []
-    for _ in m.layers:
-        kc = torch.empty(B, c["kv_heads"], cache_len, c["head_dim"], device="cuda",
-                         dtype=torch.bfloat16).normal_(0, 1)
-        caches.append((kc, torch.empty_like(kc).normal_(0, 1)))
-    if sv is not None:
-        return (lambda lab=False: serve_step(m, sv, ids, pos, caches, causal, lab)), S
-    return (lambda lab=False: step(m, ids, pos, caches, causal, lab)), S
-
-
-def capture(fn):
-    for _ in range(2):          # warm up: cuBLAS handles, workspaces, heuristics
-        fn()
-    torch.cuda.synchronize()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    g.replay()
-    torch.cuda.synchronize()
-    return g
 
 
 def time_graph(g, target_s=0.4, min_reps=10, max_reps=200):
@@ -486,19 +188,9 @@ def profile_case(fn, g, tag, outdir, kw, meta):
 
 
 def environment():
-    env = {"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    p = torch.cuda.get_device_properties(0)
-    env.update(gpu=torch.cuda.get_device_name(0), sms=p.multi_processor_count,
-               mem_GiB=round(p.total_memory / 2**30, 1), torch=torch.__version__,
-               cuda=torch.version.cuda, cudnn=str(torch.backends.cudnn.version()),
-               python=sys.version.split()[0])
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,clocks.max.sm,clocks.max.mem,"
-                            "driver_version,power.limit", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30)
-        env["nvidia_smi"] = q.stdout.strip()
-    except Exception as e:  # noqa: BLE001
-        env["nvidia_smi"] = "error: %s" % e
+    env = gpu_environment()
+    env["nvidia_smi"] = nvidia_smi("name,clocks.max.sm,clocks.max.mem,driver_version,"
+                                   "power.limit")
     return env
 
 
@@ -558,7 +250,7 @@ def run_case(make, record, what, trace, out, kw, kf, traces, failures):
     try:
         t = time.time()
         fn, S = make()
-        g = capture(fn)
+        g = capture_graph(fn, warm=2)
         t_cap = time.time() - t
         us, ev_us, reps = time_graph(g)
         record(S, us, ev_us, reps)
@@ -635,7 +327,7 @@ def serve_grid(args, rank, kw, kf, traces, failures, env):
     f.close()
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--relabel", metavar="TARBALL")
@@ -654,9 +346,13 @@ def main():
                     help="skip the torch reference grid")
     ap.add_argument("--trace-tp", metavar="PHASE:B:CTX",
                     help="at TP > 1, profile this case (every rank)")
-    args = ap.parse_args()
-    if args.relabel:
-        return relabel(args.relabel, args.out)
+    return ap.parse_args()
+
+
+def join_tp(args):
+    """At --tp > 1: the process group (NVLink multicast off), this
+    process's GPU; returns the rank.  Rank 0 writes the files: the others
+    write under --out/.rankR."""
     rank = 0
     if args.tp > 1:
         os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # multicast stays off
@@ -668,10 +364,11 @@ def main():
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
     if rank != 0:                       # rank 0 writes the files
         args.out = os.path.join(args.out, ".rank%d" % rank)
-    os.makedirs(args.out, exist_ok=True)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    env = environment()
-    log(json.dumps(env))
+    return rank
+
+
+def cases(args):
+    """(decode cases, prefill cases, profiled cases) of the reference grid."""
     decode, prefill, prof = DECODE, PREFILL, PROFILE
     if args.quick:
         decode, prefill, prof = [(2, 256)], [(1, 256)], [("decode", 2, 256)]
@@ -685,15 +382,18 @@ def main():
         if args.trace_tp:
             ph, b, cx = args.trace_tp.split(":")
             prof = [(ph, int(b), int(cx))]
+    return decode, prefill, prof
+
+
+def reference_grid(args, rank, kw, kf, traces, failures):
+    """Times the torch reference step of every model and case into
+    steps.csv, profiling the cases asked for."""
+    decode, prefill, prof = cases(args)
     sf = open(os.path.join(args.out, "steps.csv"), "w", newline="")
     sw = csv.writer(sf)
     tp_col = ["tp"] if args.tp > 1 else []
     sw.writerow(["model", "layers", "phase", "batch", "ctx", "q_len", "measured_us",
                  "event_us", "reps"] + tp_col)
-    kf = open(os.path.join(args.out, "kernels.csv"), "w", newline="")
-    kw = csv.writer(kf)
-    kw.writerow(KERNEL_HEADER)
-    traces, failures = [], []
     for name in ([] if args.serve_only else args.models.split(",")):
         c = dict(MODELS[name])
         if args.quick:
@@ -720,6 +420,22 @@ def main():
         del m
         torch.cuda.empty_cache()
     sf.close()
+
+
+def main():
+    args = parse_args()
+    if args.relabel:
+        return relabel(args.relabel, args.out)
+    rank = join_tp(args)
+    os.makedirs(args.out, exist_ok=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    env = environment()
+    log(json.dumps(env))
+    kf = open(os.path.join(args.out, "kernels.csv"), "w", newline="")
+    kw = csv.writer(kf)
+    kw.writerow(KERNEL_HEADER)
+    traces, failures = [], []
+    reference_grid(args, rank, kw, kf, traces, failures)
     if args.serve:
         serve_grid(args, rank, kw, kf, traces, failures, env)
     kf.close()

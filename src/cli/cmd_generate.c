@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "model_opts.h"
 #include "nvlemu/engine.h"
 #include "nvlemu/json.h"
 #include "nvlemu/runtime.h"
@@ -13,13 +14,9 @@
 typedef struct {
     nvl_cli_common_t common;
     const char *model, *ids, *logits_out;
-    long gen_len, ep;
-    int attn_dp;
-    nvl_stack_t stack;
-    int allreduce, fuse_ar_norm; /* nvl_ar_impl_t; --fuse-allreduce-norm */
-    nvl_overlap_t overlap;
-    int a2a_onesided;
-    double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */
+    long gen_len;
+    nvl_cli_model_opts_t engine; /* the engine's options (model_opts.h) */
+    nvl_engine_opts_t engine_opts; /* made of them by prepare */
     int32_t *tokens; /* all prompts, one after another */
     int *lens;
     int batch;
@@ -28,10 +25,7 @@ typedef struct {
 
 #define USAGE "mpirun -np N nvlemu generate --model DIR --input-ids " \
               "\"1,2,3;4,5\" [--gen-len N] [--logits-out FILE.json] " \
-              "[--ep N] [--attn-parallel tp|dp] [--stack torch|fused] " \
-              "[--allreduce IMPL] [--fuse-allreduce-norm] " \
-              "[--kv-host auto|F] [--weights-host auto|F] " \
-              "[--overlap none|async-tp] [--a2a nccl|onesided]"
+              "..."
 
 static const nvl_opt_t gen_opts[] = {
     {.name = "model", .kind = NVL_OPT_STRING,
@@ -50,11 +44,7 @@ static const nvl_opt_t gen_opts[] = {
     NVL_CLI_OPT_SET(gen_args_t),
     NVL_CLI_OPT_RANK_PLAYS(gen_args_t),
     NVL_CLI_OPT_SET_FILE(gen_args_t),
-    NVL_CLI_OPTS_PLACEMENT(gen_args_t),
-    NVL_CLI_OPTS_STACK(gen_args_t, stack),
-    NVL_CLI_OPTS_ALLREDUCE(gen_args_t, allreduce, fuse_ar_norm),
-    NVL_CLI_OPTS_COMM(gen_args_t, overlap, a2a_onesided),
-    NVL_CLI_OPTS_HOST_TIERS(gen_args_t, kv_host, weights_host),
+    NVL_CLI_MODEL_OPTS(gen_args_t, engine),
     NVL_CLI_OPT_HELP(gen_args_t),
 };
 
@@ -100,8 +90,7 @@ static nvl_status_t check(void *args, int argc, char **argv, int first)
 {
     (void)argc, (void)argv, (void)first;
     gen_args_t *a = args;
-    nvl_status_t st = nvl_cli_check_allreduce(a->allreduce, a->fuse_ar_norm);
-    return st != NVL_OK ? st : parse_ids(a->ids, a);
+    return parse_ids(a->ids, a);
 }
 
 static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
@@ -116,6 +105,10 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    a->model, a->model);
         return NVL_ERR_INVALID;
     }
+    if (nvl_cli_model_opts_engine(&a->engine, ctx->topo, &a->engine_opts) !=
+        NVL_OK)
+        return NVL_ERR_INVALID;
+    a->engine_opts.weights_dir = a->model; /* data mode, the checkpoint */
     if (ctx->rt->rank == 0)
         st = nvl_cli_check_writable("--logits-out", a->logits_out);
     return st != NVL_OK ? st : nvl_model_config_load(a->model, &a->cfg);
@@ -155,8 +148,8 @@ static void print_tokens(const gen_args_t *a, const nvl_cli_ctx_t *ctx,
 {
     nvl_runtime_print_header(stdout);
     char place[128];
-    nvl_cli_placement_name(ctx->rt->size, a->ep, a->attn_dp, sizeof place,
-                           place);
+    nvl_cli_placement_name(ctx->rt->size, a->engine.ep, a->engine.attn_dp,
+                           sizeof place, place);
     printf("# nvlemu generate: %s, %s on %s, greedy, %ld new "
            "token(s) per prompt\n", a->model, place, ctx->topo->name,
            a->gen_len);
@@ -186,23 +179,7 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
     nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, ctx->topo, &clock, &tp);
     if (st != NVL_OK)
         return st;
-    if ((st = nvl_comm_set_allreduce(tp, a->allreduce)) != NVL_OK) {
-        nvl_comm_destroy(tp);
-        return st;
-    }
-    nvl_engine_opts_t o;
-    nvl_engine_opts_default(&o, ctx->topo);
-    o.weights_dir = a->model;
-    o.place.ep = (int)a->ep;
-    o.place.attn_dp = a->attn_dp;
-    o.cost.stack = a->stack;
-    o.fuse_allreduce_norm = a->fuse_ar_norm;
-    o.kv_host = a->kv_host;
-    o.weights_host = a->weights_host;
-    o.cost.attn = nvl_attn_auto(ctx->topo, a->stack);
-    o.overlap = a->overlap;
-    o.a2a_onesided = a->a2a_onesided;
-    st = nvl_engine_create(&a->cfg, &o, tp, &e);
+    st = nvl_engine_create(&a->cfg, &a->engine_opts, tp, &e);
     if (st == NVL_OK) {
         int32_t *out = malloc((size_t)a->batch * a->gen_len * sizeof *out);
         float *logits = malloc((size_t)a->batch * a->cfg.vocab * sizeof *logits);

@@ -18,6 +18,7 @@
  * table's offsets are nvl_run_args_t's). */
 typedef struct {
     nvl_run_args_t a;
+    nvl_engine_opts_t engine; /* made of a.engine by prepare */
     nvl_model_config_t cfg;
     nvl_mode_t mode;
     const char *weights_dir; /* data mode with a checkpoint */
@@ -54,18 +55,12 @@ static const nvl_opt_t run_opts[] = {
      .min = 1, .max = MAX_TOKENS,
      .doc = "instead of --prompt-len/--gen-len: one steady-state decode "
             "step at context C (prefill C - 1 tokens, then one step)"},
-    NVL_CLI_OPTS_KERNELS(nvl_run_args_t),
-    NVL_CLI_OPTS_STACK(nvl_run_args_t, stack),
-    NVL_CLI_OPTS_ALLREDUCE(nvl_run_args_t, allreduce, fuse_ar_norm),
-    NVL_CLI_OPTS_COMM(nvl_run_args_t, overlap, a2a_onesided),
-    NVL_CLI_OPTS_HOST_TIERS(nvl_run_args_t, kv_host, weights_host),
+    NVL_CLI_MODEL_OPTS(nvl_run_args_t, engine),
     {.name = "rope-scaling", .kind = NVL_OPT_CUSTOM, .offset = AT(rope_yarn),
      .arg = "none|yarn:F", .def = "none",
      .parse = nvl_model_rope_scaling_parse,
      .doc = "YaRN rope scaling: the context may reach F x the model's "
             "pretrained positions (yarn:4: Qwen2.5's 128K)"},
-    {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
-     .min = 1, .max = 100000, .doc = "run only the first N layers"},
     {.name = "mode", .kind = NVL_OPT_ENUM, .offset = AT(mode),
      .arg = "data|timing|auto", .def = "auto", .names = mode_names,
      .doc = "data: weights and numerics (synthetic for presets); timing: "
@@ -74,11 +69,7 @@ static const nvl_opt_t run_opts[] = {
     {.name = "seed", .kind = NVL_OPT_LONG, .offset = AT(seed), .arg = "S",
      .def = "1", .min = 1, .max = MAX_TOKENS,
      .doc = "synthetic weights and prompts, timing mode's expert routing"},
-    {.name = "route-skew", .kind = NVL_OPT_DOUBLE, .offset = AT(route_skew),
-     .arg = "S", .def = "0", .min_d = 0, .max_d = 100,
-     .doc = "timing mode, mixture of experts: tokens pick experts "
-            "Zipf-distributed with exponent S (0: uniform)"},
-    NVL_CLI_OPTS_PLACEMENT(nvl_run_args_t),
+    NVL_CLI_MODEL_OPT_ROUTE_SKEW(nvl_run_args_t, engine),
     NVL_CLI_OPT_SET(nvl_run_args_t),
     NVL_CLI_OPT_RANK_PLAYS(nvl_run_args_t),
     NVL_CLI_OPT_SET_FILE(nvl_run_args_t),
@@ -122,130 +113,100 @@ static int32_t *prompt_ids(const nvl_run_args_t *a, uint64_t len,
     return ids;
 }
 
-/* Runs the generation and gathers everything rank 0 reports; returns
- * this rank's status. */
-static nvl_status_t run(nvl_run_args_t *a, nvl_topo_t *topo,
-                        const nvl_model_config_t *cfg, nvl_mode_t mode,
-                        const char *weights_dir, FILE *trace,
-                        const nvl_validation_t *validation)
+/* Collective: rank 0 prints and writes the report of the generation e
+ * ran (r's inputs set), every rank's numbers gathered; the trace when
+ * asked. */
+static nvl_status_t report(nvl_engine_t *e, nvl_run_result_t *r,
+                           FILE *trace)
 {
-    const nvl_runtime_t *rt = nvl_runtime();
-    nvl_vclock_t clock = {0};
-    nvl_comm_t *tp = NULL;
-    nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &tp);
-    if (st != NVL_OK)
-        return st;
-    if ((st = nvl_comm_set_allreduce(tp, a->allreduce)) != NVL_OK) {
-        nvl_comm_destroy(tp);
-        return st;
+    const nvl_run_args_t *a = r->args;
+    size_t n;
+    const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
+    int64_t *end = malloc((n + 1) * sizeof *end);
+    int64_t *end_max = malloc((n + 1) * sizeof *end_max);
+    double *pw = malloc((n + 1) * sizeof *pw);
+    if (!end || !end_max || !pw) {
+        nvl_report("out of memory for the report");
+        nvl_runtime_abort(1);
     }
-    nvl_engine_opts_t o;
-    nvl_engine_opts_default(&o, topo);
-    o.mode = mode;
-    o.weights_dir = weights_dir;
-    o.seed = (uint64_t)a->seed;
-    o.route_skew = a->route_skew;
-    o.place.ep = (int)a->ep;
-    o.place.attn_dp = a->attn_dp;
-    o.layers = (uint32_t)a->layers;
-    o.kv_host = a->kv_host;
-    o.weights_host = a->weights_host;
-    o.cost.weight_dtype = a->dtype;
-    o.cost.kv_dtype = a->kv_dtype;
-    o.cost.stack = a->stack;
-    o.fuse_allreduce_norm = a->fuse_ar_norm;
-    o.overlap = a->overlap;
-    o.a2a_onesided = a->a2a_onesided;
-    o.cost.attn = a->attn_choice >= 0 ? (nvl_attn_impl_t)a->attn_choice
-                                      : nvl_attn_auto(o.cost.topo, a->stack);
-    a->attn = o.cost.attn;
-    o.cost.launch = a->launch;
-    nvl_engine_t *e = NULL;
-    st = nvl_engine_create(cfg, &o, tp, &e);
-    if (st != NVL_OK) {
-        nvl_comm_destroy(tp);
-        return st;
+    for (size_t i = 0; i < n; i++) {
+        end[i] = p[i].end_ps;
+        pw[i] = p[i].wall_s;
     }
+    MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0,
+               MPI_COMM_WORLD);
+    nvl_run_totals_t totals;
+    if (nvl_run_stats_reduce(e, MPI_COMM_WORLD, &totals) != NVL_OK)
+        nvl_runtime_abort(1);
+    r->pass_end_ps = end_max;
+    r->pass_wall_s = pw;
+    r->n_passes = n;
+    r->totals = &totals;
+    nvl_status_t st = NVL_OK;
+    if (nvl_runtime()->rank == 0) {
+        /* --json -: standard output is the JSON alone, so that a pipe
+         * reads it; the readable report goes to standard error */
+        bool json_out = a->common.json != NULL &&
+                        strcmp(a->common.json, "-") == 0;
+        nvl_run_report_text(r, json_out ? stderr : stdout);
+        if (a->common.json != NULL)
+            st = nvl_run_report_json(r, a->common.json);
+    }
+    if (a->trace != NULL &&
+        nvl_run_trace_write(e, MPI_COMM_WORLD, r->topo, trace) != NVL_OK)
+        st = NVL_ERR_IO;
+    nvl_run_totals_free(&totals);
+    free(end);
+    free(end_max);
+    free(pw);
+    return st;
+}
+
+/* Runs the generation on engine e and reports it; returns this rank's
+ * status. */
+static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
+                             const nvl_cli_ctx_t *ctx)
+{
+    nvl_run_args_t *a = &c->a;
     uint64_t plen = a->ctx ? (uint64_t)a->ctx - 1 : (uint64_t)a->prompt_len;
     uint64_t glen = a->ctx ? 2 : (uint64_t)a->gen_len;
     if (plen == 0)
         plen = 1; /* --ctx 1: a one-token prompt */
+    bool data = c->mode == NVL_MODE_DATA;
     int *lens = malloc((size_t)a->batch * sizeof *lens);
     int32_t *out = malloc((size_t)a->batch * glen * sizeof *out);
-    int32_t *ids = mode == NVL_MODE_DATA ? prompt_ids(a, plen, cfg->vocab)
-                                         : NULL;
-    if (lens == NULL || out == NULL || (mode == NVL_MODE_DATA && !ids)) {
+    int32_t *ids = data ? prompt_ids(a, plen, c->cfg.vocab) : NULL;
+    if (lens == NULL || out == NULL || (data && !ids)) {
         nvl_report("out of memory for a batch of %ld", a->batch);
         nvl_runtime_abort(1);
     }
     for (long b = 0; b < a->batch; b++)
         lens[b] = (int)plen;
-    if (trace != NULL || a->trace != NULL)
+    if (c->trace != NULL || a->trace != NULL)
         nvl_engine_record_events(e, (int32_t)a->trace_steps + 1);
     double t0 = MPI_Wtime();
-    st = nvl_engine_generate(e, ids, lens, (int)a->batch, (int)glen, out,
-                             NULL);
-    double wall = MPI_Wtime() - t0;
+    nvl_status_t st = nvl_engine_generate(e, ids, lens, (int)a->batch,
+                                          (int)glen, out, NULL);
     nvl_run_result_t r = {
-        .args = a, .cfg = cfg, .topo = topo, .mode = mode,
-        .weights = mode == NVL_MODE_TIMING ? "none (timing mode)"
-                   : weights_dir != NULL   ? weights_dir
-                                           : "synthetic",
-        .tp = rt->size, .layers = nvl_engine_layers(e),
+        .args = a, .engine = &c->engine, .cfg = &c->cfg, .topo = ctx->topo,
+        .mode = c->mode,
+        .weights = !data                 ? "none (timing mode)"
+                   : c->weights_dir != NULL ? c->weights_dir
+                                            : "synthetic",
+        .tp = ctx->rt->size, .layers = nvl_engine_layers(e),
         .prompt_len = plen, .gen_len = glen, .tuner = nvl_comm_tuner(tp),
-        .mem = nvl_engine_memory(e), .wall_s = wall,
-        .tokens = mode == NVL_MODE_DATA ? out : NULL,
-        .validation = validation};
+        .mem = nvl_engine_memory(e), .wall_s = MPI_Wtime() - t0,
+        .tokens = data ? out : NULL, .validation = ctx->validation};
     /* does not fit: the JSON still says so, for bench/sweep (the one
      * report is already out) */
-    if (st != NVL_OK && r.mem->planned && !r.mem->fits && rt->rank == 0 &&
-        a->common.json != NULL)
+    if (st != NVL_OK && r.mem->planned && !r.mem->fits &&
+        ctx->rt->rank == 0 && a->common.json != NULL)
         nvl_run_report_unfit_json(&r, a->common.json);
-    if (st == NVL_OK) {
-        size_t n;
-        const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
-        int64_t *end = malloc((n + 1) * sizeof *end);
-        int64_t *end_max = malloc((n + 1) * sizeof *end_max);
-        double *pw = malloc((n + 1) * sizeof *pw);
-        if (!end || !end_max || !pw) {
-            nvl_report("out of memory for the report");
-            nvl_runtime_abort(1);
-        }
-        for (size_t i = 0; i < n; i++) {
-            end[i] = p[i].end_ps;
-            pw[i] = p[i].wall_s;
-        }
-        MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0,
-                   MPI_COMM_WORLD);
-        nvl_run_totals_t totals;
-        if (nvl_run_stats_reduce(e, MPI_COMM_WORLD, &totals) != NVL_OK)
-            nvl_runtime_abort(1);
-        r.pass_end_ps = end_max;
-        r.pass_wall_s = pw;
-        r.n_passes = n;
-        r.totals = &totals;
-        if (rt->rank == 0) {
-            /* --json -: standard output is the JSON alone, so that a pipe
-             * reads it; the readable report goes to standard error */
-            bool json_out = a->common.json != NULL &&
-                            strcmp(a->common.json, "-") == 0;
-            nvl_run_report_text(&r, json_out ? stderr : stdout);
-            if (a->common.json != NULL)
-                st = nvl_run_report_json(&r, a->common.json);
-        }
-        if (a->trace != NULL &&
-            nvl_run_trace_write(e, MPI_COMM_WORLD, topo, trace) != NVL_OK)
-            st = NVL_ERR_IO;
-        nvl_run_totals_free(&totals);
-        free(end);
-        free(end_max);
-        free(pw);
-    }
+    if (st == NVL_OK)
+        st = report(e, &r, c->trace);
     free(lens);
     free(out);
     free(ids);
-    nvl_engine_free(e);
-    nvl_comm_destroy(tp);
     return st;
 }
 
@@ -260,7 +221,8 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    "not both", a->ctx, a->ctx - 1);
         return NVL_ERR_INVALID;
     }
-    if (nvl_cli_check_allreduce(a->allreduce, a->fuse_ar_norm) != NVL_OK)
+    if (nvl_cli_model_opts_engine(&a->engine, ctx->topo, &c->engine) !=
+        NVL_OK)
         return NVL_ERR_INVALID;
     if (!a->prompt_len)
         a->prompt_len = DEFAULT_PROMPT_LEN;
@@ -279,6 +241,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
               : weights    ? NVL_MODE_DATA
                            : NVL_MODE_TIMING;
     c->weights_dir = c->mode == NVL_MODE_DATA && weights ? a->model : NULL;
+    c->engine.mode = c->mode;
+    c->engine.weights_dir = c->weights_dir;
+    c->engine.seed = (uint64_t)a->seed;
     if (ctx->rt->rank == 0 &&
         nvl_cli_check_writable("--json", a->common.json) != NVL_OK)
         return NVL_ERR_IO;
@@ -294,8 +259,17 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
 {
     run_cmd_t *c = args;
-    return run(&c->a, ctx->topo, &c->cfg, c->mode, c->weights_dir, c->trace,
-               ctx->validation);
+    nvl_vclock_t clock = {0};
+    nvl_comm_t *tp = NULL;
+    nvl_engine_t *e = NULL;
+    nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, ctx->topo, &clock, &tp);
+    if (st == NVL_OK)
+        st = nvl_engine_create(&c->cfg, &c->engine, tp, &e);
+    if (st == NVL_OK)
+        st = generate(c, e, tp, ctx);
+    nvl_engine_free(e);
+    nvl_comm_destroy(tp);
+    return st;
 }
 
 static void cleanup(void *args)

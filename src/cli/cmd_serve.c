@@ -127,25 +127,13 @@ static const nvl_opt_t serve_opts[] = {
     {.name = "decode-tp", .kind = NVL_OPT_LONG, .offset = AT(layout.decode_tp),
      .arg = "T", .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,
      .doc = "disaggregated: ranks per decode replica (0: all M)"},
-    {.name = "ep", .kind = NVL_OPT_LONG, .offset = AT(ep), .arg = "N",
-     .def = "1", .min = 1, .max = 1 << 20,
-     .doc = "mixture of experts: expert parallelism over N groups of each "
-            "replica's ranks (attention stays tensor-parallel)"},
-    /* the model's kernels, as run */
-    NVL_CLI_OPTS_KERNELS(nvl_serve_args_t),
-    NVL_CLI_OPTS_STACK(nvl_serve_args_t, stack),
-    NVL_CLI_OPTS_ALLREDUCE(nvl_serve_args_t, allreduce, fuse_ar_norm),
-    NVL_CLI_OPTS_COMM(nvl_serve_args_t, overlap, a2a_onesided),
-    NVL_CLI_OPTS_HOST_TIERS(nvl_serve_args_t, kv_host, weights_host),
+    /* the model and its kernels, as run */
+    NVL_CLI_MODEL_OPTS(nvl_serve_args_t, engine),
+    NVL_CLI_MODEL_OPT_ROUTE_SKEW(nvl_serve_args_t, engine),
     {.name = "rope-scaling", .kind = NVL_OPT_CUSTOM, .offset = AT(rope_yarn),
      .arg = "none|yarn:F", .def = "none",
      .parse = nvl_model_rope_scaling_parse,
      .doc = "YaRN rope scaling (as run)"},
-    {.name = "layers", .kind = NVL_OPT_LONG, .offset = AT(layers), .arg = "N",
-     .min = 1, .max = 100000, .doc = "run only the first N layers"},
-    {.name = "route-skew", .kind = NVL_OPT_DOUBLE, .offset = AT(route_skew),
-     .arg = "S", .def = "0", .min_d = 0, .max_d = 100,
-     .doc = "mixture of experts: Zipf exponent of the seeded routing"},
     /* results */
     {.name = "slo-ttft", .kind = NVL_OPT_QTY, .offset = AT(slo_ttft_ms),
      .arg = "TIME", .def = "0", .min_d = 0, .max_d = 1e12,
@@ -178,36 +166,18 @@ static const nvl_opt_t serve_opts[] = {
               "FILE | --requests N --rate R|--concurrency C --isl L "      \
               "--osl L] [--tp T | --prefill-gpus N --decode-gpus M] ..."
 
-/* The engine's options from the command line's (as `run` builds them). */
-static void engine_opts(const nvl_serve_args_t *a, const nvl_topo_t *topo,
-                        nvl_engine_opts_t *o)
+/* The serving configuration: the engine's options (the model-options
+ * block's, in timing mode), the layout and the policy as asked (0s: the
+ * scheduler's defaults, resolved later).  Reports and fails on options
+ * the engine refuses. */
+static nvl_status_t serving_config(const nvl_serve_args_t *a,
+                                   const nvl_topo_t *topo,
+                                   nvl_serving_config_t *c)
 {
-    nvl_engine_opts_default(o, topo);
-    o->mode = NVL_MODE_TIMING;
-    o->seed = (uint64_t)a->seed;
-    o->route_skew = a->route_skew;
-    o->place.ep = (int)a->ep;
-    o->layers = (uint32_t)a->layers;
-    o->kv_host = a->kv_host;
-    o->weights_host = a->weights_host;
-    o->cost.weight_dtype = a->dtype;
-    o->cost.kv_dtype = a->kv_dtype;
-    o->cost.stack = a->stack;
-    o->fuse_allreduce_norm = a->fuse_ar_norm;
-    o->overlap = a->overlap;
-    o->a2a_onesided = a->a2a_onesided;
-    o->cost.attn = a->attn_choice >= 0 ? (nvl_attn_impl_t)a->attn_choice
-                                       : nvl_attn_auto(o->cost.topo, a->stack);
-    o->cost.launch = a->launch;
-}
-
-/* The serving configuration: the engine's options, the layout and the
- * policy as asked (0s: the scheduler's defaults, resolved later). */
-static void serving_config(const nvl_serve_args_t *a, const nvl_topo_t *topo,
-                           nvl_serving_config_t *c)
-{
-    engine_opts(a, topo, &c->engine);
-    c->allreduce = (nvl_ar_impl_t)a->allreduce;
+    if (nvl_cli_model_opts_engine(&a->engine, topo, &c->engine) != NVL_OK)
+        return NVL_ERR_INVALID;
+    c->engine.mode = NVL_MODE_TIMING;
+    c->engine.seed = (uint64_t)a->seed;
     c->layout = a->layout;
     c->policy = (nvl_serve_policy_t){
         .sched = (nvl_serve_sched_t)a->scheduler,
@@ -218,6 +188,7 @@ static void serving_config(const nvl_serve_args_t *a, const nvl_topo_t *topo,
         .prefix_caching = a->prefix_caching != 0};
     c->mem_fraction = a->mem_fraction;
     c->keep_steps = a->trace != NULL;
+    return NVL_OK;
 }
 
 /* The workload: the trace file's, or the generator's. */
@@ -255,7 +226,7 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
     serve_cmd_t *c = args;
     nvl_serve_args_t *a = &c->a;
-    if (nvl_cli_check_allreduce(a->allreduce, a->fuse_ar_norm) != NVL_OK)
+    if (serving_config(a, ctx->topo, &c->serving) != NVL_OK)
         return NVL_ERR_INVALID;
     if (a->rate > 0 && a->concurrency > 0) {
         nvl_report("--rate (open loop) and --concurrency (closed loop) "
@@ -266,7 +237,6 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
         nvl_report("--prefix-groups and --prefix-len go together");
         return NVL_ERR_INVALID;
     }
-    serving_config(a, ctx->topo, &c->serving);
     nvl_serving_layout_t L;
     if (nvl_serving_layout_plan(&c->serving.layout, a->concurrency > 0,
                                 ctx->rt->size, ctx->rt->rank,

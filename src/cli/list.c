@@ -6,6 +6,8 @@
 
 #include "cli.h"
 #include "nvlemu/coll.h"
+#include "nvlemu/cost.h"
+#include "nvlemu/engine.h"
 #include "nvlemu/family.h"
 #include "nvlemu/json.h"
 #include "nvlemu/quant.h"
@@ -13,6 +15,15 @@
 
 static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
+    &nvl_stack_family,
+    &nvl_fusion_family,
+    &nvl_attn_family,
+    &nvl_launch_family,
+    &nvl_wdtype_family,
+    &nvl_gemm_lib_family,
+    &nvl_overlap_family,
+    &nvl_engine_a2a_family,
+    &nvl_attn_parallel_family,
     &nvl_serve_sched_family,
     &nvl_serve_preempt_family,
     &nvl_quant_format_family,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "model_opts.h"
 #include "nvlemu/engine.h"
 #include "run_stats.h"
 
@@ -16,26 +17,17 @@
 typedef struct {
     nvl_cli_common_t common; /* --topo, --set, --json, --help */
     const char *model, *trace;
-    long batch, prompt_len, gen_len, ctx, layers, trace_steps, seed;
-    double route_skew; /* timing mode's expert routing (0: uniform) */
-    long ep;           /* expert-parallel degree (1: experts TP) */
-    int attn_dp;       /* attention data-parallel */
-    nvl_wdtype_t dtype, kv_dtype;
-    int attn_choice;      /* --attn: -1 auto (the GPU's), else nvl_attn_impl_t */
-    nvl_attn_impl_t attn; /* the attention kernel the run used */
-    nvl_stack_t stack;
-    int allreduce, fuse_ar_norm; /* nvl_ar_impl_t; --fuse-allreduce-norm */
-    nvl_overlap_t overlap; /* --overlap none|async-tp */
-    int a2a_onesided;      /* --a2a nccl|onesided */
-    nvl_launch_t launch;
+    long batch, prompt_len, gen_len, ctx, trace_steps, seed;
+    nvl_cli_model_opts_t engine; /* the engine's options (model_opts.h) */
     int mode;          /* --mode: -1 auto, else nvl_mode_t */
-    double kv_host, weights_host; /* host tiers: share, or NVL_HOST_AUTO */
     double rope_yarn;  /* --rope-scaling yarn:F (0: none) */
 } nvl_run_args_t;
 
 /* What rank 0 reports. */
 typedef struct {
     const nvl_run_args_t *args;
+    const nvl_engine_opts_t *engine; /* what the engine ran with (--attn
+                                        auto resolved) */
     const nvl_model_config_t *cfg;
     const nvl_topo_t *topo;
     nvl_mode_t mode;

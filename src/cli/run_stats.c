@@ -87,11 +87,11 @@ const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
                                  NVL_PER_MS_STEP_LAYER},
     [NVL_RS_DECODE_IDLE_MS] = {"decode_idle_ms", NVL_SRC_OTHER, 0, NVL_F64,
                                1, idle_ms, NVL_RED_MEAN, "ms per decode step",
-                               "slowest_rank, fastest_rank (idle_ms)",
+                               "slowest_rank.idle_ms",
                                NVL_PER_NONE},
     [NVL_RS_DECODE_BUSY_MS] = {"decode_busy_ms", NVL_SRC_OTHER, 0, NVL_F64,
                                1, busy_ms, NVL_RED_MEAN, "ms per decode step",
-                               "slowest_rank, fastest_rank (busy_ms)",
+                               "slowest_rank.busy_ms",
                                NVL_PER_NONE},
     [NVL_RS_DECODE_FLOPS] = {"decode_flops", PASS(flops), NVL_F64, 1, NULL,
                              NVL_RED_MEAN, "FLOP", "decode_tflops_per_gpu",
@@ -100,19 +100,19 @@ const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
                                  NVL_F64, 1, NULL, NVL_RED_MEAN, "bytes",
                                  "decode_hbm_tb_per_s_per_gpu", NVL_PER_NONE},
     [NVL_RS_Q_HEADS] = {"q_heads", SHARD(q_heads), NVL_U32, 1, NULL,
-                        NVL_RED_MEAN, "heads", "shards.q_heads_min/max",
+                        NVL_RED_MEAN, "heads", "shards.q_heads",
                         NVL_PER_NONE},
     [NVL_RS_ATTN_IDLE] = {"attn_idle", NVL_SRC_OTHER, 0, NVL_F64, 1,
                           attn_idle, NVL_RED_SUM, "ranks",
                           "shards.attention_idle_ranks", NVL_PER_NONE},
     [NVL_RS_INTERMEDIATE] = {"intermediate", SHARD(intermediate), NVL_U32,
                              1, NULL, NVL_RED_MEAN, "rows",
-                             "shards.intermediate_min/max", NVL_PER_NONE},
+                             "shards.intermediate", NVL_PER_NONE},
     [NVL_RS_VOCAB] = {"vocab", SHARD(vocab), NVL_U32, 1, NULL, NVL_RED_MEAN,
-                      "rows", "shards.vocab_min/max", NVL_PER_NONE},
+                      "rows", "shards.vocab", NVL_PER_NONE},
     [NVL_RS_EXPERTS] = {"experts", SHARD(experts), NVL_U32, 1, NULL,
                         NVL_RED_MEAN, "experts",
-                        "experts.experts_per_rank_min/max", NVL_PER_NONE},
+                        "experts.experts_per_rank", NVL_PER_NONE},
     [NVL_RS_PEAK_RSS_BYTES] = {"peak_rss_bytes", NVL_SRC_OTHER, 0, NVL_F64,
                                1, peak_rss_bytes, NVL_RED_MAX, "bytes",
                                "emulation.peak_rss_mb_max", NVL_PER_NONE},
@@ -122,7 +122,7 @@ const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
                            "experts.moe_layers", NVL_PER_NONE},
     [NVL_RS_EXPERT_PAIRS] = {"expert_pairs", PASS(expert_pairs), NVL_F64, 1,
                              NULL, NVL_RED_MEAN, "pairs per MoE layer",
-                             "experts.most_loaded_rank(_tokens_per_layer)",
+                             "experts.most_loaded_rank_tokens_per_layer",
                              NVL_PER_MOE_LAYER},
     [NVL_RS_EXPERT_PAIRS_MAX] = {"expert_pairs_max", PASS(expert_pairs_max),
                                  NVL_F64, 1, NULL, NVL_RED_RANK0,
@@ -166,17 +166,16 @@ const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
                               NVL_PER_STEP},
     [NVL_RS_C2C_H2D_MS] = {"c2c_h2d_ms", PASS(c2c_h2d_busy_ps), NVL_I64, 1,
                            NULL, NVL_RED_MEAN, "ms per decode step",
-                           "memory_per_gpu.c2c_ms_per_step, "
-                           "c2c_utilisation", NVL_PER_MS_STEP},
+                           "memory_per_gpu.c2c_ms_per_step", NVL_PER_MS_STEP},
     [NVL_RS_DISPATCH_ALT_MS] = {"dispatch_alt_ms", PASS(dispatch_alt_ps),
                                 NVL_I64, 1, NULL, NVL_RED_MEAN,
                                 "ms per MoE layer",
-                                "experts.all_to_all.*.dispatch_ms_per_layer",
+                                "experts.all_to_all.dispatch_ms_per_layer",
                                 NVL_PER_MS_MOE_LAYER},
     [NVL_RS_COMBINE_ALT_MS] = {"combine_alt_ms", PASS(combine_alt_ps),
                                NVL_I64, 1, NULL, NVL_RED_MEAN,
                                "ms per MoE layer",
-                               "experts.all_to_all.*.combine_ms_per_layer",
+                               "experts.all_to_all.combine_ms_per_layer",
                                NVL_PER_MS_MOE_LAYER},
     [NVL_RS_A2A_ALT_USABLE] = {"a2a_alt_usable", NVL_SRC_OTHER, 0, NVL_F64,
                                1, a2a_alt_usable, NVL_RED_RANK0, "yes/no",
@@ -211,6 +210,12 @@ const nvl_run_layer_stat_t nvl_run_layer_stats[] = {
 };
 const size_t nvl_run_n_layer_stats =
     sizeof nvl_run_layer_stats / sizeof nvl_run_layer_stats[0];
+
+const char *nvl_run_stat_key(nvl_run_stat_id_t id)
+{
+    const char *path = nvl_run_stats[id].json, *dot = strrchr(path, '.');
+    return dot != NULL ? dot + 1 : path;
+}
 
 /* First value of row id among all the rows' values laid side by side. */
 static int slot(nvl_run_stat_id_t id)

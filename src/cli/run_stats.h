@@ -4,7 +4,7 @@
  * nvl_run_stats (run_stats.c): where the rank reads it (a field of the
  * engine's per-pass statistics, summed over the prefill or the decode
  * passes; its shard; its process), how the ranks' values are reduced, its
- * unit and where the report shows it.  nvl_run_stats_reduce gathers and
+ * unit and the JSON key the report shows it under.  nvl_run_stats_reduce gathers and
  * reduces every row once, outside the report; the text and JSON reports
  * (run_report.c) then read the reduced values by row, and do no MPI.
  *
@@ -104,7 +104,11 @@ typedef struct {
     nvl_run_red_t red;
     const char *unit;         /* of the value as held: ms per decode step,
                                  bytes, FLOP, ... */
-    const char *shown_as;     /* the JSON key(s) the report derives from it */
+    /* Where the JSON report shows it, "object.key": the report writes the
+     * key (the last part: nvl_run_stat_key), with _min and _max for a
+     * shard's size; the fastest rank's object repeats the slowest's keys,
+     * an all_to_all implementation's those of the run's own */
+    const char *json;
     nvl_run_per_t per;        /* from the field's unit to `unit` (0 where
                                  there is nothing to divide by: no decode
                                  step or no MoE layer) */
@@ -144,6 +148,9 @@ typedef struct {
 nvl_status_t nvl_run_stats_reduce(const nvl_engine_t *e, MPI_Comm comm,
                                   nvl_run_totals_t *totals_out);
 void nvl_run_totals_free(nvl_run_totals_t *t);
+
+/* Row id's JSON key: the last part of its .json. */
+const char *nvl_run_stat_key(nvl_run_stat_id_t id);
 
 /* Value i of row id, reduced as the row says; its minimum, maximum, and
  * the rank holding the minimum / maximum; and rank `rank`'s own value. */

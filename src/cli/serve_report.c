@@ -85,7 +85,7 @@ static void serve_queries(const nvl_serve_report_t *r, nvl_cli_queries_t *qs)
         prompt += (double)w->reqs[i].input_tokens / (double)w->n;
     nvl_cli_step_t s = {
         .topo = r->topo, .cfg = r->model, .tp = pl->tp,
-        .allreduce = a->allreduce, .stack = a->stack, .dtype = a->dtype,
+        .allreduce = a->engine.allreduce, .stack = a->engine.stack, .dtype = a->engine.dtype,
         .batch = batch >= 1 ? (long)(batch + 0.5) : 1,
         .prompt_len = prompt >= 1 ? (uint64_t)(prompt + 0.5) : 1,
         .decode = t.decode_tokens > 0};
@@ -98,7 +98,7 @@ static void serve_queries(const nvl_serve_report_t *r, nvl_cli_queries_t *qs)
                               .hardware = r->topo->name,
                               .ranks = (uint32_t)pl->tp};
     qs->q[i].attrs[0].key = "stack";
-    qs->q[i].attrs[0].value = nvl_stack_name(a->stack);
+    qs->q[i].attrs[0].value = nvl_stack_name(a->engine.stack);
 }
 
 /* "# policy: ...": the scheduler's row and the resolved knobs. */
@@ -145,10 +145,10 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
     policy_line(r, out);
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
-            nvl_stack_name(a->stack),
-            a->stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
+            nvl_stack_name(a->engine.stack),
+            a->engine.stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
                                         : "a serving engine's fused kernels",
-            nvl_wdtype_name(a->dtype), nvl_wdtype_name(a->kv_dtype));
+            nvl_wdtype_name(a->engine.dtype), nvl_wdtype_name(a->engine.kv_dtype));
 }
 
 /* The latencies, throughput, goodput, cost and KV transfers. */
@@ -264,9 +264,9 @@ static json_t *json_inputs(const nvl_serve_report_t *r)
     json_t *in = json_pack(
         "{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:b}",
         "model", r->model->name, "topology", r->topo->name, "gpus",
-        r->sum.gpus, "stack", nvl_stack_name(a->stack), "dtype",
-        nvl_wdtype_name(a->dtype), "kv_dtype", nvl_wdtype_name(a->kv_dtype),
-        "allreduce", nvl_ar_impl_name((nvl_ar_impl_t)a->allreduce),
+        r->sum.gpus, "stack", nvl_stack_name(a->engine.stack), "dtype",
+        nvl_wdtype_name(a->engine.dtype), "kv_dtype", nvl_wdtype_name(a->engine.kv_dtype),
+        "allreduce", nvl_ar_impl_name((nvl_ar_impl_t)a->engine.allreduce),
         "max_batch", (json_int_t)p->max_batch, "max_tokens_per_step",
         (json_int_t)p->max_tokens_per_step, "chunk",
         (json_int_t)(p->whole_prompts ? 0 : p->chunk), "block",

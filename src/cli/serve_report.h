@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "model_opts.h"
 #include "nvlemu/engine.h"
 #include "nvlemu/serve.h"
 #include "nvlemu/serving.h"
@@ -26,17 +27,9 @@ typedef struct {
     double mem_fraction;
     int preempt, prefix_caching;
     nvl_serving_layout_opts_t layout;
-    long ep;
-    /* the model and its kernels, as `run` */
-    nvl_wdtype_t dtype, kv_dtype;
-    int attn_choice;
-    nvl_stack_t stack;
-    int allreduce, fuse_ar_norm;
-    nvl_overlap_t overlap;
-    int a2a_onesided;
-    nvl_launch_t launch;
-    double kv_host, weights_host, rope_yarn, route_skew;
-    long layers;
+    /* the model and its kernels, as `run` (model_opts.h) */
+    nvl_cli_model_opts_t engine;
+    double rope_yarn;
     /* results */
     double slo_ttft_ms, slo_tpot_ms, gpu_hour_cost;
 } nvl_serve_args_t;

@@ -5,84 +5,139 @@
 #include <math.h>
 #include <string.h>
 
-/* One row per weight dtype: name, bytes per element (block scales
- * included), which tensor-core peak it runs at. */
+/* The families of a kernel's settings (family.h): a row per member,
+ * indexed by its enum. */
+
+/* Weight dtypes: bytes per element (block scales included) and the
+ * tensor-core peak it runs at. */
 static const struct {
-    const char *name;
+    nvl_member_t id;
     double bytes;
     size_t peak_offset; /* into nvl_gpu_spec_t */
 } wdtypes[NVL_WDT_COUNT] = {
-    [NVL_WDT_BF16] = {"bf16", 2.0, offsetof(nvl_gpu_spec_t, bf16_flops_per_s)},
-    [NVL_WDT_FP8] = {"fp8", 1.0, offsetof(nvl_gpu_spec_t, fp8_flops_per_s)},
+    [NVL_WDT_BF16] = {{"bf16", "bfloat16, 2 bytes an element"}, 2.0,
+                      offsetof(nvl_gpu_spec_t, bf16_flops_per_s)},
+    [NVL_WDT_FP8] = {{"fp8", "FP8 E4M3, 1 byte an element"}, 1.0,
+                     offsetof(nvl_gpu_spec_t, fp8_flops_per_s)},
     /* MXFP4: 32 four-bit elements share one 8-bit scale (OCP MX spec) */
-    [NVL_WDT_FP4] = {"fp4", 0.5 + 1.0 / 32.0,
+    [NVL_WDT_FP4] = {{"fp4", "MXFP4: 4-bit elements, an 8-bit scale per "
+                             "32 (OCP MX spec)"},
+                     0.5 + 1.0 / 32.0,
                      offsetof(nvl_gpu_spec_t, fp4_flops_per_s)},
 };
+const nvl_family_t nvl_wdtype_family =
+    NVL_FAMILY("dtype", "weight (and matmul input) types (--dtype; "
+                        "--kv-dtype takes bf16 and fp8)", wdtypes);
 
-static const char *const attn_names[NVL_ATTN_COUNT] = {"fa3", "fa4", "sdpa"};
-static const char *const stack_names[NVL_STACK_COUNT] = {"torch", "fused"};
-static const char *const launch_names[NVL_LAUNCH_COUNT] = {"eager", "graph",
-                                                           "persistent"};
+static const struct {
+    nvl_member_t id;
+} attns[NVL_ATTN_COUNT] = {
+    [NVL_ATTN_FA3] = {{"fa3", "FlashAttention-3 (serving engines on "
+                              "Hopper)"}},
+    [NVL_ATTN_FA4] = {{"fa4", "FlashAttention-4 (serving engines on "
+                              "Blackwell)"}},
+    [NVL_ATTN_SDPA] = {{"sdpa", "PyTorch's scaled_dot_product_attention "
+                                "(cuDNN; [gpu] sdpa_efficiency)"}},
+};
+const nvl_family_t nvl_attn_family =
+    NVL_FAMILY("attn", "attention kernels (--attn; auto: the stack's)",
+               attns);
+
+/* Stacks: the attention kernel each runs unless --attn says otherwise
+ * (by_gpu: FlashAttention-4 on GPUs with FP4 tensor cores, else 3). */
+static const struct {
+    nvl_member_t id;
+    nvl_attn_impl_t attn;
+    bool attn_by_gpu;
+} stacks[NVL_STACK_COUNT] = {
+    [NVL_STACK_TORCH] = {{"torch", "PyTorch with CUDA graphs, one kernel "
+                                   "per F.* call"},
+                         NVL_ATTN_SDPA, false},
+    [NVL_STACK_FUSED] = {{"fused", "a serving engine's fused kernels "
+                                   "(TensorRT-LLM)"},
+                         NVL_ATTN_FA3, true},
+};
+const nvl_family_t nvl_stack_family =
+    NVL_FAMILY("stack", "software stacks: the kernels a step runs "
+                        "(--stack)", stacks);
+
+/* --fusion, the stacks' older names: a row per stack. */
+static const struct {
+    nvl_member_t id;
+} fusions[NVL_STACK_COUNT] = {
+    [NVL_STACK_TORCH] = {{"none", "older name of the torch stack"}},
+    [NVL_STACK_FUSED] = {{"typical", "older name of the fused stack"}},
+};
+const nvl_family_t nvl_fusion_family =
+    NVL_FAMILY("fusion", "older names of the stacks, a row per stack "
+                         "(--fusion)", fusions);
+
+static const struct {
+    nvl_member_t id;
+} launches[NVL_LAUNCH_COUNT] = {
+    [NVL_LAUNCH_EAGER] = {{"eager", "the host launches every kernel and "
+                                    "collective"}},
+    [NVL_LAUNCH_GRAPH] = {{"graph", "a CUDA graph: one launch per forward "
+                                    "pass"}},
+    [NVL_LAUNCH_PERSISTENT] = {{"persistent", "persistent kernels: no "
+                                              "launches, no kernel floor"}},
+};
+const nvl_family_t nvl_launch_family =
+    NVL_FAMILY("launch", "how the host launches kernels (--launch)",
+               launches);
 
 const char *nvl_wdtype_name(nvl_wdtype_t dt)
 {
-    return dt < NVL_WDT_COUNT ? wdtypes[dt].name : "?";
+    return nvl_family_name(&nvl_wdtype_family, (int)dt);
 }
 const char *nvl_attn_name(nvl_attn_impl_t a)
 {
-    return a < NVL_ATTN_COUNT ? attn_names[a] : "?";
+    return nvl_family_name(&nvl_attn_family, (int)a);
 }
 const char *nvl_stack_name(nvl_stack_t s)
 {
-    return s < NVL_STACK_COUNT ? stack_names[s] : "?";
+    return nvl_family_name(&nvl_stack_family, (int)s);
 }
 const char *nvl_launch_name(nvl_launch_t l)
 {
-    return l < NVL_LAUNCH_COUNT ? launch_names[l] : "?";
+    return nvl_family_name(&nvl_launch_family, (int)l);
 }
 
-/* Finds name among n names; reports the accepted ones otherwise. */
+/* Finds name in family; reports the accepted ones otherwise. */
 static nvl_status_t parse_name(const char *what, const char *name,
-                               const char *(*name_of)(int), int n, int *out)
+                               const nvl_family_t *family, int *out)
 {
-    char list[128] = "";
-    for (int i = 0; i < n; i++) {
-        if (strcmp(name, name_of(i)) == 0) {
-            *out = i;
-            return NVL_OK;
-        }
-        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, name_of(i), sizeof list - strlen(list) - 1);
-    }
+    if (nvl_family_parse(family, name, out) == NVL_OK)
+        return NVL_OK;
+    char list[128];
+    nvl_family_names(family, ", ", ", ", list, sizeof list);
     nvl_report("%s: unknown value '%s' (expected one of: %s)", what, name,
                list);
     return NVL_ERR_INVALID;
 }
 
-/* One parser per option family, over that family's names. */
-#define NVL_NAME_PARSER(fn, type, count, name_of)                         \
-    static const char *fn##_name(int i) { return name_of((type)i); }      \
+/* One parser per family. */
+#define NVL_NAME_PARSER(fn, type, family)                                 \
     nvl_status_t fn(const char *what, const char *name, type *out)        \
     {                                                                     \
         int v;                                                            \
-        nvl_status_t st = parse_name(what, name, fn##_name, count, &v);   \
+        nvl_status_t st = parse_name(what, name, family, &v);             \
         if (st == NVL_OK)                                                 \
             *out = (type)v;                                               \
         return st;                                                        \
     }
 
-NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, NVL_WDT_COUNT, nvl_wdtype_name)
-NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, NVL_ATTN_COUNT, nvl_attn_name)
-NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, NVL_STACK_COUNT, nvl_stack_name)
-NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, NVL_LAUNCH_COUNT,
-                nvl_launch_name)
-NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, NVL_GEMM_COUNT,
-                nvl_gemm_lib_name)
+NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, &nvl_wdtype_family)
+NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, &nvl_attn_family)
+NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, &nvl_stack_family)
+NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, &nvl_launch_family)
+NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, &nvl_gemm_lib_family)
 
 nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack)
 {
-    if (stack == NVL_STACK_TORCH)
-        return NVL_ATTN_SDPA;
+    if ((unsigned)stack >= NVL_STACK_COUNT || !stacks[stack].attn_by_gpu)
+        return (unsigned)stack < NVL_STACK_COUNT ? stacks[stack].attn
+                                                 : NVL_ATTN_SDPA;
     return topo != NULL && topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
                                                           : NVL_ATTN_FA3;
 }
@@ -90,6 +145,20 @@ nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack)
 double nvl_wdtype_bytes(nvl_wdtype_t dt)
 {
     return dt < NVL_WDT_COUNT ? wdtypes[dt].bytes : 2.0;
+}
+
+/* (Here rather than in gemm_lib.c, which then calls nothing of this
+ * file: the type's name is this file's.) */
+nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg)
+{
+    double rel;
+    nvl_gemm_lib_t lib = nvl_gemm_lib_choose(cfg, cfg->weight_dtype, &rel);
+    if (rel > 0)
+        return NVL_OK;
+    nvl_report("%s %s: the library has no %s GEMM kernel (docs/cost-model.md "
+               "\"GEMM libraries\")", what, nvl_gemm_lib_name(lib),
+               nvl_wdtype_name(cfg->weight_dtype));
+    return NVL_ERR_INVALID;
 }
 
 /* A kernel's fixed GPU time: a persistent kernel saves the part an empty
@@ -205,17 +274,52 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     return matmul_work(cfg, groups, m, n, k, NULL, &t_s);
 }
 
+nvl_attn_geom_t nvl_attn_geom_gqa(uint32_t q_heads, uint32_t kv_heads,
+                                  uint32_t head_dim)
+{
+    return (nvl_attn_geom_t){.q_heads = q_heads, .kv_heads = kv_heads,
+                             .k_elems = head_dim, .v_elems = head_dim,
+                             .qk_dim = head_dim, .v_dim = head_dim};
+}
+
+double nvl_attn_kv_elem_bytes(nvl_wdtype_t kv_dtype)
+{
+    return nvl_wdtype_bytes(kv_dtype == NVL_WDT_FP8 ? NVL_WDT_FP8
+                                                    : NVL_WDT_BF16);
+}
+
+double nvl_attn_kv_head_bytes(const nvl_attn_geom_t *g, nvl_wdtype_t kv_dtype)
+{
+    return ((double)g->k_elems + g->v_elems) * nvl_attn_kv_elem_bytes(kv_dtype);
+}
+
+double nvl_attn_kv_pos_bytes(const nvl_attn_geom_t *g, nvl_wdtype_t kv_dtype)
+{
+    /* integers below 2^53: exact in any order */
+    return (double)g->kv_heads * nvl_attn_kv_head_bytes(g, kv_dtype);
+}
+
 nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
                                      const uint64_t *new_tokens,
                                      const uint64_t *past, uint32_t q_heads,
                                      uint32_t kv_heads, uint32_t head_dim)
 {
+    nvl_attn_geom_t g = nvl_attn_geom_gqa(q_heads, kv_heads, head_dim);
+    return nvl_cost_attention_geom(cfg, n_seqs, new_tokens, past, &g);
+}
+
+nvl_kernel_cost_t nvl_cost_attention_geom(const nvl_cost_cfg_t *cfg,
+                                          size_t n_seqs,
+                                          const uint64_t *new_tokens,
+                                          const uint64_t *past,
+                                          const nvl_attn_geom_t *g)
+{
     nvl_kernel_cost_t c = {0, 0, 0};
-    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
-    double d = (double)head_dim;
-    double kv_row = 2.0 * kv_heads * d *
-                    nvl_wdtype_bytes(cfg->kv_dtype == NVL_WDT_FP8 ? NVL_WDT_FP8
-                                                                  : NVL_WDT_BF16);
+    const nvl_gpu_spec_t *gpu = &cfg->topo->gpu;
+    double q_heads = g->q_heads, kv_heads = g->kv_heads;
+    /* a score's query-key product, then its share of the output */
+    double dims = (double)g->qk_dim + g->v_dim;
+    double kv_row = nvl_attn_kv_pos_bytes(g, cfg->kv_dtype);
     double scores = 0, tokens = 0;
     for (size_t i = 0; i < n_seqs; i++) {
         double T = (double)new_tokens[i], P = (double)past[i];
@@ -225,13 +329,13 @@ nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
         c.bytes += kv_row * (P + 2.0 * T);
         tokens += T;
     }
-    if (q_heads == 0 || tokens == 0)
+    if (g->q_heads == 0 || tokens == 0)
         return (nvl_kernel_cost_t){0, 0, 0};
-    c.bytes += 2.0 * tokens * q_heads * d * 2.0; /* q read, o written */
-    c.flops = 4.0 * d * scores; /* q k^T and p v: 2 FLOPs per MAC each */
+    c.bytes += tokens * q_heads * dims * 2.0; /* q read, o written */
+    c.flops = 2.0 * dims * scores; /* q k^T and p v: 2 FLOPs per MAC each */
     double exps = scores;
     if (cfg->attn == NVL_ATTN_FA4)
-        exps *= 1.0 - g->fa4_exp_fma_share;
+        exps *= 1.0 - gpu->fa4_exp_fma_share;
     /* independent (sequence, KV head) streams: one reaches half the rate */
     double units = (double)n_seqs * kv_heads;
     /* (sequence, query head, 128-row query block) tiles: with fewer tiles
@@ -239,17 +343,17 @@ nvl_kernel_cost_t nvl_cost_attention(const nvl_cost_cfg_t *cfg, size_t n_seqs,
     double tiles = 0;
     for (size_t i = 0; i < n_seqs; i++)
         tiles += (double)q_heads * ceil((double)new_tokens[i] / 128.0);
-    double fill = tiles / (tiles + (double)g->sm_count);
-    double eff = cfg->attn == NVL_ATTN_SDPA ? g->sdpa_efficiency
-                                            : g->attn_efficiency;
+    double fill = tiles / (tiles + (double)gpu->sm_count);
+    double eff = cfg->attn == NVL_ATTN_SDPA ? gpu->sdpa_efficiency
+                                            : gpu->attn_efficiency;
     double t_mma = c.flops / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
-                                                 g->bf16_flops_per_s) *
+                                                 gpu->bf16_flops_per_s) *
                               eff * fill);
     double t_exp = exps / (nvl_topo_gpu_flops(cfg->topo, cfg->gpu,
-                                              g->exp_ops_per_s) * fill);
+                                              gpu->exp_ops_per_s) * fill);
     double t_mem = c.bytes / (nvl_topo_hbm_bw(cfg->topo, cfg->gpu) *
-                              g->attn_hbm_efficiency * units / (units + 1.0));
-    c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->attn_overhead_ps) +
+                              gpu->attn_hbm_efficiency * units / (units + 1.0));
+    c.time_ps = nvl_ps_from_s(overhead_s(cfg, gpu->attn_overhead_ps) +
                               fmax(t_mma, fmax(t_exp, t_mem)));
     return c;
 }

@@ -14,11 +14,15 @@
 /* One row per library: its name and, per tensor-core type, its efficiency
  * relative to cuBLASLt's (0: the library has no kernel of that type). */
 static const struct {
-    const char *name;
+    nvl_member_t id;
     double rel[NVL_WDT_COUNT];
 } libs[NVL_GEMM_COUNT] = {
-    [NVL_GEMM_STACK] = {"stack", {1, 1, 1}}, /* resolved before use */
-    [NVL_GEMM_CUBLASLT] = {"cublaslt", {1, 1, 1}},
+    [NVL_GEMM_STACK] = {{"stack", "the library the stack calls for the "
+                                  "type"},
+                        {1, 1, 1}}, /* resolved before use */
+    [NVL_GEMM_CUBLASLT] = {{"cublaslt", "cuBLASLt (the topology's [gpu] "
+                                        "matmul efficiencies)"},
+                           {1, 1, 1}},
     /* bf16: no published CUTLASS BF16 GEMM on B200/GB200 gathered:
      *   cuBLASLt's (derived, 1).
      * fp8: 2,545 TFLOP/s at M = 16384, N = K = 4096 on B200 (vLLM PR
@@ -28,19 +32,22 @@ static const struct {
      *   20646): 0.441 of 9 PF; B200's cuBLASLt 0.69 (topology/hgx-b200.topo:
      *   GB200's measured 0.76, Azure ND GB200 v6, scaled by B200's FP8
      *   ratio; no B200 cuBLASLt FP4 figure gathered). */
-    [NVL_GEMM_CUTLASS] = {"cutlass", {1.0, 1.08, 0.64}},
+    [NVL_GEMM_CUTLASS] = {{"cutlass", "CUTLASS"}, {1.0, 1.08, 0.64}},
     /* bf16: no published figure: cuBLASLt's (derived, 1).
      * fp8: no SM100 figure published; on SM90 1,500 TFLOP/s at M = 4096,
      *   N = 7168, K = 16384 on an H800 (DeepGEMM PR 81): 0.761 of 1,979 TF,
      *   against cuBLASLt's 0.70 on H200 (h200-ops FP8 GEMMs, the fitted
      *   matmul_efficiency); the Hopper ratio is carried to Blackwell.
      * fp4: DeepGEMM has no dense FP4 GEMM. */
-    [NVL_GEMM_DEEPGEMM] = {"deepgemm", {1.0, 1.09, 0}},
+    [NVL_GEMM_DEEPGEMM] = {{"deepgemm", "DeepGEMM (no FP4 kernel)"},
+                           {1.0, 1.09, 0}},
     /* bf16, fp8: no published dense figure: cuBLASLt's (derived, 1).
      * fp4: 2,187 TFLOP/s against CUTLASS's 3,370 at M = 1024, N = 7168,
      *   K = 4608 on B200 (FlashInfer PR 1979, mm_fp4 backends): 0.649 of
      *   CUTLASS's, 0.649 x 0.64 = 0.415 of cuBLASLt's. */
-    [NVL_GEMM_TRTLLM_GEN] = {"trtllm-gen", {1.0, 1.0, 0.415}},
+    [NVL_GEMM_TRTLLM_GEN] = {{"trtllm-gen", "TensorRT-LLM's trtllm-gen "
+                                            "kernels"},
+                             {1.0, 1.0, 0.415}},
 };
 
 /* The libraries each stack calls, per tensor-core type (a set: the
@@ -58,6 +65,10 @@ static const struct {
  *   (model_config.py: cutlass, cublaslt, cuda_core; PR 10503): a user
  *   modelling those releases picks --library cublaslt. */
 #define LIB(l) (1u << (l))
+const nvl_family_t nvl_gemm_lib_family =
+    NVL_FAMILY("library", "GEMM libraries (nvlemu cost gemm --library)",
+               libs);
+
 static const unsigned stack_libs[NVL_STACK_COUNT][NVL_WDT_COUNT] = {
     [NVL_STACK_TORCH] = {LIB(NVL_GEMM_CUBLASLT), LIB(NVL_GEMM_CUBLASLT),
                          LIB(NVL_GEMM_CUBLASLT)},
@@ -67,7 +78,7 @@ static const unsigned stack_libs[NVL_STACK_COUNT][NVL_WDT_COUNT] = {
 
 const char *nvl_gemm_lib_name(nvl_gemm_lib_t lib)
 {
-    return lib < NVL_GEMM_COUNT ? libs[lib].name : "?";
+    return nvl_family_name(&nvl_gemm_lib_family, (int)lib);
 }
 
 nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
@@ -94,16 +105,4 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
     }
     *rel_out = libs[best].rel[dt];
     return best;
-}
-
-nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg)
-{
-    double rel;
-    nvl_gemm_lib_t lib = nvl_gemm_lib_choose(cfg, cfg->weight_dtype, &rel);
-    if (rel > 0)
-        return NVL_OK;
-    nvl_report("%s %s: the library has no %s GEMM kernel (docs/cost-model.md "
-               "\"GEMM libraries\")", what, nvl_gemm_lib_name(lib),
-               nvl_wdtype_name(cfg->weight_dtype));
-    return NVL_ERR_INVALID;
 }

@@ -18,11 +18,12 @@ static void attend(nvl_engine_t *e, const nvl_kv_cache_t *c, uint32_t li,
     const nvl_shard_t *s = &e->shard;
     uint64_t hd = e->cfg.head_dim, qn = s->q_heads.count;
     uint64_t kn = s->kv_heads.count;
-    uint32_t group = e->cfg.q_heads / e->cfg.kv_heads;
     double scale = 1.0 / sqrt((double)hd);
     const float *kc = c->k[li], *vc = c->v[li];
     for (uint64_t j = 0; j < qn; j++) {
-        uint64_t kvj = (s->q_heads.first + j) / group - s->kv_heads.first;
+        uint64_t kvj =
+            nvl_shard_kv_head_of(&e->cfg, s->q_heads.first + (uint32_t)j) -
+            s->kv_heads.first;
         for (uint64_t t = 0; t < T; t++) {
             const float *qv = b->q + ((r0 + t) * qn + j) * hd;
             uint64_t upto = past + t;
@@ -113,8 +114,8 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
         }
     }
     nvl_engine_kernel(e, "attention", NVL_PART_ATTN, L,
-           nvl_cost_attention(&e->opts.cost, (size_t)n, T, past,
-                              (uint32_t)qn, (uint32_t)kn, (uint32_t)hd));
+           nvl_cost_attention_geom(&e->opts.cost, (size_t)n, T, past,
+                                   &s->attn));
     /* row-parallel o_proj: partial sums (zeros on ranks without heads);
      * pipelined with its allreduce under async TP (attention_out) */
     if (e->data)

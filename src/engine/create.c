@@ -31,13 +31,13 @@ double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    double hid = c->hidden, hd = c->head_dim;
-    double qn = s->q_heads.count * hd, kn = s->kv_heads.count * hd;
+    double hid = c->hidden;
     double in = s->intermediate.count;
     double sn = s->moe_intermediate.count, ne = s->experts.count;
-    double attn = ((qn + 2 * kn) * hid + hid * qn) * wb +
-                  (c->qkv_bias ? (qn + 2 * kn) * sb : 0) + 2 * hid * sb +
-                  (c->qk_norm ? 2 * hd * sb : 0);
+    /* the attention's projections and biases, the layer's two norms, the
+     * q and k norms */
+    double attn = s->attn_matrix_elems * wb + s->attn_bias_elems * sb +
+                  2 * hid * sb + s->attn_norm_elems * sb;
     return attn + (nvl_model_layer_is_moe(c, li)
                        /* experts held, and the whole router */
                        ? ne * 3 * sn * hid * wb + c->num_experts * hid * sb
@@ -114,6 +114,10 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
                                const nvl_engine_opts_t *opts, nvl_comm_t *tp,
                                nvl_engine_t **engine_out)
 {
+    /* as every rank fails alike, rank 0 reports */
+    nvl_status_t st = nvl_comm_set_allreduce(tp, opts->allreduce);
+    if (st != NVL_OK)
+        return st;
     nvl_engine_t *e = calloc(1, sizeof *e);
     if (e == NULL) {
         nvl_report("out of memory for the engine");
@@ -137,7 +141,6 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
 
     /* the same on every rank: the lowest rank reports */
     nvl_runtime_capture_begin();
-    nvl_status_t st = NVL_OK;
     if (opts->layers > cfg->layers) {
         nvl_report("--layers %u: model '%s' has %u layers", opts->layers,
                    cfg->name, cfg->layers);
@@ -174,7 +177,7 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
             nvl_comm_set_time_dtype(e->ovl, NVL_DT_BF16);
             nvl_comm_set_tuner(e->ovl, nvl_comm_tuner(e->dense));
             /* its chunks' allreduces: the same implementation */
-            st = nvl_comm_set_allreduce(e->ovl, nvl_comm_allreduce(e->dense));
+            st = nvl_comm_set_allreduce(e->ovl, opts->allreduce);
         }
     }
     if (st != NVL_OK) {
@@ -216,6 +219,13 @@ const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e)
     return &e->shard;
 }
 
+bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li)
+{
+    return nvl_model_layer_is_moe(&e->cfg, li) &&
+           nvl_comm_size(e->tp) > 1 &&
+           (e->shard.ep > 1 || e->shard.attn_dp);
+}
+
 double nvl_engine_weight_bytes(const nvl_engine_t *e)
 {
     /* embedding, lm_head, norms, biases and router stay bf16, as quantized
@@ -226,11 +236,9 @@ double nvl_engine_weight_bytes(const nvl_engine_t *e)
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions)
 {
-    double kvb = nvl_wdtype_bytes(e->opts.cost.kv_dtype == NVL_WDT_FP8
-                                      ? NVL_WDT_FP8
-                                      : NVL_WDT_BF16);
     if (e->shard.attn_dp && seqs > 0) /* the largest share */
         seqs = nvl_range_split((uint32_t)seqs, nvl_comm_size(e->tp), 0).count;
-    return (double)e->layers * 2.0 * e->shard.kv_heads.count *
-           e->cfg.head_dim * kvb * (double)seqs * (double)positions;
+    return (double)e->layers *
+           nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype) *
+           (double)seqs * (double)positions;
 }

@@ -3,6 +3,8 @@
  * The rooms, each one file of src/engine/, and who may call whom (a file
  * calls only files below it; nothing calls upward, so there is no cycle):
  *
+ *   step.c       one continuous-batching step of nvlemu serve (calls
+ *                pass.c)
  *   generate.c   checks prompts, runs the prefill and the decode steps,
  *                samples, gathers outputs (data-parallel attention)
  *   pass.c       one forward pass: embedding, the layers, final norm,
@@ -10,11 +12,14 @@
  *   attention.c  a layer's attention half (and, before expert parallelism,
  *                the reduce-scatter / allgather around the experts)
  *   mlp.c        a layer's MLP half: dense, or moe.c's experts
- *   moe.c        the mixture of experts: routing, expert kernels, and the
- *                dispatch / combine all-to-alls of expert parallelism
+ *   moe_ep.c     expert parallelism: the dispatch / combine all-to-alls
+ *                around the experts (calls moe.c, moe_route.c)
+ *   moe.c        the mixture of experts: the experts' maths and kernels
+ *   moe_route.c  the routing of a layer's rows (real or seeded)
  *   ---------------------------------------------------------------------
  *   plan.c       the stack table: which kernels a step issues under
- *                --stack torch | fused
+ *                --stack torch | fused, and the allreduce whose epilogue
+ *                runs the next add + RMSNorm (--fuse-allreduce-norm)
  *   overlap.c    a row-parallel GEMM and its allreduce, one after the
  *                other or pipelined in chunks (--overlap async-tp)
  *   issue.c      kernels and collectives: their modeled time advances the
@@ -22,10 +27,9 @@
  *   f32.c        float32 maths (data mode)
  *   kv.c         KV caches and a pass's activations (data mode)
  *   record.c     per-pass statistics and events
- *   step.c       one continuous-batching step of nvlemu serve (calls
- *                pass.c)
- *   create.c     options, creation, teardown, memory sizes
  *   memory.c     where the bytes live (HBM, host memory), whether they fit
+ *   create.c     options, creation, teardown, memory sizes, whether a
+ *                layer's experts are expert-parallel
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
  * Only issue.c advances the clock (through the stream of src/cost/ and the
@@ -211,21 +215,27 @@ nvl_status_t nvl_engine_rowpar(nvl_engine_t *e, const char *name,
                                uint64_t k, float *buf);
 
 /* issue.c: the row-parallel sum of n floats across the dense group (none
- * at one rank, as serving engines skip it); buf is NULL in timing mode. */
+ * at one rank, as serving engines skip it); buf is NULL in timing mode.
+ * _info also returns the collective's info (impl NVL_AR_NCCL and time 0
+ * when there was none). */
 nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
                                   size_t n);
-/* issue.c: the same, followed by the residual add + RMSNorm step of its
- * `rows` rows; with opts.fuse_allreduce_norm and a serving engine's
- * allreduce kernel that step runs as the kernel's epilogue
- * (nvl_engine_fused_norm_cost) and the step itself issues nothing. */
+nvl_status_t nvl_engine_allreduce_info(nvl_engine_t *e, int32_t layer,
+                                       float *buf, size_t n,
+                                       nvl_coll_info_t *info_out);
+/* issue.c: a kernel of cost c run as the epilogue of the collective
+ * before it (no launch of its own, accounted to the other part);
+ * recorded while deferring; nothing after the clock overflowed. */
+void nvl_engine_epilogue(nvl_engine_t *e, const char *name, int32_t layer,
+                         nvl_kernel_cost_t c);
+/* plan.c: nvl_engine_allreduce followed by the residual add + RMSNorm
+ * step of its rows; with opts.fuse_allreduce_norm and a serving engine's
+ * allreduce kernel that step runs as the kernel's epilogue (the add +
+ * RMSNorm reading the residual and writing it and the normed rows, the
+ * reduced rows staying on chip) and the next NVL_STEP_ADD_NORM issues
+ * nothing. */
 nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
                                            float *buf, size_t n);
-/* plan.c: the epilogue's time for `rows` rows: the serving engine's
- * add + RMSNorm reading the residual and writing it and the normed rows
- * (3 values per element; the reduced rows stay on chip), without a
- * kernel's fixed time. */
-nvl_kernel_cost_t nvl_engine_fused_norm_cost(const nvl_engine_t *e,
-                                             double rows);
 
 /* issue.c, memory tiers over NVLink-C2C (nothing without a host tier;
  * docs/cost-model.md, "Memory tiers"):
@@ -327,7 +337,35 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n,
  * experts, opts.route_skew). */
 void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
 
-/* moe.c, expert parallelism (e->shard.ep > 1 or attention data-parallel):
+/* moe.c, the pieces moe_ep.c shares: the experts this rank holds
+ * computed over M rows with their ids and weights (data mode; in and out
+ * may be the same; nvl_engine_moe's formula); the router and top-k kernels
+ * over M rows; the expert kernels with count[i] tokens for the rank's
+ * i-th expert over `rows` distinct rows; and layer li's MoE numbers added
+ * since `before` folded into its decode totals (decode passes only). */
+void nvl_engine_moe_compute(const nvl_engine_t *e,
+                            const nvl_layer_weights_t *l, const float *in,
+                            float *out, uint64_t M, const uint32_t *ids,
+                            const float *w);
+void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M);
+void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L,
+                                   const uint64_t *count, uint64_t rows);
+void nvl_engine_moe_layer_done(nvl_engine_t *e, uint32_t li,
+                               const nvl_pass_stats_t *before);
+
+/* moe_route.c: the experts (ids, M x top_k) of rows row0 .. row0 + M - 1
+ * of the pass, and their weights: data mode routes h (the normed rows,
+ * M x hidden) through layer li's router; timing mode draws a seeded
+ * routing (no weights), the same on every rank and placement. */
+void nvl_engine_moe_route(const nvl_engine_t *e, uint32_t li, uint64_t row0,
+                          uint64_t M, const float *h, uint32_t *ids,
+                          float *w);
+/* moe_route.c: n zeroed elements of `size` bytes (one spare); out of
+ * memory aborts the job (the other ranks would wait in the next
+ * collective).  The caller frees. */
+void *nvl_engine_moe_alloc(size_t n, size_t size);
+
+/* moe_ep.c, expert parallelism (e->shard.ep > 1 or attention data-parallel):
  * collective over e->tp.  This rank's R rows (the pass's rows row0 ..
  * row0 + R - 1 of the whole batch) are routed here, sent to the ranks
  * holding their experts (dispatch), computed there and sent back
@@ -336,7 +374,8 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
 nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
                                uint64_t row0, float *h);
 
-/* Whether layer li's experts exchange tokens with all-to-alls. */
+/* create.c: whether layer li's experts exchange tokens with all-to-alls
+ * (a placement's property: issue.c, pass.c and the layers ask it). */
 bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li);
 
 /* record.c */

@@ -210,10 +210,9 @@ void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
     }
 }
 
-/* Row-parallel sum across the group (none at TP = 1, as serving engines
- * skip it: info_out->impl is then NVL_AR_NCCL and its time 0). */
-static nvl_status_t allreduce(nvl_engine_t *e, int32_t layer, float *buf,
-                              size_t n, nvl_coll_info_t *info_out)
+nvl_status_t nvl_engine_allreduce_info(nvl_engine_t *e, int32_t layer,
+                                       float *buf, size_t n,
+                                       nvl_coll_info_t *info_out)
 {
     *info_out = (nvl_coll_info_t){.impl = NVL_AR_NCCL};
     if (nvl_comm_size(e->dense) == 1)
@@ -231,44 +230,35 @@ nvl_status_t nvl_engine_allreduce(nvl_engine_t *e, int32_t layer, float *buf,
                                   size_t n)
 {
     nvl_coll_info_t info;
-    return allreduce(e, layer, buf, n, &info);
+    return nvl_engine_allreduce_info(e, layer, buf, n, &info);
 }
 
-/* An allreduce's add + RMSNorm run as its epilogue: no launch of its own. */
-static void epilogue(nvl_engine_t *e, int32_t layer, nvl_kernel_cost_t c)
+/* A kernel run as the epilogue of the collective before it: no launch of
+ * its own. */
+static void epilogue(nvl_engine_t *e, const char *name, int32_t layer,
+                     nvl_kernel_cost_t c)
 {
     int64_t start = nvl_engine_clock(e)->now_ps;
     nvl_vclock_advance(nvl_engine_clock(e), c.time_ps);
-    if (clock_in_range(e, "allreduce_add_rmsnorm", layer, c.time_ps))
-        nvl_engine_account(e, "allreduce_add_rmsnorm", NVL_PART_OTHER, layer,
-                           start, c.time_ps, 0, c.bytes);
+    if (clock_in_range(e, name, layer, c.time_ps))
+        nvl_engine_account(e, name, NVL_PART_OTHER, layer, start, c.time_ps,
+                           0, c.bytes);
 }
 
-nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
-                                           float *buf, size_t n)
+void nvl_engine_epilogue(nvl_engine_t *e, const char *name, int32_t layer,
+                         nvl_kernel_cost_t c)
 {
-    nvl_coll_info_t info;
-    nvl_status_t st = allreduce(e, layer, buf, n, &info);
-    /* NCCL's allreduce is followed by a norm kernel of its own
-     * (TensorRT-LLM allreducePlugin.cpp: ncclAllReduce, then
-     * residualRmsNorm) */
-    if (st != NVL_OK || !e->opts.fuse_allreduce_norm ||
-        info.impl == NVL_AR_NCCL || e->time_overflow)
-        return st;
-    nvl_kernel_cost_t c =
-        nvl_engine_fused_norm_cost(e, (double)n / (double)e->cfg.hidden);
+    if (e->time_overflow)
+        return;
     if (e->defer) {
-        tape_push(e, (nvl_tape_op_t){NVL_TAPE_EPILOGUE,
-                                     "allreduce_add_rmsnorm", NVL_PART_OTHER,
+        tape_push(e, (nvl_tape_op_t){NVL_TAPE_EPILOGUE, name, NVL_PART_OTHER,
                                      layer, c, 0});
         for (int i = 0; i < 2; i++)
             nvl_vclock_advance(&e->shadow[i], c.time_ps);
         shadow_check(e);
     } else {
-        epilogue(e, layer, c);
+        epilogue(e, name, layer, c);
     }
-    e->norm_fused = true;
-    return NVL_OK;
 }
 
 nvl_status_t nvl_engine_settle(nvl_engine_t *e)
@@ -296,7 +286,7 @@ nvl_status_t nvl_engine_settle(nvl_engine_t *e)
             break;
         case NVL_TAPE_EPILOGUE:
             if (!e->time_overflow)
-                epilogue(e, op->layer, op->cost);
+                epilogue(e, op->name, op->layer, op->cost);
             break;
         }
     }

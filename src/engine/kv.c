@@ -23,7 +23,9 @@ void nvl_engine_kv_free(nvl_kv_cache_t *c, uint32_t layers)
  * runs out (the other ranks would wait in the next collective). */
 void nvl_engine_kv_reserve(nvl_engine_t *e, nvl_kv_cache_t *c, uint64_t more)
 {
-    uint64_t row = (uint64_t)e->shard.kv_heads.count * e->cfg.head_dim;
+    const nvl_attn_geom_t *g = &e->shard.attn;
+    uint64_t krow = (uint64_t)g->kv_heads * g->k_elems;
+    uint64_t vrow = (uint64_t)g->kv_heads * g->v_elems;
     if (c->len + more <= c->cap)
         return;
     if (c->k == NULL) {
@@ -36,11 +38,11 @@ void nvl_engine_kv_reserve(nvl_engine_t *e, nvl_kv_cache_t *c, uint64_t more)
     while (cap < c->len + more)
         cap *= 2;
     for (uint32_t i = 0; i < e->layers; i++) {
-        float *k = realloc(c->k[i], (cap * row + 1) * sizeof *k);
+        float *k = realloc(c->k[i], (cap * krow + 1) * sizeof *k);
         if (k == NULL)
             goto oom;
         c->k[i] = k;
-        float *v = realloc(c->v[i], (cap * row + 1) * sizeof *v);
+        float *v = realloc(c->v[i], (cap * vrow + 1) * sizeof *v);
         if (v == NULL)
             goto oom;
         c->v[i] = v;
@@ -65,10 +67,11 @@ void nvl_engine_acts_alloc(nvl_engine_t *e, nvl_acts_t *b, uint64_t M, int n,
                        uint64_t ctx)
 {
     const nvl_shard_t *s = &e->shard;
-    uint64_t hid = e->cfg.hidden, hd = e->cfg.head_dim;
-    uint64_t sizes[] = {M * hid, M * hid, M * s->q_heads.count * hd,
-                        M * s->q_heads.count * hd, M * s->kv_heads.count * hd,
-                        M * s->kv_heads.count * hd, M * s->intermediate.count,
+    const nvl_attn_geom_t *g = &s->attn;
+    uint64_t hid = e->cfg.hidden;
+    uint64_t sizes[] = {M * hid, M * hid, M * g->q_heads * g->qk_dim,
+                        M * g->q_heads * g->v_dim, M * g->kv_heads * g->k_elems,
+                        M * g->kv_heads * g->v_elems, M * s->intermediate.count,
                         M * s->intermediate.count, ctx,
                         (uint64_t)n * s->vocab.count};
     float **p = (float **)b;

@@ -40,13 +40,16 @@ static double act_bytes(const nvl_engine_t *e, double rows, double seqs)
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    double hd = c->head_dim;
+    const nvl_attn_geom_t *g = &s->attn;
     double mlp = fmax((double)s->intermediate.count,
                       c->num_experts ? (double)c->top_k *
                                            s->moe_intermediate.count
                                      : 0);
-    double per_row = 2.0 * (2.0 * c->hidden + 2.0 * s->q_heads.count * hd +
-                            2.0 * s->kv_heads.count * hd + 2.0 * mlp);
+    /* the layer's input and its norm, q and the attention's output, the
+     * new k and v, the MLP's two halves (bf16) */
+    double per_row =
+        2.0 * (2.0 * c->hidden + (double)g->q_heads * ((double)g->qk_dim + g->v_dim) +
+               (double)g->kv_heads * ((double)g->k_elems + g->v_elems) + 2.0 * mlp);
     return fmin(rows, NVL_ACT_CHUNK_TOKENS) * per_row +
            seqs * s->vocab.count * 4.0;
 }

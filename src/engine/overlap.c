@@ -53,13 +53,6 @@
  * TP 72 while giving three chunks of overlap. */
 #define NVL_OVERLAP_CHUNKS 4
 
-const char *nvl_overlap_name(nvl_overlap_t overlap)
-{
-    static const char *const names[NVL_OVERLAP_COUNT] = {
-        [NVL_OVERLAP_NONE] = "none", [NVL_OVERLAP_ASYNC_TP] = "async-tp"};
-    return overlap < NVL_OVERLAP_COUNT ? names[overlap] : "?";
-}
-
 /* What the last chunk's allreduce holds of the GPU while it runs. */
 typedef struct {
     uint32_t sms;

@@ -81,43 +81,46 @@ static double host_bytes(const nvl_engine_t *e, uint32_t li, double past,
            m->kv_host_share * past * kv_pos_bytes;
 }
 
-/* Runs T[s] new tokens of each of n sequences (tokens one sequence after
- * another) at positions caches[s].len .., appending to the caches, and
- * writes each sequence's last-position logits (n x vocab, every rank; data
- * mode).  The pass ends with the greedy sampling kernel and the host
- * reading its result. */
-nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
-                            const int32_t *tok, const uint64_t *T,
-                            float *logits)
+/* A pass's shape: each sequence's cached positions, the rows, the
+ * longest context, and what the memory tiers' copies need (the past
+ * positions over every sequence, one position's KV bytes per layer). */
+typedef struct {
+    uint64_t *past;
+    uint64_t M, ctx;
+    double past_sum, kv_pos;
+} pass_t;
+
+/* Opens the pass: its shape, the activations and caches' room (data
+ * mode), the statistics, the launch, deferred agreement, and the copies
+ * that come before the kernels. */
+static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
+                      const uint64_t *T, pass_t *p, nvl_acts_t *b)
 {
-    const nvl_model_config_t *c = &e->cfg;
-    const nvl_shard_t *s = &e->shard;
-    uint64_t hid = c->hidden, vn = s->vocab.count;
-    uint64_t M = 0, ctx = 0;
-    uint64_t *past = malloc(((size_t)n + 1) * sizeof *past);
-    if (past == NULL) {
+    p->past = malloc(((size_t)n + 1) * sizeof *p->past);
+    if (p->past == NULL) {
         nvl_report("out of memory for %d sequences", n);
         nvl_runtime_abort(1);
     }
+    p->M = p->ctx = 0;
     for (int i = 0; i < n; i++) {
-        past[i] = caches[i].len;
-        M += T[i];
-        if (past[i] + T[i] > ctx)
-            ctx = past[i] + T[i];
+        p->past[i] = caches[i].len;
+        p->M += T[i];
+        if (p->past[i] + T[i] > p->ctx)
+            p->ctx = p->past[i] + T[i];
     }
-    nvl_acts_t b = {0};
     if (e->data) {
-        nvl_engine_acts_alloc(e, &b, M, n, ctx);
+        nvl_engine_acts_alloc(e, b, p->M, n, p->ctx);
         for (int i = 0; i < n; i++)
             nvl_engine_kv_reserve(e, &caches[i], T[i]);
     }
-    nvl_engine_pass_begin(e, M);
+    nvl_engine_pass_begin(e, p->M);
     nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
     /* timing mode: the pass's collectives agreed once, at its end */
     e->settled_end_ps = -1;
     nvl_engine_defer(e);
     /* the step's token ids (at prefill the prompts) from the host */
-    nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D, (double)M * 4);
+    nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D,
+                             (double)p->M * 4);
     /* serving: the blocks this step reuses copied out first (preempted
      * KV swapped out, prefixes evicted), then swapped KV and cached
      * prefixes brought back */
@@ -128,77 +131,120 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         nvl_engine_c2c_sync_copy(e, "kv_swap_in", NVL_COPY_C2C_H2D,
                                  e->serve_h2d_bytes);
     e->serve_h2d_bytes = e->serve_d2h_bytes = 0;
-    /* memory tiers: one layer's host bytes prefetched while the one
-     * before runs (layer 0's while the embedding runs) */
-    double past_sum = 0;
+    p->past_sum = 0;
     for (int i = 0; i < n; i++)
-        past_sum += (double)past[i];
-    double kv_pos = 2.0 * s->kv_heads.count * c->head_dim *
-                    nvl_wdtype_bytes(e->opts.cost.kv_dtype);
-    if (e->layers > 0)
-        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, past_sum, kv_pos));
+        p->past_sum += (double)p->past[i];
+    p->kv_pos = nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype);
+}
 
-    /* vocab-parallel embedding: the rows this rank holds, zeros elsewhere */
+/* The vocab-parallel embedding (the rows this rank holds, zeros
+ * elsewhere), the RoPE tables, the embedding's allreduce; layer 0's host
+ * bytes prefetched while it runs. */
+static nvl_status_t embed(nvl_engine_t *e, const int32_t *tok,
+                          const pass_t *p, nvl_acts_t *b)
+{
+    const nvl_shard_t *s = &e->shard;
+    uint64_t hid = e->cfg.hidden, vn = s->vocab.count;
+    if (e->layers > 0)
+        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, p->past_sum,
+                                                 p->kv_pos));
     if (e->data)
-        for (uint64_t t = 0; t < M; t++) {
+        for (uint64_t t = 0; t < p->M; t++) {
             uint32_t id = (uint32_t)tok[t];
             if (id >= s->vocab.first && id < s->vocab.first + vn)
-                memcpy(b.x + t * hid,
+                memcpy(b->x + t * hid,
                        e->embed + (id - s->vocab.first) * hid,
-                       hid * sizeof *b.x);
+                       hid * sizeof *b->x);
         }
-    nvl_engine_elementwise(e, "embedding", -1, (double)M * hid * 2);
-    nvl_engine_step(e, NVL_STEP_ROPE_TABLES, -1, (double)M, NULL);
-    nvl_status_t st = nvl_engine_allreduce(e, -1, b.x, M * hid);
+    nvl_engine_elementwise(e, "embedding", -1, (double)p->M * hid * 2);
+    nvl_engine_step(e, NVL_STEP_ROPE_TABLES, -1, (double)p->M, NULL);
+    return nvl_engine_allreduce(e, -1, b->x, p->M * hid);
+}
 
+/* The layers; memory tiers: one layer's host bytes prefetched while the
+ * one before runs, the new positions' host share written back. */
+static nvl_status_t layers(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
+                           const uint64_t *T, const pass_t *p, nvl_acts_t *b)
+{
+    nvl_status_t st = NVL_OK;
     for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {
         nvl_engine_c2c_wait(e, (int32_t)li);
         if (li + 1 < e->layers)
             nvl_engine_c2c_prefetch(e, (int32_t)li + 1,
-                                    host_bytes(e, li + 1, past_sum, kv_pos));
-        st = nvl_engine_attention(e, li, n, caches, T, past, M, &b);
-        /* the new positions' host share written back */
+                                    host_bytes(e, li + 1, p->past_sum,
+                                               p->kv_pos));
+        st = nvl_engine_attention(e, li, n, caches, T, p->past, p->M, b);
         nvl_engine_c2c_writeback(e, (int32_t)li, e->mem.kv_host_share *
-                                                     (double)M * kv_pos);
+                                                     (double)p->M * p->kv_pos);
         if (st == NVL_OK && nvl_engine_moe_is_ep(e, li) &&
             !e->shard.attn_dp) {
-            st = nvl_engine_attention_out_ep(e, li, M, &b);
+            st = nvl_engine_attention_out_ep(e, li, p->M, b);
             continue;
         }
         if (st == NVL_OK)
-            st = nvl_engine_attention_out(e, li, M, &b);
+            st = nvl_engine_attention_out(e, li, p->M, b);
         if (st == NVL_OK)
-            st = nvl_engine_mlp(e, li, M, &b);
+            st = nvl_engine_mlp(e, li, p->M, b);
     }
-    /* final norm (with the last residual add), then each sequence's last
-     * position through the vocab-parallel lm_head (kept in bf16) */
-    nvl_engine_step(e, NVL_STEP_ADD_NORM, -1, (double)M, NULL);
+    return st;
+}
+
+/* The final norm (with the last residual add), then each sequence's last
+ * position through the vocab-parallel lm_head (kept in bf16), the
+ * logits' allgather and sampling; the host reads the sampled tokens. */
+static nvl_status_t head(nvl_engine_t *e, int n, const uint64_t *T,
+                         const pass_t *p, nvl_acts_t *b, nvl_status_t st,
+                         float *logits)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    uint64_t hid = c->hidden, vn = e->shard.vocab.count;
+    nvl_engine_step(e, NVL_STEP_ADD_NORM, -1, (double)p->M, NULL);
     if (e->data) {
         uint64_t r = 0;
         for (int i = 0; i < n; i++) {
             r += T[i];
-            nvl_engine_rmsnorm(b.x + (r - 1) * hid, e->norm, b.h + (uint64_t)i * hid, 1,
-                    hid, c->rms_eps);
+            nvl_engine_rmsnorm(b->x + (r - 1) * hid, e->norm,
+                               b->h + (uint64_t)i * hid, 1, hid, c->rms_eps);
         }
-        nvl_engine_linear(b.h, e->lm_head, NULL, b.last, (uint64_t)n, vn, hid);
+        nvl_engine_linear(b->h, e->lm_head, NULL, b->last, (uint64_t)n, vn,
+                          hid);
     }
-    nvl_cost_cfg_t head = e->opts.cost;
-    head.weight_dtype = NVL_WDT_BF16;
+    nvl_cost_cfg_t bf16 = e->opts.cost;
+    bf16.weight_dtype = NVL_WDT_BF16;
     nvl_engine_kernel(e, "lm_head", NVL_PART_GEMM, -1,
-           nvl_cost_matmul(&head, (uint64_t)n, vn, hid));
+                      nvl_cost_matmul(&bf16, (uint64_t)n, vn, hid));
     if (st == NVL_OK)
-        st = gather_logits(e, b.last, n, logits);
+        st = gather_logits(e, b->last, n, logits);
     nvl_engine_elementwise(e, "sample", -1, (double)n * c->vocab);
     nvl_engine_c2c_drain(e);
     nvl_engine_c2c_sync_copy(e, "tokens_out", NVL_COPY_C2C_D2H, (double)n * 4);
+    return st;
+}
+
+/* Runs T[s] new tokens of each of n sequences (tokens one sequence after
+ * another) at positions caches[s].len .., appending to the caches, and
+ * writes each sequence's last-position logits (n x vocab, every rank; data
+ * mode).  The pass ends with the greedy sampling kernel and the host
+ * reading its result. */
+nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
+                                const int32_t *tok, const uint64_t *T,
+                                float *logits)
+{
+    pass_t p;
+    nvl_acts_t b = {0};
+    pass_open(e, n, caches, T, &p, &b);
+    nvl_status_t st = embed(e, tok, &p, &b);
+    if (st == NVL_OK)
+        st = layers(e, n, caches, T, &p, &b);
+    st = head(e, n, T, &p, &b, st, logits);
     nvl_status_t settled = nvl_engine_settle(e);
     if (st == NVL_OK)
         st = settled;
     nvl_stream_sync(&e->stream, nvl_engine_clock(e));
     for (int i = 0; i < n; i++)
         caches[i].len += T[i];
-    nvl_engine_pass_end(e, ctx);
+    nvl_engine_pass_end(e, p.ctx);
     nvl_engine_acts_free(&b);
-    free(past);
+    free(p.past);
     return st;
 }

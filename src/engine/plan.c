@@ -179,8 +179,11 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
     }
 }
 
-nvl_kernel_cost_t nvl_engine_fused_norm_cost(const nvl_engine_t *e,
-                                             double rows)
+/* The allreduce's epilogue for `rows` rows: the serving engine's add +
+ * RMSNorm reading the residual and writing it and the normed rows (3
+ * values per element; the reduced rows stay on chip), without a kernel's
+ * fixed time. */
+static nvl_kernel_cost_t fused_norm_cost(const nvl_engine_t *e, double rows)
 {
     /* TensorRT-LLM's fused kernel: a CTA per token row, as FUSED_NORM */
     const kernel_t k = FUSED_NORM("allreduce_add_rmsnorm", 3, 1, 0, 0);
@@ -188,4 +191,21 @@ nvl_kernel_cost_t nvl_engine_fused_norm_cost(const nvl_engine_t *e,
     return nvl_cost_norm_epilogue(&e->opts.cost, rows, width,
                                   rows * (double)width * k.touch * 2.0,
                                   k.threads, k.vec, k.passes);
+}
+
+nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
+                                           float *buf, size_t n)
+{
+    nvl_coll_info_t info;
+    nvl_status_t st = nvl_engine_allreduce_info(e, layer, buf, n, &info);
+    /* NCCL's allreduce is followed by a norm kernel of its own
+     * (TensorRT-LLM allreducePlugin.cpp: ncclAllReduce, then
+     * residualRmsNorm) */
+    if (st != NVL_OK || !e->opts.fuse_allreduce_norm ||
+        info.impl == NVL_AR_NCCL || e->time_overflow)
+        return st;
+    nvl_engine_epilogue(e, "allreduce_add_rmsnorm", layer,
+                        fused_norm_cost(e, (double)n / (double)e->cfg.hidden));
+    e->norm_fused = true; /* the next NVL_STEP_ADD_NORM issues nothing */
+    return NVL_OK;
 }

@@ -11,6 +11,31 @@ nvl_range_t nvl_range_split(uint32_t n, int parts, int i)
     return r;
 }
 
+uint32_t nvl_shard_kv_head_of(const nvl_model_config_t *cfg, uint32_t q_head)
+{
+    return q_head / (cfg->q_heads / cfg->kv_heads);
+}
+
+/* What the query heads of s hold of the attention: the KV heads they
+ * read, the geometry, the weights. */
+static void attention(const nvl_model_config_t *cfg, nvl_shard_t *s)
+{
+    nvl_range_t q = s->q_heads;
+    s->kv_heads = (nvl_range_t){0, 0};
+    if (q.count > 0) {
+        uint32_t first = nvl_shard_kv_head_of(cfg, q.first);
+        uint32_t last = nvl_shard_kv_head_of(cfg, q.first + q.count - 1);
+        s->kv_heads = (nvl_range_t){first, last - first + 1};
+    }
+    s->attn = nvl_attn_geom_gqa(q.count, s->kv_heads.count, cfg->head_dim);
+    /* in doubles: a config's dimensions may multiply past 2^64 */
+    double hid = cfg->hidden, hd = cfg->head_dim;
+    double qn = q.count * hd, kn = s->kv_heads.count * hd;
+    s->attn_matrix_elems = (qn + 2 * kn) * hid + hid * qn;
+    s->attn_bias_elems = cfg->qkv_bias ? qn + 2 * kn : 0;
+    s->attn_norm_elems = cfg->qk_norm ? 2 * hd : 0;
+}
+
 nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
                             nvl_shard_t *shard_out)
 {
@@ -35,15 +60,7 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
     }
     nvl_shard_t s = {.tp = tp, .rank = rank};
     s.q_heads = nvl_range_split(cfg->q_heads, tp, rank);
-    if (s.q_heads.count > 0) {
-        /* a group of `group` query heads reads one key/value head */
-        uint32_t group = cfg->q_heads / cfg->kv_heads;
-        uint32_t first = s.q_heads.first / group;
-        uint32_t last = (s.q_heads.first + s.q_heads.count - 1) / group;
-        s.kv_heads = (nvl_range_t){first, last - first + 1};
-    } else {
-        s.kv_heads = (nvl_range_t){0, 0};
-    }
+    attention(cfg, &s);
     s.intermediate = nvl_range_split(cfg->intermediate, tp, rank);
     s.vocab = nvl_range_split(cfg->vocab, tp, rank);
     if (cfg->num_experts > 0)

@@ -10,12 +10,13 @@
 
 #include "serving_impl.h"
 
-/* KV geometry: kv25's owner replaces this.  One KV head's bytes per
- * position over every layer the engine runs: its key and its value. */
-static double kv_head_position_bytes(const nvl_model_config_t *m,
-                                     uint32_t layers, nvl_wdtype_t kv_dtype)
+/* One KV head's bytes per position over every layer the engine runs
+ * (the shard's attention geometry: what a position stores per head). */
+static double kv_head_position_bytes(const nvl_engine_t *e,
+                                     nvl_wdtype_t kv_dtype)
 {
-    return 2.0 * m->head_dim * (double)layers * nvl_wdtype_bytes(kv_dtype);
+    return nvl_attn_kv_head_bytes(&nvl_engine_shard(e)->attn, kv_dtype) *
+           (double)nvl_engine_layers(e);
 }
 
 /* The kv heads member r of a TP group of n holds (the shard plan's: the
@@ -166,8 +167,8 @@ void nvl_serving_kv_arrivals(const nvl_serving_job_t *j,
     int n = nvl_comm_size(j->world);
     kv_pairs_t k = {
         .world = j->world, .pt = j->L.pools[0].tp, .dt = j->L.pools[1].tp,
-        .head_pos_bytes = kv_head_position_bytes(
-            j->m, nvl_engine_layers(j->e), j->c->engine.cost.kv_dtype),
+        .head_pos_bytes =
+            kv_head_position_bytes(j->e, j->c->engine.cost.kv_dtype),
         .send = calloc((size_t)n, sizeof *k.send),
         .recv = calloc((size_t)n, sizeof *k.recv)};
     uint32_t *order = malloc((w->n + 1) * sizeof *order);

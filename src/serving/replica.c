@@ -64,9 +64,6 @@ static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
 
 static nvl_status_t make_engine(nvl_serving_job_t *j)
 {
-    nvl_status_t st = nvl_comm_set_allreduce(j->group, j->c->allreduce);
-    if (st != NVL_OK)
-        return st;
     nvl_engine_opts_t o = j->c->engine;
     o.mode = NVL_MODE_TIMING;
     return nvl_engine_create(j->m, &o, j->group, &j->e);

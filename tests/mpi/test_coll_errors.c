@@ -6,61 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nvlemu/coll.h"
-#include "nvlemu/runtime.h"
+#include "mpi_test.h"
 
-static int reports;
-static char last[512];
-
-static void sink(void *ctx, const char *message)
-{
-    (void)ctx;
-    reports++;
-    snprintf(last, sizeof last, "%s", message);
-}
-
-static int rank_, failures;
+static mpi_test_t t;
+static int rank_;
 
 /* Every rank must see `want`; the job as a whole one report containing
  * `text`. */
 static void expect(const char *what, nvl_status_t got, nvl_status_t want,
                    const char *text)
 {
-    int local_bad = got != want, any_bad;
-    MPI_Allreduce(&local_bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    int total;
-    MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    int has = reports > 0 && strstr(last, text) != NULL, any_has;
-    MPI_Allreduce(&has, &any_has, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (rank_ == 0 && (any_bad || total != 1 || !any_has)) {
-        fprintf(stderr, "%s: status %s on some rank, %d report(s), text '%s' "
-                        "%s\n", what, any_bad ? "wrong" : "right", total,
-                text, any_has ? "found" : "missing");
-        failures++;
-    }
-    if (reports > 0 && rank_ >= 0)
-        printf("rank %d reported: %s\n", rank_, last);
-    reports = 0;
-    last[0] = '\0';
+    mpi_test_expect_once(&t, what, got, want, text);
 }
 
-int main(int argc, char **argv)
+/* Calls that disagree on their arguments, or bad arguments everywhere. */
+static void plain_mismatches(nvl_comm_t *comm)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
-    rank_ = rt.rank;
-    nvl_topo_t *topo;
-    if (nvl_topo_load(argc > 1 ? argv[1] : "topology/gb200-nvl72.topo",
-                      &topo) != NVL_OK)
-        return 1;
-    nvl_vclock_t clock = {0};
-    nvl_comm_t *comm;
-    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
-        return 1;
-    nvl_report_set_sink(sink, NULL);
     float buf[64] = {0}, out[64 * 8];
-
     /* rank 1 calls with another count */
     nvl_status_t st = nvl_allreduce(comm, buf, out, rank_ == 1 ? 9 : 8,
                                     NVL_DT_F32, NVL_OP_SUM, NULL);
@@ -71,7 +33,7 @@ int main(int argc, char **argv)
                                     NULL);
     expect("collective mismatch", st, NVL_ERR_MISMATCH, "AllGather");
     /* every rank gives a root that is not a member */
-    st = nvl_broadcast(comm, buf, out, 8, NVL_DT_F32, rt.size, NULL);
+    st = nvl_broadcast(comm, buf, out, 8, NVL_DT_F32, t.rt.size, NULL);
     expect("bad root", st, NVL_ERR_INVALID, "is not a member");
     /* a count whose bytes overflow */
     st = nvl_allgather(comm, buf, out, SIZE_MAX / 2, NVL_DT_F32, NULL);
@@ -79,15 +41,17 @@ int main(int argc, char **argv)
     /* NULL buffers in data mode */
     st = nvl_allreduce(comm, NULL, NULL, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("NULL buffer", st, NVL_ERR_INVALID, "NULL buffer");
-    /* In groups of up to 8 the agreement messages carry the data: whole
-     * buffers (while a member receives up to 64 KB of them), one share per
-     * member (up to 64 KB each), or nothing (larger).  Calls that disagree
-     * across those paths, or only on what the data means, must still fail
-     * everywhere with one report. */
-    size_t big = 100000; /* 400 KB: too large to ride along */
-    float *bin = calloc(big, sizeof *bin), *bout = calloc(big, sizeof *bout);
-    if (bin == NULL || bout == NULL)
-        return 1;
+}
+
+/* In groups of up to 8 the agreement messages carry the data: whole
+ * buffers (while a member receives up to 64 KB of them), one share per
+ * member (up to 64 KB each), or nothing (larger).  Calls that disagree
+ * across those paths, or only on what the data means, must still fail
+ * everywhere with one report. */
+static void ride_along_mismatches(nvl_comm_t *comm, float *bin, float *bout,
+                                  size_t big)
+{
+    nvl_status_t st;
     st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? big : 8, NVL_DT_F32,
                        NVL_OP_SUM, NULL);
     expect("large vs whole-buffer count", st, NVL_ERR_MISMATCH,
@@ -117,16 +81,18 @@ int main(int argc, char **argv)
                                     NVL_OP_SUM, NULL);
     expect("broadcast vs large allreduce", st, NVL_ERR_MISMATCH,
            "Broadcast(count=100000, float, root=0)");
-    /* A serving engine's kernel: on one host every member stages its
-     * buffer in a shared window before agreeing, when the window has room
-     * (after the first call of a size), and reads its peers' only once the
-     * call is agreed.  Mismatches with the window made or not, staged on
-     * some members only, beyond the window, or on the implementation
-     * itself must fail alike, and the window still work afterwards. */
-    size_t huge = ((size_t)1 << 20) + 1; /* 4 MB + 4: beyond the window */
-    float *hin = calloc(huge, sizeof *hin), *hout = calloc(huge, sizeof *hout);
-    if (hin == NULL || hout == NULL)
-        return 1;
+}
+
+/* A serving engine's kernel: on one host every member stages its
+ * buffer in a shared window before agreeing, when the window has room
+ * (after the first call of a size), and reads its peers' only once the
+ * call is agreed.  Mismatches with the window made or not, staged on
+ * some members only, beyond the window, or on the implementation
+ * itself must fail alike, and the window still work afterwards. */
+static void window_mismatches(nvl_comm_t *comm, float *bin, float *bout,
+                              size_t big, float *hin, float *hout, size_t huge)
+{
+    nvl_status_t st;
     nvl_comm_set_allreduce(comm, NVL_AR_TWOSHOT);
     st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? 9000 : 8, NVL_DT_F32,
                        NVL_OP_SUM, NULL);
@@ -134,7 +100,7 @@ int main(int argc, char **argv)
            "member 1 (GPU 1) called AllReduce(count=9000");
     st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
     if (st != NVL_OK) /* makes the window */
-        failures++;
+        t.failures++;
     st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? big : 8, NVL_DT_F32,
                        NVL_OP_SUM, NULL);
     expect("twoshot count, staged on some", st, NVL_ERR_MISMATCH,
@@ -162,34 +128,48 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < 9000; i++)
         bin[i] = (float)(rank_ + 1) * (float)(i % 5);
     st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
-    float want = (float)(rt.size * (rt.size + 1) / 2);
+    float want = (float)(t.rt.size * (t.rt.size + 1) / 2);
     for (size_t i = 0; i < 9000 && st == NVL_OK; i++)
         if (bout[i] != want * (float)(i % 5)) {
             fprintf(stderr, "rank %d: twoshot after the errors: element %zu "
                     "is %g, not %g\n", rank_, i, bout[i],
                     want * (float)(i % 5));
-            failures++;
+            t.failures++;
             break;
         }
     if (st != NVL_OK)
-        failures++;
+        t.failures++;
     nvl_comm_set_allreduce(comm, NVL_AR_NCCL);
+}
+
+int main(int argc, char **argv)
+{
+    mpi_test_init(&t, &argc, &argv,
+                  argc > 1 ? argv[1] : "topology/gb200-nvl72.topo");
+    rank_ = t.rt.rank;
+    nvl_comm_t *comm = t.comm;
+    mpi_test_capture_reports(1);
+    plain_mismatches(comm);
+    size_t big = 100000; /* 400 KB: too large to ride along */
+    size_t huge = ((size_t)1 << 20) + 1; /* 4 MB + 4: beyond the window */
+    float *bin = calloc(big, sizeof *bin), *bout = calloc(big, sizeof *bout);
+    float *hin = calloc(huge, sizeof *hin), *hout = calloc(huge, sizeof *hout);
+    if (bin == NULL || bout == NULL || hin == NULL || hout == NULL)
+        nvl_runtime_abort(1);
+    ride_along_mismatches(comm, bin, bout, big);
+    window_mismatches(comm, bin, bout, big, hin, hout, huge);
     free(hin);
     free(hout);
     free(bin);
     free(bout);
     /* afterwards the communicator still works, and the clock moved only for
      * calls that ran */
-    st = nvl_allreduce(comm, buf, out, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
-    if (st != NVL_OK)
-        failures++;
-    int all;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    nvl_report_set_sink(NULL, NULL);
+    float buf[64] = {0}, out[64 * 8];
+    if (nvl_allreduce(comm, buf, out, 8, NVL_DT_F32, NVL_OP_SUM, NULL) != NVL_OK)
+        t.failures++;
+    int all = mpi_test_all_failures(&t);
+    mpi_test_release_reports();
     if (rank_ == 0)
-        printf("test_coll_errors: %d ranks, %d failure(s)\n", rt.size, all);
-    nvl_comm_destroy(comm);
-    nvl_topo_free(topo);
-    nvl_runtime_finalize();
-    return all == 0 ? 0 : 1;
+        printf("test_coll_errors: %d ranks, %d failure(s)\n", t.rt.size, all);
+    return mpi_test_finish(&t, all);
 }

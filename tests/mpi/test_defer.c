@@ -11,20 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nvlemu/coll.h"
-#include "nvlemu/runtime.h"
+#include "mpi_test.h"
 
 #define CALLS 60
 
-static int reports;
-static char last[512];
-
-static void sink(void *ctx, const char *message)
-{
-    (void)ctx;
-    reports++;
-    snprintf(last, sizeof last, "%s", message);
-}
+static mpi_test_t t;
+static int rank_;
 
 /* splitmix64: member- and call-dependent durations */
 static uint64_t mix(uint64_t x)
@@ -75,68 +67,88 @@ static nvl_status_t call(nvl_comm_t *c, int k, int differ,
     }
 }
 
-static int rank_, failures;
-
 static void fail(const char *what)
 {
     fprintf(stderr, "rank %d: %s\n", rank_, what);
-    failures++;
+    t.failures++;
 }
 
-int main(int argc, char **argv)
+/* Every call with the per-call agreement, as without deferring: each
+ * call's info into want; returns the clock after the member's last work
+ * (tail_ps after its last call) and sets *want_end to the latest over the
+ * members. */
+static int64_t per_call(nvl_comm_t *comm, nvl_coll_info_t *want,
+                        int64_t tail_ps, int64_t *want_end)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
-    rank_ = rt.rank;
-    nvl_topo_t *topo;
-    if (nvl_topo_load(argc > 1 ? argv[1] : "topology/gb200-nvl72.topo",
-                      &topo) != NVL_OK)
-        return 1;
-    nvl_vclock_t clock = {0};
-    nvl_comm_t *comm;
-    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
-        return 1;
-    nvl_comm_set_mode(comm, NVL_MODE_TIMING);
-
-    /* per call, as today */
-    nvl_coll_info_t want[CALLS];
-    int64_t want_clock;
     for (int k = 0; k < CALLS; k++) {
         int64_t d, h;
         work(rank_, k, &d, &h);
-        nvl_vclock_advance(&clock, d);
-        nvl_vclock_wait_until(&clock, h);
+        nvl_vclock_advance(&t.clock, d);
+        nvl_vclock_wait_until(&t.clock, h);
         if (call(comm, k, -1, &want[k]) != NVL_OK)
             fail("per-call path failed");
     }
-    /* the end of every member's work after the last call, agreed */
-    int64_t tail_ps = 1000 * (int64_t)(rank_ + 1), want_end;
-    want_clock = clock.now_ps + tail_ps;
-    MPI_Allreduce(&want_clock, &want_end, 1, MPI_INT64_T, MPI_MAX,
+    int64_t want_clock = t.clock.now_ps + tail_ps;
+    MPI_Allreduce(&want_clock, want_end, 1, MPI_INT64_T, MPI_MAX,
                   MPI_COMM_WORLD);
+    return want_clock;
+}
 
-    /* deferred, in two batches, from the same start */
-    clock.now_ps = 0;
+/* Records calls lo..hi-1 deferred, from the clock as it is: each entry
+ * the work before it (the first: its own start). */
+static void record(nvl_comm_t *comm, int lo, int hi)
+{
+    int64_t x0 = t.clock.now_ps;
+    for (int k = lo; k < hi; k++) {
+        int64_t d, h, a, b;
+        work(rank_, k, &d, &h);
+        if (k == lo) { /* the entry itself */
+            a = x0 + d > h ? x0 + d : h;
+            b = NVL_DEFER_NO_BOUND;
+        } else {
+            a = d;
+            b = h >= 0 ? h : NVL_DEFER_NO_BOUND;
+        }
+        nvl_comm_defer_entry(comm, a, b, true);
+        nvl_coll_info_t mine;
+        if (call(comm, k, -1, &mine) != NVL_OK || mine.start_ps != -1)
+            fail("recording failed");
+    }
+}
+
+/* The replay of calls lo..hi-1: work, then the settled call, which must
+ * be the per-call path's. */
+static void replay(nvl_comm_t *comm, int lo, int hi, const nvl_coll_info_t *want)
+{
+    for (int k = lo; k < hi; k++) {
+        int64_t d, h;
+        work(rank_, k, &d, &h);
+        nvl_vclock_advance(&t.clock, d);
+        nvl_vclock_wait_until(&t.clock, h);
+        nvl_coll_info_t got;
+        nvl_comm_settled_call(comm, (size_t)(k - lo), &got);
+        if (got.start_ps != want[k].start_ps ||
+            got.time_ps != want[k].time_ps || got.algo != want[k].algo ||
+            got.proto != want[k].proto || got.bytes != want[k].bytes) {
+            fprintf(stderr, "rank %d call %d: start %lld / %lld, time "
+                            "%lld / %lld\n", rank_, k,
+                    (long long)got.start_ps, (long long)want[k].start_ps,
+                    (long long)got.time_ps, (long long)want[k].time_ps);
+            t.failures++;
+        }
+    }
+}
+
+/* Deferred, in two batches, from the same start: the same calls, the same
+ * agreed end and the same clock afterwards. */
+static void deferred(nvl_comm_t *comm, const nvl_coll_info_t *want,
+                     int64_t tail_ps, int64_t want_clock, int64_t want_end)
+{
+    t.clock.now_ps = 0;
     for (int lo = 0, hi = CALLS / 3; lo < CALLS; lo = hi, hi = CALLS) {
         if (nvl_comm_defer(comm) != NVL_OK)
-            return 1;
-        int64_t x0 = clock.now_ps;
-        for (int k = lo; k < hi; k++) {
-            int64_t d, h, a, b;
-            work(rank_, k, &d, &h);
-            if (k == lo) { /* the entry itself */
-                a = x0 + d > h ? x0 + d : h;
-                b = NVL_DEFER_NO_BOUND;
-            } else {
-                a = d;
-                b = h >= 0 ? h : NVL_DEFER_NO_BOUND;
-            }
-            nvl_comm_defer_entry(comm, a, b, true);
-            nvl_coll_info_t mine;
-            if (call(comm, k, -1, &mine) != NVL_OK || mine.start_ps != -1)
-                fail("recording failed");
-        }
+            nvl_runtime_abort(1);
+        record(comm, lo, hi);
         int64_t end = 0;
         if (hi == CALLS) /* the second batch: where the work ends too */
             nvl_comm_defer_entry(comm, tail_ps, NVL_DEFER_NO_BOUND, true);
@@ -144,31 +156,17 @@ int main(int argc, char **argv)
             fail("settle failed");
         if (hi == CALLS && end != want_end)
             fail("the agreed end differs");
-        for (int k = lo; k < hi; k++) { /* the replay: work, then the call */
-            int64_t d, h;
-            work(rank_, k, &d, &h);
-            nvl_vclock_advance(&clock, d);
-            nvl_vclock_wait_until(&clock, h);
-            nvl_coll_info_t got;
-            nvl_comm_settled_call(comm, (size_t)(k - lo), &got);
-            if (got.start_ps != want[k].start_ps ||
-                got.time_ps != want[k].time_ps || got.algo != want[k].algo ||
-                got.proto != want[k].proto || got.bytes != want[k].bytes) {
-                fprintf(stderr, "rank %d call %d: start %lld / %lld, time "
-                                "%lld / %lld\n", rank_, k,
-                        (long long)got.start_ps, (long long)want[k].start_ps,
-                        (long long)got.time_ps, (long long)want[k].time_ps);
-                failures++;
-            }
-        }
+        replay(comm, lo, hi, want);
     }
-    if (clock.now_ps + tail_ps != want_clock)
+    if (t.clock.now_ps + tail_ps != want_clock)
         fail("the clock differs after the replay");
+}
 
-    /* a member whose call differs: every member fails, one report naming
-     * the first differing call */
-    nvl_report_set_sink(sink, NULL);
-    int differ = rt.size - 1;
+/* A member whose call differs: every member fails, one report naming the
+ * first differing call; then a member that records one call fewer. */
+static void wrong_calls(nvl_comm_t *comm)
+{
+    int differ = t.rt.size - 1;
     nvl_comm_defer(comm);
     for (int k = 0; k < 7; k++) {
         nvl_comm_defer_entry(comm, 1000, NVL_DEFER_NO_BOUND, true);
@@ -179,44 +177,33 @@ int main(int argc, char **argv)
     snprintf(text, sizeof text, "member 0 (GPU 0) called AllReduce(count=%d,"
              " bfloat16, sum), member %d (GPU %d) called AllReduce(count=%d",
              1000 + 37 * 5, differ, differ, 1000 + 37 * 5 + 1);
-    int bad = st != NVL_ERR_MISMATCH, any_bad, total, has = 0, any_has;
-    has = reports > 0 && strstr(last, text) != NULL;
-    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&has, &any_has, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (rank_ == 0 && (any_bad || total != 1 || !any_has)) {
-        fprintf(stderr, "differing call: status %s, %d report(s), '%s' %s\n",
-                any_bad ? "wrong" : "right", total, text,
-                any_has ? "found" : "missing");
-        failures++;
-    }
-    reports = 0;
-
-    /* a member that records one call fewer */
+    mpi_test_expect_once(&t, "differing call", st, NVL_ERR_MISMATCH, text);
     nvl_comm_defer(comm);
     for (int k = 0; k < (rank_ == differ ? 3 : 4); k++) {
         nvl_comm_defer_entry(comm, 1000, NVL_DEFER_NO_BOUND, true);
         call(comm, k, -1, NULL);
     }
     st = nvl_comm_settle(comm, NULL);
-    bad = st != NVL_ERR_MISMATCH;
-    has = reports > 0 && strstr(last, "no further call") != NULL;
-    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&has, &any_has, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (rank_ == 0 && (any_bad || total != 1 || !any_has)) {
-        fprintf(stderr, "missing call: status %s, %d report(s)\n",
-                any_bad ? "wrong" : "right", total);
-        failures++;
-    }
-    nvl_report_set_sink(NULL, NULL);
+    mpi_test_expect_once(&t, "missing call", st, NVL_ERR_MISMATCH,
+                         "no further call");
+}
 
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+int main(int argc, char **argv)
+{
+    mpi_test_init(&t, &argc, &argv,
+                  argc > 1 ? argv[1] : "topology/gb200-nvl72.topo");
+    rank_ = t.rt.rank;
+    nvl_comm_set_mode(t.comm, NVL_MODE_TIMING);
+    static nvl_coll_info_t want[CALLS];
+    /* the end of every member's work after the last call, agreed */
+    int64_t tail_ps = 1000 * (int64_t)(rank_ + 1), want_end;
+    int64_t want_clock = per_call(t.comm, want, tail_ps, &want_end);
+    deferred(t.comm, want, tail_ps, want_clock, want_end);
+    mpi_test_capture_reports(0);
+    wrong_calls(t.comm);
+    mpi_test_release_reports();
+    int all = mpi_test_all_failures(&t);
     if (rank_ == 0)
         printf("deferred agreement: %d failure(s)\n", all);
-    nvl_comm_destroy(comm);
-    nvl_topo_free(topo);
-    nvl_runtime_finalize();
-    return all != 0;
+    return mpi_test_finish(&t, all);
 }

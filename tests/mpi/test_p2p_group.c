@@ -7,19 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nvlemu/coll.h"
-#include "nvlemu/runtime.h"
+#include "mpi_test.h"
 
-static int rank_, size_, failures, reports;
-static char last_report[512];
-
-static void sink(void *ctx, const char *m)
-{
-    (void)ctx;
-    reports++;
-    snprintf(last_report, sizeof last_report, "%s", m);
-    printf("rank %d reported: %s\n", rank_, m);
-}
+static mpi_test_t t;
+static int rank_, size_;
 
 #define CHECK(cond, ...)                                                   \
     do {                                                                   \
@@ -27,7 +18,7 @@ static void sink(void *ctx, const char *m)
             fprintf(stderr, "rank %d: ", rank_);                          \
             fprintf(stderr, __VA_ARGS__);                                  \
             fprintf(stderr, "\n");                                         \
-            failures++;                                                    \
+            t.failures++;                                                  \
         }                                                                  \
     } while (0)
 
@@ -67,40 +58,29 @@ static int64_t fan_out(nvl_comm_t *comm, int fan, size_t base, int check)
     return info.time_ps;
 }
 
-int main(int argc, char **argv)
+/* Data and timing mode agree, and fan-out to several peers shares the
+ * ports (takes longer than to one). */
+static void modes_and_ports(nvl_comm_t *comm)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
-    rank_ = rt.rank;
-    size_ = rt.size;
-    nvl_topo_t *topo;
-    if (nvl_topo_load(argc > 1 ? argv[1] : "topology/gb200-nvl72.topo",
-                      &topo) != NVL_OK)
-        return 1;
-    nvl_vclock_t clock = {0};
-    nvl_comm_t *comm;
-    if (nvl_comm_create(MPI_COMM_WORLD, topo, &clock, &comm) != NVL_OK)
-        return 1;
     int fan = size_ - 1 < 4 ? size_ - 1 : 4;
-    int64_t t[2][2];
+    int64_t tm[2][2];
     for (int mode = 0; mode < 2; mode++) {
         nvl_comm_set_mode(comm, mode ? NVL_MODE_TIMING : NVL_MODE_DATA);
-        t[mode][0] = fan_out(comm, 1, 100000, 1);
-        t[mode][1] = fan_out(comm, fan, 100000, 1);
+        tm[mode][0] = fan_out(comm, 1, 100000, 1);
+        tm[mode][1] = fan_out(comm, fan, 100000, 1);
     }
-    CHECK(t[0][0] == t[1][0] && t[0][1] == t[1][1],
+    CHECK(tm[0][0] == tm[1][0] && tm[0][1] == tm[1][1],
           "data and timing mode differ: %lld/%lld vs %lld/%lld",
-          (long long)t[0][0], (long long)t[0][1], (long long)t[1][0],
-          (long long)t[1][1]);
-    /* sharing the ports: fan-out to several peers takes longer than to one */
+          (long long)tm[0][0], (long long)tm[0][1], (long long)tm[1][0],
+          (long long)tm[1][1]);
     if (fan > 1)
-        CHECK(t[1][1] > t[1][0], "fan-out of %d (%lld ps) not slower than 1 "
-              "(%lld ps)", fan, (long long)t[1][1], (long long)t[1][0]);
+        CHECK(tm[1][1] > tm[1][0], "fan-out of %d (%lld ps) not slower than 1 "
+              "(%lld ps)", fan, (long long)tm[1][1], (long long)tm[1][0]);
+}
 
-    /* member 1 expects more than member 0 sends: fails everywhere, once */
-    nvl_comm_set_mode(comm, NVL_MODE_DATA);
-    nvl_report_set_sink(sink, NULL);
+/* Member 1 expects more than member 0 sends: fails everywhere, once. */
+static void size_mismatch(nvl_comm_t *comm)
+{
     float buf[64] = {0};
     nvl_group_start(comm);
     if (rank_ == 0)
@@ -110,17 +90,23 @@ int main(int argc, char **argv)
     nvl_status_t st = nvl_group_end(comm, NULL);
     CHECK(st == NVL_ERR_INVALID, "mismatched group returned %s",
           nvl_status_str(st));
-    int total;
+    int reports = mpi_test_reports(), total;
     MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank_ == 0)
         CHECK(total == 1, "%d reports of the mismatch, expected 1", total);
-    /* member 1 ends a group while the others call an allreduce, small
-     * (its data rides along with the agreement) and large: every member
-     * fails, one report names both calls */
+}
+
+/* Member 1 ends a group while the others call an allreduce, small (its
+ * data rides along with the agreement) and large: every member fails, one
+ * report names both calls. */
+static void group_vs_allreduce(nvl_comm_t *comm)
+{
+    float buf[64] = {0};
     size_t counts[2] = {8, 100000};
     float *big = calloc(counts[1], sizeof *big);
     for (int k = 0; k < 2 && big != NULL; k++) {
-        reports = 0;
+        nvl_status_t st;
+        mpi_test_clear_reports();
         if (rank_ == 1) {
             nvl_group_start(comm);
             nvl_send(comm, buf, 10, NVL_DT_F32, 0);
@@ -131,26 +117,36 @@ int main(int argc, char **argv)
         }
         CHECK(st == NVL_ERR_MISMATCH, "group vs allreduce of %zu returned %s",
               counts[k], nvl_status_str(st));
+        int reports = mpi_test_reports(), total;
         MPI_Allreduce(&reports, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         if (rank_ == 0)
             CHECK(total == 1, "%d reports of group vs allreduce, expected 1",
                   total);
+        const char *last = mpi_test_last_report();
         if (rank_ == 0 && reports == 1)
-            CHECK(strstr(last_report, "nvl_group_end") != NULL &&
-                      strstr(last_report, "AllReduce") != NULL,
-                  "the report names not both calls: %s", last_report);
+            CHECK(strstr(last, "nvl_group_end") != NULL &&
+                      strstr(last, "AllReduce") != NULL,
+                  "the report names not both calls: %s", last);
     }
     free(big);
-    nvl_report_set_sink(NULL, NULL);
-    /* the communicator still works */
-    fan_out(comm, 1, 10, 1);
+}
 
-    int all;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+int main(int argc, char **argv)
+{
+    mpi_test_init(&t, &argc, &argv,
+                  argc > 1 ? argv[1] : "topology/gb200-nvl72.topo");
+    rank_ = t.rt.rank;
+    size_ = t.rt.size;
+    modes_and_ports(t.comm);
+    nvl_comm_set_mode(t.comm, NVL_MODE_DATA);
+    mpi_test_capture_reports(1);
+    size_mismatch(t.comm);
+    group_vs_allreduce(t.comm);
+    mpi_test_release_reports();
+    /* the communicator still works */
+    fan_out(t.comm, 1, 10, 1);
+    int all = mpi_test_all_failures(&t);
     if (rank_ == 0)
         printf("test_p2p_group: %d ranks, %d failure(s)\n", size_, all);
-    nvl_comm_destroy(comm);
-    nvl_topo_free(topo);
-    nvl_runtime_finalize();
-    return all == 0 ? 0 : 1;
+    return mpi_test_finish(&t, all);
 }

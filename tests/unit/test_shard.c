@@ -228,6 +228,41 @@ static void test_bad_placement(void **state)
     }
 }
 
+/* The attention geometry each shard carries: the KV heads its query
+ * heads read (replicated past 8 ranks), one position's KV bytes per dtype
+ * (fp4 has no KV cache type: bf16's), the whole model's at TP 1. */
+static void test_attention_geometry(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen2.5-72b", &c), NVL_OK);
+    assert_int_equal(nvl_shard_kv_head_of(&c, 0), 0);
+    assert_int_equal(nvl_shard_kv_head_of(&c, 63), 7);
+    nvl_shard_t s;
+    assert_int_equal(nvl_shard_plan(&c, 1, 0, &s), NVL_OK);
+    assert_int_equal(s.attn.q_heads, 64);
+    assert_int_equal(s.attn.kv_heads, 8);
+    assert_true(nvl_attn_kv_pos_bytes(&s.attn, NVL_WDT_BF16) ==
+                8.0 * 2 * 128 * 2);
+    assert_true(nvl_attn_kv_pos_bytes(&s.attn, NVL_WDT_FP8) ==
+                8.0 * 2 * 128);
+    assert_true(nvl_attn_kv_pos_bytes(&s.attn, NVL_WDT_FP4) ==
+                nvl_attn_kv_pos_bytes(&s.attn, NVL_WDT_BF16));
+    assert_true(nvl_attn_kv_head_bytes(&s.attn, NVL_WDT_BF16) == 512.0);
+    for (int r = 0; r < 16; r++) { /* 4 query heads, half a group */
+        assert_int_equal(nvl_shard_plan(&c, 16, r, &s), NVL_OK);
+        assert_int_equal(s.attn.q_heads, 4);
+        assert_int_equal(s.attn.kv_heads, 1);
+        assert_int_equal(s.kv_heads.first, (uint32_t)r / 2);
+        assert_true(nvl_attn_kv_pos_bytes(&s.attn, NVL_WDT_BF16) == 512.0);
+    }
+    /* TP 6: rank 0's 11 query heads read kv heads 0 and 1 */
+    assert_int_equal(nvl_shard_plan(&c, 6, 0, &s), NVL_OK);
+    assert_int_equal(s.attn.kv_heads, 2);
+    assert_int_equal(s.attn.k_elems, 128);
+    assert_int_equal(s.attn.v_elems, 128);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_moe_experts_split),
         cmocka_unit_test(test_expert_placement),
         cmocka_unit_test(test_bad_placement),
+        cmocka_unit_test(test_attention_geometry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,72 @@
+"""What the device measurement scripts (measure-steps.py, measure-ops.py)
+share: the run's clock and log lines, the GPU and library versions that
+env.json records, an nvidia-smi query, and the capture of a step in a CUDA
+graph.  Standard library at import; torch is imported where it is used, so
+that the scripts' paths without a GPU (measure-steps.py --relabel) need no
+torch."""
+import datetime
+import subprocess
+import sys
+import time
+
+T0 = time.time()   # the run's start: log lines and --budget-s count from it
+
+
+def log(*a):
+    print("[%6.1fs]" % (time.time() - T0), *a, flush=True)
+
+
+def nvidia_smi(fields):
+    """`nvidia-smi --query-gpu=FIELDS --format=csv,noheader`, or the error."""
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=" + fields, "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30)
+        return q.stdout.strip()
+    except Exception as e:  # noqa: BLE001
+        return "error: %s" % e
+
+
+def gpu_environment(detail=False):
+    """env.json's start: the date, GPU 0 (name, SMs, memory; with detail
+    also L2 and compute capability, an error kept instead of raised) and
+    the torch, CUDA, cuDNN and Python versions."""
+    import torch
+    env = {"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if detail:
+        try:
+            p = torch.cuda.get_device_properties(0)
+            env.update(gpu=torch.cuda.get_device_name(0), sms=p.multi_processor_count,
+                       mem_GiB=round(p.total_memory / 2**30, 1),
+                       l2_MB=round(getattr(p, "L2_cache_size", 0) / 1e6, 1),
+                       capability="%d.%d" % (p.major, p.minor))
+        except Exception as e:  # noqa: BLE001
+            env["gpu_error"] = str(e)
+    else:
+        p = torch.cuda.get_device_properties(0)
+        env.update(gpu=torch.cuda.get_device_name(0), sms=p.multi_processor_count,
+                   mem_GiB=round(p.total_memory / 2**30, 1))
+    env.update(torch=torch.__version__, cuda=torch.version.cuda,
+               cudnn=str(torch.backends.cudnn.version()), python=sys.version.split()[0])
+    return env
+
+
+def capture_graph(run, warm):
+    """run() warm times (cuBLAS handles, workspaces, heuristics), once on a
+    side stream, then captured in a CUDA graph, replayed once; returns the
+    graph.  Raises what capture raises."""
+    import torch
+    for _ in range(warm):
+        run()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        run()
+    g.replay()
+    torch.cuda.synchronize()
+    return g

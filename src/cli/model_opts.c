@@ -1,0 +1,104 @@
+/* The model-options block (model_opts.h): its parsers and the one
+ * function that turns it into the engine's options. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_opts.h"
+
+nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
+                                  void *dtype_out)
+{
+    return nvl_wdtype_parse(label, text, dtype_out);
+}
+
+nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
+                                    void *dtype_out)
+{
+    nvl_wdtype_t dt;
+    if (nvl_wdtype_parse(label, text, &dt) != NVL_OK)
+        return NVL_ERR_INVALID;
+    if (dt == NVL_WDT_FP4) {
+        nvl_report("%s: fp4 is not a KV cache type (bf16, fp8)", label);
+        return NVL_ERR_INVALID;
+    }
+    *(nvl_wdtype_t *)dtype_out = dt;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_cli_parse_launch(const char *label, const char *text,
+                                  void *launch_out)
+{
+    return nvl_launch_parse(label, text, launch_out);
+}
+
+nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
+                                void *choice_out)
+{
+    nvl_attn_impl_t attn;
+    if (strcmp(text, "auto") == 0) {
+        *(int *)choice_out = -1;
+        return NVL_OK;
+    }
+    if (nvl_attn_parse(label, text, &attn) != NVL_OK)
+        return NVL_ERR_INVALID;
+    *(int *)choice_out = (int)attn;
+    return NVL_OK;
+}
+
+/* --kv-host, --weights-host: "auto" or a share from 0 to 1. */
+nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
+                                      void *share_out)
+{
+    if (strcmp(text, "auto") == 0) {
+        *(double *)share_out = NVL_HOST_AUTO;
+        return NVL_OK;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1)) {
+        nvl_report("%s %s: expected auto or a fraction from 0 to 1", label,
+                   text);
+        return NVL_ERR_INVALID;
+    }
+    *(double *)share_out = v;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
+                                       const nvl_topo_t *topo,
+                                       nvl_engine_opts_t *o_out)
+{
+    nvl_engine_opts_t o;
+    nvl_engine_opts_default(&o, topo);
+    o.cost.weight_dtype = m->dtype;
+    o.cost.kv_dtype = m->kv_dtype;
+    o.cost.stack = m->stack;
+    o.cost.attn = m->attn_choice >= 0 ? (nvl_attn_impl_t)m->attn_choice
+                                      : nvl_attn_auto(topo, m->stack);
+    o.cost.launch = m->launch;
+    o.allreduce = (nvl_ar_impl_t)m->allreduce;
+    o.fuse_allreduce_norm = m->fuse_ar_norm;
+    o.overlap = m->overlap;
+    o.a2a_onesided = m->a2a_onesided;
+    o.kv_host = m->kv_host;
+    o.weights_host = m->weights_host;
+    o.place.ep = (int)m->ep;
+    o.place.attn_dp = m->attn_dp;
+    o.layers = (uint32_t)m->layers;
+    o.route_skew = m->route_skew;
+    *o_out = o;
+    return nvl_engine_opts_check(&o);
+}
+
+void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
+                            char *name_out)
+{
+    if (ep == 1 && !attn_dp)
+        snprintf(name_out, len, "TP %d", ranks);
+    else
+        snprintf(name_out, len, "EP %ld x expert-TP %ld, attention %s %d",
+                 ep, ranks / ep, attn_dp ? "DP" : "TP", ranks);
+}

@@ -1,0 +1,158 @@
+/* Private to src/cli: the model-options block, the engine's options as
+ * every command that runs a model takes them (run, generate, serve): one
+ * struct each command's arguments embed, one set of option rows, and the
+ * one function that turns them into nvl_engine_opts_t (model_opts.c). */
+#ifndef NVLEMU_CLI_MODEL_OPTS_H
+#define NVLEMU_CLI_MODEL_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/cost.h"
+#include "nvlemu/engine.h"
+#include "nvlemu/opts.h"
+
+typedef struct {
+    nvl_wdtype_t dtype, kv_dtype; /* --dtype, --kv-dtype */
+    int attn_choice;       /* --attn: -1 auto (the stack's), else
+                              nvl_attn_impl_t */
+    nvl_stack_t stack;     /* --stack (or --fusion) */
+    nvl_launch_t launch;   /* --launch */
+    int allreduce;         /* --allreduce: nvl_ar_impl_t */
+    int fuse_ar_norm;      /* --fuse-allreduce-norm */
+    nvl_overlap_t overlap; /* --overlap */
+    int a2a_onesided;      /* --a2a: 1 for onesided */
+    double kv_host, weights_host; /* --kv-host, --weights-host: a share,
+                                     or NVL_HOST_AUTO */
+    long ep;               /* --ep: expert-parallel degree (1: none) */
+    int attn_dp;           /* --attn-parallel: 1 for dp */
+    long layers;           /* --layers: 0 for all */
+    double route_skew;     /* --route-skew (timing mode's routing) */
+} nvl_cli_model_opts_t;
+
+/* Parsers of the rows below (cost's parsers under the option's label; an
+ * fp4 KV cache refused; "auto" or a fraction from 0 to 1). */
+nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
+                                  void *dtype_out);
+nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
+                                    void *dtype_out);
+nvl_status_t nvl_cli_parse_launch(const char *label, const char *text,
+                                  void *launch_out);
+nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
+                                void *choice_out);
+nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
+                                      void *share_out);
+
+/* The rows of the block: for an arguments struct `type` holding an
+ * nvl_cli_model_opts_t named `m`.  Values, --help and error texts come
+ * from the owners' families (family.h). */
+#define NVL_CLI_MO_AT(type, m, field) offsetof(type, m.field)
+#define NVL_CLI_MODEL_OPTS(type, m)                                         \
+    {.name = "dtype", .kind = NVL_OPT_CUSTOM,                               \
+     .offset = NVL_CLI_MO_AT(type, m, dtype), .family = &nvl_wdtype_family, \
+     .def = "bf16", .parse = nvl_cli_parse_wdtype,                          \
+     .doc = "weight type of the projections"},                              \
+    {.name = "kv-dtype", .kind = NVL_OPT_CUSTOM,                            \
+     .offset = NVL_CLI_MO_AT(type, m, kv_dtype), .arg = "bf16|fp8",         \
+     .def = "bf16", .parse = nvl_cli_parse_kv_dtype,                        \
+     .doc = "KV cache type"},                                               \
+    {.name = "launch", .kind = NVL_OPT_CUSTOM,                              \
+     .offset = NVL_CLI_MO_AT(type, m, launch),                              \
+     .family = &nvl_launch_family, .def = "graph",                          \
+     .parse = nvl_cli_parse_launch,                                         \
+     .doc = "how the host launches kernels"},                               \
+    {.name = "attn", .kind = NVL_OPT_CUSTOM,                                \
+     .offset = NVL_CLI_MO_AT(type, m, attn_choice),                         \
+     .arg = "fa3|fa4|sdpa|auto", .def = "auto",                             \
+     .parse = nvl_cli_parse_attn,                                           \
+     .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 "   \
+            "on GPUs with FP4 units, else fa3)"},                           \
+    {.name = "stack", .kind = NVL_OPT_ENUM,                                 \
+     .offset = NVL_CLI_MO_AT(type, m, stack), .def = "fused",               \
+     .family = &nvl_stack_family,                                           \
+     .doc = "the software stack whose kernels a step runs: torch "          \
+            "(PyTorch with CUDA graphs, one kernel per F.* call) or fused "  \
+            "(a serving engine's fused kernels)"},                          \
+    {.name = "fusion", .kind = NVL_OPT_ENUM,                                \
+     .offset = NVL_CLI_MO_AT(type, m, stack),                               \
+     .family = &nvl_fusion_family,                                          \
+     .doc = "older spelling of --stack: none = torch, typical = fused"},    \
+    {.name = "allreduce", .kind = NVL_OPT_ENUM,                             \
+     .offset = NVL_CLI_MO_AT(type, m, allreduce), .def = "nccl",            \
+     .family = &nvl_ar_impl_family,                                         \
+     .doc = "the tensor-parallel allreduce: NCCL's, or a serving engine's " \
+            "kernel (auto: as TensorRT-LLM's AUTO strategy picks per "      \
+            "call; docs/collectives.md)"},                                  \
+    {.name = "fuse-allreduce-norm", .kind = NVL_OPT_FLAG,                   \
+     .offset = NVL_CLI_MO_AT(type, m, fuse_ar_norm),                        \
+     .doc = "run the residual add + RMSNorm after each allreduce inside "   \
+            "the allreduce kernel (TensorRT-LLM RESIDUAL_RMS_NORM; needs "  \
+            "--allreduce other than nccl)"},                                \
+    {.name = "overlap", .kind = NVL_OPT_ENUM,                               \
+     .offset = NVL_CLI_MO_AT(type, m, overlap), .def = "none",              \
+     .family = &nvl_overlap_family,                                         \
+     .doc = "tensor-parallel allreduces overlapped with the row-parallel "  \
+            "GEMMs (o_proj, down_proj) in chunks, as async TP / FLUX "     \
+            "(none: one after the other)"},                                 \
+    {.name = "a2a", .kind = NVL_OPT_ENUM,                                   \
+     .offset = NVL_CLI_MO_AT(type, m, a2a_onesided), .def = "nccl",         \
+     .family = &nvl_engine_a2a_family,                                      \
+     .doc = "expert parallelism's dispatch and combine: NCCL send/recv "    \
+            "groups, or one-sided NVLink writes into the peers' buffers "   \
+            "(DeepEP-style: low-latency mode in decode, high-throughput in " \
+            "prefill)"},                                                    \
+    {.name = "kv-host", .kind = NVL_OPT_CUSTOM,                             \
+     .offset = NVL_CLI_MO_AT(type, m, kv_host), .arg = "auto|FRACTION",     \
+     .def = "0", .parse = nvl_cli_parse_host_share,                         \
+     .doc = "keep this share of every sequence's KV cache in the host "     \
+            "CPU's memory, read over NVLink-C2C every step (auto: what "    \
+            "does not fit in HBM)"},                                        \
+    {.name = "weights-host", .kind = NVL_OPT_CUSTOM,                        \
+     .offset = NVL_CLI_MO_AT(type, m, weights_host),                        \
+     .arg = "auto|FRACTION", .def = "0",                                    \
+     .parse = nvl_cli_parse_host_share,                                     \
+     .doc = "stream this share of each layer's weights from the host "      \
+            "CPU's memory over NVLink-C2C every pass (auto: what does not " \
+            "fit in HBM)"},                                                 \
+    {.name = "ep", .kind = NVL_OPT_LONG,                                    \
+     .offset = NVL_CLI_MO_AT(type, m, ep), .arg = "N", .def = "1",          \
+     .min = 1, .max = 1 << 20,                                              \
+     .doc = "mixture of experts: spread the experts over N groups of "      \
+            "ranks (expert parallelism; N divides the rank count; 1: "      \
+            "experts tensor-parallel)"},                                    \
+    {.name = "attn-parallel", .kind = NVL_OPT_ENUM,                         \
+     .offset = NVL_CLI_MO_AT(type, m, attn_dp), .def = "tp",                \
+     .family = &nvl_attn_parallel_family,                                   \
+     .doc = "mixture of experts: attention tensor-parallel over all "       \
+            "ranks, or data-parallel (each rank its own sequences, at "     \
+            "least one each)"},                                             \
+    {.name = "layers", .kind = NVL_OPT_LONG,                                \
+     .offset = NVL_CLI_MO_AT(type, m, layers), .arg = "N", .min = 1,        \
+     .max = 100000, .doc = "run only the first N layers"}
+
+/* --route-skew, for the commands that run timing mode (run, serve):
+ * generate runs the model's own router. */
+#define NVL_CLI_MODEL_OPT_ROUTE_SKEW(type, m)                               \
+    {.name = "route-skew", .kind = NVL_OPT_DOUBLE,                          \
+     .offset = NVL_CLI_MO_AT(type, m, route_skew), .arg = "S", .def = "0",  \
+     .min_d = 0, .max_d = 100,                                              \
+     .doc = "timing mode, mixture of experts: tokens pick experts "         \
+            "Zipf-distributed with exponent S (0: uniform)"}
+
+/* The engine's options of a model run on topo: nvl_engine_opts_default,
+ * then the block (--attn auto resolved to the stack's kernel on topo's
+ * GPUs); the command sets what is its own (mode, weights_dir, seed).
+ * Checks the options together once (nvl_engine_opts_check): reports and
+ * returns NVL_ERR_INVALID; *o_out is set either way. */
+nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
+                                       const nvl_topo_t *topo,
+                                       nvl_engine_opts_t *o_out);
+
+/* "TP N", or "EP e x expert-TP N/e, attention TP|DP N": how `ranks`
+ * ranks hold the model, for report headers; at most len bytes with the
+ * terminating zero into name_out. */
+void nvl_cli_placement_name(int ranks, long ep, bool attn_dp, size_t len,
+                            char *name_out);
+
+#endif
