@@ -75,6 +75,12 @@ const char *nvl_coll_name(nvl_coll_t coll);
  * "Simple" ("P2P" for NVL_ALGO_COUNT, the point-to-point operations). */
 const char *nvl_algo_name(nvl_algo_t algo);
 const char *nvl_proto_name(nvl_proto_t proto);
+/* The algorithms and the protocols as families (family.h), one row per
+ * nvl_algo_t (src/coll/algos.c) and per nvl_proto_t (src/coll/protos.c),
+ * each carrying the member's rules of the cost model: NCCL_ALGO's and
+ * NCCL_PROTO's names, `nvlemu --list algorithm|protocol`. */
+extern const nvl_family_t nvl_algo_family;
+extern const nvl_family_t nvl_proto_family;
 
 /* Converts between a dtype and float (round to nearest even; fp8 e4m3
  * saturates to +-448, NaN stays NaN). */
@@ -169,6 +175,9 @@ void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
  * MPI messages (src/coll/ar_data.c).  Must be the same on every member
  * (the agreement reports a member that differs). */
 typedef enum { NVL_DATA_PATH_FAST, NVL_DATA_PATH_ALGORITHM } nvl_data_path_t;
+/* The host's data paths as a family (src/coll/data_path.c), in the order
+ * a call tries them: `nvlemu --list data-path`. */
+extern const nvl_family_t nvl_data_path_family;
 void nvl_comm_set_data_path(nvl_comm_t *comm, nvl_data_path_t path);
 
 /* Replaces the tuning configuration (must be the same on every member). */

@@ -15,14 +15,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvlemu/family.h"
 #include "nvlemu/status.h"
 
+/* config.json's model_type, one row each of nvl_model_type_family
+ * (src/model/model_type.c: the name and what its loader does
+ * differently). */
 typedef enum {
     NVL_QWEN2,
     NVL_QWEN3,
     NVL_QWEN3_MOE,
     NVL_LLAMA
 } nvl_model_family_t;
+
+/* The model types (`nvlemu --list model-type`) and the built-in presets
+ * (`nvlemu --list model`, src/model/presets.c) as families (family.h). */
+extern const nvl_family_t nvl_model_type_family;
+extern const nvl_family_t nvl_model_preset_family;
 
 #define NVL_MOE_MAX_MLP_ONLY 128 /* mlp_only_layers entries kept */
 
@@ -69,13 +78,14 @@ typedef struct {
  * mlp_only_layers, and (layer + 1) is a multiple of decoder_sparse_step. */
 bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer);
 
-/* The built-in presets ("qwen2.5-72b", "qwen2.5-7b", "qwen2.5-0.5b",
- * "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "llama3.3-70b",
- * "llama3.1-405b"), with the values of their published config.json.  Reports an unknown name with the list of
+/* The built-in preset called name (a row of nvl_model_preset_family:
+ * `nvlemu --list model`), with the values of its published config.json,
+ * its name in cfg_out->name.  Reports an unknown name with the list of
  * presets and returns NVL_ERR_INVALID. */
 nvl_status_t nvl_model_preset(const char *name,
                               nvl_model_config_t *cfg_out);
 
+/* The presets in their table's order; a name, or NULL past the last. */
 size_t nvl_model_preset_count(void);
 const char *nvl_model_preset_name(size_t index);
 /* Whether name is one of the presets. */

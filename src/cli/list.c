@@ -10,6 +10,7 @@
 #include "nvlemu/engine.h"
 #include "nvlemu/family.h"
 #include "nvlemu/json.h"
+#include "nvlemu/model.h"
 #include "nvlemu/quant.h"
 #include "nvlemu/serve.h"
 
@@ -27,6 +28,11 @@ static const nvl_family_t *const families[] = {
     &nvl_serve_sched_family,
     &nvl_serve_preempt_family,
     &nvl_quant_format_family,
+    &nvl_algo_family,
+    &nvl_proto_family,
+    &nvl_data_path_family,
+    &nvl_model_type_family,
+    &nvl_model_preset_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 

@@ -7,11 +7,19 @@
 
 #include "coll_impl.h"
 
+/* The kernels' rows, each defined in its own file. */
+extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
+    nvl_ar_nvls_oneshot, nvl_ar_nvls_twoshot;
+
 /* The implementations, by nvl_ar_impl_t: a row each (the kernels' cost
- * rows live in their files; NCCL and auto have none). */
+ * rows live in their files; NCCL and auto have none: NCCL's is the
+ * tuner's choice, auto picks another row per call). */
 typedef struct {
     nvl_member_t id;
     const nvl_ar_row_t *kernel;
+    /* the implementation that runs an allreduce of `bytes` (NULL: this
+     * one) */
+    nvl_ar_impl_t (*pick)(const nvl_comm_t *comm, size_t bytes);
 } impl_row_t;
 
 static const impl_row_t impls[NVL_AR_COUNT] = {
@@ -35,7 +43,7 @@ static const impl_row_t impls[NVL_AR_COUNT] = {
                                               "(TensorRT-LLM mnnvl two-shot)"},
                              &nvl_ar_nvls_twoshot},
     [NVL_AR_AUTO] = {{"auto", "per call, as TensorRT-LLM's AUTO strategy "
-                              "picks (ar_auto.c)"}, NULL},
+                              "picks (ar_auto.c)"}, NULL, nvl_ar_auto_pick},
 };
 
 const nvl_family_t nvl_ar_impl_family =
@@ -127,9 +135,9 @@ nvl_status_t nvl_ar_predict(const nvl_comm_t *comm, nvl_ar_impl_t impl,
 {
     if (nvl_ar_impl_unsupported(comm, impl) != NULL)
         return NVL_ERR_RANGE;
-    if (impl == NVL_AR_AUTO)
-        impl = nvl_ar_auto_pick(comm, bytes);
-    if (impl == NVL_AR_NCCL)
+    if (impls[impl].pick != NULL)
+        impl = impls[impl].pick(comm, bytes);
+    if (impls[impl].kernel == NULL) /* NCCL's: the tuner's choice */
         return nvl_coll_choose_quiet(comm, NVL_COLL_ALLREDUCE, bytes,
                                      info_out) == NVL_OK
                    ? NVL_OK

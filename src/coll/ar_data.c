@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 #include "nvlemu/runtime.h"
 
 /* Whole buffers while a member receives at most this much of them. */

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 
 /* Calls of up to n S bytes in all are reduced whole by every member: one
  * synchronisation, but every member reads every buffer.  Above, blocks:

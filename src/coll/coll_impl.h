@@ -110,8 +110,10 @@ typedef struct {
     int peer_to, peer_from;  /* sendrecv */
 } nvl_coll_call_t;
 
-/* The model of one NCCL algorithm (src/coll/<algo>.c); its identity (enum
- * value, names, latency keys) is its row of NVL_ALGO_TABLE. */
+/* The model of one NCCL algorithm (src/coll/<algo>.c): its functions and
+ * every rule of the shared cost model (model.c) that differs for it; its
+ * identity (enum value, names, latency keys) is its row of NVL_ALGO_TABLE
+ * (include/nvlemu/topo.h), its family row algos.c's. */
 typedef struct {
     nvl_algo_t algo;
     /* whether the algorithm can run coll with proto on this communicator */
@@ -122,17 +124,65 @@ typedef struct {
                         size_t bytes, nvl_proto_t proto, double channels);
     /* moves the data of a call (data mode only) */
     nvl_status_t (*run)(const nvl_coll_call_t *call);
+    /* the share of a channel's rate a protocol carries, where this
+     * algorithm's differs from the protocol's own eff (0: the protocol's) */
+    double proto_eff[NVL_PROTO_COUNT];
+    /* NCCL's bytes per thread before adding a channel, per member, where
+     * it scales with the members (0: the protocol's thread_threshold) */
+    double thread_threshold_per_rank[NVL_PROTO_COUNT];
+    /* the channels it runs on, where not chosen by size from the
+     * protocol's thread threshold (NULL): max_nc and min_nc are the
+     * channel bounds after NCCL_MAX/MIN_NCHANNELS */
+    double (*channels)(const nvl_comm_t *comm, int max_nc, int min_nc);
+    /* NCCL's ceiling per channel for this algorithm (NULL: none) */
+    double (*max_bw_per_channel)(const nvl_nccl_spec_t *nccl);
+    /* the environment variable whose 0 disables it (NULL: none) */
+    const char *enable_env;
 } nvl_coll_algo_t;
 
-/* Each algorithm's row, nvl_coll_algo_<key> in src/coll/<file>.c, declared
- * from the algorithm table (NVL_ALGO_TABLE, include/nvlemu/topo.h). */
+/* Each algorithm's row, nvl_coll_algo_<key> in src/coll/<file>.c, and its
+ * one-line description nvl_coll_algo_doc_<key>, declared from the
+ * algorithm table (NVL_ALGO_TABLE, include/nvlemu/topo.h). */
 #define NVL_COLL_ALGO_EXTERN_(id, key, name, ll, ll128, simple)             \
-    extern const nvl_coll_algo_t nvl_coll_algo_##key;
+    extern const nvl_coll_algo_t nvl_coll_algo_##key;                       \
+    extern const char nvl_coll_algo_doc_##key[];
 NVL_ALGO_TABLE(NVL_COLL_ALGO_EXTERN_)
 #undef NVL_COLL_ALGO_EXTERN_
 
-/* Indexed by nvl_algo_t. */
-extern const nvl_coll_algo_t *const nvl_coll_algos[NVL_ALGO_COUNT];
+/* The algorithms' family rows (algos.c), indexed by nvl_algo_t. */
+typedef struct {
+    nvl_member_t id;              /* NCCL_ALGO's spelling, and the doc */
+    const nvl_coll_algo_t *model; /* src/coll/<key>.c's row */
+} nvl_coll_algo_row_t;
+extern const nvl_coll_algo_row_t nvl_coll_algo_rows[NVL_ALGO_COUNT];
+
+/* The model of algorithm a (a < NVL_ALGO_COUNT). */
+static inline const nvl_coll_algo_t *nvl_coll_algo(nvl_algo_t a)
+{
+    return nvl_coll_algo_rows[a].model;
+}
+
+/* NCCL's slots per connection (device.h NCCL_STEPS): a channel's buffer
+ * holds this many steps in flight. */
+#define NVL_NCCL_STEPS 8
+
+/* One protocol's row (src/coll/protos.c), indexed by nvl_proto_t: the
+ * rows of nvl_proto_family. */
+typedef struct {
+    nvl_member_t id;         /* NCCL_PROTO's spelling, and the doc */
+    double eff;              /* the share of a channel's rate carrying data */
+    /* one step's payload, bytes (NCCL enqueue.cc calcCollChunking:
+     * buffSize / NCCL_STEPS, of which the protocol's data share):
+     * broadcast's and reduce's chunk (CHUNKSTEPS 1) */
+    size_t chunk_bytes;
+    double thread_threshold; /* bytes per thread before adding a channel */
+    /* a chunked protocol: on a ring's steps a channel reaches
+     * [nccl] mid_efficiency of its rate at mid sizes (model.c) */
+    bool knee;
+    /* NCCL's ceiling on `channels` channels, bytes/s (NULL: none) */
+    double (*max_bw)(const nvl_nccl_spec_t *nccl, double channels);
+} nvl_coll_proto_t;
+extern const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT];
 
 /* One call recorded under deferred agreement (src/coll/defer.c). */
 typedef struct nvl_defer_call {
@@ -144,7 +194,7 @@ typedef struct nvl_defer_call {
                                 settled, the group's start and duration */
 } nvl_defer_call_t;
 
-/* coll.c, p2p.c, under deferred agreement: records a checked call (ok,
+/* collective.c, p2p.c, under deferred agreement: records a checked call (ok,
  * and when not the call's name and why) with this member's info (its
  * duration in time_ps), writes info_out (start_ps -1) and returns
  * NVL_OK; the agreement comes at nvl_comm_settle. */
@@ -165,7 +215,8 @@ typedef enum {
                             + x_{b-1}, indices mod n */
 } nvl_ar_order_t;
 
-/* One implementation's row (src/coll/<impl>.c). */
+/* One kernel's row, nvl_ar_<impl> in src/coll/<impl>.c (declared where
+ * the implementations' table points at it, allreduce.c). */
 typedef struct {
     nvl_ar_impl_t impl;
     bool needs_nvls;           /* multimem: NVLink SHARP switches only */
@@ -173,9 +224,6 @@ typedef struct {
     /* modeled duration, seconds, of an allreduce of `bytes` (n > 1) */
     double (*predict_s)(const nvl_comm_t *comm, double bytes);
 } nvl_ar_row_t;
-
-extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
-    nvl_ar_nvls_oneshot, nvl_ar_nvls_twoshot;
 
 /* The pieces every implementation's time is made of (allreduce.c):
  *   kernel    the GPU's empty kernel ([gpu] kernel_floor) plus the local
@@ -251,15 +299,6 @@ double nvl_coll_model_path_bw(const nvl_comm_t *comm);
 double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         double channels, double wire_bytes);
-
-/* NCCL's slots per connection (device.h NCCL_STEPS): a channel's buffer
- * holds this many steps in flight. */
-#define NVL_NCCL_STEPS 8
-
-/* One step's payload of a protocol, bytes (NCCL enqueue.cc
- * calcCollChunking: buffSize / NCCL_STEPS; LL carries half of it, LL128
- * 15 of every 16 words): broadcast's and reduce's chunk (CHUNKSTEPS 1). */
-size_t nvl_coll_model_chunk_bytes(nvl_proto_t proto);
 
 /* Channels NCCL would use for nBytes (fewer for small messages), before
  * rounding down to whole channels: the bandwidth's channel count (model.c
@@ -381,7 +420,7 @@ typedef struct {
 
 /* One member's side of the agreement step of a call. */
 typedef struct {
-    int64_t signature;       /* the call (coll.c); equal calls, equal values */
+    int64_t signature;       /* the call (collective.c); equal calls, equal values */
     bool ok;                 /* this member's arguments are right */
     const char *what, *why;  /* the call and what is wrong (only if !ok) */
     int64_t time_ps;         /* this member's modeled duration */
@@ -455,84 +494,5 @@ int64_t nvl_coll_signature(const nvl_coll_call_t *call);
 /* "allreduce(count=..., bf16, sum)" or "nvl_group_end (...)": a call as
  * reports name it, into buf (len bytes). */
 void nvl_coll_describe(const nvl_coll_call_t *call, char *buf, size_t len);
-
-/* ---- the data paths of larger groups (src/coll/wide.c) ----------------- */
-
-/* Data mode, more than NVL_DIRECT_MAX_MEMBERS members, after agreeing:
- * moves an allreduce, allgather or reduce-scatter with one MPI collective
- * of the same name (reductions by nvl_reduce_into); *handled_out false
- * (nothing done) for the other collectives and for sizes MPI cannot take
- * in one call. */
-nvl_status_t nvl_wide_run(const nvl_coll_call_t *call, bool *handled_out);
-
-/* Frees the reduction ops (comm destruction). */
-void nvl_wide_free(nvl_comm_t *comm);
-
-/* ---- the direct data paths of small groups (src/coll/direct.c) --------- */
-
-/* How a call's data moves when the group agrees directly. */
-typedef enum {
-    NVL_DIRECT_NONE,     /* the chosen algorithm's run() after agreeing */
-    NVL_DIRECT_WHOLE,    /* allreduce: every member's buffer to every other
-                            within the agreement; each reduces all of them */
-    NVL_DIRECT_SHARES,   /* allreduce: block k to member k within the
-                            agreement, reduced there, then gathered */
-    NVL_DIRECT_SPLIT,    /* allreduce: after agreeing, the same in two
-                            exchanges (blocks too large to ride along) */
-    NVL_DIRECT_GATHER,   /* allgather: every member's block to every other
-                            within the agreement */
-    NVL_DIRECT_SCATTER   /* reduce-scatter: block k to member k within the
-                            agreement, reduced there */
-} nvl_direct_path_t;
-
-/* Data mode, group of up to NVL_DIRECT_MAX_MEMBERS, arguments checked: the
- * path of the call and, in msgs (comm size entries), what its agreement
- * messages carry. */
-nvl_direct_path_t nvl_direct_plan(const nvl_coll_call_t *call,
-                                  nvl_agree_msg_t *msgs);
-
-/* Data mode, after agreeing: a serving engine's allreduce moved and
- * reduced in `order` (ar_data.c), every member getting the same bits,
- * from what the agreement carried: in groups of up to
- * NVL_DIRECT_MAX_MEMBERS path and msgs of nvl_direct_plan (NVL_DIRECT_NONE:
- * nothing), in larger ones every member's buffer, gathered (NULL:
- * nothing). */
-nvl_status_t nvl_ar_run(const nvl_coll_call_t *call, nvl_ar_order_t order,
-                        nvl_direct_path_t path, const nvl_agree_msg_t *msgs,
-                        const void *gathered);
-
-/* Elements [lo, lo + len) of an allreduce, member k's copy of them at x[k]
- * (n entries), reduced in `order` (float, rounded
- * once) into out, which may be one of the x (ar_data.c). */
-void nvl_ar_reduce_range(const nvl_coll_call_t *call, nvl_ar_order_t order,
-                         const char **x, size_t lo, size_t len, char *out);
-
-/* ---- the shared-window path of one host's members (src/coll/ar_window.c) */
-
-/* Data mode, a serving engine's allreduce of `bytes`: whether it goes
- * through the shared window (unless the members turn out to span hosts);
- * the same on every member for equal calls. */
-bool nvl_ar_window_fits(const nvl_comm_t *comm, size_t bytes);
-
-/* Before agreeing, for a call that fits: copies the send buffer into this
- * member's slot when the window has room for it; returns whether it did
- * (the same on every member for equal calls). */
-bool nvl_ar_window_stage(const nvl_coll_call_t *call);
-
-/* After agreeing, for a call that fits: the allreduce through the window,
- * made or grown first (collectively) when stage did not stage it.
- * *handled_out false (nothing done) when the members span hosts: then
- * nvl_ar_run moves it.  Out of memory: reported, NVL_ERR_NOMEM. */
-nvl_status_t nvl_ar_window_run(const nvl_coll_call_t *call,
-                               nvl_ar_order_t order, bool staged,
-                               bool *handled_out);
-
-/* Frees the window (collective: comm destruction). */
-void nvl_ar_window_free(nvl_comm_t *comm);
-
-/* After agreeing: the rest of the data movement of a planned call. */
-nvl_status_t nvl_direct_finish(const nvl_coll_call_t *call,
-                               nvl_direct_path_t path,
-                               const nvl_agree_msg_t *msgs);
 
 #endif

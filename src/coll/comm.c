@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 
 /* Die view: the ring edges NCCL's ring (a package's dies adjacent) runs
  * over die links: one per package with two or more members (a package of

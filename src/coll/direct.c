@@ -26,7 +26,7 @@
  * any other data path. */
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 
 /* Whole buffers while a member receives at most this much of them,
  * (N-1) x the buffer: where one exchange of whole buffers beats two of

@@ -14,15 +14,12 @@
 #include "coll_impl.h"
 
 
-/* Protocol efficiencies, NCCL tuning.cc: LL moves 4 data bytes per 8-byte
- * line; LL128 120 of 128 bytes (NCCL applies 0.92); Tree LL 1/3.8. */
+/* The share of a channel's rate proto carries under algo: the
+ * algorithm's own where its row has one, else the protocol's. */
 static double proto_eff(nvl_algo_t algo, nvl_proto_t proto)
 {
-    if (proto == NVL_PROTO_LL)
-        return algo == NVL_ALGO_TREE ? 1.0 / 3.8 : 0.5;
-    if (proto == NVL_PROTO_LL128)
-        return algo == NVL_ALGO_TREE ? 7.0 / 9.0 : 0.92;
-    return 1.0;
+    double own = nvl_coll_algo(algo)->proto_eff[proto];
+    return own > 0 ? own : nvl_coll_protos[proto].eff;
 }
 
 double nvl_coll_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
@@ -92,23 +89,23 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
 {
     const nvl_nccl_spec_t *n = &c->topo->nccl;
     double per_channel = path_bw * NVL_NVLINK_DATA_EFF / n->channels;
+    const nvl_coll_proto_t *p = &nvl_coll_protos[proto];
+    const nvl_coll_algo_t *a = nvl_coll_algo(algo);
     double bw = per_channel * channels * proto_eff(algo, proto);
-    /* NCCL's ceilings (tuning.cc): what the SMs of a channel can move */
-    if (proto == NVL_PROTO_LL && bw > n->ll_max_bw_bytes_per_s)
-        bw = n->ll_max_bw_bytes_per_s;
-    if (proto == NVL_PROTO_LL128 &&
-        bw > channels * n->ll128_max_bw_per_channel_bytes_per_s)
-        bw = channels * n->ll128_max_bw_per_channel_bytes_per_s;
-    if (algo == NVL_ALGO_TREE &&
-        bw > channels * n->tree_max_bw_per_channel_bytes_per_s)
-        bw = channels * n->tree_max_bw_per_channel_bytes_per_s;
+    /* NCCL's ceilings (tuning.cc): what the SMs of a channel can move,
+     * the protocol's, then the algorithm's */
+    if (p->max_bw != NULL && bw > p->max_bw(n, channels))
+        bw = p->max_bw(n, channels);
+    if (a->max_bw_per_channel != NULL &&
+        bw > channels * a->max_bw_per_channel(n))
+        bw = channels * a->max_bw_per_channel(n);
     /* chunked protocols on a ring's steps (every member receiving from one
      * neighbour and sending to the other at once): a channel reaches
      * mid_efficiency of its rate at mid sizes and approaches all of it as
      * its share grows past the knee.  Broadcast and reduce are a chain
      * (ring.c): their pipeline is modeled there, not by this shape, which
      * was measured on allreduce, allgather and reduce-scatter only. */
-    if (proto != NVL_PROTO_LL && coll != NVL_COLL_BROADCAST &&
+    if (p->knee && coll != NVL_COLL_BROADCAST &&
         coll != NVL_COLL_REDUCE) {
         double x = wire_bytes / channels, knee = (double)n->knee_bytes;
         bw *= n->mid_efficiency + (1 - n->mid_efficiency) * x / (x + knee);
@@ -128,23 +125,6 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
  * rounding would make a message just past a channel boundary faster than
  * one just below it (1 MB slower than 2 MB for Ring LL at 72 ranks),
  * which no measured curve shows. */
-size_t nvl_coll_model_chunk_bytes(nvl_proto_t proto)
-{
-    /* buffer sizes (init.cc DEFAULT_*BUFFSIZE, device.h): LL 8 lines x 512
-     * threads x NCCL_STEPS x 16 B, half of it data; LL128 120 elements x
-     * 640 threads x NCCL_STEPS x 8 B, 15 of 16 words data; Simple 4 MiB */
-    size_t step;
-    if (proto == NVL_PROTO_LL) {
-        step = (size_t)8 * 512 * NVL_NCCL_STEPS * 16 / NVL_NCCL_STEPS;
-        return step / 2;
-    }
-    if (proto == NVL_PROTO_LL128) {
-        step = (size_t)120 * 640 * NVL_NCCL_STEPS * 8 / NVL_NCCL_STEPS;
-        return step / 16 * 15;
-    }
-    return ((size_t)4 << 20) / NVL_NCCL_STEPS;
-}
-
 double nvl_coll_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
                                nvl_proto_t proto, size_t bytes)
 {
@@ -154,18 +134,12 @@ double nvl_coll_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
     int min_nc = c->tuner.min_channels > 0 ? c->tuner.min_channels : 1;
     if (min_nc > nc)
         min_nc = nc;
-    if (algo == NVL_ALGO_NVLS_TREE)
-        return nc; /* NCCL runs NVLS on its fixed set of NVLS channels */
-    if (algo == NVL_ALGO_NVLS) { /* nvls.cc: nvlsChannels, within the CTA bounds */
-        int nv = (int)c->topo->nccl.nvls_channels;
-        if (c->tuner.max_channels > 0 && c->tuner.max_channels < nv)
-            nv = c->tuner.max_channels;
-        return nv < min_nc ? min_nc : nv;
-    }
-    double threshold = proto == NVL_PROTO_SIMPLE ? 64.0
-                       : proto == NVL_PROTO_LL128 ? 8.0
-                       : algo == NVL_ALGO_RING ? 16.0 * c->size
-                                               : 8.0;
+    const nvl_coll_algo_t *a = nvl_coll_algo(algo);
+    if (a->channels != NULL)
+        return a->channels(c, nc, min_nc);
+    double per_rank = a->thread_threshold_per_rank[proto];
+    double threshold = per_rank > 0 ? per_rank * c->size
+                                    : nvl_coll_protos[proto].thread_threshold;
     double share = (double)bytes / (512.0 * threshold);
     return share < min_nc ? min_nc : share > nc ? nc : share;
 }

@@ -177,9 +177,25 @@ out:
     return st;
 }
 
+const char nvl_coll_algo_doc_nvls[] =
+    "NVLink SHARP: the switch reduces and multicasts, one NVLink domain: "
+    "allreduce, allgather, reduce-scatter (nvls.c)";
+
+/* nvls.cc: nvlsChannels, within the CTA bounds. */
+static double nvls_channels(const nvl_comm_t *c, int max_nc, int min_nc)
+{
+    (void)max_nc;
+    int nv = (int)c->topo->nccl.nvls_channels;
+    if (c->tuner.max_channels > 0 && c->tuner.max_channels < nv)
+        nv = c->tuner.max_channels;
+    return nv < min_nc ? min_nc : nv;
+}
+
 const nvl_coll_algo_t nvl_coll_algo_nvls = {
     .algo = NVL_ALGO_NVLS,
     .supports = nvls_supports,
     .predict_s = nvls_predict,
     .run = nvls_run,
+    .channels = nvls_channels,
+    .enable_env = "NCCL_NVLS_ENABLE",
 };

@@ -104,9 +104,23 @@ out:
     return st;
 }
 
+const char nvl_coll_algo_doc_nvlstree[] =
+    "NVLink SHARP within each domain, a tree across domains: allreduce "
+    "(nvls_tree.c)";
+
+/* NCCL runs NVLS on its fixed set of NVLS channels. */
+static double nvlstree_channels(const nvl_comm_t *c, int max_nc, int min_nc)
+{
+    (void)c;
+    (void)min_nc;
+    return max_nc;
+}
+
 const nvl_coll_algo_t nvl_coll_algo_nvlstree = {
     .algo = NVL_ALGO_NVLS_TREE,
     .supports = nvlstree_supports,
     .predict_s = nvlstree_predict,
     .run = nvlstree_run,
+    .channels = nvlstree_channels,
+    .enable_env = "NCCL_NVLS_ENABLE",
 };

@@ -116,9 +116,14 @@ out:
     return st;
 }
 
+const char nvl_coll_algo_doc_pat[] =
+    "Parallel Aggregated Trees, one GPU per node: allgather, "
+    "reduce-scatter (pat.c)";
+
 const nvl_coll_algo_t nvl_coll_algo_pat = {
     .algo = NVL_ALGO_PAT,
     .supports = pat_supports,
     .predict_s = pat_predict,
     .run = pat_run,
+    .enable_env = "NCCL_PAT_ENABLE",
 };

@@ -49,7 +49,7 @@ static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
     double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_RING, proto,
                                            hops - inter, inter);
     double s = (double)bytes, x = s / channels;
-    double chunk = (double)nvl_coll_model_chunk_bytes(proto);
+    double chunk = (double)nvl_coll_protos[proto].chunk_bytes;
     double busbw = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
                                          nvl_coll_model_path_bw(c), channels,
                                          s);
@@ -192,9 +192,16 @@ out:
     return st;
 }
 
+const char nvl_coll_algo_doc_ring[] =
+    "members pass blocks around a ring: allreduce, allgather, "
+    "reduce-scatter; broadcast and reduce as a chain (ring.c)";
+
 const nvl_coll_algo_t nvl_coll_algo_ring = {
     .algo = NVL_ALGO_RING,
     .supports = ring_supports,
     .predict_s = ring_predict,
     .run = ring_run,
+    /* Ring LL: 16 bytes per thread per member (NCCL 2.28's
+     * threadThresholds, ring column "16/8/64", x nRanks) */
+    .thread_threshold_per_rank = {[NVL_PROTO_LL] = 16.0},
 };

@@ -97,9 +97,21 @@ static nvl_status_t tree_run(const nvl_coll_call_t *call)
     return st;
 }
 
+const char nvl_coll_algo_doc_tree[] =
+    "double binary tree, reduce up and broadcast down: allreduce (tree.c)";
+
+/* NCCL's Tree ceiling per channel (tuning.cc perChMaxTreeBws). */
+static double tree_max_bw(const nvl_nccl_spec_t *n)
+{
+    return n->tree_max_bw_per_channel_bytes_per_s;
+}
+
 const nvl_coll_algo_t nvl_coll_algo_tree = {
     .algo = NVL_ALGO_TREE,
     .supports = tree_supports,
     .predict_s = tree_predict,
     .run = tree_run,
+    /* NCCL tuning.cc: Tree LL at 1/3.8, LL128 at 7/9 */
+    .proto_eff = {[NVL_PROTO_LL] = 1.0 / 3.8, [NVL_PROTO_LL128] = 7.0 / 9.0},
+    .max_bw_per_channel = tree_max_bw,
 };

@@ -7,8 +7,6 @@
 
 #include "coll_impl.h"
 
-static const char *const proto_names[NVL_PROTO_COUNT] = {"LL", "LL128",
-                                                         "Simple"};
 /* NCCL's algorithm names; CollNet ones are accepted and never modeled
  * (no topology here has an in-network reduction fabric). */
 static const char *const collnet_names[] = {"CollNetDirect", "CollNetChain",
@@ -23,13 +21,15 @@ void nvl_tuner_cfg_default(nvl_tuner_cfg_t *cfg)
         cfg->proto_enabled[p] = true;
 }
 
-/* Parses NCCL's list syntax ("ring,tree" or "^ll,ll128") into enabled[]. */
+/* Parses NCCL's list syntax ("ring,tree" or "^ll,ll128") over family's
+ * names (any case) into enabled[] (one entry per member); the algorithms
+ * also accept CollNet's names, which enable nothing. */
 static nvl_status_t parse_list(const char *var, const char *text,
-                               bool *enabled, int n, const char *(*name)(int),
-                               const char *accepted)
+                               const nvl_family_t *family, bool *enabled)
 {
     bool exclude = text[0] == '^';
-    for (int i = 0; i < n; i++)
+    bool algos = family == &nvl_algo_family;
+    for (size_t i = 0; i < family->n_rows; i++)
         enabled[i] = exclude;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", exclude ? text + 1 : text);
@@ -39,43 +39,30 @@ static nvl_status_t parse_list(const char *var, const char *text,
         while (*tok == ' ')
             tok++;
         int found = 0;
-        for (int i = 0; i < n; i++) {
-            if (strcasecmp(tok, name(i)) == 0) {
+        for (size_t i = 0; i < family->n_rows; i++) {
+            if (strcasecmp(tok, nvl_family_name(family, (int)i)) == 0) {
                 enabled[i] = !exclude;
                 found = 1;
             }
         }
-        for (size_t j = 0; !found && enabled != NULL &&
-                           j < sizeof collnet_names / sizeof collnet_names[0] &&
-                           n == NVL_ALGO_COUNT;
+        for (size_t j = 0; !found && algos &&
+                           j < sizeof collnet_names / sizeof collnet_names[0];
              j++)
             found = strcasecmp(tok, collnet_names[j]) == 0;
         if (!found) {
+            char accepted[160];
+            nvl_family_names(family, ", ", ", ", accepted, sizeof accepted);
             nvl_report("%s=%s: unknown name '%s' (expected a comma-separated "
-                       "list of %s, optionally after '^' to exclude them)",
-                       var, text, tok, accepted);
+                       "list of %s%s, optionally after '^' to exclude them)",
+                       var, text, tok, accepted,
+                       algos ? " (CollNetDirect, CollNetChain accepted, never "
+                               "used)"
+                             : "");
             return NVL_ERR_INVALID;
         }
     }
     return NVL_OK;
 }
-
-#define NAME(id, key, name, ll, ll128, simple) [NVL_ALGO_##id] = name,
-static const char *const algo_names[NVL_ALGO_COUNT] = {NVL_ALGO_TABLE(NAME)};
-#undef NAME
-
-const char *nvl_algo_name(nvl_algo_t a)
-{
-    return a < NVL_ALGO_COUNT ? algo_names[a] : "P2P";
-}
-
-const char *nvl_proto_name(nvl_proto_t p)
-{
-    return p < NVL_PROTO_COUNT ? proto_names[p] : "?";
-}
-
-static const char *algo_name(int a) { return nvl_algo_name((nvl_algo_t)a); }
-static const char *proto_name(int p) { return nvl_proto_name((nvl_proto_t)p); }
 
 static nvl_status_t env_int(const char *var, int *out)
 {
@@ -92,49 +79,44 @@ static nvl_status_t env_int(const char *var, int *out)
     return NVL_OK;
 }
 
+/* NCCL_ALGO or NCCL_PROTO, when set, over family into enabled[]; the text
+ * kept in env_out (for reports). */
+static nvl_status_t env_list(const char *var, const nvl_family_t *family,
+                             bool *enabled, char *env_out, size_t len)
+{
+    const char *v = getenv(var);
+    if (v == NULL || *v == '\0')
+        return NVL_OK;
+    nvl_status_t st = parse_list(var, v, family, enabled);
+    if (st == NVL_OK)
+        snprintf(env_out, len, "%s", v);
+    return st;
+}
+
 nvl_status_t nvl_tuner_cfg_from_env(nvl_tuner_cfg_t *cfg_out)
 {
     nvl_tuner_cfg_t cfg;
     nvl_tuner_cfg_default(&cfg);
-    const char *v = getenv("NCCL_ALGO");
     nvl_status_t st;
-    if (v != NULL && *v != '\0') {
-        char accepted[160] = "";
-        for (int a = 0; a < NVL_ALGO_COUNT; a++)
-            snprintf(accepted + strlen(accepted),
-                     sizeof accepted - strlen(accepted), "%s%s",
-                     a > 0 ? ", " : "", algo_names[a]);
-        snprintf(accepted + strlen(accepted),
-                 sizeof accepted - strlen(accepted),
-                 " (CollNetDirect, CollNetChain accepted, never used)");
-        st = parse_list("NCCL_ALGO", v, cfg.algo_enabled, NVL_ALGO_COUNT,
-                        algo_name, accepted);
-        if (st != NVL_OK)
+    if ((st = env_list("NCCL_ALGO", &nvl_algo_family, cfg.algo_enabled,
+                       cfg.algo_env, sizeof cfg.algo_env)) != NVL_OK ||
+        (st = env_list("NCCL_PROTO", &nvl_proto_family, cfg.proto_enabled,
+                       cfg.proto_env, sizeof cfg.proto_env)) != NVL_OK)
+        return st;
+    /* an algorithm's own switch (NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE) */
+    for (int a = 0; a < NVL_ALGO_COUNT; a++) {
+        const char *var = nvl_coll_algo((nvl_algo_t)a)->enable_env;
+        int on = 1;
+        if (var != NULL && (st = env_int(var, &on)) != NVL_OK)
             return st;
-        snprintf(cfg.algo_env, sizeof cfg.algo_env, "%s", v);
+        if (!on)
+            cfg.algo_enabled[a] = false;
     }
-    v = getenv("NCCL_PROTO");
-    if (v != NULL && *v != '\0') {
-        st = parse_list("NCCL_PROTO", v, cfg.proto_enabled, NVL_PROTO_COUNT,
-                        proto_name, "LL, LL128, Simple");
-        if (st != NVL_OK)
-            return st;
-        snprintf(cfg.proto_env, sizeof cfg.proto_env, "%s", v);
-    }
-    int nvls = 1, pat = 1;
-    if ((st = env_int("NCCL_NVLS_ENABLE", &nvls)) != NVL_OK ||
-        (st = env_int("NCCL_PAT_ENABLE", &pat)) != NVL_OK ||
-        (st = env_int("NCCL_MAX_NCHANNELS", &cfg.max_channels)) != NVL_OK ||
+    if ((st = env_int("NCCL_MAX_NCHANNELS", &cfg.max_channels)) != NVL_OK ||
         (st = env_int("NCCL_MAX_CTAS", &cfg.max_channels)) != NVL_OK ||
         (st = env_int("NCCL_MIN_NCHANNELS", &cfg.min_channels)) != NVL_OK ||
         (st = env_int("NCCL_MIN_CTAS", &cfg.min_channels)) != NVL_OK)
         return st;
-    if (!nvls) {
-        cfg.algo_enabled[NVL_ALGO_NVLS] = false;
-        cfg.algo_enabled[NVL_ALGO_NVLS_TREE] = false;
-    }
-    if (!pat)
-        cfg.algo_enabled[NVL_ALGO_PAT] = false;
     *cfg_out = cfg;
     return NVL_OK;
 }
@@ -145,7 +127,7 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
 {
     if (algo >= NVL_ALGO_COUNT || proto >= NVL_PROTO_COUNT)
         return NVL_ERR_RANGE;
-    const nvl_coll_algo_t *a = nvl_coll_algos[algo];
+    const nvl_coll_algo_t *a = nvl_coll_algo(algo);
     if (!a->supports(comm, coll, proto))
         return NVL_ERR_RANGE;
     nvl_coll_info_t info = {.coll = coll, .algo = algo, .proto = proto,

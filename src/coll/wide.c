@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 
 /* One MPI_User_function per dtype and op: MPI passes no context. */
 #define WIDE_REDUCE(dt, op, name)                                            \

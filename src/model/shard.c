@@ -1,6 +1,8 @@
 /* Tensor-parallel sharding rules (include/nvlemu/shard.h). */
 #include "nvlemu/shard.h"
 
+#include <string.h>
+
 nvl_range_t nvl_range_split(uint32_t n, int parts, int i)
 {
     uint32_t base = n / (uint32_t)parts, extra = n % (uint32_t)parts;
@@ -58,7 +60,10 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
                    cfg->moe_intermediate);
         return NVL_ERR_INVALID;
     }
-    nvl_shard_t s = {.tp = tp, .rank = rank};
+    nvl_shard_t s;
+    memset(&s, 0, sizeof s); /* padding too: shards compare whole */
+    s.tp = tp;
+    s.rank = rank;
     s.q_heads = nvl_range_split(cfg->q_heads, tp, rank);
     attention(cfg, &s);
     s.intermediate = nvl_range_split(cfg->intermediate, tp, rank);
@@ -68,7 +73,7 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
     s.ep = 1;
     s.etp = tp;
     s.experts = (nvl_range_t){0, cfg->num_experts};
-    *shard_out = s;
+    memcpy(shard_out, &s, sizeof s);
     return NVL_OK;
 }
 
@@ -121,6 +126,6 @@ nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
         s.moe_intermediate =
             nvl_range_split(cfg->moe_intermediate, etp, rank % etp);
     }
-    *shard_out = s;
+    memcpy(shard_out, &s, sizeof s);
     return NVL_OK;
 }

@@ -1,14 +1,14 @@
-/* The collective entry points: check the call, choose the algorithm, agree
- * on the call and on the start time (agree.c; in small groups the first of
- * the data rides along, direct.c), move the data (data mode), advance the
- * clock. */
+/* The collective entry points: check the call, choose the algorithm (or a
+ * serving engine's kernel), plan its data path (data mode, data_path.c),
+ * agree on the call and on the start time (agree.c; what the path has
+ * ride along goes with it), finish the data's move, advance the clock. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "host_paths.h"
 #include "nvlemu/runtime.h"
 
 /* Checks one rank's arguments; writes why on error. */
@@ -82,11 +82,67 @@ static nvl_status_t choose(nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
     return st;
 }
 
+/* What the checked call will cost: a serving engine's kernel (*engine_out
+ * set), the tuner's choice, or the point-to-point model; 0 (why says)
+ * when nothing enabled can run it or its time is past the clock's range. */
+static int predict(const nvl_coll_call_t *call, size_t bytes,
+                   nvl_coll_info_t *info, bool *engine_out, char *why,
+                   size_t len)
+{
+    nvl_comm_t *comm = call->comm;
+    if (call->coll == NVL_COLL_ALLREDUCE && comm->ar_impl != NVL_AR_NCCL &&
+        nvl_ar_predict(comm, comm->ar_impl, bytes, info) == NVL_OK &&
+        info->impl != NVL_AR_NCCL) {
+        *engine_out = true;
+    } else if (call->coll <= NVL_COLL_ALLREDUCE) {
+        if (choose(comm, call->coll, bytes, info) != NVL_OK) {
+            snprintf(why, len, "no enabled algorithm/protocol can run it on "
+                               "%d rank(s) (check NCCL_ALGO, NCCL_PROTO, "
+                               "NCCL_NVLS_ENABLE)",
+                     comm->size);
+            return 0;
+        }
+    } else {
+        info->time_ps = nvl_p2p_predict_ps(call);
+    }
+    if (!nvl_vclock_fits(0, info->time_ps)) {
+        snprintf(why, len, "its modeled time is past the clock's range (one "
+                 "call lasts at most %.1f days of emulated time): a smaller "
+                 "size, or faster links", NVL_MAX_DURATION_DAYS);
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether the agreed start is within the clock's range.  A clock far past
+ * it: the engine holds its clocks at NVL_PS_MAX_CLOCK and fails the run
+ * itself, naming the layer (engine/issue.c), so only a caller that let the
+ * clock run on (a bench's thousandth call of 13 days) gets here, before
+ * the sum could wrap.  Every member holds the same agreed start: all
+ * return false, member 0 says why. */
+static bool start_in_range(const nvl_coll_call_t *call, int64_t start_ps)
+{
+    if (start_ps <= NVL_PS_MAX_CLOCK + NVL_PS_MAX_DURATION)
+        return true;
+    if (call->comm->rank == 0) {
+        char name[160];
+        nvl_coll_describe(call, name, sizeof name);
+        nvl_report("%s: it would start at %.3f s of emulated time, past the "
+                   "clock's range (%.1f days)", name,
+                   (double)start_ps * 1e-12, NVL_MAX_CLOCK_DAYS);
+    }
+    return false;
+}
+
+/* Every collective: checked and timed, recorded under deferred agreement
+ * (defer.c), or planned on its data path (data mode), agreed, moved, and
+ * the clock set to its end. */
 static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
 {
     nvl_comm_t *comm = call->comm;
     char why[256] = "", name[160] = "";
     size_t bytes = 0;
+    bool engine = false;
     int ok = check(call, &bytes, why, sizeof why);
     if (ok && comm->group_open) {
         snprintf(why, sizeof why, "called inside a point-to-point group "
@@ -95,64 +151,22 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
     }
     nvl_coll_info_t info = {.coll = call->coll, .algo = NVL_ALGO_COUNT,
                             .proto = NVL_PROTO_SIMPLE, .bytes = bytes};
-    bool custom = false; /* a serving engine's kernel (allreduce.c) */
-    if (ok && call->coll == NVL_COLL_ALLREDUCE &&
-        comm->ar_impl != NVL_AR_NCCL &&
-        nvl_ar_predict(comm, comm->ar_impl, bytes, &info) == NVL_OK &&
-        info.impl != NVL_AR_NCCL) {
-        custom = true;
-    } else if (ok && call->coll <= NVL_COLL_ALLREDUCE) {
-        if (choose(comm, call->coll, bytes, &info) != NVL_OK) {
-            snprintf(why, sizeof why, "no enabled algorithm/protocol can run "
-                                      "it on %d rank(s) (check NCCL_ALGO, "
-                                      "NCCL_PROTO, NCCL_NVLS_ENABLE)",
-                     comm->size);
-            ok = 0;
-        }
-    } else if (ok) {
-        info.time_ps = nvl_p2p_predict_ps(call);
-    }
-    if (ok && !nvl_vclock_fits(0, info.time_ps)) {
-        snprintf(why, sizeof why, "its modeled time is past the clock's "
-                 "range (one call lasts at most %.1f days of emulated "
-                 "time): a smaller size, or faster links", NVL_MAX_DURATION_DAYS);
-        ok = 0;
-    }
+    ok = ok && predict(call, bytes, &info, &engine, why, sizeof why);
     if (!ok) /* named only where reported: formatting costs */
         nvl_coll_describe(call, name, sizeof name);
     if (comm->defer) /* agreed later, with the batch (defer.c) */
         return nvl_defer_record(call, ok, name, why, &info, out);
-    /* small groups: the agreement's messages carry the first of the data;
-     * larger ones: an allreduce that fits the agreement's room is reduced
-     * within it */
-    nvl_agree_msg_t msgs[NVL_DIRECT_MAX_MEMBERS] = {{0}};
-    bool own = comm->data_path == NVL_DATA_PATH_ALGORITHM;
-    bool direct = comm->size <= NVL_DIRECT_MAX_MEMBERS && !own;
-    bool data = comm->mode == NVL_MODE_DATA;
-    nvl_direct_path_t path = NVL_DIRECT_NONE;
     nvl_agree_in_t in = {.signature = nvl_coll_signature(call), .ok = ok,
                          .what = name, .why = why, .time_ps = info.time_ps,
-                         .msgs = direct ? msgs : NULL, .dtype = call->dtype,
-                         .op = call->op};
-    size_t data_bytes = ok ? call->count * nvl_dtype_size(call->dtype) : 0;
-    /* a serving engine's kernel on one host: its buffer is staged in a
-     * shared window, read by the peers once the agreement is done
-     * (ar_window.c); nothing rides along */
-    bool window = custom && data && nvl_ar_window_fits(comm, data_bytes);
-    bool staged = window && nvl_ar_window_stage(call);
-    if (direct && ok && data && !window)
-        path = nvl_direct_plan(call, msgs);
-    /* a serving engine's kernel sums in its own order: its buffers are
-     * gathered within the agreement instead (ar_data.c) */
-    size_t ride = custom ? data_bytes * (size_t)comm->size : data_bytes;
-    if (!direct && !own && ok && data && call->coll == NVL_COLL_ALLREDUCE &&
-        !window && ride <= NVL_AGREE_MAX_PAYLOAD) {
-        in.need = ride;
-        if (ride <= nvl_agree_room(comm)) {
-            in.reduce_send = call->send;
-            in.reduce_bytes = data_bytes;
-            in.gather = custom;
-        }
+                         .dtype = call->dtype, .op = call->op};
+    nvl_data_move_t move = {.call = call, .algo = info.algo,
+                            .engine = engine};
+    const nvl_data_path_row_t *path = NULL;
+    if (ok && comm->mode == NVL_MODE_DATA) {
+        move.data_bytes = call->count * nvl_dtype_size(call->dtype);
+        if (engine)
+            move.order = nvl_ar_order((nvl_ar_impl_t)info.impl);
+        path = nvl_data_path_plan(&move, &in);
     }
     nvl_agree_out_t agreed;
     nvl_status_t st = nvl_coll_agree(comm, &in, &agreed);
@@ -162,50 +176,13 @@ static nvl_status_t collective(nvl_coll_call_t *call, nvl_coll_info_t *out)
         return st;
     info.start_ps = agreed.start_ps;
     info.time_ps = agreed.time_ps;
-    if (info.start_ps > NVL_PS_MAX_CLOCK + NVL_PS_MAX_DURATION) {
-        /* a clock far past its range: the engine holds its clocks at
-         * NVL_PS_MAX_CLOCK and fails the run itself, naming the layer
-         * (engine/issue.c), so only a caller that let the clock run on
-         * (a bench's thousandth call of 13 days) gets here, before the sum
-         * could wrap.  Every member holds the same agreed start: all
-         * return, one says. */
-        if (comm->rank == 0) {
-            nvl_coll_describe(call, name, sizeof name);
-            nvl_report("%s: it would start at %.3f s of emulated time, past "
-                       "the clock's range (%.1f days)", name,
-                       (double)info.start_ps * 1e-12, NVL_MAX_CLOCK_DAYS);
-        }
+    if (!start_in_range(call, info.start_ps))
         return NVL_ERR_RANGE;
-    }
-    if (data) {
-        bool handled = true;
-        if (custom) {
-            nvl_ar_order_t order = nvl_ar_order((nvl_ar_impl_t)info.impl);
-            bool moved = false;
-            if (window)
-                st = nvl_ar_window_run(call, order, staged, &moved);
-            if (st == NVL_OK && !moved)
-                st = nvl_ar_run(call, order, path, msgs, agreed.reduced);
-        } else if (path != NVL_DIRECT_NONE) {
-            st = nvl_direct_finish(call, path, msgs);
-        } else if (agreed.reduced != NULL) {
-            if (call->recv != agreed.reduced && data_bytes > 0)
-                memcpy(call->recv, agreed.reduced, data_bytes);
-        } else {
-            handled = false;
-            if (!direct && !own)
-                st = nvl_wide_run(call, &handled);
-        }
-        if (st == NVL_OK && !handled)
-            st = call->coll <= NVL_COLL_ALLREDUCE
-                     ? nvl_coll_algos[info.algo]->run(call)
-                     : nvl_p2p_run(call);
-        if (st != NVL_OK) {
-            /* a local failure while peers may wait on this rank: end it */
-            nvl_coll_describe(call, name, sizeof name);
-            nvl_report("%s failed on this rank: %s", name, nvl_status_str(st));
-            nvl_runtime_abort(1);
-        }
+    if (path != NULL && (st = path->finish(&move, &agreed)) != NVL_OK) {
+        /* a local failure while peers may wait on this rank: end it */
+        nvl_coll_describe(call, name, sizeof name);
+        nvl_report("%s failed on this rank: %s", name, nvl_status_str(st));
+        nvl_runtime_abort(1);
     }
     comm->clock->now_ps = info.start_ps + info.time_ps;
     if (out != NULL)
