@@ -21,14 +21,15 @@
  * Exit status: 0 when every bound holds, 1 when one is broken, 2 on bad
  * input. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nvlemu/coll.h"
+#include "nvlemu/opts.h"
 
 typedef struct {
     const char *file; /* nccl-tests output in the data directory */
@@ -366,6 +367,27 @@ static double knob_next(const knob_t *k, double v)
     return k->step > 0 ? v + k->step : v * 2;
 }
 
+/* The topology with the knobs at v (those that bear on the fit: all, or
+ * without the gather/scatter ones when gs is false); NULL on bad input. */
+static nvl_topo_t *topo_at(const char *topo_path, const double *v, bool gs)
+{
+    nvl_topo_t *t;
+    if (nvl_topo_load(topo_path, &t) != NVL_OK)
+        return NULL;
+    for (size_t k = 0; k < N_KNOBS; k++) {
+        char text[128];
+        if (knobs[k].gather_scatter_only && !gs)
+            continue;
+        snprintf(text, sizeof text, "%s=%g%s", knobs[k].key, v[k],
+                 knobs[k].unit);
+        if (nvl_topo_set(t, text) != NVL_OK) {
+            nvl_topo_free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
 /* Fits the knobs on the collectives in `fit` (by grid search, the
  * geomean error over their sizes), then prints every collective's error
  * under the fitted values.  Returns 0, or 2 on bad input. */
@@ -384,17 +406,8 @@ static int part_fit(const char *topo_path, const char *dir, int host_gpus,
     for (size_t k = 0; k < N_KNOBS; k++)
         v[k] = knobs[k].lo;
     for (;;) {
-        nvl_topo_t *t;
-        char text[128];
-        bool ok = nvl_topo_load(topo_path, &t) == NVL_OK;
-        for (size_t k = 0; ok && k < N_KNOBS; k++) {
-            if (knobs[k].gather_scatter_only && !gs)
-                continue;
-            snprintf(text, sizeof text, "%s=%g%s", knobs[k].key, v[k],
-                     knobs[k].unit);
-            ok = nvl_topo_set(t, text) == NVL_OK;
-        }
-        if (!ok) {
+        nvl_topo_t *t = topo_at(topo_path, v, gs);
+        if (t == NULL) {
             nvl_topo_free(base);
             return 2;
         }
@@ -455,66 +468,75 @@ static int part_fit(const char *topo_path, const char *dir, int host_gpus,
     return 0;
 }
 
+/* --fit-on's values: which of measured[] the knobs are fitted on. */
+enum { FIT_ALL_REDUCE = 1, FIT_GATHER_SCATTER = 6, FIT_ALL = 7 };
+static const nvl_opt_name_t fit_names[] = {
+    {"all_reduce", FIT_ALL_REDUCE}, {"gather_scatter", FIT_GATHER_SCATTER},
+    {"all", FIT_ALL}, {NULL, 0}};
+
+typedef struct {
+    const char *topo, *data, *topo_dir;
+    long host_gpus;
+    int published, fit_on, help;
+} vc_args_t;
+
+#define AT(f) offsetof(vc_args_t, f)
+static const nvl_opt_t vc_opts[] = {
+    {.name = "topo", .kind = NVL_OPT_STRING, .offset = AT(topo),
+     .arg = "FILE", .def = "topology/h200-nvl2.topo",
+     .doc = "the measured machine's topology"},
+    {.name = "data", .kind = NVL_OPT_STRING, .offset = AT(data),
+     .arg = "DIR", .def = "tests/data/calibration/h200-nvl2",
+     .doc = "its nccl-tests outputs"},
+    {.name = "host-gpus", .kind = NVL_OPT_LONG, .offset = AT(host_gpus),
+     .arg = "N", .def = "2", .min = 1, .max = 4096,
+     .doc = "GPUs one nccl-tests thread launches on (-g)"},
+    {.name = "published", .kind = NVL_OPT_FLAG, .offset = AT(published),
+     .doc = "also the published figures of the shipped topologies"},
+    {.name = "topology-dir", .kind = NVL_OPT_STRING, .offset = AT(topo_dir),
+     .arg = "DIR", .def = "topology",
+     .doc = "where --published finds the shipped topologies"},
+    {.name = "fit-on", .kind = NVL_OPT_ENUM, .offset = AT(fit_on),
+     .arg = "all_reduce|gather_scatter|all", .names = fit_names,
+     .doc = "fit the model's knobs on these measured curves instead "
+            "(leave-one-out)"},
+    {.name = "help", .kind = NVL_OPT_HELP, .offset = AT(help),
+     .doc = "print this help"},
+};
+#undef AT
+
+static const nvl_opts_t vc_set = {
+    .prefix = "validate-collectives",
+    .help_hint = "validate-collectives --help",
+    .usage = "validate-collectives [--topo FILE] [--data DIR] "
+             "[--host-gpus N] [--published] [--topology-dir DIR] "
+             "[--fit-on all_reduce|gather_scatter|all]",
+    .opts = vc_opts,
+    .n_opts = sizeof vc_opts / sizeof vc_opts[0],
+};
+
 int main(int argc, char **argv)
 {
-    const char *topo = "topology/h200-nvl2.topo";
-    const char *data = "tests/data/calibration/h200-nvl2";
-    const char *topo_dir = "topology";
-    int host_gpus = 2, pub = 0;
-    bool fit[3] = {false, false, false}, fitting = false;
-    double max_geo = 0.07, max_err = 0.25, max_pub = 0.10;
-    static const struct option opts[] = {
-        {"topo", required_argument, NULL, 't'},
-        {"data", required_argument, NULL, 'd'},
-        {"topology-dir", required_argument, NULL, 'T'},
-        {"host-gpus", required_argument, NULL, 'g'},
-        {"published", no_argument, NULL, 'p'},
-        {"fit-on", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 't': topo = optarg; break;
-        case 'd': data = optarg; break;
-        case 'T': topo_dir = optarg; break;
-        case 'g': host_gpus = atoi(optarg); break;
-        case 'p': pub = 1; break;
-        case 'f':
-            fitting = true;
-            if (strcmp(optarg, "all_reduce") == 0) {
-                fit[0] = true;
-            } else if (strcmp(optarg, "gather_scatter") == 0) {
-                fit[1] = fit[2] = true;
-            } else if (strcmp(optarg, "all") == 0) {
-                fit[0] = fit[1] = fit[2] = true;
-            } else {
-                fprintf(stderr, "validate-collectives: --fit-on %s: expected "
-                                "all_reduce, gather_scatter or all\n", optarg);
-                return 2;
-            }
-            break;
-        case 'h':
-            printf("usage: validate-collectives [--topo FILE] [--data DIR] "
-                   "[--host-gpus N] [--published] [--topology-dir DIR] "
-                   "[--fit-on all_reduce|gather_scatter|all]\n");
-            return 0;
-        default:
-            return 2;
-        }
-    }
-    if (host_gpus < 1) {
-        fprintf(stderr, "validate-collectives: --host-gpus must be >= 1\n");
+    vc_args_t a = {0};
+    int first;
+    if (nvl_opts_parse(&vc_set, argc, argv, &a, &first) != NVL_OK)
         return 2;
+    if (a.help) {
+        nvl_opts_help(&vc_set, stdout);
+        return 0;
     }
-    if (fitting)
-        return part_fit(topo, data, host_gpus, fit);
-    int rc = part_measured(topo, data, host_gpus, max_geo, max_err);
+    const double max_geo = 0.07, max_err = 0.25, max_pub = 0.10;
+    int host_gpus = (int)a.host_gpus;
+    if (a.fit_on != 0) {
+        const bool fit[3] = {a.fit_on & 1, a.fit_on & 2, a.fit_on & 4};
+        return part_fit(a.topo, a.data, host_gpus, fit);
+    }
+    int rc = part_measured(a.topo, a.data, host_gpus, max_geo, max_err);
     if (rc == 2)
         return 2;
-    if (pub) {
-        int rp = part_published(topo_dir, max_pub);
-        int ra = rp == 2 ? 2 : part_published_a2a(topo_dir, max_pub);
+    if (a.published) {
+        int rp = part_published(a.topo_dir, max_pub);
+        int ra = rp == 2 ? 2 : part_published_a2a(a.topo_dir, max_pub);
         if (rp == 2 || ra == 2)
             return 2;
         rc |= rp | ra;

@@ -16,15 +16,19 @@
  * are in docs/cost-model.md).  Prints every row with --rows.  Exit status
  * 0 when every bound holds, 1 when one is broken, 2 on bad input.
  *
+ *   validate-compute [--topo FILE] [--data DIR] [--rows]
+ *
  * The CSV files are the measuring scripts' own simple output (a header
  * line, then comma-separated numbers and names, no quoting), read with
  * strtok. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nvlemu/cost.h"
+#include "nvlemu/opts.h"
 
 typedef enum { G_GEMM, G_DECODE, G_PREFILL, G_ELEM } group_kind_t;
 
@@ -198,26 +202,46 @@ static int run_group(const group_t *g, const char *dir,
     return ok ? 0 : 1;
 }
 
+typedef struct {
+    const char *topo, *data;
+    int rows, help;
+} compute_args_t;
+
+#define AT(f) offsetof(compute_args_t, f)
+static const nvl_opt_t compute_opts[] = {
+    {.name = "topo", .kind = NVL_OPT_STRING, .offset = AT(topo),
+     .arg = "FILE", .def = "topology/h200-nvl2.topo",
+     .doc = "the topology whose [gpu] the kernels run on"},
+    {.name = "data", .kind = NVL_OPT_STRING, .offset = AT(data),
+     .arg = "DIR", .def = "tests/data/calibration",
+     .doc = "the measured kernels' folder"},
+    {.name = "rows", .kind = NVL_OPT_FLAG, .offset = AT(rows),
+     .doc = "print every row, measured against predicted"},
+    {.name = "help", .kind = NVL_OPT_HELP, .offset = AT(help),
+     .doc = "print this help"},
+};
+#undef AT
+
+static const nvl_opts_t compute_set = {
+    .prefix = "validate-compute",
+    .help_hint = "validate-compute --help",
+    .usage = "validate-compute [--topo FILE] [--data DIR] [--rows]",
+    .opts = compute_opts,
+    .n_opts = sizeof compute_opts / sizeof compute_opts[0],
+};
+
 int main(int argc, char **argv)
 {
-    const char *topo_path = "topology/h200-nvl2.topo";
-    const char *dir = "tests/data/calibration";
-    int rows = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--topo") == 0 && i + 1 < argc)
-            topo_path = argv[++i];
-        else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else if (strcmp(argv[i], "--rows") == 0)
-            rows = 1;
-        else {
-            fprintf(stderr, "usage: validate-compute [--topo FILE] [--data "
-                            "DIR] [--rows]\n");
-            return 2;
-        }
+    compute_args_t a = {0};
+    int first;
+    if (nvl_opts_parse(&compute_set, argc, argv, &a, &first) != NVL_OK)
+        return 2;
+    if (a.help) {
+        nvl_opts_help(&compute_set, stdout);
+        return 0;
     }
     nvl_topo_t *topo;
-    if (nvl_topo_load(topo_path, &topo) != NVL_OK)
+    if (nvl_topo_load(a.topo, &topo) != NVL_OK)
         return 2;
     nvl_cost_cfg_t cfg = {.topo = topo, .gpu = 0,
                           .weight_dtype = NVL_WDT_BF16,
@@ -225,10 +249,10 @@ int main(int argc, char **argv)
                           .stack = NVL_STACK_FUSED,
                           .launch = NVL_LAUNCH_GRAPH};
     printf("# validate-compute: %s against measured kernels in %s\n",
-           topo_path, dir);
+           a.topo, a.data);
     int status = 0;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
-        int s = run_group(&groups[i], dir, &cfg, rows);
+        int s = run_group(&groups[i], a.data, &cfg, a.rows);
         status = s > status ? s : status;
     }
     nvl_topo_free(topo);

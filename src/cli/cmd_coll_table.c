@@ -208,12 +208,15 @@ static void print_impls(const nvl_comm_t *comm)
             continue;
         }
         printf(" %7.1f/%6.1f |", (double)lat / 1e6, bw / 1e9);
-        for (size_t k = 0; k < N_PROBES; k++)
+        bool chooses = false; /* auto: another implementation runs */
+        for (size_t k = 0; k < N_PROBES; k++) {
             printf(" %8.1f", (double)t[k] / 1e6);
-        if (i == NVL_AR_AUTO)
+            chooses = chooses || picked[k] != (nvl_ar_impl_t)i;
+        }
+        if (chooses)
             for (size_t k = 0; k < N_PROBES; k++)
                 printf("%s%s", k ? ", " : "  (", nvl_ar_impl_name(picked[k]));
-        printf("%s\n", i == NVL_AR_AUTO ? ")" : "");
+        printf("%s\n", chooses ? ")" : "");
     }
 }
 

@@ -12,61 +12,29 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cost_cmd.h"
 #include "nvlemu/cost.h"
 #include "nvlemu/engine.h"
 #include "nvlemu/json.h"
 #include "nvlemu/units.h"
 #include "nvlemu/vclock.h"
 
-typedef struct {
-    nvl_cli_common_t common;
-    long gpu, peer;
-    /* op-specific options; NULL or 0 when not given */
-    const char *dtype, *library, *kernel, *kv_dtype, *path;
-    long batch, q_len, ctx, heads, kv_heads, head_dim;
-    /* from the arguments (check) */
-    const struct op *op;
-    double size[3]; /* gemm: m, n, k; elementwise, copy: bytes */
-    nvl_wdtype_t wdtype, kv_wdtype;
-    nvl_gemm_lib_t gemm_lib;
-    nvl_attn_impl_t attn;
-    bool attn_given;
-    nvl_copy_path_t copy_path;
-    /* from the topology (prepare) */
-    nvl_cost_cfg_t cfg;
-    uint64_t *new_tokens, *past; /* attention's, one per sequence */
-} cost_args_t;
-
-/* Each operation's usage, for its row and the command's. */
-#define GEMM_USAGE                                                          \
-    "gemm M N K [--dtype bf16|fp8|fp4] "                                    \
-    "[--library cublaslt|cutlass|deepgemm|trtllm-gen]"
-#define ATTENTION_USAGE                                                     \
-    "attention --batch B [--q-len Q] [--ctx C] --heads H --kv-heads K "     \
-    "--head-dim D [--kernel fa3|fa4|sdpa] [--kv-dtype bf16|fp8]"
-#define ELEMENTWISE_USAGE "elementwise BYTES"
-#define COPY_USAGE "copy BYTES --path hbm|nvlink|c2c-h2d|c2c-d2h|host [--peer N]"
-#define USAGE                                                               \
-    "[mpirun -np N] nvlemu cost [--topo FILE] [--gpu N] [--json FILE] "     \
-    "[--set K=V]... OP, where OP is one of: " GEMM_USAGE "; "                \
-    ATTENTION_USAGE "; " ELEMENTWISE_USAGE "; " COPY_USAGE
-
-#define AT(field) offsetof(cost_args_t, field)
+#define AT(field) offsetof(nvl_cli_cost_args_t, field)
 #define OP_LONG(name_, field, doc_)                                         \
     {.name = name_, .kind = NVL_OPT_LONG, .offset = AT(field), .arg = "N",  \
      .doc = doc_, .min = 1, .max = 1L << 30}
 
 static const nvl_opt_t cost_opts[] = {
-    NVL_CLI_OPT_TOPO(cost_args_t, NVL_CLI_DEFAULT_TOPO, false),
+    NVL_CLI_OPT_TOPO(nvl_cli_cost_args_t, NVL_CLI_DEFAULT_TOPO, false),
     {.name = "gpu", .kind = NVL_OPT_LONG, .offset = AT(gpu), .arg = "N",
      .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS - 1,
      .doc = "the GPU of the topology that runs the operation (its what-if "
             "overrides apply)"},
-    NVL_CLI_OPT_JSON(cost_args_t, "write the result as JSON to FILE ('-': "
+    NVL_CLI_OPT_JSON(nvl_cli_cost_args_t, "write the result as JSON to FILE ('-': "
                                   "standard output) instead"),
-    NVL_CLI_OPT_SET(cost_args_t),
-    NVL_CLI_OPT_RANK_PLAYS(cost_args_t),
-    NVL_CLI_OPT_SET_FILE(cost_args_t),
+    NVL_CLI_OPT_SET(nvl_cli_cost_args_t),
+    NVL_CLI_OPT_RANK_PLAYS(nvl_cli_cost_args_t),
+    NVL_CLI_OPT_SET_FILE(nvl_cli_cost_args_t),
     {.name = "dtype", .kind = NVL_OPT_STRING, .offset = AT(dtype),
      .arg = "bf16|fp8|fp4", .doc = "gemm: weight and input type (default "
                                    "bf16)"},
@@ -101,231 +69,8 @@ static const nvl_opt_t cost_opts[] = {
      .def = "-1", .min = -1, .max = NVL_TOPO_MAX_GPUS - 1,
      .doc = "copy --path nvlink: the GPU copied to (-1: the next GPU of "
             "--gpu's NVLink domain)"},
-    NVL_CLI_OPT_HELP(cost_args_t),
+    NVL_CLI_OPT_HELP(nvl_cli_cost_args_t),
 };
-
-/* ---- the operations ------------------------------------------------------
- * One row each: its name, its arguments, the options that are its own,
- * how it reads them, its cost, its inputs for the report and its rate. */
-
-typedef struct op {
-    const char *name;
-    const char *usage;   /* "gemm M N K [--dtype ...]" */
-    const char *args;    /* the positional arguments, as usage shows them */
-    int n_args;
-    const char *options; /* its own options, "--a --b" ("" for none) */
-    nvl_status_t (*read)(cost_args_t *a);
-    nvl_kernel_cost_t (*cost)(const cost_args_t *a, const nvl_cost_cfg_t *cfg);
-    /* "m=8192 n=8192 k=8192 dtype=bf16" */
-    void (*describe)(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                     char *buf, size_t len);
-    void (*inputs_json)(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                        json_t *inputs);
-    bool flops_rate; /* the rate that matters: TFLOP/s, else GB/s */
-} op_t;
-
-static nvl_status_t read_gemm(cost_args_t *a)
-{
-    if (a->dtype != NULL &&
-        nvl_wdtype_parse("--dtype", a->dtype, &a->wdtype) != NVL_OK)
-        return NVL_ERR_INVALID;
-    return a->library == NULL
-               ? NVL_OK
-               : nvl_gemm_lib_parse("--library", a->library, &a->gemm_lib);
-}
-
-/* The library the GEMM runs in (the stack's choice resolved). */
-static const char *gemm_library(const nvl_cost_cfg_t *cfg)
-{
-    double rel;
-    return nvl_gemm_lib_name(nvl_gemm_lib_choose(cfg, cfg->weight_dtype, &rel));
-}
-
-static nvl_kernel_cost_t cost_gemm(const cost_args_t *a,
-                                   const nvl_cost_cfg_t *cfg)
-{
-    return nvl_cost_matmul(cfg, (uint64_t)a->size[0], (uint64_t)a->size[1],
-                           (uint64_t)a->size[2]);
-}
-
-static void describe_gemm(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                          char *buf, size_t len)
-{
-    snprintf(buf, len, "m=%.0f n=%.0f k=%.0f dtype=%s library=%s",
-             a->size[0], a->size[1], a->size[2],
-             nvl_wdtype_name(cfg->weight_dtype), gemm_library(cfg));
-}
-
-static void json_gemm_op(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                      json_t *in)
-{
-    static const char *const dims[] = {"m", "n", "k"};
-    for (int i = 0; i < 3; i++)
-        json_object_set_new(in, dims[i], json_integer((json_int_t)a->size[i]));
-    json_object_set_new(in, "dtype",
-                        json_string(nvl_wdtype_name(cfg->weight_dtype)));
-    json_object_set_new(in, "library", json_string(gemm_library(cfg)));
-}
-
-static nvl_status_t read_attention(cost_args_t *a)
-{
-    static const struct {
-        const char *label;
-        size_t offset;
-    } needed[] = {{"--batch", AT(batch)}, {"--heads", AT(heads)},
-                  {"--kv-heads", AT(kv_heads)}, {"--head-dim", AT(head_dim)}};
-    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
-        if (*(const long *)((const char *)a + needed[i].offset) == 0) {
-            nvl_report("cost attention: %s is required (usage: nvlemu "
-                       "cost %s)", needed[i].label, ATTENTION_USAGE);
-            return NVL_ERR_INVALID;
-        }
-    if (a->heads % a->kv_heads != 0) {
-        nvl_report("cost attention: --kv-heads %ld does not divide --heads "
-                   "%ld", a->kv_heads, a->heads);
-        return NVL_ERR_INVALID;
-    }
-    if (a->q_len == 0)
-        a->q_len = 1;
-    if (a->kernel != NULL) {
-        if (nvl_attn_parse("--kernel", a->kernel, &a->attn) != NVL_OK)
-            return NVL_ERR_INVALID;
-        a->attn_given = true;
-    }
-    if (a->kv_dtype != NULL) {
-        if (nvl_wdtype_parse("--kv-dtype", a->kv_dtype, &a->kv_wdtype) !=
-            NVL_OK)
-            return NVL_ERR_INVALID;
-        if (a->kv_wdtype == NVL_WDT_FP4) {
-            nvl_report("--kv-dtype: fp4 is not a KV cache type (bf16, fp8)");
-            return NVL_ERR_INVALID;
-        }
-    }
-    return NVL_OK;
-}
-
-static nvl_kernel_cost_t cost_attention(const cost_args_t *a,
-                                        const nvl_cost_cfg_t *cfg)
-{
-    return nvl_cost_attention(cfg, (size_t)a->batch, a->new_tokens, a->past,
-                              (uint32_t)a->heads, (uint32_t)a->kv_heads,
-                              (uint32_t)a->head_dim);
-}
-
-static void describe_attention(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                               char *buf, size_t len)
-{
-    snprintf(buf, len, "batch=%ld q_len=%ld ctx=%ld heads=%ld kv_heads=%ld "
-             "head_dim=%ld kernel=%s kv_dtype=%s", a->batch, a->q_len, a->ctx,
-             a->heads, a->kv_heads, a->head_dim, nvl_attn_name(cfg->attn),
-             nvl_wdtype_name(cfg->kv_dtype));
-}
-
-static void json_attention_op(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                           json_t *in)
-{
-    const struct {
-        const char *key;
-        long value;
-    } counts[] = {{"batch", a->batch}, {"q_len", a->q_len}, {"ctx", a->ctx},
-                  {"heads", a->heads}, {"kv_heads", a->kv_heads},
-                  {"head_dim", a->head_dim}};
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-        json_object_set_new(in, counts[i].key, json_integer(counts[i].value));
-    json_object_set_new(in, "kernel", json_string(nvl_attn_name(cfg->attn)));
-    json_object_set_new(in, "kv_dtype",
-                        json_string(nvl_wdtype_name(cfg->kv_dtype)));
-}
-
-static nvl_status_t read_elementwise(cost_args_t *a)
-{
-    (void)a;
-    return NVL_OK;
-}
-
-static nvl_kernel_cost_t cost_elementwise(const cost_args_t *a,
-                                          const nvl_cost_cfg_t *cfg)
-{
-    return nvl_cost_memory(cfg, a->size[0]);
-}
-
-static void describe_bytes(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                           char *buf, size_t len)
-{
-    (void)cfg;
-    snprintf(buf, len, "size=%.0fB", a->size[0]);
-}
-
-static void json_bytes_op(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                       json_t *in)
-{
-    (void)cfg;
-    json_object_set_new(in, "size_bytes", json_integer((json_int_t)a->size[0]));
-}
-
-static nvl_status_t read_copy(cost_args_t *a)
-{
-    if (a->path == NULL) {
-        nvl_report("cost copy: --path is required (usage: nvlemu cost %s)",
-                   COPY_USAGE);
-        return NVL_ERR_INVALID;
-    }
-    if (nvl_copy_path_parse("--path", a->path, &a->copy_path) != NVL_OK)
-        return NVL_ERR_INVALID;
-    if (a->peer >= 0 && a->copy_path != NVL_COPY_NVLINK) {
-        nvl_report("cost copy: --peer %ld applies to --path nvlink only, "
-                   "not %s", a->peer, a->path);
-        return NVL_ERR_INVALID;
-    }
-    return NVL_OK;
-}
-
-static nvl_kernel_cost_t cost_copy(const cost_args_t *a,
-                                   const nvl_cost_cfg_t *cfg)
-{
-    return nvl_cost_copy(cfg, a->copy_path, (uint32_t)a->peer, a->size[0]);
-}
-
-static void describe_copy(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                          char *buf, size_t len)
-{
-    (void)cfg;
-    int n = snprintf(buf, len, "size=%.0fB path=%s", a->size[0],
-                     nvl_copy_path_name(a->copy_path));
-    if (a->copy_path == NVL_COPY_NVLINK && n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, " peer=%ld", a->peer);
-}
-
-static void json_copy_op(const cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                      json_t *in)
-{
-    json_bytes_op(a, cfg, in);
-    json_object_set_new(in, "path",
-                        json_string(nvl_copy_path_name(a->copy_path)));
-    if (a->copy_path == NVL_COPY_NVLINK)
-        json_object_set_new(in, "peer", json_integer(a->peer));
-}
-
-static const op_t ops[] = {
-    {.name = "gemm", .usage = GEMM_USAGE, .args = "M N K", .n_args = 3,
-     .options = "--dtype --library",
-     .read = read_gemm, .cost = cost_gemm, .describe = describe_gemm,
-     .inputs_json = json_gemm_op, .flops_rate = true},
-    {.name = "attention", .usage = ATTENTION_USAGE, .args = "", .n_args = 0,
-     .options = "--batch --q-len --ctx --heads --kv-heads --head-dim "
-                "--kernel --kv-dtype",
-     .read = read_attention, .cost = cost_attention,
-     .describe = describe_attention, .inputs_json = json_attention_op,
-     .flops_rate = true},
-    {.name = "elementwise", .usage = ELEMENTWISE_USAGE,
-     .args = "BYTES", .n_args = 1, .options = "",
-     .read = read_elementwise, .cost = cost_elementwise,
-     .describe = describe_bytes, .inputs_json = json_bytes_op},
-    {.name = "copy", .usage = COPY_USAGE, .args = "BYTES", .n_args = 1, .options = "--path --peer",
-     .read = read_copy, .cost = cost_copy, .describe = describe_copy,
-     .inputs_json = json_copy_op},
-};
-#define N_OPS (sizeof ops / sizeof ops[0])
 
 /* The op-specific options as given (a string NULL, a number `unset` when
  * not given), to refuse one that another op owns. */
@@ -344,7 +89,7 @@ static const struct {
     {"--peer", AT(peer), false, -1},
 };
 
-static bool option_given(const cost_args_t *a, size_t i)
+static bool option_given(const nvl_cli_cost_args_t *a, size_t i)
 {
     const char *field = (const char *)a + op_options[i].offset;
     return op_options[i].is_string ? *(const char *const *)field != NULL
@@ -352,7 +97,7 @@ static bool option_given(const cost_args_t *a, size_t i)
 }
 
 /* Whether label is a whole word of the op's option list. */
-static bool op_owns(const op_t *op, const char *label)
+static bool op_owns(const nvl_cli_cost_op_t *op, const char *label)
 {
     size_t n = strlen(label);
     for (const char *p = strstr(op->options, label); p != NULL;
@@ -366,16 +111,16 @@ static const char *op_names(void)
 {
     static char names[64];
     if (names[0] == '\0')
-        for (size_t i = 0; i < N_OPS; i++)
+        for (size_t i = 0; i < nvl_cli_cost_op_count; i++)
             snprintf(names + strlen(names), sizeof names - strlen(names),
-                     "%s%s", i == 0 ? "" : i + 1 < N_OPS ? ", " : " or ",
-                     ops[i].name);
+                     "%s%s", i == 0 ? "" : i + 1 < nvl_cli_cost_op_count ? ", " : " or ",
+                     nvl_cli_cost_ops[i].name);
     return names;
 }
 
 /* A size argument above zero: a count (gemm), or bytes in util/units'
  * grammar (a plain number, 64MB, 1GiB, nccl-tests' 1G; docs/units.md). */
-static nvl_status_t read_size(const op_t *op, const char *name,
+static nvl_status_t read_size(const nvl_cli_cost_op_t *op, const char *name,
                               const char *text, double *size_out)
 {
     char why[160];
@@ -406,19 +151,19 @@ static nvl_status_t read_size(const op_t *op, const char *name,
 /* The op and its arguments; the options it does not own are refused. */
 static nvl_status_t check(void *args, int argc, char **argv, int first)
 {
-    cost_args_t *a = args;
+    nvl_cli_cost_args_t *a = args;
     if (first >= argc) {
         nvl_report("cost: expected an operation: %s (usage: %s)", op_names(),
-                   USAGE);
+                   COST_USAGE);
         return NVL_ERR_INVALID;
     }
-    for (size_t i = 0; i < N_OPS && a->op == NULL; i++)
-        if (strcmp(argv[first], ops[i].name) == 0)
-            a->op = &ops[i];
-    const op_t *op = a->op;
+    for (size_t i = 0; i < nvl_cli_cost_op_count && a->op == NULL; i++)
+        if (strcmp(argv[first], nvl_cli_cost_ops[i].name) == 0)
+            a->op = &nvl_cli_cost_ops[i];
+    const nvl_cli_cost_op_t *op = a->op;
     if (op == NULL) {
         nvl_report("cost: unknown operation '%s': one of %s (usage: %s)",
-                   argv[first], op_names(), USAGE);
+                   argv[first], op_names(), COST_USAGE);
         return NVL_ERR_INVALID;
     }
     int n = argc - first - 1;
@@ -507,7 +252,7 @@ typedef struct {
 } result_t;
 
 /* The op's cost on a copy of the topology changed by `change`. */
-static int64_t time_with(const cost_args_t *a, void (*change)(nvl_topo_t *))
+static int64_t time_with(const nvl_cli_cost_args_t *a, void (*change)(nvl_topo_t *))
 {
     nvl_topo_t probe = *a->cfg.topo; /* shares the read-only overrides */
     change(&probe);
@@ -516,7 +261,7 @@ static int64_t time_with(const cost_args_t *a, void (*change)(nvl_topo_t *))
     return a->op->cost(a, &cfg).time_ps;
 }
 
-static result_t evaluate(const cost_args_t *a)
+static result_t evaluate(const nvl_cli_cost_args_t *a)
 {
     result_t r = {a->op->cost(a, &a->cfg), 0, &overhead_term};
     int64_t t = r.cost.time_ps, best_saved_ps = 0;
@@ -537,7 +282,7 @@ static result_t evaluate(const cost_args_t *a)
 
 static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
-    cost_args_t *a = args;
+    nvl_cli_cost_args_t *a = args;
     const nvl_topo_t *topo = ctx->topo;
     if (a->gpu >= (long)topo->gpus) {
         nvl_report("--gpu %ld: topology '%s' (%s) has %u GPUs (0 to %u)",
@@ -552,39 +297,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
     a->cfg.weight_dtype = a->wdtype;
     a->cfg.kv_dtype = a->kv_wdtype;
     a->cfg.gemm_lib = a->gemm_lib;
-    if (a->op->cost == cost_gemm &&
-        nvl_gemm_lib_check("--library", &a->cfg) != NVL_OK)
-        return NVL_ERR_INVALID;
     if (a->attn_given)
         a->cfg.attn = a->attn;
-    if (a->op->cost == cost_copy) {
-        if (a->peer < 0) { /* the next GPU of the NVLink domain */
-            uint32_t n = topo->nvlink.domain_gpus, g = (uint32_t)a->gpu;
-            a->peer = (long)(g - g % n + (g % n + 1) % n);
-        }
-        char why[160];
-        if (!nvl_copy_path_usable(&a->cfg, a->copy_path, (uint32_t)a->peer,
-                                  why, sizeof why)) {
-            nvl_report("cost copy --path %s: topology '%s' (%s) cannot "
-                       "carry it: %s", a->path, topo->name, a->common.topo,
-                       why);
-            return NVL_ERR_INVALID;
-        }
-    }
-    if (a->op->cost == cost_attention) {
-        size_t n = (size_t)a->batch;
-        a->new_tokens = malloc(n * sizeof *a->new_tokens);
-        a->past = malloc(n * sizeof *a->past);
-        if (a->new_tokens == NULL || a->past == NULL) {
-            nvl_report("cost attention: --batch %ld: out of memory", a->batch);
-            return NVL_ERR_NOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-            a->new_tokens[i] = (uint64_t)a->q_len;
-            a->past[i] = (uint64_t)a->ctx;
-        }
-    }
-    return NVL_OK;
+    return a->op->prepare != NULL ? a->op->prepare(a) : NVL_OK;
 }
 
 static double per_s(double amount, int64_t time_ps)
@@ -596,31 +311,20 @@ static double per_s(double amount, int64_t time_ps)
  * (a copy's by its path: both NVLink-C2C directions are one class), the
  * GPU, its FLOPs (gemm, attention) or bytes, and the GEMM's library and
  * type. */
-static void cost_query(const cost_args_t *a, const nvl_topo_t *topo,
+static void cost_query(const nvl_cli_cost_args_t *a, const nvl_topo_t *topo,
                        const result_t *r, char *cls, size_t len,
                        nvl_vquery_t *q)
 {
-    const char *path = nvl_copy_path_name(a->copy_path);
-    if (a->op->cost != cost_copy)
-        snprintf(cls, len, "%s", a->op->name);
-    else
-        snprintf(cls, len, "copy-%s", strncmp(path, "c2c", 3) == 0 ? "c2c" : path);
+    snprintf(cls, len, "%s", a->op->name);
     double size = a->op->flops_rate ? r->cost.flops : a->size[0];
     *q = (nvl_vquery_t){.what = a->op->name, .cls = cls,
                         .hardware = topo->name, .ranks = 1, .sized = true,
                         .size_lo = size, .size_hi = size};
-    if (a->op->cost == cost_gemm) {
-        q->attrs[0].key = "library";
-        q->attrs[0].value = gemm_library(&a->cfg);
-        q->attrs[1].key = "dtype";
-        q->attrs[1].value = nvl_wdtype_name(a->cfg.weight_dtype);
-    } else if (a->op->cost == cost_attention) {
-        q->attrs[0].key = "kernel";
-        q->attrs[0].value = nvl_attn_name(a->cfg.attn);
-    }
+    if (a->op->query != NULL)
+        a->op->query(a, cls, len, q);
 }
 
-static void print_text(const cost_args_t *a, const nvl_topo_t *topo,
+static void print_text(const nvl_cli_cost_args_t *a, const nvl_topo_t *topo,
                        const result_t *r, const nvl_validation_t *v)
 {
     char in[256];
@@ -646,7 +350,7 @@ static void print_text(const cost_args_t *a, const nvl_topo_t *topo,
     nvl_validation_print(v, &q, 1, stdout);
 }
 
-static nvl_status_t write_json(const cost_args_t *a, const nvl_topo_t *topo,
+static nvl_status_t write_json(const nvl_cli_cost_args_t *a, const nvl_topo_t *topo,
                                const result_t *r, const nvl_validation_t *v,
                                FILE *out)
 {
@@ -685,7 +389,7 @@ static nvl_status_t write_json(const cost_args_t *a, const nvl_topo_t *topo,
 /* Rank 0 computes and prints; the others only checked their input. */
 static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
 {
-    const cost_args_t *a = args;
+    const nvl_cli_cost_args_t *a = args;
     if (ctx->rt->rank != 0)
         return NVL_OK;
     result_t r = evaluate(a);
@@ -715,15 +419,15 @@ static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
 
 static void cleanup(void *args)
 {
-    cost_args_t *a = args;
+    nvl_cli_cost_args_t *a = args;
     free(a->new_tokens);
     free(a->past);
 }
 
 const nvl_cli_command_t nvl_cli_cost_command = {
-    .args_size = sizeof(cost_args_t),
-    .opts = NVL_CLI_OPTS("cost", cost_opts, USAGE, 4),
-    .common_offset = offsetof(cost_args_t, common),
+    .args_size = sizeof(nvl_cli_cost_args_t),
+    .opts = NVL_CLI_OPTS("cost", cost_opts, COST_USAGE, 4),
+    .common_offset = offsetof(nvl_cli_cost_args_t, common),
     .provenance = true,
     .check = check,
     .prepare = prepare,
@@ -733,6 +437,6 @@ const nvl_cli_command_t nvl_cli_cost_command = {
 
 int nvl_cmd_cost(int argc, char **argv)
 {
-    cost_args_t args = {0};
+    nvl_cli_cost_args_t args = {0};
     return nvl_cli_command_run(&nvl_cli_cost_command, &args, argc, argv);
 }

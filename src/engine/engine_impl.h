@@ -32,10 +32,12 @@
  *                layer's experts are expert-parallel
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
- * Only issue.c advances the clock (through the stream of src/cost/ and the
- * collectives of src/coll/), and overlap.c, whose communication stream has
- * a clock of its own that the rank's waits for; generate.c calls MPI directly only to gather
- * outputs and capture errors. */
+ * Three rooms advance the clock (docs/ARCHITECTURE.md lists them, and
+ * tests/arch/check-architecture.py holds the list): issue.c (through the
+ * stream of src/cost/ and the collectives of src/coll/), overlap.c, whose
+ * communication stream has a clock of its own that the rank's waits for,
+ * and step.c, which waits for a serving step's agreed end; generate.c
+ * calls MPI directly only to gather outputs and capture errors. */
 #ifndef NVLEMU_ENGINE_IMPL_H
 #define NVLEMU_ENGINE_IMPL_H
 

@@ -41,26 +41,12 @@ static int has_overrides(const nvl_topo_t *t, uint32_t g)
                   sizeof nvl_topo_override_none) != 0;
 }
 
-void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
-                       const char *origin, FILE *out)
+/* The GPU lines: memory, SMs, dies (and, in the die view, the die
+ * link), compute rates, overheads. */
+static void describe_gpu(const nvl_topo_t *t, FILE *out)
 {
     char a[48], b[48], c[48], d[48], e[48];
     const nvl_gpu_spec_t *g = &t->gpu;
-    const nvl_nvlink_spec_t *nv = &t->nvlink;
-    uint32_t dom = nv->domain_gpus;
-    uint32_t job_domains = (ranks + dom - 1) / dom;
-
-    fprintf(out, "topology   %s: %s\n", t->name, t->description);
-    fprintf(out, "file       %s (model hash %016" PRIx64 ")\n", origin,
-            nvl_topo_hash(t));
-    fprintf(out, "GPUs       %" PRIu32 " in %" PRIu32 " NVLink domain(s) of %"
-                 PRIu32 "; %" PRIu32 " compute trays of %" PRIu32
-                 ", %" PRIu32 " GPU(s) per host CPU\n",
-            t->gpus, nvl_topo_domains(t), dom, t->gpus / t->node.gpus_per_tray,
-            t->node.gpus_per_tray, t->node.gpus_per_superchip);
-    fprintf(out, "job        %" PRIu32 " rank(s): GPUs 0-%" PRIu32
-                 " (rank r plays GPU r), in %" PRIu32 " domain(s)\n",
-            ranks, ranks - 1, job_domains);
     if (t->die_view) { /* --rank-plays die */
         FMT(NVL_QTY_BW, g->die_link_bw_bytes_per_s, a);
         FMT(NVL_QTY_TIME, (double)g->die_link_lat_ps, b);
@@ -86,7 +72,13 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
     FMT(NVL_QTY_TIME, (double)g->kernel_overhead_ps, a);
     FMT(NVL_QTY_TIME, (double)g->launch_overhead_ps, b);
     fprintf(out, "           kernel overhead %s, launch overhead %s\n", a, b);
+}
 
+/* The NVLink lines: links, switches, NVLS, the job's bisection. */
+static void describe_nvlink(const nvl_topo_t *t, uint32_t ranks, FILE *out)
+{
+    char a[48], b[48], c[48];
+    const nvl_nvlink_spec_t *nv = &t->nvlink;
     FMT(NVL_QTY_BW, nv->link_bw_bytes_per_s, a);
     FMT(NVL_QTY_BW, min_over(t, ranks, nvl_topo_nvlink_bw), b);
     FMT(NVL_QTY_TIME, (double)nv->hop_lat_ps, c);
@@ -109,6 +101,13 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
     FMT(NVL_QTY_BW, nvl_topo_bisection_bw(t, ranks, NVL_FABRIC_NVLINK), a);
     fprintf(out, "           bisection of the job over NVLink: %s per "
                  "direction\n", a);
+}
+
+/* NVLink-C2C, host memory and the scale-out network. */
+static void describe_beyond_nvlink(const nvl_topo_t *t, uint32_t ranks,
+                                   uint32_t job_domains, FILE *out)
+{
+    char a[48], b[48];
     if (t->c2c.bw_bytes_per_s > 0) {
         FMT(NVL_QTY_BW, t->c2c.bw_bytes_per_s, a);
         FMT(NVL_QTY_TIME, (double)t->c2c.lat_ps, b);
@@ -121,21 +120,29 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
         FMT(NVL_QTY_BW, t->host_memory.bw_bytes_per_s, b);
         fprintf(out, "host mem   %s per GPU at %s\n", a, b);
     }
-    if (t->scaleout.nic_bw_bytes_per_s > 0) {
-        FMT(NVL_QTY_BW, t->scaleout.nic_bw_bytes_per_s, a);
-        FMT(NVL_QTY_TIME, (double)t->scaleout.lat_ps, b);
-        fprintf(out, "scale-out  %s per GPU per direction, latency %s, "
-                     "oversubscription %g\n",
-                a, b, t->scaleout.oversubscription);
-        if (job_domains > 1) {
-            FMT(NVL_QTY_BW,
-                nvl_topo_bisection_bw(t, ranks, NVL_FABRIC_SCALEOUT), a);
-            fprintf(out, "           bisection of the job over scale-out: %s "
-                         "per direction\n", a);
-        }
-    } else {
+    if (t->scaleout.nic_bw_bytes_per_s <= 0) {
         fprintf(out, "scale-out  none\n");
+        return;
     }
+    FMT(NVL_QTY_BW, t->scaleout.nic_bw_bytes_per_s, a);
+    FMT(NVL_QTY_TIME, (double)t->scaleout.lat_ps, b);
+    fprintf(out, "scale-out  %s per GPU per direction, latency %s, "
+                 "oversubscription %g\n",
+            a, b, t->scaleout.oversubscription);
+    if (job_domains > 1) {
+        FMT(NVL_QTY_BW, nvl_topo_bisection_bw(t, ranks, NVL_FABRIC_SCALEOUT),
+            a);
+        fprintf(out, "           bisection of the job over scale-out: %s "
+                     "per direction\n", a);
+    }
+}
+
+/* Which fabric joins the job's ranks: pair counts, domains, and for up to
+ * 16 ranks the matrix. */
+static void describe_fabrics(const nvl_topo_t *t, uint32_t ranks,
+                             uint32_t job_domains, FILE *out)
+{
+    uint32_t dom = t->nvlink.domain_gpus;
     fprintf(out, "fabrics    rank pairs: %" PRIu64 " over NVLink, %" PRIu64
                  " over scale-out\n",
             pairs_over(t, ranks, NVL_FABRIC_NVLINK),
@@ -149,24 +156,30 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
                 dI, dI * dom, last,
                 job_domains > 1 ? ", other domains over scale-out" : "");
     }
-    if (ranks <= 16) {
-        /* as nvidia-smi topo -m: NV = NVLink, SO = scale-out, DL = die link */
-        fprintf(out, "               ");
-        for (uint32_t j = 0; j < ranks; j++)
-            fprintf(out, " %4" PRIu32, j);
-        fprintf(out, "\n");
-        for (uint32_t i = 0; i < ranks; i++) {
-            fprintf(out, "           %4" PRIu32, i);
-            for (uint32_t j = 0; j < ranks; j++) {
-                nvl_fabric_t f = nvl_topo_fabric(t, i, j);
-                fprintf(out, " %4s", f == NVL_FABRIC_LOCAL    ? "X"
-                                     : f == NVL_FABRIC_DIE    ? "DL"
-                                     : f == NVL_FABRIC_NVLINK ? "NV"
-                                                              : "SO");
-            }
-            fprintf(out, "\n");
+    if (ranks > 16)
+        return;
+    /* as nvidia-smi topo -m: NV = NVLink, SO = scale-out, DL = die link */
+    fprintf(out, "               ");
+    for (uint32_t j = 0; j < ranks; j++)
+        fprintf(out, " %4" PRIu32, j);
+    fprintf(out, "\n");
+    for (uint32_t i = 0; i < ranks; i++) {
+        fprintf(out, "           %4" PRIu32, i);
+        for (uint32_t j = 0; j < ranks; j++) {
+            nvl_fabric_t f = nvl_topo_fabric(t, i, j);
+            fprintf(out, " %4s", f == NVL_FABRIC_LOCAL    ? "X"
+                                 : f == NVL_FABRIC_DIE    ? "DL"
+                                 : f == NVL_FABRIC_NVLINK ? "NV"
+                                                          : "SO");
         }
+        fprintf(out, "\n");
     }
+}
+
+/* The what-ifs in force: GPU overrides, switch trays down. */
+static void describe_whatifs(const nvl_topo_t *t, FILE *out)
+{
+    const nvl_nvlink_spec_t *nv = &t->nvlink;
     int any = 0;
     for (uint32_t gi = 0; gi < t->gpus; gi++) {
         if (!has_overrides(t, gi))
@@ -190,6 +203,29 @@ void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
     }
     if (!any)
         fprintf(out, "what-if    none (no GPU overrides, no switch tray down)\n");
+}
+
+void nvl_topo_describe(const nvl_topo_t *t, uint32_t ranks,
+                       const char *origin, FILE *out)
+{
+    uint32_t dom = t->nvlink.domain_gpus;
+    uint32_t job_domains = (ranks + dom - 1) / dom;
+    fprintf(out, "topology   %s: %s\n", t->name, t->description);
+    fprintf(out, "file       %s (model hash %016" PRIx64 ")\n", origin,
+            nvl_topo_hash(t));
+    fprintf(out, "GPUs       %" PRIu32 " in %" PRIu32 " NVLink domain(s) of %"
+                 PRIu32 "; %" PRIu32 " compute trays of %" PRIu32
+                 ", %" PRIu32 " GPU(s) per host CPU\n",
+            t->gpus, nvl_topo_domains(t), dom, t->gpus / t->node.gpus_per_tray,
+            t->node.gpus_per_tray, t->node.gpus_per_superchip);
+    fprintf(out, "job        %" PRIu32 " rank(s): GPUs 0-%" PRIu32
+                 " (rank r plays GPU r), in %" PRIu32 " domain(s)\n",
+            ranks, ranks - 1, job_domains);
+    describe_gpu(t, out);
+    describe_nvlink(t, ranks, out);
+    describe_beyond_nvlink(t, ranks, job_domains, out);
+    describe_fabrics(t, ranks, job_domains, out);
+    describe_whatifs(t, out);
 }
 
 static json_t *field_json(const nvl_topo_key_t *k, const void *base)

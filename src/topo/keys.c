@@ -394,14 +394,16 @@ static const char *where_set(char *buf, size_t len, const char *origin,
     return buf;
 }
 
-nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin,
-                               const int *key_lines,
-                               const int *links_down_lines)
+/* the file:line to blame: where the first named key was set (w, origin
+ * and key_lines are the checking function's) */
+#define AT(a, b) where_set(w, sizeof w, origin, key_lines, a, b)
+
+/* Domains, trays and superchips nest: each divides the next. */
+static nvl_status_t validate_nesting(const nvl_topo_t *t, const char *origin,
+                                     const int *key_lines)
 {
     const nvl_nvlink_spec_t *nv = &t->nvlink;
     char w[512];
-/* the file:line to blame: where the first named key was set */
-#define AT(a, b) where_set(w, sizeof w, origin, key_lines, a, b)
     if (nv->domain_gpus > t->gpus || t->gpus % nv->domain_gpus != 0) {
         nvl_report("%s: [nvlink] domain_size = %" PRIu32 " must divide "
                    "[system] gpus = %" PRIu32,
@@ -423,6 +425,16 @@ nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin,
                    t->node.gpus_per_superchip, t->node.gpus_per_tray);
         return NVL_ERR_INVALID;
     }
+    return NVL_OK;
+}
+
+/* GPUs linked directly (no switch trays: at most 2 a domain, no NVLS, no
+ * tray down), or through switch trays that share every GPU's links. */
+static nvl_status_t validate_switches(const nvl_topo_t *t, const char *origin,
+                                      const int *key_lines)
+{
+    const nvl_nvlink_spec_t *nv = &t->nvlink;
+    char w[512];
     if (nv->switch_trays == 0) {
         if (nv->domain_gpus > 2) {
             nvl_report("%s: [nvlink] switch_trays = 0 (GPUs linked directly) "
@@ -438,31 +450,66 @@ nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin,
                           "nvlink.switch_trays"));
             return NVL_ERR_INVALID;
         }
-    } else {
-        if (nv->switch_chips_per_tray == 0) {
-            nvl_report("%s: [nvlink] switch_chips_per_tray must be at least 1 "
-                       "when switch_trays = %" PRIu32,
-                       AT("nvlink.switch_chips_per_tray",
-                          "nvlink.switch_trays"),
-                       nv->switch_trays);
-            return NVL_ERR_INVALID;
-        }
-        if (nv->links_per_gpu % nv->switch_trays != 0) {
-            nvl_report("%s: [nvlink] links = %" PRIu32 " must be a multiple "
-                       "of switch_trays = %" PRIu32
-                       " (each tray takes an equal share of every GPU's links)",
-                       AT("nvlink.links", "nvlink.switch_trays"),
-                       nv->links_per_gpu, nv->switch_trays);
-            return NVL_ERR_INVALID;
-        }
-        if (nv->switch_trays_down >= nv->switch_trays) {
-            nvl_report("%s: [nvlink] switch_trays_down = %" PRIu32
-                       " leaves no tray up (switch_trays = %" PRIu32 ")",
-                       AT("nvlink.switch_trays_down", "nvlink.switch_trays"),
-                       nv->switch_trays_down, nv->switch_trays);
-            return NVL_ERR_INVALID;
-        }
+        return NVL_OK;
     }
+    if (nv->switch_chips_per_tray == 0) {
+        nvl_report("%s: [nvlink] switch_chips_per_tray must be at least 1 "
+                   "when switch_trays = %" PRIu32,
+                   AT("nvlink.switch_chips_per_tray", "nvlink.switch_trays"),
+                   nv->switch_trays);
+        return NVL_ERR_INVALID;
+    }
+    if (nv->links_per_gpu % nv->switch_trays != 0) {
+        nvl_report("%s: [nvlink] links = %" PRIu32 " must be a multiple "
+                   "of switch_trays = %" PRIu32
+                   " (each tray takes an equal share of every GPU's links)",
+                   AT("nvlink.links", "nvlink.switch_trays"),
+                   nv->links_per_gpu, nv->switch_trays);
+        return NVL_ERR_INVALID;
+    }
+    if (nv->switch_trays_down >= nv->switch_trays) {
+        nvl_report("%s: [nvlink] switch_trays_down = %" PRIu32
+                   " leaves no tray up (switch_trays = %" PRIu32 ")",
+                   AT("nvlink.switch_trays_down", "nvlink.switch_trays"),
+                   nv->switch_trays_down, nv->switch_trays);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+/* Every GPU keeps at least one NVLink link up after its overrides. */
+static nvl_status_t validate_links_up(const nvl_topo_t *t, const char *origin,
+                                      const int *links_down_lines)
+{
+    char w[512];
+    for (uint32_t g = 0; t->overrides != NULL && g < t->gpus; g++) {
+        if (nvl_topo_links_up(t, g) > 0)
+            continue;
+        if (links_down_lines != NULL && links_down_lines[g] > 0)
+            snprintf(w, sizeof w, "%s:%d", origin, links_down_lines[g]);
+        else
+            snprintf(w, sizeof w, "%s", origin);
+        nvl_report("%s: GPU %" PRIu32 " has no NVLink link up (links = "
+                   "%" PRIu32 ", links_down = %" PRIu32
+                   ", switch_trays_down = %" PRIu32 ")",
+                   w, g, t->nvlink.links_per_gpu, t->overrides[g].links_down,
+                   t->nvlink.switch_trays_down);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin,
+                               const int *key_lines,
+                               const int *links_down_lines)
+{
+    const nvl_nvlink_spec_t *nv = &t->nvlink;
+    char w[512];
+    nvl_status_t st = validate_nesting(t, origin, key_lines);
+    if (st == NVL_OK)
+        st = validate_switches(t, origin, key_lines);
+    if (st != NVL_OK)
+        return st;
     if (nv->nvls && nv->nvls_bw_bytes_per_s <= 0) {
         nvl_report("%s: [nvlink] nvls = yes needs nvls_bw > 0",
                    AT("nvlink.nvls_bw", "nvlink.nvls"));
@@ -475,26 +522,9 @@ nvl_status_t nvl_topo_validate(const nvl_topo_t *t, const char *origin,
                    nv->domain_gpus);
         return NVL_ERR_INVALID;
     }
-    if (t->overrides != NULL) {
-        for (uint32_t g = 0; g < t->gpus; g++) {
-            if (nvl_topo_links_up(t, g) == 0) {
-                if (links_down_lines != NULL && links_down_lines[g] > 0)
-                    snprintf(w, sizeof w, "%s:%d", origin,
-                             links_down_lines[g]);
-                else
-                    snprintf(w, sizeof w, "%s", origin);
-                nvl_report("%s: GPU %" PRIu32 " has no NVLink link up (links = "
-                           "%" PRIu32 ", links_down = %" PRIu32
-                           ", switch_trays_down = %" PRIu32 ")",
-                           w, g, nv->links_per_gpu,
-                           t->overrides[g].links_down, nv->switch_trays_down);
-                return NVL_ERR_INVALID;
-            }
-        }
-    }
-#undef AT
-    return NVL_OK;
+    return validate_links_up(t, origin, links_down_lines);
 }
+#undef AT
 
 _Static_assert(sizeof nvl_topo_keys / sizeof nvl_topo_keys[0] <=
                    NVL_TOPO_MAX_KEYS,

@@ -66,4 +66,13 @@ nvl_status_t nvl_topo_validate(const nvl_topo_t *topo, const char *origin,
                                const int *key_lines,
                                const int *links_down_lines);
 
+/* One what-if assignment (origin names it in reports) applied to topo in
+ * place, without validating: a main key, or a [gpu.N] / gpu[N] override
+ * of GPUs that exist (the GPU count cannot change).  Reports and returns
+ * non-OK on a bad key or value; topo may then be partly changed (--set
+ * applies it to a copy). */
+nvl_status_t nvl_topo_assign(nvl_topo_t *topo, const char *origin,
+                             const char *section, const char *key,
+                             const char *value);
+
 #endif

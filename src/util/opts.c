@@ -56,49 +56,50 @@ static nvl_status_t parse_double(const nvl_opt_t *o, const char *label,
     return NVL_OK;
 }
 
-/* A quantity in util/units' grammar, written into the row's unit. */
+/* A quantity in util/units' grammar, in the row's unit (a size row: a
+ * whole number of bytes, its messages in a size's words). */
 static nvl_status_t parse_qty(const nvl_opt_t *o, const char *label,
                               const char *text, double *value_out)
 {
-    char why[160];
+    bool size = o->kind == NVL_OPT_SIZE;
+    nvl_qty_kind_t kind = size ? NVL_QTY_BYTES : o->qty;
+    const char *unit = size ? "B" : o->unit;
+    char why[160], what[96];
     double base;
-    double scale = nvl_qty_unit_scale(o->qty, o->unit);
-    if (nvl_qty_parse_in(o->qty, text, o->unit, &base, why, sizeof why) !=
+    if (nvl_qty_parse_in(kind, text, unit, &base, why, sizeof why) !=
         NVL_OK) {
-        nvl_report("%s %s: %s (a %s: a number in %s, or with one of %s; "
-                   "docs/units.md)", label, text, why,
-                   nvl_qty_kind_name(o->qty), o->unit, nvl_qty_units(o->qty));
+        if (size)
+            snprintf(what, sizeof what, "a size: bytes");
+        else
+            snprintf(what, sizeof what, "a %s: a number in %s",
+                     nvl_qty_kind_name(kind), unit);
+        nvl_report("%s %s: %s (%s, or with one of %s; docs/units.md)", label,
+                   text, why, what, nvl_qty_units(kind));
         return NVL_ERR_INVALID;
     }
-    double v = base / scale;
-    if (!(v >= o->min_d) || !(v <= o->max_d)) {
-        nvl_report("%s %s: expected %g%s to %g%s", label, text, o->min_d,
-                   o->unit, o->max_d, o->unit);
+    double v = base / nvl_qty_unit_scale(kind, unit);
+    if ((size && v != floor(v)) || !(v >= o->min_d) || !(v <= o->max_d)) {
+        if (size)
+            nvl_report("%s %s: expected a whole number of bytes from %.0f "
+                       "to %.0f", label, text, o->min_d, o->max_d);
+        else
+            nvl_report("%s %s: expected %g%s to %g%s", label, text, o->min_d,
+                       unit, o->max_d, unit);
         return NVL_ERR_INVALID;
     }
     *value_out = v;
     return NVL_OK;
 }
 
+/* A size row's field is a size_t. */
 static nvl_status_t parse_size(const nvl_opt_t *o, const char *label,
                                const char *text, size_t *bytes_out)
 {
-    char why[160];
     double v;
-    if (nvl_qty_parse_in(NVL_QTY_BYTES, text, "B", &v, why, sizeof why) !=
-        NVL_OK) {
-        nvl_report("%s %s: %s (a size: bytes, or with one of %s; "
-                   "docs/units.md)", label, text, why,
-                   nvl_qty_units(NVL_QTY_BYTES));
-        return NVL_ERR_INVALID;
-    }
-    if (v != floor(v) || !(v >= o->min_d) || !(v <= o->max_d)) {
-        nvl_report("%s %s: expected a whole number of bytes from %.0f to "
-                   "%.0f", label, text, o->min_d, o->max_d);
-        return NVL_ERR_INVALID;
-    }
-    *bytes_out = (size_t)v;
-    return NVL_OK;
+    nvl_status_t st = parse_qty(o, label, text, &v);
+    if (st == NVL_OK)
+        *bytes_out = (size_t)v;
+    return st;
 }
 
 /* The value's name in --help and messages: the row's .arg, or a

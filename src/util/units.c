@@ -177,6 +177,47 @@ double nvl_qty_unit_scale(nvl_qty_kind_t kind, const char *suffix)
     return 0.0;
 }
 
+/* The number at the start of text (after blanks): NULL and *number_out,
+ * *end_out (just past it), or the reason it is not one. */
+static const char *read_number(const char *text, double *number_out,
+                               char **end_out)
+{
+    errno = 0;
+    double number = strtod(text, end_out);
+    if (*end_out == text)
+        return "does not start with a number";
+    if (errno == ERANGE || !isfinite(number))
+        return "number is too large or not finite";
+    if (number < 0)
+        return "negative values are not allowed";
+    *number_out = number;
+    return NULL;
+}
+
+/* A count or a ratio: a bare number (a ratio also N%).  NULL and
+ * *value_out, or the reason it is not one. */
+static const char *unitless_value(nvl_qty_kind_t kind, double number,
+                                  const char *unit, double *value_out)
+{
+    if (kind == NVL_QTY_RATIO) {
+        if (strcmp(unit, "%") == 0)
+            number /= 100.0;
+        else if (unit[0] != '\0')
+            return "a ratio takes no unit (expected a number, or a "
+                   "percentage like 80%)";
+        *value_out = number;
+        return NULL;
+    }
+    if (unit[0] != '\0')
+        return "a count takes no unit";
+    if (number > 9007199254740992.0)
+        return "a count must be at most 2^53 (9007199254740992)";
+    if (number != floor(number))
+        return "a count must be a whole number";
+    *value_out = number;
+    return NULL;
+}
+
 nvl_status_t nvl_qty_parse_in(nvl_qty_kind_t kind, const char *text,
                               const char *bare_unit, double *value_out,
                               char *why_buf, size_t why_len)
@@ -192,21 +233,10 @@ nvl_status_t nvl_qty_parse_in(nvl_qty_kind_t kind, const char *text,
         return parse_bool(text, value_out, why_buf, why_len);
 
     char *end;
-    errno = 0;
-    double number = strtod(text, &end);
+    double number;
+    if ((why = read_number(text, &number, &end)) != NULL)
+        goto fail;
     const char *number_end = end;
-    if (end == text) {
-        why = "does not start with a number";
-        goto fail;
-    }
-    if (errno == ERANGE || !isfinite(number)) {
-        why = "number is too large or not finite";
-        goto fail;
-    }
-    if (number < 0) {
-        why = "negative values are not allowed";
-        goto fail;
-    }
     while (*end == ' ' || *end == '\t')
         end++;
     /* strip trailing blanks from the unit */
@@ -220,37 +250,10 @@ nvl_status_t nvl_qty_parse_in(nvl_qty_kind_t kind, const char *text,
     }
     memcpy(unit, end, n);
     unit[n] = '\0';
-
-    switch (kind) {
-    case NVL_QTY_COUNT:
-        if (unit[0] != '\0') {
-            why = "a count takes no unit";
+    if (kind == NVL_QTY_COUNT || kind == NVL_QTY_RATIO) {
+        if ((why = unitless_value(kind, number, unit, value_out)) != NULL)
             goto fail;
-        }
-        if (number > 9007199254740992.0) {
-            why = "a count must be at most 2^53 (9007199254740992)";
-            goto fail;
-        }
-        if (number != floor(number)) {
-            why = "a count must be a whole number";
-            goto fail;
-        }
-        *value_out = number;
         return NVL_OK;
-    case NVL_QTY_RATIO:
-        if (strcmp(unit, "%") == 0) {
-            *value_out = number / 100.0;
-            return NVL_OK;
-        }
-        if (unit[0] != '\0') {
-            why = "a ratio takes no unit (expected a number, or a "
-                  "percentage like 80%)";
-            goto fail;
-        }
-        *value_out = number;
-        return NVL_OK;
-    default:
-        break;
     }
     if (unit[0] == '\0' && bare_unit != NULL &&
         strlen(bare_unit) < sizeof unit)
