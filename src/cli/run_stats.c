@@ -343,14 +343,16 @@ static void reduce_slots(nvl_run_totals_t *t, int width)
 }
 
 /* Every MoE layer's numbers, summed over the ranks on rank 0 then divided:
- * the mean rank's. */
+ * the mean rank's (of the ranks running the layer: a pipeline stage's). */
 static nvl_status_t reduce_layers(const nvl_engine_t *e, MPI_Comm comm,
                                   int rank, nvl_run_totals_t *t)
 {
-    uint32_t nl = nvl_engine_layers(e);
+    nvl_engine_pipe_t pp;
+    nvl_engine_pipeline(e, &pp);
+    uint32_t nl = pp.layers_total;
     size_t nk = nvl_run_n_layer_stats, n = (size_t)nl * nk + 1;
     const nvl_moe_layer_stats_t *ls = nvl_engine_moe_layer_stats(e);
-    double *mine = malloc(n * sizeof *mine);
+    double *mine = calloc(n, sizeof *mine);
     double *sum = rank == 0 ? calloc(n, sizeof *sum) : NULL;
     if (mine == NULL || (rank == 0 && sum == NULL)) {
         free(mine);
@@ -358,15 +360,16 @@ static nvl_status_t reduce_layers(const nvl_engine_t *e, MPI_Comm comm,
         nvl_report("out of memory for the report's %u layers", nl);
         return NVL_ERR_NOMEM;
     }
-    for (uint32_t l = 0; l < nl; l++)
+    for (uint32_t l = 0; l < pp.layer_count; l++)
         for (size_t k = 0; k < nk; k++)
-            mine[l * nk + k] = *(const double *)((const char *)&ls[l] +
-                                                 nvl_run_layer_stats[k].offset);
+            mine[(pp.layer_first + l) * nk + k] =
+                *(const double *)((const char *)&ls[l] +
+                                  nvl_run_layer_stats[k].offset);
     MPI_Reduce(mine, sum, (int)(n - 1), MPI_DOUBLE, MPI_SUM, 0, comm);
     free(mine);
     if (rank == 0) {
         for (size_t j = 0; j + 1 < n; j++)
-            sum[j] /= t->ranks;
+            sum[j] /= pp.tp;
         t->layers = nl;
         t->layer = sum;
     }

@@ -109,7 +109,7 @@ nvl_status_t nvl_engine_pipe_create(nvl_engine_t *e)
     e->layers_total = total;
     e->layers = total;
     e->tp = e->job;
-    if (e->stages == 1)
+    if (e->stages == 1 && e->opts.pp_layers[0] == 0)
         return NVL_OK;
     uint32_t *count = calloc((size_t)e->stages, sizeof *count);
     if (count == NULL) {
@@ -126,7 +126,7 @@ nvl_status_t nvl_engine_pipe_create(nvl_engine_t *e)
         st = stage_layers(e, total, ranks, count);
     st = nvl_runtime_capture_end_on(nvl_comm_mpi(e->job), st);
     int tp = ranks / e->stages;
-    if (st == NVL_OK) {
+    if (st == NVL_OK && e->stages > 1) {
         e->stage = nvl_comm_rank(e->job) / tp;
         for (int k = 0; k < e->stage; k++)
             e->layer0 += count[k];
@@ -134,7 +134,7 @@ nvl_status_t nvl_engine_pipe_create(nvl_engine_t *e)
         e->tp = NULL;
         st = split(e, e->stage, &e->tp);
     }
-    if (st == NVL_OK)
+    if (st == NVL_OK && e->stages > 1)
         st = links(e, tp);
     if (e->tp == NULL)
         e->tp = e->job;
