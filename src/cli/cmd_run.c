@@ -185,7 +185,12 @@ static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
 {
     nvl_run_args_t *a = &c->a;
     uint64_t plen = a->ctx ? (uint64_t)a->ctx - 1 : (uint64_t)a->prompt_len;
-    uint64_t glen = a->ctx ? 2 : (uint64_t)a->gen_len;
+    /* --ctx: one steady-state decode step; a pipeline's comes after one
+     * that fills it (its statistics leave that one out) */
+    nvl_engine_pipe_t stages;
+    nvl_engine_pipeline(e, &stages);
+    uint64_t glen = a->ctx ? (stages.stages > 1 ? 3 : 2)
+                           : (uint64_t)a->gen_len;
     if (plen == 0)
         plen = 1; /* --ctx 1: a one-token prompt */
     bool data = c->mode == NVL_MODE_DATA;
@@ -199,8 +204,6 @@ static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
     for (long b = 0; b < a->batch; b++)
         lens[b] = (int)plen;
     /* a pipeline's step is a pass per microbatch, at most one per stage */
-    nvl_engine_pipe_t stages;
-    nvl_engine_pipeline(e, &stages);
     if (c->trace != NULL || a->trace != NULL)
         nvl_engine_record_events(e, ((int32_t)a->trace_steps + 1) *
                                         stages.stages);

@@ -169,7 +169,10 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                  "sequence%s; weights %s, KV %s, attention %s, stack %s, "
                  "launch %s, overlap %s\n", a->batch,
             (unsigned long long)r->prompt_len, (unsigned long long)r->gen_len,
-            a->ctx ? " (--ctx: one steady-state decode step)" : "",
+            !a->ctx ? ""
+            : r->pipe.stages > 1 ? " (--ctx: a steady-state decode step "
+                                   "after one that fills the pipeline)"
+                                 : " (--ctx: one steady-state decode step)",
             nvl_wdtype_name(a->engine.dtype), nvl_wdtype_name(a->engine.kv_dtype),
             nvl_attn_name(r->engine->cost.attn), nvl_stack_name(a->engine.stack),
             nvl_launch_name(a->engine.launch), nvl_overlap_name(a->engine.overlap));

@@ -19,22 +19,33 @@ static size_t pass_group(const nvl_engine_t *e)
     return pp.microbatches > 1 ? (size_t)pp.microbatches : 1;
 }
 
+/* The first pass of the decode steps the statistics cover: after the
+ * prefill; with a pipeline and two decode steps or more, after the first
+ * decode step too, which fills the pipeline (its first microbatches wait
+ * for the last ones' prefill: the prefill's bubble, not a step's). */
+static size_t decode_from(const nvl_engine_t *e)
+{
+    size_t n, g = pass_group(e);
+    nvl_engine_passes(e, &n);
+    return g > 1 && n / g >= 3 ? 2 * g : g;
+}
+
 static double decode_part_ps(const nvl_engine_t *e, int part)
 {
     size_t n;
     const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
     double s = 0;
-    for (size_t i = pass_group(e); i < n; i++)
+    for (size_t i = decode_from(e); i < n; i++)
         s += (double)p[i].part_ps[part];
     return s;
 }
 
-/* Decode steps run (at least 1: the divisor of a per-step number). */
+/* Decode steps counted (at least 1: the divisor of a per-step number). */
 static double steps(const nvl_engine_t *e)
 {
-    size_t n, g = pass_group(e);
+    size_t n, g = pass_group(e), from = decode_from(e);
     nvl_engine_passes(e, &n);
-    return n > g ? (double)(n / g - 1) : 1;
+    return n > from ? (double)((n - from) / g) : 1;
 }
 
 /* Per decode step, in ms, as the report has always summed them: each
@@ -281,7 +292,7 @@ static double read_field(const nvl_engine_t *e, const nvl_run_stat_t *st,
     }
     case NVL_SRC_DECODE: {
         double s = 0;
-        for (size_t k = pass_group(e); k < n; k++)
+        for (size_t k = decode_from(e); k < n; k++)
             s += field(&p[k], st, i);
         return s;
     }
