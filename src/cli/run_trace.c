@@ -142,6 +142,20 @@ static void write_stage_track(FILE *out, const nvl_engine_pipe_t *pp,
     *first = false;
 }
 
+/* Rank r's events (cnt_out of them; the caller frees them). */
+static wire_event_t *recv_events(MPI_Comm comm, int r, long long *cnt_out)
+{
+    MPI_Recv(cnt_out, 1, MPI_LONG_LONG, r, 0, comm, MPI_STATUS_IGNORE);
+    wire_event_t *w = malloc(((size_t)*cnt_out + 1) * sizeof *w);
+    if (w == NULL) {
+        nvl_report("out of memory for rank %d's trace", r);
+        nvl_runtime_abort(1);
+    }
+    MPI_Recv(w, (int)((size_t)*cnt_out * sizeof *w), MPI_BYTE, r, 1, comm,
+             MPI_STATUS_IGNORE);
+    return w;
+}
+
 nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
                                  const nvl_topo_t *topo, FILE *out)
 {
@@ -190,16 +204,8 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
     for (int r = 0; r < size; r++) {
         wire_event_t *w = mine;
         long long cnt = count;
-        if (r != 0) {
-            MPI_Recv(&cnt, 1, MPI_LONG_LONG, r, 0, comm, MPI_STATUS_IGNORE);
-            w = malloc(((size_t)cnt + 1) * sizeof *w);
-            if (w == NULL) {
-                nvl_report("out of memory for rank %d's trace", r);
-                nvl_runtime_abort(1);
-            }
-            MPI_Recv(w, (int)((size_t)cnt * sizeof *w), MPI_BYTE, r, 1, comm,
-                     MPI_STATUS_IGNORE);
-        }
+        if (r != 0)
+            w = recv_events(comm, r, &cnt);
         if (pp.stages > 1 && r % pp.tp == 0)
             write_stage_track(out, &pp, r / pp.tp,
                               size * N_TRACKS + r / pp.tp, w, cnt, &first);

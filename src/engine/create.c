@@ -115,24 +115,32 @@ static nvl_status_t check_a2a(const nvl_engine_t *e)
     return NVL_OK;
 }
 
-nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
-                               const nvl_engine_opts_t *opts, nvl_comm_t *tp,
-                               nvl_engine_t **engine_out)
+/* A zeroed engine holding cfg, opts and the job's communicator; out of
+ * memory aborts the job. */
+static nvl_engine_t *alloc_engine(const nvl_model_config_t *cfg,
+                                  const nvl_engine_opts_t *opts,
+                                  nvl_comm_t *job)
 {
     nvl_engine_t *e = calloc(1, sizeof *e);
-    if (e == NULL) {
+    if (e != NULL)
+        e->moe_decode = calloc((size_t)cfg->layers + 1,
+                               sizeof *e->moe_decode);
+    if (e == NULL || e->moe_decode == NULL) {
         nvl_report("out of memory for the engine");
         nvl_runtime_abort(1);
     }
     e->cfg = *cfg;
     e->opts = *opts;
-    e->job = e->tp = tp;
+    e->job = e->tp = job;
     e->data = opts->mode == NVL_MODE_DATA;
-    e->moe_decode = calloc((size_t)cfg->layers + 1, sizeof *e->moe_decode);
-    if (e->moe_decode == NULL) {
-        nvl_report("out of memory for the engine");
-        nvl_runtime_abort(1);
-    }
+    return e;
+}
+
+nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
+                               const nvl_engine_opts_t *opts, nvl_comm_t *tp,
+                               nvl_engine_t **engine_out)
+{
+    nvl_engine_t *e = alloc_engine(cfg, opts, tp);
     nvl_status_t st = nvl_engine_pipe_create(e);
     /* as every rank fails alike, rank 0 (of each stage) reports */
     if (st == NVL_OK)

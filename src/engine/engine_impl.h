@@ -36,9 +36,11 @@
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
  *
  * Only issue.c advances the clock (through the stream of src/cost/ and the
- * collectives of src/coll/), and overlap.c, whose communication stream has
- * a clock of its own that the rank's waits for; generate.c calls MPI directly only to gather
- * outputs and capture errors. */
+ * collectives of src/coll/), overlap.c, whose communication stream has
+ * a clock of its own that the rank's waits for, and pipe.c, whose first
+ * stage waits for the last stage's tokens; generate.c calls MPI directly
+ * only to gather outputs and capture errors, pipe.c to hand the last
+ * stage's logits and clock to every rank. */
 #ifndef NVLEMU_ENGINE_IMPL_H
 #define NVLEMU_ENGINE_IMPL_H
 
