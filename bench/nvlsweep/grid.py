@@ -45,7 +45,7 @@ def parse_what_if(text):
 AXES = ["model", "topo", "tp", "batch", "ctx", "prompt_len", "gen_len",
         "dtype", "kv_dtype", "launch", "attn", "what_if", "nccl_algo", "nccl_proto",
         "ep", "attn_parallel", "stack", "kv_host", "weights_host", "rank_plays",
-        "overlap", "a2a", "allreduce", "fuse_norm"]
+        "overlap", "a2a", "allreduce", "fuse_norm", "pp"]
 
 
 def check_values(a):
@@ -107,7 +107,7 @@ def build_grid(a):
             a.kv_dtype, a.launch, a.attn or [None], what_ifs,
             a.nccl_algo or [None], a.nccl_proto or [None], a.ep, a.attn_parallel,
             a.stack, a.kv_host, a.weights_host, a.rank_plays, a.overlap, a.a2a,
-            a.allreduce, a.fuse_allreduce_norm]
+            a.allreduce, a.fuse_allreduce_norm, a.pp]
     runs = []
     for combo in itertools.product(*axes):
         r = dict(zip(AXES, combo))
@@ -123,6 +123,11 @@ def build_grid(a):
     return runs
 
 
+def ranks_of(r):
+    """The ranks a model run uses: TP x PP."""
+    return r["tp"] * r.get("pp", 1)
+
+
 def ep_degree(r):
     """The --ep value of a run ('all': its TP degree)."""
     return r["tp"] if r["ep"] == "all" else int(r["ep"])
@@ -133,17 +138,17 @@ def ep_degree(r):
 HASH_DEFAULTS = {"ep": "1", "attn_parallel": "tp", "stack": "fused",
                  "kv_host": "0", "weights_host": "0", "rope_scaling": None,
                  "rank_plays": "gpu", "overlap": "none", "a2a": "nccl",
-                 "allreduce": "nccl", "fuse_norm": "no"}
+                 "allreduce": "nccl", "fuse_norm": "no", "pp": 1}
 # Axes added after tables were saved: a column of results.csv/.json only
 # in the sweeps where a run leaves the default, so that regenerating an
 # older sweep rewrites its tables unchanged.
 TABLE_LATER = {"kv_host": "0", "weights_host": "0", "rank_plays": "gpu",
                "overlap": "none", "a2a": "nccl", "allreduce": "nccl",
-               "fuse_norm": "no"}
+               "fuse_norm": "no", "pp": 1}
 # ... and the axes that nvlemu 0.1's every-axis (legacy) hash did not have.
 LEGACY_LATER = {"stack": "fused", "kv_host": "0", "weights_host": "0",
                 "rope_scaling": None, "rank_plays": "gpu", "overlap": "none",
-                "a2a": "nccl", "allreduce": "nccl", "fuse_norm": "no"}
+                "a2a": "nccl", "allreduce": "nccl", "fuse_norm": "no", "pp": 1}
 
 
 def run_id(r, layers, mode, legacy=False, rope=None):
@@ -180,12 +185,14 @@ def run_id(r, layers, mode, legacy=False, rope=None):
         parts.append("ar-" + r["allreduce"])
     if r["fuse_norm"] == "yes":
         parts.append("fusednorm")
+    if r["pp"] != 1:
+        parts.append("pp%d" % r["pp"])
     slug = re.sub(r"[^A-Za-z0-9_.+-]", "_", "-".join(parts))
     return "%s-%s" % (slug, h)
 
 
 def run_command(a, r, nvlemu, mpirun, json_path):
-    cmd = mpi_prefix(mpirun, r["tp"], a.hostfile)
+    cmd = mpi_prefix(mpirun, ranks_of(r), a.hostfile)
     cmd += [nvlemu, "run", "--model", resolve_model(r["model"]),
             "--topo", resolve_topo(r["topo"]), "--batch", str(r["batch"])]
     if r["ctx"]:
@@ -215,6 +222,8 @@ def run_command(a, r, nvlemu, mpirun, json_path):
         cmd += ["--allreduce", r["allreduce"]]
     if r["fuse_norm"] == "yes":
         cmd += ["--fuse-allreduce-norm"]
+    if r["pp"] != 1:
+        cmd += ["--pp", str(r["pp"])]
     if a.layers:
         cmd += ["--layers", str(a.layers)]
     if a.mode:

@@ -5,7 +5,8 @@ import json
 import os
 import sys
 
-from .grid import AXES, TABLE_LATER, build_grid, run_command, run_id
+from .grid import (AXES, TABLE_LATER, build_grid, ranks_of, run_command,
+                   run_id)
 from .outputs import flatten, write_table
 from .plots import plot_models
 from .runs import Job, check_unique, prepare, run_jobs, run_weight
@@ -25,7 +26,7 @@ def label_of(row, varying):
              "ep": "EP ", "attn_parallel": "attention ", "stack": "stack ",
              "kv_host": "KV host ", "weights_host": "weights host ",
              "rank_plays": "ranks play ", "overlap": "overlap ", "a2a": "a2a ",
-             "allreduce": "allreduce ", "fuse_norm": "fused norm "}
+             "allreduce": "allreduce ", "fuse_norm": "fused norm ", "pp": "PP "}
     parts = []
     for k in varying:
         if k == "tp":
@@ -65,7 +66,7 @@ def jobs_of(a, runs, ids, rdir, nvlemu, mpirun):
         cmd, env = run_command(a, r, nvlemu, mpirun, jpath)
         label = " ".join("%s=%s" % (k, r[k]) for k in ("tp", "batch", "ctx", "dtype", "what_if")
                          if r.get(k) is not None)
-        job = Job(rid, jpath, cmd, env, label, run_weight(r["tp"]))
+        job = Job(rid, jpath, cmd, env, label, run_weight(ranks_of(r)))
         job.run = r
         yield job
 
@@ -99,7 +100,7 @@ def sweep_models(a):
             or any(r[k] != TABLE_LATER[k] for r in runs)]
     rows, failed, reused = [], 0, 0
     jobs = jobs_of(a, runs, ids, rdir, nvlemu, mpirun)
-    for job, got in run_jobs(a, rdir, jobs, sum(run_weight(r["tp"]) for r in runs),
+    for job, got in run_jobs(a, rdir, jobs, sum(run_weight(ranks_of(r)) for r in runs),
                              len(runs), keep_result):
         failed += got.status != "ok"
         reused += not got.fresh

@@ -87,9 +87,12 @@ def grid_args(g):
     g.add_argument("--model", type=split_list, default=["qwen2.5-72b"],
                    help="presets or Hugging Face directories (default qwen2.5-72b)")
     g.add_argument("--tp", type=int_list, default=None,
-                   help="tensor-parallel degrees = ranks per run (default "
-                        "8,16,72; --serve: the aggregated layouts' TP, one "
-                        "replica emulated)")
+                   help="tensor-parallel degrees = ranks per run (times "
+                        "--pp; default 8,16,72; --serve: the aggregated "
+                        "layouts' TP, one replica emulated)")
+    g.add_argument("--pp", type=int_list, default=[1],
+                   help="pipeline stages of TP ranks each (nvlemu run --pp; "
+                        "docs/pipeline.md; default 1)")
     g.add_argument("--batch", type=int_list, default=[1],
                    help="batch sizes (default 1)")
     g.add_argument("--ctx", type=int_list, default=None,

@@ -4,7 +4,7 @@ one table row per run, the side-by-side tables of the axes that vary
 import json
 import os
 
-from .grid import AXES, TABLE_LATER, ep_degree
+from .grid import AXES, TABLE_LATER, ep_degree, ranks_of
 from .launch import command_line
 from .outputs import num, write_markdown
 
@@ -85,7 +85,7 @@ def comm_table(rows, varying):
 def gpus_of(r):
     """GPU packages a run uses: its ranks, or half of them when each rank
     plays one of a package's two dies."""
-    return r["tp"] // 2 if r.get("rank_plays") == "die" else r["tp"]
+    return ranks_of(r) // 2 if r.get("rank_plays") == "die" else ranks_of(r)
 
 
 def die_table(rows, varying):
@@ -137,7 +137,9 @@ def intro(rows, varying):
                   r0.get("inputs.model"), r0.get("inputs.system"), r0.get("topo"),
                   r0.get("inputs.mode"),
                   "GPUs (TP, or TP / 2 where ranks play dies)"
-                  if any(r.get("rank_plays") == "die" for r in rows) else "TP"), ""]
+                  if any(r.get("rank_plays") == "die" for r in rows)
+                  else "GPUs (TP x PP)" if any(r.get("pp", 1) != 1 for r in rows)
+                  else "TP"), ""]
         if rows[0]["set"] and "what_if" not in varying:
             L += ["What-ifs applied to every run: `%s`" % "`, `".join(rows[0]["set"]), ""]
     return L

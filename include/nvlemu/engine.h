@@ -65,6 +65,9 @@ extern const nvl_family_t nvl_overlap_family, nvl_engine_a2a_family,
 /* "none", "async-tp" */
 const char *nvl_overlap_name(nvl_overlap_t overlap);
 
+/* The most pipeline stages (--pp). */
+#define NVL_ENGINE_PP_MAX 256
+
 typedef struct {
     nvl_mode_t mode;         /* NVL_MODE_DATA or NVL_MODE_TIMING */
     const char *weights_dir; /* data mode: checkpoint; NULL: synthetic */
@@ -101,6 +104,14 @@ typedef struct {
      * onesided.c): DeepEP's low-latency mode in decode steps, its
      * high-throughput mode in the prefill (SGLang's --deepep-mode auto). */
     bool a2a_onesided;
+    /* Pipeline parallelism (docs/pipeline.md): the job's ranks are pp
+     * stages of TP ranks each, stage k on ranks k*TP .. k*TP + TP - 1;
+     * stage k runs pp_layers[k] consecutive layers (all 0: the layers
+     * split evenly, nvl_range_split), tensor-parallel inside the stage;
+     * activations cross from stage to stage on the topology's
+     * point-to-point path.  0 or 1: no pipeline. */
+    uint32_t pp;
+    uint32_t pp_layers[NVL_ENGINE_PP_MAX];
 } nvl_engine_opts_t;
 
 #define NVL_HOST_AUTO (-1.0)
@@ -233,6 +244,12 @@ typedef struct {
      * chunks' collectives) and the part of it hidden under the GEMM
      * chunks (the rest is in the collective part) */
     int64_t overlap_comm_ps, overlap_hidden_ps;
+    /* pipeline parallelism: the activations' sends and receives between
+     * stages (transfer time, in the collective part) and the bubble: the
+     * time this GPU idled waiting on the pipeline (a receive's or send's
+     * partner, the last stage's tokens), in the wait part */
+    int64_t pp_xfer_ps, pp_bubble_ps;
+    double pp_bytes;            /* sent and received */
 } nvl_pass_stats_t;
 
 /* One MoE layer's numbers on this rank, summed over the decode passes
@@ -259,8 +276,22 @@ const nvl_pass_stats_t *nvl_engine_passes(const nvl_engine_t *e,
 /* Forgets events, passes and the per-layer MoE numbers. */
 void nvl_engine_reset_stats(nvl_engine_t *e);
 
-/* Layers the engine runs (opts.layers or all). */
+/* Layers the engine runs (opts.layers or all; with a pipeline, its
+ * stage's). */
 uint32_t nvl_engine_layers(const nvl_engine_t *e);
+
+/* This rank's place in the pipeline (one stage of the job's size without
+ * one): stages, its stage, the stage's TP degree, its layers (global
+ * indices first .. first + count - 1), and the microbatches the last
+ * generation ran (its batch split into min(stages, batch) groups of
+ * sequences; 1 without a pipeline): passes come in groups of that many,
+ * one per microbatch, the first group the prefill. */
+typedef struct {
+    int stages, stage, tp;
+    uint32_t layer_first, layer_count, layers_total;
+    int microbatches;
+} nvl_engine_pipe_t;
+void nvl_engine_pipeline(const nvl_engine_t *e, nvl_engine_pipe_t *out);
 
 /* This rank's shard and placement. */
 const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e);

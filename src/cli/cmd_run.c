@@ -134,6 +134,22 @@ static nvl_status_t report(nvl_engine_t *e, nvl_run_result_t *r,
     }
     MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0,
                MPI_COMM_WORLD);
+    /* a pipeline's step: its microbatches' passes, ending with the last */
+    nvl_engine_pipe_t pp;
+    nvl_engine_pipeline(e, &pp);
+    size_t g = pp.microbatches > 1 ? (size_t)pp.microbatches : 1;
+    for (size_t k = 0; g > 1 && nvl_runtime()->rank == 0 && k < n / g;
+         k++) {
+        int64_t last = 0;
+        double wall = 0;
+        for (size_t m = 0; m < g; m++) {
+            last = end_max[k * g + m] > last ? end_max[k * g + m] : last;
+            wall += pw[k * g + m];
+        }
+        end_max[k] = last;
+        pw[k] = wall;
+    }
+    n /= g;
     nvl_run_totals_t totals;
     if (nvl_run_stats_reduce(e, MPI_COMM_WORLD, &totals) != NVL_OK)
         nvl_runtime_abort(1);
@@ -168,7 +184,12 @@ static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
 {
     nvl_run_args_t *a = &c->a;
     uint64_t plen = a->ctx ? (uint64_t)a->ctx - 1 : (uint64_t)a->prompt_len;
-    uint64_t glen = a->ctx ? 2 : (uint64_t)a->gen_len;
+    /* --ctx: one steady-state decode step; a pipeline's comes after one
+     * that fills it (its statistics leave that one out) */
+    nvl_engine_pipe_t stages;
+    nvl_engine_pipeline(e, &stages);
+    uint64_t glen = a->ctx ? (stages.stages > 1 ? 3 : 2)
+                           : (uint64_t)a->gen_len;
     if (plen == 0)
         plen = 1; /* --ctx 1: a one-token prompt */
     bool data = c->mode == NVL_MODE_DATA;
@@ -181,18 +202,22 @@ static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
     }
     for (long b = 0; b < a->batch; b++)
         lens[b] = (int)plen;
+    /* a pipeline's step is a pass per microbatch, at most one per stage */
     if (c->trace != NULL || a->trace != NULL)
-        nvl_engine_record_events(e, (int32_t)a->trace_steps + 1);
+        nvl_engine_record_events(e, ((int32_t)a->trace_steps + 1) *
+                                        stages.stages);
     double t0 = MPI_Wtime();
     nvl_status_t st = nvl_engine_generate(e, ids, lens, (int)a->batch,
                                           (int)glen, out, NULL);
+    nvl_engine_pipe_t pipe;
+    nvl_engine_pipeline(e, &pipe);
     nvl_run_result_t r = {
         .args = a, .engine = &c->engine, .cfg = &c->cfg, .topo = ctx->topo,
         .mode = c->mode,
         .weights = !data                 ? "none (timing mode)"
                    : c->weights_dir != NULL ? c->weights_dir
                                             : "synthetic",
-        .tp = ctx->rt->size, .layers = nvl_engine_layers(e),
+        .tp = ctx->rt->size, .layers = pipe.layers_total, .pipe = pipe,
         .prompt_len = plen, .gen_len = glen, .tuner = nvl_comm_tuner(tp),
         .mem = nvl_engine_memory(e), .wall_s = MPI_Wtime() - t0,
         .tokens = data ? out : NULL, .validation = ctx->validation};

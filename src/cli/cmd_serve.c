@@ -176,6 +176,16 @@ static nvl_status_t serving_config(const nvl_serve_args_t *a,
 {
     if (nvl_cli_model_opts_engine(&a->engine, topo, &c->engine) != NVL_OK)
         return NVL_ERR_INVALID;
+    if (c->engine.pp > 1) {
+        /* a replica's step is one pass of its group; a pipeline needs a
+         * batch per stage in flight (docs/pipeline.md, "Serving") */
+        nvl_report("--pp %u: nvlemu serve runs each replica as one "
+                   "tensor-parallel group; pipeline-parallel replicas (a "
+                   "batch per stage in flight) are not modeled: use "
+                   "nvlemu run --pp for a pipeline's TTFT and TPOT",
+                   c->engine.pp);
+        return NVL_ERR_INVALID;
+    }
     c->engine.mode = NVL_MODE_TIMING;
     c->engine.seed = (uint64_t)a->seed;
     c->layout = a->layout;

@@ -67,6 +67,37 @@ nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
     return NVL_OK;
 }
 
+nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
+                                     void *list_out)
+{
+    nvl_cli_pp_layers_t l = {0};
+    const char *p = text;
+    while (*p != '\0') {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || *p == '-' || errno != 0 || v < 1 || v > 100000 ||
+            (*end != ',' && *end != '\0') || l.n == NVL_ENGINE_PP_MAX) {
+            nvl_report("%s %s: expected up to %d layer counts from 1 to "
+                       "100000, separated by commas (40,40)", label, text,
+                       NVL_ENGINE_PP_MAX);
+            return NVL_ERR_INVALID;
+        }
+        l.layers[l.n++] = (uint32_t)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end == ',' && *p == '\0') {
+            nvl_report("%s %s: a comma with no count after it", label, text);
+            return NVL_ERR_INVALID;
+        }
+    }
+    if (l.n == 0) {
+        nvl_report("%s: expected layer counts (40,40)", label);
+        return NVL_ERR_INVALID;
+    }
+    *(nvl_cli_pp_layers_t *)list_out = l;
+    return NVL_OK;
+}
+
 nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
                                        const nvl_topo_t *topo,
                                        nvl_engine_opts_t *o_out)
@@ -89,7 +120,14 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
     o.place.attn_dp = m->attn_dp;
     o.layers = (uint32_t)m->layers;
     o.route_skew = m->route_skew;
+    o.pp = (uint32_t)m->pp;
+    memcpy(o.pp_layers, m->pp_layers.layers, sizeof o.pp_layers);
     *o_out = o;
+    if (m->pp_layers.n != 0 && m->pp_layers.n != (uint32_t)m->pp) {
+        nvl_report("--pp-layers lists %u stage(s), --pp is %ld: give one "
+                   "layer count per stage", m->pp_layers.n, m->pp);
+        return NVL_ERR_INVALID;
+    }
     return nvl_engine_opts_check(&o);
 }
 

@@ -13,6 +13,12 @@
 #include "nvlemu/engine.h"
 #include "nvlemu/opts.h"
 
+/* --pp-layers: layers per stage, as given (n 0: not given). */
+typedef struct {
+    uint32_t n;
+    uint32_t layers[NVL_ENGINE_PP_MAX];
+} nvl_cli_pp_layers_t;
+
 typedef struct {
     nvl_wdtype_t dtype, kv_dtype; /* --dtype, --kv-dtype */
     int attn_choice;       /* --attn: -1 auto (the stack's), else
@@ -29,6 +35,8 @@ typedef struct {
     int attn_dp;           /* --attn-parallel: 1 for dp */
     long layers;           /* --layers: 0 for all */
     double route_skew;     /* --route-skew (timing mode's routing) */
+    long pp;               /* --pp: pipeline stages (1: none) */
+    nvl_cli_pp_layers_t pp_layers; /* --pp-layers */
 } nvl_cli_model_opts_t;
 
 /* Parsers of the rows below (cost's parsers under the option's label; an
@@ -43,6 +51,10 @@ nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
                                 void *choice_out);
 nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
                                       void *share_out);
+/* A comma-separated list of layer counts, each at least 1, at most
+ * NVL_ENGINE_PP_MAX of them (into an nvl_cli_pp_layers_t). */
+nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
+                                     void *list_out);
 
 /* The rows of the block: for an arguments struct `type` holding an
  * nvl_cli_model_opts_t named `m`.  Values, --help and error texts come
@@ -129,7 +141,18 @@ nvl_status_t nvl_cli_parse_host_share(const char *label, const char *text,
             "least one each)"},                                             \
     {.name = "layers", .kind = NVL_OPT_LONG,                                \
      .offset = NVL_CLI_MO_AT(type, m, layers), .arg = "N", .min = 1,        \
-     .max = 100000, .doc = "run only the first N layers"}
+     .max = 100000, .doc = "run only the first N layers"},                 \
+    {.name = "pp", .kind = NVL_OPT_LONG,                                    \
+     .offset = NVL_CLI_MO_AT(type, m, pp), .arg = "N", .def = "1",          \
+     .min = 1, .max = NVL_ENGINE_PP_MAX,                                    \
+     .doc = "pipeline parallelism: the ranks as N stages of ranks/N "       \
+            "(TP within a stage), the layers split over them "              \
+            "(docs/pipeline.md)"},                                          \
+    {.name = "pp-layers", .kind = NVL_OPT_CUSTOM,                           \
+     .offset = NVL_CLI_MO_AT(type, m, pp_layers), .arg = "L1,L2,..",        \
+     .parse = nvl_cli_parse_pp_layers,                                      \
+     .doc = "layers of each pipeline stage, one count per stage, "          \
+            "summing to the layers run (default: an even split)"}
 
 /* --route-skew, for the commands that run timing mode (run, serve):
  * generate runs the model's own router. */

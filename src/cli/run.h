@@ -32,8 +32,9 @@ typedef struct {
     const nvl_topo_t *topo;
     nvl_mode_t mode;
     const char *weights;      /* "checkpoint DIR", "synthetic", "none" */
-    int tp;
-    uint32_t layers;
+    int tp;                   /* ranks (GPUs) of the job */
+    uint32_t layers;          /* layers run, every stage's */
+    nvl_engine_pipe_t pipe;   /* rank 0's place in the pipeline */
     uint64_t prompt_len, gen_len; /* after --ctx */
     int64_t *pass_end_ps;     /* latest end over the ranks, per pass */
     double *pass_wall_s;      /* rank 0's wall time per pass */

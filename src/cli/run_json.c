@@ -142,7 +142,9 @@ static json_t *inputs_json(const nvl_run_result_t *r)
     json_object_set_new(in, "topology", json_string(a->common.topo));
     json_object_set_new(in, "system", json_string(r->topo->name));
     json_object_set_new(in, "set", sets);
-    json_object_set_new(in, "tp", json_integer(r->tp));
+    json_object_set_new(in, "tp", json_integer(r->tp / r->pipe.stages));
+    if (r->pipe.stages > 1)
+        json_object_set_new(in, "pp", json_integer(r->pipe.stages));
     json_object_set_new(in, "batch", json_integer(a->batch));
     json_object_set_new(in, "prompt_len", json_integer((json_int_t)r->prompt_len));
     json_object_set_new(in, "gen_len", json_integer((json_int_t)r->gen_len));
@@ -287,6 +289,9 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
                                   KEY(NVL_RS_PEAK_RSS_BYTES),
                                   d.rss_max / 1e6));
     json_object_set_new(root, "experts", moe_json(r, &d));
+    json_t *pipe = nvl_run_pipe_json(r, &d);
+    if (pipe != NULL)
+        json_object_set_new(root, "pipeline", pipe);
     nvl_cli_queries_t qs;
     nvl_run_queries(r, &d, &qs);
     json_object_set_new(root, "validation",

@@ -153,6 +153,9 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
     nvl_runtime_print_header(out);
     char place[128];
     nvl_cli_placement_name(r->tp, a->engine.ep, a->engine.attn_dp, sizeof place, place);
+    if (r->pipe.stages > 1)
+        snprintf(place, sizeof place, "PP %d x TP %d", r->pipe.stages,
+                 r->pipe.tp);
     fprintf(out, "# nvlemu run: %s (%u of %u layers) on %s, %s, %s mode, "
                  "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
             r->topo->name, place,
@@ -166,7 +169,10 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                  "sequence%s; weights %s, KV %s, attention %s, stack %s, "
                  "launch %s, overlap %s\n", a->batch,
             (unsigned long long)r->prompt_len, (unsigned long long)r->gen_len,
-            a->ctx ? " (--ctx: one steady-state decode step)" : "",
+            !a->ctx ? ""
+            : r->pipe.stages > 1 ? " (--ctx: a steady-state decode step "
+                                   "after one that fills the pipeline)"
+                                 : " (--ctx: one steady-state decode step)",
             nvl_wdtype_name(a->engine.dtype), nvl_wdtype_name(a->engine.kv_dtype),
             nvl_attn_name(r->engine->cost.attn), nvl_stack_name(a->engine.stack),
             nvl_launch_name(a->engine.launch), nvl_overlap_name(a->engine.overlap));
@@ -266,6 +272,7 @@ void nvl_run_report_text(const nvl_run_result_t *r, FILE *out)
     if (d.steps > 0)
         decode_text(r, &d, out);
     moe_text(r, &d, out);
+    nvl_run_pipe_text(r, &d, out);
     breakdown_text(out, "prefill (mean over ranks)", d.pre, d.pre_total, "ms",
                    1.0);
     fprintf(out, "\n# emulation: %.2f s wall, %.4f s per decode step, peak "

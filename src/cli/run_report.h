@@ -4,6 +4,8 @@
 #ifndef NVLEMU_CLI_RUN_REPORT_H
 #define NVLEMU_CLI_RUN_REPORT_H
 
+#include <jansson.h>
+
 #include "run.h"
 
 #define MS(ps) ((ps) / 1e9)
@@ -46,6 +48,14 @@ typedef struct {
 
 /* The numbers both reports show, from r's passes and reduced statistics. */
 void nvl_run_derive(const nvl_run_result_t *r, nvl_run_derived_t *d_out);
+
+/* run_pipe.c: the pipeline's stages, their placement on the topology,
+ * the links between them, and its bubble and send/recv time (nothing, and
+ * NULL, without a pipeline). */
+void nvl_run_pipe_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
+                       FILE *out);
+json_t *nvl_run_pipe_json(const nvl_run_result_t *r,
+                          const nvl_run_derived_t *d);
 
 /* The run's queries for its validation families. */
 void nvl_run_queries(const nvl_run_result_t *r, const nvl_run_derived_t *d,

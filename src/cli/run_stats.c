@@ -10,22 +10,42 @@
 #define PASS(f) NVL_SRC_DECODE, offsetof(nvl_pass_stats_t, f)
 #define SHARD(f) NVL_SRC_SHARD, offsetof(nvl_shard_t, f)
 
+/* Passes per step: one per microbatch of a pipeline (the first group the
+ * prefill), else 1. */
+static size_t pass_group(const nvl_engine_t *e)
+{
+    nvl_engine_pipe_t pp;
+    nvl_engine_pipeline(e, &pp);
+    return pp.microbatches > 1 ? (size_t)pp.microbatches : 1;
+}
+
+/* The first pass of the decode steps the statistics cover: after the
+ * prefill; with a pipeline and two decode steps or more, after the first
+ * decode step too, which fills the pipeline (its first microbatches wait
+ * for the last ones' prefill: the prefill's bubble, not a step's). */
+static size_t decode_from(const nvl_engine_t *e)
+{
+    size_t n, g = pass_group(e);
+    nvl_engine_passes(e, &n);
+    return g > 1 && n / g >= 3 ? 2 * g : g;
+}
+
 static double decode_part_ps(const nvl_engine_t *e, int part)
 {
     size_t n;
     const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
     double s = 0;
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = decode_from(e); i < n; i++)
         s += (double)p[i].part_ps[part];
     return s;
 }
 
-/* Decode steps run (at least 1: the divisor of a per-step number). */
+/* Decode steps counted (at least 1: the divisor of a per-step number). */
 static double steps(const nvl_engine_t *e)
 {
-    size_t n;
+    size_t n, g = pass_group(e), from = decode_from(e);
     nvl_engine_passes(e, &n);
-    return n > 1 ? (double)(n - 1) : 1;
+    return n > from ? (double)((n - from) / g) : 1;
 }
 
 /* Per decode step, in ms, as the report has always summed them: each
@@ -194,6 +214,27 @@ const nvl_run_stat_t nvl_run_stats[NVL_RS_COUNT] = {
                                            overlap_hidden_ps),
                                   NVL_I64, 1, NULL, NVL_RED_MEAN, "ms",
                                   "overlap.prefill_hidden_ms", NVL_PER_MS},
+    [NVL_RS_PP_BUBBLE_MS] = {"pp_bubble_ms", PASS(pp_bubble_ps), NVL_I64,
+                             1, NULL, NVL_RED_MEAN, "ms per decode step",
+                             "pipeline.bubble_ms_per_step", NVL_PER_MS_STEP},
+    [NVL_RS_PP_XFER_MS] = {"pp_xfer_ms", PASS(pp_xfer_ps), NVL_I64, 1, NULL,
+                           NVL_RED_MEAN, "ms per decode step",
+                           "pipeline.send_recv_ms_per_step",
+                           NVL_PER_MS_STEP},
+    [NVL_RS_PP_BYTES] = {"pp_bytes", PASS(pp_bytes), NVL_F64, 1, NULL,
+                         NVL_RED_MEAN, "bytes per decode step",
+                         "pipeline.send_recv_bytes_per_step", NVL_PER_STEP},
+    [NVL_RS_PP_PREFILL_BUBBLE_MS] = {"pp_prefill_bubble_ms", NVL_SRC_PREFILL,
+                                     offsetof(nvl_pass_stats_t,
+                                              pp_bubble_ps),
+                                     NVL_I64, 1, NULL, NVL_RED_MEAN, "ms",
+                                     "pipeline.prefill_bubble_ms",
+                                     NVL_PER_MS},
+    [NVL_RS_PP_PREFILL_XFER_MS] = {"pp_prefill_xfer_ms", NVL_SRC_PREFILL,
+                                   offsetof(nvl_pass_stats_t, pp_xfer_ps),
+                                   NVL_I64, 1, NULL, NVL_RED_MEAN, "ms",
+                                   "pipeline.prefill_send_recv_ms",
+                                   NVL_PER_MS},
 };
 
 #define LAYER(f, k, s) {k, offsetof(nvl_moe_layer_stats_t, f), s}
@@ -243,11 +284,15 @@ static double read_field(const nvl_engine_t *e, const nvl_run_stat_t *st,
     size_t n;
     const nvl_pass_stats_t *p = nvl_engine_passes(e, &n);
     switch (st->src) {
-    case NVL_SRC_PREFILL:
-        return n > 0 ? field(&p[0], st, i) : 0;
+    case NVL_SRC_PREFILL: {
+        double s = 0;
+        for (size_t k = 0; k < n && k < pass_group(e); k++)
+            s += field(&p[k], st, i);
+        return st->type == NVL_U32 && n > 0 ? field(&p[0], st, i) : s;
+    }
     case NVL_SRC_DECODE: {
         double s = 0;
-        for (size_t k = 1; k < n; k++)
+        for (size_t k = decode_from(e); k < n; k++)
             s += field(&p[k], st, i);
         return s;
     }
@@ -309,14 +354,16 @@ static void reduce_slots(nvl_run_totals_t *t, int width)
 }
 
 /* Every MoE layer's numbers, summed over the ranks on rank 0 then divided:
- * the mean rank's. */
+ * the mean rank's (of the ranks running the layer: a pipeline stage's). */
 static nvl_status_t reduce_layers(const nvl_engine_t *e, MPI_Comm comm,
                                   int rank, nvl_run_totals_t *t)
 {
-    uint32_t nl = nvl_engine_layers(e);
+    nvl_engine_pipe_t pp;
+    nvl_engine_pipeline(e, &pp);
+    uint32_t nl = pp.layers_total;
     size_t nk = nvl_run_n_layer_stats, n = (size_t)nl * nk + 1;
     const nvl_moe_layer_stats_t *ls = nvl_engine_moe_layer_stats(e);
-    double *mine = malloc(n * sizeof *mine);
+    double *mine = calloc(n, sizeof *mine);
     double *sum = rank == 0 ? calloc(n, sizeof *sum) : NULL;
     if (mine == NULL || (rank == 0 && sum == NULL)) {
         free(mine);
@@ -324,15 +371,16 @@ static nvl_status_t reduce_layers(const nvl_engine_t *e, MPI_Comm comm,
         nvl_report("out of memory for the report's %u layers", nl);
         return NVL_ERR_NOMEM;
     }
-    for (uint32_t l = 0; l < nl; l++)
+    for (uint32_t l = 0; l < pp.layer_count; l++)
         for (size_t k = 0; k < nk; k++)
-            mine[l * nk + k] = *(const double *)((const char *)&ls[l] +
-                                                 nvl_run_layer_stats[k].offset);
+            mine[(pp.layer_first + l) * nk + k] =
+                *(const double *)((const char *)&ls[l] +
+                                  nvl_run_layer_stats[k].offset);
     MPI_Reduce(mine, sum, (int)(n - 1), MPI_DOUBLE, MPI_SUM, 0, comm);
     free(mine);
     if (rank == 0) {
         for (size_t j = 0; j + 1 < n; j++)
-            sum[j] /= t->ranks;
+            sum[j] /= pp.tp;
         t->layers = nl;
         t->layer = sum;
     }

@@ -64,6 +64,11 @@ typedef enum {
     NVL_RS_OVERLAP_COMM_MS,   /* --overlap async-tp: communication stream */
     NVL_RS_OVERLAP_HIDDEN_MS, /* busy, and of it hidden, per decode step */
     NVL_RS_PREFILL_HIDDEN_MS, /* hidden in the prefill */
+    NVL_RS_PP_BUBBLE_MS,      /* pipeline: idle waiting on it, per step */
+    NVL_RS_PP_XFER_MS,        /* its sends and receives, per step */
+    NVL_RS_PP_BYTES,          /* their bytes, per step */
+    NVL_RS_PP_PREFILL_BUBBLE_MS, /* the same in the prefill */
+    NVL_RS_PP_PREFILL_XFER_MS,
     NVL_RS_COUNT
 } nvl_run_stat_id_t;
 

@@ -83,6 +83,79 @@ static void write_track_name(FILE *out, const nvl_topo_t *topo, int tid,
     *first = false;
 }
 
+/* One slice of a stage's track: work on pass `pass`'s microbatch. */
+static void stage_slice(FILE *out, const nvl_engine_pipe_t *pp, int stage,
+                        int tid, int32_t pass, int64_t start, int64_t end)
+{
+    int mb = pp->microbatches > 0 ? pp->microbatches : 1;
+    char what[64];
+    if (pass / mb == 0)
+        snprintf(what, sizeof what, "microbatch %d prefill",
+                 (int)(pass % mb));
+    else
+        snprintf(what, sizeof what, "microbatch %d step %d",
+                 (int)(pass % mb), (int)(pass / mb));
+    json_t *ev = json_pack(
+        "{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:{s:i, s:i}}", "name", what,
+        "cat", "pipeline", "ph", "X", "ts", (double)start / 1e6, "dur",
+        (double)(end - start) / 1e6, "pid", 0, "tid", tid, "args", "stage",
+        stage, "pass", (int)pass);
+    fputs(",\n", out);
+    nvl_json_dumpf(ev, out, JSON_COMPACT);
+    json_decref(ev);
+}
+
+/* A pipeline: stage k's track (one per stage, after every rank's), from
+ * its first rank's events: a slice per run of work (between waits) of a
+ * pass, named by the microbatch and step it ran, so that the
+ * schedule shows each stage busy on a different microbatch and the
+ * bubbles between them. */
+static void write_stage_track(FILE *out, const nvl_engine_pipe_t *pp,
+                              int stage, int tid, const wire_event_t *w,
+                              long long cnt, bool *first)
+{
+    char name[96];
+    snprintf(name, sizeof name, "pipeline stage %d (ranks %d-%d)", stage,
+             stage * pp->tp, stage * pp->tp + pp->tp - 1);
+    json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
+                           "thread_name", "ph", "M", "pid", 0, "tid", tid,
+                           "args", "name", name);
+    fputs(*first ? "\n" : ",\n", out);
+    nvl_json_dumpf(ev, out, JSON_COMPACT);
+    json_decref(ev);
+    int64_t start = -1, end = 0;
+    for (long long i = 0; i < cnt; i++) {
+        if (w[i].track != 0 || w[i].part == NVL_PART_LAUNCH)
+            continue;
+        bool idle = w[i].part == NVL_PART_WAIT;
+        if (!idle && start < 0)
+            start = w[i].start_ps;
+        if (!idle)
+            end = w[i].start_ps + w[i].dur_ps;
+        /* a run of work ends at a wait or with its pass */
+        if (start >= 0 && (idle || i + 1 == cnt ||
+                           w[i + 1].pass != w[i].pass)) {
+            stage_slice(out, pp, stage, tid, w[i].pass, start, end);
+            start = -1;
+        }
+    }
+    *first = false;
+}
+
+/* Rank r's events (cnt_out of them; the caller frees them). */
+static wire_event_t *recv_events(MPI_Comm comm, int r, long long *cnt_out)
+{
+    MPI_Recv(cnt_out, 1, MPI_LONG_LONG, r, 0, comm, MPI_STATUS_IGNORE);
+    wire_event_t *w = malloc(((size_t)*cnt_out + 1) * sizeof *w);
+    if (w == NULL) {
+        nvl_report("out of memory for rank %d's trace", r);
+        nvl_runtime_abort(1);
+    }
+    MPI_Recv(w, (int)((size_t)*cnt_out * sizeof *w), MPI_BYTE, r, 1, comm,
+             MPI_STATUS_IGNORE);
+    return w;
+}
+
 nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
                                  const nvl_topo_t *topo, FILE *out)
 {
@@ -111,6 +184,8 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
         w->bytes = ev[i].bytes;
     }
     long long count = (long long)n;
+    nvl_engine_pipe_t pp;
+    nvl_engine_pipeline(e, &pp);
     if (rank != 0) {
         MPI_Send(&count, 1, MPI_LONG_LONG, 0, 0, comm);
         MPI_Send(mine, (int)(n * sizeof *mine), MPI_BYTE, 0, 1, comm);
@@ -129,16 +204,11 @@ nvl_status_t nvl_run_trace_write(const nvl_engine_t *e, MPI_Comm comm,
     for (int r = 0; r < size; r++) {
         wire_event_t *w = mine;
         long long cnt = count;
-        if (r != 0) {
-            MPI_Recv(&cnt, 1, MPI_LONG_LONG, r, 0, comm, MPI_STATUS_IGNORE);
-            w = malloc(((size_t)cnt + 1) * sizeof *w);
-            if (w == NULL) {
-                nvl_report("out of memory for rank %d's trace", r);
-                nvl_runtime_abort(1);
-            }
-            MPI_Recv(w, (int)((size_t)cnt * sizeof *w), MPI_BYTE, r, 1, comm,
-                     MPI_STATUS_IGNORE);
-        }
+        if (r != 0)
+            w = recv_events(comm, r, &cnt);
+        if (pp.stages > 1 && r % pp.tp == 0)
+            write_stage_track(out, &pp, r / pp.tp,
+                              size * N_TRACKS + r / pp.tp, w, cnt, &first);
         write_track_name(out, topo, r, r, (uint32_t)r, "", &first);
         bool named[N_TRACKS] = {true};
         for (long long i = 0; i < cnt; i++) {

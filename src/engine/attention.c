@@ -72,7 +72,8 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     int32_t L = (int32_t)li;
 
     /* the first layer has no residual add pending */
-    nvl_engine_step(e, li > 0 ? NVL_STEP_ADD_NORM : NVL_STEP_NORM, L,
+    nvl_engine_step(e, li > 0 || e->stage > 0 ? NVL_STEP_ADD_NORM
+                                            : NVL_STEP_NORM, L,
                     (double)M, NULL);
     if (e->data) {
         nvl_engine_rmsnorm(b->x, l->in_norm, b->h, M, hid, c->rms_eps);

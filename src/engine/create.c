@@ -38,7 +38,7 @@ double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
      * q and k norms */
     double attn = s->attn_matrix_elems * wb + s->attn_bias_elems * sb +
                   2 * hid * sb + s->attn_norm_elems * sb;
-    return attn + (nvl_model_layer_is_moe(c, li)
+    return attn + (nvl_engine_layer_is_moe(e, li)
                        /* experts held, and the whole router */
                        ? ne * 3 * sn * hid * wb + c->num_experts * hid * sb
                        : 3 * in * hid * wb);
@@ -53,7 +53,12 @@ static double shard_bytes(const nvl_engine_t *e, double wb, double sb)
     double total = 0;
     for (uint32_t i = 0; i < e->layers; i++)
         total += nvl_engine_layer_bytes(e, i, wb, sb);
-    return total + vn * hid * sb * (c->tied_embeddings ? 1 : 2) + hid * sb;
+    /* the embedding on the first stage, the lm_head (a copy of it when
+     * tied, on a stage of its own) and the final norm on the last */
+    bool first = e->stage == 0, last = e->stage == e->stages - 1;
+    double mats = (first ? 1 : 0) +
+                  (last && (!c->tied_embeddings || !first) ? 1 : 0);
+    return total + vn * hid * sb * mats + (last ? hid * sb : 0);
 }
 
 /* Data mode holds this rank's weights as float32 in host memory (load.c):
@@ -90,7 +95,7 @@ static nvl_status_t check_a2a(const nvl_engine_t *e)
 {
     bool moe = false;
     for (uint32_t i = 0; i < e->layers && !moe; i++)
-        moe = nvl_model_layer_is_moe(&e->cfg, i);
+        moe = nvl_engine_layer_is_moe(e, i);
     if (!moe || nvl_comm_size(e->tp) == 1 ||
         (e->shard.ep == 1 && !e->shard.attn_dp)) {
         nvl_report("--a2a onesided: this run has no all-to-all to replace "
@@ -110,29 +115,41 @@ static nvl_status_t check_a2a(const nvl_engine_t *e)
     return NVL_OK;
 }
 
-nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
-                               const nvl_engine_opts_t *opts, nvl_comm_t *tp,
-                               nvl_engine_t **engine_out)
+/* A zeroed engine holding cfg, opts and the job's communicator; out of
+ * memory aborts the job. */
+static nvl_engine_t *alloc_engine(const nvl_model_config_t *cfg,
+                                  const nvl_engine_opts_t *opts,
+                                  nvl_comm_t *job)
 {
-    /* as every rank fails alike, rank 0 reports */
-    nvl_status_t st = nvl_comm_set_allreduce(tp, opts->allreduce);
-    if (st != NVL_OK)
-        return st;
     nvl_engine_t *e = calloc(1, sizeof *e);
-    if (e == NULL) {
+    if (e != NULL)
+        e->moe_decode = calloc((size_t)cfg->layers + 1,
+                               sizeof *e->moe_decode);
+    if (e == NULL || e->moe_decode == NULL) {
         nvl_report("out of memory for the engine");
         nvl_runtime_abort(1);
     }
     e->cfg = *cfg;
     e->opts = *opts;
-    e->tp = tp;
+    e->job = e->tp = job;
     e->data = opts->mode == NVL_MODE_DATA;
-    e->layers = opts->layers ? opts->layers : cfg->layers;
-    e->moe_decode = calloc((size_t)cfg->layers + 1, sizeof *e->moe_decode);
-    if (e->moe_decode == NULL) {
-        nvl_report("out of memory for the engine");
-        nvl_runtime_abort(1);
+    return e;
+}
+
+nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
+                               const nvl_engine_opts_t *opts, nvl_comm_t *tp,
+                               nvl_engine_t **engine_out)
+{
+    nvl_engine_t *e = alloc_engine(cfg, opts, tp);
+    nvl_status_t st = nvl_engine_pipe_create(e);
+    /* as every rank fails alike, rank 0 (of each stage) reports */
+    if (st == NVL_OK)
+        st = nvl_comm_set_allreduce(e->tp, opts->allreduce);
+    if (st != NVL_OK) {
+        nvl_engine_free(e);
+        return st;
     }
+    tp = e->tp;
     e->opts.cost.topo = nvl_comm_topo(tp);
     e->opts.cost.gpu = nvl_comm_gpu(tp, nvl_comm_rank(tp));
     nvl_comm_set_mode(tp, opts->mode);
@@ -141,7 +158,7 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
 
     /* the same on every rank: the lowest rank reports */
     nvl_runtime_capture_begin();
-    if (opts->layers > cfg->layers) {
+    if (opts->layers > cfg->layers && e->stages == 1) {
         nvl_report("--layers %u: model '%s' has %u layers", opts->layers,
                    cfg->name, cfg->layers);
         st = NVL_ERR_INVALID;
@@ -155,7 +172,7 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
         st = check_host_memory(e, st);
     if (st == NVL_OK && e->data)
         st = nvl_engine_load_weights(e);
-    st = nvl_runtime_capture_end_on(nvl_comm_mpi(tp), st);
+    st = nvl_runtime_capture_end_on(nvl_comm_mpi(e->job), st);
     e->dense = tp;
     if (st == NVL_OK && e->shard.attn_dp) {
         /* every rank its own attention: a communicator of one */
@@ -205,6 +222,7 @@ void nvl_engine_free(nvl_engine_t *e)
     if (e->dense != NULL && e->dense != e->tp)
         nvl_comm_destroy(e->dense);
     nvl_comm_destroy(e->ovl);
+    nvl_engine_pipe_free(e);
     free(e->events);
     free(e->passes);
     free(e->tape);
@@ -214,6 +232,19 @@ void nvl_engine_free(nvl_engine_t *e)
 
 uint32_t nvl_engine_layers(const nvl_engine_t *e) { return e->layers; }
 
+void nvl_engine_pipeline(const nvl_engine_t *e, nvl_engine_pipe_t *out)
+{
+    *out = (nvl_engine_pipe_t){
+        .stages = e->stages, .stage = e->stage, .tp = nvl_comm_size(e->tp),
+        .layer_first = e->layer0, .layer_count = e->layers,
+        .layers_total = e->layers_total, .microbatches = e->microbatches};
+}
+
+bool nvl_engine_layer_is_moe(const nvl_engine_t *e, uint32_t li)
+{
+    return nvl_model_layer_is_moe(&e->cfg, e->layer0 + li);
+}
+
 const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e)
 {
     return &e->shard;
@@ -221,7 +252,7 @@ const nvl_shard_t *nvl_engine_shard(const nvl_engine_t *e)
 
 bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li)
 {
-    return nvl_model_layer_is_moe(&e->cfg, li) &&
+    return nvl_engine_layer_is_moe(e, li) &&
            nvl_comm_size(e->tp) > 1 &&
            (e->shard.ep > 1 || e->shard.attn_dp);
 }

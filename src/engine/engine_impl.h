@@ -9,6 +9,9 @@
  *                samples, gathers outputs (data-parallel attention)
  *   pass.c       one forward pass: embedding, the layers, final norm,
  *                lm_head, the logits' allgather
+ *   pipe.c       pipeline parallelism: the activations sent from stage to
+ *                stage, each microbatch's logits handed from the last
+ *                stage to every rank
  *   attention.c  a layer's attention half (and, before expert parallelism,
  *                the reduce-scatter / allgather around the experts)
  *   mlp.c        a layer's MLP half: dense, or moe.c's experts
@@ -31,13 +34,18 @@
  *   create.c     options, creation, teardown, memory sizes, whether a
  *                layer's experts are expert-parallel
  *   load.c       weights from a checkpoint or synthetic (create.c calls it)
+ *   stages.c     pipeline parallelism's set-up: the layers of each stage,
+ *                the stage's tensor-parallel group and its links to the
+ *                neighbouring stages (create.c calls it)
  *
- * Three rooms advance the clock (docs/ARCHITECTURE.md lists them, and
+ * Four rooms advance the clock (docs/ARCHITECTURE.md lists them, and
  * tests/arch/check-architecture.py holds the list): issue.c (through the
  * stream of src/cost/ and the collectives of src/coll/), overlap.c, whose
  * communication stream has a clock of its own that the rank's waits for,
- * and step.c, which waits for a serving step's agreed end; generate.c
- * calls MPI directly only to gather outputs and capture errors. */
+ * step.c, which waits for a serving step's agreed end, and pipe.c, whose
+ * first stage waits for the last stage's tokens; generate.c calls MPI
+ * directly only to gather outputs and capture errors, pipe.c to hand the
+ * last stage's logits and clock to every rank. */
 #ifndef NVLEMU_ENGINE_IMPL_H
 #define NVLEMU_ENGINE_IMPL_H
 
@@ -62,11 +70,24 @@ struct nvl_engine {
     nvl_model_config_t cfg;
     nvl_engine_opts_t opts;
     nvl_shard_t shard;
-    nvl_comm_t *tp;       /* the whole job */
+    nvl_comm_t *job;      /* the whole job (the caller's) */
+    nvl_comm_t *tp;       /* this pipeline stage's ranks: the job without
+                             a pipeline (else owned) */
     nvl_comm_t *dense;    /* attention, embedding, lm_head, dense MLPs: tp,
                              or this rank alone (data-parallel attention;
                              owned) */
-    uint32_t layers;      /* layers run */
+    uint32_t layers;      /* layers run (this stage's) */
+    uint32_t layer0;      /* the stage's first layer (global index) */
+    uint32_t layers_total; /* layers run by the whole pipeline */
+    /* pipe.c: stages, this rank's, the two-member communicators to the
+     * previous and next stage's rank of the same TP index (owned; NULL at
+     * the ends), the microbatches of the generation, and the clock at
+     * which the last stage's tokens of the next pass's microbatch are
+     * back (stage 0 waits for them) */
+    int stages, stage;
+    nvl_comm_t *link_prev, *link_next;
+    int microbatches;
+    int64_t pp_ready_ps;
     uint64_t row0;        /* the pass's first row in the whole batch's
                              (seeds timing mode's routing) */
     bool data;            /* data mode: weights and arithmetic */
@@ -329,6 +350,36 @@ nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
 nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n,
                                 nvl_kv_cache_t *caches, const int32_t *tok,
                                 const uint64_t *T, float *logits);
+
+/* create.c: whether this stage's layer li (global layer0 + li) is a
+ * mixture of experts. */
+bool nvl_engine_layer_is_moe(const nvl_engine_t *e, uint32_t li);
+
+/* pipe.c: collective over e->job: the stages (opts.pp), this rank's
+ * layers and communicators; reports (lowest rank) and fails on every
+ * rank for a stage count that does not divide the ranks, more stages
+ * than layers, or a --pp-layers list of the wrong count or sum.  Sets
+ * e->tp (the job itself without a pipeline). */
+nvl_status_t nvl_engine_pipe_create(nvl_engine_t *e);
+void nvl_engine_pipe_free(nvl_engine_t *e);
+/* pipe.c: a stage after the first receives the M rows of activations
+ * (b->x, the residual stream; b->h, the hidden state) from the previous
+ * stage; a stage before the last sends them to the next.  Nothing on
+ * the other stages.  The wait for the partner is the bubble; the
+ * transfer is timed on the topology's point-to-point path (NCCL's
+ * send/recv: the receive completes no earlier than the sender's entry
+ * plus latency plus bytes over the pair's port). */
+nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
+nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
+/* pipe.c: collective over e->job: the last stage's logits of n
+ * sequences (n x vocab at logits; data mode) and the clock its pass ended
+ * at (end_ps, read on the last stage) handed to every rank; stage 0's next
+ * pass waits until then (pp_ready_ps).  A no-op without a pipeline. */
+void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
+                             int64_t end_ps);
+/* pipe.c: stage 0 idles until the tokens its pass needs are back (the
+ * pipeline's bubble); at the start of a pass. */
+void nvl_engine_pipe_wait_tokens(nvl_engine_t *e);
 
 /* moe.c: the mixture-of-experts MLP of layer li over M rows.  Data mode:
  * h holds the normed input [M, hidden] and receives this rank's partial

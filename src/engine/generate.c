@@ -99,7 +99,125 @@ static nvl_status_t check_clock(const nvl_engine_t *e, nvl_status_t st)
                    (int)e->overflow_pass);
         st = NVL_ERR_RANGE;
     }
-    return nvl_runtime_capture_end_on(nvl_comm_mpi(e->tp), st);
+    return nvl_runtime_capture_end_on(nvl_comm_mpi(e->job), st);
+}
+
+/* A generation's state on this rank: its nb sequences (from sequence
+ * `first` of the batch) in `mbs` microbatches, their caches, the new
+ * tokens each pass runs, and each microbatch's logits and the clock at
+ * which the last stage ended its last pass. */
+typedef struct {
+    int nb, mbs, max_new;
+    uint32_t first;
+    const int32_t *ids;
+    const int *lens;
+    int32_t *out;
+    float *last_logits;
+    nvl_kv_cache_t *caches;
+    uint64_t *T;
+    uint64_t *row;      /* [nb + 1]: a sequence's first prompt row */
+    int32_t *tok;
+    float *logits;      /* nb x vocab (data mode) */
+    int64_t *end_ps;    /* [mbs] */
+} gen_t;
+
+static void gen_alloc(nvl_engine_t *e, gen_t *g)
+{
+    size_t nb = (size_t)g->nb + 1;
+    g->mbs = g->nb < e->stages ? g->nb : e->stages;
+    if (g->mbs < 1)
+        g->mbs = 1;
+    e->microbatches = g->mbs;
+    g->caches = calloc(nb, sizeof *g->caches);
+    g->T = malloc(nb * sizeof *g->T);
+    g->row = malloc(nb * sizeof *g->row);
+    g->tok = malloc(nb * sizeof *g->tok);
+    g->end_ps = calloc((size_t)g->mbs, sizeof *g->end_ps);
+    g->logits = e->data ? malloc((nb * e->cfg.vocab) * sizeof *g->logits)
+                        : NULL;
+    if (!g->caches || !g->T || !g->row || !g->tok || !g->end_ps ||
+        (e->data && !g->logits)) {
+        nvl_report("out of memory for a batch of %d", g->nb);
+        nvl_runtime_abort(1);
+    }
+    uint64_t r = 0;
+    for (uint32_t b = 0; b < g->first; b++)
+        r += (uint64_t)g->lens[b];
+    for (int b = 0; b <= g->nb; b++) {
+        g->row[b] = r;
+        if (b < g->nb) {
+            g->T[b] = (uint64_t)g->lens[g->first + (uint32_t)b];
+            r += g->T[b];
+        }
+    }
+}
+
+static void gen_free(nvl_engine_t *e, gen_t *g)
+{
+    for (int b = 0; b < g->nb; b++)
+        nvl_engine_kv_free(&g->caches[b], e->layers);
+    free(g->caches);
+    free(g->T);
+    free(g->row);
+    free(g->tok);
+    free(g->end_ps);
+    free(g->logits);
+}
+
+/* Step s of microbatch m: the prefill (s 0) of its prompts or a decode
+ * step of its last tokens. */
+static nvl_status_t forward_mb(nvl_engine_t *e, gen_t *g, int m, int s)
+{
+    nvl_range_t r = nvl_range_split((uint32_t)g->nb, g->mbs, m);
+    const int32_t *tok = g->tok + r.first;
+    e->row0 = g->first + r.first;
+    if (s == 0) {
+        e->row0 = g->row[r.first];
+        tok = g->ids != NULL ? g->ids + g->row[r.first] : NULL;
+    }
+    nvl_status_t st = nvl_engine_forward(
+        e, (int)r.count, g->caches + r.first, tok, g->T + r.first,
+        e->data ? g->logits + (size_t)r.first * e->cfg.vocab : NULL);
+    g->end_ps[m] = nvl_engine_clock(e)->now_ps;
+    return st;
+}
+
+/* Microbatch m's logits of step s from the last stage; its sequences'
+ * next tokens sampled (greedy). */
+static void collect_mb(nvl_engine_t *e, gen_t *g, int m, int s)
+{
+    nvl_range_t r = nvl_range_split((uint32_t)g->nb, g->mbs, m);
+    uint32_t V = e->cfg.vocab;
+    float *lg = e->data ? g->logits + (size_t)r.first * V : NULL;
+    nvl_engine_pipe_deliver(e, (int)r.count, lg, g->end_ps[m]);
+    if (s == 0 && g->last_logits != NULL && e->data)
+        memcpy(g->last_logits + (size_t)(g->first + r.first) * V, lg,
+               (size_t)r.count * V * sizeof *lg);
+    for (uint32_t b = r.first; b < r.first + r.count; b++) {
+        g->tok[b] = e->data ? nvl_engine_argmax(g->logits + (size_t)b * V, V)
+                            : -1;
+        g->out[(size_t)(g->first + b) * g->max_new + s] = g->tok[b];
+        g->T[b] = 1;
+    }
+}
+
+/* The prefill and the decode steps, microbatch after microbatch: with a
+ * pipeline each stage works on a different microbatch, and a
+ * microbatch's next step starts when the last stage has sampled its
+ * tokens (vLLM's virtual engines, one per stage: vllm/engine/
+ * llm_engine.py, LLMEngine.step(virtual_engine)). */
+static nvl_status_t run_steps(nvl_engine_t *e, gen_t *g)
+{
+    nvl_status_t st = NVL_OK;
+    for (int s = 0; s < g->max_new && st == NVL_OK; s++)
+        for (int m = 0; m < g->mbs && st == NVL_OK; m++) {
+            if (s > 0)
+                collect_mb(e, g, m, s - 1);
+            st = forward_mb(e, g, m, s);
+        }
+    for (int m = 0; m < g->mbs && st == NVL_OK; m++)
+        collect_mb(e, g, m, g->max_new - 1);
+    return st;
 }
 
 nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
@@ -127,62 +245,27 @@ nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
                                     rows > (uint64_t)batch ? rows
                                                            : (uint64_t)batch);
     }
-    st = nvl_runtime_capture_end_on(nvl_comm_mpi(e->tp), st);
+    st = nvl_runtime_capture_end_on(nvl_comm_mpi(e->job), st);
     if (st != NVL_OK)
         return st;
-    /* this rank's sequences: all, or its share (data-parallel attention);
-     * prefill_row0: their first row in the whole batch's prefill */
+    /* this rank's sequences: all, or its share (data-parallel attention) */
     nvl_range_t mine = {0, (uint32_t)batch};
-    uint64_t prefill_row0 = 0;
     if (e->shard.attn_dp)
         mine = nvl_range_split((uint32_t)batch, nvl_comm_size(e->tp),
                                nvl_comm_rank(e->tp));
-    for (uint32_t b = 0; b < mine.first; b++)
-        prefill_row0 += (uint64_t)lens[b];
-    int nb = (int)mine.count;
-    uint32_t V = e->cfg.vocab;
-    nvl_kv_cache_t *caches = calloc((size_t)nb + 1, sizeof *caches);
-    uint64_t *T = malloc(((size_t)nb + 1) * sizeof *T);
-    int32_t *tok = malloc(((size_t)nb + 1) * sizeof *tok);
-    float *logits = e->data ? malloc(((size_t)nb * V + 1) * sizeof *logits)
-                            : NULL;
-    if (caches == NULL || T == NULL || tok == NULL ||
-        (e->data && logits == NULL)) {
-        nvl_report("out of memory for a batch of %d", batch);
-        nvl_runtime_abort(1);
-    }
-    for (int b = 0; b < nb; b++)
-        T[b] = (uint64_t)lens[mine.first + (uint32_t)b];
-    e->row0 = prefill_row0;
-    st = nvl_engine_forward(e, nb, caches, ids != NULL ? ids + prefill_row0 : NULL, T,
-                 logits);
-    if (st == NVL_OK && last_logits_out != NULL && e->data)
-        memcpy(last_logits_out + (size_t)mine.first * V, logits,
-               (size_t)nb * V * sizeof *logits);
-    for (int s = 0; s < max_new && st == NVL_OK; s++) {
-        for (int b = 0; b < nb; b++) {
-            tok[b] = e->data ? nvl_engine_argmax(logits + (size_t)b * V, V)
-                             : -1; /* greedy */
-            new_tokens_out[(size_t)(mine.first + (uint32_t)b) * max_new + s] =
-                tok[b];
-            T[b] = 1;
-        }
-        e->row0 = mine.first;
-        if (s + 1 < max_new)
-            st = nvl_engine_forward(e, nb, caches, tok, T, logits);
-    }
+    gen_t g = {.nb = (int)mine.count, .first = mine.first,
+               .max_new = max_new, .ids = ids, .lens = lens,
+               .out = new_tokens_out, .last_logits = last_logits_out};
+    gen_alloc(e, &g);
+    st = run_steps(e, &g);
     st = check_clock(e, st);
+    uint32_t V = e->cfg.vocab;
     if (st == NVL_OK && mine.count != (uint32_t)batch) {
         gather_outputs(e, batch, new_tokens_out, max_new, MPI_INT32_T);
         if (last_logits_out != NULL && e->data)
             gather_outputs(e, batch, last_logits_out, (int)V, MPI_FLOAT);
     }
-    for (int b = 0; b < nb; b++)
-        nvl_engine_kv_free(&caches[b], e->layers);
-    free(caches);
-    free(T);
-    free(tok);
-    free(logits);
+    gen_free(e, &g);
     return st;
 }
 

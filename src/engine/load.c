@@ -200,8 +200,9 @@ nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
     uint64_t i0 = s->intermediate.first, in = s->intermediate.count;
     for (uint32_t i = 0; st == NVL_OK && i < e->layers; i++) {
         nvl_layer_weights_t *l = &e->lw[i];
+        uint32_t g = e->layer0 + i; /* the checkpoint's layer */
         char n[160];
-#define P(suffix) (snprintf(n, sizeof n, "model.layers.%u.%s", i, suffix), n)
+#define P(suffix) (snprintf(n, sizeof n, "model.layers.%u.%s", g, suffix), n)
         l->in_norm = slice(&src, P("input_layernorm.weight"), hid, 0, 0, hid,
                            0, 0, &st);
         l->post_norm = slice(&src, P("post_attention_layernorm.weight"), hid,
@@ -228,10 +229,10 @@ nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
         }
         l->wo = slice(&src, P("self_attn.o_proj.weight"), hid, qh, 0, hid, q0,
                       qn, &st);
-        if (nvl_model_layer_is_moe(c, i)) {
+        if (nvl_model_layer_is_moe(c, g)) {
             l->router = slice(&src, P("mlp.gate.weight"), c->num_experts,
                               hid, 0, c->num_experts, 0, hid, &st);
-            st = load_experts(&src, c, s, i, l, st);
+            st = load_experts(&src, c, s, g, l, st);
             continue;
         }
         l->wg = slice(&src, P("mlp.gate_proj.weight"), c->intermediate, hid,

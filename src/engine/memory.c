@@ -119,12 +119,15 @@ static void report_unfit(const nvl_engine_t *e, const nvl_mem_plan_t *p)
     else if (p->host_need_bytes <= p->host_bytes)
         snprintf(tiers, sizeof tiers, ", a larger --kv-host or "
                  "--weights-host share");
-    nvl_report("does not fit: %s at TP %d needs %.2f GB of HBM per %s "
+    char tp[48];
+    snprintf(tp, sizeof tp, e->stages > 1 ? "TP %d x PP %d" : "TP %d",
+             nvl_comm_size(e->tp), e->stages);
+    nvl_report("does not fit: %s at %s needs %.2f GB of HBM per %s "
                "(weights %.2f GB + KV cache %.2f GB + activations %.2f GB + "
                "reserve %.2f GB%s); the %s has %.0f GB of HBM and %.0f GB "
                "of host memory; ways out: more GPUs (TP), "
                "--dtype fp8|fp4, --kv-dtype fp8%s, a smaller --batch or "
-               "context", e->cfg.name, nvl_comm_size(e->tp),
+               "context", e->cfg.name, tp,
                p->hbm_need_bytes / 1e9, gpu, p->weights_bytes / 1e9,
                p->kv_bytes / 1e9, p->act_bytes / 1e9, p->reserve_bytes / 1e9,
                host, gpu, p->hbm_bytes / 1e9, p->host_bytes / 1e9, tiers);
@@ -153,8 +156,10 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
     mine[4] = act_bytes(e, e->shard.attn_dp && seqs ? (double)rows / seqs *
                                                           share
                                                     : (double)rows, share);
+    /* the largest shard of the job (a pipeline's stages hold different
+     * layers, the embedding, the lm_head): the same plan on every rank */
     double most[5];
-    MPI_Allreduce(mine, most, 5, MPI_DOUBLE, MPI_MAX, nvl_comm_mpi(e->tp));
+    MPI_Allreduce(mine, most, 5, MPI_DOUBLE, MPI_MAX, nvl_comm_mpi(e->job));
     p->weights_bytes = most[0];
     p->layer_weights_bytes = most[1];
     layer_max = most[2];
@@ -183,8 +188,8 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
     p->planned = true;
     /* the GPUs of this superchip in the job read its memory together */
     uint32_t per = t->node.gpus_per_superchip, sharers = 0;
-    for (int r = 0; r < nvl_comm_size(e->tp); r++)
-        sharers += nvl_comm_gpu(e->tp, r) / per == o->cost.gpu / per;
+    for (int r = 0; r < nvl_comm_size(e->job); r++)
+        sharers += nvl_comm_gpu(e->job, r) / per == o->cost.gpu / per;
     e->opts.cost.host_sharers =
         p->kv_host_share > 0 || p->weights_host_share > 0 ? sharers : 1;
     p->fits = p->hbm_need_bytes <= p->hbm_bytes &&

@@ -26,7 +26,7 @@ nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
     if (nvl_engine_moe_is_ep(e, li)) {
         /* data-parallel attention: this rank's rows, complete sums */
         st = nvl_engine_moe_ep(e, li, M, e->row0, e->data ? b->h : NULL);
-    } else if (nvl_model_layer_is_moe(c, li)) {
+    } else if (nvl_engine_layer_is_moe(e, li)) {
         nvl_engine_moe(e, li, M, e->data ? b->h : NULL);
     } else {
         dense = true; /* down_proj with its allreduce: nvl_engine_rowpar */

@@ -136,6 +136,6 @@ void nvl_engine_moe_route(const nvl_engine_t *e, uint32_t li, uint64_t row0,
     if (e->data)
         route(e, e->lw[li].router, h, M, ids, w);
     else
-        seeded_route(e, li, row0, M, ids);
+        seeded_route(e, e->layer0 + li, row0, M, ids);
 }
 

@@ -73,5 +73,13 @@ nvl_status_t nvl_engine_opts_check(const nvl_engine_opts_t *o)
                    "own, as in TensorRT-LLM", kernels);
         return NVL_ERR_INVALID;
     }
+    if (o->pp > 1 && o->place.attn_dp) {
+        nvl_report("--pp %u with --attn-parallel dp: the pipeline's "
+                   "microbatches split the whole batch, data-parallel "
+                   "attention splits it again over a stage's ranks; this "
+                   "emulator runs one or the other (use --attn-parallel tp "
+                   "with --pp)", o->pp);
+        return NVL_ERR_INVALID;
+    }
     return NVL_OK;
 }

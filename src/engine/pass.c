@@ -115,12 +115,16 @@ static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     }
     nvl_engine_pass_begin(e, p->M);
     nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
+    /* a pipeline's first stage: the tokens this microbatch needs are
+     * those the last stage sampled */
+    nvl_engine_pipe_wait_tokens(e);
     /* timing mode: the pass's collectives agreed once, at its end */
     e->settled_end_ps = -1;
     nvl_engine_defer(e);
     /* the step's token ids (at prefill the prompts) from the host */
-    nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D,
-                             (double)p->M * 4);
+    if (e->stage == 0)
+        nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D,
+                                 (double)p->M * 4);
     /* serving: the blocks this step reuses copied out first (preempted
      * KV swapped out, prefixes evicted), then swapped KV and cached
      * prefixes brought back */
@@ -159,6 +163,18 @@ static nvl_status_t embed(nvl_engine_t *e, const int32_t *tok,
     nvl_engine_elementwise(e, "embedding", -1, (double)p->M * hid * 2);
     nvl_engine_step(e, NVL_STEP_ROPE_TABLES, -1, (double)p->M, NULL);
     return nvl_engine_allreduce(e, -1, b->x, p->M * hid);
+}
+
+/* A later pipeline stage's start: layer 0's host bytes prefetched, the
+ * previous stage's rows received, the RoPE tables. */
+static nvl_status_t receive(nvl_engine_t *e, const pass_t *p, nvl_acts_t *b)
+{
+    if (e->layers > 0)
+        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, p->past_sum,
+                                                 p->kv_pos));
+    nvl_status_t st = nvl_engine_pipe_recv(e, p->M, b);
+    nvl_engine_step(e, NVL_STEP_ROPE_TABLES, -1, (double)p->M, NULL);
+    return st;
 }
 
 /* The layers; memory tiers: one layer's host bytes prefetched while the
@@ -233,10 +249,17 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     pass_t p;
     nvl_acts_t b = {0};
     pass_open(e, n, caches, T, &p, &b);
-    nvl_status_t st = embed(e, tok, &p, &b);
+    nvl_status_t st = e->stage == 0 ? embed(e, tok, &p, &b)
+                                    : receive(e, &p, &b);
     if (st == NVL_OK)
         st = layers(e, n, caches, T, &p, &b);
-    st = head(e, n, T, &p, &b, st, logits);
+    if (e->stage == e->stages - 1) {
+        st = head(e, n, T, &p, &b, st, logits);
+    } else if (st == NVL_OK) {
+        nvl_engine_c2c_drain(e);
+        st = nvl_engine_pipe_send(e, p.M, &b);
+        e->norm_fused = false; /* the next stage adds the residual */
+    }
     nvl_status_t settled = nvl_engine_settle(e);
     if (st == NVL_OK)
         st = settled;

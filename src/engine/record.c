@@ -75,8 +75,12 @@ void nvl_engine_account(nvl_engine_t *e, const char *name, nvl_part_t part,
         e->cur.coll_bytes += bytes;
     else if (part != NVL_PART_C2C) /* C2C bytes: nvl_engine_c2c_* */
         e->cur.hbm_bytes += bytes;
+    /* events name the model's layer (a pipeline stage's first is not
+     * layer 0) */
     keep_event(e, (nvl_op_event_t){
-        .name = name, .part = part, .layer = layer, .pass = e->pass,
+        .name = name, .part = part,
+        .layer = layer >= 0 ? layer + (int32_t)e->layer0 : layer,
+        .pass = e->pass,
         .start_ps = start_ps, .dur_ps = dur_ps, .flops = flops,
         .bytes = bytes});
 }

@@ -151,9 +151,9 @@ def serve_slo(nvlemu, opt, text):
 
 
 def check_serve_and_sweep(nvlemu):
+    # bench/sweep's time grammar lives in its package (bench/nvlsweep)
     sys.path.insert(0, os.path.dirname(SWEEP))
-    from importlib.machinery import SourceFileLoader
-    sweep = SourceFileLoader("sweep_cli", SWEEP).load_module()
+    from nvlsweep import options as sweep
     for opt in ("--slo-ttft", "--slo-tpot"):
         for spellings, want in TIME_EQUAL:
             # every spelling through --slo-ttft; --slo-tpot shares the row

@@ -1,0 +1,84 @@
+/* Pipeline parallelism: the job's ranks as stages of tensor-parallel
+ * groups, the activations sent from one stage to the next, and each
+ * microbatch's logits handed from the last stage back to every rank.
+ *
+ * Stage k holds ranks k*TP .. k*TP + TP - 1 (TP = ranks / stages) and
+ * consecutive layers; rank t of stage k sends its rows to rank t of stage
+ * k + 1 (vLLM's PP groups pair the same TP rank of neighbouring stages:
+ * vllm/distributed/parallel_state.py, initialize_model_parallel), over a
+ * two-member communicator of the coll module, whose send/recv groups move
+ * the data (MPI) and time it on the topology's point-to-point path
+ * (NVLink inside an NVLink domain, the NIC and the scale-out network
+ * between domains: src/coll/p2p.c).  What crosses is vLLM's
+ * IntermediateTensors: hidden_states and residual, two [M, hidden] bf16
+ * tensors (vllm/model_executor/models/llama.py, LlamaModel.forward). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "nvlemu/runtime.h"
+
+/* One send/recv group on a link: the pass's rows (x, h) to or from the
+ * partner; the wait for the partner counted as the bubble. */
+static nvl_status_t transfer(nvl_engine_t *e, nvl_comm_t *link, bool send,
+                             uint64_t M, nvl_acts_t *b)
+{
+    size_t n = (size_t)M * e->cfg.hidden;
+    int peer = send ? 1 : 0; /* the lower stage is member 0 */
+    float *x = e->data ? b->x : NULL, *h = e->data ? b->h : NULL;
+    int64_t entry = nvl_engine_coll_begin(e, -1);
+    nvl_status_t st = nvl_group_start(link);
+    for (int i = 0; i < 2 && st == NVL_OK; i++)
+        st = send ? nvl_send(link, i ? h : x, n, NVL_DT_F32, peer)
+                  : nvl_recv(link, i ? h : x, n, NVL_DT_F32, peer);
+    nvl_coll_info_t info;
+    if (st == NVL_OK)
+        st = nvl_group_end(link, &info);
+    if (st != NVL_OK)
+        return st;
+    nvl_engine_coll_done(e, send ? "pp_send" : "pp_recv", -1, entry, &info);
+    if (info.start_ps > entry)
+        e->cur.pp_bubble_ps += info.start_ps - entry;
+    e->cur.pp_xfer_ps += info.time_ps;
+    e->cur.pp_bytes += 2.0 * (double)n * 2; /* bf16 */
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
+{
+    return e->link_prev != NULL ? transfer(e, e->link_prev, false, M, b)
+                                : NVL_OK;
+}
+
+nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
+{
+    return e->link_next != NULL ? transfer(e, e->link_next, true, M, b)
+                                : NVL_OK;
+}
+
+void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
+                             int64_t end_ps)
+{
+    if (e->stages == 1)
+        return;
+    MPI_Comm job = nvl_comm_mpi(e->job);
+    int root = nvl_comm_size(e->job) - nvl_comm_size(e->tp);
+    MPI_Bcast(&end_ps, 1, MPI_INT64_T, root, job);
+    if (e->data)
+        MPI_Bcast(logits, n * (int)e->cfg.vocab, MPI_FLOAT, root, job);
+    if (e->stage == 0)
+        e->pp_ready_ps = end_ps;
+}
+
+void nvl_engine_pipe_wait_tokens(nvl_engine_t *e)
+{
+    nvl_vclock_t *clk = nvl_engine_clock(e);
+    int64_t before = clk->now_ps;
+    if (e->stage != 0 || e->pp_ready_ps <= before || e->time_overflow)
+        return;
+    nvl_vclock_wait_until(clk, e->pp_ready_ps);
+    nvl_stream_sync(&e->stream, clk);
+    nvl_engine_account(e, "pp_wait_tokens", NVL_PART_WAIT, -1, before,
+                       e->pp_ready_ps - before, 0, 0);
+    e->cur.pp_bubble_ps += e->pp_ready_ps - before;
+}
