@@ -209,6 +209,7 @@ void nvl_engine_free(nvl_engine_t *e)
     free(e->passes);
     free(e->tape);
     free(e->moe_decode);
+    free(e->moe_counts);
     free(e);
 }
 
