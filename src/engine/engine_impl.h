@@ -99,6 +99,13 @@ struct nvl_engine {
     uint64_t *moe_counts;
     int32_t moe_counts_pass;
     uint64_t moe_counts_rows;
+    /* moe_ep.c, timing mode: the pass's expert-parallel book (each EP
+     * layer's rows and pairs to and from each rank and tokens per expert,
+     * agreed once a pass; the other all-to-all's times) */
+    uint64_t *ep_book;
+    int64_t *ep_book_alt;
+    int32_t ep_book_pass;
+    uint64_t ep_book_rows, ep_book_row0;
     nvl_mem_plan_t mem;   /* memory.c: the last generation's plan */
     /* issue.c: the C2C copy engine, one queue per direction: when each is
      * free, and when the layer prefetched last has landed */
