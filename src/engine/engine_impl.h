@@ -115,6 +115,20 @@ struct nvl_engine {
     nvl_pass_stats_t *passes;
     size_t n_passes, cap_passes;
     nvl_moe_layer_stats_t *moe_decode; /* [layers] */
+    /* moe.c, timing mode, experts tensor-parallel: the seeded routing's
+     * token counts of every layer of pass moe_counts_pass over
+     * moe_counts_rows rows ([layers][experts]; NULL until a pass needs
+     * them), drawn once per pass */
+    uint64_t *moe_counts;
+    int32_t moe_counts_pass;
+    uint64_t moe_counts_rows;
+    /* moe_ep.c, timing mode: the pass's expert-parallel book (each EP
+     * layer's rows and pairs to and from each rank and tokens per expert,
+     * agreed once a pass; the other all-to-all's times) */
+    uint64_t *ep_book;
+    int64_t *ep_book_alt;
+    int32_t ep_book_pass;
+    uint64_t ep_book_rows, ep_book_row0;
     nvl_mem_plan_t mem;   /* memory.c: the last generation's plan */
     /* issue.c: the C2C copy engine, one queue per direction: when each is
      * free, and when the layer prefetched last has landed */
