@@ -101,6 +101,12 @@ typedef struct {
      * onesided.c): DeepEP's low-latency mode in decode steps, its
      * high-throughput mode in the prefill (SGLang's --deepep-mode auto). */
     bool a2a_onesided;
+    /* Data mode with a quantized checkpoint: false (the default) quantizes
+     * each quantized GEMM's input as the serving engines run the format
+     * (nvl_act_quant_of, with the checkpoint's input scales); true keeps
+     * the inputs float32 (weight-only).  Timing mode: the GEMMs' types
+     * (nvl_cost_cfg_t.weight_only). */
+    bool act_quant_none;
 } nvl_engine_opts_t;
 
 #define NVL_HOST_AUTO (-1.0)

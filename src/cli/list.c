@@ -27,6 +27,7 @@ static const nvl_family_t *const families[] = {
     &nvl_serve_sched_family,
     &nvl_serve_preempt_family,
     &nvl_quant_format_family,
+    &nvl_act_quant_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 

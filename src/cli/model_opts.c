@@ -89,6 +89,7 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
     o.place.attn_dp = m->attn_dp;
     o.layers = (uint32_t)m->layers;
     o.route_skew = m->route_skew;
+    o.act_quant_none = m->act_quant == 1;
     *o_out = o;
     return nvl_engine_opts_check(&o);
 }
