@@ -5,25 +5,54 @@
 #include <math.h>
 #include <string.h>
 
+#include "nvlemu/quant.h"
+
 /* The families of a kernel's settings (family.h): a row per member,
  * indexed by its enum. */
 
-/* Weight dtypes: bytes per element (block scales included) and the
- * tensor-core peak it runs at. */
+/* Weight dtypes: bytes per element (block scales included, for memory
+ * sizes), the tensor-core type and peak they run at, the stored format
+ * (its row in src/quant gives the weight scales' blocks) and the
+ * activations' scale block (elements per scale, its bytes; 0: one per
+ * tensor). */
 static const struct {
     nvl_member_t id;
     double bytes;
     size_t peak_offset; /* into nvl_gpu_spec_t */
+    nvl_wdtype_t core;
+    int format;         /* nvl_quant_format_t; -1: none */
+    double elem_bytes;
+    uint32_t act_block, act_scale_bytes;
 } wdtypes[NVL_WDT_COUNT] = {
     [NVL_WDT_BF16] = {{"bf16", "bfloat16, 2 bytes an element"}, 2.0,
-                      offsetof(nvl_gpu_spec_t, bf16_flops_per_s)},
-    [NVL_WDT_FP8] = {{"fp8", "FP8 E4M3, 1 byte an element"}, 1.0,
-                     offsetof(nvl_gpu_spec_t, fp8_flops_per_s)},
+                      offsetof(nvl_gpu_spec_t, bf16_flops_per_s),
+                      NVL_WDT_BF16, -1, 2.0, 0, 0},
+    [NVL_WDT_FP8] = {{"fp8", "FP8 E4M3, 1 byte an element, an FP32 scale "
+                             "per tensor (ModelOpt FP8)"}, 1.0,
+                     offsetof(nvl_gpu_spec_t, fp8_flops_per_s), NVL_WDT_FP8,
+                     NVL_QUANT_FP8, 1.0, 0, 4},
     /* MXFP4: 32 four-bit elements share one 8-bit scale (OCP MX spec) */
     [NVL_WDT_FP4] = {{"fp4", "MXFP4: 4-bit elements, an 8-bit scale per "
                              "32 (OCP MX spec)"},
                      0.5 + 1.0 / 32.0,
-                     offsetof(nvl_gpu_spec_t, fp4_flops_per_s)},
+                     offsetof(nvl_gpu_spec_t, fp4_flops_per_s), NVL_WDT_FP4,
+                     NVL_QUANT_MXFP4, 0.5, 32, 1},
+    /* NVFP4: an E4M3 scale per 16 (ModelOpt; activations alike, vLLM
+     * scaled_fp4_quant) */
+    [NVL_WDT_NVFP4] = {{"nvfp4", "NVFP4: 4-bit elements, an E4M3 scale "
+                                 "per 16 and an FP32 per tensor "
+                                 "(ModelOpt)"},
+                       0.5 + 1.0 / 16.0,
+                       offsetof(nvl_gpu_spec_t, fp4_flops_per_s),
+                       NVL_WDT_FP4, NVL_QUANT_NVFP4, 0.5, 16, 1},
+    /* FP8 blocks: weights per 128 x 128, activations per 1 x 128 (vLLM
+     * per_token_group_quant_fp8), FP32 scales */
+    [NVL_WDT_FP8_BLOCK] = {{"fp8-block", "FP8 E4M3 with an FP32 scale per "
+                                         "128 x 128 block (Qwen's and "
+                                         "DeepSeek's FP8 releases)"},
+                           1.0 + 4.0 / (128.0 * 128.0),
+                           offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
+                           NVL_WDT_FP8, NVL_QUANT_FP8_BLOCK, 1.0, 128, 4},
 };
 const nvl_family_t nvl_wdtype_family =
     NVL_FAMILY("dtype", "weight (and matmul input) types (--dtype; "
@@ -147,6 +176,52 @@ double nvl_wdtype_bytes(nvl_wdtype_t dt)
     return dt < NVL_WDT_COUNT ? wdtypes[dt].bytes : 2.0;
 }
 
+nvl_wdtype_t nvl_wdtype_core(nvl_wdtype_t dt)
+{
+    return dt < NVL_WDT_COUNT ? wdtypes[dt].core : NVL_WDT_BF16;
+}
+
+const char *nvl_wdtype_format(nvl_wdtype_t dt)
+{
+    return dt < NVL_WDT_COUNT && wdtypes[dt].format >= 0
+               ? nvl_family_name(&nvl_quant_format_family,
+                                 wdtypes[dt].format)
+               : NULL;
+}
+
+nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
+                                       uint64_t k)
+{
+    if (dt >= NVL_WDT_COUNT)
+        dt = NVL_WDT_BF16;
+    nvl_gemm_bytes_t b = {(double)n * (double)k * wdtypes[dt].elem_bytes, 0};
+    if (wdtypes[dt].format < 0 || n == 0 || k == 0)
+        return b;
+    nvl_quant_format_t f = (nvl_quant_format_t)wdtypes[dt].format;
+    const nvl_quant_row_t *row = nvl_quant_row(f);
+    uint64_t grid[2];
+    nvl_quant_scale_grid(f, n, k, grid);
+    /* E4M3 and E8M0 scales are a byte, FP32 ones four */
+    double sb = row->scale.code == NVL_QCODE_F32 ? 4.0 : 1.0;
+    b.scale_bytes = (double)grid[0] * (double)grid[1] * sb +
+                    (row->scale2.suffix != NULL ? 4.0 : 0.0);
+    return b;
+}
+
+nvl_gemm_bytes_t nvl_cost_input_bytes(nvl_wdtype_t dt, uint64_t m,
+                                      uint64_t k)
+{
+    if (dt >= NVL_WDT_COUNT)
+        dt = NVL_WDT_BF16;
+    nvl_gemm_bytes_t b = {(double)m * (double)k * wdtypes[dt].elem_bytes, 0};
+    uint32_t blk = wdtypes[dt].act_block;
+    if (m > 0 && k > 0)
+        b.scale_bytes = blk > 0 ? (double)m * (double)((k + blk - 1) / blk) *
+                                      wdtypes[dt].act_scale_bytes
+                                : wdtypes[dt].act_scale_bytes;
+    return b;
+}
+
 /* (Here rather than in gemm_lib.c, which then calls nothing of this
  * file: the type's name is this file's.) */
 nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg)
@@ -200,30 +275,34 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
                                                         : NVL_WDT_BF16;
     double peak;
     memcpy(&peak, (const char *)g + wdtypes[dt].peak_offset, sizeof peak);
-    double act_bytes = wdtypes[dt].bytes;
+    nvl_wdtype_t core = wdtypes[dt].core, in_dt = dt;
     /* the tensor cores' type sets cuBLASLt's efficiency, the library
      * its share of it */
     double eff = g->matmul_efficiency;
-    if (peak <= 0) {
-        /* no tensor cores for this type (FP4 on Hopper): weight-only
-         * quantisation, dequantised to BF16 in the kernel, at BF16's
-         * efficiency */
+    if (peak <= 0 || cfg->weight_only) {
+        /* no tensor cores for this type (FP4 on Hopper), or weight-only
+         * quantisation: dequantised to BF16 in the kernel, BF16 inputs,
+         * at BF16's rate and efficiency */
         peak = g->bf16_flops_per_s;
-        act_bytes = 2.0;
-    } else if (dt == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
+        in_dt = NVL_WDT_BF16;
+    } else if (core == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
         eff = g->fp8_matmul_efficiency;
-    else if (dt == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
+    else if (core == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
         eff = g->fp4_matmul_efficiency;
     double rel;
-    nvl_gemm_lib_choose(cfg, dt, &rel);
+    nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
+                        &rel);
     eff *= rel;
+    nvl_gemm_bytes_t wb = nvl_cost_weight_bytes(dt, n, k);
     double N = (double)n, K = (double)k, tiles = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)
             continue;
         double M = (double)m[i];
+        nvl_gemm_bytes_t ib = nvl_cost_input_bytes(in_dt, m[i], k);
         c.flops += 2.0 * M * N * K;
-        c.bytes += N * K * wdtypes[dt].bytes + M * K * act_bytes + M * N * 2.0;
+        c.bytes += wb.data_bytes + wb.scale_bytes + ib.data_bytes +
+                   ib.scale_bytes + M * N * 2.0;
         tiles += N * ceil(M / 64.0);
     }
     if (c.flops <= 0)
