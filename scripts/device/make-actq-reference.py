@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes tests/data/quant/ref-actq-FORMAT/reference.json: transformers'
+"""Makes ref-actq-FORMAT/reference.json (tests/data/quant): transformers'
 greedy tokens and last logits of qwen3-quant-tiny with FORMAT's dequantized
 weights (make-quant-fixture.py's quantizers) AND each decoder linear's input
 quantized as the serving engines quantize it (docs/quantization.md,
