@@ -33,6 +33,7 @@ static const nvl_family_t *const families[] = {
     &nvl_data_path_family,
     &nvl_model_type_family,
     &nvl_model_preset_family,
+    &nvl_act_quant_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
