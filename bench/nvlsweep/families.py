@@ -20,7 +20,7 @@ CHOICES = {
     "overlap": ("overlap", None),
     "a2a": ("a2a", None),
     "attn_parallel": ("attn-parallel", None),
-    "rank_plays": ("rank-plays", ("gpu", "die")),
+    "rank_plays": ("rank-plays", None),
     "scheduler": ("scheduler", None),
 }
 

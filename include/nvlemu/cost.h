@@ -42,14 +42,44 @@
 #include "nvlemu/topo.h"
 #include "nvlemu/vclock.h"
 
-/* Weight (and matmul input) element types.  FP4 is MXFP4: 4-bit elements
- * with one 8-bit scale per 32, so 0.53125 bytes per element. */
+/* Weight (and matmul input) element types, each a tensor-core type and,
+ * for the quantized ones, a stored format (src/quant's rows: the scales'
+ * blocks):  fp8 is ModelOpt FP8 (one FP32 scale per tensor), fp4 MX-FP4
+ * (an E8M0 scale per 32: 0.53125 bytes per element), nvfp4 NVFP4 (an E4M3
+ * scale per 16 and an FP32 per tensor), fp8-block FP8 with an FP32 scale
+ * per 128 x 128 block. */
 typedef enum {
     NVL_WDT_BF16,
     NVL_WDT_FP8,
     NVL_WDT_FP4,
+    NVL_WDT_NVFP4,
+    NVL_WDT_FP8_BLOCK,
     NVL_WDT_COUNT
 } nvl_wdtype_t;
+
+/* The tensor-core type of dt: NVL_WDT_BF16, NVL_WDT_FP8 or NVL_WDT_FP4. */
+nvl_wdtype_t nvl_wdtype_core(nvl_wdtype_t dt);
+/* The dense peak FLOP rate of gpu's tensor cores for dt (its [gpu]
+ * bf16/fp8/fp4_flops; 0 where the GPU has none of that type). */
+double nvl_wdtype_peak_flops_per_s(const nvl_gpu_spec_t *gpu,
+                                   nvl_wdtype_t dt);
+
+/* The bytes a GEMM reads of one weight W[n, k] stored in dt: its elements
+ * (data_bytes) and its scales (scale_bytes: the format's block scales
+ * from its src/quant row, and its per-tensor scales); and of an input
+ * x[m, k] quantized as the format's activations are (the elements, and
+ * the scales: one per 1 x 16 for nvfp4, 1 x 32 for fp4, 1 x 128 for
+ * fp8-block, one per tensor for fp8).  bf16: no scales. */
+typedef struct {
+    double data_bytes, scale_bytes;
+} nvl_gemm_bytes_t;
+nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
+                                       uint64_t k);
+nvl_gemm_bytes_t nvl_cost_input_bytes(nvl_wdtype_t dt, uint64_t m,
+                                      uint64_t k);
+
+/* The stored format's name of dt (src/quant's family), NULL for bf16. */
+const char *nvl_wdtype_format(nvl_wdtype_t dt);
 
 /* fa3, fa4: FlashAttention 3 / 4 (serving engines); sdpa: PyTorch's
  * scaled_dot_product_attention as the torch stack calls it (cuDNN's fused
@@ -135,6 +165,9 @@ typedef struct {
     const nvl_topo_t *topo;
     uint32_t gpu;              /* topology index (what-if overrides apply) */
     nvl_wdtype_t weight_dtype; /* matmul weights and inputs */
+    bool weight_only;          /* quantized weights, bf16 inputs: the GEMM
+                                  dequantizes to BF16 and runs at BF16's
+                                  rate (--act-quant none) */
     nvl_wdtype_t kv_dtype;     /* the KV cache (bf16 or fp8) */
     nvl_attn_impl_t attn;
     nvl_stack_t stack;

@@ -112,6 +112,12 @@ typedef struct {
      * point-to-point path.  0 or 1: no pipeline. */
     uint32_t pp;
     uint32_t pp_layers[NVL_ENGINE_PP_MAX];
+    /* Data mode with a quantized checkpoint: false (the default) quantizes
+     * each quantized GEMM's input as the serving engines run the format
+     * (nvl_act_quant_of, with the checkpoint's input scales); true keeps
+     * the inputs float32 (weight-only).  Timing mode: the GEMMs' types
+     * (nvl_cost_cfg_t.weight_only). */
+    bool act_quant_none;
 } nvl_engine_opts_t;
 
 #define NVL_HOST_AUTO (-1.0)

@@ -162,4 +162,49 @@ nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out);
 void nvl_quant_config_write(nvl_quant_format_t f, struct json_t *exclude,
                             struct json_t *qconfig, struct json_t **hf_out);
 
+/* ---- activations and the KV cache (src/quant/act.c) ---- */
+
+/* How a quantized GEMM's input is quantized, as the serving engines run
+ * each format (docs/quantization.md, "Activations"). */
+typedef enum {
+    NVL_ACT_NONE,        /* weight-only: the input stays as computed */
+    NVL_ACT_NVFP4,       /* E2M1 x E4M3 per 16, global scale 1/input_scale */
+    NVL_ACT_FP8_TENSOR,  /* E4M3 x the static per-tensor input_scale */
+    NVL_ACT_FP8_GROUP,   /* E4M3 x a dynamic scale per 1 x 128 group */
+    NVL_ACT_COUNT
+} nvl_act_quant_t;
+
+#define NVL_NVFP4_ACT_BLOCK 16
+#define NVL_FP8_ACT_GROUP 128
+
+/* The family "act-quant" (--act-quant): auto (the format's own scheme,
+ * nvl_act_quant_of) and none (weight-only); values index nothing else. */
+extern const nvl_family_t nvl_act_quant_family;
+
+/* The activation scheme the serving engines run with format f's weights:
+ * NVFP4 W4A4 (vLLM ModelOptNvFp4LinearMethod, TensorRT-LLM NVFP4 Linear),
+ * ModelOpt FP8 W8A8 with static input scales, FP8 blocks with dynamic
+ * 1 x 128 groups (vLLM Fp8LinearMethod / DeepGEMM); MX-FP4 weight-only. */
+nvl_act_quant_t nvl_act_quant_of(nvl_quant_format_t f);
+
+/* E4M3 rounding of x saturated at +-448 (CUDA's __NV_SATFINITE cast), as
+ * a float. */
+float nvl_e4m3_round_sat(float x);
+
+/* The values a GEMM reads for n input elements of one row (the row's
+ * first element on a block boundary; a short last block is its own):
+ * NVFP4 per 16 with the checkpoint's input_scale; FP8 with the static
+ * per-tensor scale; FP8 per group of `group` with a dynamic scale.  in
+ * and out may be the same. */
+void nvl_act_quant_nvfp4(const float *x, uint64_t n, float input_scale,
+                         float *out);
+void nvl_act_quant_fp8_tensor(const float *x, uint64_t n, float scale,
+                              float *out);
+void nvl_act_quant_fp8_group(const float *x, uint64_t n, uint64_t group,
+                             float *out);
+
+/* The values an FP8 (E4M3) KV cache returns for n keys or values stored
+ * with scale (k_scale / v_scale; 1.0 without calibrated scales). */
+void nvl_kv_quant_fp8(const float *x, uint64_t n, float scale, float *out);
+
 #endif

@@ -242,15 +242,16 @@ uint64_t nvl_topo_hash(const nvl_topo_t *topo);
 /* What each MPI rank plays: a whole GPU package, or one die of one. */
 typedef enum { NVL_PLAYS_GPU, NVL_PLAYS_DIE } nvl_rank_plays_t;
 
-/* "gpu", "die": the names of an NVL_OPT_ENUM row. */
-extern const nvl_opt_name_t nvl_topo_rank_plays_names[];
+/* "gpu", "die", a row each (family.h): --rank-plays's names and
+ * `nvlemu --list rank-plays`. */
+extern const nvl_family_t nvl_rank_plays_family;
 
 /* The --rank-plays row of every command and bench that starts ranks
  * (`run`, `generate`, the *_perf benches), into an int field of `type`. */
 #define NVL_TOPO_OPT_RANK_PLAYS(type, field)                                \
     {.name = "rank-plays", .kind = NVL_OPT_ENUM,                            \
-     .offset = offsetof(type, field), .arg = "gpu|die", .def = "gpu",       \
-     .names = nvl_topo_rank_plays_names,                                    \
+     .offset = offsetof(type, field), .def = "gpu",                         \
+     .family = &nvl_rank_plays_family,                                      \
      .doc = "what each rank plays: a whole GPU, or one die of a "           \
             "multi-die package (half its SMs, FLOP rates, HBM and NVLink "  \
             "ports; the package's dies joined by [gpu] die_link_bw; the "   \

@@ -41,6 +41,10 @@ nvl_status_t nvl_weights_open(const char *dir,
                               nvl_weights_t **weights_out);
 void nvl_weights_close(nvl_weights_t *w);
 
+/* The quantized format the checkpoint's config declares (quantized
+ * false: none); valid while w is open. */
+const nvl_quant_config_t *nvl_weights_quant(const nvl_weights_t *w);
+
 /* Whether the checkpoint has a tensor (no report). */
 bool nvl_weights_has(const nvl_weights_t *w, const char *name);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cost_cmd.h"
+#include "model_opts.h"
 
 #define AT(field) offsetof(nvl_cli_cost_args_t, field)
 
@@ -94,13 +95,9 @@ static nvl_status_t read_attention(nvl_cli_cost_args_t *a)
         a->attn_given = true;
     }
     if (a->kv_dtype != NULL) {
-        if (nvl_wdtype_parse("--kv-dtype", a->kv_dtype, &a->kv_wdtype) !=
-            NVL_OK)
+        if (nvl_cli_parse_kv_dtype("--kv-dtype", a->kv_dtype,
+                                   &a->kv_wdtype) != NVL_OK)
             return NVL_ERR_INVALID;
-        if (a->kv_wdtype == NVL_WDT_FP4) {
-            nvl_report("--kv-dtype: fp4 is not a KV cache type (bf16, fp8)");
-            return NVL_ERR_INVALID;
-        }
     }
     return NVL_OK;
 }

@@ -13,6 +13,7 @@
 #include "nvlemu/model.h"
 #include "nvlemu/quant.h"
 #include "nvlemu/serve.h"
+#include "nvlemu/topo.h"
 
 static const nvl_family_t *const families[] = {
     &nvl_ar_impl_family,
@@ -33,6 +34,8 @@ static const nvl_family_t *const families[] = {
     &nvl_data_path_family,
     &nvl_model_type_family,
     &nvl_model_preset_family,
+    &nvl_act_quant_family,
+    &nvl_rank_plays_family,
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 

@@ -19,8 +19,9 @@ nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
     nvl_wdtype_t dt;
     if (nvl_wdtype_parse(label, text, &dt) != NVL_OK)
         return NVL_ERR_INVALID;
-    if (dt == NVL_WDT_FP4) {
-        nvl_report("%s: fp4 is not a KV cache type (bf16, fp8)", label);
+    if (dt != NVL_WDT_BF16 && dt != NVL_WDT_FP8) {
+        nvl_report("%s: %s is not a KV cache type (bf16, fp8)", label,
+                   nvl_wdtype_name(dt));
         return NVL_ERR_INVALID;
     }
     *(nvl_wdtype_t *)dtype_out = dt;
@@ -122,6 +123,8 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
     o.route_skew = m->route_skew;
     o.pp = (uint32_t)m->pp;
     memcpy(o.pp_layers, m->pp_layers.layers, sizeof o.pp_layers);
+    o.act_quant_none = m->act_quant == 1;
+    o.cost.weight_only = o.act_quant_none && m->dtype != NVL_WDT_BF16;
     *o_out = o;
     if (m->pp_layers.n != 0 && m->pp_layers.n != (uint32_t)m->pp) {
         nvl_report("--pp-layers lists %u stage(s), --pp is %ld: give one "

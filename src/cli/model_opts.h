@@ -12,6 +12,7 @@
 #include "nvlemu/cost.h"
 #include "nvlemu/engine.h"
 #include "nvlemu/opts.h"
+#include "nvlemu/quant.h"
 
 /* --pp-layers: layers per stage, as given (n 0: not given). */
 typedef struct {
@@ -37,6 +38,7 @@ typedef struct {
     double route_skew;     /* --route-skew (timing mode's routing) */
     long pp;               /* --pp: pipeline stages (1: none) */
     nvl_cli_pp_layers_t pp_layers; /* --pp-layers */
+    int act_quant;         /* --act-quant: 0 auto, 1 none */
 } nvl_cli_model_opts_t;
 
 /* Parsers of the rows below (cost's parsers under the option's label; an
@@ -139,6 +141,12 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
      .doc = "mixture of experts: attention tensor-parallel over all "       \
             "ranks, or data-parallel (each rank its own sequences, at "     \
             "least one each)"},                                             \
+    {.name = "act-quant", .kind = NVL_OPT_ENUM,                             \
+     .offset = NVL_CLI_MO_AT(type, m, act_quant), .def = "auto",            \
+     .family = &nvl_act_quant_family,                                       \
+     .doc = "quantized weights: quantize each GEMM's input as the serving " \
+            "engines run the format (auto: NVFP4 W4A4, FP8 W8A8, MX-FP4 "   \
+            "weight-only; docs/quantization.md) or not at all (none)"},     \
     {.name = "layers", .kind = NVL_OPT_LONG,                                \
      .offset = NVL_CLI_MO_AT(type, m, layers), .arg = "N", .min = 1,        \
      .max = 100000, .doc = "run only the first N layers"},                 \

@@ -252,6 +252,9 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
         json_array_append_new(steps, json_real(MS((double)(
                                          r->pass_end_ps[i] - r->pass_end_ps[i - 1]))));
     json_object_set_new(root, "inputs", inputs_json(r));
+    json_t *gemms = nvl_run_gemm_json(r, &d);
+    if (gemms != NULL)
+        json_object_set_new(root, "gemm_weights", gemms);
     json_object_set_new(root, "ttft_ms", json_real(d.ttft_ms));
     json_object_set_new(root, "tpot_ms", d.steps ? json_real(d.tpot_ms) : json_null());
     json_object_set_new(root, "tpot_ms_steps", steps);

@@ -204,6 +204,7 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
     if (d->attn_idle_ranks > 0)
         fprintf(out, "; %d rank(s) idle in attention", d->attn_idle_ranks);
     memory_text(r, d, out);
+    nvl_run_gemm_text(r, d, out);
     if (r->tokens != NULL && a->batch <= 4) {
         for (long b = 0; b < a->batch; b++) {
             fprintf(out, "# sequence %ld tokens:", b);

@@ -5,6 +5,7 @@
 #define NVLEMU_CLI_RUN_REPORT_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "run.h"
 
@@ -60,5 +61,15 @@ json_t *nvl_run_pipe_json(const nvl_run_result_t *r,
 /* The run's queries for its validation families. */
 void nvl_run_queries(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                      nvl_cli_queries_t *qs_out);
+
+/* run_gemm.c: for a quantized --dtype, each dense GEMM of a layer on the
+ * largest shard with its weight bytes and scale bytes (the timing model's
+ * nvl_cost_weight_bytes): a text line, and the JSON object "gemm_weights"
+ * ({"format", "weight_only", "gemms": [{"name", "n", "k", "weight_bytes",
+ * "scale_bytes"}]}); nothing (NULL) for bf16 or a mixture of experts. */
+void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
+                       FILE *out);
+json_t *nvl_run_gemm_json(const nvl_run_result_t *r,
+                          const nvl_run_derived_t *d);
 
 #endif

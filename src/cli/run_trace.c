@@ -37,6 +37,18 @@ static int track_id(int rank, int size, int32_t track)
     return track * size + rank;
 }
 
+/* A track's name: Chrome's thread_name metadata event for tid. */
+static void thread_name(FILE *out, int tid, const char *name, bool *first)
+{
+    json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
+                           "thread_name", "ph", "M", "pid", 0, "tid", tid,
+                           "args", "name", name);
+    fputs(*first ? "\n" : ",\n", out);
+    nvl_json_dumpf(ev, out, JSON_COMPACT);
+    json_decref(ev);
+    *first = false;
+}
+
 /* The names of the tracks after the GPU's stream (nvl_op_event_t.track). */
 static const char *const track_names[] = {"", " NVLink-C2C",
                                           " communication stream"};
@@ -74,13 +86,7 @@ static void write_track_name(FILE *out, const nvl_topo_t *topo, int tid,
                  gpu % topo->gpu.dies, nvl_topo_package_of(topo, gpu), what);
     else
         snprintf(name, sizeof name, "rank %d (GPU %u)%s", rank, gpu, what);
-    json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
-                           "thread_name", "ph", "M", "pid", 0, "tid", tid,
-                           "args", "name", name);
-    fputs(*first ? "\n" : ",\n", out);
-    nvl_json_dumpf(ev, out, JSON_COMPACT);
-    json_decref(ev);
-    *first = false;
+    thread_name(out, tid, name, first);
 }
 
 /* One slice of a stage's track: work on pass `pass`'s microbatch. */
@@ -117,12 +123,7 @@ static void write_stage_track(FILE *out, const nvl_engine_pipe_t *pp,
     char name[96];
     snprintf(name, sizeof name, "pipeline stage %d (ranks %d-%d)", stage,
              stage * pp->tp, stage * pp->tp + pp->tp - 1);
-    json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
-                           "thread_name", "ph", "M", "pid", 0, "tid", tid,
-                           "args", "name", name);
-    fputs(*first ? "\n" : ",\n", out);
-    nvl_json_dumpf(ev, out, JSON_COMPACT);
-    json_decref(ev);
+    thread_name(out, tid, name, first);
     int64_t start = -1, end = 0;
     for (long long i = 0; i < cnt; i++) {
         if (w[i].track != 0 || w[i].part == NVL_PART_LAUNCH)

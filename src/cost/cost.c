@@ -5,150 +5,10 @@
 #include <math.h>
 #include <string.h>
 
-/* The families of a kernel's settings (family.h): a row per member,
- * indexed by its enum. */
-
-/* Weight dtypes: bytes per element (block scales included) and the
- * tensor-core peak it runs at. */
-static const struct {
-    nvl_member_t id;
-    double bytes;
-    size_t peak_offset; /* into nvl_gpu_spec_t */
-} wdtypes[NVL_WDT_COUNT] = {
-    [NVL_WDT_BF16] = {{"bf16", "bfloat16, 2 bytes an element"}, 2.0,
-                      offsetof(nvl_gpu_spec_t, bf16_flops_per_s)},
-    [NVL_WDT_FP8] = {{"fp8", "FP8 E4M3, 1 byte an element"}, 1.0,
-                     offsetof(nvl_gpu_spec_t, fp8_flops_per_s)},
-    /* MXFP4: 32 four-bit elements share one 8-bit scale (OCP MX spec) */
-    [NVL_WDT_FP4] = {{"fp4", "MXFP4: 4-bit elements, an 8-bit scale per "
-                             "32 (OCP MX spec)"},
-                     0.5 + 1.0 / 32.0,
-                     offsetof(nvl_gpu_spec_t, fp4_flops_per_s)},
-};
-const nvl_family_t nvl_wdtype_family =
-    NVL_FAMILY("dtype", "weight (and matmul input) types (--dtype; "
-                        "--kv-dtype takes bf16 and fp8)", wdtypes);
-
-static const struct {
-    nvl_member_t id;
-} attns[NVL_ATTN_COUNT] = {
-    [NVL_ATTN_FA3] = {{"fa3", "FlashAttention-3 (serving engines on "
-                              "Hopper)"}},
-    [NVL_ATTN_FA4] = {{"fa4", "FlashAttention-4 (serving engines on "
-                              "Blackwell)"}},
-    [NVL_ATTN_SDPA] = {{"sdpa", "PyTorch's scaled_dot_product_attention "
-                                "(cuDNN; [gpu] sdpa_efficiency)"}},
-};
-const nvl_family_t nvl_attn_family =
-    NVL_FAMILY("attn", "attention kernels (--attn; auto: the stack's)",
-               attns);
-
-/* Stacks: the attention kernel each runs unless --attn says otherwise
- * (by_gpu: FlashAttention-4 on GPUs with FP4 tensor cores, else 3). */
-static const struct {
-    nvl_member_t id;
-    nvl_attn_impl_t attn;
-    bool attn_by_gpu;
-} stacks[NVL_STACK_COUNT] = {
-    [NVL_STACK_TORCH] = {{"torch", "PyTorch with CUDA graphs, one kernel "
-                                   "per F.* call"},
-                         NVL_ATTN_SDPA, false},
-    [NVL_STACK_FUSED] = {{"fused", "a serving engine's fused kernels "
-                                   "(TensorRT-LLM)"},
-                         NVL_ATTN_FA3, true},
-};
-const nvl_family_t nvl_stack_family =
-    NVL_FAMILY("stack", "software stacks: the kernels a step runs "
-                        "(--stack)", stacks);
-
-/* --fusion, the stacks' older names: a row per stack. */
-static const struct {
-    nvl_member_t id;
-} fusions[NVL_STACK_COUNT] = {
-    [NVL_STACK_TORCH] = {{"none", "older name of the torch stack"}},
-    [NVL_STACK_FUSED] = {{"typical", "older name of the fused stack"}},
-};
-const nvl_family_t nvl_fusion_family =
-    NVL_FAMILY("fusion", "older names of the stacks, a row per stack "
-                         "(--fusion)", fusions);
-
-static const struct {
-    nvl_member_t id;
-} launches[NVL_LAUNCH_COUNT] = {
-    [NVL_LAUNCH_EAGER] = {{"eager", "the host launches every kernel and "
-                                    "collective"}},
-    [NVL_LAUNCH_GRAPH] = {{"graph", "a CUDA graph: one launch per forward "
-                                    "pass"}},
-    [NVL_LAUNCH_PERSISTENT] = {{"persistent", "persistent kernels: no "
-                                              "launches, no kernel floor"}},
-};
-const nvl_family_t nvl_launch_family =
-    NVL_FAMILY("launch", "how the host launches kernels (--launch)",
-               launches);
-
-const char *nvl_wdtype_name(nvl_wdtype_t dt)
-{
-    return nvl_family_name(&nvl_wdtype_family, (int)dt);
-}
-const char *nvl_attn_name(nvl_attn_impl_t a)
-{
-    return nvl_family_name(&nvl_attn_family, (int)a);
-}
-const char *nvl_stack_name(nvl_stack_t s)
-{
-    return nvl_family_name(&nvl_stack_family, (int)s);
-}
-const char *nvl_launch_name(nvl_launch_t l)
-{
-    return nvl_family_name(&nvl_launch_family, (int)l);
-}
-
-/* Finds name in family; reports the accepted ones otherwise. */
-static nvl_status_t parse_name(const char *what, const char *name,
-                               const nvl_family_t *family, int *out)
-{
-    if (nvl_family_parse(family, name, out) == NVL_OK)
-        return NVL_OK;
-    char list[128];
-    nvl_family_names(family, ", ", ", ", list, sizeof list);
-    nvl_report("%s: unknown value '%s' (expected one of: %s)", what, name,
-               list);
-    return NVL_ERR_INVALID;
-}
-
-/* One parser per family. */
-#define NVL_NAME_PARSER(fn, type, family)                                 \
-    nvl_status_t fn(const char *what, const char *name, type *out)        \
-    {                                                                     \
-        int v;                                                            \
-        nvl_status_t st = parse_name(what, name, family, &v);             \
-        if (st == NVL_OK)                                                 \
-            *out = (type)v;                                               \
-        return st;                                                        \
-    }
-
-NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, &nvl_wdtype_family)
-NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, &nvl_attn_family)
-NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, &nvl_stack_family)
-NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, &nvl_launch_family)
-NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, &nvl_gemm_lib_family)
-
-nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack)
-{
-    if ((unsigned)stack >= NVL_STACK_COUNT || !stacks[stack].attn_by_gpu)
-        return (unsigned)stack < NVL_STACK_COUNT ? stacks[stack].attn
-                                                 : NVL_ATTN_SDPA;
-    return topo != NULL && topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
-                                                          : NVL_ATTN_FA3;
-}
-
-double nvl_wdtype_bytes(nvl_wdtype_t dt)
-{
-    return dt < NVL_WDT_COUNT ? wdtypes[dt].bytes : 2.0;
-}
+#include "nvlemu/quant.h"
 
 /* (Here rather than in gemm_lib.c, which then calls nothing of this
- * file: the type's name is this file's.) */
+ * file.) */
 nvl_status_t nvl_gemm_lib_check(const char *what, const nvl_cost_cfg_t *cfg)
 {
     double rel;
@@ -198,32 +58,35 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
-    double peak;
-    memcpy(&peak, (const char *)g + wdtypes[dt].peak_offset, sizeof peak);
-    double act_bytes = wdtypes[dt].bytes;
+    double peak = nvl_wdtype_peak_flops_per_s(g, dt);
+    nvl_wdtype_t core = nvl_wdtype_core(dt), in_dt = dt;
     /* the tensor cores' type sets cuBLASLt's efficiency, the library
      * its share of it */
     double eff = g->matmul_efficiency;
-    if (peak <= 0) {
-        /* no tensor cores for this type (FP4 on Hopper): weight-only
-         * quantisation, dequantised to BF16 in the kernel, at BF16's
-         * efficiency */
+    if (peak <= 0 || cfg->weight_only) {
+        /* no tensor cores for this type (FP4 on Hopper), or weight-only
+         * quantisation: dequantised to BF16 in the kernel, BF16 inputs,
+         * at BF16's rate and efficiency */
         peak = g->bf16_flops_per_s;
-        act_bytes = 2.0;
-    } else if (dt == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
+        in_dt = NVL_WDT_BF16;
+    } else if (core == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
         eff = g->fp8_matmul_efficiency;
-    else if (dt == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
+    else if (core == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
         eff = g->fp4_matmul_efficiency;
     double rel;
-    nvl_gemm_lib_choose(cfg, dt, &rel);
+    nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
+                        &rel);
     eff *= rel;
+    nvl_gemm_bytes_t wb = nvl_cost_weight_bytes(dt, n, k);
     double N = (double)n, K = (double)k, tiles = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)
             continue;
         double M = (double)m[i];
+        nvl_gemm_bytes_t ib = nvl_cost_input_bytes(in_dt, m[i], k);
         c.flops += 2.0 * M * N * K;
-        c.bytes += N * K * wdtypes[dt].bytes + M * K * act_bytes + M * N * 2.0;
+        c.bytes += wb.data_bytes + wb.scale_bytes + ib.data_bytes +
+                   ib.scale_bytes + M * N * 2.0;
         tiles += N * ceil(M / 64.0);
     }
     if (c.flops <= 0)

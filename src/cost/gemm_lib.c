@@ -84,8 +84,7 @@ const char *nvl_gemm_lib_name(nvl_gemm_lib_t lib)
 nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
                                    double *rel_out)
 {
-    if (dt >= NVL_WDT_COUNT)
-        dt = NVL_WDT_BF16;
+    dt = nvl_wdtype_core(dt); /* the libraries' cells: per tensor-core type */
     /* weights without tensor cores of their type run dequantised (BF16) */
     if (dt == NVL_WDT_FP4 && cfg->topo->gpu.fp4_flops_per_s <= 0)
         dt = NVL_WDT_BF16;

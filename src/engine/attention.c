@@ -77,9 +77,11 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
                     (double)M, NULL);
     if (e->data) {
         nvl_engine_rmsnorm(b->x, l->in_norm, b->h, M, hid, c->rms_eps);
-        nvl_engine_linear(b->h, l->wq, l->bq, b->q, M, qn * hd, hid);
-        nvl_engine_linear(b->h, l->wk, l->bk, b->k, M, kn * hd, hid);
-        nvl_engine_linear(b->h, l->wv, l->bv, b->v, M, kn * hd, hid);
+        const float *in =
+            nvl_engine_gemm_input(e, li, NVL_GEMM_IN_QKV, b->h, M, hid);
+        nvl_engine_linear(in, l->wq, l->bq, b->q, M, qn * hd, hid);
+        nvl_engine_linear(in, l->wk, l->bk, b->k, M, kn * hd, hid);
+        nvl_engine_linear(in, l->wv, l->bv, b->v, M, kn * hd, hid);
     }
     nvl_engine_step(e, NVL_STEP_QKV, L, (double)M, NULL);
     if (c->qk_norm)
@@ -103,10 +105,10 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
                     nvl_engine_rope(kv, hd, pos, c);
                 }
                 /* append to the sequence's cache */
-                memcpy(caches[sq].k[li] + pos * kn * hd, b->k + r * kn * hd,
-                       kn * hd * sizeof(float));
-                memcpy(caches[sq].v[li] + pos * kn * hd, b->v + r * kn * hd,
-                       kn * hd * sizeof(float));
+                nvl_engine_kv_store(e, li, 0, caches[sq].k[li] + pos * kn * hd,
+                                    b->k + r * kn * hd, kn * hd);
+                nvl_engine_kv_store(e, li, 1, caches[sq].v[li] + pos * kn * hd,
+                                    b->v + r * kn * hd, kn * hd);
             }
         r = 0;
         for (int sq = 0; sq < n; sq++) {
@@ -120,7 +122,9 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     /* row-parallel o_proj: partial sums (zeros on ranks without heads);
      * pipelined with its allreduce under async TP (attention_out) */
     if (e->data)
-        nvl_engine_linear(b->a, l->wo, NULL, b->h, M, hid, qn * hd);
+        nvl_engine_linear(nvl_engine_gemm_input(e, li, NVL_GEMM_IN_O, b->a, M,
+                                                qn * hd),
+                          l->wo, NULL, b->h, M, hid, qn * hd);
     if (!o_proj_overlapped(e, li))
         nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
     return NVL_OK;

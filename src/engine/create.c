@@ -227,6 +227,9 @@ void nvl_engine_free(nvl_engine_t *e)
     free(e->passes);
     free(e->tape);
     free(e->moe_decode);
+    free(e->moe_counts);
+    free(e->ep_book);
+    free(e->ep_book_alt);
     free(e);
 }
 

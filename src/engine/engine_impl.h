@@ -27,6 +27,9 @@
  *                other or pipelined in chunks (--overlap async-tp)
  *   issue.c      kernels and collectives: their modeled time advances the
  *                clock, and is accounted to the pass
+ *   actq.c       quantized numerics (data mode): a quantized GEMM's
+ *                input as the format's activation quantization makes it,
+ *                the FP8 KV cache's values
  *   f32.c        float32 maths (data mode)
  *   kv.c         KV caches and a pass's activations (data mode)
  *   record.c     per-pass statistics and events
@@ -50,7 +53,9 @@
 #define NVLEMU_ENGINE_IMPL_H
 
 #include "nvlemu/engine.h"
+#include "nvlemu/quant.h"
 #include "nvlemu/shard.h"
+#include "nvlemu/weights.h"
 
 typedef struct {
     float *in_norm, *post_norm;       /* hidden */
@@ -65,6 +70,17 @@ typedef struct {
     float *eg, *eu;                   /* [held experts][moe inter shard, hidden] */
     float *ed;                        /* [held experts][hidden, moe inter shard] */
 } nvl_layer_weights_t;
+
+/* The inputs of a layer's quantized GEMMs (a fused projection reads one
+ * input: vLLM's merged QKV and gate_up layers take the largest of their
+ * parts' input scales). */
+typedef enum {
+    NVL_GEMM_IN_QKV,
+    NVL_GEMM_IN_O,
+    NVL_GEMM_IN_GATE_UP,
+    NVL_GEMM_IN_DOWN,
+    NVL_GEMM_IN_COUNT
+} nvl_gemm_in_t;
 
 struct nvl_engine {
     nvl_model_config_t cfg;
@@ -96,6 +112,16 @@ struct nvl_engine {
     float *lm_head; /* [vocab shard, hidden] (the embedding when tied) */
     float *norm;    /* [hidden] */
     nvl_layer_weights_t *lw;
+    /* quantized numerics (actq.c): the GEMMs' input quantization, per
+     * layer the input scales of its GEMMs (nvl_gemm_in_t order) and the
+     * KV cache's k_scale, v_scale (1.0 where the checkpoint has none), a
+     * scratch row buffer; kv_fp8: keys and values stored as E4M3 */
+    nvl_act_quant_t actq;
+    float *in_scale;  /* [layers][NVL_GEMM_IN_COUNT] */
+    float *kv_scale;  /* [layers][2] */
+    float *actq_buf;
+    size_t actq_cap;
+    bool kv_fp8;
     /* time */
     nvl_stream_t stream;
     int32_t pass;         /* pass being run */
@@ -115,6 +141,20 @@ struct nvl_engine {
     nvl_pass_stats_t *passes;
     size_t n_passes, cap_passes;
     nvl_moe_layer_stats_t *moe_decode; /* [layers] */
+    /* moe.c, timing mode, experts tensor-parallel: the seeded routing's
+     * token counts of every layer of pass moe_counts_pass over
+     * moe_counts_rows rows ([layers][experts]; NULL until a pass needs
+     * them), drawn once per pass */
+    uint64_t *moe_counts;
+    int32_t moe_counts_pass;
+    uint64_t moe_counts_rows;
+    /* moe_ep.c, timing mode: the pass's expert-parallel book (each EP
+     * layer's rows and pairs to and from each rank and tokens per expert,
+     * agreed once a pass; the other all-to-all's times) */
+    uint64_t *ep_book;
+    int64_t *ep_book_alt;
+    int32_t ep_book_pass;
+    uint64_t ep_book_rows, ep_book_row0;
     nvl_mem_plan_t mem;   /* memory.c: the last generation's plan */
     /* issue.c: the C2C copy engine, one queue per direction: when each is
      * free, and when the layer prefetched last has landed */
@@ -308,6 +348,26 @@ void nvl_engine_rope(float *v, uint64_t d, uint64_t pos,
                      const nvl_model_config_t *cfg);
 /* index of the largest of n values (the first on ties) */
 int32_t nvl_engine_argmax(const float *v, uint32_t n);
+
+/* actq.c: the M x K input x of layer li's GEMM `g` as the GEMM reads it:
+ * x itself without activation quantization (e->actq NONE), else each row
+ * quantized (the rank's K columns start on a block boundary: the weights'
+ * whole-block rule) into a scratch buffer of the engine, valid until the
+ * next call. */
+const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
+                                   nvl_gemm_in_t g, const float *x,
+                                   uint64_t M, uint64_t K);
+/* actq.c: stores n keys (which 0) or values (which 1) of layer li into
+ * the cache at dst: as they are, or as an FP8 cache returns them. */
+void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
+                         float *dst, const float *src, uint64_t n);
+/* actq.c: after the weights: resolves e->actq from the checkpoint's
+ * format and the options, reads the input scales and KV scales (w: the
+ * open checkpoint, NULL for synthetic weights); reports a bad scale or an
+ * unsupported combination, naming the tensor and the file. */
+nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
+                                   const nvl_weights_t *w,
+                                   const char *dir);
 
 /* kv.c: makes room for `more` positions in c (data mode), frees a cache
  * of `layers` layers; allocates / frees a pass's activations for M rows

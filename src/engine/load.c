@@ -166,6 +166,10 @@ void nvl_engine_free_weights(nvl_engine_t *e)
         free(e->lm_head);
     free(e->embed);
     free(e->norm);
+    free(e->in_scale);
+    free(e->kv_scale);
+    free(e->actq_buf);
+    e->in_scale = e->kv_scale = e->actq_buf = NULL;
     e->lw = NULL;
     e->lm_head = e->embed = e->norm = NULL;
 }
@@ -243,6 +247,8 @@ nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
                       hid, i0, in, &st);
 #undef P
     }
+    if (st == NVL_OK)
+        st = nvl_engine_load_quant(e, src.ckpt, src.dir);
     if (src.ckpt != NULL)
         nvl_weights_close(src.ckpt);
     return st;

@@ -31,11 +31,14 @@ nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
     } else {
         dense = true; /* down_proj with its allreduce: nvl_engine_rowpar */
         if (e->data) {
-            nvl_engine_linear(b->h, l->wg, NULL, b->g, M, in, hid);
-            nvl_engine_linear(b->h, l->wu, NULL, b->u, M, in, hid);
+            const float *x =
+                nvl_engine_gemm_input(e, li, NVL_GEMM_IN_GATE_UP, b->h, M, hid);
+            nvl_engine_linear(x, l->wg, NULL, b->g, M, in, hid);
+            nvl_engine_linear(x, l->wu, NULL, b->u, M, in, hid);
             for (uint64_t i = 0; i < M * in; i++)
                 b->g[i] = b->g[i] / (1.0f + expf(-b->g[i])) * b->u[i];
-            nvl_engine_linear(b->g, l->wd, NULL, b->h, M, hid, in);
+            x = nvl_engine_gemm_input(e, li, NVL_GEMM_IN_DOWN, b->g, M, in);
+            nvl_engine_linear(x, l->wd, NULL, b->h, M, hid, in);
         }
         nvl_engine_step(e, NVL_STEP_GATE_UP, L, (double)M, NULL);
     }

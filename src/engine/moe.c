@@ -35,7 +35,7 @@
 #include "nvlemu/runtime.h"
 
 /* Timing mode, experts tensor-parallel: above this many (row, expert)
- * draws per layer the ranks share the drawing. */
+ * draws in a pass's layers the ranks share the drawing. */
 #define NVL_MOE_SHARED_DRAWS 65536
 
 /* Data mode: out = the sum over the experts this rank holds that each row
@@ -141,6 +141,67 @@ void nvl_engine_moe_layer_done(nvl_engine_t *e, uint32_t li,
     l->combine_alt_ps += (double)(c->combine_alt_ps - before->combine_alt_ps);
 }
 
+/* Timing mode: the seeded routing's token counts of every tensor-parallel
+ * MoE layer of this pass over M rows, drawn once per pass into
+ * e->moe_counts.  A routing is a function of the seed, the pass, the layer
+ * and each row's index alone (moe_route.c), so when the pass draws more
+ * than NVL_MOE_SHARED_DRAWS (row, expert) pairs over its layers every rank
+ * draws its share of each layer's rows and one allreduce sums them: the
+ * counts every rank would draw alone, one exchange a pass rather than one
+ * a layer. */
+static const uint64_t *seeded_counts(nvl_engine_t *e, uint32_t li, uint64_t M)
+{
+    uint32_t E = e->cfg.num_experts, k = e->cfg.top_k;
+    size_t n_counts = (size_t)e->layers * E;
+    if (e->moe_counts == NULL)
+        e->moe_counts = nvl_engine_moe_alloc(n_counts, sizeof *e->moe_counts);
+    else if (e->moe_counts_pass == e->pass && e->moe_counts_rows == M)
+        return e->moe_counts + (size_t)li * E;
+    memset(e->moe_counts, 0, n_counts * sizeof *e->moe_counts);
+    uint32_t moe_layers = 0;
+    for (uint32_t l = 0; l < e->layers; l++)
+        moe_layers += nvl_model_layer_is_moe(&e->cfg, l) &&
+                      !nvl_engine_moe_is_ep(e, l);
+    int n = nvl_comm_size(e->tp);
+    bool share = n > 1 && (double)moe_layers * (double)M * k >
+                              NVL_MOE_SHARED_DRAWS;
+    nvl_range_t rows = share ? nvl_range_split((uint32_t)M, n,
+                                               nvl_comm_rank(e->tp))
+                             : (nvl_range_t){0, (uint32_t)M};
+    uint32_t *ids = nvl_engine_moe_alloc((uint64_t)rows.count * k, sizeof *ids);
+    for (uint32_t l = 0; l < e->layers; l++) {
+        if (!nvl_model_layer_is_moe(&e->cfg, l) || nvl_engine_moe_is_ep(e, l))
+            continue;
+        uint64_t *count = e->moe_counts + (size_t)l * E;
+        nvl_engine_moe_route(e, l, rows.first, rows.count, NULL, ids, NULL);
+        for (uint64_t i = 0; i < (uint64_t)rows.count * k; i++)
+            count[ids[i]]++;
+    }
+    free(ids);
+    if (share)
+        MPI_Allreduce(MPI_IN_PLACE, e->moe_counts, (int)n_counts,
+                      MPI_UINT64_T, MPI_SUM, nvl_comm_mpi(e->tp));
+    e->moe_counts_pass = e->pass;
+    e->moe_counts_rows = M;
+    return e->moe_counts + (size_t)li * E;
+}
+
+/* Data mode: the real routing of the M rows, their counts per expert in
+ * count, and the experts' partial sums into h. */
+static void routed_compute(nvl_engine_t *e, uint32_t li, uint64_t M, float *h,
+                           uint64_t *count)
+{
+    uint32_t k = e->cfg.top_k;
+    uint32_t *ids = nvl_engine_moe_alloc(M * k, sizeof *ids);
+    float *w = nvl_engine_moe_alloc(M * k, sizeof *w);
+    nvl_engine_moe_route(e, li, 0, M, h, ids, w);
+    for (uint64_t i = 0; i < M * k; i++)
+        count[ids[i]]++;
+    nvl_engine_moe_compute(e, &e->lw[li], h, h, M, ids, w);
+    free(w);
+    free(ids);
+}
+
 void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
 {
     const nvl_model_config_t *c = &e->cfg;
@@ -148,23 +209,10 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
     int32_t L = (int32_t)li;
     nvl_pass_stats_t before = e->cur;
     uint64_t *count = nvl_engine_moe_alloc(E, sizeof *count);
-    /* a long timing-mode pass draws its seeded routing a share of rows per
-     * rank and sums the counts (the same counts, less host time) */
-    int n = nvl_comm_size(e->tp);
-    bool share = !e->data && n > 1 && M * k > NVL_MOE_SHARED_DRAWS;
-    nvl_range_t rows = share ? nvl_range_split((uint32_t)M, n,
-                                               nvl_comm_rank(e->tp))
-                             : (nvl_range_t){0, (uint32_t)M};
-    uint32_t *ids = nvl_engine_moe_alloc((uint64_t)rows.count * k, sizeof *ids);
-    float *w = nvl_engine_moe_alloc((uint64_t)rows.count * k, sizeof *w);
-    nvl_engine_moe_route(e, li, rows.first, rows.count, h, ids, w);
-    for (uint64_t i = 0; i < (uint64_t)rows.count * k; i++)
-        count[ids[i]]++;
-    if (share)
-        MPI_Allreduce(MPI_IN_PLACE, count, (int)E, MPI_UINT64_T, MPI_SUM,
-                      nvl_comm_mpi(e->tp));
     if (e->data)
-        nvl_engine_moe_compute(e, &e->lw[li], h, h, M, ids, w);
+        routed_compute(e, li, M, h, count);
+    else
+        memcpy(count, seeded_counts(e, li, M), E * sizeof *count);
     nvl_engine_moe_router_kernels(e, L, M);
     nvl_engine_moe_expert_kernels(e, L, count, M);
     /* every rank computes a slice of every pair */
@@ -173,8 +221,5 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
     e->cur.expert_pairs_max += (double)M * k;
     e->cur.expert_pairs_mean += (double)M * k;
     nvl_engine_moe_layer_done(e, li, &before);
-    free(w);
-    free(ids);
     free(count);
 }
-

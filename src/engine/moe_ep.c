@@ -12,7 +12,10 @@
  * rank order.  The all-to-alls are groups of sends and receives
  * (nvl_group_*): their time follows the busiest GPU's ports, so a rank
  * whose experts are hot receives and computes more, and the others wait
- * for it before the combine: that wait is the cost of imbalance. */
+ * for it before the combine: that wait is the cost of imbalance.  Timing
+ * mode agrees that bookkeeping once a pass for every expert-parallel layer
+ * (ep_book_pass: the seeded routing makes each layer's numbers known at
+ * the pass's start). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +147,6 @@ static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
     s->ids = nvl_engine_moe_alloc(s->R * k, sizeof *s->ids);
     s->w = nvl_engine_moe_alloc(s->R * k, sizeof *s->w);
     nvl_engine_moe_route(e, li, row0, s->R, h, s->ids, s->w);
-    nvl_engine_moe_router_kernels(e, (int32_t)li, s->R);
     s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
     s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
     s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
@@ -167,9 +169,9 @@ static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
 }
 
 /* The wire factors of the low-latency mode, and the dispatch and combine
- * as the implementation the run does not use would time them (the
- * group's largest: one small MPI_Allreduce, bookkeeping as ep_count's). */
-static void ep_alt_predict(nvl_engine_t *e, ep_layer_t *s)
+ * as the implementation the run does not use would time them, on this
+ * rank (t[0], t[1]); false when that implementation is not usable. */
+static bool ep_alt_local(nvl_engine_t *e, ep_layer_t *s, int64_t t[2])
 {
     int n = s->n;
     s->wsend = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->wsend);
@@ -192,27 +194,38 @@ static void ep_alt_predict(nvl_engine_t *e, ep_layer_t *s)
         crecv[r] = (double)(s->to[r] * s->hid) * esz * ws;
     }
     char why[256];
-    int64_t t[2] = {0, 0};
-    bool usable = nvl_a2a_usable(e->tp, alt, why, sizeof why);
-    if (usable) {
-        t[0] = nvl_a2a_predict_ps(e->tp, alt, dsend, drecv);
-        t[1] = nvl_a2a_predict_ps(e->tp, alt, csend, crecv);
+    t[0] = t[1] = 0;
+    if (!nvl_a2a_usable(e->tp, alt, why, sizeof why))
+        return false;
+    t[0] = nvl_a2a_predict_ps(e->tp, alt, dsend, drecv);
+    t[1] = nvl_a2a_predict_ps(e->tp, alt, csend, crecv);
+    return true;
+}
+
+/* The other implementation's dispatch and combine, the group's largest
+ * (one small MPI_Allreduce, bookkeeping as ep_count's; `agreed`: already
+ * agreed for the pass, timing mode's book). */
+static void ep_alt_predict(nvl_engine_t *e, ep_layer_t *s,
+                           const int64_t *agreed)
+{
+    int64_t t[2];
+    bool usable = ep_alt_local(e, s, t);
+    if (usable && agreed != NULL)
+        t[0] = agreed[0], t[1] = agreed[1];
+    else if (usable)
         MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_INT64_T, MPI_MAX,
                       nvl_comm_mpi(e->tp));
-    }
     e->cur.a2a_alt_usable = usable;
     e->cur.dispatch_alt_ps += t[0];
     e->cur.combine_alt_ps += t[1];
 }
 
 /* What every rank tells every other: the rows it will send it, and its
- * tokens per expert (summed: every expert's load over the job); then the
- * offsets of the exchanges and the pass's load numbers. */
-static void ep_count(nvl_engine_t *e, ep_layer_t *s)
+ * tokens per expert (summed: every expert's load over the job). */
+static void ep_count_exchange(nvl_engine_t *e, ep_layer_t *s)
 {
-    int n = s->n, etp = e->shard.etp;
+    int n = s->n;
     uint32_t E = e->cfg.num_experts;
-    nvl_range_t held = e->shard.experts;
     s->count = nvl_engine_moe_alloc(E, sizeof *s->count);
     MPI_Comm mpi = nvl_comm_mpi(e->tp);
     /* rows and (row, expert) pairs to each rank, in one exchange */
@@ -224,6 +237,15 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s)
         s->from[r] = two[2 * n + 2 * r], s->pfrom[r] = two[2 * n + 2 * r + 1];
     free(two);
     MPI_Allreduce(s->mine, s->count, (int)E, MPI_UINT64_T, MPI_SUM, mpi);
+}
+
+/* With the counts known: the offsets of the exchanges and the pass's
+ * load numbers (agreed_alt: ep_alt_predict's). */
+static void ep_count(nvl_engine_t *e, ep_layer_t *s, const int64_t *agreed_alt)
+{
+    int n = s->n, etp = e->shard.etp;
+    uint32_t E = e->cfg.num_experts;
+    nvl_range_t held = e->shard.experts;
     for (int r = 0; r < n; r++) {
         s->sofs[r] = s->nsend;
         s->rofs[r] = s->nrecv;
@@ -239,7 +261,7 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s)
         most = load > most ? load : most;
         sum += load;
     }
-    ep_alt_predict(e, s);
+    ep_alt_predict(e, s, agreed_alt);
     double own = 0;
     for (uint32_t i = 0; i < held.count; i++)
         own += (double)s->count[held.first + i];
@@ -247,6 +269,106 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s)
     e->cur.expert_pairs += own;
     e->cur.expert_pairs_max += most;
     e->cur.expert_pairs_mean += sum / n;
+}
+
+/* Timing mode's book of a pass (R rows from row0 on this rank): for every
+ * expert-parallel layer, [to n][pto n][from n][pfrom n][count E], and the
+ * other implementation's two times.  The routing is seeded (a function of
+ * the seed, the pass, the layer and the rows), so each rank routes every
+ * layer's rows at the pass's first such layer and the group agrees in
+ * three MPI calls for the pass, not three a layer: the same numbers. */
+static size_t book_stride(const nvl_engine_t *e)
+{
+    return 4 * (size_t)nvl_comm_size(e->tp) + (size_t)e->cfg.num_experts;
+}
+
+static void ep_book_route(nvl_engine_t *e, uint64_t R, uint64_t row0,
+                          uint64_t *send, uint64_t *mine)
+{
+    int n = nvl_comm_size(e->tp);
+    uint32_t E = e->cfg.num_experts, L = e->layers;
+    for (uint32_t l = 0; l < L; l++) {
+        if (!nvl_engine_moe_is_ep(e, l))
+            continue;
+        ep_layer_t s = {.R = R, .k = e->cfg.top_k, .n = n};
+        ep_route(e, l, row0, NULL, &s);
+        for (int d = 0; d < n; d++) {
+            send[((size_t)d * L + l) * 2] = s.to[d];
+            send[((size_t)d * L + l) * 2 + 1] = s.pto[d];
+        }
+        memcpy(mine + (size_t)l * E, s.mine, E * sizeof *mine);
+        ep_free(&s);
+    }
+}
+
+static void ep_book_pass(nvl_engine_t *e, uint64_t R, uint64_t row0)
+{
+    if (e->ep_book != NULL && e->ep_book_pass == e->pass &&
+        e->ep_book_rows == R && e->ep_book_row0 == row0)
+        return;
+    int n = nvl_comm_size(e->tp);
+    uint32_t E = e->cfg.num_experts, L = e->layers;
+    size_t per = book_stride(e);
+    free(e->ep_book);
+    free(e->ep_book_alt);
+    e->ep_book = nvl_engine_moe_alloc(L * per, sizeof *e->ep_book);
+    e->ep_book_alt = nvl_engine_moe_alloc(2 * (size_t)L, sizeof *e->ep_book_alt);
+    uint64_t *send = nvl_engine_moe_alloc(4 * (size_t)n * L, sizeof *send);
+    uint64_t *recv = send + 2 * (size_t)n * L;
+    uint64_t *mine = nvl_engine_moe_alloc(2 * (size_t)L * E, sizeof *mine);
+    uint64_t *count = mine + (size_t)L * E;
+    ep_book_route(e, R, row0, send, mine);
+    MPI_Comm mpi = nvl_comm_mpi(e->tp);
+    MPI_Alltoall(send, 2 * (int)L, MPI_UINT64_T, recv, 2 * (int)L,
+                 MPI_UINT64_T, mpi);
+    MPI_Allreduce(mine, count, (int)(L * E), MPI_UINT64_T, MPI_SUM, mpi);
+    bool usable = false;
+    for (uint32_t l = 0; l < L; l++) {
+        if (!nvl_engine_moe_is_ep(e, l))
+            continue;
+        uint64_t *b = e->ep_book + l * per;
+        for (int d = 0; d < n; d++) {
+            b[d] = send[((size_t)d * L + l) * 2];
+            b[n + d] = send[((size_t)d * L + l) * 2 + 1];
+            b[2 * n + d] = recv[((size_t)d * L + l) * 2];
+            b[3 * n + d] = recv[((size_t)d * L + l) * 2 + 1];
+        }
+        memcpy(b + 4 * n, count + (size_t)l * E, E * sizeof *b);
+        ep_layer_t s = {.R = R, .hid = e->cfg.hidden, .k = e->cfg.top_k,
+                        .pay = e->cfg.hidden + 2 * (uint64_t)e->cfg.top_k,
+                        .n = n, .to = b, .pto = b + n, .from = b + 2 * n,
+                        .pfrom = b + 3 * n};
+        usable = ep_alt_local(e, &s, e->ep_book_alt + 2 * (size_t)l);
+        free(s.wsend);
+    }
+    if (usable)
+        MPI_Allreduce(MPI_IN_PLACE, e->ep_book_alt, 2 * (int)L, MPI_INT64_T,
+                      MPI_MAX, mpi);
+    free(mine);
+    free(send);
+    e->ep_book_pass = e->pass;
+    e->ep_book_rows = R;
+    e->ep_book_row0 = row0;
+}
+
+/* Layer li's numbers from the pass's book into s (as ep_route and
+ * ep_count_exchange leave them); its agreed alternative times. */
+static const int64_t *ep_from_book(nvl_engine_t *e, uint32_t li,
+                                   ep_layer_t *s)
+{
+    int n = s->n;
+    uint32_t E = e->cfg.num_experts;
+    const uint64_t *b = e->ep_book + li * book_stride(e);
+    s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
+    s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
+    s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
+    memcpy(s->to, b, n * sizeof *b);
+    memcpy(s->pto, b + n, n * sizeof *b);
+    memcpy(s->from, b + 2 * n, n * sizeof *b);
+    memcpy(s->pfrom, b + 3 * n, n * sizeof *b);
+    s->count = nvl_engine_moe_alloc(E, sizeof *s->count);
+    memcpy(s->count, b + 4 * n, E * sizeof *b);
+    return e->ep_book_alt + 2 * (size_t)li;
 }
 
 /* Dispatch: each row with its experts and weights to its ranks. */
@@ -343,8 +465,16 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
     ep_layer_t s = {.R = R, .hid = c->hidden, .k = c->top_k,
                     .pay = c->hidden + 2 * (uint64_t)c->top_k,
                     .n = nvl_comm_size(e->tp)};
-    ep_route(e, li, row0, h, &s);
-    ep_count(e, &s);
+    if (e->data) {
+        ep_route(e, li, row0, h, &s);
+        nvl_engine_moe_router_kernels(e, L, R);
+        ep_count_exchange(e, &s);
+        ep_count(e, &s, NULL);
+    } else {
+        ep_book_pass(e, R, row0);
+        nvl_engine_moe_router_kernels(e, L, R);
+        ep_count(e, &s, ep_from_book(e, li, &s));
+    }
     nvl_status_t st = ep_dispatch(e, L, h, &s);
     if (st == NVL_OK) {
         ep_compute(e, li, &s);

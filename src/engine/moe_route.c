@@ -80,7 +80,7 @@ static void seeded_route(const nvl_engine_t *e, uint32_t li, uint64_t row0,
                     else
                         lo = mid + 1;
                 }
-                x = (lo + rot) % E;
+                x = lo + rot < E ? lo + rot : lo + rot - E; /* mod E */
                 if (picked(sel, j, x))
                     x = E;
             }

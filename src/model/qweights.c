@@ -308,3 +308,8 @@ nvl_status_t nvl_weights_read_raw(const nvl_weights_t *w, const char *name,
     *dtype_out = r.dtype;
     return NVL_OK;
 }
+
+const nvl_quant_config_t *nvl_weights_quant(const nvl_weights_t *w)
+{
+    return nvl_st_quant(w);
+}

@@ -31,9 +31,10 @@ static nvl_status_t bench_limits(nvl_serving_config_t *c,
     const nvl_serving_layout_opts_t *l = &c->layout;
     /* trtllm-bench's BYTES_PER_ELEM (nvfp4 0.5: its scales are counted
      * in the element count), not nvl_wdtype_bytes's */
-    double per = cost->weight_dtype == NVL_WDT_FP4   ? 0.5
-                 : cost->weight_dtype == NVL_WDT_FP8 ? 1.0
-                                                     : 2.0;
+    nvl_wdtype_t core = nvl_wdtype_core(cost->weight_dtype);
+    double per = core == NVL_WDT_FP4   ? 0.5
+                 : core == NVL_WDT_FP8 ? 1.0
+                                       : 2.0;
     double embed = (double)m->vocab * m->hidden *
                    (m->tied_embeddings ? 1 : 2);
     /* aggregated: the replica's TP; disaggregated: the decode pool's,

@@ -18,8 +18,16 @@
 
 #include "nvlemu/topo.h"
 
-const nvl_opt_name_t nvl_topo_rank_plays_names[] = {
-    {"gpu", NVL_PLAYS_GPU}, {"die", NVL_PLAYS_DIE}, {NULL, 0}};
+static const struct {
+    nvl_member_t id;
+} plays[] = {
+    [NVL_PLAYS_GPU] = {{"gpu", "each rank plays a whole GPU package"}},
+    [NVL_PLAYS_DIE] = {{"die", "each rank plays one die of a multi-die "
+                               "package (B200: two, joined by NV-HBI)"}},
+};
+const nvl_family_t nvl_rank_plays_family =
+    NVL_FAMILY("rank-plays", "what each MPI rank plays (--rank-plays)",
+               plays);
 
 uint32_t nvl_topo_package_of(const nvl_topo_t *t, uint32_t gpu)
 {

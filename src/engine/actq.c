@@ -1,0 +1,151 @@
+/* Quantized numerics of data mode: the input of a quantized GEMM as the
+ * serving engines quantize it (src/quant/act.c), with the checkpoint's
+ * input scales, and the FP8 KV cache's values with its k/v scales
+ * (docs/quantization.md, "Activations" and "FP8 KV cache"). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "nvlemu/runtime.h"
+#include "nvlemu/weights.h"
+
+const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
+                                   nvl_gemm_in_t g, const float *x,
+                                   uint64_t M, uint64_t K)
+{
+    if (e->actq == NVL_ACT_NONE || M * K == 0)
+        return x;
+    if (M * K > e->actq_cap) {
+        free(e->actq_buf);
+        e->actq_cap = M * K;
+        e->actq_buf = malloc(e->actq_cap * sizeof *e->actq_buf);
+        if (e->actq_buf == NULL) {
+            nvl_report("out of memory quantizing %llu x %llu activations",
+                       (unsigned long long)M, (unsigned long long)K);
+            nvl_runtime_abort(1);
+        }
+    }
+    float s = e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + g];
+    for (uint64_t r = 0; r < M; r++) {
+        const float *in = x + r * K;
+        float *out = e->actq_buf + r * K;
+        if (e->actq == NVL_ACT_NVFP4)
+            nvl_act_quant_nvfp4(in, K, s, out);
+        else if (e->actq == NVL_ACT_FP8_TENSOR)
+            nvl_act_quant_fp8_tensor(in, K, s, out);
+        else
+            nvl_act_quant_fp8_group(in, K, NVL_FP8_ACT_GROUP, out);
+    }
+    return e->actq_buf;
+}
+
+void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
+                         float *dst, const float *src, uint64_t n)
+{
+    if (e->kv_fp8)
+        nvl_kv_quant_fp8(src, n, e->kv_scale[(size_t)li * 2 + which], dst);
+    else
+        memcpy(dst, src, n * sizeof *dst);
+}
+
+/* A per-tensor scale `name` (F32, one value, finite and positive) into
+ * *v; absent: *v unchanged. */
+static nvl_status_t read_scale(const nvl_weights_t *w, const char *dir,
+                               const char *name, float *v)
+{
+    if (!nvl_weights_has(w, name))
+        return NVL_OK;
+    unsigned char *bytes = NULL;
+    uint64_t n = 0;
+    const char *dt = NULL;
+    nvl_status_t st = nvl_weights_read_raw(w, name, &bytes, &n, &dt);
+    if (st != NVL_OK)
+        return st;
+    float f = NAN;
+    if (strcmp(dt, "F32") == 0 && n == 4)
+        f = nvl_quant_scale_value(NVL_QCODE_F32, bytes);
+    free(bytes);
+    if (!(f > 0.0f) || isinf(f)) {
+        nvl_report("%s: scale '%s' must be one finite positive F32 value "
+                   "(dtype %s, %llu bytes, value %g)", dir, name, dt,
+                   (unsigned long long)n, (double)f);
+        return NVL_ERR_INVALID;
+    }
+    *v = f;
+    return NVL_OK;
+}
+
+/* Layer li's input scales: the largest of each fused GEMM's parts'
+ * input_scale (vLLM: layer.input_scale.max() over the merged shards), 1.0
+ * where the checkpoint has none; k_scale and v_scale under either name
+ * vLLM reads (".self_attn.k_scale", ModelOpt's ".self_attn.k_proj.k_scale"). */
+static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
+                                 const char *dir, uint32_t li)
+{
+    static const char *const parts[NVL_GEMM_IN_COUNT][3] = {
+        {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+        {"self_attn.o_proj", NULL, NULL},
+        {"mlp.gate_proj", "mlp.up_proj", NULL},
+        {"mlp.down_proj", NULL, NULL}};
+    static const char *const kv[2][2] = {
+        {"self_attn.k_scale", "self_attn.k_proj.k_scale"},
+        {"self_attn.v_scale", "self_attn.v_proj.v_scale"}};
+    char n[192];
+    nvl_status_t st = NVL_OK;
+    for (int g = 0; g < NVL_GEMM_IN_COUNT && st == NVL_OK; g++) {
+        float best = 0.0f;
+        for (int j = 0; j < 3 && parts[g][j] != NULL && st == NVL_OK; j++) {
+            float v = 0.0f;
+            snprintf(n, sizeof n, "model.layers.%u.%s.input_scale", li,
+                     parts[g][j]);
+            st = read_scale(w, dir, n, &v);
+            best = fmaxf(best, v);
+        }
+        e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + (size_t)g] =
+            best > 0.0f ? best : 1.0f;
+    }
+    for (int k = 0; k < 2 && st == NVL_OK; k++) {
+        e->kv_scale[(size_t)li * 2 + (size_t)k] = 1.0f;
+        for (int j = 0; j < 2 && st == NVL_OK; j++) {
+            snprintf(n, sizeof n, "model.layers.%u.%s", li, kv[k][j]);
+            st = read_scale(w, dir, n, &e->kv_scale[(size_t)li * 2 + (size_t)k]);
+        }
+    }
+    return st;
+}
+
+nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
+                                   const nvl_weights_t *w,
+                                   const char *dir)
+{
+    const nvl_quant_config_t *q = w != NULL ? nvl_weights_quant(w) : NULL;
+    e->actq = q != NULL && q->quantized && !e->opts.act_quant_none
+                  ? nvl_act_quant_of(q->format)
+                  : NVL_ACT_NONE;
+    e->kv_fp8 = e->opts.cost.kv_dtype == NVL_WDT_FP8;
+    for (uint32_t li = 0; e->actq != NVL_ACT_NONE && li < e->layers; li++)
+        if (nvl_model_layer_is_moe(&e->cfg, li)) {
+            nvl_report("%s: activation quantization of a mixture of "
+                       "experts' GEMMs is not supported yet; run it "
+                       "weight-only with --act-quant none", q->file);
+            return NVL_ERR_INVALID;
+        }
+    e->in_scale = malloc(((size_t)e->layers * NVL_GEMM_IN_COUNT + 1) *
+                         sizeof *e->in_scale);
+    e->kv_scale = malloc(((size_t)e->layers * 2 + 1) * sizeof *e->kv_scale);
+    if (e->in_scale == NULL || e->kv_scale == NULL) {
+        nvl_report("out of memory for %u layers' scales", e->layers);
+        return NVL_ERR_NOMEM;
+    }
+    nvl_status_t st = NVL_OK;
+    for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {
+        for (int g = 0; g < NVL_GEMM_IN_COUNT; g++)
+            e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + (size_t)g] = 1.0f;
+        e->kv_scale[(size_t)li * 2] = e->kv_scale[(size_t)li * 2 + 1] = 1.0f;
+        if (w != NULL)
+            st = layer_scales(e, w, dir, li);
+    }
+    return st;
+}

@@ -1,0 +1,110 @@
+/* Activation quantization as the serving engines run it before a
+ * quantized GEMM, and the FP8 KV cache's conversion: each function
+ * returns the values the GEMM (or the attention) then reads, the code
+ * times its scale(s) rounded once to float32 (docs/quantization.md,
+ * "Activations" cites each kernel). */
+#include <math.h>
+
+#include "quant_impl.h"
+
+#define E2M1_MAX 6.0f
+#define E4M3_MAX 448.0f
+
+float nvl_e4m3_round_sat(float x)
+{
+    /* __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3): nearest even,
+     * saturating at +-448 (torch's cast would give NaN from 480 on) */
+    if (x > E4M3_MAX)
+        x = E4M3_MAX;
+    else if (x < -E4M3_MAX)
+        x = -E4M3_MAX;
+    return nvl_e4m3_decode(nvl_e4m3_encode(x));
+}
+
+void nvl_act_quant_nvfp4(const float *x, uint64_t n, float input_scale,
+                         float *out)
+{
+    /* vLLM process_weights_after_loading: input_scale_inv = 1 /
+     * input_scale (the global scale, SFScaleVal) */
+    float gs = 1.0f / input_scale;
+    for (uint64_t b0 = 0; b0 < n; b0 += NVL_NVFP4_ACT_BLOCK) {
+        uint64_t nb = n - b0 < NVL_NVFP4_ACT_BLOCK ? n - b0
+                                                   : NVL_NVFP4_ACT_BLOCK;
+        float amax = 0.0f;
+        for (uint64_t i = 0; i < nb; i++)
+            amax = fmaxf(amax, fabsf(x[b0 + i]));
+        /* cvt_warp_fp16_to_fp4: SFValue = SFScaleVal * (vecMax / 6),
+         * stored as E4M3 (satfinite); the elements scaled by
+         * 1 / (SFValue / SFScaleVal) and rounded onto E2M1 */
+        float sf = nvl_e4m3_round_sat(gs * (amax * (1.0f / E2M1_MAX)));
+        float inv = sf != 0.0f ? 1.0f / (sf * (1.0f / gs)) : 0.0f;
+        for (uint64_t i = 0; i < nb; i++) {
+            float e = nvl_e2m1_decode(nvl_e2m1_encode(x[b0 + i] * inv));
+            /* the GEMM: e2m1 x block scale, times alpha's input_scale */
+            out[b0 + i] = e * sf * input_scale;
+        }
+    }
+}
+
+void nvl_act_quant_fp8_tensor(const float *x, uint64_t n, float scale,
+                              float *out)
+{
+    /* vLLM static_scaled_fp8_quant: x * (1 / scale), clamped to +-448,
+     * cast; the GEMM multiplies by scale */
+    float inv = 1.0f / scale;
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = nvl_e4m3_round_sat(x[i] * inv) * scale;
+}
+
+void nvl_act_quant_fp8_group(const float *x, uint64_t n, uint64_t group,
+                             float *out)
+{
+    /* vLLM _per_token_group_quant_fp8: s = max(amax, 1e-10) / 448,
+     * q = clamp(x / s, -448, 448) cast to E4M3; the GEMM reads q x s */
+    for (uint64_t g0 = 0; g0 < n; g0 += group) {
+        uint64_t ng = n - g0 < group ? n - g0 : group;
+        float amax = 1e-10f;
+        for (uint64_t i = 0; i < ng; i++)
+            amax = fmaxf(amax, fabsf(x[g0 + i]));
+        float s = amax / E4M3_MAX;
+        for (uint64_t i = 0; i < ng; i++)
+            out[g0 + i] = nvl_e4m3_round_sat(x[g0 + i] / s) * s;
+    }
+}
+
+void nvl_kv_quant_fp8(const float *x, uint64_t n, float scale, float *out)
+{
+    /* vLLM reshape_and_cache(_flash), scaled_convert: x / scale to E4M3
+     * (satfinite); the attention reads code x scale */
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = nvl_e4m3_round_sat(x[i] / scale) * scale;
+}
+
+/* Values of --act-quant: 0 auto, 1 none. */
+static const struct {
+    nvl_member_t id;
+} act_choices[2] = {
+    {{"auto", "as the serving engines run the checkpoint's format: NVFP4 "
+              "W4A4, FP8 W8A8 (static per-tensor input scale, or dynamic "
+              "1 x 128 groups for FP8 blocks), MX-FP4 weight-only"}},
+    {{"none", "weight-only: activations stay float32 (W4A16 / W8A16)"}},
+};
+const nvl_family_t nvl_act_quant_family =
+    NVL_FAMILY("act-quant", "activation quantization before a quantized "
+                            "GEMM (--act-quant)", act_choices);
+
+nvl_act_quant_t nvl_act_quant_of(nvl_quant_format_t f)
+{
+    switch (f) {
+    case NVL_QUANT_NVFP4:
+        return NVL_ACT_NVFP4;
+    case NVL_QUANT_FP8:
+        return NVL_ACT_FP8_TENSOR;
+    case NVL_QUANT_FP8_BLOCK:
+        return NVL_ACT_FP8_GROUP;
+    case NVL_QUANT_MXFP4:
+    case NVL_QUANT_COUNT:
+        break;
+    }
+    return NVL_ACT_NONE;
+}

@@ -1,0 +1,42 @@
+"""Copies a quantized checkpoint (IN_DIR: one model.safetensors and its
+JSON files) to OUT_DIR with per-tensor F32 scales added to every decoder
+layer: SPEC is a JSON object {"suffix": value}, e.g.
+{"self_attn.q_proj.input_scale": 1.0} adds
+model.layers.N.self_attn.q_proj.input_scale = 1.0 for each layer N (a
+value "nan" writes a NaN).  Standard library only.
+
+Usage: add_scales.py IN_DIR OUT_DIR SPEC
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+
+
+def main():
+    src, dst, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    os.makedirs(dst, exist_ok=True)
+    for f in os.listdir(src):
+        if f.endswith(".json"):
+            shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    raw = open(os.path.join(src, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    data = bytearray(raw[8 + n:])
+    layers = sorted({int(k.split(".")[2]) for k in header
+                     if k.startswith("model.layers.")})
+    for li in layers:
+        for suffix, v in spec.items():
+            name = "model.layers.%d.%s" % (li, suffix)
+            off = len(data)
+            data += struct.pack("<f", float(v))
+            header[name] = {"dtype": "F32", "shape": [],
+                            "data_offsets": [off, off + 4]}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(dst, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + bytes(data))
+
+
+main()

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Usage: check_scales.sh NVLEMU TOPO QUANT_DIR WORK_DIR MPIEXEC...
+# The checkpoint's scales in data mode (tests/quant/add_scales.py adds them
+# to QUANT_DIR, an nvfp4 checkpoint):
+#  1. a fused projection takes the largest of its parts' input scales
+#     (vLLM's input_scale.max()): q/k/v at 1, 3, 2 and gate/up at 1.5, 0.7
+#     give the logits of q/k/v all at 3 and gate/up both at 1.5, bit for
+#     bit;
+#  2. those scales change the numbers (a run without them, scale 1,
+#     differs; a power of two would only shift the E4M3 exponents);
+#  3. k_scale / v_scale under ModelOpt's names change an FP8 KV cache's
+#     numbers, and are read (a run with them differs from one without);
+#  4. a NaN input scale stops every rank with one message naming it.
+# Exits 77 (skipped) without python3.
+set -u
+command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
+nvlemu=$1 topo=$2 q=$3 w=$4
+shift 4
+here=$(dirname "$0")
+add() { python3 "$here/add_scales.py" "$q" "$w/$1" "$2" || exit 1; }
+add mixed '{"self_attn.q_proj.input_scale": 1, "self_attn.k_proj.input_scale": 3, "self_attn.v_proj.input_scale": 2, "mlp.gate_proj.input_scale": 1.5, "mlp.up_proj.input_scale": 0.7}'
+add maxed '{"self_attn.q_proj.input_scale": 3, "self_attn.k_proj.input_scale": 3, "self_attn.v_proj.input_scale": 3, "mlp.gate_proj.input_scale": 1.5, "mlp.up_proj.input_scale": 1.5}'
+add kv '{"self_attn.k_proj.k_scale": 0.03, "self_attn.v_proj.v_scale": 0.07}'
+add bad '{"self_attn.o_proj.input_scale": "nan"}'
+mpi="$*"
+# gen OUT MODEL [OPTION...]: generate with MODEL into $w/OUT.json and .log
+gen() {
+    o=$1 d=$2
+    shift 2
+    $mpi "$nvlemu" generate --model "$d" --topo "$topo" \
+        --input-ids "58,50,107,157;4,73,250" --max-new-tokens 4 \
+        --logits-out "$w/$o.json" "$@" >"$w/$o.log" 2>&1
+}
+for m in mixed maxed plain; do
+    d=$w/$m; [ $m = plain ] && d=$q
+    gen $m "$d" || { cat "$w/$m.log"; exit 1; }
+done
+for m in kv plain; do
+    d=$w/$m; [ $m = plain ] && d=$q
+    gen $m-fp8 "$d" --kv-dtype fp8 || { cat "$w/$m-fp8.log"; exit 1; }
+done
+python3 - "$w" <<'PY' || exit 1
+import json, sys
+w = sys.argv[1]
+g = lambda n: json.load(open("%s/%s.json" % (w, n)))
+assert g("mixed") == g("maxed"), "the largest input scale of a fused GEMM"
+assert g("mixed")["last_logits"] != g("plain")["last_logits"], "input scales unused"
+assert g("kv-fp8")["last_logits"] != g("plain-fp8")["last_logits"], "k/v scales unused"
+print("max rule, input scales and k/v scales: ok")
+PY
+gen bad "$w/bad" && { echo "a NaN input scale was accepted"; exit 1; }
+n=$(grep -c "scale 'model.layers.0.self_attn.o_proj.input_scale' must be one finite positive F32 value" "$w/bad.log")
+[ "$n" = 1 ] || { cat "$w/bad.log"; echo "expected the message once, got $n"; exit 1; }
+echo "NaN input scale: refused once"
