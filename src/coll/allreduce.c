@@ -23,27 +23,29 @@ typedef struct {
 } impl_row_t;
 
 static const impl_row_t impls[NVL_AR_COUNT] = {
-    [NVL_AR_NCCL] = {{"nccl", "ncclAllReduce, algorithm and protocol as "
-                              "NCCL's tuner picks them"}, NULL},
-    [NVL_AR_ONESHOT] = {{"oneshot", "every GPU loads all peers' buffers and "
+    [NVL_AR_NCCL] = {.id = {"nccl", "ncclAllReduce, algorithm and protocol as "
+                              "NCCL's tuner picks them"},
+                     .kernel = NULL},
+    [NVL_AR_ONESHOT] = {.id = {"oneshot", "every GPU loads all peers' buffers and "
                                     "sums (TensorRT-LLM oneShotAllReduceKernel, "
                                     "vLLM cross_device_reduce_1stage)"},
-                        &nvl_ar_oneshot},
-    [NVL_AR_TWOSHOT] = {{"twoshot", "reduce-scatter by loads, allgather by "
+                        .kernel = &nvl_ar_oneshot},
+    [NVL_AR_TWOSHOT] = {.id = {"twoshot", "reduce-scatter by loads, allgather by "
                                     "stores (torch symmetric memory "
                                     "two_shot_all_reduce, TensorRT-LLM "
                                     "twoShotAllReduceKernel)"},
-                        &nvl_ar_twoshot},
-    [NVL_AR_NVLS_ONESHOT] = {{"nvls-oneshot", "multimem.ld_reduce of the "
+                        .kernel = &nvl_ar_twoshot},
+    [NVL_AR_NVLS_ONESHOT] = {.id = {"nvls-oneshot", "multimem.ld_reduce of the "
                                               "whole buffer through the "
                                               "NVLink SHARP switch"},
-                             &nvl_ar_nvls_oneshot},
-    [NVL_AR_NVLS_TWOSHOT] = {{"nvls-twoshot", "multimem.ld_reduce of a block, "
+                             .kernel = &nvl_ar_nvls_oneshot},
+    [NVL_AR_NVLS_TWOSHOT] = {.id = {"nvls-twoshot", "multimem.ld_reduce of a block, "
                                               "multimem.st of its sum "
                                               "(TensorRT-LLM mnnvl two-shot)"},
-                             &nvl_ar_nvls_twoshot},
-    [NVL_AR_AUTO] = {{"auto", "per call, as TensorRT-LLM's AUTO strategy "
-                              "picks (ar_auto.c)"}, NULL, nvl_ar_auto_pick},
+                             .kernel = &nvl_ar_nvls_twoshot},
+    [NVL_AR_AUTO] = {.id = {"auto", "per call, as TensorRT-LLM's AUTO strategy "
+                              "picks (ar_auto.c)"},
+                     .kernel = NULL, .pick = nvl_ar_auto_pick},
 };
 
 const nvl_family_t nvl_ar_impl_family =
