@@ -25,7 +25,8 @@ and names file and line of every break:
     module:" heading) that misses one of its .c files or names one that
     is not there.
 size: no source file (src/, include/, bench/ C and Python, tests/ C and Python,
-scripts/ Python, bench/sweep) over 600 lines and no C function over 80 lines, counted
+scripts/ Python and the extensionless Python entry points in scripts/, bench/sweep)
+over 600 lines and no C function over 80 lines, counted
 from its `{` at column 0 to its `}` at column 0, both included.
 self-test: builds a small tree that breaks every rule once and checks that
 each break is reported (the checks can fail).
@@ -286,9 +287,25 @@ def size_sources(root):
     yield from walk("bench", (".c", ".h", ".py"))  # the sweep package too
     yield from walk("tests", (".c", ".h", ".py"))
     yield from walk("scripts", (".py",))
+    yield from python_entries(os.path.join(root, "scripts"))
     sweep = os.path.join(root, "bench/sweep")  # its entry, no extension
     if os.path.isfile(sweep):
         yield sweep
+
+
+def python_entries(folder):
+    """The Python entry points of FOLDER (not below it): files with no
+    extension whose first line is a python shebang."""
+    if not os.path.isdir(folder):
+        return
+    for n in sorted(os.listdir(folder)):
+        path = os.path.join(folder, n)
+        if "." in n or not os.path.isfile(path):
+            continue
+        with open(path, "rb") as f:
+            first = f.readline()
+        if first.startswith(b"#!") and b"python" in first:
+            yield path
 
 
 def check_size(root, fail):
@@ -367,6 +384,8 @@ SELF_FILES = {
     "<src>/high/priv.h": "",
     "<src>/stray/s.c": "",
     "<bench>/x.c": '#include "nvlemu/high.h"\n',
+    "<scripts>/long-entry": "#!/usr/bin/env python3\n" + "pass\n" * 600,
+    "<scripts>/long-shell": "#!/bin/sh\n" + ":\n" * 600,
 }
 
 SELF_EXPECT = [
@@ -387,11 +406,12 @@ SELF_EXPECT = [
     "<src>/stray/: a module that",
     "<src>/high/quiet.c:1: a file of high that",
     "the table of high's files names gone2.c, which",
+    "<scripts>/long-entry:1: 601 lines",
 ]
 
 
 def planted(text):
-    return re.sub(r"<(src|include|bench)>/", r"\1/", text)
+    return re.sub(r"<(src|include|bench|scripts)>/", r"\1/", text)
 
 
 def self_test():

@@ -1,0 +1,79 @@
+"""What every part of scripts/validation-report shares: the repository's
+root and data paths, running a tool, the error measures and the Markdown
+table."""
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLL_SOURCE = "tests/data/calibration/h200-nvl2 (nccl-tests, 2 x H200 NV18)"
+COMPUTE_SOURCE = "tests/data/calibration (H200 kernels)"
+PUBLISHED_SOURCE = "tests/data/calibration/published.md"
+E2E_TOPO = "topology/hgx-h200.topo"
+C2C_COPIES = "tests/data/calibration/c2c-copies.csv"
+H100 = "tests/data/calibration/h100-x2"
+H100_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall"]
+SERVING = "tests/data/calibration/published-serving.csv"
+GEMMS = "tests/data/calibration/published-gemm.csv"
+FAMILIES = os.path.join("tests", "data", "validation", "families.json")
+PUBLISHED_NCCL = "tests/data/calibration/published-nccl"
+NCCL_COLLS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"]
+# joined, not written out: the file does not exist until it is measured
+DEFAULT_STEPS = os.path.join("tests", "data", "calibration", "h200-torch", "steps.csv")
+# a held-out GPU: the same torch reference measured on one H100, predicted on
+# topology/h100-nvl2.topo (H100's memory and spec, every fitted constant H200's)
+H100_STEPS = os.path.join("tests", "data", "calibration", "h100-torch", "steps.csv")
+H100_TOPO = "topology/h100-nvl2.topo"
+# ... and at TP 2 over the pair's NV18 (torchrun, NCCL all_reduce in the graph)
+H100_TP2_STEPS = os.path.join("tests", "data", "calibration", "h100-torch-tp2", "steps.csv")
+
+
+def die(msg):
+    sys.exit("validation-report: " + msg)
+
+
+# the tools' own provenance read an empty family list, so that the report
+# never depends on the file it is about to write
+EMPTY_FAMILIES = {"NVLEMU_VALIDATION": os.path.join(ROOT, "tests", "data", "validation",
+                                                    "empty.json")}
+
+
+def run(cmd):
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                       env=dict(os.environ, **EMPTY_FAMILIES))
+    if p.returncode != 0:
+        die("'%s' exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    return p.stdout
+
+
+def error(pred, meas):
+    return max(pred / meas, meas / pred) - 1.0
+
+
+def geomean(errors):
+    return math.expm1(sum(math.log1p(e) for e in errors) / len(errors))
+
+
+def pct(x):
+    return "%.1f%%" % (100 * x)
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def e2e_table(rows):
+    """One phase's end-to-end rows: measured against predicted step times."""
+    return table(["model", "layers", "batch", "ctx", "q_len", "measured (us)",
+                  "predicted (us)", "error"],
+                 [[r["model"], r["layers"], r["batch"], r["ctx"], r["q_len"],
+                   r["measured_us"], "%.1f" % r["pred_us"], pct(r["error"])] for r in rows])
+
+
+def topo_name(path):
+    """A topology's name as nvlemu knows it: its file's base name."""
+    return os.path.basename(path).rsplit(".topo", 1)[0]
+

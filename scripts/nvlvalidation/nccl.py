@@ -1,0 +1,130 @@
+"""The published nccl-tests bus bandwidths at 4-72 GPUs: reading
+tests/data/calibration/published-nccl (or another such folder), the
+*_perf benches' predictions, the families and the document's section."""
+import csv
+import os
+import subprocess
+
+from .common import (NCCL_COLLS, PUBLISHED_NCCL, ROOT, die, error, geomean, pct, table)
+
+
+def read_published_nccl(folder):
+    """The rows of the files FOLDER/sources.csv lists, grouped by (topology,
+    collective, ranks, -g, NVLS): {key: [row dicts with system, topology,
+    role, file, collective, gpus, g, nvls, size, pub]}.  Dies naming file and
+    line at the first malformed row."""
+    def rows_of(path, fields):
+        if not os.path.exists(os.path.join(ROOT, path)):
+            die("%s: no such file" % path)
+        with open(os.path.join(ROOT, path)) as f:
+            for n, row in enumerate(csv.DictReader(f), start=2):
+                if None in row or any(row.get(k) in (None, "") for k in fields):
+                    die("%s:%d: malformed row (expected the columns %s)"
+                        % (path, n, ",".join(fields)))
+                yield n, row
+    src_fields = ["file", "system", "topology", "role", "nccl_version", "source"]
+    data_fields = ["collective", "gpus", "gpus_per_process", "nvls", "size_bytes",
+                   "busbw_gb_per_s"]
+    groups = {}
+    for _, src in rows_of(os.path.join(folder, "sources.csv"), src_fields):
+        path = os.path.join(folder, src["file"])
+        for n, r in rows_of(path, data_fields):
+            try:
+                key = (src["topology"], r["collective"], int(r["gpus"]),
+                       int(r["gpus_per_process"]), r["nvls"])
+                size, pub = int(r["size_bytes"]), float(r["busbw_gb_per_s"])
+            except ValueError:
+                die("%s:%d: expected whole numbers of GPUs and bytes and a bandwidth"
+                    % (path, n))
+            if r["nvls"] not in ("on", "off") or src["role"] not in ("fit", "held-out"):
+                die("%s:%d: nvls '%s' (on or off), role '%s' (fit or held-out)"
+                    % (path, n, r["nvls"], src["role"]))
+            if r["collective"] not in NCCL_COLLS or size <= 0 or pub <= 0 or key[2] < 2 \
+                    or key[3] < 1 or key[2] % key[3]:
+                die("%s:%d: collective '%s' (one of %s), %d GPUs by %d per process, "
+                    "%d bytes, %g GB/s: expected 2 or more GPUs in whole processes and "
+                    "positive sizes" % (path, n, r["collective"], ", ".join(NCCL_COLLS),
+                                        key[2], key[3], size, pub))
+            groups.setdefault(key, []).append(dict(
+                system=src["system"], topology=src["topology"], role=src["role"],
+                file=src["file"], collective=r["collective"], gpus=key[2], g=key[3],
+                nvls=r["nvls"], size=size, pub=pub))
+    if not groups:
+        die("no rows in " + os.path.join(folder, "sources.csv"))
+    return groups
+
+
+def published_nccl(build, groups):
+    """Every row of GROUPS (read_published_nccl) predicted by the *_perf
+    bench of its collective on the file's topology: [row dicts with system,
+    topology, role, collective, gpus, g, nvls, size, pub, pred, error]."""
+    out = []
+    for (topo, coll, gpus, g, nvls), rows in groups.items():
+        sizes = sorted(r["size"] for r in rows)
+        env = dict(os.environ, NCCL_ALGO="Ring") if nvls == "off" else None
+        cmd = [os.path.join(ROOT, "scripts", "nvlrun"), str(gpus),
+               os.path.join(build, "bench", coll + "_perf"), "-g", str(g), "--topo",
+               os.path.join(ROOT, topo), "-b", str(sizes[0]), "-e", str(sizes[-1]),
+               "-f", "2", "--mode", "timing"]
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            die("'%s' exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+        pred = {}
+        for line in p.stdout.splitlines():
+            f = line.split()
+            if len(f) > 8 and f[0].isdigit():
+                pred[int(f[0])] = (float(f[7]), f[-2] + " " + f[-1])
+        for r in rows:
+            if r["size"] not in pred:
+                die("%s: no prediction for %d bytes from '%s'" % (r["file"], r["size"],
+                                                                 " ".join(cmd)))
+            busbw, choice = pred[r["size"]]
+            out.append(dict(r, pred=busbw, choice=choice, error=error(busbw, r["pub"])))
+    return out
+
+
+def nccl_families(rows):
+    """One family per system, collective, NVLS setting and role: [dicts with
+    family, hardware, collective, ranks, sizes, role, rows, geomean_error,
+    worst_error], in the order of the rows."""
+    fams = {}
+    for r in rows:
+        key = (r["system"], r["collective"], r["nvls"], r["role"])
+        fams.setdefault(key, []).append(r)
+    out = []
+    for (system, coll, nvls, role), rs in fams.items():
+        errs = [r["error"] for r in rs]
+        gpus = sorted({r["gpus"] for r in rs})
+        sizes = sorted({r["size"] for r in rs})
+        out.append(dict(family="%s %s, NVLS %s" % (system, coll, nvls), hardware=system,
+                        collective=coll, nvls=nvls, ranks=(gpus[0], gpus[-1]),
+                        sizes=(sizes[0], sizes[-1]), role=role, rows=len(rs),
+                        files=sorted({r["file"] for r in rs}),
+                        geomean_error=geomean(errs), worst_error=max(errs)))
+    return out
+
+
+def nccl_doc(rows):
+    """The section of docs/validation.md for the published nccl-tests rows."""
+    fams = nccl_families(rows)
+    def rng(a, b):
+        return str(a) if a == b else "%s-%s" % (a, b)
+    doc = ["## Published nccl-tests at 4-72 GPUs\n",
+           "Other people's nccl-tests bus bandwidths (" + PUBLISHED_NCCL + "/README.md: "
+           "sources, NCCL versions, NVLS on or off, -g) against the `*_perf` benches "
+           "in timing mode on the topology `sources.csv` names, the same ranks and "
+           "-g, `NCCL_ALGO=Ring` where the source ran with NVLS off. Role `fit`: a "
+           "shipped constant was fit to that file (no check); `held-out`: nothing "
+           "was fit to it.\n",
+           table(["family", "role", "GPUs", "sizes (B)", "comparisons", "geomean error",
+                  "worst error", "files"],
+                 [[f["family"], f["role"], rng(*f["ranks"]), rng(*f["sizes"]), f["rows"],
+                   pct(f["geomean_error"]), pct(f["worst_error"]), ", ".join(f["files"])]
+                  for f in fams]),
+           "### Rows\n",
+           table(["system", "collective", "GPUs", "-g", "NVLS", "size (B)",
+                  "published busbw", "predicted busbw", "error", "model's choice", "file"],
+                 [[r["system"], r["collective"], r["gpus"], r["g"], r["nvls"], r["size"],
+                   "%.2f" % r["pub"], "%.2f" % r["pred"], pct(r["error"]), r["choice"],
+                   r["file"]] for r in rows])]
+    return doc
