@@ -65,7 +65,8 @@ CHECK is one of
                --pp-layers LAYERS_A and as LAYERS_B: each layer's kernels
                and collectives (summed by name over the run, every track)
                take the same time whichever stage runs the layer (1e-9
-               relative; a layer's work does not depend on its stage)
+               relative; a layer's work does not depend on its stage),
+               and a mixture of experts' experts cut over the stage's TP
 """
 import json
 import os
@@ -233,9 +234,14 @@ def layer_times(cmd, layers):
     command run with --pp-layers layers."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "trace.json")
-        run(cmd, ["--mode", "timing", "--pp-layers", layers, "--trace", path])
+        doc = run(cmd, ["--mode", "timing", "--pp-layers", layers, "--trace",
+                        path])
         with open(path) as f:
             trace = json.load(f)
+    ex = doc["experts"]
+    if ex and ex["expert_tp"] != doc["inputs"]["tp"] // ex["ep"]:
+        sys.exit("check_run.py: experts cut over %d ranks, the stage has TP "
+                 "%d" % (ex["expert_tp"], doc["inputs"]["tp"]))
     sums = {}
     for e in trace["traceEvents"]:
         li = e.get("args", {}).get("layer")
