@@ -56,7 +56,7 @@ static json_t *moe_json(const nvl_run_result_t *r, const nvl_run_derived_t *d)
     json_object_set_new(o, "experts", json_integer(r->cfg->num_experts));
     json_object_set_new(o, "top_k", json_integer(r->cfg->top_k));
     json_object_set_new(o, "ep", json_integer(a->engine.ep));
-    json_object_set_new(o, "expert_tp", json_integer(r->tp / a->engine.ep));
+    json_object_set_new(o, "expert_tp", json_integer(r->pipe.tp / a->engine.ep));
     json_object_set_new(o, "attn_parallel", json_string(nvl_family_name(
                             &nvl_attn_parallel_family, a->engine.attn_dp)));
     set_range(o, NVL_RS_EXPERTS, d->experts_min, d->experts_max);

@@ -69,7 +69,7 @@ static void moe_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
             per_rank(d->experts_min, d->experts_max, ex, sizeof ex),
             d->experts_min == d->experts_max ? "" : " (uneven)");
     fprintf(out, " (EP %ld, each expert cut over %ld rank(s)); %.0f MoE "
-                 "layer(s)\n", a->engine.ep, r->tp / a->engine.ep, STAT(NVL_RS_MOE_LAYERS, 0));
+                 "layer(s)\n", a->engine.ep, r->pipe.tp / a->engine.ep, STAT(NVL_RS_MOE_LAYERS, 0));
     if (d->steps == 0 || STAT(NVL_RS_MOE_LAYERS, 0) == 0)
         return;
     if (a->engine.ep > 1 || a->engine.attn_dp) {

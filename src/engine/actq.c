@@ -77,8 +77,9 @@ static nvl_status_t read_scale(const nvl_weights_t *w, const char *dir,
     return NVL_OK;
 }
 
-/* Layer li's input scales: the largest of each fused GEMM's parts'
- * input_scale (vLLM: layer.input_scale.max() over the merged shards), 1.0
+/* This stage's layer li's input scales (the checkpoint's layer
+ * layer0 + li): the largest of each fused GEMM's parts' input_scale
+ * (vLLM: layer.input_scale.max() over the merged shards), 1.0
  * where the checkpoint has none; k_scale and v_scale under either name
  * vLLM reads (".self_attn.k_scale", ModelOpt's ".self_attn.k_proj.k_scale"). */
 static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
@@ -93,12 +94,13 @@ static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
         {"self_attn.k_scale", "self_attn.k_proj.k_scale"},
         {"self_attn.v_scale", "self_attn.v_proj.v_scale"}};
     char n[192];
+    uint32_t gl = e->layer0 + li; /* the checkpoint's layer */
     nvl_status_t st = NVL_OK;
     for (int g = 0; g < NVL_GEMM_IN_COUNT && st == NVL_OK; g++) {
         float best = 0.0f;
         for (int j = 0; j < 3 && parts[g][j] != NULL && st == NVL_OK; j++) {
             float v = 0.0f;
-            snprintf(n, sizeof n, "model.layers.%u.%s.input_scale", li,
+            snprintf(n, sizeof n, "model.layers.%u.%s.input_scale", gl,
                      parts[g][j]);
             st = read_scale(w, dir, n, &v);
             best = fmaxf(best, v);
@@ -109,7 +111,7 @@ static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
     for (int k = 0; k < 2 && st == NVL_OK; k++) {
         e->kv_scale[(size_t)li * 2 + (size_t)k] = 1.0f;
         for (int j = 0; j < 2 && st == NVL_OK; j++) {
-            snprintf(n, sizeof n, "model.layers.%u.%s", li, kv[k][j]);
+            snprintf(n, sizeof n, "model.layers.%u.%s", gl, kv[k][j]);
             st = read_scale(w, dir, n, &e->kv_scale[(size_t)li * 2 + (size_t)k]);
         }
     }
@@ -126,7 +128,7 @@ nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
                   : NVL_ACT_NONE;
     e->kv_fp8 = e->opts.cost.kv_dtype == NVL_WDT_FP8;
     for (uint32_t li = 0; e->actq != NVL_ACT_NONE && li < e->layers; li++)
-        if (nvl_model_layer_is_moe(&e->cfg, li)) {
+        if (nvl_model_layer_is_moe(&e->cfg, e->layer0 + li)) {
             nvl_report("%s: activation quantization of a mixture of "
                        "experts' GEMMs is not supported yet; run it "
                        "weight-only with --act-quant none", q->file);

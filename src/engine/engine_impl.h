@@ -428,9 +428,17 @@ void nvl_engine_pipe_free(nvl_engine_t *e);
  * the other stages.  The wait for the partner is the bubble; the
  * transfer is timed on the topology's point-to-point path (NCCL's
  * send/recv: the receive completes no earlier than the sender's entry
- * plus latency plus bytes over the pair's port). */
+ * plus latency plus bytes over the pair's port).  The sender's status st
+ * goes first, and a failure goes alone: nvl_engine_pipe_send returns st,
+ * and nvl_engine_pipe_recv returns the failure (the worst over the
+ * stage's ranks; collective over e->tp) without waiting for rows, so that
+ * an error on one stage reaches the later ones instead of hanging them
+ * (its report stays on the failing rank: generate.c captures a pass over
+ * the job).  A stage before the last calls nvl_engine_pipe_send after
+ * every pass, failed or not. */
 nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
-nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
+nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
+                                  nvl_status_t st);
 /* pipe.c: collective over e->job: the last stage's logits of n
  * sequences (n x vocab at logits; data mode) and the clock its pass ended
  * at (end_ps, read on the last stage) handed to every rank; stage 0's next

@@ -164,9 +164,9 @@ static void gen_free(nvl_engine_t *e, gen_t *g)
     free(g->logits);
 }
 
-/* Step s of microbatch m: the prefill (s 0) of its prompts or a decode
- * step of its last tokens. */
-static nvl_status_t forward_mb(nvl_engine_t *e, gen_t *g, int m, int s)
+/* Step s of microbatch m on this rank: the prefill (s 0) of its prompts
+ * or a decode step of its last tokens. */
+static nvl_status_t forward_one(nvl_engine_t *e, gen_t *g, int m, int s)
 {
     nvl_range_t r = nvl_range_split((uint32_t)g->nb, g->mbs, m);
     const int32_t *tok = g->tok + r.first;
@@ -180,6 +180,18 @@ static nvl_status_t forward_mb(nvl_engine_t *e, gen_t *g, int m, int s)
         e->data ? g->logits + (size_t)r.first * e->cfg.vocab : NULL);
     g->end_ps[m] = nvl_engine_clock(e)->now_ps;
     return st;
+}
+
+/* Step s of microbatch m.  With a pipeline, collective over the job: an
+ * error on any stage (passed on stage to stage by pipe.c) fails every
+ * rank, reported once by the first failing rank. */
+static nvl_status_t forward_mb(nvl_engine_t *e, gen_t *g, int m, int s)
+{
+    if (e->stages == 1)
+        return forward_one(e, g, m, s);
+    nvl_runtime_capture_begin();
+    nvl_status_t st = forward_one(e, g, m, s);
+    return nvl_runtime_capture_end_on(nvl_comm_mpi(e->job), st);
 }
 
 /* Microbatch m's logits of step s from the last stage; its sequences'

@@ -160,7 +160,7 @@ static const uint64_t *seeded_counts(nvl_engine_t *e, uint32_t li, uint64_t M)
     memset(e->moe_counts, 0, n_counts * sizeof *e->moe_counts);
     uint32_t moe_layers = 0;
     for (uint32_t l = 0; l < e->layers; l++)
-        moe_layers += nvl_model_layer_is_moe(&e->cfg, l) &&
+        moe_layers += nvl_engine_layer_is_moe(e, l) &&
                       !nvl_engine_moe_is_ep(e, l);
     int n = nvl_comm_size(e->tp);
     bool share = n > 1 && (double)moe_layers * (double)M * k >
@@ -170,7 +170,7 @@ static const uint64_t *seeded_counts(nvl_engine_t *e, uint32_t li, uint64_t M)
                              : (nvl_range_t){0, (uint32_t)M};
     uint32_t *ids = nvl_engine_moe_alloc((uint64_t)rows.count * k, sizeof *ids);
     for (uint32_t l = 0; l < e->layers; l++) {
-        if (!nvl_model_layer_is_moe(&e->cfg, l) || nvl_engine_moe_is_ep(e, l))
+        if (!nvl_engine_layer_is_moe(e, l) || nvl_engine_moe_is_ep(e, l))
             continue;
         uint64_t *count = e->moe_counts + (size_t)l * E;
         nvl_engine_moe_route(e, l, rows.first, rows.count, NULL, ids, NULL);

@@ -255,9 +255,11 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         st = layers(e, n, caches, T, &p, &b);
     if (e->stage == e->stages - 1) {
         st = head(e, n, T, &p, &b, st, logits);
-    } else if (st == NVL_OK) {
-        nvl_engine_c2c_drain(e);
-        st = nvl_engine_pipe_send(e, p.M, &b);
+    } else {
+        /* a failure is sent on too: the next stage must not wait */
+        if (st == NVL_OK)
+            nvl_engine_c2c_drain(e);
+        st = nvl_engine_pipe_send(e, p.M, &b, st);
         e->norm_fused = false; /* the next stage adds the residual */
     }
     nvl_status_t settled = nvl_engine_settle(e);

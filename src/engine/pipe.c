@@ -44,16 +44,35 @@ static nvl_status_t transfer(nvl_engine_t *e, nvl_comm_t *link, bool send,
     return NVL_OK;
 }
 
+/* The tag of a pass's status on a link, apart from coll's own
+ * (coll_impl.h's NVL_TAG_*, 90..150). */
+enum { PIPE_TAG_STATUS = 200 };
+
 nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
 {
-    return e->link_prev != NULL ? transfer(e, e->link_prev, false, M, b)
-                                : NVL_OK;
+    if (e->link_prev == NULL)
+        return NVL_OK;
+    /* the previous stage's status first: a failure upstream skips this
+     * stage's work and is passed on (never a wait for rows that will not
+     * come); the stage's ranks agree on it, the worst (lowest) winning,
+     * as their partners upstream need not have failed alike */
+    int up = 0, worst = 0;
+    MPI_Recv(&up, 1, MPI_INT, 0, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_prev),
+             MPI_STATUS_IGNORE);
+    MPI_Allreduce(&up, &worst, 1, MPI_INT, MPI_MIN, nvl_comm_mpi(e->tp));
+    if (worst != NVL_OK)
+        return (nvl_status_t)worst;
+    return transfer(e, e->link_prev, false, M, b);
 }
 
-nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
+nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
+                                  nvl_status_t st)
 {
-    return e->link_next != NULL ? transfer(e, e->link_next, true, M, b)
-                                : NVL_OK;
+    if (e->link_next == NULL)
+        return st;
+    int mine = (int)st;
+    MPI_Send(&mine, 1, MPI_INT, 1, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_next));
+    return st == NVL_OK ? transfer(e, e->link_next, true, M, b) : st;
 }
 
 void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,

@@ -60,6 +60,13 @@ CHECK is one of
                the topology's [c2c], [host_memory], [node] and
                copy_overhead keys (nvlemu topo --json) must be the run's
                memory_per_gpu.c2c_bytes_per_step and c2c_ms_per_step
+  pp-layout LAYERS_A LAYERS_B
+               timing mode with --trace, the command's pipeline split as
+               --pp-layers LAYERS_A and as LAYERS_B: each layer's kernels
+               and collectives (summed by name over the run, every track)
+               take the same time whichever stage runs the layer (1e-9
+               relative; a layer's work does not depend on its stage),
+               and a mixture of experts' experts cut over the stage's TP
 """
 import json
 import os
@@ -220,6 +227,39 @@ def tier_hand(cmd):
     print("check_run.py: C2C %.0f bytes and %.6f ms per step (%d layers x "
           "%.0f bytes prefetched at %.0f GB/s), as computed by hand" % (
               want_bytes, want_ms, L, prefetch, bw / 1e9))
+
+
+def layer_times(cmd, layers):
+    """Each (layer, event name)'s summed duration in the trace of the
+    command run with --pp-layers layers."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        doc = run(cmd, ["--mode", "timing", "--pp-layers", layers, "--trace",
+                        path])
+        with open(path) as f:
+            trace = json.load(f)
+    ex = doc["experts"]
+    if ex and ex["expert_tp"] != doc["inputs"]["tp"] // ex["ep"]:
+        sys.exit("check_run.py: experts cut over %d ranks, the stage has TP "
+                 "%d" % (ex["expert_tp"], doc["inputs"]["tp"]))
+    sums = {}
+    for e in trace["traceEvents"]:
+        li = e.get("args", {}).get("layer")
+        if e["ph"] == "X" and isinstance(li, int) and li >= 0:
+            sums[(li, e["name"])] = sums.get((li, e["name"]), 0.0) + e["dur"]
+    return sums
+
+
+def pp_layout(cmd, a, b):
+    ta, tb = layer_times(cmd, a), layer_times(cmd, b)
+    for key in sorted(set(ta) | set(tb)):
+        x, y = ta.get(key, 0.0), tb.get(key, 0.0)
+        if abs(x - y) > 1e-9 * max(x, y):
+            sys.exit("check_run.py: layer %d's %s takes %r us with "
+                     "--pp-layers %s, %r us with %s" % (key[0], key[1], x, a,
+                                                        y, b))
+    print("check_run.py: %d (layer, kernel) times equal under --pp-layers "
+          "%s and %s" % (len(ta), a, b))
 
 
 def main():
@@ -417,6 +457,8 @@ def main():
         check_overlap(doc, trace)
     elif check == "tier-hand":
         tier_hand(cmd)
+    elif check == "pp-layout":
+        pp_layout(cmd, sys.argv[2], sys.argv[3])
     else:
         sys.exit("check_run.py: unknown check " + check)
 

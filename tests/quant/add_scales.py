@@ -3,7 +3,7 @@ JSON files) to OUT_DIR with per-tensor F32 scales added to every decoder
 layer: SPEC is a JSON object {"suffix": value}, e.g.
 {"self_attn.q_proj.input_scale": 1.0} adds
 model.layers.N.self_attn.q_proj.input_scale = 1.0 for each layer N (a
-value "nan" writes a NaN).  Standard library only.
+value "nan" writes a NaN; a list, one value per layer, a scale per layer).  Standard library only.
 
 Usage: add_scales.py IN_DIR OUT_DIR SPEC
 """
@@ -29,6 +29,8 @@ def main():
     for li in layers:
         for suffix, v in spec.items():
             name = "model.layers.%d.%s" % (li, suffix)
+            if isinstance(v, list):
+                v = v[li]
             off = len(data)
             data += struct.pack("<f", float(v))
             header[name] = {"dtype": "F32", "shape": [],

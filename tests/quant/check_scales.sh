@@ -10,7 +10,10 @@
 #     differs; a power of two would only shift the E4M3 exponents);
 #  3. k_scale / v_scale under ModelOpt's names change an FP8 KV cache's
 #     numbers, and are read (a run with them differs from one without);
-#  4. a NaN input scale stops every rank with one message naming it.
+#  4. a NaN input scale stops every rank with one message naming it;
+#  5. scales that differ by layer are each layer's under a pipeline: the
+#     job at --pp 2 (layer 1 on the second stage) gives the tokens and,
+#     within 1e-4 relative, the last logits of the job at TP 2.
 # Exits 77 (skipped) without python3.
 set -u
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
@@ -22,6 +25,7 @@ add mixed '{"self_attn.q_proj.input_scale": 1, "self_attn.k_proj.input_scale": 3
 add maxed '{"self_attn.q_proj.input_scale": 3, "self_attn.k_proj.input_scale": 3, "self_attn.v_proj.input_scale": 3, "mlp.gate_proj.input_scale": 1.5, "mlp.up_proj.input_scale": 1.5}'
 add kv '{"self_attn.k_proj.k_scale": 0.03, "self_attn.v_proj.v_scale": 0.07}'
 add bad '{"self_attn.o_proj.input_scale": "nan"}'
+add layered '{"self_attn.q_proj.input_scale": [1, 4], "self_attn.o_proj.input_scale": [1, 2], "mlp.down_proj.input_scale": [1, 0.3]}'
 mpi="$*"
 # gen OUT MODEL [OPTION...]: generate with MODEL into $w/OUT.json and .log
 gen() {
@@ -52,3 +56,16 @@ gen bad "$w/bad" && { echo "a NaN input scale was accepted"; exit 1; }
 n=$(grep -c "scale 'model.layers.0.self_attn.o_proj.input_scale' must be one finite positive F32 value" "$w/bad.log")
 [ "$n" = 1 ] || { cat "$w/bad.log"; echo "expected the message once, got $n"; exit 1; }
 echo "NaN input scale: refused once"
+gen layered-tp "$w/layered" || { cat "$w/layered-tp.log"; exit 1; }
+gen layered-pp "$w/layered" --pp 2 || { cat "$w/layered-pp.log"; exit 1; }
+python3 - "$w" <<'PY' || exit 1
+import json, sys
+w = sys.argv[1]
+a, b = (json.load(open("%s/layered-%s.json" % (w, n))) for n in ("tp", "pp"))
+assert a["new_tokens"] == b["new_tokens"], (a["new_tokens"], b["new_tokens"])
+diff = max(abs(x - y) for r, s in zip(a["last_logits"], b["last_logits"])
+           for x, y in zip(r, s))
+top = max(abs(x) for r in a["last_logits"] for x in r)
+assert diff <= 1e-4 * top, "per-layer scales at --pp 2: %g of %g" % (diff, top)
+print("per-layer scales under a pipeline: ok (%.2g of %.3g)" % (diff, top))
+PY
