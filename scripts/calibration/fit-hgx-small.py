@@ -27,10 +27,13 @@ import csv
 import math
 import os
 import re
-import subprocess
+import sys
 import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# the validation report's bench runner (scripts/nvlvalidation/hgx.py)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from nvlvalidation.hgx import bench_rows  # noqa: E402
 HGX = os.path.join(ROOT, "tests/data/calibration/hgx-h100-x4")
 TOPO = os.path.join(ROOT, "topology/hgx-h100.topo")
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
@@ -74,27 +77,10 @@ def topo_with(hop_us, launch_us, tmp):
     return path
 
 
-def predict(build, topo, n, op, g):
-    """{size: predicted us} of OP_perf at n ranks, g GPUs per host thread."""
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    out = subprocess.run([os.path.join(ROOT, "scripts", "nvlrun"), str(n),
-                          os.path.join(build, "bench", op + "_perf"), "-g", str(g),
-                          "--topo", topo, "-b", "8", "-e", "512K", "-f", "2",
-                          "--mode", "timing", "-d", "bfloat16"],
-                         check=True, capture_output=True, text=True, env=env).stdout
-    pred = {}
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) >= 9 and f[0].isdigit() and int(f[0]) > 0:
-            pred[int(f[0])] = float(f[5])
-    return pred
-
-
 def geomean_error(build, topo, meas, n, g):
     logs = []
     for op in OPS:
-        for size, p in predict(build, topo, n, op, g).items():
+        for size, p in bench_rows(build, topo, n, op, ["-g", str(g)], "512K").items():
             m = meas.get((n, op, size))
             if m:
                 logs.append(abs(math.log(p / m)))

@@ -19,8 +19,10 @@ HGX_SYMM = [("one_shot_cudagraph", "oneshot"), ("two_shot_inplace_cudagraph", "t
 HGX_SYMM_PAIR = os.path.join(H100, "symm.csv")   # the 2 x H100 NV18 pair
 
 
-def _bench_rows(build, topo, n, op, extra, hi):
-    """{size: predicted us} of build/bench/OP_perf at n ranks."""
+def bench_rows(build, topo, n, op, extra, hi):
+    """{size: predicted us} of build/bench/OP_perf at n ranks, sizes 8 B to
+    HI, timing mode, bf16; EXTRA options after the defaults (-g N wins over
+    the default -g 1).  scripts/calibration/fit-hgx-small.py calls it too."""
     out = run([os.path.join(ROOT, "scripts", "nvlrun"), str(n),
                os.path.join(build, "bench", op + "_perf"), "-g", "1", "--topo",
                os.path.join(ROOT, topo), "-b", "8", "-e", hi, "-f", "2",
@@ -45,7 +47,7 @@ def _symm_rows(build, path, label):
     rows = []
     for n in sorted({k[0] for k in meas}):
         for impl, ours in HGX_SYMM:
-            pred = _bench_rows(build, HGX_TOPO if label == "hgx" else H100_TOPO, n,
+            pred = bench_rows(build, HGX_TOPO if label == "hgx" else H100_TOPO, n,
                                "all_reduce", ["--impl", ours, "-G", "20"], "64M")
             for (g, i, size), m in sorted(meas.items()):
                 if g == n and i == impl and size in pred:
@@ -109,7 +111,7 @@ def _colls(build):
     coll = []
     for n in (2, 3, 4):
         for op in HGX_OPS:
-            pred = _bench_rows(build, HGX_TOPO, n, op, [], "4G")
+            pred = bench_rows(build, HGX_TOPO, n, op, [], "4G")
             for size, p in sorted(pred.items()):
                 got = [(meas[k], how) for k, how in (((n, op, size), "eager"),
                                                      ((n, op + "_cudagraph", size),
@@ -136,7 +138,7 @@ def _g_colls(build):
     gcoll = []
     for n in sorted({k[0] for k in gmeas}):
         for op in sorted({k[1] for k in gmeas if k[0] == n}):
-            pred = _bench_rows(build, HGX_TOPO, n, op, ["-g", str(n)], "4G")
+            pred = bench_rows(build, HGX_TOPO, n, op, ["-g", str(n)], "4G")
             for size, p in sorted(pred.items()):
                 if (n, op, size) in gmeas:
                     m = gmeas[(n, op, size)]
