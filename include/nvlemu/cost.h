@@ -352,8 +352,10 @@ typedef enum {
     NVL_COPY_COUNT
 } nvl_copy_path_t;
 
-/* Names as the command line spells them ("hbm", "nvlink", "c2c-h2d",
- * "c2c-d2h", "host") and their parser, as nvl_wdtype_parse's. */
+/* The paths as a family (`nvlemu --list copy-path`); names as the command
+ * line spells them ("hbm", "nvlink", "c2c-h2d", "c2c-d2h", "host") and
+ * their parser, as nvl_wdtype_parse's. */
+extern const nvl_family_t nvl_copy_path_family;
 const char *nvl_copy_path_name(nvl_copy_path_t path);
 nvl_status_t nvl_copy_path_parse(const char *what, const char *name,
                                  nvl_copy_path_t *path_out);

@@ -51,6 +51,13 @@ const char *nvl_family_name(const nvl_family_t *family, int value);
 nvl_status_t nvl_family_parse(const nvl_family_t *family, const char *name,
                               int *value_out);
 
+/* As nvl_family_parse, and when there is no such member reports
+ * "WHAT: unknown value 'NAME' (expected one of: a, b, c)" (what names the
+ * option or key, as the user spelled it). */
+nvl_status_t nvl_family_parse_report(const nvl_family_t *family,
+                                     const char *what, const char *name,
+                                     int *value_out);
+
 /* Writes the members' names into buf, sep between them and last_sep
  * between the last two: (", ", " or ") gives "a, b or c", ("|", "|")
  * "a|b|c"; truncated to fit len (len >= 1). */

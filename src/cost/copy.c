@@ -99,40 +99,45 @@ static bool host_usable(const nvl_cost_cfg_t *cfg, uint32_t peer, char *why,
 }
 
 static const struct {
-    const char *name;
+    nvl_member_t id;
     /* NULL: every topology can */
     bool (*usable)(const nvl_cost_cfg_t *cfg, uint32_t peer, char *why,
                    size_t len);
     nvl_kernel_cost_t (*cost)(const nvl_cost_cfg_t *cfg, uint32_t peer,
                               double size_bytes);
 } paths[NVL_COPY_COUNT] = {
-    [NVL_COPY_HBM] = {"hbm", NULL, hbm_copy},
-    [NVL_COPY_NVLINK] = {"nvlink", nvlink_usable, nvlink_copy},
-    [NVL_COPY_C2C_H2D] = {"c2c-h2d", c2c_usable, c2c_copy},
-    [NVL_COPY_C2C_D2H] = {"c2c-d2h", c2c_usable, c2c_copy},
-    [NVL_COPY_HOST] = {"host", host_usable, host_copy},
+    [NVL_COPY_HBM] = {{"hbm", "HBM to HBM on one GPU (read and write)"},
+                      NULL, hbm_copy},
+    [NVL_COPY_NVLINK] = {{"nvlink", "to a peer GPU over NVLink"},
+                         nvlink_usable, nvlink_copy},
+    [NVL_COPY_C2C_H2D] = {{"c2c-h2d", "host memory to the GPU over "
+                                      "NVLink-C2C"},
+                          c2c_usable, c2c_copy},
+    [NVL_COPY_C2C_D2H] = {{"c2c-d2h", "the GPU to host memory over "
+                                      "NVLink-C2C"},
+                          c2c_usable, c2c_copy},
+    [NVL_COPY_HOST] = {{"host", "host memory to host memory"}, host_usable,
+                       host_copy},
 };
+
+const nvl_family_t nvl_copy_path_family =
+    NVL_FAMILY("copy-path", "the paths a copy takes (nvlemu cost copy "
+                            "--path)", paths);
 
 const char *nvl_copy_path_name(nvl_copy_path_t path)
 {
-    return path < NVL_COPY_COUNT ? paths[path].name : "?";
+    return nvl_family_name(&nvl_copy_path_family, (int)path);
 }
 
 nvl_status_t nvl_copy_path_parse(const char *what, const char *name,
                                  nvl_copy_path_t *path_out)
 {
-    char list[128] = "";
-    for (int i = 0; i < NVL_COPY_COUNT; i++) {
-        if (strcmp(name, paths[i].name) == 0) {
-            *path_out = (nvl_copy_path_t)i;
-            return NVL_OK;
-        }
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                 i ? ", " : "", paths[i].name);
-    }
-    nvl_report("%s: unknown value '%s' (expected one of: %s)", what, name,
-               list);
-    return NVL_ERR_INVALID;
+    int v;
+    nvl_status_t st = nvl_family_parse_report(&nvl_copy_path_family, what,
+                                              name, &v);
+    if (st == NVL_OK)
+        *path_out = (nvl_copy_path_t)v;
+    return st;
 }
 
 bool nvl_copy_path_usable(const nvl_cost_cfg_t *cfg, nvl_copy_path_t path,

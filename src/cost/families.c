@@ -133,24 +133,12 @@ const char *nvl_launch_name(nvl_launch_t l)
 }
 
 /* Finds name in family; reports the accepted ones otherwise. */
-static nvl_status_t parse_name(const char *what, const char *name,
-                               const nvl_family_t *family, int *out)
-{
-    if (nvl_family_parse(family, name, out) == NVL_OK)
-        return NVL_OK;
-    char list[128];
-    nvl_family_names(family, ", ", ", ", list, sizeof list);
-    nvl_report("%s: unknown value '%s' (expected one of: %s)", what, name,
-               list);
-    return NVL_ERR_INVALID;
-}
-
 /* One parser per family. */
 #define NVL_NAME_PARSER(fn, type, family)                                 \
     nvl_status_t fn(const char *what, const char *name, type *out)        \
     {                                                                     \
         int v;                                                            \
-        nvl_status_t st = parse_name(what, name, family, &v);             \
+        nvl_status_t st = nvl_family_parse_report(family, what, name, &v); \
         if (st == NVL_OK)                                                 \
             *out = (type)v;                                               \
         return st;                                                        \

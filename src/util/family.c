@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nvlemu/family.h"
+#include "nvlemu/status.h"
 
 const nvl_member_t *nvl_family_member(const nvl_family_t *family, int value)
 {
@@ -27,6 +28,19 @@ nvl_status_t nvl_family_parse(const nvl_family_t *family, const char *name,
             *value_out = (int)i;
             return NVL_OK;
         }
+    return NVL_ERR_INVALID;
+}
+
+nvl_status_t nvl_family_parse_report(const nvl_family_t *family,
+                                     const char *what, const char *name,
+                                     int *value_out)
+{
+    if (nvl_family_parse(family, name, value_out) == NVL_OK)
+        return NVL_OK;
+    char list[256];
+    nvl_family_names(family, ", ", ", ", list, sizeof list);
+    nvl_report("%s: unknown value '%s' (expected one of: %s)", what, name,
+               list);
     return NVL_ERR_INVALID;
 }
 
