@@ -1,6 +1,7 @@
 /* `nvlemu --list [FAMILY] [--json]`: the members of every family that a
  * command-line option or a script chooses from, read from the owners'
  * tables (family.h).  One row per family; an owner adds its family here. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "nvlemu/engine.h"
 #include "nvlemu/family.h"
 #include "nvlemu/json.h"
+#include "nvlemu/opts.h"
 #include "nvlemu/model.h"
 #include "nvlemu/quant.h"
 #include "nvlemu/serve.h"
@@ -66,22 +68,37 @@ static void family_text(const nvl_family_t *f, FILE *out)
     }
 }
 
+typedef struct {
+    int json, help;
+} list_args_t;
+
+static const nvl_opt_t list_opts[] = {
+    {.name = "json", .kind = NVL_OPT_FLAG,
+     .offset = offsetof(list_args_t, json),
+     .doc = "print JSON: {\"family\", \"doc\", \"members\": [{\"name\", "
+            "\"doc\"}]}, or {\"families\": [...]} for all"},
+    {.name = "help", .kind = NVL_OPT_HELP,
+     .offset = offsetof(list_args_t, help), .doc = "print this help"},
+};
+static const nvl_opts_t list_set = {
+    .prefix = "--list", .help_hint = "nvlemu --list --help",
+    .usage = "nvlemu --list [FAMILY] [--json]",
+    .intro = "The members of every family an option picks from, or of one.",
+    .opts = list_opts, .n_opts = sizeof list_opts / sizeof list_opts[0],
+    .max_args = 1};
+
 int nvl_cmd_list(int argc, char **argv)
 {
-    const char *name = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (name == NULL && argv[i][0] != '-')
-            name = argv[i];
-        else {
-            fprintf(stderr, "nvlemu: --list: unexpected argument '%s' "
-                            "(usage: nvlemu --list [FAMILY] [--json])\n",
-                    argv[i]);
-            return 2;
-        }
+    list_args_t a = {0, 0};
+    int first;
+    if (nvl_opts_parse(&list_set, argc, argv, &a, &first) != NVL_OK)
+        return 2;
+    if (a.help) {
+        nvl_opts_help(&list_set, stdout);
+        return 0;
     }
+    const char *name = first < argc ? argv[first] : NULL;
+    int json = a.json;
     const nvl_family_t *only = NULL;
     for (size_t i = 0; name != NULL && i < N_FAMILIES; i++)
         if (strcmp(name, families[i]->name) == 0)
@@ -91,8 +108,7 @@ int nvl_cmd_list(int argc, char **argv)
         for (size_t i = 0; i < N_FAMILIES; i++)
             snprintf(known + strlen(known), sizeof known - strlen(known),
                      "%s%s", i ? ", " : "", families[i]->name);
-        fprintf(stderr, "nvlemu: --list: unknown family '%s' (one of %s)\n",
-                name, known);
+        nvl_report("--list: unknown family '%s' (one of %s)", name, known);
         return 2;
     }
     if (json) {
