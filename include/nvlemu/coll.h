@@ -229,21 +229,19 @@ nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
  * kernel: one-shot / two-shot by peer loads and stores (TensorRT-LLM
  * customAllReduceKernels, vLLM custom_all_reduce.cuh), their NVLink SHARP
  * (multimem) forms, or auto: chosen per call as TensorRT-LLM's AUTO
- * strategy chooses (src/coll/ar_auto.c). */
-typedef enum {
-    NVL_AR_NCCL,
-    NVL_AR_ONESHOT,
-    NVL_AR_TWOSHOT,
-    NVL_AR_NVLS_ONESHOT,
-    NVL_AR_NVLS_TWOSHOT,
-    NVL_AR_AUTO,
-    NVL_AR_COUNT
-} nvl_ar_impl_t;
+ * strategy chooses (src/coll/ar_auto.c).  An implementation is the index
+ * of its row in the family's table (src/coll/allreduce.c).  Row 0 is
+ * NCCL's, the default (a zeroed option holds it); every other row is
+ * known by its name (nvl_ar_impl_parse), so a new kernel adds no value
+ * here. */
+typedef int nvl_ar_impl_t;
+#define NVL_AR_NCCL 0
 
-/* The implementations as a family (family.h), one row per nvl_ar_impl_t:
- * --allreduce's names, its error text and `nvlemu --list allreduce`. */
+/* The implementations as a family (family.h), one row per nvl_ar_impl_t
+ * (n_rows of them): --allreduce's names, its error text and `nvlemu
+ * --list allreduce`. */
 extern const nvl_family_t nvl_ar_impl_family;
-/* "nccl", "oneshot", "twoshot", "nvls-oneshot", "nvls-twoshot", "auto". */
+/* The row's name ("nccl", "oneshot", ...; "?" out of range). */
 const char *nvl_ar_impl_name(nvl_ar_impl_t impl);
 /* The name's implementation; NVL_ERR_INVALID (no report) when unknown. */
 nvl_status_t nvl_ar_impl_parse(const char *name, nvl_ar_impl_t *impl_out);

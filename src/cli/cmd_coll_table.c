@@ -197,7 +197,7 @@ static void print_impls(const nvl_comm_t *comm)
     printf("\nAllReduce implementations (--allreduce): latency (us) / "
            "algorithm bandwidth (GB/s), and time (us) at 16 KB, 128 KB, "
            "1 MB, 8 MB (auto: what it runs there)\n");
-    for (int i = 0; i < NVL_AR_COUNT; i++) {
+    for (int i = 0; i < (int)nvl_ar_impl_family.n_rows; i++) {
         int64_t lat, t[N_PROBES];
         double bw;
         nvl_ar_impl_t picked[N_PROBES];
@@ -223,7 +223,7 @@ static void print_impls(const nvl_comm_t *comm)
 static json_t *impls_json(const nvl_comm_t *comm)
 {
     json_t *arr = json_array();
-    for (int i = 0; i < NVL_AR_COUNT; i++) {
+    for (int i = 0; i < (int)nvl_ar_impl_family.n_rows; i++) {
         int64_t lat = 0, t[N_PROBES];
         double bw = 0;
         nvl_ar_impl_t picked[N_PROBES];

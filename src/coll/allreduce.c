@@ -11,41 +11,39 @@
 extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_twoshot,
     nvl_ar_nvls_oneshot, nvl_ar_nvls_twoshot;
 
-/* The implementations, by nvl_ar_impl_t: a row each (the kernels' cost
- * rows live in their files; NCCL and auto have none: NCCL's is the
- * tuner's choice, auto picks another row per call). */
+/* The implementations, nvl_ar_impl_t being a row's index: a row each
+ * (the kernels' cost rows live in their files; NCCL and auto have none:
+ * NCCL's is the tuner's choice, auto picks another row per call).  A new
+ * kernel is its file, its row here and its extern line above. */
 typedef struct {
     nvl_member_t id;
     const nvl_ar_row_t *kernel;
-    /* the implementation that runs an allreduce of `bytes` (NULL: this
-     * one) */
-    nvl_ar_impl_t (*pick)(const nvl_comm_t *comm, size_t bytes);
+    /* when set, the kernel's row that runs an allreduce of `bytes`
+     * (NULL: NCCL's) */
+    const nvl_ar_row_t *(*pick)(const nvl_comm_t *comm, size_t bytes);
 } impl_row_t;
 
-static const impl_row_t impls[NVL_AR_COUNT] = {
-    [NVL_AR_NCCL] = {.id = {"nccl", "ncclAllReduce, algorithm and protocol as "
-                              "NCCL's tuner picks them"},
+static const impl_row_t impls[] = {
+    [NVL_AR_NCCL] = {.id = {"nccl", "ncclAllReduce, algorithm and protocol "
+                                    "as NCCL's tuner picks them"},
                      .kernel = NULL},
-    [NVL_AR_ONESHOT] = {.id = {"oneshot", "every GPU loads all peers' buffers and "
-                                    "sums (TensorRT-LLM oneShotAllReduceKernel, "
-                                    "vLLM cross_device_reduce_1stage)"},
-                        .kernel = &nvl_ar_oneshot},
-    [NVL_AR_TWOSHOT] = {.id = {"twoshot", "reduce-scatter by loads, allgather by "
-                                    "stores (torch symmetric memory "
-                                    "two_shot_all_reduce, TensorRT-LLM "
-                                    "twoShotAllReduceKernel)"},
-                        .kernel = &nvl_ar_twoshot},
-    [NVL_AR_NVLS_ONESHOT] = {.id = {"nvls-oneshot", "multimem.ld_reduce of the "
-                                              "whole buffer through the "
-                                              "NVLink SHARP switch"},
-                             .kernel = &nvl_ar_nvls_oneshot},
-    [NVL_AR_NVLS_TWOSHOT] = {.id = {"nvls-twoshot", "multimem.ld_reduce of a block, "
-                                              "multimem.st of its sum "
-                                              "(TensorRT-LLM mnnvl two-shot)"},
-                             .kernel = &nvl_ar_nvls_twoshot},
-    [NVL_AR_AUTO] = {.id = {"auto", "per call, as TensorRT-LLM's AUTO strategy "
-                              "picks (ar_auto.c)"},
-                     .kernel = NULL, .pick = nvl_ar_auto_pick},
+    {.id = {"oneshot", "every GPU loads all peers' buffers and sums "
+                       "(TensorRT-LLM oneShotAllReduceKernel, vLLM "
+                       "cross_device_reduce_1stage)"},
+     .kernel = &nvl_ar_oneshot},
+    {.id = {"twoshot", "reduce-scatter by loads, allgather by stores "
+                       "(torch symmetric memory two_shot_all_reduce, "
+                       "TensorRT-LLM twoShotAllReduceKernel)"},
+     .kernel = &nvl_ar_twoshot},
+    {.id = {"nvls-oneshot", "multimem.ld_reduce of the whole buffer "
+                            "through the NVLink SHARP switch"},
+     .kernel = &nvl_ar_nvls_oneshot},
+    {.id = {"nvls-twoshot", "multimem.ld_reduce of a block, multimem.st "
+                            "of its sum (TensorRT-LLM mnnvl two-shot)"},
+     .kernel = &nvl_ar_nvls_twoshot},
+    {.id = {"auto", "per call, as TensorRT-LLM's AUTO strategy picks "
+                    "(ar_auto.c)"},
+     .kernel = NULL, .pick = nvl_ar_auto_pick},
 };
 
 const nvl_family_t nvl_ar_impl_family =
@@ -69,7 +67,7 @@ nvl_status_t nvl_ar_impl_parse(const char *name, nvl_ar_impl_t *impl_out)
 const char *nvl_ar_impl_unsupported(const nvl_comm_t *comm,
                                     nvl_ar_impl_t impl)
 {
-    if ((unsigned)impl >= NVL_AR_COUNT)
+    if ((unsigned)impl >= sizeof impls / sizeof impls[0])
         return "unknown allreduce implementation";
     if (impls[impl].kernel != NULL && comm->domains > 1)
         return "needs every member in one NVLink domain (the kernels load "
@@ -132,13 +130,22 @@ double nvl_ar_model_s(const nvl_comm_t *c, const nvl_ar_cost_t *k)
     return s;
 }
 
+/* The implementation whose kernel is `kernel` (NULL: NCCL's). */
+static nvl_ar_impl_t impl_of(const nvl_ar_row_t *kernel)
+{
+    nvl_ar_impl_t i = 0;
+    while (impls[i].kernel != kernel || impls[i].pick != NULL)
+        i++; /* every kernel auto picks has its row */
+    return i;
+}
+
 nvl_status_t nvl_ar_predict(const nvl_comm_t *comm, nvl_ar_impl_t impl,
                             size_t bytes, nvl_coll_info_t *info_out)
 {
     if (nvl_ar_impl_unsupported(comm, impl) != NULL)
         return NVL_ERR_RANGE;
     if (impls[impl].pick != NULL)
-        impl = impls[impl].pick(comm, bytes);
+        impl = impl_of(impls[impl].pick(comm, bytes));
     if (impls[impl].kernel == NULL) /* NCCL's: the tuner's choice */
         return nvl_coll_choose_quiet(comm, NVL_COLL_ALLREDUCE, bytes,
                                      info_out) == NVL_OK

@@ -21,6 +21,10 @@
  * counts the bf16 activations. */
 #include "coll_impl.h"
 
+/* The kernels auto may run, each a row of its own file. */
+extern const nvl_ar_row_t nvl_ar_oneshot, nvl_ar_nvls_oneshot,
+    nvl_ar_nvls_twoshot;
+
 /* allreduceOp.cpp: kOneShotSizeThreshold = 16 * 4 * 8192 */
 #define MNNVL_ONESHOT_MAX_BYTES ((size_t)16 * 4 * 8192)
 /* customAllReduceKernels.h MAX_RANKS_PER_NODE */
@@ -35,24 +39,24 @@ static bool spans_trays(const nvl_comm_t *c)
     return false;
 }
 
-nvl_ar_impl_t nvl_ar_auto_pick(const nvl_comm_t *c, size_t bytes)
+const nvl_ar_row_t *nvl_ar_auto_pick(const nvl_comm_t *c, size_t bytes)
 {
     int n = c->size;
     if (n < 2 || c->domains > 1)
-        return NVL_AR_NCCL; /* no NVLink between every pair */
+        return NULL; /* NCCL's: no NVLink between every pair */
     if (spans_trays(c)) {
         if (!c->nvls)
-            return NVL_AR_NCCL;
+            return NULL;
         return bytes * (size_t)n <= MNNVL_ONESHOT_MAX_BYTES
-                   ? NVL_AR_NVLS_ONESHOT
-                   : NVL_AR_NVLS_TWOSHOT;
+                   ? &nvl_ar_nvls_oneshot
+                   : &nvl_ar_nvls_twoshot;
     }
     size_t workspace = n <= 2 ? 16000000 : 8000000;
     if (bytes > workspace || n % 2 != 0 || n > CUSTOM_MAX_RANKS)
-        return NVL_AR_NCCL;
+        return NULL;
     if (n <= 2)
-        return NVL_AR_ONESHOT;
+        return &nvl_ar_oneshot;
     if (n <= 4)
-        return bytes < 1000000 ? NVL_AR_ONESHOT : NVL_AR_NCCL;
-    return bytes < 500000 ? NVL_AR_ONESHOT : NVL_AR_NCCL;
+        return bytes < 1000000 ? &nvl_ar_oneshot : NULL;
+    return bytes < 500000 ? &nvl_ar_oneshot : NULL;
 }

@@ -216,9 +216,9 @@ typedef enum {
 } nvl_ar_order_t;
 
 /* One kernel's row, nvl_ar_<impl> in src/coll/<impl>.c (declared where
- * the implementations' table points at it, allreduce.c). */
+ * the implementations' table points at it, allreduce.c, and where auto
+ * picks it, ar_auto.c). */
 typedef struct {
-    nvl_ar_impl_t impl;
     bool needs_nvls;           /* multimem: NVLink SHARP switches only */
     nvl_ar_order_t order;      /* data mode's reduction order */
     /* modeled duration, seconds, of an allreduce of `bytes` (n > 1) */
@@ -251,9 +251,8 @@ double nvl_ar_model_s(const nvl_comm_t *comm, const nvl_ar_cost_t *cost);
 nvl_ar_order_t nvl_ar_order(nvl_ar_impl_t impl);
 
 /* TensorRT-LLM's AUTO strategy for an allreduce of `bytes` on comm
- * (src/coll/ar_auto.c): the implementation it runs (NVL_AR_NCCL for
- * NCCL's). */
-nvl_ar_impl_t nvl_ar_auto_pick(const nvl_comm_t *comm, size_t bytes);
+ * (src/coll/ar_auto.c): the kernel's row it runs, NULL for NCCL's. */
+const nvl_ar_row_t *nvl_ar_auto_pick(const nvl_comm_t *comm, size_t bytes);
 
 /* Member b's block of a two-shot allreduce of count elements of esz
  * bytes (vLLM cross_device_reduce_2stage: whole 16-byte packs, count / n

@@ -28,7 +28,6 @@ static double nvls_oneshot_predict(const nvl_comm_t *c, double bytes)
 }
 
 const nvl_ar_row_t nvl_ar_nvls_oneshot = {
-    .impl = NVL_AR_NVLS_ONESHOT,
     .needs_nvls = true,
     .order = NVL_AR_ORDER_MEMBER,
     .predict_s = nvls_oneshot_predict,

@@ -26,7 +26,6 @@ static double nvls_twoshot_predict(const nvl_comm_t *c, double bytes)
 }
 
 const nvl_ar_row_t nvl_ar_nvls_twoshot = {
-    .impl = NVL_AR_NVLS_TWOSHOT,
     .needs_nvls = true,
     .order = NVL_AR_ORDER_MEMBER,
     .predict_s = nvls_twoshot_predict,

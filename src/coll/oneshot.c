@@ -25,7 +25,6 @@ static double oneshot_predict(const nvl_comm_t *c, double bytes)
 }
 
 const nvl_ar_row_t nvl_ar_oneshot = {
-    .impl = NVL_AR_ONESHOT,
     .needs_nvls = false,
     .order = NVL_AR_ORDER_MEMBER,
     .predict_s = oneshot_predict,

@@ -34,7 +34,6 @@ static double twoshot_predict(const nvl_comm_t *c, double bytes)
 }
 
 const nvl_ar_row_t nvl_ar_twoshot = {
-    .impl = NVL_AR_TWOSHOT,
     .needs_nvls = false,
     .order = NVL_AR_ORDER_OWNER,
     .predict_s = twoshot_predict,

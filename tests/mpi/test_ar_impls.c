@@ -59,6 +59,12 @@ static float reference(size_t i, size_t count, nvl_dtype_t dt, bool owner)
     return nvl_dtype_to_float(dt, e);
 }
 
+/* Whether implementation impl is the row called name. */
+static bool is(int impl, const char *name)
+{
+    return strcmp(nvl_ar_impl_name((nvl_ar_impl_t)impl), name) == 0;
+}
+
 static void check_call(nvl_comm_t *comm, nvl_ar_impl_t impl, nvl_dtype_t dt,
                        size_t count, bool inplace, int64_t *time_out)
 {
@@ -76,14 +82,14 @@ static void check_call(nvl_comm_t *comm, nvl_ar_impl_t impl, nvl_dtype_t dt,
     }
     nvl_coll_info_t want;
     nvl_ar_predict(comm, impl, count * nvl_dtype_size(NVL_DT_BF16), &want);
-    if (info.impl != want.impl || (impl != NVL_AR_AUTO && info.impl != (int)impl)) {
+    if (info.impl != want.impl || (!is(impl, "auto") && info.impl != (int)impl)) {
         fprintf(stderr, "rank %d: %s ran %s, expected %s\n", rank_,
                 nvl_ar_impl_name(impl),
                 nvl_ar_impl_name((nvl_ar_impl_t)info.impl),
                 nvl_ar_impl_name((nvl_ar_impl_t)want.impl));
         failures++;
     }
-    bool owner = info.impl == NVL_AR_TWOSHOT;
+    bool owner = is(info.impl, "twoshot");
     for (size_t i = 0; i < count && info.impl != NVL_AR_NCCL; i++) {
         float got = nvl_dtype_to_float(dt, out + i * esz);
         float ref = reference(i, count, dt, owner);
@@ -127,9 +133,9 @@ int main(int argc, char **argv)
     const size_t counts[] = {1, 7, 1000, 4099, 40001};
     const nvl_dtype_t dts[] = {NVL_DT_F32, NVL_DT_BF16};
     enum { N_CALLS = 5 * 2 * 2 };
-    for (int impl = NVL_AR_ONESHOT; impl < NVL_AR_COUNT; impl++) {
-        bool needs = impl == NVL_AR_NVLS_ONESHOT ||
-                     impl == NVL_AR_NVLS_TWOSHOT;
+    for (int impl = NVL_AR_NCCL + 1; impl < (int)nvl_ar_impl_family.n_rows;
+         impl++) {
+        bool needs = is(impl, "nvls-oneshot") || is(impl, "nvls-twoshot");
         nvl_status_t st = nvl_comm_set_allreduce(comm, (nvl_ar_impl_t)impl);
         if (needs && !nvls) {
             if (st != NVL_ERR_INVALID) {

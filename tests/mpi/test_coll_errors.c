@@ -93,7 +93,11 @@ static void window_mismatches(nvl_comm_t *comm, float *bin, float *bout,
                               size_t big, float *hin, float *hout, size_t huge)
 {
     nvl_status_t st;
-    nvl_comm_set_allreduce(comm, NVL_AR_TWOSHOT);
+    nvl_ar_impl_t oneshot = NVL_AR_NCCL, twoshot = NVL_AR_NCCL;
+    if (nvl_ar_impl_parse("oneshot", &oneshot) != NVL_OK ||
+        nvl_ar_impl_parse("twoshot", &twoshot) != NVL_OK)
+        t.failures++;
+    nvl_comm_set_allreduce(comm, twoshot);
     st = nvl_allreduce(comm, bin, bout, rank_ == 1 ? 9000 : 8, NVL_DT_F32,
                        NVL_OP_SUM, NULL);
     expect("twoshot count, no window yet", st, NVL_ERR_MISMATCH,
@@ -112,15 +116,15 @@ static void window_mismatches(nvl_comm_t *comm, float *bin, float *bout,
     st = nvl_allreduce(comm, bin, bout, 9000,
                        rank_ == 2 ? NVL_DT_BF16 : NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("twoshot dtype", st, NVL_ERR_MISMATCH, "bfloat16");
-    nvl_comm_set_allreduce(comm, rank_ == 1 ? NVL_AR_ONESHOT : NVL_AR_TWOSHOT);
+    nvl_comm_set_allreduce(comm, rank_ == 1 ? oneshot : twoshot);
     st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("implementation mismatch", st, NVL_ERR_MISMATCH,
            "with --allreduce oneshot");
-    nvl_comm_set_allreduce(comm, rank_ == 1 ? NVL_AR_NCCL : NVL_AR_TWOSHOT);
+    nvl_comm_set_allreduce(comm, rank_ == 1 ? NVL_AR_NCCL : twoshot);
     st = nvl_allreduce(comm, bin, bout, 8, NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("NCCL against a kernel", st, NVL_ERR_MISMATCH,
            "with --allreduce nccl");
-    nvl_comm_set_allreduce(comm, NVL_AR_TWOSHOT);
+    nvl_comm_set_allreduce(comm, twoshot);
     nvl_comm_set_mode(comm, rank_ == 1 ? NVL_MODE_TIMING : NVL_MODE_DATA);
     st = nvl_allreduce(comm, bin, bout, 9000, NVL_DT_F32, NVL_OP_SUM, NULL);
     expect("twoshot mode", st, NVL_ERR_MISMATCH, "in timing mode");

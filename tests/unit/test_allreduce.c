@@ -26,6 +26,14 @@ static nvl_topo_t *load(const char *name, const char *set)
     return t;
 }
 
+/* The implementation called name (the table's row). */
+static nvl_ar_impl_t ar(const char *name)
+{
+    nvl_ar_impl_t impl = NVL_AR_NCCL;
+    assert_int_equal(nvl_ar_impl_parse(name, &impl), NVL_OK);
+    return impl;
+}
+
 /* What auto runs for `bytes` on the first n GPUs of topology `name`. */
 static nvl_ar_impl_t auto_runs(const char *name, const char *set, int n,
                                size_t bytes)
@@ -34,7 +42,7 @@ static nvl_ar_impl_t auto_runs(const char *name, const char *set, int n,
     nvl_comm_t *c = NULL;
     assert_int_equal(nvl_comm_create_virtual(t, n, NULL, &c), NVL_OK);
     nvl_coll_info_t info;
-    assert_int_equal(nvl_ar_predict(c, NVL_AR_AUTO, bytes, &info), NVL_OK);
+    assert_int_equal(nvl_ar_predict(c, ar("auto"), bytes, &info), NVL_OK);
     nvl_comm_destroy(c);
     nvl_topo_free(t);
     return (nvl_ar_impl_t)info.impl;
@@ -46,13 +54,13 @@ static void test_auto_one_node(void **state)
 {
     (void)state;
     const char *b = "hgx-b200.topo";
-    assert_int_equal(auto_runs(b, NULL, 2, 16000000), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 2, 16000000), ar("oneshot"));
     assert_int_equal(auto_runs(b, NULL, 2, 16000001), NVL_AR_NCCL);
-    assert_int_equal(auto_runs(b, NULL, 4, 999999), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 4, 999999), ar("oneshot"));
     assert_int_equal(auto_runs(b, NULL, 4, 1000000), NVL_AR_NCCL);
-    assert_int_equal(auto_runs(b, NULL, 6, 499999), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 6, 499999), ar("oneshot"));
     assert_int_equal(auto_runs(b, NULL, 6, 500000), NVL_AR_NCCL);
-    assert_int_equal(auto_runs(b, NULL, 8, 499999), NVL_AR_ONESHOT);
+    assert_int_equal(auto_runs(b, NULL, 8, 499999), ar("oneshot"));
     assert_int_equal(auto_runs(b, NULL, 8, 500000), NVL_AR_NCCL);
     /* odd rank counts: no custom kernel (isCustomAllReduceSupported) */
     assert_int_equal(auto_runs(b, NULL, 3, 1024), NVL_AR_NCCL);
@@ -61,7 +69,7 @@ static void test_auto_one_node(void **state)
     /* more than MAX_RANKS_PER_NODE = 16 in one node */
     const char *big = "node.gpus_per_tray=36";
     assert_int_equal(auto_runs("gb200-nvl72.topo", big, 16, 1024),
-                     NVL_AR_ONESHOT);
+                     ar("oneshot"));
     assert_int_equal(auto_runs("gb200-nvl72.topo", big, 18, 1024),
                      NVL_AR_NCCL);
 }
@@ -72,13 +80,13 @@ static void test_auto_across_trays(void **state)
 {
     (void)state;
     const char *g = "gb200-nvl72.topo";
-    assert_int_equal(auto_runs(g, NULL, 4, 1024), NVL_AR_ONESHOT); /* a tray */
-    assert_int_equal(auto_runs(g, NULL, 5, 104857), NVL_AR_NVLS_ONESHOT);
-    assert_int_equal(auto_runs(g, NULL, 5, 104858), NVL_AR_NVLS_TWOSHOT);
-    assert_int_equal(auto_runs(g, NULL, 6, 87381), NVL_AR_NVLS_ONESHOT);
-    assert_int_equal(auto_runs(g, NULL, 6, 87382), NVL_AR_NVLS_TWOSHOT);
-    assert_int_equal(auto_runs(g, NULL, 72, 7281), NVL_AR_NVLS_ONESHOT);
-    assert_int_equal(auto_runs(g, NULL, 72, 7282), NVL_AR_NVLS_TWOSHOT);
+    assert_int_equal(auto_runs(g, NULL, 4, 1024), ar("oneshot")); /* a tray */
+    assert_int_equal(auto_runs(g, NULL, 5, 104857), ar("nvls-oneshot"));
+    assert_int_equal(auto_runs(g, NULL, 5, 104858), ar("nvls-twoshot"));
+    assert_int_equal(auto_runs(g, NULL, 6, 87381), ar("nvls-oneshot"));
+    assert_int_equal(auto_runs(g, NULL, 6, 87382), ar("nvls-twoshot"));
+    assert_int_equal(auto_runs(g, NULL, 72, 7281), ar("nvls-oneshot"));
+    assert_int_equal(auto_runs(g, NULL, 72, 7282), ar("nvls-twoshot"));
     /* no multicast: NCCL (MNNVL needs it; P2P kernels stay in a node) */
     assert_int_equal(auto_runs(g, "nvlink.nvls=no", 8, 1024), NVL_AR_NCCL);
     /* two NVLink domains: NCCL */
@@ -95,14 +103,14 @@ static void test_where(void **state)
     nvl_topo_t *t = load("hgx-b200.topo", "nvlink.nvls=no");
     nvl_comm_t *c = NULL;
     assert_int_equal(nvl_comm_create_virtual(t, 6, NULL, &c), NVL_OK);
-    assert_null(nvl_ar_impl_unsupported(c, NVL_AR_ONESHOT));
-    assert_null(nvl_ar_impl_unsupported(c, NVL_AR_AUTO));
-    assert_non_null(nvl_ar_impl_unsupported(c, NVL_AR_NVLS_ONESHOT));
+    assert_null(nvl_ar_impl_unsupported(c, ar("oneshot")));
+    assert_null(nvl_ar_impl_unsupported(c, ar("auto")));
+    assert_non_null(nvl_ar_impl_unsupported(c, ar("nvls-oneshot")));
     nvl_coll_info_t info;
-    assert_int_equal(nvl_ar_predict(c, NVL_AR_NVLS_TWOSHOT, 1024, &info),
+    assert_int_equal(nvl_ar_predict(c, ar("nvls-twoshot"), 1024, &info),
                      NVL_ERR_RANGE);
     int before = reports.count;
-    assert_int_equal(nvl_comm_set_allreduce(c, NVL_AR_NVLS_TWOSHOT),
+    assert_int_equal(nvl_comm_set_allreduce(c, ar("nvls-twoshot")),
                      NVL_ERR_INVALID);
     assert_int_equal(reports.count, before + 1);
     assert_non_null(strstr(reports.last, "--allreduce nvls-twoshot"));
@@ -111,12 +119,12 @@ static void test_where(void **state)
     nvl_topo_free(t);
     t = load("gb200-nvl72x2-ib.topo", NULL);
     assert_int_equal(nvl_comm_create_virtual(t, 144, NULL, &c), NVL_OK);
-    assert_non_null(nvl_ar_impl_unsupported(c, NVL_AR_TWOSHOT));
+    assert_non_null(nvl_ar_impl_unsupported(c, ar("twoshot")));
     nvl_comm_destroy(c);
     nvl_topo_free(t);
     nvl_ar_impl_t impl;
     assert_int_equal(nvl_ar_impl_parse("nvls-oneshot", &impl), NVL_OK);
-    assert_int_equal(impl, NVL_AR_NVLS_ONESHOT);
+    assert_int_equal(impl, ar("nvls-oneshot"));
     assert_int_equal(nvl_ar_impl_parse("threeshot", &impl), NVL_ERR_INVALID);
 }
 
@@ -138,30 +146,30 @@ static void test_costs(void **state)
     nvl_comm_t *c = NULL;
     assert_int_equal(nvl_comm_create_virtual(t, 8, NULL, &c), NVL_OK);
     size_t s = (size_t)64 << 20;
-    double one = (double)(time_ps(c, NVL_AR_ONESHOT, 2 * s) -
-                          time_ps(c, NVL_AR_ONESHOT, s));
-    double two = (double)(time_ps(c, NVL_AR_TWOSHOT, 2 * s) -
-                          time_ps(c, NVL_AR_TWOSHOT, s));
+    double one = (double)(time_ps(c, ar("oneshot"), 2 * s) -
+                          time_ps(c, ar("oneshot"), s));
+    double two = (double)(time_ps(c, ar("twoshot"), 2 * s) -
+                          time_ps(c, ar("twoshot"), s));
     assert_true(one / two > 3.99 && one / two < 4.01); /* n / 2 = 4 */
     /* the kernels' latency is [nvlink] flag_lat, not the NCCL-fitted
      * hop_lat; both pay two barriers, two-shot one more one-way trip
      * (its stores after the loads' round trip) */
     int64_t flag = t->nvlink.flag_lat_ps;
     assert_true(flag > 0 && flag != t->nvlink.hop_lat_ps);
-    int64_t more = time_ps(c, NVL_AR_TWOSHOT, 1) -
-                   time_ps(c, NVL_AR_ONESHOT, 1) - flag;
+    int64_t more = time_ps(c, ar("twoshot"), 1) -
+                   time_ps(c, ar("oneshot"), 1) - flag;
     assert_true(more > -20 && more < 20); /* ps from seconds: rounding */
     /* a topology without flag_lat (gb200-nvl72's) falls back to hop_lat */
     nvl_comm_t *h = NULL;
     nvl_topo_t *u = load("gb200-nvl72.topo", NULL);
     assert_int_equal(nvl_comm_create_virtual(u, 8, NULL, &h), NVL_OK);
-    more = time_ps(h, NVL_AR_TWOSHOT, 1) - time_ps(h, NVL_AR_ONESHOT, 1) -
+    more = time_ps(h, ar("twoshot"), 1) - time_ps(h, ar("oneshot"), 1) -
            u->nvlink.hop_lat_ps;
     assert_true(more > -20 && more < 20);
     nvl_comm_destroy(h);
     nvl_topo_free(u);
-    for (int i = NVL_AR_ONESHOT; i < NVL_AR_AUTO; i++)
-        for (size_t b = 1; b < s; b *= 4)
+    for (int i = NVL_AR_NCCL + 1; i < (int)nvl_ar_impl_family.n_rows; i++)
+        for (size_t b = 1; b < s && i != ar("auto"); b *= 4)
             assert_true(time_ps(c, (nvl_ar_impl_t)i, 4 * b) >=
                         time_ps(c, (nvl_ar_impl_t)i, b));
     nvl_comm_destroy(c);
