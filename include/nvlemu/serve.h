@@ -144,7 +144,11 @@ typedef struct {
                                    count (nvl_serve_checkpoint_params) */
     double bytes_per_param;     /* 0.5 nvfp4, 1 fp8, 2 otherwise */
     double kv_bytes_per_elem;   /* 1 fp8, 2 otherwise */
-    uint32_t layers, kv_heads, head_dim, tp;
+    uint32_t layers, kv_heads, tp;
+    uint32_t kv_head_elems;     /* elements one position of one layer
+                                   caches per KV head, keys and values
+                                   (2 head_dim under GQA; the caller reads
+                                   them from the attention's geometry) */
     double gpu_mem_gib;         /* one GPU's memory as NVML reports it */
     double kv_fraction;         /* --kv_cache_free_gpu_mem_fraction */
     double mean_isl, mean_osl;  /* the dataset's averages */

@@ -4,7 +4,9 @@
  * finetune_setting; tensorrt_llm/bench/benchmark/utils/general.py get_settings;
  * docs/serve.md "The schedulers"):
  *
- *   kv_bytes/token = 2 layers max(tp, kv_heads) head_dim kv_bytes    (GiB)
+ *   kv_bytes/token = layers max(tp, kv_heads) kv_head_elems kv_bytes  (GiB)
+ *                    (kv_head_elems: 2 head_dim, keys and values, under
+ *                    GQA; one latent, replicated on every rank, under MLA)
  *   engine         = param_count bytes_per_param                      (GiB)
  *   cache          = (mem_gib tp - engine) kv_fraction
  *   requests       = cache / (kv_bytes/token (isl + osl))
@@ -58,7 +60,7 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
     uint32_t *max_tokens_out)
 {
     double heads = in->kv_heads > in->tp ? in->kv_heads : in->tp;
-    double per_token_gib = 2.0 * in->layers * heads * in->head_dim *
+    double per_token_gib = (double)in->layers * heads * in->kv_head_elems *
                            in->kv_bytes_per_elem / GIB;
     double engine_gib = in->checkpoint_params * in->bytes_per_param / GIB;
     double total_gib = in->gpu_mem_gib * in->tp;

@@ -19,6 +19,15 @@ static double kv_head_position_bytes(const nvl_engine_t *e,
            (double)nvl_engine_layers(e);
 }
 
+/* The KV heads of the whole model: the geometry of its one-GPU shard
+ * (what a position caches; one latent under MLA). */
+static uint32_t model_kv_heads(const nvl_model_config_t *cfg)
+{
+    nvl_shard_t whole;
+    return nvl_shard_plan(cfg, 1, 0, &whole) == NVL_OK ? whole.attn.kv_heads
+                                                       : 0;
+}
+
 /* The kv heads member r of a TP group of n holds (the shard plan's: the
  * heads its query heads read; {0, 0} when it holds none). */
 static nvl_range_t heads_of(const nvl_model_config_t *cfg, int n, int r)
@@ -72,6 +81,8 @@ typedef struct {
     const nvl_comm_t *world;
     const double *heads;
     double head_pos_bytes;
+    uint32_t model_kv_heads; /* the whole model's KV heads (one GPU's
+                                shard: 1 for a latent cache) */
     int pt, dt;
     double *send, *recv;
 } kv_pairs_t;
@@ -150,7 +161,7 @@ static void schedule_transfers(const nvl_serving_job_t *j,
                                    D->first_rank + dst * D->tp);
         out_free[src] = in_free[dst] = ready[i] = start + t;
         sum_ms += (double)(ready[i] - done[i]) / 1e9;
-        bytes += k->head_pos_bytes * j->m->kv_heads *
+        bytes += k->head_pos_bytes * k->model_kv_heads *
                  w->reqs[i].input_tokens;
     }
     *sum_ms_out = sum_ms;
@@ -169,6 +180,7 @@ void nvl_serving_kv_arrivals(const nvl_serving_job_t *j,
         .world = j->world, .pt = j->L.pools[0].tp, .dt = j->L.pools[1].tp,
         .head_pos_bytes =
             kv_head_position_bytes(j->e, j->c->engine.cost.kv_dtype),
+        .model_kv_heads = model_kv_heads(j->m),
         .send = calloc((size_t)n, sizeof *k.send),
         .recv = calloc((size_t)n, sizeof *k.recv)};
     uint32_t *order = malloc((w->n + 1) * sizeof *order);

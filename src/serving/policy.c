@@ -3,6 +3,7 @@
  * (trtllm-bench's, src/serve/trtllm_bench.c) from the model, the GPUs'
  * memory and the workload. */
 #include "nvlemu/serving.h"
+#include "nvlemu/shard.h"
 
 /* The workload's mean input and output lengths and its longest prompt. */
 static void workload_lengths(const nvl_serve_workload_t *w, double *isl_out,
@@ -29,6 +30,12 @@ static nvl_status_t bench_limits(nvl_serving_config_t *c,
 {
     const nvl_cost_cfg_t *cost = &c->engine.cost;
     const nvl_serving_layout_opts_t *l = &c->layout;
+    /* the whole model's attention on one GPU (its geometry's owner,
+     * src/model/shard.c): the KV heads and what each caches */
+    nvl_shard_t whole;
+    nvl_status_t st = nvl_shard_plan(m, 1, 0, &whole);
+    if (st != NVL_OK)
+        return st;
     /* trtllm-bench's BYTES_PER_ELEM (nvfp4 0.5: its scales are counted
      * in the element count), not nvl_wdtype_bytes's */
     nvl_wdtype_t core = nvl_wdtype_core(cost->weight_dtype);
@@ -48,14 +55,15 @@ static nvl_status_t bench_limits(nvl_serving_config_t *c,
             (double)nvl_model_param_count(m), embed, per),
         .bytes_per_param = per,
         .kv_bytes_per_elem = nvl_wdtype_bytes(cost->kv_dtype),
-        .layers = m->layers, .kv_heads = m->kv_heads,
-        .head_dim = m->head_dim, .tp = (uint32_t)(tp ? tp : ranks),
+        .layers = m->layers, .kv_heads = whole.attn.kv_heads,
+        .kv_head_elems = whole.attn.k_elems + whole.attn.v_elems,
+        .tp = (uint32_t)(tp ? tp : ranks),
         .gpu_mem_gib = (double)cost->topo->gpu.hbm_bytes / 1073741824.0,
         .kv_fraction = row->mem_fraction,
         .chunked = !c->policy.whole_prompts};
     workload_lengths(w, &in.mean_isl, &in.mean_osl, &in.max_isl);
     uint32_t bs, tok;
-    nvl_status_t st = row->bench_limits(&in, &bs, &tok);
+    st = row->bench_limits(&in, &bs, &tok);
     if (st != NVL_OK)
         return st;
     if (c->policy.max_batch == 0)

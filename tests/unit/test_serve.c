@@ -341,7 +341,7 @@ static void test_trtllm_bench_limits(void **state)
     nvl_serve_trtllm_bench_in_t in = {
         .checkpoint_params = 70.55e9, .bytes_per_param = 0.5,
         .kv_bytes_per_elem = 1, .layers = 80, .kv_heads = 8,
-        .head_dim = 128, .tp = 1, .gpu_mem_gib = 179.06,
+        .kv_head_elems = 2 * 128, .tp = 1, .gpu_mem_gib = 179.06,
         .kv_fraction = 0.90, .mean_isl = 1000, .mean_osl = 1000,
         .max_isl = 1000};
     uint32_t bs, tok;

@@ -160,7 +160,7 @@ static void test_policy_trtllm(void **state)
             (double)nvl_model_param_count(m),
             (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2), 2),
         .bytes_per_param = 2, .kv_bytes_per_elem = 2, .layers = m->layers,
-        .kv_heads = m->kv_heads, .head_dim = m->head_dim, .tp = 2,
+        .kv_heads = m->kv_heads, .kv_head_elems = 2 * m->head_dim, .tp = 2,
         .gpu_mem_gib = (double)fx.topo->gpu.hbm_bytes / 1073741824.0,
         .kv_fraction = 0.90, .mean_isl = 1000, .mean_osl = 200,
         .max_isl = 1000, .chunked = false};
