@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "nvlemu/cost.h"
+#include "nvlemu/engine.h"
 #include "nvlemu/opts.h"
 
 typedef enum { G_GEMM, G_DECODE, G_PREFILL, G_ELEM } group_kind_t;
@@ -246,8 +247,8 @@ int main(int argc, char **argv)
     nvl_cost_cfg_t cfg = {.topo = topo, .gpu = 0,
                           .weight_dtype = NVL_WDT_BF16,
                           .kv_dtype = NVL_WDT_BF16, .attn = NVL_ATTN_FA3,
-                          .stack = NVL_STACK_FUSED,
                           .launch = NVL_LAUNCH_GRAPH};
+    nvl_stack_cost(NVL_STACK_FUSED, &cfg); /* nvlemu run's libraries */
     printf("# validate-compute: %s against measured kernels in %s\n",
            a.topo, a.data);
     int status = 0;

@@ -91,15 +91,6 @@ typedef enum {
     NVL_ATTN_COUNT
 } nvl_attn_impl_t;
 
-/* The software stack a step stands for, i.e. which kernels each layer
- * runs (src/engine/plan.c, docs/cost-model.md "Software stacks"):
- * torch: PyTorch with CUDA graphs, one F.* call per operation (RoPE by
- * torch.cat of rotated halves, separate residual adds, SDPA attention);
- * fused: a serving engine's kernel list (TensorRT-LLM: fused QKV bias +
- * RoPE + KV write, fused residual add + RMSNorm, fused SwiGLU,
- * FlashAttention). */
-typedef enum { NVL_STACK_TORCH, NVL_STACK_FUSED, NVL_STACK_COUNT } nvl_stack_t;
-
 typedef enum {
     NVL_LAUNCH_EAGER,
     NVL_LAUNCH_GRAPH,
@@ -108,40 +99,39 @@ typedef enum {
 } nvl_launch_t;
 
 /* The families (family.h), a row per enum value: their names as the
- * command line spells them, and a line each (`nvlemu --list`).  fusion:
- * --fusion's older names of the stacks, a row per nvl_stack_t. */
+ * command line spells them, and a line each (`nvlemu --list`).  The
+ * software stacks are the engine's (nvlemu/engine.h): what cost needs of
+ * one comes through nvl_cost_cfg_t (its GEMM libraries) and the
+ * attention kernel the caller picks. */
 extern const nvl_family_t nvl_wdtype_family, nvl_attn_family,
-    nvl_stack_family, nvl_fusion_family, nvl_launch_family,
-    nvl_gemm_lib_family;
+    nvl_launch_family, nvl_gemm_lib_family;
 
 /* Names as the command line spells them ("bf16", "fp8", "fp4"; "fa3",
- * "fa4", "sdpa"; "torch", "fused"; "eager", "graph", "persistent"), and their
+ * "fa4", "sdpa"; "eager", "graph", "persistent"), and their
  * parsers: an unknown name is reported with the accepted ones, naming
  * `what` (the option), and NVL_ERR_INVALID returned. */
 const char *nvl_wdtype_name(nvl_wdtype_t dt);
 const char *nvl_attn_name(nvl_attn_impl_t attn);
-const char *nvl_stack_name(nvl_stack_t stack);
 const char *nvl_launch_name(nvl_launch_t launch);
 nvl_status_t nvl_wdtype_parse(const char *what, const char *name,
                               nvl_wdtype_t *dt_out);
 nvl_status_t nvl_attn_parse(const char *what, const char *name,
                             nvl_attn_impl_t *attn_out);
-nvl_status_t nvl_stack_parse(const char *what, const char *name,
-                             nvl_stack_t *stack_out);
 nvl_status_t nvl_launch_parse(const char *what, const char *name,
                               nvl_launch_t *launch_out);
 
-/* The attention kernel a stack runs on a GPU when none is asked for: the
- * torch stack calls SDPA; a serving engine runs FlashAttention-4 on GPUs
- * with FP4 tensor cores (Blackwell), FlashAttention-3 elsewhere. */
-nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack);
+/* The FlashAttention a serving engine runs on topo's GPUs:
+ * FlashAttention-4 on GPUs with FP4 tensor cores (Blackwell),
+ * FlashAttention-3 elsewhere (and when topo is NULL). */
+nvl_attn_impl_t nvl_attn_flash(const nvl_topo_t *topo);
 
 /* Bytes per element, block scales included. */
 double nvl_wdtype_bytes(nvl_wdtype_t dt);
 
 /* The library a matrix product runs in (src/cost/gemm_lib.c,
  * docs/cost-model.md "GEMM libraries").  NVL_GEMM_STACK: the one the
- * software stack calls for the weight type (nvl_gemm_lib_choose).  The
+ * software stack calls for the weight type (nvl_gemm_lib_choose, from
+ * nvl_cost_cfg_t's stack_libs).  The
  * topology's [gpu] matmul_efficiency, fp8_ and fp4_matmul_efficiency are
  * cuBLASLt's on that GPU; every other library reaches a measured fraction
  * of cuBLASLt's rate per type (its row of the table). */
@@ -157,6 +147,8 @@ typedef enum {
 /* "stack", "cublaslt", "cutlass", "deepgemm", "trtllm-gen", and the parser
  * (an unknown name is reported with the accepted ones, naming `what`). */
 const char *nvl_gemm_lib_name(nvl_gemm_lib_t lib);
+/* A set of libraries: one bit per nvl_gemm_lib_t. */
+#define NVL_GEMM_LIB_SET(lib) (1u << (lib))
 nvl_status_t nvl_gemm_lib_parse(const char *what, const char *name,
                                 nvl_gemm_lib_t *lib_out);
 
@@ -170,7 +162,10 @@ typedef struct {
                                   rate (--act-quant none) */
     nvl_wdtype_t kv_dtype;     /* the KV cache (bf16 or fp8) */
     nvl_attn_impl_t attn;
-    nvl_stack_t stack;
+    /* the libraries the software stack calls, per tensor-core type
+     * (NVL_GEMM_LIB_SET bits; its autotuner runs the fastest; none:
+     * cuBLASLt); the engine's stack row gives them (nvl_stack_cost) */
+    unsigned stack_libs[NVL_WDT_COUNT];
     nvl_launch_t launch;
     nvl_gemm_lib_t gemm_lib;   /* NVL_GEMM_STACK (0): the stack's library */
     uint32_t host_sharers;     /* GPUs of this GPU's superchip reading host
@@ -178,10 +173,9 @@ typedef struct {
 } nvl_cost_cfg_t;
 
 /* The library a matmul of tensor-core type `dt` runs in under cfg
- * (cfg->gemm_lib, or for NVL_GEMM_STACK the stack's: torch calls cuBLASLt
- * for every type; fused, TensorRT-LLM's Linear, cuBLAS(Lt) for BF16 and
- * FP8 and CUTLASS for FP4; a stack whose autotuner picks among several
- * libraries gets the fastest), and that library's efficiency relative to
+ * (cfg->gemm_lib, or for NVL_GEMM_STACK the fastest of cfg->stack_libs's
+ * for the type: the libraries the stack calls, its autotuner picking
+ * among several), and that library's efficiency relative to
  * cuBLASLt's
  * in *rel_out; 0 when the library has no kernel of that type.  `dt` is the
  * weight type; on a GPU without FP4 units FP4 weights run dequantised, at

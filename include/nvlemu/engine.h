@@ -56,6 +56,29 @@ typedef enum {
     NVL_OVERLAP_COUNT
 } nvl_overlap_t;
 
+/* The software stack a step stands for, i.e. which kernels each layer
+ * runs (src/engine/plan.c, docs/cost-model.md "Software stacks"):
+ * torch: PyTorch with CUDA graphs, one F.* call per operation (RoPE by
+ * torch.cat of rotated halves, separate residual adds, SDPA attention);
+ * fused: a serving engine's kernel list (TensorRT-LLM: fused QKV bias +
+ * RoPE + KV write, fused residual add + RMSNorm, fused SwiGLU,
+ * FlashAttention).  A row each of nvl_stack_family (src/engine/
+ * options.c), which also carries what the cost model reads of a stack:
+ * its default attention kernel and its GEMM libraries. */
+typedef enum { NVL_STACK_TORCH, NVL_STACK_FUSED, NVL_STACK_COUNT } nvl_stack_t;
+
+/* The stacks as families: stack ("torch", "fused") and fusion, --fusion's
+ * older names ("none", "typical"), a row per nvl_stack_t. */
+extern const nvl_family_t nvl_stack_family, nvl_fusion_family;
+const char *nvl_stack_name(nvl_stack_t stack);
+/* The attention kernel stack runs on topo's GPUs when none is asked for:
+ * the torch stack calls SDPA; a serving engine runs FlashAttention
+ * (nvl_attn_flash: 4 on GPUs with FP4 tensor cores, else 3). */
+nvl_attn_impl_t nvl_stack_attn(const nvl_topo_t *topo, nvl_stack_t stack);
+/* Writes what the cost model reads of stack into cost: the GEMM
+ * libraries it calls per tensor-core type (stack_libs). */
+void nvl_stack_cost(nvl_stack_t stack, nvl_cost_cfg_t *cost);
+
 /* The families of the engine's options (family.h): overlap (a row per
  * nvl_overlap_t: "none", "async-tp"), a2a (opts.a2a_onesided: "nccl",
  * "onesided") and attn-parallel (opts.place.attn_dp: "tp", "dp"). */
@@ -79,7 +102,9 @@ typedef struct {
     nvl_placement_t place;   /* mixture of experts: expert parallelism and
                                 data-parallel attention (default: ep 1,
                                 attention tensor-parallel) */
-    nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp */
+    nvl_stack_t stack;       /* the kernels a step runs */
+    nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp; its
+                                stack_libs from .stack (nvl_stack_cost) */
     /* The tensor-parallel allreduce: NCCL's (the default) or a serving
      * engine's kernel; nvl_engine_create sets it on its communicators
      * (nvl_comm_set_allreduce, which reports what the topology cannot

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "nvlemu/cost.h"
+#include "nvlemu/engine.h"
 #include "nvlemu/model.h"
 #include "nvlemu/opts.h"
 #include "nvlemu/runtime.h"

@@ -107,9 +107,10 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
     nvl_engine_opts_default(&o, topo);
     o.cost.weight_dtype = m->dtype;
     o.cost.kv_dtype = m->kv_dtype;
-    o.cost.stack = m->stack;
+    o.stack = m->stack;
+    nvl_stack_cost(m->stack, &o.cost);
     o.cost.attn = m->attn_choice >= 0 ? (nvl_attn_impl_t)m->attn_choice
-                                      : nvl_attn_auto(topo, m->stack);
+                                      : nvl_stack_attn(topo, m->stack);
     o.cost.launch = m->launch;
     o.allreduce = (nvl_ar_impl_t)m->allreduce;
     o.fuse_allreduce_norm = m->fuse_ar_norm;

@@ -60,8 +60,8 @@ void nvl_cli_step_queries(const nvl_cli_step_t *s, nvl_cli_queries_t *qs)
     }
     /* the GEMMs, from the decode step's o_proj (hidden x hidden / tp) to
      * the prefill's gate_up (2 intermediate / tp x hidden) */
-    nvl_cost_cfg_t cc = {.topo = s->topo, .stack = s->stack,
-                         .weight_dtype = s->dtype};
+    nvl_cost_cfg_t cc = {.topo = s->topo, .weight_dtype = s->dtype};
+    nvl_stack_cost(s->stack, &cc);
     double rel;
     q = add(qs, "gemm", "the layers' GEMMs", s, 1);
     sized(q, 2 * batch * hidden * hidden / tp,

@@ -1,7 +1,7 @@
 /* The cost model's families (family.h): a kernel's settings, a row per
  * member indexed by its enum (weight dtypes with their bytes, tensor-core
- * type and quantized format; attention kernels; stacks and their older
- * names; launches), their names and parsers, and the GEMM bytes a dtype
+ * type and quantized format; attention kernels, and the FlashAttention a
+ * GPU runs; launches), their names and parsers, and the GEMM bytes a dtype
  * moves.  The lowest file of src/cost: cost.c and gemm_lib.c call it. */
 #include "nvlemu/cost.h"
 
@@ -72,35 +72,6 @@ const nvl_family_t nvl_attn_family =
     NVL_FAMILY("attn", "attention kernels (--attn; auto: the stack's)",
                attns);
 
-/* Stacks: the attention kernel each runs unless --attn says otherwise
- * (by_gpu: FlashAttention-4 on GPUs with FP4 tensor cores, else 3). */
-static const struct {
-    nvl_member_t id;
-    nvl_attn_impl_t attn;
-    bool attn_by_gpu;
-} stacks[NVL_STACK_COUNT] = {
-    [NVL_STACK_TORCH] = {{"torch", "PyTorch with CUDA graphs, one kernel "
-                                   "per F.* call"},
-                         NVL_ATTN_SDPA, false},
-    [NVL_STACK_FUSED] = {{"fused", "a serving engine's fused kernels "
-                                   "(TensorRT-LLM)"},
-                         NVL_ATTN_FA3, true},
-};
-const nvl_family_t nvl_stack_family =
-    NVL_FAMILY("stack", "software stacks: the kernels a step runs "
-                        "(--stack)", stacks);
-
-/* --fusion, the stacks' older names: a row per stack. */
-static const struct {
-    nvl_member_t id;
-} fusions[NVL_STACK_COUNT] = {
-    [NVL_STACK_TORCH] = {{"none", "older name of the torch stack"}},
-    [NVL_STACK_FUSED] = {{"typical", "older name of the fused stack"}},
-};
-const nvl_family_t nvl_fusion_family =
-    NVL_FAMILY("fusion", "older names of the stacks, a row per stack "
-                         "(--fusion)", fusions);
-
 static const struct {
     nvl_member_t id;
 } launches[NVL_LAUNCH_COUNT] = {
@@ -123,10 +94,6 @@ const char *nvl_attn_name(nvl_attn_impl_t a)
 {
     return nvl_family_name(&nvl_attn_family, (int)a);
 }
-const char *nvl_stack_name(nvl_stack_t s)
-{
-    return nvl_family_name(&nvl_stack_family, (int)s);
-}
 const char *nvl_launch_name(nvl_launch_t l)
 {
     return nvl_family_name(&nvl_launch_family, (int)l);
@@ -146,15 +113,11 @@ const char *nvl_launch_name(nvl_launch_t l)
 
 NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, &nvl_wdtype_family)
 NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, &nvl_attn_family)
-NVL_NAME_PARSER(nvl_stack_parse, nvl_stack_t, &nvl_stack_family)
 NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, &nvl_launch_family)
 NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, &nvl_gemm_lib_family)
 
-nvl_attn_impl_t nvl_attn_auto(const nvl_topo_t *topo, nvl_stack_t stack)
+nvl_attn_impl_t nvl_attn_flash(const nvl_topo_t *topo)
 {
-    if ((unsigned)stack >= NVL_STACK_COUNT || !stacks[stack].attn_by_gpu)
-        return (unsigned)stack < NVL_STACK_COUNT ? stacks[stack].attn
-                                                 : NVL_ATTN_SDPA;
     return topo != NULL && topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
                                                           : NVL_ATTN_FA3;
 }

@@ -1,4 +1,5 @@
-/* GEMM libraries: which one a software stack's matrix products run in, and
+/* GEMM libraries: which one a software stack's matrix products run in (of
+ * the libraries its row in the engine gives, nvl_cost_cfg_t's stack_libs), and
  * how fast each runs relative to cuBLASLt on the same tensor cores
  * (include/nvlemu/cost.h; docs/cost-model.md "GEMM libraries"; the
  * published measurements in tests/data/calibration/published-gemm.csv).
@@ -50,31 +51,9 @@ static const struct {
                              {1.0, 1.0, 0.415}},
 };
 
-/* The libraries each stack calls, per tensor-core type (a set: the
- * stack's autotuner runs the fastest member).
- * torch: F.linear and torch._scaled_mm call cuBLAS(Lt).
- * fused: TensorRT-LLM's PyTorch backend, tensorrt_llm/_torch/modules/
- *   linear.py: UnquantizedLinearMethod.apply calls F.linear or
- *   trtllm.cublas_mm (BF16); FP8QDQLinearMethod.apply (per-tensor FP8, the
- *   ModelOpt checkpoints) trtllm.cublas_scaled_mm (cuda_scaled_mm only for
- *   m <= 8 with enable_cuda_core); NVFP4LinearMethod.apply trtllm.
- *   nvfp4_gemm, CUTLASS's FP4GemmRunner in the releases behind the
- *   published serving figures (tests/data/calibration/published-
- *   serving.csv).  cuBLASLt joined as an opt-in backend later (TensorRT-LLM
- *   PR 7943), then as a member of the autotuned nvfp4_allowed_backends
- *   (model_config.py: cutlass, cublaslt, cuda_core; PR 10503): a user
- *   modelling those releases picks --library cublaslt. */
-#define LIB(l) (1u << (l))
 const nvl_family_t nvl_gemm_lib_family =
     NVL_FAMILY("library", "GEMM libraries (nvlemu cost gemm --library)",
                libs);
-
-static const unsigned stack_libs[NVL_STACK_COUNT][NVL_WDT_COUNT] = {
-    [NVL_STACK_TORCH] = {LIB(NVL_GEMM_CUBLASLT), LIB(NVL_GEMM_CUBLASLT),
-                         LIB(NVL_GEMM_CUBLASLT)},
-    [NVL_STACK_FUSED] = {LIB(NVL_GEMM_CUBLASLT), LIB(NVL_GEMM_CUBLASLT),
-                         LIB(NVL_GEMM_CUTLASS)},
-};
 
 const char *nvl_gemm_lib_name(nvl_gemm_lib_t lib)
 {
@@ -92,12 +71,10 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
     if (cfg->gemm_lib != NVL_GEMM_STACK && cfg->gemm_lib < NVL_GEMM_COUNT) {
         best = cfg->gemm_lib;
     } else {
-        unsigned set = stack_libs[cfg->stack < NVL_STACK_COUNT
-                                      ? cfg->stack
-                                      : NVL_STACK_TORCH][dt];
+        unsigned set = cfg->stack_libs[dt];
         double best_rel = -1;
         for (int l = NVL_GEMM_CUBLASLT; l < NVL_GEMM_COUNT; l++)
-            if ((set & LIB(l)) && libs[l].rel[dt] > best_rel) {
+            if ((set & NVL_GEMM_LIB_SET(l)) && libs[l].rel[dt] > best_rel) {
                 best = (nvl_gemm_lib_t)l;
                 best_rel = libs[l].rel[dt];
             }

@@ -17,8 +17,9 @@ void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
     o->cost.topo = topo;
     o->cost.weight_dtype = NVL_WDT_BF16;
     o->cost.kv_dtype = NVL_WDT_BF16;
-    o->cost.stack = NVL_STACK_FUSED;
-    o->cost.attn = nvl_attn_auto(topo, o->cost.stack);
+    o->stack = NVL_STACK_FUSED;
+    nvl_stack_cost(o->stack, &o->cost);
+    o->cost.attn = nvl_stack_attn(topo, o->stack);
     o->cost.launch = NVL_LAUNCH_GRAPH;
     o->place.ep = 1;
 }
@@ -131,6 +132,7 @@ static nvl_engine_t *alloc_engine(const nvl_model_config_t *cfg,
     }
     e->cfg = *cfg;
     e->opts = *opts;
+    nvl_stack_cost(e->opts.stack, &e->opts.cost); /* cost reads its row */
     e->job = e->tp = job;
     e->data = opts->mode == NVL_MODE_DATA;
     return e;

@@ -1,9 +1,82 @@
-/* The engine's option families (overlap, a2a, attention placement) and
- * the rule between its options that no single option checks. */
+/* The engine's option families (software stacks, overlap, a2a, attention
+ * placement) and the rule between its options that no single option
+ * checks. */
 #include <stdio.h>
 #include <string.h>
 
 #include "engine_impl.h"
+
+/* Stacks: the attention kernel each runs unless --attn says otherwise
+ * (flash: FlashAttention, its version by GPU, nvl_attn_flash), and the
+ * libraries each calls per tensor-core type (bf16, fp8, fp4; a set: the
+ * stack's autotuner runs the fastest member).  Its kernels per step are
+ * plan.c's table.
+ * torch: F.linear and torch._scaled_mm call cuBLAS(Lt).
+ * fused: TensorRT-LLM's PyTorch backend, tensorrt_llm/_torch/modules/
+ *   linear.py: UnquantizedLinearMethod.apply calls F.linear or
+ *   trtllm.cublas_mm (BF16); FP8QDQLinearMethod.apply (per-tensor FP8, the
+ *   ModelOpt checkpoints) trtllm.cublas_scaled_mm (cuda_scaled_mm only for
+ *   m <= 8 with enable_cuda_core); NVFP4LinearMethod.apply trtllm.
+ *   nvfp4_gemm, CUTLASS's FP4GemmRunner in the releases behind the
+ *   published serving figures (tests/data/calibration/published-
+ *   serving.csv).  cuBLASLt joined as an opt-in backend later (TensorRT-LLM
+ *   PR 7943), then as a member of the autotuned nvfp4_allowed_backends
+ *   (model_config.py: cutlass, cublaslt, cuda_core; PR 10503): a user
+ *   modelling those releases picks --library cublaslt. */
+#define LIB(l) NVL_GEMM_LIB_SET(l)
+static const struct {
+    nvl_member_t id;
+    nvl_attn_impl_t attn;
+    bool attn_flash;
+    unsigned libs[NVL_WDT_COUNT];
+} stacks[NVL_STACK_COUNT] = {
+    [NVL_STACK_TORCH] = {.id = {"torch", "PyTorch with CUDA graphs, one "
+                                         "kernel per F.* call"},
+                         .attn = NVL_ATTN_SDPA, .attn_flash = false,
+                         .libs = {[NVL_WDT_BF16] = LIB(NVL_GEMM_CUBLASLT),
+                                  [NVL_WDT_FP8] = LIB(NVL_GEMM_CUBLASLT),
+                                  [NVL_WDT_FP4] = LIB(NVL_GEMM_CUBLASLT)}},
+    [NVL_STACK_FUSED] = {.id = {"fused", "a serving engine's fused kernels "
+                                         "(TensorRT-LLM)"},
+                         .attn = NVL_ATTN_FA3, .attn_flash = true,
+                         .libs = {[NVL_WDT_BF16] = LIB(NVL_GEMM_CUBLASLT),
+                                  [NVL_WDT_FP8] = LIB(NVL_GEMM_CUBLASLT),
+                                  [NVL_WDT_FP4] = LIB(NVL_GEMM_CUTLASS)}},
+};
+const nvl_family_t nvl_stack_family =
+    NVL_FAMILY("stack", "software stacks: the kernels a step runs "
+                        "(--stack)", stacks);
+
+/* --fusion, the stacks' older names: a row per stack. */
+static const struct {
+    nvl_member_t id;
+} fusions[NVL_STACK_COUNT] = {
+    [NVL_STACK_TORCH] = {{"none", "older name of the torch stack"}},
+    [NVL_STACK_FUSED] = {{"typical", "older name of the fused stack"}},
+};
+const nvl_family_t nvl_fusion_family =
+    NVL_FAMILY("fusion", "older names of the stacks, a row per stack "
+                         "(--fusion)", fusions);
+
+const char *nvl_stack_name(nvl_stack_t stack)
+{
+    return nvl_family_name(&nvl_stack_family, (int)stack);
+}
+
+nvl_attn_impl_t nvl_stack_attn(const nvl_topo_t *topo, nvl_stack_t stack)
+{
+    if ((unsigned)stack >= NVL_STACK_COUNT)
+        return NVL_ATTN_SDPA;
+    return stacks[stack].attn_flash ? nvl_attn_flash(topo)
+                                    : stacks[stack].attn;
+}
+
+void nvl_stack_cost(nvl_stack_t stack, nvl_cost_cfg_t *cost)
+{
+    if ((unsigned)stack >= NVL_STACK_COUNT)
+        stack = NVL_STACK_TORCH;
+    memcpy(cost->stack_libs, stacks[stack].libs, sizeof cost->stack_libs);
+}
 
 static const struct {
     nvl_member_t id;

@@ -138,7 +138,7 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
     uint64_t in = step == NVL_STEP_EXPERTS_GATE_UP
                       ? s->moe_intermediate.count
                       : s->intermediate.count;
-    const kernel_t *plan = plans[step][cost->stack];
+    const kernel_t *plan = plans[step][e->opts.stack];
     if (step == NVL_STEP_ADD_NORM && e->norm_fused) {
         e->norm_fused = false; /* the allreduce's epilogue ran it */
         return;

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "nvlemu/cost.h"
+#include "nvlemu/engine.h"
 
 #define H200 NVL_TOPOLOGY_DIR "/h200-nvl2.topo"
 #define GB200 NVL_TOPOLOGY_DIR "/gb200-nvl72.topo"
@@ -72,11 +73,11 @@ static nvl_topo_t *load(const char *path)
 
 static nvl_cost_cfg_t cfg_of(const nvl_topo_t *t, uint32_t gpu)
 {
-    return (nvl_cost_cfg_t){.topo = t, .gpu = gpu,
-                            .weight_dtype = NVL_WDT_BF16,
-                            .kv_dtype = NVL_WDT_BF16, .attn = NVL_ATTN_FA3,
-                            .stack = NVL_STACK_FUSED,
-                            .launch = NVL_LAUNCH_GRAPH};
+    nvl_cost_cfg_t c = {.topo = t, .gpu = gpu, .weight_dtype = NVL_WDT_BF16,
+                        .kv_dtype = NVL_WDT_BF16, .attn = NVL_ATTN_FA3,
+                        .launch = NVL_LAUNCH_GRAPH};
+    nvl_stack_cost(NVL_STACK_FUSED, &c);
+    return c;
 }
 
 /* The document's time, work and rates are the library's cost c. */

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "nvlemu/cost.h"
+#include "nvlemu/engine.h"
 #include "reports.h"
 
 static nvl_topo_t *topo;
@@ -33,10 +34,11 @@ static int unload(void **state)
 
 static nvl_cost_cfg_t cfg_of(nvl_launch_t launch)
 {
-    return (nvl_cost_cfg_t){.topo = topo, .gpu = 0,
-                            .weight_dtype = NVL_WDT_BF16,
-                            .kv_dtype = NVL_WDT_BF16, .attn = NVL_ATTN_FA3,
-                            .stack = NVL_STACK_FUSED, .launch = launch};
+    nvl_cost_cfg_t c = {.topo = topo, .gpu = 0, .weight_dtype = NVL_WDT_BF16,
+                        .kv_dtype = NVL_WDT_BF16, .attn = NVL_ATTN_FA3,
+                        .launch = launch};
+    nvl_stack_cost(NVL_STACK_FUSED, &c);
+    return c;
 }
 
 static double us(nvl_kernel_cost_t c) { return (double)c.time_ps / 1e6; }
@@ -270,14 +272,16 @@ static void test_norm_waves(void **state)
 static void test_attn_auto(void **state)
 {
     (void)state;
-    assert_int_equal(nvl_attn_auto(topo, NVL_STACK_TORCH), NVL_ATTN_SDPA);
+    assert_int_equal(nvl_stack_attn(topo, NVL_STACK_TORCH), NVL_ATTN_SDPA);
     nvl_attn_impl_t want = topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
                                                           : NVL_ATTN_FA3;
-    assert_int_equal(nvl_attn_auto(topo, NVL_STACK_FUSED), want);
-    nvl_stack_t st;
-    assert_int_equal(nvl_stack_parse("--stack", "torch", &st), NVL_OK);
+    assert_int_equal(nvl_stack_attn(topo, NVL_STACK_FUSED), want);
+    assert_int_equal(nvl_attn_flash(topo), want);
+    int st;
+    assert_int_equal(nvl_family_parse(&nvl_stack_family, "torch", &st),
+                     NVL_OK);
     assert_int_equal(st, NVL_STACK_TORCH);
-    assert_int_equal(nvl_stack_parse("--stack", "vllm", &st),
+    assert_int_equal(nvl_family_parse(&nvl_stack_family, "vllm", &st),
                      NVL_ERR_INVALID);
     /* SDPA's prefill runs at sdpa_efficiency instead of attn_efficiency */
     nvl_cost_cfg_t fa = cfg_of(NVL_LAUNCH_GRAPH), sd = fa;
@@ -352,15 +356,15 @@ static void test_gemm_library(void **state)
     nvl_topo_t *gb = NULL;
     assert_int_equal(nvl_topo_load(NVL_TOPOLOGY_DIR "/gb200-nvl72.topo", &gb),
                      NVL_OK);
-    nvl_cost_cfg_t c = {.topo = gb, .weight_dtype = NVL_WDT_FP4,
-                        .stack = NVL_STACK_FUSED};
+    nvl_cost_cfg_t c = {.topo = gb, .weight_dtype = NVL_WDT_FP4};
+    nvl_stack_cost(NVL_STACK_FUSED, &c);
     double rel;
     /* TensorRT-LLM's NVFP4 linear runs CUTLASS, torch cuBLASLt */
     assert_int_equal(nvl_gemm_lib_choose(&c, NVL_WDT_FP4, &rel),
                      NVL_GEMM_CUTLASS);
     assert_true(rel > 0.5 && rel < 0.8);
     double t_fused = us(nvl_cost_matmul(&c, 16384, 16384, 16384));
-    c.stack = NVL_STACK_TORCH;
+    nvl_stack_cost(NVL_STACK_TORCH, &c);
     assert_int_equal(nvl_gemm_lib_choose(&c, NVL_WDT_FP4, &rel),
                      NVL_GEMM_CUBLASLT);
     assert_true(rel == 1.0);
@@ -378,11 +382,11 @@ static void test_gemm_library(void **state)
      * stacks, so H200's times do not depend on the stack's library */
     nvl_cost_cfg_t h = cfg_of(NVL_LAUNCH_GRAPH);
     h.weight_dtype = NVL_WDT_FP4;
-    h.stack = NVL_STACK_FUSED;
+    nvl_stack_cost(NVL_STACK_FUSED, &h);
     assert_int_equal(nvl_gemm_lib_choose(&h, NVL_WDT_FP4, &rel),
                      NVL_GEMM_CUBLASLT);
     double a = us(nvl_cost_matmul(&h, 512, 8192, 8192));
-    h.stack = NVL_STACK_TORCH;
+    nvl_stack_cost(NVL_STACK_TORCH, &h);
     assert_true(fabs(us(nvl_cost_matmul(&h, 512, 8192, 8192)) - a) < 1e-9);
     nvl_topo_free(gb);
 }
