@@ -105,6 +105,10 @@ typedef enum {
  * attention kernel the caller picks. */
 extern const nvl_family_t nvl_wdtype_family, nvl_attn_family,
     nvl_launch_family, nvl_gemm_lib_family;
+/* The KV cache's types (--kv-dtype: "bf16", "fp8"), a row each with its
+ * nvl_wdtype_t, and whether dt is one of them. */
+extern const nvl_family_t nvl_kv_dtype_family;
+bool nvl_wdtype_is_kv(nvl_wdtype_t dt);
 
 /* Names as the command line spells them ("bf16", "fp8", "fp4"; "fa3",
  * "fa4", "sdpa"; "eager", "graph", "persistent"), and their

@@ -72,7 +72,10 @@ typedef struct {
     nvl_qty_kind_t qty;           /* NVL_OPT_QTY */
     const char *unit;             /* NVL_OPT_QTY: "ms", "B", ... */
     const nvl_opt_name_t *names;  /* NVL_OPT_ENUM: a list of its own, */
-    const nvl_family_t *family;   /* or an owner's family (family.h) */
+    const nvl_family_t *family;   /* or an owner's family (family.h); */
+    const char *also;             /* with .family: a name accepted besides
+                                     its members' ("auto"), listed after
+                                     them in --help */
     nvl_opt_parse_fn parse;       /* NVL_OPT_CUSTOM */
 } nvl_opt_t;
 

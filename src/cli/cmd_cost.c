@@ -55,14 +55,15 @@ static const nvl_opt_t cost_opts[] = {
                                   "(divides --heads)"),
     OP_LONG("head-dim", head_dim, "attention: head dimension"),
     {.name = "kernel", .kind = NVL_OPT_STRING, .offset = AT(kernel),
-     .arg = "fa3|fa4|sdpa", .doc = "attention: FlashAttention 3 or 4, or "
+     .family = &nvl_attn_family, .doc = "attention: FlashAttention 3 or 4, or "
                                    "PyTorch's SDPA (default: fa4 on GPUs "
                                    "with FP4 units, else fa3, as nvlemu "
                                    "run's fused stack)"},
     {.name = "kv-dtype", .kind = NVL_OPT_STRING, .offset = AT(kv_dtype),
-     .arg = "bf16|fp8", .doc = "attention: KV cache type (default bf16)"},
+     .family = &nvl_kv_dtype_family,
+     .doc = "attention: KV cache type (default bf16)"},
     {.name = "path", .kind = NVL_OPT_STRING, .offset = AT(path),
-     .arg = "hbm|nvlink|c2c-h2d|c2c-d2h|host",
+     .family = &nvl_copy_path_family,
      .doc = "copy: device to device, to a peer GPU over NVLink, host to "
             "device or device to host over NVLink-C2C, host to host"},
     {.name = "peer", .kind = NVL_OPT_LONG, .offset = AT(peer), .arg = "N",

@@ -24,6 +24,7 @@ static const nvl_family_t *const families[] = {
     &nvl_attn_family,
     &nvl_launch_family,
     &nvl_wdtype_family,
+    &nvl_kv_dtype_family,
     &nvl_gemm_lib_family,
     &nvl_copy_path_family,
     &nvl_overlap_family,

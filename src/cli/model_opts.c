@@ -19,9 +19,12 @@ nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
     nvl_wdtype_t dt;
     if (nvl_wdtype_parse(label, text, &dt) != NVL_OK)
         return NVL_ERR_INVALID;
-    if (dt != NVL_WDT_BF16 && dt != NVL_WDT_FP8) {
-        nvl_report("%s: %s is not a KV cache type (bf16, fp8)", label,
-                   nvl_wdtype_name(dt));
+    if (!nvl_wdtype_is_kv(dt)) {
+        char kinds[64];
+        nvl_family_names(&nvl_kv_dtype_family, ", ", ", ", kinds,
+                         sizeof kinds);
+        nvl_report("%s: %s is not a KV cache type (%s)", label,
+                   nvl_wdtype_name(dt), kinds);
         return NVL_ERR_INVALID;
     }
     *(nvl_wdtype_t *)dtype_out = dt;

@@ -68,8 +68,9 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
      .def = "bf16", .parse = nvl_cli_parse_wdtype,                          \
      .doc = "weight type of the projections"},                              \
     {.name = "kv-dtype", .kind = NVL_OPT_CUSTOM,                            \
-     .offset = NVL_CLI_MO_AT(type, m, kv_dtype), .arg = "bf16|fp8",         \
-     .def = "bf16", .parse = nvl_cli_parse_kv_dtype,                        \
+     .offset = NVL_CLI_MO_AT(type, m, kv_dtype),                            \
+     .family = &nvl_kv_dtype_family, .def = "bf16",                         \
+     .parse = nvl_cli_parse_kv_dtype,                                       \
      .doc = "KV cache type"},                                               \
     {.name = "launch", .kind = NVL_OPT_CUSTOM,                              \
      .offset = NVL_CLI_MO_AT(type, m, launch),                              \
@@ -78,7 +79,7 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
      .doc = "how the host launches kernels"},                               \
     {.name = "attn", .kind = NVL_OPT_CUSTOM,                                \
      .offset = NVL_CLI_MO_AT(type, m, attn_choice),                         \
-     .arg = "fa3|fa4|sdpa|auto", .def = "auto",                             \
+     .family = &nvl_attn_family, .also = "auto", .def = "auto",             \
      .parse = nvl_cli_parse_attn,                                           \
      .doc = "attention kernel (auto: sdpa under --stack torch, else fa4 "   \
             "on GPUs with FP4 units, else fa3)"},                           \

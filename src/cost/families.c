@@ -58,6 +58,26 @@ const nvl_family_t nvl_wdtype_family =
     NVL_FAMILY("dtype", "weight (and matmul input) types (--dtype; "
                         "--kv-dtype takes bf16 and fp8)", wdtypes);
 
+/* The types a KV cache is stored in (nvl_attn_kv_elem_bytes), a row
+ * each with its weight dtype. */
+static const struct {
+    nvl_member_t id;
+    nvl_wdtype_t dt;
+} kv_dtypes[] = {
+    {.id = {"bf16", "bfloat16, 2 bytes an element"}, .dt = NVL_WDT_BF16},
+    {.id = {"fp8", "FP8 E4M3, 1 byte an element"}, .dt = NVL_WDT_FP8},
+};
+const nvl_family_t nvl_kv_dtype_family =
+    NVL_FAMILY("kv-dtype", "KV cache types (--kv-dtype)", kv_dtypes);
+
+bool nvl_wdtype_is_kv(nvl_wdtype_t dt)
+{
+    for (size_t i = 0; i < sizeof kv_dtypes / sizeof kv_dtypes[0]; i++)
+        if (kv_dtypes[i].dt == dt)
+            return true;
+    return false;
+}
+
 static const struct {
     nvl_member_t id;
 } attns[NVL_ATTN_COUNT] = {

@@ -103,12 +103,15 @@ static nvl_status_t parse_size(const nvl_opt_t *o, const char *label,
 }
 
 /* The value's name in --help and messages: the row's .arg, or a
- * family's names as "a|b|c"; NULL for a flag. */
+ * family's names as "a|b|c" (and "|also"); NULL for a flag. */
 static const char *value_name(const nvl_opt_t *o, char *buf, size_t len)
 {
     if (o->arg != NULL || o->family == NULL)
         return o->arg;
     nvl_family_names(o->family, "|", "|", buf, len);
+    size_t used = strlen(buf);
+    if (o->also != NULL && used < len)
+        snprintf(buf + used, len - used, "|%s", o->also);
     return buf;
 }
 
