@@ -13,7 +13,8 @@ import time
 from .launch import (REPO, command_line, dry_run_note, error_text, find_binary,
                      find_mpirun, launcher_env, mpi_prefix, rel_to_repo, resolve_topo,
                      sh_quote)
-from .options import PROTOS
+from . import families
+from .options import ALGOS, PROTOS
 from .outputs import num
 from .plots import plot_busbw
 from .runs import Progress, run_weight
@@ -168,6 +169,12 @@ def sweep_collectives(a):
     out = os.path.abspath(a.out)
     if len(a.topo) != 1:
         raise SystemExit("sweep --collectives: one --topo at a time")
+    nvlemu = find_binary(a.nvlemu, "nvlemu")
+    for option, order in (("algos", ALGOS), ("protos", PROTOS)):
+        if getattr(a, option) is None:
+            setattr(a, option, families.members(nvlemu, option, order))
+        families.check(nvlemu, option, getattr(a, option))
+    protos = families.members(nvlemu, "protos", PROTOS)
     topo = resolve_topo(a.topo[0])
     tname = os.path.basename(topo)[:-5] if topo.endswith(".topo") else topo
     ranks = a.ranks or [a.tp[0]]
@@ -179,7 +186,7 @@ def sweep_collectives(a):
     write_results(out, rows, skipped)
     L = peak_table(a, tname, ranks, curves, calib, measured, skipped)
     if a.plots and curves and plot_busbw(a, out, tname, ranks, curves, calib, measured,
-                                         PROTOS):
+                                         protos):
         L += ["![busbw vs size](plots/busbw.png)", ""]
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(L))

@@ -22,6 +22,8 @@ CHOICES = {
     "attn_parallel": ("attn-parallel", None),
     "rank_plays": ("rank-plays", None),
     "scheduler": ("scheduler", None),
+    "algos": ("algorithm", None),
+    "protos": ("protocol", None),
 }
 
 _listed = {}
@@ -51,6 +53,18 @@ def names(nvlemu, option):
     None when they cannot be known here."""
     family, until_listed = CHOICES[option]
     return listed(nvlemu).get(family) or (list(until_listed) if until_listed else None)
+
+
+def members(nvlemu, option, order):
+    """Every member of the option's family, for a default that sweeps them
+    all: those named in `order` (the sweep's presentation order, which its
+    committed outputs follow) that nvlemu lists, then any other nvlemu
+    lists, in nvlemu's order, so a member nvlemu adds joins the sweep
+    without an edit here; `order` itself when nvlemu cannot be asked."""
+    got = names(nvlemu, option)
+    if got is None:
+        return list(order)
+    return [x for x in order if x in got] + [x for x in got if x not in order]
 
 
 def spelled(choices):

@@ -2,7 +2,10 @@
 parser of bench/sweep's command line, one function per option group."""
 import argparse
 
-# the NCCL_ALGO and NCCL_PROTO values of --collectives (its defaults)
+# the order --collectives sweeps NCCL_ALGO and NCCL_PROTO values in (NCCL's
+# documentation lists NCCL_ALGO Ring first); the members are nvlemu's own
+# families, algorithm and protocol (families.members: one nvlemu adds
+# joins the default, one it drops leaves it)
 ALGOS = ["Ring", "Tree", "NVLS", "NVLSTree", "PAT"]
 PROTOS = ["LL", "LL128", "Simple"]
 
@@ -271,10 +274,12 @@ def collectives_args(c):
                         "and NCCL_PROTO forced to each value; busbw vs size")
     c.add_argument("--ranks", type=int_list, default=None,
                    help="collectives: rank counts (default: --tp's first value)")
-    c.add_argument("--algos", type=split_list, default=ALGOS,
-                   help="collectives: algorithms (default %s)" % ",".join(ALGOS))
-    c.add_argument("--protos", type=split_list, default=PROTOS,
-                   help="collectives: protocols (default %s)" % ",".join(PROTOS))
+    c.add_argument("--algos", type=split_list, default=None,
+                   help="collectives: algorithms (default %s: every one "
+                        "`nvlemu --list algorithm` lists)" % ",".join(ALGOS))
+    c.add_argument("--protos", type=split_list, default=None,
+                   help="collectives: protocols (default %s: every one "
+                        "`nvlemu --list protocol` lists)" % ",".join(PROTOS))
     c.add_argument("--max-bytes", default="1G",
                    help="collectives: largest size (default 1G; from 8 B, x2)")
     c.add_argument("--bench", default="all_reduce_perf",

@@ -116,6 +116,21 @@ class Families(unittest.TestCase):
             families.check(NVLEMU, "allreduce", ["nccl", "threeshot"])
         self.assertIn("--allreduce 'threeshot': expected nccl, ", str(e.exception))
 
+    def test_members_keep_order_take_new(self):
+        """--collectives' default: the sweep's order first, then what else
+        nvlemu lists; a member nvlemu does not list is dropped."""
+        families._listed["fake"] = {"algorithm": ["Tree", "Ring", "New"]}
+        try:
+            self.assertEqual(families.members("fake", "algos", ["Ring", "Tree", "Gone"]),
+                             ["Ring", "Tree", "New"])
+        finally:
+            del families._listed["fake"]
+
+    @unittest.skipIf(NVLEMU is None, "no nvlemu given")
+    def test_collectives_defaults_from_nvlemu(self):
+        self.assertEqual(families.members(NVLEMU, "algos", options.ALGOS), options.ALGOS)
+        self.assertEqual(families.members(NVLEMU, "protos", options.PROTOS), options.PROTOS)
+
     @unittest.skipIf(NVLEMU is None, "no nvlemu given")
     def test_every_choice_has_names(self):
         """From nvlemu, or the sweep's own until nvlemu lists the family."""
