@@ -114,10 +114,12 @@ void nvl_serve_workload_free(nvl_serve_workload_t *w);
 typedef enum { NVL_PREEMPT_RECOMPUTE, NVL_PREEMPT_SWAP } nvl_preempt_t;
 extern const nvl_family_t nvl_serve_preempt_family;
 
-/* Whose scheduler: a row of nvl_serve_sched_family (the enum numbers its
- * rows; nvl_serve_scheduler_t says what differs). */
-typedef enum { NVL_SCHED_VLLM, NVL_SCHED_TRTLLM, NVL_SCHED_COUNT }
-    nvl_serve_sched_t;
+/* Whose scheduler: the index of its row of nvl_serve_sched_family
+ * (nvl_serve_scheduler_t says what differs).  Row 0 is vLLM's, the
+ * default (a zeroed policy holds it); every other row is known by its
+ * name, so a new scheduler adds no value here. */
+typedef int nvl_serve_sched_t;
+#define NVL_SCHED_VLLM 0
 
 /* The policy, one field per knob (docs/serve.md lists each with its
  * serving-engine default and source). */

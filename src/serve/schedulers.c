@@ -42,7 +42,7 @@ static uint32_t trtllm_graph_rows(uint32_t seqs, uint64_t tokens,
     return 0;
 }
 
-static const nvl_serve_scheduler_t schedulers[NVL_SCHED_COUNT] = {
+static const nvl_serve_scheduler_t schedulers[] = {
     [NVL_SCHED_VLLM] = {
         .id = {"vllm", "vLLM V1: KV blocks on demand, preemption, chunked "
                        "prefill (vllm/v1/core/sched/scheduler.py)"},
@@ -50,7 +50,7 @@ static const nvl_serve_scheduler_t schedulers[NVL_SCHED_COUNT] = {
         .max_batch = 1024, .max_tokens_per_step = 8192, .block_tokens = 16,
         .mem_fraction = 0.90, .mem_of_free = false,
         .graph_rows = vllm_graph_rows},
-    [NVL_SCHED_TRTLLM] = {
+    {
         .id = {"trtllm", "TensorRT-LLM as trtllm-bench runs it: "
                          "GUARANTEED_NO_EVICT, whole prompts, "
                          "trtllm-bench's limits"},

@@ -20,6 +20,15 @@
 
 /* ---- traces ---------------------------------------------------------------- */
 
+/* TensorRT-LLM's scheduler: its row, found by name. */
+static nvl_serve_sched_t trtllm(void)
+{
+    int v = NVL_SCHED_VLLM;
+    assert_int_equal(nvl_family_parse(&nvl_serve_sched_family, "trtllm", &v),
+                     NVL_OK);
+    return v;
+}
+
 static char *write_tmp(const char *text)
 {
     static char path[64];
@@ -301,7 +310,7 @@ static void test_sched_trtllm(void **state)
     (void)state;
     nvl_serve_workload_t w = make_load(60, 200, 200, 0);
     nvl_serve_policy_t p = policy();
-    p.sched = NVL_SCHED_TRTLLM;
+    p.sched = trtllm();
     p.whole_prompts = true;
     nvl_serve_outcome_t *out = calloc(w.n, sizeof *out);
     nvl_serve_replica_stats_t st;

@@ -14,6 +14,15 @@
 
 /* ---- the layout ------------------------------------------------------------ */
 
+/* TensorRT-LLM's scheduler: its row, found by name. */
+static nvl_serve_sched_t trtllm(void)
+{
+    int v = NVL_SCHED_VLLM;
+    assert_int_equal(nvl_family_parse(&nvl_serve_sched_family, "trtllm", &v),
+                     NVL_OK);
+    return v;
+}
+
 static void test_layout_aggregated(void **state)
 {
     (void)state;
@@ -149,7 +158,7 @@ static void test_policy_trtllm(void **state)
     (void)state;
     const nvl_model_config_t *m = &fx.model;
     nvl_serve_workload_t w = {.reqs = fx.reqs, .n = 4};
-    nvl_serving_config_t c = {.policy = {.sched = NVL_SCHED_TRTLLM},
+    nvl_serving_config_t c = {.policy = {.sched = trtllm()},
                               .layout = {.prefill_gpus = 1,
                                          .decode_gpus = 4,
                                          .decode_tp = 2}};
@@ -181,7 +190,7 @@ static void test_scheduler_rows(void **state)
     int v;
     assert_int_equal(nvl_family_parse(&nvl_serve_sched_family, "trtllm", &v),
                      NVL_OK);
-    assert_int_equal(v, NVL_SCHED_TRTLLM);
+    assert_int_equal(v, trtllm());
     assert_int_equal(nvl_family_parse(&nvl_serve_sched_family, "sglang", &v),
                      NVL_ERR_INVALID);
     char names[64];
@@ -193,7 +202,7 @@ static void test_scheduler_rows(void **state)
     assert_int_equal(vllm->graph_rows(2, 300, 290), 304);
     assert_int_equal(vllm->graph_rows(2, 513, 500), 0);
     /* TensorRT-LLM: decode-only steps, padded to its batch sizes */
-    const nvl_serve_scheduler_t *trt = nvl_serve_scheduler(NVL_SCHED_TRTLLM);
+    const nvl_serve_scheduler_t *trt = nvl_serve_scheduler(trtllm());
     assert_int_equal(trt->graph_rows(300, 300, 0), 384);
     assert_int_equal(trt->graph_rows(3, 40, 37), 0);
     assert_int_equal(trt->graph_rows(9000, 9000, 0), 0);
