@@ -27,7 +27,8 @@ and names file and line of every break:
 size: no source file (src/, include/, bench/ C and Python, tests/ C and Python,
 scripts/ Python and the extensionless Python entry points in scripts/, bench/sweep)
 over 600 lines and no C function over 80 lines, counted
-from its `{` at column 0 to its `}` at column 0, both included.
+from its `{` at column 0 to its `}` at column 0, both included, nor any
+Python function (its def to its last line) of those files.
 self-test: builds a small tree that breaks every rule once and checks that
 each break is reported (the checks can fail).
 
@@ -35,6 +36,7 @@ Exit status 0 when every rule holds, 1 when one is broken (each break on
 its own line, file:line: what), 2 when the document cannot be read (a table
 missing or malformed, so a rule would go unchecked)."""
 import argparse
+import ast
 import os
 import re
 import sys
@@ -316,11 +318,27 @@ def check_size(root, fail):
             fail(f"{rel(root, path)}:1", f"{n} lines (at most "
                  f"{MAX_FILE_LINES})")
         if path.endswith((".c", ".h")):
-            for fn in CFile(path).funcs:
-                length = fn["close"] - fn["open"] + 1
-                if length > MAX_FUNC_LINES:
-                    fail(f"{rel(root, path)}:{fn['open']}", f"{fn['name']} "
-                         f"is {length} lines (at most {MAX_FUNC_LINES})")
+            funcs = [(fn["name"], fn["open"], fn["close"])
+                     for fn in CFile(path).funcs]
+        else:
+            funcs = python_funcs(path)
+        for name, first, last in funcs:
+            length = last - first + 1
+            if length > MAX_FUNC_LINES:
+                fail(f"{rel(root, path)}:{first}", f"{name} is {length} "
+                     f"lines (at most {MAX_FUNC_LINES})")
+
+
+def python_funcs(path):
+    """(name, first line, last line) of every function of a Python file
+    (nested ones too); none when it does not parse (its tests say why)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        try:
+            tree = ast.parse(f.read())
+        except SyntaxError:
+            return []
+    return [(n.name, n.lineno, n.end_lineno) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 # ------------------------------------------------------------ self-test --
@@ -386,6 +404,7 @@ SELF_FILES = {
     "<bench>/x.c": '#include "nvlemu/high.h"\n',
     "<scripts>/long-entry": "#!/usr/bin/env python3\n" + "pass\n" * 600,
     "<scripts>/long-shell": "#!/bin/sh\n" + ":\n" * 600,
+    "<bench>/long_def.py": "def main():\n" + "    pass\n" * 80,
 }
 
 SELF_EXPECT = [
@@ -407,6 +426,7 @@ SELF_EXPECT = [
     "<src>/high/quiet.c:1: a file of high that",
     "the table of high's files names gone2.c, which",
     "<scripts>/long-entry:1: 601 lines",
+    "<bench>/long_def.py:1: main is 81 lines",
 ]
 
 

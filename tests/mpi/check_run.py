@@ -262,205 +262,249 @@ def pp_layout(cmd, a, b):
           "%s and %s" % (len(ta), a, b))
 
 
+def check_modes(cmd):
+    data = run(cmd, ["--mode", "data"])
+    timing = run(cmd, ["--mode", "timing"])
+    for doc in (data, timing):
+        check_keys(doc)
+    for k in ["ttft_ms", "tpot_ms_steps", "decode_step_breakdown",
+              "decode_layer_breakdown", "prefill_breakdown"]:
+        if data[k] != timing[k]:
+            sys.exit("check_run.py: %s differs between data and timing "
+                     "mode:\n%s\n%s" % (k, data[k], timing[k]))
+    if "new_tokens" not in data:
+        sys.exit("check_run.py: data mode reported no tokens")
+    print("check_run.py: data and timing mode agree on every time")
+
+
+def check_trace(cmd):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        doc = run(cmd, ["--trace", path])
+        check_keys(doc)
+        with open(path) as f:
+            trace = json.load(f)
+    ranks = doc["inputs"]["tp"]
+    ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    tids = sorted({e["tid"] for e in ev})
+    if tids != list(range(ranks)):
+        sys.exit("check_run.py: tracks %s, expected one per rank" % tids)
+    names = {e["name"] for e in ev}
+    for need in ("qkv_proj", "attention", "down_proj", "lm_head"):
+        if need not in names:
+            sys.exit("check_run.py: no '%s' event in the trace" % need)
+    if ranks > 1 and "allreduce" not in names:
+        sys.exit("check_run.py: no allreduce in the trace")
+    if any(e["dur"] < 0 for e in ev):
+        sys.exit("check_run.py: negative duration")
+    meta = [e for e in trace["traceEvents"] if e["ph"] == "M"
+            and e["name"] == "thread_name"]
+    if len(meta) != ranks:
+        sys.exit("check_run.py: %d track names for %d ranks" % (len(meta), ranks))
+    print("check_run.py: trace with %d events on %d tracks" % (len(ev), ranks))
+
+
+def check_tp_invariant(cmd):
+    many = run(cmd, [])
+    one_cmd = one_rank(cmd)
+    one = run(one_cmd, [])
+    if many.get("new_tokens") != one.get("new_tokens") or "new_tokens" not in one:
+        sys.exit("check_run.py: tokens differ: TP %d %s, TP 1 %s" % (
+            many["inputs"]["tp"], many.get("new_tokens"), one.get("new_tokens")))
+    print("check_run.py: TP %d and TP 1 generate %s" % (
+        many["inputs"]["tp"], one["new_tokens"]))
+
+
+def check_route_skew(cmd):
+    uniform = run(cmd, ["--mode", "timing"])
+    skewed = run(cmd, ["--mode", "timing", "--route-skew", "3"])
+    for doc in (uniform, skewed):
+        check_keys(doc)
+    g_u = uniform["decode_step_breakdown"]["gemm_ms"]
+    g_s = skewed["decode_step_breakdown"]["gemm_ms"]
+    if not g_s < g_u:
+        sys.exit("check_run.py: decode gemm %s (skew 3) not below %s "
+                 "(uniform)" % (g_s, g_u))
+    print("check_run.py: decode gemm %s uniform, %s with skew 3" % (g_u, g_s))
+
+
+def check_ep(cmd):
+    uniform = run(cmd, ["--mode", "timing"])
+    skewed = run(cmd, ["--mode", "timing", "--route-skew", "2"])
+    tp = run(cmd, ["--mode", "timing", "--ep", "1",
+                   "--attn-parallel", "tp"])
+    for doc in (uniform, skewed, tp):
+        check_keys(doc)
+    u, s, t = uniform["experts"], skewed["experts"], tp["experts"]
+    if u["ep"] <= 1 or t["ep"] != 1:
+        sys.exit("check_run.py: expected --ep > 1 in the command")
+    for k in ("dispatch_bytes_per_layer", "combine_bytes_per_layer",
+              "dispatch_ms_per_layer", "combine_ms_per_layer"):
+        if not u[k] > 0 or t[k] != 0:
+            sys.exit("check_run.py: %s %s under EP, %s under TP" % (k, u[k], t[k]))
+    if not (u["imbalance"] >= 1 and s["imbalance"] > u["imbalance"]):
+        sys.exit("check_run.py: imbalance %s uniform, %s skewed" % (
+            u["imbalance"], s["imbalance"]))
+    if not s["imbalance_wait_ms_per_step"] > u["imbalance_wait_ms_per_step"]:
+        sys.exit("check_run.py: imbalance wait %s uniform, %s skewed" % (
+            u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
+    per = u["per_layer"]
+    if len(per) != u["moe_layers"] or not per:
+        sys.exit("check_run.py: %d per-layer rows for %s MoE layers" % (
+            len(per), u["moe_layers"]))
+    for k in ("dispatch_ms", "combine_bytes", "expert_tokens_max"):
+        mean = sum(l[k] for l in per) / len(per)
+        want = u[{"dispatch_ms": "dispatch_ms_per_layer",
+                  "combine_bytes": "combine_bytes_per_layer",
+                  "expert_tokens_max": "expert_tokens_per_layer_max"}[k]]
+        if abs(mean - want) > 1e-6 * max(1.0, abs(want)):
+            sys.exit("check_run.py: per-layer %s mean %s != %s" % (k, mean, want))
+    if t["imbalance"] != 1:
+        sys.exit("check_run.py: experts TP should be balanced: %s" % t["imbalance"])
+    print("check_run.py: tokens/s per GPU: EP %d %.1f, TP %.1f; imbalance "
+          "x%.2f uniform, x%.2f skewed (wait %.4f vs %.4f ms per step)" % (
+              u["ep"], uniform["tokens_per_s_per_gpu"],
+              tp["tokens_per_s_per_gpu"], u["imbalance"], s["imbalance"],
+              u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
+
+
+def check_tiers(cmd):
+    plain = run(cmd, ["--mode", "data"])
+    tier = run(cmd, ["--mode", "data", "--kv-host", "0.5",
+                     "--weights-host", "0.25"])
+    for doc in (plain, tier):
+        check_keys(doc)
+    if "new_tokens" not in plain or plain["new_tokens"] != tier["new_tokens"]:
+        sys.exit("check_run.py: tokens differ with host tiers: %s vs %s" % (
+            plain.get("new_tokens"), tier.get("new_tokens")))
+    mp, mt = plain["memory_per_gpu"], tier["memory_per_gpu"]
+    if not (mt["kv_host_share"] == 0.5 and mt["weights_host_share"] == 0.25
+            and mt["c2c_bytes_per_step"] > mp["c2c_bytes_per_step"]
+            and mt["c2c_ms_per_step"] > 0 and mp["c2c_ms_per_step"] == 0):
+        sys.exit("check_run.py: C2C traffic %s without, %s with tiers" % (mp, mt))
+    if not tier["tpot_ms"] >= plain["tpot_ms"]:
+        sys.exit("check_run.py: TPOT %s with tiers < %s without" % (
+            tier["tpot_ms"], plain["tpot_ms"]))
+    print("check_run.py: the same tokens %s; C2C %.0f bytes per step, "
+          "TPOT %.4f ms vs %.4f ms" % (tier["new_tokens"],
+                                      mt["c2c_bytes_per_step"],
+                                      tier["tpot_ms"], plain["tpot_ms"]))
+
+
+def check_fuse_norm(cmd):
+    plain = run(cmd, ["--mode", "data"])
+    fused = run(cmd, ["--mode", "data", "--fuse-allreduce-norm"])
+    for doc in (plain, fused):
+        check_keys(doc)
+    if "new_tokens" not in plain or plain["new_tokens"] != fused["new_tokens"]:
+        sys.exit("check_run.py: tokens differ with the fused norm: %s vs %s" % (
+            plain.get("new_tokens"), fused.get("new_tokens")))
+    if not fused["tpot_ms"] < plain["tpot_ms"]:
+        sys.exit("check_run.py: TPOT %s fused, not below %s unfused" % (
+            fused["tpot_ms"], plain["tpot_ms"]))
+    print("check_run.py: the same tokens %s; TPOT %.4f ms fused, %.4f ms "
+          "not" % (fused["new_tokens"], fused["tpot_ms"], plain["tpot_ms"]))
+
+
+def check_tier_time(cmd):
+    want_bytes, want_ms = float(sys.argv[2]), float(sys.argv[3])
+    doc = run(cmd, ["--mode", "timing"])
+    check_keys(doc)
+    m = doc["memory_per_gpu"]
+    for k, want, tol in (("c2c_bytes_per_step", want_bytes, 1e-9 * want_bytes),
+                         ("c2c_ms_per_step", want_ms, 1e-7)):
+        if abs(m[k] - want) > tol:
+            sys.exit("check_run.py: %s %r, hand-computed %r" % (k, m[k], want))
+    print("check_run.py: C2C %r bytes and %r ms per step, as computed by "
+          "hand" % (m["c2c_bytes_per_step"], m["c2c_ms_per_step"]))
+
+
+def check_same_tokens(cmd):
+    flags = sys.argv[2:sys.argv.index("--")]
+    plain = run(cmd, ["--mode", "data"])
+    other = run(cmd, ["--mode", "data"] + flags)
+    if "new_tokens" not in plain or plain["new_tokens"] != other["new_tokens"]:
+        sys.exit("check_run.py: tokens differ with %s: %s vs %s" % (
+            " ".join(flags), plain.get("new_tokens"), other.get("new_tokens")))
+    if plain["tpot_ms"] == other["tpot_ms"]:
+        sys.exit("check_run.py: %s changed no time" % " ".join(flags))
+    print("check_run.py: the same tokens %s with %s; TPOT %.4f vs %.4f ms"
+          % (other["new_tokens"], " ".join(flags), other["tpot_ms"],
+             plain["tpot_ms"]))
+
+
+def check_a2a_time(cmd):
+    want = {"dispatch_ms_per_layer": float(sys.argv[2]),
+            "combine_ms_per_layer": float(sys.argv[3])}
+    one = run(cmd, ["--mode", "timing", "--a2a", "onesided"])
+    nccl = run(cmd, ["--mode", "timing", "--a2a", "nccl"])
+    ex, nx = one["experts"], nccl["experts"]
+    for k, v in want.items():
+        for got in (ex[k], ex["all_to_all"]["onesided"][k],
+                    nx["all_to_all"]["onesided"][k]):
+            if abs(got - v) > 1e-9:
+                sys.exit("check_run.py: %s %r, hand-computed %r" % (k, got, v))
+        if ex["all_to_all"]["nccl"][k] != nx[k]:
+            sys.exit("check_run.py: nccl %s %r in the onesided run's "
+                     "table, %r when run" % (k, ex["all_to_all"]["nccl"][k],
+                                             nx[k]))
+    print("check_run.py: one-sided dispatch %r and combine %r ms per "
+          "layer, as computed by hand; NCCL %r and %r" % (
+              ex["dispatch_ms_per_layer"], ex["combine_ms_per_layer"],
+              nx["dispatch_ms_per_layer"], nx["combine_ms_per_layer"]))
+
+
+def check_a2a_modes(cmd):
+    data = run(cmd, ["--mode", "data"])
+    timing = run(cmd, ["--mode", "timing"])
+    d, t = data["experts"]["all_to_all"], timing["experts"]["all_to_all"]
+    if d != t or not all(d[i] and d[i]["dispatch_ms_per_layer"] > 0
+                         for i in ("nccl", "onesided")):
+        sys.exit("check_run.py: all-to-all times differ between data and "
+                 "timing mode:\n%s\n%s" % (d, t))
+    print("check_run.py: data and timing mode agree on the all-to-alls: %s"
+          % d)
+
+
+def check_async_tp(cmd):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        doc = run(cmd, ["--mode", "timing", "--overlap", "async-tp",
+                        "--trace", path, "--trace-steps", "1"])
+        with open(path) as f:
+            trace = json.load(f)
+    check_overlap(doc, trace)
+
+
+def check_pp_layout(cmd):
+    pp_layout(cmd, sys.argv[2], sys.argv[3])
+
+
+# The checks by name (the first argument).
+CHECKS = {
+    "modes": check_modes,
+    "trace": check_trace,
+    "tp-invariant": check_tp_invariant,
+    "route-skew": check_route_skew,
+    "ep": check_ep,
+    "tiers": check_tiers,
+    "fuse-norm": check_fuse_norm,
+    "tier-time": check_tier_time,
+    "same-tokens": check_same_tokens,
+    "a2a-time": check_a2a_time,
+    "a2a-modes": check_a2a_modes,
+    "overlap": check_async_tp,
+    "tier-hand": tier_hand,
+    "pp-layout": check_pp_layout,
+}
+
+
 def main():
     check = sys.argv[1]
     cmd = sys.argv[sys.argv.index("--") + 1:]
-    if check == "modes":
-        data = run(cmd, ["--mode", "data"])
-        timing = run(cmd, ["--mode", "timing"])
-        for doc in (data, timing):
-            check_keys(doc)
-        for k in ["ttft_ms", "tpot_ms_steps", "decode_step_breakdown",
-                  "decode_layer_breakdown", "prefill_breakdown"]:
-            if data[k] != timing[k]:
-                sys.exit("check_run.py: %s differs between data and timing "
-                         "mode:\n%s\n%s" % (k, data[k], timing[k]))
-        if "new_tokens" not in data:
-            sys.exit("check_run.py: data mode reported no tokens")
-        print("check_run.py: data and timing mode agree on every time")
-    elif check == "trace":
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "trace.json")
-            doc = run(cmd, ["--trace", path])
-            check_keys(doc)
-            with open(path) as f:
-                trace = json.load(f)
-        ranks = doc["inputs"]["tp"]
-        ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-        tids = sorted({e["tid"] for e in ev})
-        if tids != list(range(ranks)):
-            sys.exit("check_run.py: tracks %s, expected one per rank" % tids)
-        names = {e["name"] for e in ev}
-        for need in ("qkv_proj", "attention", "down_proj", "lm_head"):
-            if need not in names:
-                sys.exit("check_run.py: no '%s' event in the trace" % need)
-        if ranks > 1 and "allreduce" not in names:
-            sys.exit("check_run.py: no allreduce in the trace")
-        if any(e["dur"] < 0 for e in ev):
-            sys.exit("check_run.py: negative duration")
-        meta = [e for e in trace["traceEvents"] if e["ph"] == "M"
-                and e["name"] == "thread_name"]
-        if len(meta) != ranks:
-            sys.exit("check_run.py: %d track names for %d ranks" % (len(meta), ranks))
-        print("check_run.py: trace with %d events on %d tracks" % (len(ev), ranks))
-    elif check == "tp-invariant":
-        many = run(cmd, [])
-        one_cmd = one_rank(cmd)
-        one = run(one_cmd, [])
-        if many.get("new_tokens") != one.get("new_tokens") or "new_tokens" not in one:
-            sys.exit("check_run.py: tokens differ: TP %d %s, TP 1 %s" % (
-                many["inputs"]["tp"], many.get("new_tokens"), one.get("new_tokens")))
-        print("check_run.py: TP %d and TP 1 generate %s" % (
-            many["inputs"]["tp"], one["new_tokens"]))
-    elif check == "route-skew":
-        uniform = run(cmd, ["--mode", "timing"])
-        skewed = run(cmd, ["--mode", "timing", "--route-skew", "3"])
-        for doc in (uniform, skewed):
-            check_keys(doc)
-        g_u = uniform["decode_step_breakdown"]["gemm_ms"]
-        g_s = skewed["decode_step_breakdown"]["gemm_ms"]
-        if not g_s < g_u:
-            sys.exit("check_run.py: decode gemm %s (skew 3) not below %s "
-                     "(uniform)" % (g_s, g_u))
-        print("check_run.py: decode gemm %s uniform, %s with skew 3" % (g_u, g_s))
-    elif check == "ep":
-        uniform = run(cmd, ["--mode", "timing"])
-        skewed = run(cmd, ["--mode", "timing", "--route-skew", "2"])
-        tp = run(cmd, ["--mode", "timing", "--ep", "1",
-                       "--attn-parallel", "tp"])
-        for doc in (uniform, skewed, tp):
-            check_keys(doc)
-        u, s, t = uniform["experts"], skewed["experts"], tp["experts"]
-        if u["ep"] <= 1 or t["ep"] != 1:
-            sys.exit("check_run.py: expected --ep > 1 in the command")
-        for k in ("dispatch_bytes_per_layer", "combine_bytes_per_layer",
-                  "dispatch_ms_per_layer", "combine_ms_per_layer"):
-            if not u[k] > 0 or t[k] != 0:
-                sys.exit("check_run.py: %s %s under EP, %s under TP" % (k, u[k], t[k]))
-        if not (u["imbalance"] >= 1 and s["imbalance"] > u["imbalance"]):
-            sys.exit("check_run.py: imbalance %s uniform, %s skewed" % (
-                u["imbalance"], s["imbalance"]))
-        if not s["imbalance_wait_ms_per_step"] > u["imbalance_wait_ms_per_step"]:
-            sys.exit("check_run.py: imbalance wait %s uniform, %s skewed" % (
-                u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
-        per = u["per_layer"]
-        if len(per) != u["moe_layers"] or not per:
-            sys.exit("check_run.py: %d per-layer rows for %s MoE layers" % (
-                len(per), u["moe_layers"]))
-        for k in ("dispatch_ms", "combine_bytes", "expert_tokens_max"):
-            mean = sum(l[k] for l in per) / len(per)
-            want = u[{"dispatch_ms": "dispatch_ms_per_layer",
-                      "combine_bytes": "combine_bytes_per_layer",
-                      "expert_tokens_max": "expert_tokens_per_layer_max"}[k]]
-            if abs(mean - want) > 1e-6 * max(1.0, abs(want)):
-                sys.exit("check_run.py: per-layer %s mean %s != %s" % (k, mean, want))
-        if t["imbalance"] != 1:
-            sys.exit("check_run.py: experts TP should be balanced: %s" % t["imbalance"])
-        print("check_run.py: tokens/s per GPU: EP %d %.1f, TP %.1f; imbalance "
-              "x%.2f uniform, x%.2f skewed (wait %.4f vs %.4f ms per step)" % (
-                  u["ep"], uniform["tokens_per_s_per_gpu"],
-                  tp["tokens_per_s_per_gpu"], u["imbalance"], s["imbalance"],
-                  u["imbalance_wait_ms_per_step"], s["imbalance_wait_ms_per_step"]))
-    elif check == "tiers":
-        plain = run(cmd, ["--mode", "data"])
-        tier = run(cmd, ["--mode", "data", "--kv-host", "0.5",
-                         "--weights-host", "0.25"])
-        for doc in (plain, tier):
-            check_keys(doc)
-        if "new_tokens" not in plain or plain["new_tokens"] != tier["new_tokens"]:
-            sys.exit("check_run.py: tokens differ with host tiers: %s vs %s" % (
-                plain.get("new_tokens"), tier.get("new_tokens")))
-        mp, mt = plain["memory_per_gpu"], tier["memory_per_gpu"]
-        if not (mt["kv_host_share"] == 0.5 and mt["weights_host_share"] == 0.25
-                and mt["c2c_bytes_per_step"] > mp["c2c_bytes_per_step"]
-                and mt["c2c_ms_per_step"] > 0 and mp["c2c_ms_per_step"] == 0):
-            sys.exit("check_run.py: C2C traffic %s without, %s with tiers" % (mp, mt))
-        if not tier["tpot_ms"] >= plain["tpot_ms"]:
-            sys.exit("check_run.py: TPOT %s with tiers < %s without" % (
-                tier["tpot_ms"], plain["tpot_ms"]))
-        print("check_run.py: the same tokens %s; C2C %.0f bytes per step, "
-              "TPOT %.4f ms vs %.4f ms" % (tier["new_tokens"],
-                                          mt["c2c_bytes_per_step"],
-                                          tier["tpot_ms"], plain["tpot_ms"]))
-    elif check == "fuse-norm":
-        plain = run(cmd, ["--mode", "data"])
-        fused = run(cmd, ["--mode", "data", "--fuse-allreduce-norm"])
-        for doc in (plain, fused):
-            check_keys(doc)
-        if "new_tokens" not in plain or plain["new_tokens"] != fused["new_tokens"]:
-            sys.exit("check_run.py: tokens differ with the fused norm: %s vs %s" % (
-                plain.get("new_tokens"), fused.get("new_tokens")))
-        if not fused["tpot_ms"] < plain["tpot_ms"]:
-            sys.exit("check_run.py: TPOT %s fused, not below %s unfused" % (
-                fused["tpot_ms"], plain["tpot_ms"]))
-        print("check_run.py: the same tokens %s; TPOT %.4f ms fused, %.4f ms "
-              "not" % (fused["new_tokens"], fused["tpot_ms"], plain["tpot_ms"]))
-    elif check == "tier-time":
-        want_bytes, want_ms = float(sys.argv[2]), float(sys.argv[3])
-        doc = run(cmd, ["--mode", "timing"])
-        check_keys(doc)
-        m = doc["memory_per_gpu"]
-        for k, want, tol in (("c2c_bytes_per_step", want_bytes, 1e-9 * want_bytes),
-                             ("c2c_ms_per_step", want_ms, 1e-7)):
-            if abs(m[k] - want) > tol:
-                sys.exit("check_run.py: %s %r, hand-computed %r" % (k, m[k], want))
-        print("check_run.py: C2C %r bytes and %r ms per step, as computed by "
-              "hand" % (m["c2c_bytes_per_step"], m["c2c_ms_per_step"]))
-    elif check == "same-tokens":
-        flags = sys.argv[2:sys.argv.index("--")]
-        plain = run(cmd, ["--mode", "data"])
-        other = run(cmd, ["--mode", "data"] + flags)
-        if "new_tokens" not in plain or plain["new_tokens"] != other["new_tokens"]:
-            sys.exit("check_run.py: tokens differ with %s: %s vs %s" % (
-                " ".join(flags), plain.get("new_tokens"), other.get("new_tokens")))
-        if plain["tpot_ms"] == other["tpot_ms"]:
-            sys.exit("check_run.py: %s changed no time" % " ".join(flags))
-        print("check_run.py: the same tokens %s with %s; TPOT %.4f vs %.4f ms"
-              % (other["new_tokens"], " ".join(flags), other["tpot_ms"],
-                 plain["tpot_ms"]))
-    elif check == "a2a-time":
-        want = {"dispatch_ms_per_layer": float(sys.argv[2]),
-                "combine_ms_per_layer": float(sys.argv[3])}
-        one = run(cmd, ["--mode", "timing", "--a2a", "onesided"])
-        nccl = run(cmd, ["--mode", "timing", "--a2a", "nccl"])
-        ex, nx = one["experts"], nccl["experts"]
-        for k, v in want.items():
-            for got in (ex[k], ex["all_to_all"]["onesided"][k],
-                        nx["all_to_all"]["onesided"][k]):
-                if abs(got - v) > 1e-9:
-                    sys.exit("check_run.py: %s %r, hand-computed %r" % (k, got, v))
-            if ex["all_to_all"]["nccl"][k] != nx[k]:
-                sys.exit("check_run.py: nccl %s %r in the onesided run's "
-                         "table, %r when run" % (k, ex["all_to_all"]["nccl"][k],
-                                                 nx[k]))
-        print("check_run.py: one-sided dispatch %r and combine %r ms per "
-              "layer, as computed by hand; NCCL %r and %r" % (
-                  ex["dispatch_ms_per_layer"], ex["combine_ms_per_layer"],
-                  nx["dispatch_ms_per_layer"], nx["combine_ms_per_layer"]))
-    elif check == "a2a-modes":
-        data = run(cmd, ["--mode", "data"])
-        timing = run(cmd, ["--mode", "timing"])
-        d, t = data["experts"]["all_to_all"], timing["experts"]["all_to_all"]
-        if d != t or not all(d[i] and d[i]["dispatch_ms_per_layer"] > 0
-                             for i in ("nccl", "onesided")):
-            sys.exit("check_run.py: all-to-all times differ between data and "
-                     "timing mode:\n%s\n%s" % (d, t))
-        print("check_run.py: data and timing mode agree on the all-to-alls: %s"
-              % d)
-    elif check == "overlap":
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "trace.json")
-            doc = run(cmd, ["--mode", "timing", "--overlap", "async-tp",
-                            "--trace", path, "--trace-steps", "1"])
-            with open(path) as f:
-                trace = json.load(f)
-        check_overlap(doc, trace)
-    elif check == "tier-hand":
-        tier_hand(cmd)
-    elif check == "pp-layout":
-        pp_layout(cmd, sys.argv[2], sys.argv[3])
-    else:
+    if check not in CHECKS:
         sys.exit("check_run.py: unknown check " + check)
+    CHECKS[check](cmd)
 
 
 if __name__ == "__main__":
