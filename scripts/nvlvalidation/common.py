@@ -5,6 +5,8 @@ import math
 import os
 import subprocess
 import sys
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLL_SOURCE = "tests/data/calibration/h200-nvl2 (nccl-tests, 2 x H200 NV18)"
@@ -39,12 +41,66 @@ EMPTY_FAMILIES = {"NVLEMU_VALIDATION": os.path.join(ROOT, "tests", "data", "vali
                                                     "empty.json")}
 
 
-def run(cmd):
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                       env=dict(os.environ, **EMPTY_FAMILIES))
-    if p.returncode != 0:
-        die("'%s' exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
-    return p.stdout
+# The report's runs are independent small jobs, most of their time spent
+# starting MPI rather than computing: up to JOBS of them run at once
+# (NVL_JOBS, default twice the cores), and a command the report asks for
+# twice runs once.
+JOBS = int(os.environ.get("NVL_JOBS") or 0) or 2 * (os.cpu_count() or 1)
+_SLOTS = threading.BoundedSemaphore(JOBS)
+_RUNS = {}
+_RUNS_LOCK = threading.Lock()
+
+
+def run(cmd, env=None):
+    """CMD's standard output, run from ROOT with ENV (default: this
+    process's environment and EMPTY_FAMILIES); dies naming the command when
+    it fails.  Safe from several threads; identical commands share one run."""
+    env = env if env is not None else dict(os.environ, **EMPTY_FAMILIES)
+    key = (tuple(cmd), tuple(sorted(env.items())))
+    with _RUNS_LOCK:
+        fut, mine = _RUNS.get(key), False
+        if fut is None:
+            fut = _RUNS[key] = Future()
+            mine = True
+    if mine:
+        try:
+            with _SLOTS:
+                p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+        except BaseException as e:  # a missing program: every waiter raises it
+            fut.set_exception(e)
+            raise
+        fut.set_result(p.stdout if p.returncode == 0 else None)
+        if p.returncode != 0:
+            die("'%s' exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    out = fut.result()
+    if out is None:
+        die("'%s' failed (above)" % " ".join(cmd))
+    return out
+
+
+def run_all(cmds, env=None):
+    """run() of each command of CMDS at once (up to JOBS together): their
+    outputs in CMDS's order."""
+    return parallel(lambda c: run(c, env), cmds)
+
+
+def parallel(fn, items):
+    """[fn(item) for item in items], the calls made from threads of their
+    own (fn's runs share the JOBS slots); the first error is raised here."""
+    items = list(items)
+    if len(items) < 2:
+        return [fn(i) for i in items]
+    ex = ThreadPoolExecutor(max_workers=len(items))
+    try:
+        return list(ex.map(fn, items))
+    finally:
+        ex.shutdown(wait=False, cancel_futures=True)
+
+
+def parallel_dict(jobs):
+    """{name: fn()} for the {name: fn} of JOBS, the calls made at once."""
+    names = list(jobs)
+    return dict(zip(names, parallel(lambda n: jobs[n](), names)))
 
 
 def error(pred, meas):

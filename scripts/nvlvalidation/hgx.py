@@ -6,7 +6,8 @@ import csv
 import json
 import os
 
-from .common import (H100, H100_TOPO, ROOT, die, e2e_table, error, pct, run, table)
+from .common import (H100, H100_TOPO, ROOT, die, e2e_table, error, parallel, parallel_dict,
+                     pct, run, run_all, table)
 from .families import regions, summary_row
 from .tools import end_to_end
 
@@ -45,14 +46,15 @@ def _symm_rows(build, path, label):
             meas[(int(r.get("gpus") or 2), r["impl"], int(r["size_bytes"]))] = \
                 float(r["time_us"])
     rows = []
-    for n in sorted({k[0] for k in meas}):
-        for impl, ours in HGX_SYMM:
-            pred = bench_rows(build, HGX_TOPO if label == "hgx" else H100_TOPO, n,
-                               "all_reduce", ["--impl", ours, "-G", "20"], "64M")
-            for (g, i, size), m in sorted(meas.items()):
-                if g == n and i == impl and size in pred:
-                    rows.append(dict(gpus=n, impl=ours, size=size, meas=m,
-                                     pred=pred[size], error=error(pred[size], m)))
+    cases = [(n, impl, ours) for n in sorted({k[0] for k in meas}) for impl, ours in HGX_SYMM]
+    preds = parallel(lambda c: bench_rows(build, HGX_TOPO if label == "hgx" else H100_TOPO,
+                                          c[0], "all_reduce", ["--impl", c[2], "-G", "20"],
+                                          "64M"), cases)
+    for (n, impl, ours), pred in zip(cases, preds):
+        for (g, i, size), m in sorted(meas.items()):
+            if g == n and i == impl and size in pred:
+                rows.append(dict(gpus=n, impl=ours, size=size, meas=m,
+                                 pred=pred[size], error=error(pred[size], m)))
     return rows
 
 
@@ -63,24 +65,26 @@ def _serve_rows(build, name, known=None):
     a case already predicted in KNOWN (rows of another file) is not rerun."""
     preds = {(r["model"], r["layers"], r["tp"], r["allreduce"], r["batch"], r["ctx"]):
              r["pred_us"] for r in known or []}
-    rows = []
     with open(os.path.join(ROOT, HGX, name)) as f:
-        for n, r in enumerate(csv.DictReader(f), start=2):
-            ar = {"none": "nccl"}.get(r["allreduce"], r["allreduce"])
-            if ar not in ("nccl", "oneshot", "twoshot"):
-                die("%s/%s:%d: allreduce '%s'" % (HGX, name, n, r["allreduce"]))
-            key = (r["model"], r["layers"], r["tp"], r["allreduce"], r["batch"], r["ctx"])
-            if key in preds:
-                rows.append(dict(r, pred_us=preds[key],
-                                 error=error(preds[key], float(r["measured_us"]))))
-                continue
-            doc = json.loads(run([os.path.join(ROOT, "scripts", "nvlrun"), r["tp"],
-                                  os.path.join(build, "nvlemu"), "run", "--topo", HGX_TOPO,
-                                  "--model", r["model"], "--layers", r["layers"],
-                                  "--stack", "fused", "--allreduce", ar,
-                                  "--batch", r["batch"], "--ctx", r["ctx"], "--json", "-"]))
-            pred = 1e3 * float(doc["tpot_ms"])
-            rows.append(dict(r, pred_us=pred, error=error(pred, float(r["measured_us"]))))
+        src = list(csv.DictReader(f))
+    cmds = {}
+    for n, r in enumerate(src, start=2):
+        ar = {"none": "nccl"}.get(r["allreduce"], r["allreduce"])
+        if ar not in ("nccl", "oneshot", "twoshot"):
+            die("%s/%s:%d: allreduce '%s'" % (HGX, name, n, r["allreduce"]))
+        key = (r["model"], r["layers"], r["tp"], r["allreduce"], r["batch"], r["ctx"])
+        if key not in preds:
+            cmds[key] = [os.path.join(ROOT, "scripts", "nvlrun"), r["tp"],
+                         os.path.join(build, "nvlemu"), "run", "--topo", HGX_TOPO,
+                         "--model", r["model"], "--layers", r["layers"],
+                         "--stack", "fused", "--allreduce", ar,
+                         "--batch", r["batch"], "--ctx", r["ctx"], "--json", "-"]
+    for key, out in zip(cmds, run_all(list(cmds.values()))):
+        preds[key] = 1e3 * float(json.loads(out)["tpot_ms"])
+    rows = []
+    for r in src:
+        pred = preds[(r["model"], r["layers"], r["tp"], r["allreduce"], r["batch"], r["ctx"])]
+        rows.append(dict(r, pred_us=pred, error=error(pred, float(r["measured_us"]))))
     return rows
 
 
@@ -109,17 +113,17 @@ def _colls(build):
             if r["algo"] == "default":
                 meas[(int(r["gpus"]), r["op"], int(r["size_bytes"]))] = float(r["time_us"])
     coll = []
-    for n in (2, 3, 4):
-        for op in HGX_OPS:
-            pred = bench_rows(build, HGX_TOPO, n, op, [], "4G")
-            for size, p in sorted(pred.items()):
-                got = [(meas[k], how) for k, how in (((n, op, size), "eager"),
-                                                     ((n, op + "_cudagraph", size),
-                                                      "CUDA graph")) if k in meas]
-                if got:
-                    m, how = min(got)
-                    coll.append(dict(gpus=n, op=op, size=size, how=how, meas=m, pred=p,
-                                     error=error(p, m)))
+    cases = [(n, op) for n in (2, 3, 4) for op in HGX_OPS]
+    preds = parallel(lambda c: bench_rows(build, HGX_TOPO, c[0], c[1], [], "4G"), cases)
+    for (n, op), pred in zip(cases, preds):
+        for size, p in sorted(pred.items()):
+            got = [(meas[k], how) for k, how in (((n, op, size), "eager"),
+                                                 ((n, op + "_cudagraph", size),
+                                                  "CUDA graph")) if k in meas]
+            if got:
+                m, how = min(got)
+                coll.append(dict(gpus=n, op=op, size=size, how=how, meas=m, pred=p,
+                                 error=error(p, m)))
     if not coll:
         die("no rows in " + HGX)
     return coll
@@ -136,27 +140,35 @@ def _g_colls(build):
                 if key not in gmeas or r["pass"] == "2":
                     gmeas[key] = float(r["time_us"])
     gcoll = []
-    for n in sorted({k[0] for k in gmeas}):
-        for op in sorted({k[1] for k in gmeas if k[0] == n}):
-            pred = bench_rows(build, HGX_TOPO, n, op, ["-g", str(n)], "4G")
-            for size, p in sorted(pred.items()):
-                if (n, op, size) in gmeas:
-                    m = gmeas[(n, op, size)]
-                    gcoll.append(dict(gpus=n, op=op, size=size, meas=m, pred=p,
-                                      error=error(p, m)))
+    cases = [(n, op) for n in sorted({k[0] for k in gmeas})
+             for op in sorted({k[1] for k in gmeas if k[0] == n})]
+    preds = parallel(lambda c: bench_rows(build, HGX_TOPO, c[0], c[1], ["-g", str(c[0])],
+                                          "4G"), cases)
+    for (n, op), pred in zip(cases, preds):
+        for size, p in sorted(pred.items()):
+            if (n, op, size) in gmeas:
+                m = gmeas[(n, op, size)]
+                gcoll.append(dict(gpus=n, op=op, size=size, meas=m, pred=p,
+                                  error=error(p, m)))
     return gcoll
 
 
 def hgx_h100(build, steps=True):
     """(summary rows, document sections) of the HGX H100 x4 families; the
     step families (minutes of emulation) only with STEPS."""
-    d = {"coll": _colls(build), "gcoll": _g_colls(build)}
-    d["symm_pair"] = _symm_rows(build, HGX_SYMM_PAIR, "pair")
-    d["symm"] = _symm_rows(build, os.path.join(HGX, "symm.csv"), "hgx")
-    d["e2e"] = {tp: end_to_end(build, os.path.join(HGX, "steps-tp%d.csv" % tp), "torch",
-                               HGX_TOPO) for tp in ((1, 2, 4) if steps else ())}
-    d["serve"] = _serve_rows(build, "serve-steps.csv") if steps else []
-    d["serve_rep"] = _serve_rows(build, "serve-steps-repeat.csv", d["serve"]) if steps else []
+    def serve():
+        first = _serve_rows(build, "serve-steps.csv") if steps else []
+        return first, _serve_rows(build, "serve-steps-repeat.csv", first) if steps else []
+    tps = (1, 2, 4) if steps else ()
+    d = parallel_dict({
+        "coll": lambda: _colls(build), "gcoll": lambda: _g_colls(build),
+        "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, "pair"),
+        "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), "hgx"),
+        "e2e": lambda: dict(zip(tps, parallel(
+            lambda tp: end_to_end(build, os.path.join(HGX, "steps-tp%d.csv" % tp), "torch",
+                                  HGX_TOPO), tps))),
+        "serve": serve})
+    d["serve"], d["serve_rep"] = d["serve"]
     d["ratios"], d["ratios_rep"] = _ratios(d["serve"]), _ratios(d["serve_rep"])
     summary = _coll_summary(d) + _step_summary(d, steps)
     doc = _coll_doc(d)

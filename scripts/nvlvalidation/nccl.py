@@ -3,9 +3,9 @@ tests/data/calibration/published-nccl (or another such folder), the
 *_perf benches' predictions, the families and the document's section."""
 import csv
 import os
-import subprocess
 
-from .common import (NCCL_COLLS, PUBLISHED_NCCL, ROOT, die, error, geomean, pct, table)
+from .common import (NCCL_COLLS, PUBLISHED_NCCL, ROOT, die, error, geomean, parallel, pct,
+                     run, table)
 
 
 def read_published_nccl(folder):
@@ -58,19 +58,19 @@ def published_nccl(build, groups):
     """Every row of GROUPS (read_published_nccl) predicted by the *_perf
     bench of its collective on the file's topology: [row dicts with system,
     topology, role, collective, gpus, g, nvls, size, pub, pred, error]."""
-    out = []
-    for (topo, coll, gpus, g, nvls), rows in groups.items():
+    def one(group):
+        (topo, coll, gpus, g, nvls), rows = group
         sizes = sorted(r["size"] for r in rows)
-        env = dict(os.environ, NCCL_ALGO="Ring") if nvls == "off" else None
+        env = dict(os.environ, NCCL_ALGO="Ring") if nvls == "off" else dict(os.environ)
         cmd = [os.path.join(ROOT, "scripts", "nvlrun"), str(gpus),
                os.path.join(build, "bench", coll + "_perf"), "-g", str(g), "--topo",
                os.path.join(ROOT, topo), "-b", str(sizes[0]), "-e", str(sizes[-1]),
                "-f", "2", "--mode", "timing"]
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
-        if p.returncode != 0:
-            die("'%s' exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+        return cmd, run(cmd, env)
+    out = []
+    for (_, rows), (cmd, stdout) in zip(groups.items(), parallel(one, groups.items())):
         pred = {}
-        for line in p.stdout.splitlines():
+        for line in stdout.splitlines():
             f = line.split()
             if len(f) > 8 and f[0].isdigit():
                 pred[int(f[0])] = (float(f[7]), f[-2] + " " + f[-1])

@@ -9,7 +9,7 @@ import os
 import re
 
 from .common import (C2C_COPIES, E2E_TOPO, GEMMS, H100, H100_OPS, H100_TOPO, ROOT, SERVING,
-                     die, error, run, topo_name)
+                     die, error, run, run_all, topo_name)
 
 
 # ---- the tools' outputs -----------------------------------------------------
@@ -95,6 +95,7 @@ def end_to_end(build, steps, stack, topo=None):
     if not os.path.exists(os.path.join(ROOT, steps)):
         return None
     phases = {"decode": [], "prefill": []}
+    rows, cmds = [], []
     with open(os.path.join(ROOT, steps)) as f:
         for n, row in enumerate(csv.DictReader(f), start=2):
             phase = row["phase"]
@@ -107,27 +108,29 @@ def end_to_end(build, steps, stack, topo=None):
                    "--batch", row["batch"], "--json", "-"]
             if phase == "decode":  # one decode step at context ctx
                 cmd += ["--ctx", row["ctx"]]
-                key = "tpot_ms"
             else:  # the prompt of q_len tokens
                 cmd += ["--prompt-len", row["q_len"], "--gen-len", "1"]
-                key = "ttft_ms"
-            doc = json.loads(run(cmd))
-            pred_us, meas_us = 1e3 * float(doc[key]), float(row["measured_us"])
-            phases[phase].append(dict(row, pred_us=pred_us, error=error(pred_us, meas_us)))
+            rows.append(row)
+            cmds.append(cmd)
+    for row, out in zip(rows, run_all(cmds)):
+        key = "tpot_ms" if row["phase"] == "decode" else "ttft_ms"
+        pred_us, meas_us = 1e3 * float(json.loads(out)[key]), float(row["measured_us"])
+        phases[row["phase"]].append(dict(row, pred_us=pred_us, error=error(pred_us, meas_us)))
     return phases
 
 
 def c2c_copies(build):
     """The published NVLink-C2C copy bandwidths against nvlemu cost copy."""
-    rows = []
     with open(os.path.join(ROOT, C2C_COPIES)) as f:
-        for row in csv.DictReader(f):
-            sets = ["--set", row["set"]] if row.get("set") else []
-            doc = json.loads(run([os.path.join(build, "nvlemu"), "cost", "--topo",
-                                  row["topology"]] + sets + ["--json", "-", "copy",
-                                  row["size_bytes"], "--path", row["path"]]))
-            pred, meas = float(doc["gb_per_s"]), float(row["measured_gb_per_s"])
-            rows.append(dict(row, pred=pred, error=error(pred, meas)))
+        src = list(csv.DictReader(f))
+    outs = run_all([[os.path.join(build, "nvlemu"), "cost", "--topo", row["topology"]]
+                    + (["--set", row["set"]] if row.get("set") else [])
+                    + ["--json", "-", "copy", row["size_bytes"], "--path", row["path"]]
+                    for row in src])
+    rows = []
+    for row, out in zip(src, outs):
+        pred, meas = float(json.loads(out)["gb_per_s"]), float(row["measured_gb_per_s"])
+        rows.append(dict(row, pred=pred, error=error(pred, meas)))
     if not rows:
         die("no rows in " + C2C_COPIES)
     return rows
@@ -135,19 +138,20 @@ def c2c_copies(build):
 
 def gemm_libraries(build):
     """The published GEMM rates by library against nvlemu cost gemm."""
-    rows = []
     with open(os.path.join(ROOT, GEMMS)) as f:
-        for n, row in enumerate(csv.DictReader(f), start=2):
-            if row["role"] not in ("fit", "check"):
-                die("%s:%d: role '%s' (expected fit or check)" % (GEMMS, n, row["role"]))
-            doc = json.loads(run([os.path.join(build, "nvlemu"), "cost", "--topo",
-                                  row["topology"], "--json", "-", "gemm", row["m"], row["n"],
-                                  row["k"], "--dtype", row["dtype"], "--library",
-                                  row["library"]]))
-            pred, meas = float(doc["tflops"]), float(row["tflops"])
-            flops = 2.0 * int(row["m"]) * int(row["n"]) * int(row["k"])
-            rows.append(dict(row, pred=pred, error=error(pred, meas), size=flops,
-                             topo=topo_name(row["topology"]), ranks=1))
+        src = list(csv.DictReader(f))
+    for n, row in enumerate(src, start=2):
+        if row["role"] not in ("fit", "check"):
+            die("%s:%d: role '%s' (expected fit or check)" % (GEMMS, n, row["role"]))
+    outs = run_all([[os.path.join(build, "nvlemu"), "cost", "--topo", row["topology"],
+                     "--json", "-", "gemm", row["m"], row["n"], row["k"], "--dtype",
+                     row["dtype"], "--library", row["library"]] for row in src])
+    rows = []
+    for row, out in zip(src, outs):
+        pred, meas = float(json.loads(out)["tflops"]), float(row["tflops"])
+        flops = 2.0 * int(row["m"]) * int(row["n"]) * int(row["k"])
+        rows.append(dict(row, pred=pred, error=error(pred, meas), size=flops,
+                         topo=topo_name(row["topology"]), ranks=1))
     if not rows:
         die("no rows in " + GEMMS)
     return rows
@@ -167,11 +171,11 @@ def held_out_h100(build):
             if r["dtype"] == "bf16" and r["algo"] == "default":
                 meas[(r["op"], int(r["size_bytes"]))] = float(r["time_us"])
     rows = []
-    for op in H100_OPS:
-        out = run([os.path.join(ROOT, "scripts", "nvlrun"), "2",
-                   os.path.join(build, "bench", op + "_perf"), "-g", "1", "--topo",
-                   os.path.join(ROOT, H100_TOPO), "-b", "8", "-e", "1G",
-                   "-f", "2", "--mode", "timing", "-d", "bfloat16"])
+    outs = run_all([[os.path.join(ROOT, "scripts", "nvlrun"), "2",
+                     os.path.join(build, "bench", op + "_perf"), "-g", "1", "--topo",
+                     os.path.join(ROOT, H100_TOPO), "-b", "8", "-e", "1G",
+                     "-f", "2", "--mode", "timing", "-d", "bfloat16"] for op in H100_OPS])
+    for op, out in zip(H100_OPS, outs):
         for line in out.splitlines():
             f = line.split()
             if len(f) < 9 or not f[0].isdigit():
@@ -191,22 +195,23 @@ def held_out_h100(build):
 
 def serving(build):
     """The published offline serving throughputs against nvlemu serve."""
-    rows = []
     with open(os.path.join(ROOT, SERVING)) as f:
-        for row in csv.DictReader(f):
-            cmd = [os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
-                   os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
-                   "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
-                   row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
-                   "--requests", row["requests"], "--scheduler", "trtllm",
-                   "--json", "-"]
-            doc = json.loads(run(cmd))
-            pred = float(doc["output_tok_per_s"])
-            meas = float(row["measured_output_tok_per_s"])
-            pool = doc["pools"][0]
-            rows.append(dict(row, pred=pred, error=error(pred, meas),
-                             batch=pool["tokens"] and pool["decode_tokens"] / pool["steps"],
-                             ttft=doc["ttft_ms"]["mean"], tpot=doc["tpot_ms"]["mean"]))
+        src = list(csv.DictReader(f))
+    outs = run_all([[os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
+                     os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
+                     "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
+                     row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
+                     "--requests", row["requests"], "--scheduler", "trtllm",
+                     "--json", "-"] for row in src])
+    rows = []
+    for row, out in zip(src, outs):
+        doc = json.loads(out)
+        pred = float(doc["output_tok_per_s"])
+        meas = float(row["measured_output_tok_per_s"])
+        pool = doc["pools"][0]
+        rows.append(dict(row, pred=pred, error=error(pred, meas),
+                         batch=pool["tokens"] and pool["decode_tokens"] / pool["steps"],
+                         ttft=doc["ttft_ms"]["mean"], tpot=doc["tpot_ms"]["mean"]))
     if not rows:
         die("no rows in " + SERVING)
     return rows

@@ -14,9 +14,11 @@ the clock at most 2^62 ps.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runs import at_once, run_many  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOPO = os.path.join(ROOT, "topology", "gb200-nvl72.topo")
@@ -26,8 +28,7 @@ failures = []
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
+    return run_many([cmd])[0]
 
 
 def judge(label, rc, out, err, time_ps, value=None):
@@ -53,8 +54,7 @@ def ladder(label, make_cmd, time_ps):
     """Sizes in increasing order: times never fall, and once the range is
     passed every larger size is refused too."""
     last, refused = -1, False
-    for n in SIZES:
-        rc, out, err = run(make_cmd(n))
+    for n, (rc, out, err) in zip(SIZES, run_many([make_cmd(n) for n in SIZES])):
         t = judge("%s %d" % (label, n), rc, out, err, time_ps, str(n))
         if t is None:
             refused = True
@@ -86,8 +86,7 @@ def check_cost(nvlemu):
     for path in ("hbm", "nvlink", "c2c-h2d", "c2c-d2h", "host"):
         ops["copy " + path] = (lambda p: lambda n: base + ["copy", str(n),
                                                          "--path", p])(path)
-    for name, make in ops.items():
-        ladder("cost " + name, make, cost_ps)
+    at_once([(ladder, "cost " + name, make, cost_ps) for name, make in ops.items()])
     # the case the issue found: accepted and wrong before
     big = str(99999999999)
     rc, out, err = run(base + ["gemm", big, big, big])
@@ -104,27 +103,30 @@ def check_serve(nvlemu):
 
     # 4 requests at ever lower rates: arrivals from seconds to ~10^9 s
     refused = False
-    for rate in ("1", "1e-3", "1e-5", "1e-7", "1e-9"):
-        rc, out, err = run(base + ["--requests", "4", "--rate", rate])
-        t = judge("serve --rate " + rate, rc, out, err, makespan_ps)
-        refused = refused or t is None
-    if not refused:
-        failures.append("serve: arrivals past the range were all accepted")
+    rates = ("1", "1e-3", "1e-5", "1e-7", "1e-9")
+    arrivals = ("1e3", "1e6", "1.2e6", "1e7", "1e300")
     with tempfile.TemporaryDirectory() as tmp:
-        for arrival in ("1e3", "1e6", "1.2e6", "1e7", "1e300"):
-            trace = os.path.join(tmp, "t.jsonl")
-            with open(trace, "w") as f:
+        traces = []
+        for k, arrival in enumerate(arrivals):
+            traces.append(os.path.join(tmp, "t%d.jsonl" % k))
+            with open(traces[-1], "w") as f:
                 f.write('{"arrival_s": 0, "input_tokens": 8, '
                         '"output_tokens": 2}\n')
                 f.write('{"arrival_s": %s, "input_tokens": 8, '
                         '"output_tokens": 2}\n' % arrival)
-            rc, out, err = run(base[:-4] + ["--workload", trace, "--json",
-                                            "-"])
-            t = judge("serve arrival_s " + arrival, rc, out, err,
-                      makespan_ps)
-            if t is not None and t < float(arrival) * 1e12 * 0.999:
-                failures.append("serve arrival_s %s: makespan %d ps ends "
-                                "before the last arrival" % (arrival, t))
+        results = run_many([base + ["--requests", "4", "--rate", rate] for rate in rates]
+                           + [base[:-4] + ["--workload", trace, "--json", "-"]
+                              for trace in traces])
+    for rate, (rc, out, err) in zip(rates, results):
+        t = judge("serve --rate " + rate, rc, out, err, makespan_ps)
+        refused = refused or t is None
+    if not refused:
+        failures.append("serve: arrivals past the range were all accepted")
+    for arrival, (rc, out, err) in zip(arrivals, results[len(rates):]):
+        t = judge("serve arrival_s " + arrival, rc, out, err, makespan_ps)
+        if t is not None and t < float(arrival) * 1e12 * 0.999:
+            failures.append("serve arrival_s %s: makespan %d ps ends "
+                            "before the last arrival" % (arrival, t))
 
 
 def check_bench(build):
@@ -145,9 +147,8 @@ def main():
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
     nvlemu = os.path.join(a.build, "nvlemu")
-    check_cost(nvlemu)
-    check_serve(nvlemu)
-    check_bench(a.build)
+    at_once([(check_cost, nvlemu), (check_serve, nvlemu), (check_bench, a.build)])
+    failures.sort()
     for f in failures:
         print("FAIL " + f)
     print("check-range: %d failure(s)" % len(failures))
