@@ -6,9 +6,9 @@
  *
  *   kv_bytes/token = 2 layers max(tp, kv_heads) head_dim kv_bytes    (GiB)
  *   engine         = param_count bytes_per_param                      (GiB)
- *   cache          = (mem_gib tp - engine) kv_fraction
+ *   cache          = (mem_gib tp pp - engine) kv_fraction
  *   requests       = cache / (kv_bytes/token (isl + osl))
- *   raw_bs         = min(requests, 4096)
+ *   raw_bs         = min(requests, 4096) / pp
  *   raw_tokens     = min(raw_bs (1 + isl / osl), 32768)
  *   max_batch      = max(64, 32 ceil(raw_bs / 32))   raw_bs < 256
  *                    128 ceil(raw_bs / 128)          raw_bs < 1024
@@ -61,11 +61,12 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
     double per_token_gib = 2.0 * in->layers * heads * in->head_dim *
                            in->kv_bytes_per_elem / GIB;
     double engine_gib = in->checkpoint_params * in->bytes_per_param / GIB;
-    double total_gib = in->gpu_mem_gib * in->tp;
+    uint32_t pp = in->pp > 1 ? in->pp : 1, gpus = in->tp * pp;
+    double total_gib = in->gpu_mem_gib * gpus;
     if (total_gib < engine_gib) {
         nvl_report("--scheduler trtllm: trtllm-bench's limits: the model "
                    "needs %.2f GiB, the %u GPUs hold %.2f GiB",
-                   engine_gib, in->tp, total_gib);
+                   engine_gib, gpus, total_gib);
         return NVL_ERR_NOMEM;
     }
     double cache_gib = (total_gib - engine_gib) * in->kv_fraction;
@@ -78,7 +79,7 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
                    in->mean_osl);
         return NVL_ERR_NOMEM;
     }
-    double raw_bs = requests < 4096 ? requests : 4096;
+    double raw_bs = (requests < 4096 ? requests : 4096) / pp;
     double raw_tok = raw_bs * (1 + in->mean_isl / in->mean_osl);
     if (raw_tok > 32768)
         raw_tok = 32768;
