@@ -82,7 +82,6 @@ void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
         return;
     MPI_Comm job = nvl_comm_mpi(e->job);
     int root = nvl_comm_size(e->job) - nvl_comm_size(e->tp);
-    MPI_Bcast(&end_ps, 1, MPI_INT64_T, root, job);
     if (e->data)
         MPI_Bcast(logits, n * (int)e->cfg.vocab, MPI_FLOAT, root, job);
     if (e->stage == 0)
