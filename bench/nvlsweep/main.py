@@ -12,9 +12,8 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     if a.serve and a.collectives:
         raise SystemExit("sweep: --serve or --collectives, not both")
-    if (a.serve or a.collectives) and a.pp != [1]:
-        raise SystemExit("sweep: --pp: model runs only (nvlemu serve runs a "
-                         "replica as one tensor-parallel group)")
+    if a.collectives and a.pp != [1]:
+        raise SystemExit("sweep: --pp: model and serving runs only")
     if a.tp is None and not (a.serve and a.disagg):
         a.tp = [8, 16, 72]
     try:

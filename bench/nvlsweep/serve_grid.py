@@ -48,7 +48,10 @@ def serve_layouts(a):
     "pools": [(tp, replicas), (tp, replicas)]}."""
     out = []
     for t in a.tp or []:
-        out.append(("tp%d" % t, {"kind": "agg", "tp": t}))
+        for p in a.pp:
+            # "pp" only with a pipeline: older sweeps keep their run ids
+            spec = {"kind": "agg", "tp": t, **({"pp": p} if p > 1 else {})}
+            out.append(("tp%d" % t + ("pp%d" % p if p > 1 else ""), spec))
     for d in a.disagg or []:
         if d.count(":") != 1:
             raise SystemExit("sweep: --disagg %r: expected P:D" % d)
@@ -64,7 +67,7 @@ def serve_layouts(a):
 
 def layout_gpus(spec):
     if spec["kind"] == "agg":
-        return spec["tp"]
+        return spec["tp"] * spec.get("pp", 1)
     return sum(t * r for t, r in spec["pools"])
 
 
@@ -72,7 +75,8 @@ def layout_label(r):
     """A layout in words: 'TP 8 x 9' or 'disagg 8 (TP 8) : 24 (3 x TP 8)'."""
     s = r["spec"]
     if s["kind"] == "agg":
-        text = "TP %d x %d" % (s["tp"], r["copies"])
+        pp = " x PP %d" % s["pp"] if s.get("pp", 1) > 1 else ""
+        text = "TP %d%s x %d" % (s["tp"], pp, r["copies"])
     else:
         text = "disagg %s" % " : ".join(
             "%d%s" % (t * n, " (TP %d)" % t if n == 1 else " (%d x TP %d)" % (n, t))
@@ -241,6 +245,8 @@ def serve_command(a, r, nvlemu, mpirun, json_path):
             "--topo", resolve_topo(r["topo"])]
     if s["kind"] == "agg":
         cmd += ["--tp", str(s["tp"])]
+        if s.get("pp", 1) > 1:
+            cmd += ["--pp", str(s["pp"])]
         if r["copies"] > 1:
             cmd += ["--replicas", str(r["copies"])]
         # nvlemu serve reads the load and the requests as the system's

@@ -378,7 +378,9 @@ typedef struct {
     bool of_free;      /* of the free memory, not of the whole */
 } nvl_engine_kv_rule_t;
 
-/* Collective over the engine's group: the room for the KV cache once the
+/* Collective over the engine's group (with a pipeline, every stage: the
+ * room is what the fullest stage holds, the same on every rank): the
+ * room for the KV cache once the
  * weights (less --weights-host's share) and the activations of a step of
  * max_rows tokens over max_seqs sequences are in HBM, sized by rule, with
  * the KV's host share (--kv-host; auto: the share that fills HBM and the
@@ -399,7 +401,13 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
  * prefix-cache entries evicted) and h2d_bytes into it (swapped KV and
  * cached prefixes brought back) over NVLink-C2C.  The
  * step's end is the latest over the group (one MPI_Allreduce), the same
- * on every rank; *dur_ps_out = end - start_ps.  pass_out (NULL: not
+ * on every rank; *dur_ps_out = end - start_ps, and *free_ps_out the same.
+ * With a pipeline (opts.pp) each stage's ranks end at their stage's
+ * latest end, the clocks of different stages apart (a stage is free for
+ * the next step when its part of this one is done); *free_ps_out is
+ * stage 0's end - start_ps (when the next step may enter the pipeline),
+ * *dur_ps_out the last stage's (when the step's tokens are sampled); an
+ * error on any stage fails every rank of the job.  pass_out (NULL: not
  * wanted) receives this rank's statistics of the step; the engine keeps
  * no record of it (constant memory however many steps). */
 nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
@@ -407,6 +415,7 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
                                    const uint64_t *new_tokens,
                                    double h2d_bytes, double d2h_bytes,
                                    int64_t start_ps, int64_t *dur_ps_out,
+                                   int64_t *free_ps_out,
                                    nvl_pass_stats_t *pass_out);
 
 #endif

@@ -46,6 +46,13 @@ nvl_status_t nvl_runtime_capture_end(nvl_status_t local);
 /* As nvl_runtime_capture_end, over the ranks of comm only. */
 nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local);
 
+/* As nvl_runtime_capture_end_on, agreeing in the same reduction on the
+ * largest *value_ps over comm (a rank with nothing to say passes -1;
+ * values >= -1): *value_ps is that maximum on every rank, on success and
+ * on failure alike.  One MPI_Allreduce when every rank succeeds. */
+nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
+                                         int64_t *value_ps);
+
 /* Collective: checks that every rank loaded the same topology (equal
  * nvl_topo_hash) and that it has a GPU for every rank.  On disagreement
  * rank 0 names the ranks that differ, and every rank returns

@@ -134,6 +134,11 @@ typedef struct {
     uint32_t block_tokens;         /* KV positions per block */
     nvl_preempt_t preempt;
     bool prefix_caching;
+    /* steps in flight at once: a pipeline's stages (each holds one
+     * batch: vLLM V1's batch queue of max_concurrent_batches =
+     * pipeline_parallel_size, TensorRT-LLM's num_micro_batches =
+     * pp_size); 0 or 1: one step at a time */
+    uint32_t in_flight;
 } nvl_serve_policy_t;
 
 /* trtllm-bench's own limits (tensorrt_llm/bench/build/tuning.py
@@ -151,6 +156,7 @@ typedef struct {
                                    caches per KV head, keys and values
                                    (2 head_dim under GQA; the caller reads
                                    them from the attention's geometry) */
+    uint32_t pp;                /* pipeline stages (0 or 1: none) */
     double gpu_mem_gib;         /* one GPU's memory as NVML reports it */
     double kv_fraction;         /* --kv_cache_free_gpu_mem_fraction */
     double mean_isl, mean_osl;  /* the dataset's averages */
@@ -197,6 +203,12 @@ typedef struct {
     bool preempts;
     bool chunked;                 /* --chunk 0 chunks a prefill to the
                                      step's budget; false: whole prompts */
+    /* with steps in flight (a pipeline), a request whose prefill chunk
+     * is in flight may run its next chunk in the next step (vLLM V1
+     * counts tokens computed when it schedules them; it waits only once
+     * every known token is scheduled); false: a request in a step in
+     * flight waits for that step's end (TensorRT-LLM's inflight_req_ids) */
+    bool next_chunk_in_flight;
     /* the defaults of --max-batch and --max-tokens-per-step; 0: from
      * bench_limits (trtllm-bench's rule) */
     uint32_t max_batch, max_tokens_per_step;
@@ -246,11 +258,18 @@ typedef struct {
     int64_t start_ps;
 } nvl_serve_batch_t;
 
-/* Runs the step and returns its duration (> 0) in *dur_ps_out; a failure
- * (already reported) stops the scheduler with its status. */
+/* A step's times from its start: dur_ps (> 0) until its tokens are
+ * sampled, free_ps (0 < free_ps <= dur_ps) until the next step may start
+ * (a pipeline's first stage is done with it; without a pipeline, dur_ps). */
+typedef struct {
+    int64_t dur_ps, free_ps;
+} nvl_serve_step_time_t;
+
+/* Runs the step and returns its times in *time_out; a failure (already
+ * reported) stops the scheduler with its status. */
 typedef nvl_status_t (*nvl_serve_step_fn)(void *ctx,
                                           const nvl_serve_batch_t *b,
-                                          int64_t *dur_ps_out);
+                                          nvl_serve_step_time_t *time_out);
 
 /* What happened to one request. */
 typedef struct {
@@ -290,7 +309,12 @@ nvl_status_t nvl_serve_check(const nvl_serve_workload_t *w,
 /* Serves the requests listed in which[0..n_which) (indices into w, in
  * arrival order; a closed loop lets which[k + concurrency] arrive when a
  * request finishes) on one replica, starting at start_ps, calling step for
- * each step.  prefilled: the requests arrive with their prompt's KV
+ * each step.  With p->in_flight > 1 (a pipeline) up to that many steps
+ * run at once: the next step is built when the last one frees the
+ * pipeline's first stage (its free_ps) and a step is full, or nothing
+ * more can run, then the oldest step's tokens are sampled at its end
+ * (dur_ps); a request in a step in flight runs in no other (its next
+ * prefill chunk excepted under the row's next_chunk_in_flight).  prefilled: the requests arrive with their prompt's KV
  * computed and their first token made (a disaggregated decode pool);
  * their KV still takes blocks here.  Fills out[which[k]] (every request
  * listed ends done) and *stats_out; with steps_out, a malloc'd array of

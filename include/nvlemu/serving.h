@@ -39,6 +39,8 @@ typedef struct {
                                        last ranks (both 0: aggregated) */
     long prefill_tp, decode_tp;     /* ranks per replica of each pool
                                        (0: the whole pool) */
+    long pp;           /* aggregated: pipeline stages per replica, of tp
+                          ranks each (the engine's --pp; 0 or 1: none) */
 } nvl_serving_layout_opts_t;
 
 /* A pool of replicas: the whole job when aggregated, or the prefill and
@@ -46,6 +48,8 @@ typedef struct {
 typedef struct {
     const char *name;         /* "aggregated", "prefill", "decode" */
     int first_rank, gpus, tp, replicas;
+    int pp;                   /* pipeline stages a replica (>= 1): a
+                                 replica is tp x pp ranks */
     int system_replicas;      /* the system's (--replicas), >= replicas:
                                  the others serve the same share */
     /* the results (rank 0, nvl_serving_run's) */

@@ -176,26 +176,18 @@ static nvl_status_t serving_config(const nvl_serve_args_t *a,
 {
     if (nvl_cli_model_opts_engine(&a->engine, topo, &c->engine) != NVL_OK)
         return NVL_ERR_INVALID;
-    if (c->engine.pp > 1) {
-        /* a replica's step is one pass of its group; a pipeline needs a
-         * batch per stage in flight (docs/pipeline.md, "Serving") */
-        nvl_report("--pp %u: nvlemu serve runs each replica as one "
-                   "tensor-parallel group; pipeline-parallel replicas (a "
-                   "batch per stage in flight) are not modeled: use "
-                   "nvlemu run --pp for a pipeline's TTFT and TPOT",
-                   c->engine.pp);
-        return NVL_ERR_INVALID;
-    }
     c->engine.mode = NVL_MODE_TIMING;
     c->engine.seed = (uint64_t)a->seed;
     c->layout = a->layout;
+    c->layout.pp = c->engine.pp; /* a replica: TP x PP ranks */
     c->policy = (nvl_serve_policy_t){
         .sched = (nvl_serve_sched_t)a->scheduler,
         .max_batch = (uint32_t)a->max_batch,
         .max_tokens_per_step = (uint32_t)a->max_tokens,
         .chunk = (uint32_t)a->chunk, .block_tokens = (uint32_t)a->block,
         .preempt = (nvl_preempt_t)a->preempt,
-        .prefix_caching = a->prefix_caching != 0};
+        .prefix_caching = a->prefix_caching != 0,
+        .in_flight = c->engine.pp > 1 ? c->engine.pp : 1};
     c->mem_fraction = a->mem_fraction;
     c->keep_steps = a->trace != NULL;
     return NVL_OK;

@@ -353,6 +353,41 @@ static void reduce_slots(nvl_run_totals_t *t, int width)
     }
 }
 
+/* With a pipeline, each stage runs its own MoE layers: the MoE layers
+ * are the stages' sum (over each stage's first rank), and a per-MoE-layer
+ * number the mean over every stage's layers (each rank weighted by its
+ * stage's MoE layers; rank 0's rows over the stages' first ranks), not
+ * stage 0's alone. */
+static void reduce_stages(nvl_run_totals_t *t, int width,
+                          const nvl_engine_pipe_t *pp)
+{
+    int ml = slot(NVL_RS_MOE_LAYERS);
+    for (int r = 0; r < NVL_RS_COUNT && pp->stages > 1; r++) {
+        const nvl_run_stat_t *st = &nvl_run_stats[r];
+        bool per_layer = st->per == NVL_PER_MOE_LAYER ||
+                         st->per == NVL_PER_MS_MOE_LAYER;
+        if (!per_layer && r != NVL_RS_MOE_LAYERS)
+            continue;
+        bool leaders = st->red == NVL_RED_RANK0;
+        for (int i = 0, s = slot((nvl_run_stat_id_t)r); i < st->width;
+             i++, s++) {
+            double sum = 0, w = 0;
+            for (int k = 0; k < t->ranks; k++) {
+                if (leaders && k % pp->tp != 0)
+                    continue;
+                double wk = t->value[(size_t)k * width + ml];
+                double v = t->value[(size_t)k * width + s];
+                sum += per_layer ? v * wk : v;
+                w += wk;
+            }
+            if (!per_layer)
+                t->red[s] = sum;
+            else if (w > 0)
+                t->red[s] = sum / w;
+        }
+    }
+}
+
 /* Every MoE layer's numbers, summed over the ranks on rank 0 then divided:
  * the mean rank's (of the ranks running the layer: a pipeline stage's). */
 static nvl_status_t reduce_layers(const nvl_engine_t *e, MPI_Comm comm,
@@ -419,6 +454,9 @@ nvl_status_t nvl_run_stats_reduce(const nvl_engine_t *e, MPI_Comm comm,
         t.max = t.red + 2 * width;
         t.argmax = t.argmin + width;
         reduce_slots(&t, width);
+        nvl_engine_pipe_t pp;
+        nvl_engine_pipeline(e, &pp);
+        reduce_stages(&t, width, &pp);
     }
     nvl_status_t st = reduce_layers(e, comm, rank, &t);
     if (st != NVL_OK) {

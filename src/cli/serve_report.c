@@ -8,6 +8,21 @@
 
 #define MS(ps) ((double)(ps) / 1e9)
 
+/* A replica's shape: "TP 4", or "TP 4 x PP 2" with a pipeline. */
+typedef struct {
+    char s[40];
+} shape_t;
+
+static shape_t shape(const nvl_serving_pool_t *pl)
+{
+    shape_t t;
+    if (pl->pp > 1)
+        snprintf(t.s, sizeof t.s, "TP %d x PP %d", pl->tp, pl->pp);
+    else
+        snprintf(t.s, sizeof t.s, "TP %d", pl->tp);
+    return t;
+}
+
 static void workload_line(const nvl_serve_report_t *r, char *buf, size_t n)
 {
     const nvl_serve_args_t *a = r->args;
@@ -135,12 +150,12 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
     fprintf(out, "# nvlemu serve: %s on %s, %d GPUs:", r->model->name,
             r->topo->name, r->sum.gpus);
     for (int p = 0; p < r->res->n_pools; p++)
-        fprintf(out, "%s %s %d x TP %d", p ? " +" : "", r->res->pools[p].name,
-                r->res->pools[p].replicas, r->res->pools[p].tp);
+        fprintf(out, "%s %s %d x %s", p ? " +" : "", r->res->pools[p].name,
+                r->res->pools[p].replicas, shape(&r->res->pools[p]).s);
     if (p0->system_replicas > p0->replicas)
         fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
                      "serve the same share of the load)",
-                p0->system_replicas, p0->system_replicas * p0->tp);
+                p0->system_replicas, p0->system_replicas * p0->tp * p0->pp);
     fprintf(out, "\n# workload: %zu requests, %s\n", r->sum.requests, wl);
     policy_line(r, out);
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
@@ -206,8 +221,8 @@ static void text_pool(const nvl_serve_report_t *r,
 {
     nvl_serve_replica_stats_t t;
     pool_totals(pl, &t);
-    fprintf(out, "\npool %s: %d replica(s) x TP %d\n", pl->name,
-            pl->replicas, pl->tp);
+    fprintf(out, "\npool %s: %d replica(s) x %s\n", pl->name,
+            pl->replicas, shape(pl).s);
     fprintf(out, "  KV cache     %.2f GB per GPU (%.0f blocks of %u "
                  "positions; %.0f%% in host memory), peak use %.1f%%\n",
             pl->kv_gb_per_gpu, pl->kv_blocks,
@@ -303,7 +318,7 @@ static json_t *json_pool(const nvl_serve_report_t *r,
     for (int i = 0; i < NVL_PART_COUNT; i++)
         json_object_set_new(parts, nvl_part_name((nvl_part_t)i),
                             json_real(MS(pl->part_ps[i])));
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
         "s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o}",
         "name", pl->name, "gpus", pl->gpus, "tp", pl->tp, "replicas",
@@ -318,6 +333,8 @@ static json_t *json_pool(const nvl_serve_report_t *r,
         "prefix_hit_tokens", (json_int_t)t.prefix_hit_tokens, "c2c_in_gb",
         t.h2d_bytes / 1e9, "c2c_out_gb", t.d2h_bytes / 1e9,
         "step_time_ms_by_part", parts);
+    json_object_set_new(o, "pp", json_integer(pl->pp));
+    return o;
 }
 
 /* The summary's keys after "inputs", in the report's order. */
@@ -417,8 +434,8 @@ static void trace_replicas(const nvl_serving_result_t *res, FILE *out,
     for (int p = 0; p < res->n_pools; p++)
         for (int i = 0; i < res->pools[p].replicas; i++, rep++) {
             char name[64];
-            snprintf(name, sizeof name, "%s replica %d (TP %d)",
-                     res->pools[p].name, i, res->pools[p].tp);
+            snprintf(name, sizeof name, "%s replica %d (%s)",
+                     res->pools[p].name, i, shape(&res->pools[p]).s);
             emit(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
                                 "thread_name", "ph", "M", "pid", 0, "tid",
                                 rep, "args", "name", name),

@@ -439,15 +439,24 @@ void nvl_engine_pipe_free(nvl_engine_t *e);
 nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
 nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
                                   nvl_status_t st);
-/* pipe.c: collective over e->job: the last stage's logits of n
- * sequences (n x vocab at logits; data mode) and the clock its pass ended
- * at (end_ps, read on the last stage) handed to every rank; stage 0's next
- * pass waits until then (pp_ready_ps).  A no-op without a pipeline. */
+/* pipe.c: collective over e->job in data mode: the last stage's logits
+ * of n sequences (n x vocab at logits) handed to every rank; end_ps, the
+ * clock its pass ended at (already agreed over the job with the pass's
+ * status: generate.c), is when stage 0's next pass may start
+ * (pp_ready_ps).  A no-op without a pipeline. */
 void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
                              int64_t end_ps);
 /* pipe.c: stage 0 idles until the tokens its pass needs are back (the
  * pipeline's bubble); at the start of a pass. */
 void nvl_engine_pipe_wait_tokens(nvl_engine_t *e);
+/* pipe.c: collective over e->job, a serving step's end with a pipeline:
+ * every rank's clock waits for its stage's latest end; *free_ps_out is
+ * when stage 0 ended (the next batch may enter), *ready_ps_out when the
+ * last stage did (the step's tokens are sampled); returns the worst of
+ * the ranks' st, so that a failure on one stage fails every rank. */
+nvl_status_t nvl_engine_pipe_step_end(nvl_engine_t *e, nvl_status_t st,
+                                      int64_t *free_ps_out,
+                                      int64_t *ready_ps_out);
 
 /* moe.c: the mixture-of-experts MLP of layer li over M rows.  Data mode:
  * h holds the normed input [M, hidden] and receives this rank's partial

@@ -184,14 +184,20 @@ static nvl_status_t forward_one(nvl_engine_t *e, gen_t *g, int m, int s)
 
 /* Step s of microbatch m.  With a pipeline, collective over the job: an
  * error on any stage (passed on stage to stage by pipe.c) fails every
- * rank, reported once by the first failing rank. */
+ * rank, reported once by the first failing rank; g->end_ps[m] becomes the
+ * last stage's end on every rank (the same reduction). */
 static nvl_status_t forward_mb(nvl_engine_t *e, gen_t *g, int m, int s)
 {
     if (e->stages == 1)
         return forward_one(e, g, m, s);
     nvl_runtime_capture_begin();
     nvl_status_t st = forward_one(e, g, m, s);
-    return nvl_runtime_capture_end_on(nvl_comm_mpi(e->job), st);
+    /* the last stage's end rides the agreement: when the microbatch's
+     * tokens are sampled, for every rank (pipe.c's deliver) */
+    if (e->stage != e->stages - 1)
+        g->end_ps[m] = -1;
+    return nvl_runtime_capture_end_max(nvl_comm_mpi(e->job), st,
+                                       &g->end_ps[m]);
 }
 
 /* Microbatch m's logits of step s from the last stage; its sequences'

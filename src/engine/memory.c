@@ -313,6 +313,21 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     double n = avail > 0 ? avail / (b * (1 - k + 2 * k / layers)) : 0;
     if (k > 0 && host / (k * b) < n)
         n = host > 0 ? host / (k * b) : 0;
+    double host_free = host - k * n * b > 0 ? host - k * n * b : 0;
+    double b_most = b, k_most = k;
+    if (e->stages > 1) {
+        /* a pipeline's replica: one scheduler for every stage, so the
+         * positions its fullest stage holds, the bytes of its heaviest
+         * stage's position and host share, the host room its fullest
+         * stage leaves: the same on every rank */
+        double v[4] = {-n, b, -host_free, k};
+        MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_DOUBLE, MPI_MAX,
+                      nvl_comm_mpi(e->job));
+        n = -v[0];
+        b_most = v[1];
+        host_free = -v[2];
+        k_most = v[3];
+    }
     p->kv_host_share = k;
     p->weights_host_share = w;
     p->kv_bytes = n * b;
@@ -328,7 +343,7 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
         return NVL_ERR_NOMEM;
     }
     *room_out = (nvl_engine_kv_room_t){
-        .kv_position_bytes = b, .positions = n, .kv_host_share = k,
-        .host_free_bytes = host - k * n * b > 0 ? host - k * n * b : 0};
+        .kv_position_bytes = b_most, .positions = n,
+        .kv_host_share = k_most, .host_free_bytes = host_free};
     return NVL_OK;
 }

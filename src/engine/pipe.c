@@ -82,7 +82,6 @@ void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
         return;
     MPI_Comm job = nvl_comm_mpi(e->job);
     int root = nvl_comm_size(e->job) - nvl_comm_size(e->tp);
-    MPI_Bcast(&end_ps, 1, MPI_INT64_T, root, job);
     if (e->data)
         MPI_Bcast(logits, n * (int)e->cfg.vocab, MPI_FLOAT, root, job);
     if (e->stage == 0)
@@ -100,4 +99,24 @@ void nvl_engine_pipe_wait_tokens(nvl_engine_t *e)
     nvl_engine_account(e, "pp_wait_tokens", NVL_PART_WAIT, -1, before,
                        e->pp_ready_ps - before, 0, 0);
     e->cur.pp_bubble_ps += e->pp_ready_ps - before;
+}
+
+nvl_status_t nvl_engine_pipe_step_end(nvl_engine_t *e, nvl_status_t st,
+                                      int64_t *free_ps_out,
+                                      int64_t *ready_ps_out)
+{
+    /* one reduction: each stage's end (its ranks' latest) and the worst
+     * status, so a failure on any stage fails every rank */
+    int64_t v[NVL_ENGINE_PP_MAX + 1];
+    int n = e->stages;
+    for (int k = 0; k < n; k++)
+        v[k] = INT64_MIN;
+    v[e->stage] = nvl_engine_clock(e)->now_ps;
+    v[n] = -(int64_t)st;
+    MPI_Allreduce(MPI_IN_PLACE, v, n + 1, MPI_INT64_T, MPI_MAX,
+                  nvl_comm_mpi(e->job));
+    nvl_vclock_wait_until(nvl_engine_clock(e), v[e->stage]);
+    *free_ps_out = v[0];
+    *ready_ps_out = v[n - 1];
+    return (nvl_status_t)-v[n];
 }

@@ -1,5 +1,7 @@
 /* The engine's serving step (nvlemu serve, src/serving/): a forward pass
- * of the scheduler's batch (pass.c), its end agreed over the group. */
+ * of the scheduler's batch (pass.c), its end agreed over the group; with
+ * a pipeline, each stage's end (pipe.c): stage 0's frees it for the next
+ * batch while the later stages still run this one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
                                    const uint64_t *new_tokens,
                                    double h2d_bytes, double d2h_bytes,
                                    int64_t start_ps, int64_t *dur_ps_out,
+                                   int64_t *free_ps_out,
                                    nvl_pass_stats_t *pass_out)
 {
     nvl_vclock_t *clock = nvl_engine_clock(e);
@@ -28,13 +31,20 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
     nvl_status_t st = nvl_engine_forward(e, n, caches, NULL, new_tokens,
                                          NULL);
     free(caches);
-    /* the latest end over the group: agreed with the pass's collectives
-     * when they were deferred (issue.c), else here */
-    int64_t end = clock->now_ps, latest = e->settled_end_ps;
-    if (latest < 0)
-        MPI_Allreduce(&end, &latest, 1, MPI_INT64_T, MPI_MAX,
-                      nvl_comm_mpi(e->tp));
-    nvl_vclock_wait_until(clock, latest);
+    int64_t latest = e->settled_end_ps, free_ps = 0;
+    if (e->stages > 1) {
+        /* each stage's end: stage 0 takes the next batch at its own */
+        st = nvl_engine_pipe_step_end(e, st, &free_ps, &latest);
+    } else {
+        /* the latest end over the group: agreed with the pass's
+         * collectives when they were deferred (issue.c), else here */
+        int64_t end = clock->now_ps;
+        if (latest < 0)
+            MPI_Allreduce(&end, &latest, 1, MPI_INT64_T, MPI_MAX,
+                          nvl_comm_mpi(e->tp));
+        nvl_vclock_wait_until(clock, latest);
+        free_ps = latest;
+    }
     if (st != NVL_OK)
         return st;
     size_t np;
@@ -44,5 +54,6 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
     e->n_passes = 0; /* nothing kept: pass numbers go on */
     e->n_events = 0;
     *dur_ps_out = latest - start_ps;
+    *free_ps_out = free_ps - start_ps;
     return NVL_OK;
 }

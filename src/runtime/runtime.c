@@ -84,21 +84,15 @@ void nvl_runtime_capture_begin(void)
     nvl_report_set_sink(capture_sink, NULL);
 }
 
-nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
+/* Both ends of a capture: the first failing rank (size: none) and
+ * whether a report was printed before (a), then that rank's status and
+ * what it captured (b). */
+static nvl_status_t capture_finish(MPI_Comm comm, nvl_status_t local,
+                                   int first, bool reported_before)
 {
-    nvl_report_set_sink(NULL, NULL);
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    /* the first failing rank, and whether any rank has already printed a
-     * report (an error reported where it was detected, before this region:
-     * a failure with nothing captured then needs no second line) */
-    int mine[2] = {local == NVL_OK ? size : rank,
-                   nvl_report_printed() > 0 ? -1 : 0};
-    int all[2] = {size, 0};
-    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm);
-    int first = all[0];
-    bool reported_before = all[1] < 0;
     if (first == size)
         return NVL_OK;
     int status = (int)local;
@@ -113,6 +107,39 @@ nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
             nvl_report("failed: %s", nvl_status_str(local));
     }
     return (nvl_status_t)status;
+}
+
+nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
+{
+    nvl_report_set_sink(NULL, NULL);
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    /* the first failing rank, and whether any rank has already printed a
+     * report (an error reported where it was detected, before this region:
+     * a failure with nothing captured then needs no second line) */
+    int mine[2] = {local == NVL_OK ? size : rank,
+                   nvl_report_printed() > 0 ? -1 : 0};
+    int all[2] = {size, 0};
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm);
+    return capture_finish(comm, local, all[0], all[1] < 0);
+}
+
+nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
+                                         int64_t *value_ps)
+{
+    nvl_report_set_sink(NULL, NULL);
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    /* as capture_end_on's, and the value's negation (its minimum is the
+     * largest value) */
+    int64_t mine[3] = {local == NVL_OK ? size : rank,
+                       nvl_report_printed() > 0 ? -1 : 0, -*value_ps};
+    int64_t all[3];
+    MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MIN, comm);
+    *value_ps = -all[2];
+    return capture_finish(comm, local, (int)all[0], all[1] < 0);
 }
 
 nvl_status_t nvl_runtime_capture_end(nvl_status_t local)

@@ -140,7 +140,48 @@ typedef struct {
     int64_t now;
     nvl_serve_step_rec_t *recs;
     size_t n_recs, cap_recs;
+    /* the steps in flight, oldest first (a ring of `depth`): when each
+     * one's tokens are sampled, its sequences and their tokens */
+    struct flight {
+        int64_t ready_ps;
+        int nb;
+        uint32_t *sk;
+        uint64_t *newt;
+    } *fl;
+    size_t depth, fl_head, fl_len, fl_cap;
+    int64_t last_ps; /* the latest end of a step sampled */
 } loop_t;
+
+static void flights_free(loop_t *L)
+{
+    for (size_t i = 0; L->fl != NULL && i < L->depth; i++) {
+        free(L->fl[i].sk);
+        free(L->fl[i].newt);
+    }
+    free(L->fl);
+}
+
+/* The ring of steps in flight: `depth` steps of up to fl_cap sequences. */
+static nvl_status_t flights_alloc(loop_t *L, size_t n_which)
+{
+    uint32_t d = L->s.p->in_flight;
+    L->depth = d > 1 ? d : 1;
+    L->fl_cap = n_which < L->s.p->max_batch ? n_which : L->s.p->max_batch;
+    L->fl = calloc(L->depth, sizeof *L->fl);
+    bool ok = L->fl != NULL;
+    for (size_t i = 0; ok && i < L->depth; i++) {
+        L->fl[i].sk = malloc((L->fl_cap + 1) * sizeof *L->fl[i].sk);
+        L->fl[i].newt = malloc((L->fl_cap + 1) * sizeof *L->fl[i].newt);
+        ok = L->fl[i].sk != NULL && L->fl[i].newt != NULL;
+    }
+    if (!ok) {
+        flights_free(L);
+        L->fl = NULL;
+        nvl_report("out of memory for %zu steps in flight", L->depth);
+        return NVL_ERR_NOMEM;
+    }
+    return NVL_OK;
+}
 
 static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
 {
@@ -163,7 +204,12 @@ static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
         nvl_report("out of memory scheduling %zu requests", n_which);
         return NVL_ERR_NOMEM;
     }
-    return NVL_OK;
+    nvl_status_t st = flights_alloc(L, n_which);
+    if (st != NVL_OK) {
+        sched_free(s);
+        free(L->arrive);
+    }
+    return st;
 }
 
 /* Each request's arrival, state and outcome before the first step. */
@@ -239,7 +285,7 @@ static nvl_status_t loop_check(loop_t *L, uint64_t *tokens_out,
         uint32_t k = s->sk[i];
         /* a decode: one token after all the others were computed */
         bool decode = s->rs[k].generated >= 1 && s->newt[i] == 1 &&
-                      s->rs[k].computed + 1 == known(s, k);
+                      s->past[i] + 1 == known(s, k);
         if (!decode)
             pre += s->newt[i];
         if (s->out[s->which[k]].scheduled_ps < 0)
@@ -273,13 +319,13 @@ static nvl_status_t loop_record(loop_t *L, int64_t dur, uint64_t tokens,
     return NVL_OK;
 }
 
-static void loop_account(loop_t *L, int64_t dur, uint64_t tokens,
+/* The step run (its first stage busy for `busy`) in the statistics. */
+static void loop_account(loop_t *L, int64_t busy, uint64_t tokens,
                          uint64_t pre)
 {
     sched_t *s = &L->s;
-    L->now += dur;
     s->st.steps++;
-    s->st.busy_ps += dur;
+    s->st.busy_ps += busy;
     s->st.tokens += tokens;
     s->st.prefill_tokens += pre;
     s->st.decode_tokens += tokens - pre;
@@ -291,18 +337,25 @@ static void loop_account(loop_t *L, int64_t dur, uint64_t tokens,
     s->step_no++;
 }
 
-/* After the step: each sequence whose known tokens are all computed
- * samples its next token; the finished ones leave (a closed loop lets the
- * next request arrive) and the running list closes up. */
+/* The oldest step in flight ends (at its ready_ps): its tokens are computed,
+ * each sequence whose known tokens are all computed samples its next
+ * token; the finished ones leave (a closed loop lets the next request
+ * arrive) and the running list closes up. */
 static void loop_sample(loop_t *L)
 {
     sched_t *s = &L->s;
-    for (int i = 0; i < s->nb; i++) {
-        uint32_t k = s->sk[i];
+    const struct flight *f = &L->fl[L->fl_head];
+    L->fl_head = (L->fl_head + 1) % L->depth;
+    L->fl_len--;
+    if (f->ready_ps > L->last_ps)
+        L->last_ps = f->ready_ps;
+    for (int i = 0; i < f->nb; i++) {
+        uint32_t k = f->sk[i];
         rstate_t *r = &s->rs[k];
+        r->flight -= f->newt[i];
         if (r->state != R_RUNNING)
             continue;
-        r->computed += s->newt[i];
+        r->computed += f->newt[i];
         if (r->owner)
             prefix_ready(s, k);
         if (r->computed < known(s, k))
@@ -310,14 +363,14 @@ static void loop_sample(loop_t *L)
         r->generated++;
         nvl_serve_outcome_t *o = &s->out[s->which[k]];
         if (r->generated == 1)
-            o->first_token_ps = L->now;
+            o->first_token_ps = f->ready_ps;
         if (r->generated < req(s, k)->output_tokens)
             continue;
-        finish(s, k, L->now);
+        finish(s, k, f->ready_ps);
         L->done++;
         for (size_t j = L->next; L->conc > 0 && j < s->n; j++)
             if (L->arrive[j] < 0) {
-                L->arrive[j] = L->now;
+                L->arrive[j] = f->ready_ps;
                 break;
             }
     }
@@ -328,22 +381,13 @@ static void loop_sample(loop_t *L)
     s->n_running = m;
 }
 
-/* One step: built, checked, run, recorded, sampled; when nothing can
- * run, the time moves to the next arrival instead. */
-static nvl_status_t loop_step(loop_t *L, nvl_serve_step_fn step, void *ctx,
-                              bool keep)
+/* The step built runs from L->now: it joins the steps in flight (its
+ * sequences and tokens kept until it ends), and the next may start when
+ * its first stage is free. */
+static nvl_status_t loop_run(loop_t *L, nvl_serve_step_fn step, void *ctx,
+                             bool keep)
 {
     sched_t *s = &L->s;
-    loop_arrivals(L);
-    loop_build(L);
-    if (s->nb == 0) {
-        if (L->next < s->n && L->arrive[L->next] >= 0) {
-            L->now = L->arrive[L->next] > L->now ? L->arrive[L->next]
-                                                 : L->now;
-            return NVL_OK;
-        }
-        return broken("nothing can run and nothing will arrive");
-    }
     uint64_t tokens, pre;
     nvl_status_t st = loop_check(L, &tokens, &pre);
     if (st != NVL_OK)
@@ -353,14 +397,51 @@ static nvl_status_t loop_step(loop_t *L, nvl_serve_step_fn step, void *ctx,
                            .tokens = tokens, .prefill_tokens = pre,
                            .h2d_bytes = s->h2d, .d2h_bytes = s->d2h,
                            .start_ps = L->now};
-    int64_t dur = 0;
-    if ((st = step(ctx, &b, &dur)) != NVL_OK)
+    nvl_serve_step_time_t t = {0, 0};
+    if ((st = step(ctx, &b, &t)) != NVL_OK)
         return st;
-    if (keep && (st = loop_record(L, dur, tokens, pre)) != NVL_OK)
+    if (keep && (st = loop_record(L, t.dur_ps, tokens, pre)) != NVL_OK)
         return st;
-    loop_account(L, dur, tokens, pre);
-    loop_sample(L);
+    loop_account(L, t.free_ps, tokens, pre);
+    struct flight *f = &L->fl[(L->fl_head + L->fl_len++) % L->depth];
+    f->ready_ps = L->now + t.dur_ps;
+    f->nb = s->nb;
+    memcpy(f->sk, s->sk, (size_t)s->nb * sizeof *f->sk);
+    memcpy(f->newt, s->newt, (size_t)s->nb * sizeof *f->newt);
+    L->now += t.free_ps;
     return NVL_OK;
+}
+
+/* One turn of the loop: the steps in flight whose tokens are back are
+ * sampled; then a step is built and run when fewer than `depth` are in
+ * flight and one can run; else the time moves to the oldest step's end
+ * (sampled then), or, with none in flight, to the next arrival (vLLM V1's
+ * EngineCore.step_with_batch_queue: schedule while the batch queue has
+ * room, else block on its oldest batch). */
+static nvl_status_t loop_step(loop_t *L, nvl_serve_step_fn step, void *ctx,
+                              bool keep)
+{
+    sched_t *s = &L->s;
+    while (L->fl_len > 0 && L->fl[L->fl_head].ready_ps <= L->now)
+        loop_sample(L);
+    if (L->done == s->n)
+        return NVL_OK;
+    loop_arrivals(L);
+    s->nb = 0;
+    if (L->fl_len < L->depth)
+        loop_build(L);
+    if (s->nb > 0)
+        return loop_run(L, step, ctx, keep);
+    if (L->fl_len > 0) {
+        L->now = L->fl[L->fl_head].ready_ps;
+        loop_sample(L);
+        return NVL_OK;
+    }
+    if (L->next < s->n && L->arrive[L->next] >= 0) {
+        L->now = L->arrive[L->next] > L->now ? L->arrive[L->next] : L->now;
+        return NVL_OK;
+    }
+    return broken("nothing can run and nothing will arrive");
 }
 
 nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
@@ -389,8 +470,9 @@ nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
     loop_init(&L, replica, start_ps);
     while (L.done < n_which && st == NVL_OK)
         st = loop_step(&L, step, ctx, steps_out != NULL);
-    L.s.st.end_ps = L.now;
+    L.s.st.end_ps = L.now > L.last_ps ? L.now : L.last_ps;
     free(L.arrive);
+    flights_free(&L);
     sched_free(&L.s);
     if (st != NVL_OK) {
         free(L.recs);

@@ -37,7 +37,18 @@
  * chunked context) a prompt whose rest exceeds the budget left stops
  * admission too.
  *
+ * With a pipeline (policy in_flight > 1) steps overlap: a request in a
+ * step in flight is skipped in step 1 (vLLM V1: its num_new_tokens is 0
+ * once every known token is scheduled, "PP>1 and we have already
+ * scheduled all prompt tokens but they are not finished yet", so its next
+ * prefill chunk may run; TensorRT-LLM: every request of a micro batch in
+ * flight is in inflight_req_ids and not scheduled,
+ * tensorrt_llm/_torch/pyexecutor/py_executor.py _add_inflight_ids), and
+ * is never the one preempted (its step holds its blocks).
+ *
  * This file builds a step; run.c runs the loop around it. */
+#include <string.h>
+
 #include "sched_impl.h"
 
 /* ---- queues ------------------------------------------------------------------- */
@@ -111,10 +122,20 @@ static void drop_ref(sched_t *s, uint32_t k)
     r->shared = 0;
 }
 
-/* Preempts the running request admitted last (running[n_running - 1]). */
-static void preempt_last(sched_t *s)
+/* Preempts the running request admitted last, from running[from] on,
+ * that is in no step in flight; returns it, or -1 when there is none (a
+ * pipeline's steps in flight hold the others' blocks until they end). */
+static int64_t preempt_last(sched_t *s, size_t from)
 {
-    uint32_t k = s->running[--s->n_running];
+    size_t j = s->n_running;
+    while (j > from && s->rs[s->running[j - 1]].flight > 0)
+        j--;
+    if (j == from)
+        return -1;
+    uint32_t k = s->running[j - 1];
+    memmove(&s->running[j - 1], &s->running[j],
+            (s->n_running - j) * sizeof *s->running);
+    s->n_running--;
     rstate_t *r = &s->rs[k];
     double bytes = block_bytes(s, r->priv);
     s->out[s->which[k]].preemptions++;
@@ -129,7 +150,7 @@ static void preempt_last(sched_t *s)
         s->d2h += bytes;
         r->state = R_SWAPPED;
         sq_push(s, k);
-        return;
+        return k;
     }
     /* recompute: its KV dropped, prompt and outputs prefilled again */
     drop_ref(s, k);
@@ -137,6 +158,7 @@ static void preempt_last(sched_t *s)
     r->computed = 0;
     r->state = R_WAITING;
     wq_push_front(s, k);
+    return k;
 }
 
 /* ---- building a step --------------------------------------------------------------- */
@@ -144,7 +166,7 @@ static void preempt_last(sched_t *s)
 /* Tokens request k runs in this step if scheduled now. */
 static uint32_t step_tokens(const sched_t *s, uint32_t k)
 {
-    uint64_t rest = known(s, k) - s->rs[k].computed;
+    uint64_t rest = known(s, k) - s->rs[k].computed - s->rs[k].flight;
     uint64_t t = rest;
     if (t > s->p->chunk)
         t = s->p->chunk;
@@ -157,7 +179,7 @@ static uint32_t step_tokens(const sched_t *s, uint32_t k)
 static uint64_t blocks_needed(const sched_t *s, uint32_t k, uint32_t t)
 {
     const rstate_t *r = &s->rs[k];
-    uint64_t total = blocks_for(s, r->computed + t);
+    uint64_t total = blocks_for(s, r->computed + r->flight + t);
     uint64_t have = r->priv + r->shared;
     return total > have ? total - have : 0;
 }
@@ -167,7 +189,8 @@ static void add_to_step(sched_t *s, uint32_t k, uint32_t t, uint64_t more)
     rstate_t *r = &s->rs[k];
     r->priv += more;
     s->used += more;
-    s->past[s->nb] = r->computed;
+    s->past[s->nb] = r->computed + r->flight;
+    r->flight += t;
     s->newt[s->nb] = t;
     s->sreq[s->nb] = s->which[k];
     s->sk[s->nb] = k;
@@ -183,19 +206,27 @@ bool nvl_sched_running(sched_t *s)
         if (s->budget == 0 || (uint32_t)s->nb >= s->p->max_batch)
             break;
         uint32_t k = s->running[i];
+        const rstate_t *r = &s->rs[k];
+        /* in a step in flight: nothing to run until it ends, or (vLLM)
+         * its prefill's next chunk */
+        if (r->flight > 0 && (!s->row->next_chunk_in_flight ||
+                              r->computed + r->flight == known(s, k)))
+            continue;
         uint32_t t = step_tokens(s, k);
         uint64_t more = blocks_needed(s, k, t);
-        while (more > s->cap->kv_blocks - s->used) {
+        bool stop = false;
+        while (more > s->cap->kv_blocks - s->used && !stop) {
             if (s->p->prefix_caching && evict_prefix(s, -1))
                 continue;
-            if (!s->row->preempts)
-                s->broke = true;
-            preempt_last(s);
-            preempted = true;
-            if (i >= s->n_running)
-                break; /* it preempted itself */
+            int64_t v = preempt_last(s, i);
+            /* none free to preempt: it waits for the steps in flight */
+            stop = v < 0 || v == k; /* or it preempted itself */
+            if (v >= 0) {
+                s->broke |= !s->row->preempts;
+                preempted = true;
+            }
         }
-        if (i >= s->n_running)
+        if (stop)
             break;
         add_to_step(s, k, t, more);
     }

@@ -20,6 +20,8 @@ typedef struct {
     int32_t ref;         /* the prefix entry it holds (-1: none) */
     bool owner;          /* computing that entry */
     uint64_t admitted;   /* admission order (running list's order) */
+    uint64_t flight;     /* tokens in steps in flight (computed when
+                            their step ends) */
 } rstate_t;
 
 typedef struct {

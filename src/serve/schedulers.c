@@ -47,6 +47,7 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .id = {"vllm", "vLLM V1: KV blocks on demand, preemption, chunked "
                        "prefill (vllm/v1/core/sched/scheduler.py)"},
         .admit_to_completion = false, .preempts = true, .chunked = true,
+        .next_chunk_in_flight = true,
         .max_batch = 1024, .max_tokens_per_step = 8192, .block_tokens = 16,
         .mem_fraction = 0.90, .mem_of_free = false,
         .graph_rows = vllm_graph_rows},
@@ -55,6 +56,7 @@ static const nvl_serve_scheduler_t schedulers[] = {
                          "GUARANTEED_NO_EVICT, whole prompts, "
                          "trtllm-bench's limits"},
         .admit_to_completion = true, .preempts = false, .chunked = false,
+        .next_chunk_in_flight = false,
         .bench_limits = nvl_serve_trtllm_bench_limits, .block_tokens = 32,
         .mem_fraction = 0.90, .mem_of_free = true,
         .graph_rows = trtllm_graph_rows,

@@ -8,9 +8,9 @@
  *                    (kv_head_elems: 2 head_dim, keys and values, under
  *                    GQA; one latent, replicated on every rank, under MLA)
  *   engine         = param_count bytes_per_param                      (GiB)
- *   cache          = (mem_gib tp - engine) kv_fraction
+ *   cache          = (mem_gib tp pp - engine) kv_fraction
  *   requests       = cache / (kv_bytes/token (isl + osl))
- *   raw_bs         = min(requests, 4096)
+ *   raw_bs         = min(requests, 4096) / pp
  *   raw_tokens     = min(raw_bs (1 + isl / osl), 32768)
  *   max_batch      = max(64, 32 ceil(raw_bs / 32))   raw_bs < 256
  *                    128 ceil(raw_bs / 128)          raw_bs < 1024
@@ -63,11 +63,12 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
     double per_token_gib = (double)in->layers * heads * in->kv_head_elems *
                            in->kv_bytes_per_elem / GIB;
     double engine_gib = in->checkpoint_params * in->bytes_per_param / GIB;
-    double total_gib = in->gpu_mem_gib * in->tp;
+    uint32_t pp = in->pp > 1 ? in->pp : 1, gpus = in->tp * pp;
+    double total_gib = in->gpu_mem_gib * gpus;
     if (total_gib < engine_gib) {
         nvl_report("--scheduler trtllm: trtllm-bench's limits: the model "
                    "needs %.2f GiB, the %u GPUs hold %.2f GiB",
-                   engine_gib, in->tp, total_gib);
+                   engine_gib, gpus, total_gib);
         return NVL_ERR_NOMEM;
     }
     double cache_gib = (total_gib - engine_gib) * in->kv_fraction;
@@ -80,7 +81,7 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
                    in->mean_osl);
         return NVL_ERR_NOMEM;
     }
-    double raw_bs = requests < 4096 ? requests : 4096;
+    double raw_bs = (requests < 4096 ? requests : 4096) / pp;
     double raw_tok = raw_bs * (1 + in->mean_isl / in->mean_osl);
     if (raw_tok > 32768)
         raw_tok = 32768;

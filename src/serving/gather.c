@@ -139,9 +139,10 @@ static void unpack_pools(const double *all, const nvl_serving_layout_t *L,
             const double *f = all + (size_t)r * S_FIELDS;
             for (int i = 0; i < NVL_PART_COUNT; i++)
                 pl->part_ps[i] += (int64_t)(f[S_PARTS + i] / pl->gpus);
-            if ((r - pl->first_rank) % pl->tp == 0)
+            int per = pl->tp * pl->pp; /* a replica's ranks */
+            if ((r - pl->first_rank) % per == 0)
                 unpack_replica(f, pl,
-                               &pl->stats[(r - pl->first_rank) / pl->tp]);
+                               &pl->stats[(r - pl->first_rank) / per]);
         }
     }
 }
@@ -179,7 +180,9 @@ static int *leader_replicas(const nvl_serving_layout_t *L, int size)
     for (int r = 0, rep0 = 0, p = 0; p < L->n_pools; p++) {
         const nvl_serving_pool_t *pl = &L->pools[p];
         for (int k = 0; k < pl->gpus; k++, r++)
-            leader_rep[r] = k % pl->tp == 0 ? rep0 + k / pl->tp : -1;
+            leader_rep[r] = k % (pl->tp * pl->pp) == 0
+                                ? rep0 + k / (pl->tp * pl->pp)
+                                : -1;
         rep0 += pl->replicas;
     }
     return leader_rep;

@@ -1,5 +1,6 @@
 /* The layout of a serving job: one pool of replicas (aggregated), or a
  * prefill and a decode pool (disaggregated); this rank's place. */
+#include <stdio.h>
 #include <string.h>
 
 #include "nvlemu/serving.h"
@@ -10,6 +11,14 @@ static nvl_status_t check_disagg(const nvl_serving_layout_opts_t *o,
     if (o->tp) {
         nvl_report("--tp is the aggregated layout's; disaggregated "
                    "pools take --prefill-tp and --decode-tp");
+        return NVL_ERR_INVALID;
+    }
+    if (o->pp > 1) {
+        nvl_report("--pp %ld with disaggregated pools is not modeled: a "
+                   "pipeline's KV lives on every stage, and the transfer "
+                   "from a prefill to a decode replica is timed between "
+                   "tensor-parallel groups only; use --pp with the "
+                   "aggregated layout (--tp)", o->pp);
         return NVL_ERR_INVALID;
     }
     if (o->prefill_gpus + o->decode_gpus != size || o->prefill_gpus < 1 ||
@@ -49,7 +58,7 @@ static nvl_status_t plan_disagg(const nvl_serving_layout_opts_t *o,
         }
         l->pools[p] = (nvl_serving_pool_t){
             .name = names[p], .first_rank = first, .gpus = (int)g[p],
-            .tp = (int)t[p], .replicas = (int)(g[p] / t[p]),
+            .tp = (int)t[p], .pp = 1, .replicas = (int)(g[p] / t[p]),
             .system_replicas = (int)(g[p] / t[p])};
         if (o->replicas) {
             nvl_report("--replicas is the aggregated layout's");
@@ -76,23 +85,37 @@ static nvl_status_t plan_aggregated(const nvl_serving_layout_opts_t *o,
                    "--decode-gpus");
         return NVL_ERR_INVALID;
     }
-    long tp = o->tp ? o->tp : size;
-    if (size % tp != 0) {
-        nvl_report("--tp %ld does not divide the job's %d ranks", tp, size);
+    long pp = o->pp > 1 ? o->pp : 1;
+    if (size % pp != 0) {
+        nvl_report("--pp %ld does not divide the job's %d ranks", pp, size);
         return NVL_ERR_INVALID;
     }
-    if (o->replicas && o->replicas < size / tp) {
+    long tp = o->tp ? o->tp : size / pp, per = tp * pp;
+    if (size % per != 0) {
+        if (pp > 1)
+            nvl_report("--tp %ld x --pp %ld (%ld ranks a replica) does "
+                       "not divide the job's %d ranks", tp, pp, per, size);
+        else
+            nvl_report("--tp %ld does not divide the job's %d ranks", tp,
+                       size);
+        return NVL_ERR_INVALID;
+    }
+    if (o->replicas && o->replicas < size / per) {
+        char stages[32] = "";
+        if (pp > 1)
+            snprintf(stages, sizeof stages, " x PP %ld", pp);
         nvl_report("--replicas %ld: the job's %d ranks already run %ld "
-                   "replicas of TP %ld", o->replicas, size, size / tp, tp);
+                   "replicas of TP %ld%s", o->replicas, size, size / per,
+                   tp, stages);
         return NVL_ERR_INVALID;
     }
     l->n_pools = 1;
     l->pools[0] = (nvl_serving_pool_t){
-        .name = "aggregated", .gpus = size, .tp = (int)tp,
-        .replicas = size / (int)tp,
-        .system_replicas = o->replicas ? (int)o->replicas : size / (int)tp};
-    l->replica = l->replica_in_pool = rank / (int)tp;
-    l->rank_in_replica = rank % (int)tp;
+        .name = "aggregated", .gpus = size, .tp = (int)tp, .pp = (int)pp,
+        .replicas = size / (int)per,
+        .system_replicas = o->replicas ? (int)o->replicas : size / (int)per};
+    l->replica = l->replica_in_pool = rank / (int)per;
+    l->rank_in_replica = rank % (int)per;
     return NVL_OK;
 }
 

@@ -38,7 +38,7 @@ static nvl_status_t pad_step(nvl_serving_step_t *c, const nvl_serve_batch_t *b,
 /* The scheduler's step (nvl_serve_step_fn): a step a CUDA graph replays
  * runs its graph's rows. */
 static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
-                                int64_t *dur_ps_out)
+                                nvl_serve_step_time_t *time_out)
 {
     nvl_serving_step_t *c = ctx;
     nvl_pass_stats_t ps;
@@ -55,7 +55,8 @@ static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
     }
     nvl_status_t st = nvl_engine_serve_step(c->e, n, past, newt,
                                             b->h2d_bytes, b->d2h_bytes,
-                                            b->start_ps, dur_ps_out, &ps);
+                                            b->start_ps, &time_out->dur_ps,
+                                            &time_out->free_ps, &ps);
     if (st == NVL_OK)
         for (int i = 0; i < NVL_PART_COUNT; i++)
             c->part_ps[i] += ps.part_ps[i];

@@ -7,10 +7,11 @@
 #include "nvlemu/serve.h"
 
 static nvl_status_t step(void *ctx, const nvl_serve_batch_t *b,
-                         int64_t *dur_ps_out)
+                         nvl_serve_step_time_t *time_out)
 {
     (void)ctx;
-    *dur_ps_out = 1000000 + 1000 * (int64_t)b->tokens;
+    time_out->dur_ps = 1000000 + 1000 * (int64_t)b->tokens;
+    time_out->free_ps = time_out->dur_ps;
     return NVL_OK;
 }
 

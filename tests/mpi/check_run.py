@@ -60,6 +60,9 @@ CHECK is one of
                the topology's [c2c], [host_memory], [node] and
                copy_overhead keys (nvlemu topo --json) must be the run's
                memory_per_gpu.c2c_bytes_per_step and c2c_ms_per_step
+  pp-moe       a mixture of experts with the command's --pp: experts.moe_layers
+               and the per-layer expert tokens equal those of --pp 1 (every
+               stage's MoE layers, not stage 0's)
   pp-layout LAYERS_A LAYERS_B
                timing mode with --trace, the command's pipeline split as
                --pp-layers LAYERS_A and as LAYERS_B: each layer's kernels
@@ -476,6 +479,22 @@ def check_async_tp(cmd):
     check_overlap(doc, trace)
 
 
+def pp_moe(cmd):
+    """A mixture of experts' MoE layers and per-layer expert tokens with the
+    command's pipeline equal those without one (--pp 1 appended): every
+    stage's layers counted, not stage 0's alone."""
+    keys = ["moe_layers", "expert_tokens_per_layer_mean",
+            "expert_tokens_per_layer_max"]
+    with_pp, without = run(cmd, []), run(cmd, ["--pp", "1"])
+    for k in keys:
+        x, y = with_pp["experts"][k], without["experts"][k]
+        if abs(x - y) > 1e-9 * max(abs(x), abs(y)):
+            sys.exit("check_run.py: experts.%s is %r with the pipeline, %r "
+                     "without" % (k, x, y))
+    print("check_run.py: experts' %s equal with and without the pipeline"
+          % ", ".join(keys))
+
+
 def check_pp_layout(cmd):
     pp_layout(cmd, sys.argv[2], sys.argv[3])
 
@@ -496,6 +515,7 @@ CHECKS = {
     "overlap": check_async_tp,
     "tier-hand": tier_hand,
     "pp-layout": check_pp_layout,
+    "pp-moe": pp_moe,
 }
 
 

@@ -11,6 +11,11 @@
                          the cache holds to completion
   check.py placements    the same trace under three launch layouts gives
                          byte-identical CSV and JSON (but the wall time)
+  check.py pipeline      --pp: one request's TTFT and TPOT are run --pp's
+                         (TP 1 x PP 3); a loaded TP 2 x PP 3 replica keeps
+                         more than one and at most 3 steps in flight, every
+                         request finishes, and its JSON equals the golden
+                         tests/data/serve/pp3-tp2.json (--update rewrites it)
 """
 import argparse
 import csv
@@ -176,10 +181,68 @@ def placements(a, tmp):
     return 1 if bad else 0
 
 
+def pp_steps_in_flight(trace_path):
+    """The most steps of the replica in flight at once (the trace's step
+    slices: start and duration to the tokens' sampling)."""
+    t = json.load(open(trace_path))
+    ev = t["traceEvents"] if isinstance(t, dict) else t
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                   if e.get("ph") == "X" and e.get("name", "").startswith("step"))
+    most = 0
+    for i, (start, _) in enumerate(steps):
+        most = max(most, sum(1 for s0, e0 in steps[:i + 1] if e0 > start))
+    return most, len(steps)
+
+
+def pipeline(a, tmp):
+    bad = 0
+    model = ["--model", "qwen2.5-7b", "--layers", "6", "--pp", "3"]
+    run_json, serve_json = os.path.join(tmp, "run.json"), os.path.join(tmp, "serve.json")
+    job(a.root, [a.nvlemu, "run"] + model + ["--prompt-len", "1000", "--gen-len", "20",
+                                             "--json", run_json])
+    job(a.root, [a.nvlemu, "serve"] + model +
+        ["--workload", "tests/data/serve/one-request.jsonl", "--json", serve_json])
+    run, serve = json.load(open(run_json)), json.load(open(serve_json))
+    for key in ("ttft_ms", "tpot_ms"):
+        if abs(serve[key]["mean"] - run[key]) > 1e-9 * run[key]:
+            print(f"PP 3, one request: {key} serve {serve[key]['mean']!r}, run {run[key]!r}")
+            bad += 1
+    j, tr = os.path.join(tmp, "pp.json"), os.path.join(tmp, "pp.trace.json")
+    job(a.root, [a.nvlemu, "serve", "--model", "qwen2.5-7b", "--layers", "6", "--pp", "3",
+                 "--tp", "2", "--concurrency", "24", "--requests", "48", "--isl", "128",
+                 "--osl", "16", "--max-batch", "8", "--json", j, "--trace", tr], ranks=6)
+    most, n = pp_steps_in_flight(tr)
+    if not 1 < most <= 3:
+        print(f"TP 2 x PP 3: {most} steps in flight at most (expected 2 or 3)")
+        bad += 1
+    d = json.load(open(j))
+    d.pop("wall_s")
+    d.pop("validation", None)  # families.json's, regenerated apart
+    if d["requests"] != 48:
+        print(f"TP 2 x PP 3: {d['requests']} requests finished of 48")
+        bad += 1
+    golden = os.path.join(a.root, "tests", "data", "serve", "pp3-tp2.json")
+    if a.update:
+        with open(golden, "w") as f:
+            json.dump(d, f, indent=1, sort_keys=True)
+            f.write("\n")
+    elif d != json.load(open(golden)):
+        print(f"TP 2 x PP 3: the JSON differs from {golden} (check.py pipeline --update "
+              "rewrites it when the model changed on purpose)")
+        bad += 1
+    if bad == 0:
+        print(f"pipeline: one request serve = run --pp 3 (TTFT {run['ttft_ms']:.6f} ms, "
+              f"TPOT {run['tpot_ms']:.6f} ms); TP 2 x PP 3: {n} steps, up to {most} "
+              "in flight, JSON = golden")
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["one-request", "conservation", "placements",
-                                      "trtllm"])
+                                      "trtllm", "pipeline"])
+    ap.add_argument("--update", action="store_true",
+                    help="pipeline: rewrite its golden JSON")
     ap.add_argument("--nvlemu", default="build/nvlemu")
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))))
@@ -188,7 +251,8 @@ def main():
     a.nvlemu = os.path.abspath(os.path.join(a.root, a.nvlemu))
     with tempfile.TemporaryDirectory() as tmp:
         return {"one-request": one_request, "conservation": conservation,
-                "placements": placements, "trtllm": trtllm}[a.check](a, tmp)
+                "placements": placements, "trtllm": trtllm,
+                "pipeline": pipeline}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 # Pareto front is the non-dominated set of the runs meeting the SLO (and
 # dominates every other feasible run), that a second sweep reuses every
 # run, that another SLO reuses them too and changes which runs are
-# feasible, the commands of a dry run (--loads included), and a bad
+# feasible, the commands of a dry run (--loads and --pp included), and a bad
 # --disagg refused.
 # Exits 77 (skipped) without python3.
 set -eu
@@ -48,6 +48,14 @@ grep -q 'mpirun -n 2 .* serve .*--prefill-gpus 1 --decode-gpus 1 --prefill-tp 1 
 (cd "$repo" && "$sweep" $args --loads tp1=50 --dry-run --out "$tmp/d") >"$tmp/dry2" || fail "dry run --loads"
 [ "$(grep -c -- '--tp 1 --replicas 2 --rate 50 ' "$tmp/dry2")" -eq 1 ] \
     && [ "$(grep -c -- '--rate' "$tmp/dry2")" -eq 3 ] || { cat "$tmp/dry2"; fail "--loads tp1=50"; }
+# 4c. --pp: a pipeline's layout (TP 1 x PP 2 on 2 ranks) beside TP 1, whose
+# run id stays the one without --pp
+(cd "$repo" && "$sweep" $args --pp 1,2 --dry-run --out "$tmp/d") >"$tmp/dry3" || fail "dry run --pp"
+grep -q 'mpirun -n 2 .* serve .*--tp 1 --pp 2 --rate 100 .*serve-tp1pp2-' "$tmp/dry3" \
+    || { cat "$tmp/dry3"; fail "--pp 2 command"; }
+grep -- '--tp 1 --replicas 2 --rate 100 ' "$tmp/dry" | sed 's/.*--json //' >"$tmp/id1"
+grep -- '--tp 1 --replicas 2 --rate 100 ' "$tmp/dry3" | sed 's/.*--json //' >"$tmp/id3"
+cmp -s "$tmp/id1" "$tmp/id3" || fail "--pp 1,2 changed the TP 1 run's id"
 # 5. a bad layout is refused before anything runs
 (cd "$repo" && "$sweep" --serve --disagg 8x:8 --rate 1 --dry-run --out "$tmp/b") \
     >"$tmp/bad" 2>&1 && fail "--disagg 8x:8 accepted"

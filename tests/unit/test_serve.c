@@ -148,7 +148,7 @@ typedef struct {
 } fake_t;
 
 static nvl_status_t fake_step(void *ctx, const nvl_serve_batch_t *b,
-                              int64_t *dur_ps_out)
+                              nvl_serve_step_time_t *time_out)
 {
     fake_t *f = ctx;
     uint64_t t = 0;
@@ -166,7 +166,8 @@ static nvl_status_t fake_step(void *ctx, const nvl_serve_batch_t *b,
         f->max_tokens = t;
     if ((uint64_t)b->n > f->max_seqs)
         f->max_seqs = (uint64_t)b->n;
-    *dur_ps_out = 1000000000LL + 10000000LL * (int64_t)t;
+    time_out->dur_ps = 1000000000LL + 10000000LL * (int64_t)t;
+    time_out->free_ps = time_out->dur_ps;
     return NVL_OK;
 }
 
