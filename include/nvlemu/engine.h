@@ -359,8 +359,9 @@ typedef struct {
  * the KV's host share (--kv-host; auto: the share that fills HBM and the
  * host memory) in the host's memory (docs/serve.md, "Memory and the
  * prefix cache").  Plans the engine's memory for the steps to come.  Reports and fails on every rank
- * when nothing is left for the KV cache, when a host tier is asked of a
- * topology without one, or under data-parallel attention. */
+ * when nothing is left for the KV cache or when a host tier is asked of a
+ * topology without one.  Under data-parallel attention the room is each
+ * rank's own: every KV head, its share of the steps' rows. */
 nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
                                      uint64_t max_seqs,
                                      const nvl_engine_kv_rule_t *rule,
@@ -377,6 +378,12 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
  * on every rank; *dur_ps_out = end - start_ps.  pass_out (NULL: not
  * wanted) receives this rank's statistics of the step; the engine keeps
  * no record of it (constant memory however many steps). */
+/* Data-parallel attention: the next nvl_engine_serve_step's sequences
+ * are rows row0.. of the replica's step (the rows of the ranks before this
+ * one), so each rank's rows draw their own seeded expert routing; the
+ * step after it starts from row 0 again. */
+void nvl_engine_serve_first_row(nvl_engine_t *e, uint64_t row0);
+
 nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
                                    const uint64_t *past,
                                    const uint64_t *new_tokens,

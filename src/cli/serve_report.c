@@ -125,6 +125,24 @@ static void policy_line(const nvl_serve_report_t *r, FILE *out)
             p->prefix_caching ? "on" : "off");
 }
 
+/* A replica of `tp` ranks as TensorRT-LLM names its layouts (TP8:
+ * attention and experts tensor-parallel; EP8: attention tensor-parallel,
+ * experts expert-parallel; DEP8: attention data-parallel, experts
+ * expert-parallel); what describes it when no name does. */
+static void layout_name(const nvl_serve_report_t *r, int tp, char *buf,
+                        size_t n)
+{
+    const nvl_placement_t *pl = &r->serving->engine.place;
+    int ep = pl->ep > 0 ? pl->ep : 1;
+    if (r->model->num_experts == 0 || (!pl->attn_dp && ep == 1))
+        snprintf(buf, n, "TP%d", tp);
+    else if (ep == tp)
+        snprintf(buf, n, "%sEP%d", pl->attn_dp ? "D" : "", tp);
+    else
+        snprintf(buf, n, "attention %s%d, experts EP%d x TP%d",
+                 pl->attn_dp ? "DP" : "TP", tp, ep, tp / ep);
+}
+
 /* The "# " lines: the job, the workload, the policy, the software. */
 static void text_header(const nvl_serve_report_t *r, FILE *out)
 {
@@ -134,9 +152,12 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
     workload_line(r, wl, sizeof wl);
     fprintf(out, "# nvlemu serve: %s on %s, %d GPUs:", r->model->name,
             r->topo->name, r->sum.gpus);
-    for (int p = 0; p < r->res->n_pools; p++)
-        fprintf(out, "%s %s %d x TP %d", p ? " +" : "", r->res->pools[p].name,
-                r->res->pools[p].replicas, r->res->pools[p].tp);
+    for (int p = 0; p < r->res->n_pools; p++) {
+        char lay[96];
+        layout_name(r, r->res->pools[p].tp, lay, sizeof lay);
+        fprintf(out, "%s %s %d x %s", p ? " +" : "", r->res->pools[p].name,
+                r->res->pools[p].replicas, lay);
+    }
     if (p0->system_replicas > p0->replicas)
         fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
                      "serve the same share of the load)",
@@ -206,8 +227,10 @@ static void text_pool(const nvl_serve_report_t *r,
 {
     nvl_serve_replica_stats_t t;
     pool_totals(pl, &t);
-    fprintf(out, "\npool %s: %d replica(s) x TP %d\n", pl->name,
-            pl->replicas, pl->tp);
+    char lay[96];
+    layout_name(r, pl->tp, lay, sizeof lay);
+    fprintf(out, "\npool %s: %d replica(s) x %s\n", pl->name, pl->replicas,
+            lay);
     fprintf(out, "  KV cache     %.2f GB per GPU (%.0f blocks of %u "
                  "positions; %.0f%% in host memory), peak use %.1f%%\n",
             pl->kv_gb_per_gpu, pl->kv_blocks,
@@ -303,10 +326,13 @@ static json_t *json_pool(const nvl_serve_report_t *r,
     for (int i = 0; i < NVL_PART_COUNT; i++)
         json_object_set_new(parts, nvl_part_name((nvl_part_t)i),
                             json_real(MS(pl->part_ps[i])));
+    char lay[96];
+    layout_name(r, pl->tp, lay, sizeof lay);
     return json_pack(
-        "{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
+        "{s:s, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
         "s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o}",
-        "name", pl->name, "gpus", pl->gpus, "tp", pl->tp, "replicas",
+        "name", pl->name, "layout", lay, "gpus", pl->gpus, "tp", pl->tp,
+        "replicas",
         pl->replicas, "kv_gb_per_gpu", pl->kv_gb_per_gpu, "kv_blocks",
         pl->kv_blocks, "kv_host_share", pl->kv_host_share, "kv_peak_use",
         pl->kv_blocks > 0 ? (double)t.peak_blocks / pl->kv_blocks : 0.0,

@@ -41,7 +41,7 @@ static void prefix_ready(sched_t *s, uint32_t k)
     r->owner = false;
 }
 
-static nvl_status_t broken(const char *what)
+nvl_status_t nvl_sched_broken(const char *what)
 {
     nvl_report("internal error: the serve scheduler broke its invariant: "
                "%s", what);
@@ -113,7 +113,17 @@ nvl_status_t nvl_serve_check(const nvl_serve_workload_t *w,
     return NVL_OK;
 }
 
-static void sched_free(sched_t *s)
+size_t nvl_sched_prefixes(const nvl_serve_workload_t *w,
+                          const uint32_t *which, size_t n_which)
+{
+    int32_t n_pe = 0;
+    for (size_t k = 0; k < n_which; k++)
+        if (w->reqs[which[k]].prefix + 1 > n_pe)
+            n_pe = w->reqs[which[k]].prefix + 1;
+    return (size_t)n_pe;
+}
+
+void nvl_sched_free(sched_t *s)
 {
     free(s->rs);
     free(s->pe);
@@ -128,21 +138,7 @@ static void sched_free(sched_t *s)
 
 /* ---- the loop ------------------------------------------------------------ */
 
-/* The scheduler and the loop's own state: arrivals, progress, records. */
-typedef struct {
-    sched_t s;
-    int64_t *arrive;     /* by k: open loop in which's order; closed loop
-                            the first conc, the others when a slot frees
-                            (-1 until then) */
-    uint32_t conc;
-    bool prefilled;
-    size_t next, done;
-    int64_t now;
-    nvl_serve_step_rec_t *recs;
-    size_t n_recs, cap_recs;
-} loop_t;
-
-static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
+nvl_status_t nvl_loop_alloc(loop_t *L, size_t n_which)
 {
     sched_t *s = &L->s;
     size_t n1 = n_which + 1;
@@ -158,7 +154,7 @@ static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
     L->arrive = malloc(n1 * sizeof *L->arrive);
     if (!s->rs || !s->pe || !s->running || !s->waitq || !s->swapq ||
         !s->past || !s->newt || !s->sreq || !s->sk || !L->arrive) {
-        sched_free(s);
+        nvl_sched_free(s);
         free(L->arrive);
         nvl_report("out of memory scheduling %zu requests", n_which);
         return NVL_ERR_NOMEM;
@@ -167,7 +163,7 @@ static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
 }
 
 /* Each request's arrival, state and outcome before the first step. */
-static void loop_init(loop_t *L, uint32_t replica, int64_t start_ps)
+void nvl_loop_init(loop_t *L, uint32_t replica, int64_t start_ps)
 {
     sched_t *s = &L->s;
     for (size_t k = 0; k < s->n; k++) {
@@ -209,7 +205,7 @@ static void loop_arrivals(loop_t *L)
     }
 }
 
-static void loop_build(loop_t *L)
+void nvl_loop_build(loop_t *L)
 {
     sched_t *s = &L->s;
     s->nb = 0;
@@ -224,15 +220,15 @@ static void loop_build(loop_t *L)
 
 /* The built step's tokens and prefill tokens, each sequence's first
  * schedule marked, the invariants checked. */
-static nvl_status_t loop_check(loop_t *L, uint64_t *tokens_out,
+nvl_status_t nvl_loop_check(loop_t *L, uint64_t *tokens_out,
                                uint64_t *pre_out)
 {
     sched_t *s = &L->s;
     nvl_status_t st = NVL_OK;
     if (s->used > s->cap->kv_blocks)
-        st = broken("KV blocks in use above the capacity");
+        st = nvl_sched_broken("KV blocks in use above the capacity");
     if (s->broke)
-        st = broken("a no-evict scheduler preempted a request");
+        st = nvl_sched_broken("a no-evict scheduler preempted a request");
     uint64_t tokens = 0, pre = 0;
     for (int i = 0; i < s->nb; i++) {
         tokens += s->newt[i];
@@ -247,14 +243,14 @@ static nvl_status_t loop_check(loop_t *L, uint64_t *tokens_out,
     }
     if (tokens > s->p->max_tokens_per_step ||
         (uint32_t)s->nb > s->p->max_batch)
-        st = broken("a step above the token budget or the batch limit");
+        st = nvl_sched_broken("a step above the token budget or the batch limit");
     *tokens_out = tokens;
     *pre_out = pre;
     return st;
 }
 
-static nvl_status_t loop_record(loop_t *L, int64_t dur, uint64_t tokens,
-                                uint64_t pre)
+nvl_status_t nvl_loop_record(loop_t *L, int64_t dur, uint64_t tokens,
+                            uint64_t pre, uint32_t seqs, uint64_t blocks)
 {
     if (L->n_recs == L->cap_recs) {
         L->cap_recs = L->cap_recs ? 2 * L->cap_recs : 1024;
@@ -267,13 +263,13 @@ static nvl_status_t loop_record(loop_t *L, int64_t dur, uint64_t tokens,
         L->recs = nr;
     }
     L->recs[L->n_recs++] = (nvl_serve_step_rec_t){
-        .start_ps = L->now, .dur_ps = dur, .seqs = (uint32_t)L->s.nb,
+        .start_ps = L->now, .dur_ps = dur, .seqs = seqs,
         .tokens = (uint32_t)tokens, .prefill_tokens = (uint32_t)pre,
-        .blocks_used = (uint32_t)L->s.used};
+        .blocks_used = (uint32_t)blocks};
     return NVL_OK;
 }
 
-static void loop_account(loop_t *L, int64_t dur, uint64_t tokens,
+void nvl_loop_account(loop_t *L, int64_t dur, uint64_t tokens,
                          uint64_t pre)
 {
     sched_t *s = &L->s;
@@ -294,7 +290,7 @@ static void loop_account(loop_t *L, int64_t dur, uint64_t tokens,
 /* After the step: each sequence whose known tokens are all computed
  * samples its next token; the finished ones leave (a closed loop lets the
  * next request arrive) and the running list closes up. */
-static void loop_sample(loop_t *L)
+void nvl_loop_sample(loop_t *L)
 {
     sched_t *s = &L->s;
     for (int i = 0; i < s->nb; i++) {
@@ -335,17 +331,17 @@ static nvl_status_t loop_step(loop_t *L, nvl_serve_step_fn step, void *ctx,
 {
     sched_t *s = &L->s;
     loop_arrivals(L);
-    loop_build(L);
+    nvl_loop_build(L);
     if (s->nb == 0) {
         if (L->next < s->n && L->arrive[L->next] >= 0) {
             L->now = L->arrive[L->next] > L->now ? L->arrive[L->next]
                                                  : L->now;
             return NVL_OK;
         }
-        return broken("nothing can run and nothing will arrive");
+        return nvl_sched_broken("nothing can run and nothing will arrive");
     }
     uint64_t tokens, pre;
-    nvl_status_t st = loop_check(L, &tokens, &pre);
+    nvl_status_t st = nvl_loop_check(L, &tokens, &pre);
     if (st != NVL_OK)
         return st;
     nvl_serve_batch_t b = {.n = s->nb, .past = s->past,
@@ -356,10 +352,10 @@ static nvl_status_t loop_step(loop_t *L, nvl_serve_step_fn step, void *ctx,
     int64_t dur = 0;
     if ((st = step(ctx, &b, &dur)) != NVL_OK)
         return st;
-    if (keep && (st = loop_record(L, dur, tokens, pre)) != NVL_OK)
+    if (keep && (st = nvl_loop_record(L, dur, tokens, pre, (uint32_t)s->nb, s->used)) != NVL_OK)
         return st;
-    loop_account(L, dur, tokens, pre);
-    loop_sample(L);
+    nvl_loop_account(L, dur, tokens, pre);
+    nvl_loop_sample(L);
     return NVL_OK;
 }
 
@@ -378,20 +374,16 @@ nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
                       .row = nvl_serve_scheduler(p->sched)},
                 .conc = w->concurrency, .prefilled = prefilled};
     L.s.st.kv_blocks = cap->kv_blocks;
-    int32_t n_pe = 0;
-    for (size_t k = 0; k < n_which; k++)
-        if (w->reqs[which[k]].prefix + 1 > n_pe)
-            n_pe = w->reqs[which[k]].prefix + 1;
-    L.s.n_pe = (size_t)n_pe;
-    nvl_status_t st = loop_alloc(&L, n_which);
+    L.s.n_pe = nvl_sched_prefixes(w, which, n_which);
+    nvl_status_t st = nvl_loop_alloc(&L, n_which);
     if (st != NVL_OK)
         return st;
-    loop_init(&L, replica, start_ps);
+    nvl_loop_init(&L, replica, start_ps);
     while (L.done < n_which && st == NVL_OK)
         st = loop_step(&L, step, ctx, steps_out != NULL);
     L.s.st.end_ps = L.now;
     free(L.arrive);
-    sched_free(&L.s);
+    nvl_sched_free(&L.s);
     if (st != NVL_OK) {
         free(L.recs);
         return st;
