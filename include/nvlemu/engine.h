@@ -386,12 +386,19 @@ typedef struct {
  * the KV's host share (--kv-host; auto: the share that fills HBM and the
  * host memory) in the host's memory (docs/serve.md, "Memory and the
  * prefix cache").  Plans the engine's memory for the steps to come.  Reports and fails on every rank
- * when nothing is left for the KV cache, when a host tier is asked of a
- * topology without one, or under data-parallel attention. */
+ * when nothing is left for the KV cache or when a host tier is asked of a
+ * topology without one.  Under data-parallel attention the room is each
+ * rank's own: every KV head, its share of the steps' rows. */
 nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
                                      uint64_t max_seqs,
                                      const nvl_engine_kv_rule_t *rule,
                                      nvl_engine_kv_room_t *room_out);
+
+/* Data-parallel attention: the next nvl_engine_serve_step's sequences
+ * are rows row0.. of the replica's step (the rows of the ranks before this
+ * one), so each rank's rows draw their own seeded expert routing; the
+ * step after it starts from row 0 again. */
+void nvl_engine_serve_first_row(nvl_engine_t *e, uint64_t row0);
 
 /* Collective over the engine's group, timing mode: one continuous-batching
  * step from start_ps (the clock waits until then): sequence i runs

@@ -332,6 +332,38 @@ nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
                            nvl_serve_step_rec_t **steps_out,
                            size_t *n_steps_out);
 
+/* ---- attention data-parallel ranks (TensorRT-LLM's ADP) ------------------ */
+
+/* One step of every attention-DP rank of a replica: batches[r] is rank
+ * r's step (n 0: nothing scheduled there); the ranks run it together (the
+ * mixture of experts' layers join them), so it returns one duration. */
+typedef nvl_status_t (*nvl_serve_dp_step_fn)(void *ctx,
+                                             const nvl_serve_batch_t *batches,
+                                             int ranks, int64_t *dur_ps_out);
+
+/* Serves which[0..n_which) of w as nvl_serve_run does, on a replica whose
+ * `ranks` ranks each run attention on their own sequences (TensorRT-LLM's
+ * enable_attention_dp; docs/serve.md "Attention data-parallel"): each
+ * rank its own scheduler under p with its own KV cache of cap->kv_blocks
+ * and its own max_batch and budget; every step, the requests that arrived
+ * go to the ranks as TensorRT-LLM's executor request queue balances them
+ * (at most ranks x max_batch active in all; the ranks below the expected
+ * count, fewest active prompt tokens first, take them longest prompt
+ * first); then every rank builds its step and step runs them together.
+ * p->sched must admit to completion (TensorRT-LLM's scheduler) and
+ * nothing arrives prefilled.  *stats_out sums the ranks (kv_blocks and
+ * peak_blocks over all ranks, steps counted once); steps_out as
+ * nvl_serve_run's, a step's sequences, tokens and blocks summed. */
+nvl_status_t nvl_serve_run_dp(const nvl_serve_workload_t *w,
+                              const uint32_t *which, size_t n_which,
+                              uint32_t replica, const nvl_serve_policy_t *p,
+                              const nvl_serve_capacity_t *cap, int ranks,
+                              nvl_serve_dp_step_fn step, void *ctx,
+                              nvl_serve_outcome_t *out,
+                              nvl_serve_replica_stats_t *stats_out,
+                              nvl_serve_step_rec_t **steps_out,
+                              size_t *n_steps_out);
+
 /* ---- results ------------------------------------------------------------- */
 
 /* Mean and percentiles of one latency, in milliseconds. */

@@ -162,18 +162,21 @@ def _serving(serves):
                    "total output tokens/s of the TP group, NVIDIA's ModelOpt FP4 (Blackwell) "
                    "and FP8 (H200) checkpoints with an FP8 KV cache (trtllm-bench's default "
                    "for both). Predicted by `nvlemu serve --scheduler trtllm` with the same "
-                   "model, GPU, TP degree, dtypes, lengths and request count, all requests at "
+                   "model, GPU, TP degree and layout (TensorRT-LLM's names: TPn, or DEPn for "
+                   "the MoE rows, whose command runs `--ep n` with attention data-parallel: "
+                   "`--ep n --attn-parallel dp`, `docs/serve.md`, \"Attention data-parallel "
+                   "(DEP)\"), dtypes, lengths and request count, all requests at "
                    "time 0: TensorRT-LLM's no-evict admission with whole prompts, "
                    "trtllm-bench's own max batch and max tokens (from the mean lengths and "
                    "the KV cache), the KV cache at 0.90 of the free memory (`docs/serve.md`, "
                    "\"The schedulers\"), and the default `fused` stack. None of the model's "
                    "constants was fit to these rows. The batch column is the mean decode "
                    "sequences per step of the emulated run.\n")
-        doc.append(table(["system", "model", "TP", "ISL/OSL", "requests",
+        doc.append(table(["system", "model", "TP", "layout", "ISL/OSL", "requests",
                           "predicted tok/s", "published tok/s", "error",
                           "mean decode batch", "TTFT mean (ms)", "TPOT mean (ms)",
                           "source"],
-                         [[r["system"], r["model"], r["tp"],
+                         [[r["system"], r["model"], r["tp"], r["layout"],
                            "%s/%s" % (r["isl"], r["osl"]), r["requests"],
                            "%.0f" % r["pred"], r["measured_output_tok_per_s"],
                            pct(r["error"]), "%.0f" % r["batch"], "%.0f" % r["ttft"],

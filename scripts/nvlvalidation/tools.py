@@ -193,6 +193,17 @@ def held_out_h100(build):
     return rows
 
 
+def layout_args(layout, tp):
+    """serve's options for a published layout as TensorRT-LLM names it:
+    TPn (attention and experts tensor-parallel), EPn (experts expert-
+    parallel), DEPn (and attention data-parallel); n is the row's TP."""
+    m = re.fullmatch(r"(TP|EP|DEP)(\d+)", layout)
+    if m is None or m.group(2) != tp:
+        die("%s: layout %r: expected TP%s, EP%s or DEP%s" % (SERVING, layout, tp, tp, tp))
+    return {"TP": [], "EP": ["--ep", tp],
+            "DEP": ["--ep", tp, "--attn-parallel", "dp"]}[m.group(1)]
+
+
 def serving(build):
     """The published offline serving throughputs against nvlemu serve."""
     with open(os.path.join(ROOT, SERVING)) as f:
@@ -202,7 +213,8 @@ def serving(build):
                      "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
                      row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
                      "--requests", row["requests"], "--scheduler", "trtllm",
-                     "--json", "-"] for row in src])
+                     "--json", "-"] + layout_args(row["layout"], row["tp"])
+                    for row in src])
     rows = []
     for row, out in zip(src, outs):
         doc = json.loads(out)

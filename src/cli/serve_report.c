@@ -8,21 +8,6 @@
 
 #define MS(ps) ((double)(ps) / 1e9)
 
-/* A replica's shape: "TP 4", or "TP 4 x PP 2" with a pipeline. */
-typedef struct {
-    char s[40];
-} shape_t;
-
-static shape_t shape(const nvl_serving_pool_t *pl)
-{
-    shape_t t;
-    if (pl->pp > 1)
-        snprintf(t.s, sizeof t.s, "TP %d x PP %d", pl->tp, pl->pp);
-    else
-        snprintf(t.s, sizeof t.s, "TP %d", pl->tp);
-    return t;
-}
-
 static void workload_line(const nvl_serve_report_t *r, char *buf, size_t n)
 {
     const nvl_serve_args_t *a = r->args;
@@ -140,6 +125,27 @@ static void policy_line(const nvl_serve_report_t *r, FILE *out)
             p->prefix_caching ? "on" : "off");
 }
 
+/* A pool's replica as TensorRT-LLM names its layouts (TP8: attention and
+ * experts tensor-parallel; EP8: attention tensor-parallel, experts
+ * expert-parallel; DEP8: attention data-parallel, experts expert-parallel),
+ * what describes it when no name does, and " x PP3" with a pipeline. */
+static void layout_name(const nvl_serve_report_t *r,
+                        const nvl_serving_pool_t *pool, char *buf, size_t n)
+{
+    const nvl_placement_t *pl = &r->serving->engine.place;
+    int ep = pl->ep > 0 ? pl->ep : 1, tp = pool->tp;
+    int k;
+    if (r->model->num_experts == 0 || (!pl->attn_dp && ep == 1))
+        k = snprintf(buf, n, "TP%d", tp);
+    else if (ep == tp)
+        k = snprintf(buf, n, "%sEP%d", pl->attn_dp ? "D" : "", tp);
+    else
+        k = snprintf(buf, n, "attention %s%d, experts EP%d x TP%d",
+                     pl->attn_dp ? "DP" : "TP", tp, ep, tp / ep);
+    if (pool->pp > 1 && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " x PP%d", pool->pp);
+}
+
 /* The "# " lines: the job, the workload, the policy, the software. */
 static void text_header(const nvl_serve_report_t *r, FILE *out)
 {
@@ -149,9 +155,12 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
     workload_line(r, wl, sizeof wl);
     fprintf(out, "# nvlemu serve: %s on %s, %d GPUs:", r->model->name,
             r->topo->name, r->sum.gpus);
-    for (int p = 0; p < r->res->n_pools; p++)
+    for (int p = 0; p < r->res->n_pools; p++) {
+        char lay[96];
+        layout_name(r, &r->res->pools[p], lay, sizeof lay);
         fprintf(out, "%s %s %d x %s", p ? " +" : "", r->res->pools[p].name,
-                r->res->pools[p].replicas, shape(&r->res->pools[p]).s);
+                r->res->pools[p].replicas, lay);
+    }
     if (p0->system_replicas > p0->replicas)
         fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
                      "serve the same share of the load)",
@@ -221,8 +230,10 @@ static void text_pool(const nvl_serve_report_t *r,
 {
     nvl_serve_replica_stats_t t;
     pool_totals(pl, &t);
-    fprintf(out, "\npool %s: %d replica(s) x %s\n", pl->name,
-            pl->replicas, shape(pl).s);
+    char lay[96];
+    layout_name(r, pl, lay, sizeof lay);
+    fprintf(out, "\npool %s: %d replica(s) x %s\n", pl->name, pl->replicas,
+            lay);
     fprintf(out, "  KV cache     %.2f GB per GPU (%.0f blocks of %u "
                  "positions; %.0f%% in host memory), peak use %.1f%%\n",
             pl->kv_gb_per_gpu, pl->kv_blocks,
@@ -318,10 +329,13 @@ static json_t *json_pool(const nvl_serve_report_t *r,
     for (int i = 0; i < NVL_PART_COUNT; i++)
         json_object_set_new(parts, nvl_part_name((nvl_part_t)i),
                             json_real(MS(pl->part_ps[i])));
+    char lay[96];
+    layout_name(r, pl, lay, sizeof lay);
     json_t *o = json_pack(
-        "{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
+        "{s:s, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:I, "
         "s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o}",
-        "name", pl->name, "gpus", pl->gpus, "tp", pl->tp, "replicas",
+        "name", pl->name, "layout", lay, "gpus", pl->gpus, "tp", pl->tp,
+        "replicas",
         pl->replicas, "kv_gb_per_gpu", pl->kv_gb_per_gpu, "kv_blocks",
         pl->kv_blocks, "kv_host_share", pl->kv_host_share, "kv_peak_use",
         pl->kv_blocks > 0 ? (double)t.peak_blocks / pl->kv_blocks : 0.0,
@@ -427,15 +441,17 @@ static void emit(FILE *out, json_t *ev, bool *first)
 }
 
 /* Process 0: a track per replica, its steps as complete events. */
-static void trace_replicas(const nvl_serving_result_t *res, FILE *out,
+static void trace_replicas(const nvl_serve_report_t *r, FILE *out,
                            bool *first)
 {
+    const nvl_serving_result_t *res = r->res;
     int rep = 0;
     for (int p = 0; p < res->n_pools; p++)
         for (int i = 0; i < res->pools[p].replicas; i++, rep++) {
-            char name[64];
+            char name[160], lay[96];
+            layout_name(r, &res->pools[p], lay, sizeof lay);
             snprintf(name, sizeof name, "%s replica %d (%s)",
-                     res->pools[p].name, i, shape(&res->pools[p]).s);
+                     res->pools[p].name, i, lay);
             emit(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
                                 "thread_name", "ph", "M", "pid", 0, "tid",
                                 rep, "args", "name", name),
@@ -502,7 +518,7 @@ nvl_status_t nvl_serve_trace_write(const nvl_serve_report_t *r, FILE *out)
     emit(out, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
                         "ph", "M", "pid", 1, "args", "name", "requests"),
          &first);
-    trace_replicas(r->res, out, &first);
+    trace_replicas(r, out, &first);
     trace_requests(r->res, out, &first);
     fputs("\n]}\n", out);
     if (fflush(out) != 0 || ferror(out)) {

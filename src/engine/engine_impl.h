@@ -168,6 +168,7 @@ struct nvl_engine {
      * kernels (swap-in, prefix reloads) and after them (swap-out,
      * evictions) */
     double serve_h2d_bytes, serve_d2h_bytes;
+    uint64_t serve_row0;  /* the next serving step's first row (ADP) */
     /* issue.c, deferred agreement (timing mode): the pass's kernels and
      * collectives recorded, issued when the group has agreed on the
      * collectives (nvl_engine_settle); meanwhile the clock stands still

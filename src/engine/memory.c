@@ -213,16 +213,10 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
  * b the bytes of one position's KV on this GPU (every layer), k the KV's
  * share in host memory: --kv-host's, or under auto the share that fills
  * both (k = host / (avail + host (1 - 2 / layers))). */
-/* What serving does not support: data-parallel attention, and
- * --weights-host auto (the KV cache takes whatever HBM is left). */
+/* What serving does not support: --weights-host auto (the KV cache
+ * takes whatever HBM is left). */
 static nvl_status_t serve_supported(const nvl_engine_t *e)
 {
-    if (e->shard.attn_dp) {
-        nvl_report("serve: data-parallel attention (--attn-parallel dp) is "
-                   "not supported; each replica runs attention "
-                   "tensor-parallel");
-        return NVL_ERR_INVALID;
-    }
     if (e->opts.weights_host == NVL_HOST_AUTO) {
         nvl_report("serve: --weights-host takes a share (0..1), not auto: "
                    "the KV cache takes whatever HBM is left");

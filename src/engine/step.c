@@ -8,6 +8,11 @@
 #include "engine_impl.h"
 #include "nvlemu/runtime.h"
 
+void nvl_engine_serve_first_row(nvl_engine_t *e, uint64_t row0)
+{
+    e->serve_row0 = row0;
+}
+
 nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
                                    const uint64_t *past,
                                    const uint64_t *new_tokens,
@@ -25,7 +30,8 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
     }
     for (int i = 0; i < n; i++)
         caches[i].len = past[i];
-    e->row0 = 0;
+    e->row0 = e->serve_row0; /* its routing's rows (attention-DP) */
+    e->serve_row0 = 0;
     e->serve_h2d_bytes = h2d_bytes;
     e->serve_d2h_bytes = d2h_bytes;
     nvl_status_t st = nvl_engine_forward(e, n, caches, NULL, new_tokens,

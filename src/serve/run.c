@@ -41,7 +41,7 @@ static void prefix_ready(sched_t *s, uint32_t k)
     r->owner = false;
 }
 
-static nvl_status_t broken(const char *what)
+nvl_status_t nvl_sched_broken(const char *what)
 {
     nvl_report("internal error: the serve scheduler broke its invariant: "
                "%s", what);
@@ -113,7 +113,17 @@ nvl_status_t nvl_serve_check(const nvl_serve_workload_t *w,
     return NVL_OK;
 }
 
-static void sched_free(sched_t *s)
+size_t nvl_sched_prefixes(const nvl_serve_workload_t *w,
+                          const uint32_t *which, size_t n_which)
+{
+    int32_t n_pe = 0;
+    for (size_t k = 0; k < n_which; k++)
+        if (w->reqs[which[k]].prefix + 1 > n_pe)
+            n_pe = w->reqs[which[k]].prefix + 1;
+    return (size_t)n_pe;
+}
+
+void nvl_sched_free(sched_t *s)
 {
     free(s->rs);
     free(s->pe);
@@ -127,30 +137,6 @@ static void sched_free(sched_t *s)
 }
 
 /* ---- the loop ------------------------------------------------------------ */
-
-/* The scheduler and the loop's own state: arrivals, progress, records. */
-typedef struct {
-    sched_t s;
-    int64_t *arrive;     /* by k: open loop in which's order; closed loop
-                            the first conc, the others when a slot frees
-                            (-1 until then) */
-    uint32_t conc;
-    bool prefilled;
-    size_t next, done;
-    int64_t now;
-    nvl_serve_step_rec_t *recs;
-    size_t n_recs, cap_recs;
-    /* the steps in flight, oldest first (a ring of `depth`): when each
-     * one's tokens are sampled, its sequences and their tokens */
-    struct flight {
-        int64_t ready_ps;
-        int nb;
-        uint32_t *sk;
-        uint64_t *newt;
-    } *fl;
-    size_t depth, fl_head, fl_len, fl_cap;
-    int64_t last_ps; /* the latest end of a step sampled */
-} loop_t;
 
 static void flights_free(loop_t *L)
 {
@@ -183,7 +169,7 @@ static nvl_status_t flights_alloc(loop_t *L, size_t n_which)
     return NVL_OK;
 }
 
-static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
+nvl_status_t nvl_loop_alloc(loop_t *L, size_t n_which)
 {
     sched_t *s = &L->s;
     size_t n1 = n_which + 1;
@@ -199,21 +185,21 @@ static nvl_status_t loop_alloc(loop_t *L, size_t n_which)
     L->arrive = malloc(n1 * sizeof *L->arrive);
     if (!s->rs || !s->pe || !s->running || !s->waitq || !s->swapq ||
         !s->past || !s->newt || !s->sreq || !s->sk || !L->arrive) {
-        sched_free(s);
+        nvl_sched_free(s);
         free(L->arrive);
         nvl_report("out of memory scheduling %zu requests", n_which);
         return NVL_ERR_NOMEM;
     }
     nvl_status_t st = flights_alloc(L, n_which);
     if (st != NVL_OK) {
-        sched_free(s);
+        nvl_sched_free(s);
         free(L->arrive);
     }
     return st;
 }
 
 /* Each request's arrival, state and outcome before the first step. */
-static void loop_init(loop_t *L, uint32_t replica, int64_t start_ps)
+void nvl_loop_init(loop_t *L, uint32_t replica, int64_t start_ps)
 {
     sched_t *s = &L->s;
     for (size_t k = 0; k < s->n; k++) {
@@ -255,7 +241,7 @@ static void loop_arrivals(loop_t *L)
     }
 }
 
-static void loop_build(loop_t *L)
+void nvl_loop_build(loop_t *L)
 {
     sched_t *s = &L->s;
     s->nb = 0;
@@ -270,15 +256,15 @@ static void loop_build(loop_t *L)
 
 /* The built step's tokens and prefill tokens, each sequence's first
  * schedule marked, the invariants checked. */
-static nvl_status_t loop_check(loop_t *L, uint64_t *tokens_out,
+nvl_status_t nvl_loop_check(loop_t *L, uint64_t *tokens_out,
                                uint64_t *pre_out)
 {
     sched_t *s = &L->s;
     nvl_status_t st = NVL_OK;
     if (s->used > s->cap->kv_blocks)
-        st = broken("KV blocks in use above the capacity");
+        st = nvl_sched_broken("KV blocks in use above the capacity");
     if (s->broke)
-        st = broken("a no-evict scheduler preempted a request");
+        st = nvl_sched_broken("a no-evict scheduler preempted a request");
     uint64_t tokens = 0, pre = 0;
     for (int i = 0; i < s->nb; i++) {
         tokens += s->newt[i];
@@ -293,14 +279,14 @@ static nvl_status_t loop_check(loop_t *L, uint64_t *tokens_out,
     }
     if (tokens > s->p->max_tokens_per_step ||
         (uint32_t)s->nb > s->p->max_batch)
-        st = broken("a step above the token budget or the batch limit");
+        st = nvl_sched_broken("a step above the token budget or the batch limit");
     *tokens_out = tokens;
     *pre_out = pre;
     return st;
 }
 
-static nvl_status_t loop_record(loop_t *L, int64_t dur, uint64_t tokens,
-                                uint64_t pre)
+nvl_status_t nvl_loop_record(loop_t *L, int64_t dur, uint64_t tokens,
+                             uint64_t pre, uint32_t seqs, uint64_t blocks)
 {
     if (L->n_recs == L->cap_recs) {
         L->cap_recs = L->cap_recs ? 2 * L->cap_recs : 1024;
@@ -313,14 +299,14 @@ static nvl_status_t loop_record(loop_t *L, int64_t dur, uint64_t tokens,
         L->recs = nr;
     }
     L->recs[L->n_recs++] = (nvl_serve_step_rec_t){
-        .start_ps = L->now, .dur_ps = dur, .seqs = (uint32_t)L->s.nb,
+        .start_ps = L->now, .dur_ps = dur, .seqs = seqs,
         .tokens = (uint32_t)tokens, .prefill_tokens = (uint32_t)pre,
-        .blocks_used = (uint32_t)L->s.used};
+        .blocks_used = (uint32_t)blocks};
     return NVL_OK;
 }
 
 /* The step run (its first stage busy for `busy`) in the statistics. */
-static void loop_account(loop_t *L, int64_t busy, uint64_t tokens,
+void nvl_loop_account(loop_t *L, int64_t busy, uint64_t tokens,
                          uint64_t pre)
 {
     sched_t *s = &L->s;
@@ -341,7 +327,7 @@ static void loop_account(loop_t *L, int64_t busy, uint64_t tokens,
  * each sequence whose known tokens are all computed samples its next
  * token; the finished ones leave (a closed loop lets the next request
  * arrive) and the running list closes up. */
-static void loop_sample(loop_t *L)
+void nvl_loop_sample(loop_t *L)
 {
     sched_t *s = &L->s;
     const struct flight *f = &L->fl[L->fl_head];
@@ -381,6 +367,17 @@ static void loop_sample(loop_t *L)
     s->n_running = m;
 }
 
+void nvl_loop_flight(loop_t *L, int64_t dur_ps, int64_t free_ps)
+{
+    sched_t *s = &L->s;
+    struct flight *f = &L->fl[(L->fl_head + L->fl_len++) % L->depth];
+    f->ready_ps = L->now + dur_ps;
+    f->nb = s->nb;
+    memcpy(f->sk, s->sk, (size_t)s->nb * sizeof *f->sk);
+    memcpy(f->newt, s->newt, (size_t)s->nb * sizeof *f->newt);
+    L->now += free_ps;
+}
+
 /* The step built runs from L->now: it joins the steps in flight (its
  * sequences and tokens kept until it ends), and the next may start when
  * its first stage is free. */
@@ -389,7 +386,7 @@ static nvl_status_t loop_run(loop_t *L, nvl_serve_step_fn step, void *ctx,
 {
     sched_t *s = &L->s;
     uint64_t tokens, pre;
-    nvl_status_t st = loop_check(L, &tokens, &pre);
+    nvl_status_t st = nvl_loop_check(L, &tokens, &pre);
     if (st != NVL_OK)
         return st;
     nvl_serve_batch_t b = {.n = s->nb, .past = s->past,
@@ -400,15 +397,11 @@ static nvl_status_t loop_run(loop_t *L, nvl_serve_step_fn step, void *ctx,
     nvl_serve_step_time_t t = {0, 0};
     if ((st = step(ctx, &b, &t)) != NVL_OK)
         return st;
-    if (keep && (st = loop_record(L, t.dur_ps, tokens, pre)) != NVL_OK)
+    if (keep && (st = nvl_loop_record(L, t.dur_ps, tokens, pre,
+                                         (uint32_t)s->nb, s->used)) != NVL_OK)
         return st;
-    loop_account(L, t.free_ps, tokens, pre);
-    struct flight *f = &L->fl[(L->fl_head + L->fl_len++) % L->depth];
-    f->ready_ps = L->now + t.dur_ps;
-    f->nb = s->nb;
-    memcpy(f->sk, s->sk, (size_t)s->nb * sizeof *f->sk);
-    memcpy(f->newt, s->newt, (size_t)s->nb * sizeof *f->newt);
-    L->now += t.free_ps;
+    nvl_loop_account(L, t.free_ps, tokens, pre);
+    nvl_loop_flight(L, t.dur_ps, t.free_ps);
     return NVL_OK;
 }
 
@@ -423,25 +416,25 @@ static nvl_status_t loop_step(loop_t *L, nvl_serve_step_fn step, void *ctx,
 {
     sched_t *s = &L->s;
     while (L->fl_len > 0 && L->fl[L->fl_head].ready_ps <= L->now)
-        loop_sample(L);
+        nvl_loop_sample(L);
     if (L->done == s->n)
         return NVL_OK;
     loop_arrivals(L);
     s->nb = 0;
     if (L->fl_len < L->depth)
-        loop_build(L);
+        nvl_loop_build(L);
     if (s->nb > 0)
         return loop_run(L, step, ctx, keep);
     if (L->fl_len > 0) {
         L->now = L->fl[L->fl_head].ready_ps;
-        loop_sample(L);
+        nvl_loop_sample(L);
         return NVL_OK;
     }
     if (L->next < s->n && L->arrive[L->next] >= 0) {
         L->now = L->arrive[L->next] > L->now ? L->arrive[L->next] : L->now;
         return NVL_OK;
     }
-    return broken("nothing can run and nothing will arrive");
+    return nvl_sched_broken("nothing can run and nothing will arrive");
 }
 
 nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
@@ -459,21 +452,17 @@ nvl_status_t nvl_serve_run(const nvl_serve_workload_t *w,
                       .row = nvl_serve_scheduler(p->sched)},
                 .conc = w->concurrency, .prefilled = prefilled};
     L.s.st.kv_blocks = cap->kv_blocks;
-    int32_t n_pe = 0;
-    for (size_t k = 0; k < n_which; k++)
-        if (w->reqs[which[k]].prefix + 1 > n_pe)
-            n_pe = w->reqs[which[k]].prefix + 1;
-    L.s.n_pe = (size_t)n_pe;
-    nvl_status_t st = loop_alloc(&L, n_which);
+    L.s.n_pe = nvl_sched_prefixes(w, which, n_which);
+    nvl_status_t st = nvl_loop_alloc(&L, n_which);
     if (st != NVL_OK)
         return st;
-    loop_init(&L, replica, start_ps);
+    nvl_loop_init(&L, replica, start_ps);
     while (L.done < n_which && st == NVL_OK)
         st = loop_step(&L, step, ctx, steps_out != NULL);
     L.s.st.end_ps = L.now > L.last_ps ? L.now : L.last_ps;
     free(L.arrive);
     flights_free(&L);
-    sched_free(&L.s);
+    nvl_sched_free(&L.s);
     if (st != NVL_OK) {
         free(L.recs);
         return st;

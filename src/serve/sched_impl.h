@@ -1,7 +1,9 @@
 /* Private to src/serve: one replica's scheduler state, shared by the
  * step's building (sched.c: queues, prefix cache, preemption, the three
  * passes of a step) and the loop around it (run.c: arrivals, the step,
- * sampling, the invariants).  run.c calls sched.c, never the reverse. */
+ * sampling, the invariants), and attention-DP's ranks (adp.c: one loop per
+ * rank, stepped together).  run.c calls sched.c, adp.c both; never the
+ * reverse. */
 #ifndef NVLEMU_SERVE_SCHED_IMPL_H
 #define NVLEMU_SERVE_SCHED_IMPL_H
 
@@ -98,5 +100,61 @@ bool nvl_sched_running(sched_t *s); /* whether one was preempted */
 void nvl_sched_swapped(sched_t *s);
 void nvl_sched_waiting(sched_t *s);
 void nvl_sched_wq_push_back(sched_t *s, uint32_t k);
+
+/* ---- run.c: the loop around a scheduler (adp.c runs one per rank) ------ */
+
+/* The scheduler and the loop's own state: arrivals, progress, records. */
+typedef struct {
+    sched_t s;
+    int64_t *arrive;     /* by k: open loop in which's order; closed loop
+                            the first conc, the others when a slot frees
+                            (-1 until then) */
+    uint32_t conc;
+    bool prefilled;
+    size_t next, done;
+    int64_t now;
+    nvl_serve_step_rec_t *recs;
+    size_t n_recs, cap_recs;
+    /* the steps in flight, oldest first (a ring of `depth`): when each
+     * one's tokens are sampled, its sequences and their tokens */
+    struct flight {
+        int64_t ready_ps;
+        int nb;
+        uint32_t *sk;
+        uint64_t *newt;
+    } *fl;
+    size_t depth, fl_head, fl_len, fl_cap;
+    int64_t last_ps; /* the latest end of a step sampled */
+} loop_t;
+
+/* Reports an internal error (a broken invariant); returns its status. */
+nvl_status_t nvl_sched_broken(const char *what);
+/* Allocates L's arrays for n_which requests (L->s.n_pe set); reports. */
+nvl_status_t nvl_loop_alloc(loop_t *L, size_t n_which);
+void nvl_sched_free(sched_t *s);
+/* The prefix entries which[0..n_which)'s requests name (ids 0..n-1). */
+size_t nvl_sched_prefixes(const nvl_serve_workload_t *w,
+                          const uint32_t *which, size_t n_which);
+/* Each request's arrival, state and outcome before the first step. */
+void nvl_loop_init(loop_t *L, uint32_t replica, int64_t start_ps);
+/* Builds the next step (sched.c's three passes) into L->s. */
+void nvl_loop_build(loop_t *L);
+/* The built step's tokens and prefill tokens; marks first schedules and
+ * checks the invariants (an internal error when broken). */
+nvl_status_t nvl_loop_check(loop_t *L, uint64_t *tokens_out,
+                            uint64_t *pre_out);
+/* Appends a step record starting at L->now. */
+nvl_status_t nvl_loop_record(loop_t *L, int64_t dur, uint64_t tokens,
+                             uint64_t pre, uint32_t seqs, uint64_t blocks);
+/* Counts the built step in L->s.st (its first stage busy for busy_ps). */
+void nvl_loop_account(loop_t *L, int64_t busy_ps, uint64_t tokens,
+                      uint64_t pre);
+/* The built step joins the steps in flight (its sequences and tokens kept
+ * until it ends dur_ps after L->now); L->now moves on by free_ps, when the
+ * first stage can take the next. */
+void nvl_loop_flight(loop_t *L, int64_t dur_ps, int64_t free_ps);
+/* The oldest step in flight ends: its sequences sample their next tokens;
+ * finished requests leave (L->done counts). */
+void nvl_loop_sample(loop_t *L);
 
 #endif

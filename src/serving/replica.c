@@ -35,17 +35,13 @@ static nvl_status_t pad_step(nvl_serving_step_t *c, const nvl_serve_batch_t *b,
     return NVL_OK;
 }
 
-/* The scheduler's step (nvl_serve_step_fn): a step a CUDA graph replays
- * runs its graph's rows. */
-static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
-                                nvl_serve_step_time_t *time_out)
+nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
+                                  const nvl_serve_batch_t *b, uint32_t rows,
+                                  nvl_serve_step_time_t *time_out)
 {
-    nvl_serving_step_t *c = ctx;
     nvl_pass_stats_t ps;
     int n = b->n;
     const uint64_t *past = b->past, *newt = b->new_tokens;
-    uint32_t rows = c->sched->graph_rows((uint32_t)b->n, b->tokens,
-                                         b->prefill_tokens);
     if (rows > b->tokens) {
         nvl_status_t st = pad_step(c, b, rows, &n);
         if (st != NVL_OK)
@@ -61,6 +57,17 @@ static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
         for (int i = 0; i < NVL_PART_COUNT; i++)
             c->part_ps[i] += ps.part_ps[i];
     return st;
+}
+
+/* The scheduler's step (nvl_serve_step_fn): a step a CUDA graph replays
+ * runs its graph's rows. */
+static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
+                                nvl_serve_step_time_t *time_out)
+{
+    nvl_serving_step_t *c = ctx;
+    uint32_t rows = c->sched->graph_rows((uint32_t)b->n, b->tokens,
+                                         b->prefill_tokens);
+    return nvl_serving_run_step(c, b, rows, time_out);
 }
 
 static nvl_status_t make_engine(nvl_serving_job_t *j)
@@ -113,6 +120,7 @@ nvl_status_t nvl_serving_replica_setup(nvl_serving_job_t *j,
             st = NVL_ERR_INVALID;
         } else
             st = nvl_serve_check(pool_w, &j->c->policy, &j->cap);
+
     }
     return nvl_runtime_capture_end_on(MPI_COMM_WORLD, st);
 }

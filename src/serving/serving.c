@@ -71,8 +71,10 @@ static nvl_status_t serve_first(nvl_serving_job_t *j,
             ((uint32_t)j->L.replica_in_pool < w->concurrency % R);
     if (nw > 0 && local.concurrency == 0 && w->concurrency > 0)
         local.concurrency = 1;
-    nvl_status_t st = nvl_serving_replica_run(j, &local, which, nw, false,
-                                              out);
+    nvl_status_t st =
+        nvl_engine_shard(j->e)->attn_dp
+            ? nvl_serving_dp_run(j, &local, which, nw, out)
+            : nvl_serving_replica_run(j, &local, which, nw, false, out);
     for (size_t k = 0; k < nw; k++)
         mine[which[k]] = true;
     free(which);
@@ -182,6 +184,8 @@ static nvl_status_t serve_job(nvl_serving_job_t *j,
     const nvl_serve_workload_t *my_w = disagg && j->L.pool == 0 ? &pre_w : w;
     double t0 = MPI_Wtime();
     nvl_status_t st = nvl_serving_replica_setup(j, my_w);
+    if (st == NVL_OK) /* the same verdict on every rank */
+        st = nvl_serving_dp_check(j);
     r->all_out = alloc_or_abort(w->n, sizeof *r->all_out);
     bool *mine = alloc_or_abort(w->n, sizeof *mine);
     if (st == NVL_OK) {

@@ -1,7 +1,9 @@
 /* Private to src/serving: one rank's serving job, shared by its rooms.
  * serving.c (the phases of nvl_serving_run) calls replica.c (a replica's
- * engine, KV room and step driver), kv_transfer.c (disaggregation's KV
- * trips) and gather.c (the results across ranks); none calls back. */
+ * engine, KV room and step driver), dp_replica.c (a replica's ranks under
+ * data-parallel attention; it calls replica.c's step), kv_transfer.c
+ * (disaggregation's KV trips) and gather.c (the results across ranks);
+ * none calls back. */
 #ifndef NVLEMU_SERVING_IMPL_H
 #define NVLEMU_SERVING_IMPL_H
 
@@ -44,6 +46,26 @@ nvl_status_t nvl_serving_replica_run(nvl_serving_job_t *j,
                                      const uint32_t *which, size_t n,
                                      bool prefilled,
                                      nvl_serve_outcome_t *out);
+
+/* Pads b to `rows` rows (one-token sequences without a past) when it has
+ * fewer tokens, runs it through the engine's serving step (its times in
+ * *time_out: the last stage's end and the first stage's, from its start)
+ * and adds its parts to c->part_ps. */
+nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
+                                  const nvl_serve_batch_t *b, uint32_t rows,
+                                  nvl_serve_step_time_t *time_out);
+
+/* dp_replica.c: a replica under data-parallel attention (TensorRT-LLM's DEP) */
+/* Whether the job can serve as its engine places attention: reports why
+ * not (data-parallel attention with a scheduler other than TensorRT-LLM's
+ * or with disaggregated pools); the same verdict on every rank. */
+nvl_status_t nvl_serving_dp_check(const nvl_serving_job_t *j);
+/* nvl_serving_replica_run's work, each rank of the replica its own
+ * scheduler (nvl_serve_run_dp). */
+nvl_status_t nvl_serving_dp_run(nvl_serving_job_t *j,
+                                const nvl_serve_workload_t *pw,
+                                const uint32_t *which, size_t n,
+                                nvl_serve_outcome_t *out);
 
 /* kv_transfer.c */
 /* Disaggregated: when each request's KV reaches its decode replica

@@ -16,6 +16,9 @@
                          more than one and at most 3 steps in flight, every
                          request finishes, and its JSON equals the golden
                          tests/data/serve/pp3-tp2.json (--update rewrites it)
+  check.py dep           attention-DP + EP (TensorRT-LLM's DEP) on 3 ranks:
+                         one request a rank is run's batch of 3 (the same
+                         TTFT and TPOT); a load finishes, every prompt once
 """
 import argparse
 import csv
@@ -237,10 +240,47 @@ def pipeline(a, tmp):
     return 1 if bad else 0
 
 
+def dep(a, tmp):
+    """--attn-parallel dp --ep 3: three equal requests at once go one to a
+    rank, so serve's steps are run's batch of 3 under the same layout; a
+    loaded run computes every prompt once and names the layout DEP3."""
+    lay = ["--model", "qwen3-30b-a3b", "--layers", "2", "--ep", "3",
+           "--attn-parallel", "dp"]
+    run_json, serve_json = os.path.join(tmp, "run.json"), os.path.join(tmp, "serve.json")
+    job(a.root, [a.nvlemu, "run"] + lay + ["--batch", "3", "--prompt-len", "200",
+                                           "--gen-len", "10", "--json", run_json])
+    job(a.root, [a.nvlemu, "serve", "--scheduler", "trtllm"] + lay +
+        ["--requests", "3", "--isl", "200", "--osl", "10", "--json", serve_json])
+    run, serve = json.load(open(run_json)), json.load(open(serve_json))
+    errors = []
+    if abs(serve["ttft_ms"]["mean"] - run["ttft_ms"]) > 1e-9 * run["ttft_ms"]:
+        errors.append(f"TTFT: serve {serve['ttft_ms']['mean']!r} ms, run {run['ttft_ms']!r} ms")
+    if abs(serve["tpot_ms"]["mean"] - run["tpot_ms"]) > 1e-9 * run["tpot_ms"]:
+        errors.append(f"TPOT: serve {serve['tpot_ms']['mean']!r} ms, run {run['tpot_ms']!r} ms")
+    load_json = os.path.join(tmp, "load.json")
+    job(a.root, [a.nvlemu, "serve", "--scheduler", "trtllm"] + lay +
+        ["--requests", "90", "--rate", "400", "--isl", "uniform:100:400", "--osl", "30",
+         "--max-batch", "8", "--json", load_json])
+    s = json.load(open(load_json))
+    pool = s["pools"][0]
+    prompts = pool["prefill_tokens"]
+    if s["requests"] != 90 or pool["preemptions"] != 0 or pool["layout"] != "DEP3":
+        errors.append(f"{s['requests']} requests, {pool['preemptions']} preemptions, "
+                      f"layout {pool['layout']!r} (expected 90, 0, 'DEP3')")
+    if pool["decode_tokens"] + prompts != pool["tokens"] or pool["tokens"] != prompts + 90 * 29:
+        errors.append(f"tokens {pool['tokens']}: prompts {prompts} + 90 x 29 decodes expected")
+    for e in errors:
+        print(e)
+    if not errors:
+        print(f"dep: serve = run (TTFT {run['ttft_ms']:.6f} ms, TPOT {run['tpot_ms']:.6f} ms); "
+              f"90 requests on DEP3, every prompt once")
+    return 1 if errors else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["one-request", "conservation", "placements",
-                                      "trtllm", "pipeline"])
+                                      "trtllm", "pipeline", "dep"])
     ap.add_argument("--update", action="store_true",
                     help="pipeline: rewrite its golden JSON")
     ap.add_argument("--nvlemu", default="build/nvlemu")
@@ -252,7 +292,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         return {"one-request": one_request, "conservation": conservation,
                 "placements": placements, "trtllm": trtllm,
-                "pipeline": pipeline}[a.check](a, tmp)
+                "pipeline": pipeline, "dep": dep}[a.check](a, tmp)
 
 
 if __name__ == "__main__":
