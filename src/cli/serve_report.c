@@ -440,7 +440,15 @@ static void emit(FILE *out, json_t *ev, bool *first)
     json_decref(ev);
 }
 
-/* Process 0: a track per replica, its steps as complete events. */
+/* A replica's track (tid; a pipeline's slot `slot` of pp: its steps k
+ * with k % pp == slot, which never overlap: steps end in order). */
+static int replica_tid(int rep, int pp, int slot)
+{
+    return pp > 1 ? (rep + 1) * NVL_ENGINE_PP_MAX + slot : rep;
+}
+
+/* Process 0: a track per replica, its steps as complete events; with a
+ * pipeline, a track per step in flight. */
 static void trace_replicas(const nvl_serve_report_t *r, FILE *out,
                            bool *first)
 {
@@ -448,16 +456,24 @@ static void trace_replicas(const nvl_serve_report_t *r, FILE *out,
     int rep = 0;
     for (int p = 0; p < res->n_pools; p++)
         for (int i = 0; i < res->pools[p].replicas; i++, rep++) {
-            char name[160], lay[96];
-            layout_name(r, &res->pools[p], lay, sizeof lay);
-            snprintf(name, sizeof name, "%s replica %d (%s)",
-                     res->pools[p].name, i, lay);
-            emit(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
-                                "thread_name", "ph", "M", "pid", 0, "tid",
-                                rep, "args", "name", name),
-                 first);
+            int pp = res->pools[p].pp;
+            for (int slot = 0; slot < pp; slot++) {
+                char name[160], lay[96];
+                layout_name(r, &res->pools[p], lay, sizeof lay);
+                int n = snprintf(name, sizeof name, "%s replica %d (%s)",
+                                 res->pools[p].name, i, lay);
+                if (pp > 1)
+                    snprintf(name + n, sizeof name - (size_t)n,
+                             ", step in flight %d", slot + 1);
+                emit(out, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
+                                    "thread_name", "ph", "M", "pid", 0,
+                                    "tid", replica_tid(rep, pp, slot),
+                                    "args", "name", name),
+                     first);
+            }
             for (size_t k = 0; k < res->n_steps[rep]; k++) {
                 const nvl_serve_step_rec_t *s = &res->steps[rep][k];
+                int tid = replica_tid(rep, pp, (int)(k % (size_t)pp));
                 emit(out,
                      json_pack("{s:s, s:s, s:f, s:f, s:i, s:i, s:{s:i, s:i, "
                                "s:i, s:i}}",
@@ -465,7 +481,7 @@ static void trace_replicas(const nvl_serve_report_t *r, FILE *out,
                                                          : "step",
                                "ph", "X", "ts", (double)s->start_ps / 1e6,
                                "dur", (double)s->dur_ps / 1e6, "pid", 0,
-                               "tid", rep, "args", "sequences", s->seqs,
+                               "tid", tid, "args", "sequences", s->seqs,
                                "tokens", s->tokens, "prefill_tokens",
                                s->prefill_tokens, "kv_blocks_used",
                                s->blocks_used),

@@ -145,6 +145,10 @@ typedef struct {
     const nvl_serve_policy_t *p;
     uint64_t steps, tokens, prefill, max_tokens, max_seqs;
     double h2d, d2h;
+    /* a pipeline (p->in_flight > 1): each request's step end (by request;
+     * NULL: not checked), the last steps' ends, the most in flight */
+    int64_t *until, ends[16];
+    int most;
 } fake_t;
 
 static nvl_status_t fake_step(void *ctx, const nvl_serve_batch_t *b,
@@ -168,6 +172,21 @@ static nvl_status_t fake_step(void *ctx, const nvl_serve_batch_t *b,
         f->max_seqs = (uint64_t)b->n;
     time_out->dur_ps = 1000000000LL + 10000000LL * (int64_t)t;
     time_out->free_ps = time_out->dur_ps;
+    uint32_t depth = f->p->in_flight;
+    if (depth > 1) {
+        /* stage 0 busy for a depth-th of the step; a request in a step in
+         * flight runs in no other until it ends */
+        time_out->free_ps = time_out->dur_ps / depth;
+        int in = 1;
+        for (int i = 0; i < 16; i++)
+            in += f->ends[i] > b->start_ps;
+        f->most = in > f->most ? in : f->most;
+        f->ends[f->steps % 16] = b->start_ps + time_out->dur_ps;
+        for (int i = 0; f->until != NULL && i < b->n; i++) {
+            assert_true(b->start_ps >= f->until[b->req[i]]);
+            f->until[b->req[i]] = b->start_ps + time_out->dur_ps;
+        }
+    }
     return NVL_OK;
 }
 
@@ -196,13 +215,14 @@ static uint32_t *all_of(size_t n)
 /* Runs w on a replica of `blocks` KV blocks; checks conservation. */
 static void serve_all(nvl_serve_workload_t *w, nvl_serve_policy_t *p,
                       uint64_t blocks, fake_t *f, nvl_serve_outcome_t *out,
-                      nvl_serve_replica_stats_t *st)
+                      nvl_serve_replica_stats_t *st, int64_t *until)
 {
     nvl_serve_capacity_t cap = {.kv_blocks = blocks, .kv_block_bytes = 1e6,
                                 .host_bytes = 1e12, .max_context = 1 << 20};
     uint32_t *which = all_of(w->n);
     memset(f, 0, sizeof *f);
     f->p = p;
+    f->until = until;
     nvl_serve_step_rec_t *recs = NULL;
     size_t n_recs = 0;
     assert_int_equal(nvl_serve_check(w, p, &cap), NVL_OK);
@@ -240,7 +260,7 @@ static void test_sched_conservation(void **state)
     nvl_serve_outcome_t *out = calloc(w.n, sizeof *out);
     nvl_serve_replica_stats_t st;
     fake_t f;
-    serve_all(&w, &p, 100000, &f, out, &st);
+    serve_all(&w, &p, 100000, &f, out, &st, NULL);
     uint64_t expect = 0, prompts = 0;
     for (size_t i = 0; i < w.n; i++) {
         expect += w.reqs[i].input_tokens + w.reqs[i].output_tokens - 1;
@@ -254,6 +274,48 @@ static void test_sched_conservation(void **state)
     nvl_serve_workload_free(&w);
 }
 
+/* A pipeline of 4 stages: at most 4 steps in flight (and more than one),
+ * a request in at most one of them (TensorRT-LLM's rule; vLLM's lets a
+ * prefill's next chunk in), every token computed once; and vLLM on a
+ * cache that forces preemptions (never of a request in flight): every
+ * request still finishes. */
+static void test_sched_in_flight(void **state)
+{
+    (void)state;
+    for (int sc = 0; sc < 3; sc++) {
+        nvl_serve_workload_t w = make_load(120, 300, 30, 0);
+        nvl_serve_policy_t p = policy();
+        p.in_flight = 4;
+        p.max_batch = 16;
+        if (sc == 1) {
+            p.sched = trtllm();
+            p.whole_prompts = true;
+            p.max_tokens_per_step = 4096;
+        }
+        nvl_serve_outcome_t *out = calloc(w.n, sizeof *out);
+        int64_t *until = calloc(w.n, sizeof *until);
+        nvl_serve_replica_stats_t st;
+        fake_t f;
+        uint64_t expect = 0, prompts = 0;
+        for (size_t i = 0; i < w.n; i++) {
+            expect += w.reqs[i].input_tokens + w.reqs[i].output_tokens - 1;
+            prompts += w.reqs[i].input_tokens;
+        }
+        serve_all(&w, &p, sc == 2 ? 120 : 100000, &f, out, &st,
+                  sc == 1 ? until : NULL);
+        if (sc == 2)
+            assert_true(st.preemptions > 0);
+        else {
+            assert_int_equal(f.tokens, expect);
+            assert_int_equal(f.prefill, prompts);
+        }
+        assert_true(f.most > 1 && f.most <= 4);
+        free(until);
+        free(out);
+        nvl_serve_workload_free(&w);
+    }
+}
+
 /* One request: a prefill step, then one decode step per further token. */
 static void test_sched_one_request(void **state)
 {
@@ -263,14 +325,14 @@ static void test_sched_one_request(void **state)
     nvl_serve_outcome_t out[1];
     nvl_serve_replica_stats_t st;
     fake_t f;
-    serve_all(&w, &p, 1000, &f, out, &st);
+    serve_all(&w, &p, 1000, &f, out, &st, NULL);
     assert_int_equal(f.steps, 10);
     assert_int_equal(out[0].first_token_ps, 1000000000LL + 300 * 10000000LL);
     assert_int_equal(out[0].done_ps - out[0].first_token_ps,
                      9 * (1000000000LL + 10000000LL));
     /* chunked: 300 tokens in chunks of 128 take three steps */
     p.chunk = 128;
-    serve_all(&w, &p, 1000, &f, out, &st);
+    serve_all(&w, &p, 1000, &f, out, &st, NULL);
     assert_int_equal(f.steps, 12);
     assert_int_equal(f.prefill, 300);
     nvl_serve_workload_free(&w);
@@ -289,12 +351,12 @@ static void test_sched_preemption(void **state)
     uint64_t expect = 0;
     for (size_t i = 0; i < w.n; i++)
         expect += w.reqs[i].input_tokens + w.reqs[i].output_tokens - 1;
-    serve_all(&w, &p, 200, &f, out, &st);
+    serve_all(&w, &p, 200, &f, out, &st, NULL);
     assert_true(st.preemptions > 0);
     assert_true(f.tokens > expect);
     assert_true(st.peak_blocks <= 200);
     p.preempt = NVL_PREEMPT_SWAP;
-    serve_all(&w, &p, 200, &f, out, &st);
+    serve_all(&w, &p, 200, &f, out, &st, NULL);
     assert_true(st.preemptions > 0);
     assert_int_equal(f.tokens, expect); /* nothing recomputed */
     assert_true(f.d2h > 0 && f.h2d == f.d2h);
@@ -321,7 +383,7 @@ static void test_sched_trtllm(void **state)
         expect += w.reqs[i].input_tokens + w.reqs[i].output_tokens - 1;
         prompts += w.reqs[i].input_tokens;
     }
-    serve_all(&w, &p, 200, &f, out, &st);
+    serve_all(&w, &p, 200, &f, out, &st, NULL);
     assert_int_equal(st.preemptions, 0);
     assert_int_equal(f.tokens, expect);
     assert_int_equal(f.prefill, prompts);
@@ -415,13 +477,13 @@ static void test_sched_prefix(void **state)
     nvl_serve_outcome_t out[5];
     nvl_serve_replica_stats_t st;
     fake_t f;
-    serve_all(&w, &p, 1000, &f, out, &st);
+    serve_all(&w, &p, 1000, &f, out, &st, NULL);
     assert_int_equal(out[0].cached_tokens, 0);
     for (size_t i = 1; i < w.n; i++)
         assert_int_equal(out[i].cached_tokens, 192); /* 12 full blocks */
     assert_int_equal(st.prefix_hits, 4);
     p.prefix_caching = false;
-    serve_all(&w, &p, 1000, &f, out, &st);
+    serve_all(&w, &p, 1000, &f, out, &st, NULL);
     assert_int_equal(st.prefix_hits, 0);
     nvl_serve_workload_free(&w);
 }
@@ -492,6 +554,7 @@ int main(void)
                                         release_reports),
         cmocka_unit_test(test_sched_conservation),
         cmocka_unit_test(test_sched_one_request),
+        cmocka_unit_test(test_sched_in_flight),
         cmocka_unit_test(test_sched_preemption),
         cmocka_unit_test(test_sched_prefix),
         cmocka_unit_test_setup_teardown(test_sched_trtllm, capture_reports,
