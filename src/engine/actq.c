@@ -11,10 +11,27 @@
 #include "nvlemu/runtime.h"
 #include "nvlemu/weights.h"
 
+/* Calibration (opts.calibrate): the running max |v| of n values at
+ * point p of layer li, as ModelOpt's MaxCalibrator.collect keeps it; a
+ * NaN stays (reported when the amax is read). */
+static void calib_collect(const nvl_engine_t *e, uint32_t li, int p,
+                          const float *v, uint64_t n)
+{
+    if (e->calib_amax == NULL)
+        return;
+    float *a = &e->calib_amax[(size_t)li * NVL_CALIB_COUNT + (size_t)p];
+    for (uint64_t i = 0; i < n; i++) {
+        float m = fabsf(v[i]);
+        if (m > *a || isnan(m))
+            *a = isnan(*a) ? *a : m;
+    }
+}
+
 const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    nvl_gemm_in_t g, const float *x,
                                    uint64_t M, uint64_t K)
 {
+    calib_collect(e, li, (int)g, x, M * K);
     if (e->actq == NVL_ACT_NONE || M * K == 0)
         return x;
     if (M * K > e->actq_cap) {
@@ -35,6 +52,8 @@ const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
             nvl_act_quant_nvfp4(in, K, s, out);
         else if (e->actq == NVL_ACT_FP8_TENSOR)
             nvl_act_quant_fp8_tensor(in, K, s, out);
+        else if (e->actq == NVL_ACT_FP8_TOKEN)
+            nvl_act_quant_fp8_token(in, K, out);
         else
             nvl_act_quant_fp8_group(in, K, NVL_FP8_ACT_GROUP, out);
     }
@@ -44,6 +63,7 @@ const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
 void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
                          float *dst, const float *src, uint64_t n)
 {
+    calib_collect(e, li, NVL_CALIB_K + which, src, n);
     if (e->kv_fp8)
         nvl_kv_quant_fp8(src, n, e->kv_scale[(size_t)li * 2 + which], dst);
     else
@@ -123,9 +143,8 @@ nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
                                    const char *dir)
 {
     const nvl_quant_config_t *q = w != NULL ? nvl_weights_quant(w) : NULL;
-    e->actq = q != NULL && q->quantized && !e->opts.act_quant_none
-                  ? nvl_act_quant_of(q->format)
-                  : NVL_ACT_NONE;
+    e->actq = q != NULL && !e->opts.act_quant_none ? nvl_act_quant_of(q)
+                                                   : NVL_ACT_NONE;
     e->kv_fp8 = e->opts.cost.kv_dtype == NVL_WDT_FP8;
     for (uint32_t li = 0; e->actq != NVL_ACT_NONE && li < e->layers; li++)
         if (nvl_model_layer_is_moe(&e->cfg, e->layer0 + li)) {
@@ -137,7 +156,11 @@ nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
     e->in_scale = malloc(((size_t)e->layers * NVL_GEMM_IN_COUNT + 1) *
                          sizeof *e->in_scale);
     e->kv_scale = malloc(((size_t)e->layers * 2 + 1) * sizeof *e->kv_scale);
-    if (e->in_scale == NULL || e->kv_scale == NULL) {
+    if (e->opts.calibrate)
+        e->calib_amax = calloc((size_t)e->layers * NVL_CALIB_COUNT + 1,
+                               sizeof *e->calib_amax);
+    if (e->in_scale == NULL || e->kv_scale == NULL ||
+        (e->opts.calibrate && e->calib_amax == NULL)) {
         nvl_report("out of memory for %u layers' scales", e->layers);
         return NVL_ERR_NOMEM;
     }
@@ -150,4 +173,32 @@ nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
             st = layer_scales(e, w, dir, li);
     }
     return st;
+}
+
+nvl_status_t nvl_engine_calib_amax(const nvl_engine_t *e, float *amax_out)
+{
+    size_t n = (size_t)e->layers * NVL_CALIB_COUNT;
+    if (e->calib_amax == NULL || e->stages > 1) {
+        nvl_report("calibration needs an engine created with "
+                   "opts.calibrate in data mode, without a pipeline");
+        return NVL_ERR_INVALID;
+    }
+    for (size_t i = 0; i < n; i++) /* a NaN survives the max as inf */
+        amax_out[i] = isnan(e->calib_amax[i]) ? INFINITY : e->calib_amax[i];
+    /* a row-parallel input (o_proj's, down_proj's) and the keys and
+     * values are cut over the ranks: the largest over the group */
+    MPI_Allreduce(MPI_IN_PLACE, amax_out, (int)n, MPI_FLOAT, MPI_MAX,
+                  nvl_comm_mpi(e->tp));
+    for (size_t i = 0; i < n; i++)
+        if (isinf(amax_out[i])) {
+            if (nvl_comm_rank(e->tp) == 0)
+                nvl_report("calibration: layer %zu's %s: max |x| is %g (ModelOpt's "
+                       "MaxCalibrator refuses non-finite activations)",
+                           i / NVL_CALIB_COUNT,
+                           nvl_quant_calib_point_name(
+                               (int)(i % NVL_CALIB_COUNT)),
+                           (double)amax_out[i]);
+            return NVL_ERR_INVALID;
+        }
+    return NVL_OK;
 }

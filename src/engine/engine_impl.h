@@ -122,6 +122,7 @@ struct nvl_engine {
     float *actq_buf;
     size_t actq_cap;
     bool kv_fp8;
+    float *calib_amax; /* opts.calibrate: [layers][NVL_CALIB_COUNT] */
     /* time */
     nvl_stream_t stream;
     int32_t pass;         /* pass being run */
