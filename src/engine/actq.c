@@ -230,12 +230,12 @@ nvl_status_t nvl_engine_calib_amax(const nvl_engine_t *e, float *amax_out)
     for (size_t i = 0; i < n; i++)
         if (isinf(amax_out[i])) {
             if (nvl_comm_rank(e->tp) == 0)
-                nvl_report("calibration: layer %zu's %s: max |x| is %g (ModelOpt's "
-                       "MaxCalibrator refuses non-finite activations)",
+                nvl_report("calibration: layer %zu's %s holds a NaN or an "
+                           "infinity (ModelOpt's MaxCalibrator refuses "
+                           "non-finite activations)",
                            i / NVL_CALIB_COUNT,
                            nvl_quant_calib_point_name(
-                               (int)(i % NVL_CALIB_COUNT)),
-                           (double)amax_out[i]);
+                               (int)(i % NVL_CALIB_COUNT)));
             return NVL_ERR_INVALID;
         }
     return NVL_OK;
