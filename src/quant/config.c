@@ -123,7 +123,8 @@ nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)
     json_error_t err;
     json_t *root = json_load_file(out->file, 0, &err);
     if (root == NULL) {
-        nvl_report("%s:%d:%d: %s", out->file, err.line, err.column, err.text);
+        nvl_report("%s:%d:%d: not valid JSON: %s", out->file, err.line,
+                   err.column, err.text);
         return NVL_ERR_INVALID;
     }
     const json_t *q = json_object_get(root, hf_quant ? "quantization"
