@@ -143,6 +143,11 @@ typedef struct {
      * the inputs float32 (weight-only).  Timing mode: the GEMMs' types
      * (nvl_cost_cfg_t.weight_only). */
     bool act_quant_none;
+    /* Data mode: record, pass after pass, the largest |x| of every
+     * layer's GEMM inputs and of the keys and values it stores, as
+     * ModelOpt's max calibration does (nvl_engine_calib_amax); the
+     * numerics are unchanged. */
+    bool calibrate;
 } nvl_engine_opts_t;
 
 #define NVL_HOST_AUTO (-1.0)
@@ -190,6 +195,15 @@ void nvl_engine_free(nvl_engine_t *e);
  * rank).  Reports a token id outside the vocabulary. */
 nvl_status_t nvl_engine_last_logits(nvl_engine_t *e, const int32_t *ids,
                                     int batch, int len, float *logits_out);
+
+/* Collective over tp: the amax recorded since creation by an engine made
+ * with opts.calibrate, per layer it runs (opts.layers) and calibration point
+ * (amax_out[layer * NVL_CALIB_COUNT + point], include/nvlemu/quant.h), the
+ * largest over the ranks (a row-parallel input and the KV heads are cut
+ * over them).  Reports (on rank 0) a NaN or infinite activation, naming
+ * the layer and the point, and an engine not made for it or with a
+ * pipeline: NVL_ERR_INVALID on every rank. */
+nvl_status_t nvl_engine_calib_amax(const nvl_engine_t *e, float *amax_out);
 
 /* Collective over tp: greedy generation.  ids holds the batch's prompts one
  * after another (prompt b has lens[b] tokens; NULL in timing mode); one

@@ -143,6 +143,13 @@ void nvl_quant_tensor_free(nvl_quant_tensor_t *t);
 typedef struct {
     bool quantized;
     nvl_quant_format_t format;
+    /* FP8 per tensor without a static input scale (quant_method "fp8",
+     * activation_scheme "dynamic", no weight_block_size): activations
+     * quantized per token at run time, as vLLM's Fp8LinearMethod runs it */
+    bool act_dynamic;
+    /* the KV cache the checkpoint was calibrated for: ModelOpt's
+     * kv_cache_quant_algo "FP8" */
+    bool kv_fp8;
     char file[1024]; /* the file that said so */
 } nvl_quant_config_t;
 
@@ -171,6 +178,7 @@ typedef enum {
     NVL_ACT_NVFP4,       /* E2M1 x E4M3 per 16, global scale 1/input_scale */
     NVL_ACT_FP8_TENSOR,  /* E4M3 x the static per-tensor input_scale */
     NVL_ACT_FP8_GROUP,   /* E4M3 x a dynamic scale per 1 x 128 group */
+    NVL_ACT_FP8_TOKEN,   /* E4M3 x a dynamic scale per token (row) */
     NVL_ACT_COUNT
 } nvl_act_quant_t;
 
@@ -181,11 +189,13 @@ typedef enum {
  * nvl_act_quant_of) and none (weight-only); values index nothing else. */
 extern const nvl_family_t nvl_act_quant_family;
 
-/* The activation scheme the serving engines run with format f's weights:
- * NVFP4 W4A4 (vLLM ModelOptNvFp4LinearMethod, TensorRT-LLM NVFP4 Linear),
- * ModelOpt FP8 W8A8 with static input scales, FP8 blocks with dynamic
- * 1 x 128 groups (vLLM Fp8LinearMethod / DeepGEMM); MX-FP4 weight-only. */
-nvl_act_quant_t nvl_act_quant_of(nvl_quant_format_t f);
+/* The activation scheme the serving engines run with the weights of the
+ * checkpoint q declares: NVFP4 W4A4 (vLLM ModelOptNvFp4LinearMethod,
+ * TensorRT-LLM NVFP4 Linear), ModelOpt FP8 W8A8 with static input scales,
+ * FP8 per tensor with activation_scheme "dynamic" per token and FP8
+ * blocks with dynamic 1 x 128 groups (vLLM Fp8LinearMethod); MX-FP4
+ * weight-only; NVL_ACT_NONE when q is not quantized. */
+nvl_act_quant_t nvl_act_quant_of(const nvl_quant_config_t *q);
 
 /* E4M3 rounding of x saturated at +-448 (CUDA's __NV_SATFINITE cast), as
  * a float. */
@@ -202,9 +212,55 @@ void nvl_act_quant_fp8_tensor(const float *x, uint64_t n, float scale,
                               float *out);
 void nvl_act_quant_fp8_group(const float *x, uint64_t n, uint64_t group,
                              float *out);
+/* One token's n input elements (the row this rank holds) with its own
+ * dynamic scale max(amax / 448, 1 / (448 x 512)), as vLLM's per-token FP8
+ * quantization (QuantFP8, dynamic_per_token_scaled_fp8_quant). */
+void nvl_act_quant_fp8_token(const float *x, uint64_t n, float *out);
 
 /* The values an FP8 (E4M3) KV cache returns for n keys or values stored
  * with scale (k_scale / v_scale; 1.0 without calibrated scales). */
 void nvl_kv_quant_fp8(const float *x, uint64_t n, float scale, float *out);
+
+
+/* ---- calibration (src/quant/calib.c) ---- */
+
+/* What a calibration pass records per layer: the largest |x| of each
+ * quantized GEMM's input (a fused GEMM's parts read one input: q/k/v,
+ * gate/up) and of the keys (after RoPE) and values the KV cache stores,
+ * as ModelOpt's input quantizers and k/v_bmm_quantizers see them. */
+typedef enum {
+    NVL_CALIB_QKV,
+    NVL_CALIB_O,
+    NVL_CALIB_GATE_UP,
+    NVL_CALIB_DOWN,
+    NVL_CALIB_K,
+    NVL_CALIB_V,
+    NVL_CALIB_COUNT
+} nvl_calib_point_t;
+
+/* A model's calibrated amax: amax[layer * NVL_CALIB_COUNT + point] for
+ * layers 0 .. layers - 1 (borrowed by whoever is given it). */
+typedef struct {
+    uint32_t layers;
+    const float *amax;
+} nvl_quant_calib_t;
+
+/* The static input scale ModelOpt exports for format f from the input's
+ * amax: NVFP4 amax / (6 x 448), FP8 amax / 448; 0 for formats whose
+ * activations are dynamic or unquantized (MX-FP4, FP8 blocks), which
+ * store none. */
+float nvl_quant_input_scale(nvl_quant_format_t f, float amax);
+
+/* An FP8 KV cache's k_scale or v_scale from the keys' or values' amax:
+ * max(amax / 448, 1), ModelOpt's export (postprocess_state_dict). */
+float nvl_quant_kv_scale_fp8(float amax);
+
+/* The calibration point whose input the weight `name`
+ * ("model.layers.N.<...>.{q,k,v,o,gate,up,down}_proj.weight") reads, and
+ * its layer N in *layer_out; -1 for any other tensor. */
+int nvl_quant_calib_point(const char *name, uint32_t *layer_out);
+
+/* "q/k/v_proj input", ..., "keys", "values" for a calibration point. */
+const char *nvl_quant_calib_point_name(int point);
 
 #endif

@@ -103,17 +103,31 @@ typedef struct {
 nvl_status_t nvl_st_write(const char *path, const nvl_st_entry_t *t,
                           size_t n);
 
+/* What nvlemu quantize writes: the format, the calibrated amax (NULL:
+ * none) and whether the checkpoint is for an FP8 KV cache. */
+typedef struct {
+    nvl_quant_format_t format;
+    const nvl_quant_calib_t *calib;
+    bool kv_fp8;
+} nvl_weights_quant_opts_t;
+
 /* Writes to out_dir (created if absent) the checkpoint in_dir quantized to
- * format f as its writer lays it out (src/model/quantize.c): every 2-D
- * "model.layers.*_proj.weight" (attention, MLP and experts' projections)
- * becomes the format's parts, every other tensor is copied in its dtype
- * (lm_head and embeddings stay unquantized, as ModelOpt's default
- * excludes lm_head), in one model.safetensors; config.json gains the
- * writer's quantization_config, hf_quant_config.json is written for
- * ModelOpt's formats, generation_config.json is copied.  Weight-only: no
- * input (activation) scales.  Reports an input already quantized, a
- * tensor the writer refuses (named), or an I/O error. */
+ * format q->format as its writer lays it out (src/model/quantize.c):
+ * every 2-D "model.layers.*_proj.weight" (attention, MLP and experts'
+ * projections) becomes the format's parts, every other tensor is copied
+ * in its dtype (lm_head and embeddings stay unquantized, as ModelOpt's
+ * default excludes lm_head), in one model.safetensors; config.json gains
+ * the writer's quantization_config, hf_quant_config.json is written for
+ * ModelOpt's formats (kv_cache_quant_algo "FP8" with q->kv_fp8),
+ * generation_config.json is copied.  With q->calib (its layers the
+ * model's): each quantized weight's F32 "P.input_scale" where the format
+ * has static input scales (nvl_quant_input_scale of its input's amax) and,
+ * with q->kv_fp8, each layer's "self_attn.k_proj.k_scale" /
+ * "self_attn.v_proj.v_scale" (nvl_quant_kv_scale_fp8), as ModelOpt
+ * exports them.  Reports an input already quantized, a tensor the writer
+ * refuses (named), calibration of another layer count, or an I/O
+ * error. */
 nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
-                                  nvl_quant_format_t f);
+                                  const nvl_weights_quant_opts_t *q);
 
 #endif

@@ -121,8 +121,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    a->model, a->model);
         return NVL_ERR_INVALID;
     }
-    if (nvl_cli_model_opts_engine(&a->engine, ctx->topo, &a->engine_opts) !=
-        NVL_OK)
+    if (nvl_cli_model_opts_resolve(&a->engine, a->model) != NVL_OK ||
+        nvl_cli_model_opts_engine(&a->engine, ctx->topo, &a->engine_opts) !=
+            NVL_OK)
         return NVL_ERR_INVALID;
     a->engine_opts.weights_dir = a->model; /* data mode, the checkpoint */
     if (ctx->rt->rank == 0)

@@ -245,8 +245,9 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    "not both", a->ctx, a->ctx - 1);
         return NVL_ERR_INVALID;
     }
-    if (nvl_cli_model_opts_engine(&a->engine, ctx->topo, &c->engine) !=
-        NVL_OK)
+    if (nvl_cli_model_opts_resolve(&a->engine, a->model) != NVL_OK ||
+        nvl_cli_model_opts_engine(&a->engine, ctx->topo, &c->engine) !=
+            NVL_OK)
         return NVL_ERR_INVALID;
     if (!a->prompt_len)
         a->prompt_len = DEFAULT_PROMPT_LEN;

@@ -228,7 +228,8 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
 {
     serve_cmd_t *c = args;
     nvl_serve_args_t *a = &c->a;
-    if (serving_config(a, ctx->topo, &c->serving) != NVL_OK)
+    if (nvl_cli_model_opts_resolve(&a->engine, a->model) != NVL_OK ||
+        serving_config(a, ctx->topo, &c->serving) != NVL_OK)
         return NVL_ERR_INVALID;
     if (a->rate > 0 && a->concurrency > 0) {
         nvl_report("--rate (open loop) and --concurrency (closed loop) "

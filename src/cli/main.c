@@ -34,7 +34,7 @@ static const command_t commands[] = {
      "greedy generation with a Hugging Face model over a TP group"},
     {"quantize", nvl_cmd_quantize,
      "write a checkpoint in NVFP4, MX-FP4, FP8 or FP8 blocks as their "
-     "writers do (no mpirun)"},
+     "writers do, calibrated with --calib (one process; mpirun optional)"},
 };
 
 static void usage(FILE *out)

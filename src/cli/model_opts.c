@@ -6,11 +6,26 @@
 #include <string.h>
 
 #include "model_opts.h"
+#include "nvlemu/model.h"
 
 nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
                                   void *dtype_out)
 {
+    if (strcmp(text, "auto") == 0) {
+        *(nvl_wdtype_t *)dtype_out = NVL_CLI_DTYPE_AUTO;
+        return NVL_OK;
+    }
     return nvl_wdtype_parse(label, text, dtype_out);
+}
+
+nvl_status_t nvl_cli_parse_kv_dtype_auto(const char *label,
+                                         const char *text, void *dtype_out)
+{
+    if (strcmp(text, "auto") == 0) {
+        *(nvl_wdtype_t *)dtype_out = NVL_CLI_DTYPE_AUTO;
+        return NVL_OK;
+    }
+    return nvl_cli_parse_kv_dtype(label, text, dtype_out);
 }
 
 nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
@@ -102,12 +117,54 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
     return NVL_OK;
 }
 
+/* The weight type timing mode charges for a checkpoint of format f:
+ * MX-FP4's bytes are fp4's. */
+static nvl_wdtype_t format_dtype(nvl_quant_format_t f)
+{
+    static const nvl_wdtype_t of[NVL_QUANT_COUNT] = {
+        [NVL_QUANT_NVFP4] = NVL_WDT_NVFP4,
+        [NVL_QUANT_MXFP4] = NVL_WDT_FP4,
+        [NVL_QUANT_FP8] = NVL_WDT_FP8,
+        [NVL_QUANT_FP8_BLOCK] = NVL_WDT_FP8_BLOCK,
+    };
+    return of[f];
+}
+
+nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
+                                        const char *model)
+{
+    nvl_quant_config_t q = {0};
+    if (model != NULL && !nvl_model_is_preset(model) &&
+        nvl_quant_config_read(model, &q) != NVL_OK)
+        return NVL_ERR_INVALID;
+    nvl_wdtype_t want = q.quantized ? format_dtype(q.format) : NVL_WDT_BF16;
+    if (m->dtype == NVL_CLI_DTYPE_AUTO) {
+        m->dtype = want;
+    } else if (q.quantized && m->dtype != want) {
+        nvl_report("--dtype %s contradicts %s, whose checkpoint is %s (%s): "
+                   "its GEMMs read %s weights; leave --dtype out or pass "
+                   "--dtype %s",
+                   nvl_wdtype_name(m->dtype), model,
+                   nvl_quant_row(q.format)->m.name, q.file,
+                   nvl_wdtype_name(want), nvl_wdtype_name(want));
+        return NVL_ERR_INVALID;
+    }
+    if (m->kv_dtype == NVL_CLI_DTYPE_AUTO)
+        m->kv_dtype = q.kv_fp8 ? NVL_WDT_FP8 : NVL_WDT_BF16;
+    return NVL_OK;
+}
+
 nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
                                        const nvl_topo_t *topo,
                                        nvl_engine_opts_t *o_out)
 {
     nvl_engine_opts_t o;
     nvl_engine_opts_default(&o, topo);
+    if (m->dtype == NVL_CLI_DTYPE_AUTO || m->kv_dtype == NVL_CLI_DTYPE_AUTO) {
+        nvl_report("internal: --dtype / --kv-dtype auto left unresolved "
+                   "(nvl_cli_model_opts_resolve)");
+        return NVL_ERR_INVALID;
+    }
     o.cost.weight_dtype = m->dtype;
     o.cost.kv_dtype = m->kv_dtype;
     o.stack = m->stack;

@@ -47,6 +47,9 @@ nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
                                   void *dtype_out);
 nvl_status_t nvl_cli_parse_kv_dtype(const char *label, const char *text,
                                     void *dtype_out);
+/* The same, or "auto" (NVL_CLI_DTYPE_AUTO; --dtype's parser takes it too) */
+nvl_status_t nvl_cli_parse_kv_dtype_auto(const char *label,
+                                         const char *text, void *dtype_out);
 nvl_status_t nvl_cli_parse_launch(const char *label, const char *text,
                                   void *launch_out);
 nvl_status_t nvl_cli_parse_attn(const char *label, const char *text,
@@ -65,13 +68,15 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
 #define NVL_CLI_MODEL_OPTS(type, m)                                         \
     {.name = "dtype", .kind = NVL_OPT_CUSTOM,                               \
      .offset = NVL_CLI_MO_AT(type, m, dtype), .family = &nvl_wdtype_family, \
-     .def = "bf16", .parse = nvl_cli_parse_wdtype,                          \
-     .doc = "weight type of the projections"},                              \
+     .also = "auto", .def = "auto", .parse = nvl_cli_parse_wdtype,          \
+     .doc = "weight type of the projections (auto: a quantized "           \
+            "checkpoint's format, else bf16)"},                             \
     {.name = "kv-dtype", .kind = NVL_OPT_CUSTOM,                            \
      .offset = NVL_CLI_MO_AT(type, m, kv_dtype),                            \
-     .family = &nvl_kv_dtype_family, .def = "bf16",                         \
-     .parse = nvl_cli_parse_kv_dtype,                                       \
-     .doc = "KV cache type"},                                               \
+     .family = &nvl_kv_dtype_family, .also = "auto", .def = "auto",         \
+     .parse = nvl_cli_parse_kv_dtype_auto,                                  \
+     .doc = "KV cache type (auto: fp8 where the checkpoint states "         \
+            "ModelOpt's kv_cache_quant_algo FP8, else bf16)"},              \
     {.name = "launch", .kind = NVL_OPT_CUSTOM,                              \
      .offset = NVL_CLI_MO_AT(type, m, launch),                              \
      .family = &nvl_launch_family, .def = "graph",                          \
@@ -171,6 +176,20 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
      .min_d = 0, .max_d = 100,                                              \
      .doc = "timing mode, mixture of experts: tokens pick experts "         \
             "Zipf-distributed with exponent S (0: uniform)"}
+
+/* --dtype auto / --kv-dtype auto before nvl_cli_model_opts_resolve. */
+#define NVL_CLI_DTYPE_AUTO NVL_WDT_COUNT
+
+/* The model's own types where the options say auto (their default):
+ * for a Hugging Face directory `model` whose checkpoint is quantized
+ * (nvl_quant_config_read: quantization_config / hf_quant_config.json)
+ * --dtype becomes its format (nvfp4, fp4 for MX-FP4, fp8, fp8-block) and
+ * --kv-dtype fp8 where it states ModelOpt's kv_cache_quant_algo "FP8";
+ * else bf16.  Reports an explicit --dtype that contradicts a quantized
+ * checkpoint's format, and an unreadable quantization config:
+ * NVL_ERR_INVALID. */
+nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
+                                        const char *model);
 
 /* The engine's options of a model run on topo: nvl_engine_opts_default,
  * then the block (--attn auto resolved to the stack's kernel on topo's

@@ -11,10 +11,47 @@
 #include "nvlemu/runtime.h"
 #include "nvlemu/weights.h"
 
+/* Calibration (opts.calibrate): the running max |v| of n values at
+ * point p of layer li, as ModelOpt's MaxCalibrator.collect keeps it; a
+ * NaN stays (reported when the amax is read). */
+static void calib_collect(const nvl_engine_t *e, uint32_t li, int p,
+                          const float *v, uint64_t n)
+{
+    if (e->calib_amax == NULL)
+        return;
+    float *a = &e->calib_amax[(size_t)li * NVL_CALIB_COUNT + (size_t)p];
+    for (uint64_t i = 0; i < n; i++) {
+        float m = fabsf(v[i]);
+        if (m > *a || isnan(m))
+            *a = isnan(*a) ? *a : m;
+    }
+}
+
+/* Each of the M rows of x (K values) as the GEMM reads it, into out
+ * (which may be x). */
+static void quant_rows(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g,
+                       const float *x, float *out, uint64_t M, uint64_t K)
+{
+    float s = e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + g];
+    for (uint64_t r = 0; r < M; r++) {
+        const float *in = x + r * K;
+        float *o = out + r * K;
+        if (e->actq == NVL_ACT_NVFP4)
+            nvl_act_quant_nvfp4(in, K, s, o);
+        else if (e->actq == NVL_ACT_FP8_TENSOR)
+            nvl_act_quant_fp8_tensor(in, K, s, o);
+        else if (e->actq == NVL_ACT_FP8_TOKEN)
+            nvl_act_quant_fp8_token(in, K, o);
+        else
+            nvl_act_quant_fp8_group(in, K, NVL_FP8_ACT_GROUP, o);
+    }
+}
+
 const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    nvl_gemm_in_t g, const float *x,
                                    uint64_t M, uint64_t K)
 {
+    calib_collect(e, li, (int)g, x, M * K);
     if (e->actq == NVL_ACT_NONE || M * K == 0)
         return x;
     if (M * K > e->actq_cap) {
@@ -27,23 +64,23 @@ const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
             nvl_runtime_abort(1);
         }
     }
-    float s = e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + g];
-    for (uint64_t r = 0; r < M; r++) {
-        const float *in = x + r * K;
-        float *out = e->actq_buf + r * K;
-        if (e->actq == NVL_ACT_NVFP4)
-            nvl_act_quant_nvfp4(in, K, s, out);
-        else if (e->actq == NVL_ACT_FP8_TENSOR)
-            nvl_act_quant_fp8_tensor(in, K, s, out);
-        else
-            nvl_act_quant_fp8_group(in, K, NVL_FP8_ACT_GROUP, out);
-    }
+    quant_rows(e, li, g, x, e->actq_buf, M, K);
     return e->actq_buf;
+}
+
+void nvl_engine_gemm_input_inplace(const nvl_engine_t *e, uint32_t li,
+                                   nvl_gemm_in_t g, float *x, uint64_t M,
+                                   uint64_t K)
+{
+    calib_collect(e, li, (int)g, x, M * K);
+    if (e->actq != NVL_ACT_NONE)
+        quant_rows(e, li, g, x, x, M, K);
 }
 
 void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
                          float *dst, const float *src, uint64_t n)
 {
+    calib_collect(e, li, NVL_CALIB_K + which, src, n);
     if (e->kv_fp8)
         nvl_kv_quant_fp8(src, n, e->kv_scale[(size_t)li * 2 + which], dst);
     else
@@ -77,6 +114,31 @@ static nvl_status_t read_scale(const nvl_weights_t *w, const char *dir,
     return NVL_OK;
 }
 
+/* A mixture of experts' layer gl: the largest of every expert's gate/up
+ * (g NVL_GEMM_IN_GATE_UP) or down (NVL_GEMM_IN_DOWN) input_scale into
+ * *best, as TensorRT-LLM's fused MoE loads them (one fc31_input_scale and
+ * one fc2_input_scale a layer, the max over the experts:
+ * load_activation_scales_fp8_qdq, and NVFP4's fc31_input_scale). */
+static nvl_status_t expert_scales(const nvl_engine_t *e,
+                                  const nvl_weights_t *w, const char *dir,
+                                  uint32_t gl, int g, float *best)
+{
+    static const char *const up[2] = {"gate_proj", "up_proj"};
+    nvl_status_t st = NVL_OK;
+    char n[192];
+    for (uint32_t x = 0; x < e->cfg.num_experts && st == NVL_OK; x++)
+        for (int j = 0; j < (g == NVL_GEMM_IN_DOWN ? 1 : 2) && st == NVL_OK;
+             j++) {
+            float v = 0.0f;
+            snprintf(n, sizeof n, "model.layers.%u.mlp.experts.%u.%s."
+                     "input_scale", gl, x,
+                     g == NVL_GEMM_IN_DOWN ? "down_proj" : up[j]);
+            st = read_scale(w, dir, n, &v);
+            *best = fmaxf(*best, v);
+        }
+    return st;
+}
+
 /* This stage's layer li's input scales (the checkpoint's layer
  * layer0 + li): the largest of each fused GEMM's parts' input_scale
  * (vLLM: layer.input_scale.max() over the merged shards), 1.0
@@ -95,6 +157,7 @@ static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
         {"self_attn.v_scale", "self_attn.v_proj.v_scale"}};
     char n[192];
     uint32_t gl = e->layer0 + li; /* the checkpoint's layer */
+    bool moe = nvl_model_layer_is_moe(&e->cfg, gl);
     nvl_status_t st = NVL_OK;
     for (int g = 0; g < NVL_GEMM_IN_COUNT && st == NVL_OK; g++) {
         float best = 0.0f;
@@ -105,6 +168,8 @@ static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
             st = read_scale(w, dir, n, &v);
             best = fmaxf(best, v);
         }
+        if (moe && g >= NVL_GEMM_IN_GATE_UP && st == NVL_OK)
+            st = expert_scales(e, w, dir, gl, g, &best);
         e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + (size_t)g] =
             best > 0.0f ? best : 1.0f;
     }
@@ -123,21 +188,17 @@ nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
                                    const char *dir)
 {
     const nvl_quant_config_t *q = w != NULL ? nvl_weights_quant(w) : NULL;
-    e->actq = q != NULL && q->quantized && !e->opts.act_quant_none
-                  ? nvl_act_quant_of(q->format)
-                  : NVL_ACT_NONE;
+    e->actq = q != NULL && !e->opts.act_quant_none ? nvl_act_quant_of(q)
+                                                   : NVL_ACT_NONE;
     e->kv_fp8 = e->opts.cost.kv_dtype == NVL_WDT_FP8;
-    for (uint32_t li = 0; e->actq != NVL_ACT_NONE && li < e->layers; li++)
-        if (nvl_model_layer_is_moe(&e->cfg, e->layer0 + li)) {
-            nvl_report("%s: activation quantization of a mixture of "
-                       "experts' GEMMs is not supported yet; run it "
-                       "weight-only with --act-quant none", q->file);
-            return NVL_ERR_INVALID;
-        }
     e->in_scale = malloc(((size_t)e->layers * NVL_GEMM_IN_COUNT + 1) *
                          sizeof *e->in_scale);
     e->kv_scale = malloc(((size_t)e->layers * 2 + 1) * sizeof *e->kv_scale);
-    if (e->in_scale == NULL || e->kv_scale == NULL) {
+    if (e->opts.calibrate)
+        e->calib_amax = calloc((size_t)e->layers * NVL_CALIB_COUNT + 1,
+                               sizeof *e->calib_amax);
+    if (e->in_scale == NULL || e->kv_scale == NULL ||
+        (e->opts.calibrate && e->calib_amax == NULL)) {
         nvl_report("out of memory for %u layers' scales", e->layers);
         return NVL_ERR_NOMEM;
     }
@@ -150,4 +211,32 @@ nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
             st = layer_scales(e, w, dir, li);
     }
     return st;
+}
+
+nvl_status_t nvl_engine_calib_amax(const nvl_engine_t *e, float *amax_out)
+{
+    size_t n = (size_t)e->layers * NVL_CALIB_COUNT;
+    if (e->calib_amax == NULL || e->stages > 1) {
+        nvl_report("calibration needs an engine created with "
+                   "opts.calibrate in data mode, without a pipeline");
+        return NVL_ERR_INVALID;
+    }
+    for (size_t i = 0; i < n; i++) /* a NaN survives the max as inf */
+        amax_out[i] = isnan(e->calib_amax[i]) ? INFINITY : e->calib_amax[i];
+    /* a row-parallel input (o_proj's, down_proj's) and the keys and
+     * values are cut over the ranks: the largest over the group */
+    MPI_Allreduce(MPI_IN_PLACE, amax_out, (int)n, MPI_FLOAT, MPI_MAX,
+                  nvl_comm_mpi(e->tp));
+    for (size_t i = 0; i < n; i++)
+        if (isinf(amax_out[i])) {
+            if (nvl_comm_rank(e->tp) == 0)
+                nvl_report("calibration: layer %zu's %s holds a NaN or an "
+                           "infinity (ModelOpt's MaxCalibrator refuses "
+                           "non-finite activations)",
+                           i / NVL_CALIB_COUNT,
+                           nvl_quant_calib_point_name(
+                               (int)(i % NVL_CALIB_COUNT)));
+            return NVL_ERR_INVALID;
+        }
+    return NVL_OK;
 }

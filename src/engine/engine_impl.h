@@ -122,6 +122,7 @@ struct nvl_engine {
     float *actq_buf;
     size_t actq_cap;
     bool kv_fp8;
+    float *calib_amax; /* opts.calibrate: [layers][NVL_CALIB_COUNT] */
     /* time */
     nvl_stream_t stream;
     int32_t pass;         /* pass being run */
@@ -358,6 +359,11 @@ int32_t nvl_engine_argmax(const float *v, uint32_t n);
 const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    nvl_gemm_in_t g, const float *x,
                                    uint64_t M, uint64_t K);
+/* actq.c: the same for a buffer the caller owns, quantized in place (a
+ * mixture of experts' gathered rows: each expert's GEMM input). */
+void nvl_engine_gemm_input_inplace(const nvl_engine_t *e, uint32_t li,
+                                   nvl_gemm_in_t g, float *x, uint64_t M,
+                                   uint64_t K);
 /* actq.c: stores n keys (which 0) or values (which 1) of layer li into
  * the cache at dst: as they are, or as an FP8 cache returns them. */
 void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
@@ -470,14 +476,14 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
 
 /* moe.c, the pieces moe_ep.c shares: the experts this rank holds
  * computed over M rows with their ids and weights (data mode; in and out
- * may be the same; nvl_engine_moe's formula); the router and top-k kernels
+ * may be the same; nvl_engine_moe's formula; each expert's gate/up and
+ * down inputs quantized as layer li's, nvl_engine_gemm_input_inplace); the router and top-k kernels
  * over M rows; the expert kernels with count[i] tokens for the rank's
  * i-th expert over `rows` distinct rows; and layer li's MoE numbers added
  * since `before` folded into its decode totals (decode passes only). */
-void nvl_engine_moe_compute(const nvl_engine_t *e,
-                            const nvl_layer_weights_t *l, const float *in,
-                            float *out, uint64_t M, const uint32_t *ids,
-                            const float *w);
+void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
+                            const float *in, float *out, uint64_t M,
+                            const uint32_t *ids, const float *w);
 void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M);
 void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L,
                                    const uint64_t *count, uint64_t rows);

@@ -169,7 +169,8 @@ void nvl_engine_free_weights(nvl_engine_t *e)
     free(e->in_scale);
     free(e->kv_scale);
     free(e->actq_buf);
-    e->in_scale = e->kv_scale = e->actq_buf = NULL;
+    free(e->calib_amax);
+    e->in_scale = e->kv_scale = e->actq_buf = e->calib_amax = NULL;
     e->lw = NULL;
     e->lm_head = e->embed = e->norm = NULL;
 }

@@ -41,11 +41,11 @@
 /* Data mode: out = the sum over the experts this rank holds that each row
  * chose, in expert order, of w_x (silu(in W_g,x^T) * in W_u,x^T) W_d,x^T
  * with this rank's slice of each (in and out may be the same). */
-void nvl_engine_moe_compute(const nvl_engine_t *e,
-                            const nvl_layer_weights_t *l, const float *in,
-                            float *out, uint64_t M, const uint32_t *ids,
-                            const float *w)
+void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
+                            const float *in, float *out, uint64_t M,
+                            const uint32_t *ids, const float *w)
 {
+    const nvl_layer_weights_t *l = &e->lw[li];
     uint32_t k = e->cfg.top_k;
     nvl_range_t held = e->shard.experts;
     uint64_t hid = e->cfg.hidden, sn = e->shard.moe_intermediate.count;
@@ -68,10 +68,12 @@ void nvl_engine_moe_compute(const nvl_engine_t *e,
                 }
         if (n == 0 || sn == 0)
             continue;
+        nvl_engine_gemm_input_inplace(e, li, NVL_GEMM_IN_GATE_UP, xs, n, hid);
         nvl_engine_linear(xs, l->eg + i * sn * hid, NULL, g, n, sn, hid);
         nvl_engine_linear(xs, l->eu + i * sn * hid, NULL, u, n, sn, hid);
         for (uint64_t r = 0; r < n * sn; r++)
             g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
+        nvl_engine_gemm_input_inplace(e, li, NVL_GEMM_IN_DOWN, g, n, sn);
         nvl_engine_linear(g, l->ed + i * hid * sn, NULL, d, n, hid, sn);
         for (uint64_t r = 0; r < n; r++)
             for (uint64_t c = 0; c < hid; c++)
@@ -197,7 +199,7 @@ static void routed_compute(nvl_engine_t *e, uint32_t li, uint64_t M, float *h,
     nvl_engine_moe_route(e, li, 0, M, h, ids, w);
     for (uint64_t i = 0; i < M * k; i++)
         count[ids[i]]++;
-    nvl_engine_moe_compute(e, &e->lw[li], h, h, M, ids, w);
+    nvl_engine_moe_compute(e, li, h, h, M, ids, w);
     free(w);
     free(ids);
 }

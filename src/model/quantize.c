@@ -14,6 +14,7 @@
 typedef struct {
     const nvl_weights_t *w;
     nvl_quant_format_t f;
+    const nvl_weights_quant_opts_t *q;
     nvl_st_entry_t *e; /* the tensors to write */
     size_t n, cap;
     void **owned; /* what the entries point to */
@@ -69,6 +70,63 @@ static bool quantizable(const char *name)
            strcmp(name + n - 12, "_proj.weight") == 0;
 }
 
+/* A calibrated F32 scalar `name` = v (ModelOpt exports scales as
+ * 0-dimensional float32 tensors). */
+static nvl_status_t add_scalar(job_t *j, const char *name, float v)
+{
+    unsigned char *b = malloc(4);
+    if (!own(j, b))
+        return NVL_ERR_NOMEM;
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    for (int k = 0; k < 4; k++) /* little-endian, as safetensors */
+        b[k] = (unsigned char)(u >> (8 * k));
+    nvl_st_entry_t e = {name, "F32", 0, {0}, b, 4};
+    return add(j, &e);
+}
+
+/* The weight `name`'s input_scale from the calibrated amax of its input
+ * (ModelOpt's get_activation_scaling_factor), where the format has static
+ * input scales; none where calibration saw no input (an expert no token
+ * reached, or an input nvlemu does not calibrate). */
+static nvl_status_t input_scale(job_t *j, const char *name, size_t prefix)
+{
+    uint32_t layer = 0;
+    int p = nvl_quant_calib_point(name, &layer);
+    if (p < 0 || nvl_quant_input_scale(j->f, 1.0f) == 0.0f)
+        return NVL_OK;
+    if (layer >= j->q->calib->layers) {
+        nvl_report("tensor '%s': layer %u, but the calibration ran %u "
+                   "layer(s)", name, layer, j->q->calib->layers);
+        return NVL_ERR_INVALID;
+    }
+    float amax = j->q->calib->amax[(size_t)layer * NVL_CALIB_COUNT +
+                                   (size_t)p];
+    if (!(amax > 0.0f))
+        return NVL_OK;
+    char full[512];
+    snprintf(full, sizeof full, "%.*sinput_scale", (int)prefix, name);
+    return add_scalar(j, full, nvl_quant_input_scale(j->f, amax));
+}
+
+/* Each layer's k_scale and v_scale for an FP8 KV cache under ModelOpt's
+ * names (postprocess_state_dict: k_bmm_quantizer._amax -> k_proj.k_scale). */
+static nvl_status_t kv_scales(job_t *j)
+{
+    static const char *const names[2] = {"self_attn.k_proj.k_scale",
+                                         "self_attn.v_proj.v_scale"};
+    nvl_status_t st = NVL_OK;
+    for (uint32_t l = 0; l < j->q->calib->layers && st == NVL_OK; l++)
+        for (int k = 0; k < 2 && st == NVL_OK; k++) {
+            char full[192];
+            snprintf(full, sizeof full, "model.layers.%u.%s", l, names[k]);
+            float amax = j->q->calib->amax[(size_t)l * NVL_CALIB_COUNT +
+                                           NVL_CALIB_K + (size_t)k];
+            st = add_scalar(j, full, nvl_quant_kv_scale_fp8(amax));
+        }
+    return st;
+}
+
 static nvl_status_t quantize_one(job_t *j, const char *name,
                                  const nvl_tensor_info_t *info)
 {
@@ -96,6 +154,8 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
         q.part[i].bytes = NULL;
     }
     nvl_quant_tensor_free(&q);
+    if (st == NVL_OK && j->q->calib != NULL)
+        st = input_scale(j, name, prefix);
     return st;
 }
 
@@ -134,7 +194,7 @@ static nvl_status_t write_json(const char *path, const json_t *j)
 /* config.json with the writer's quantization_config, hf_quant_config.json
  * where the writer has one, generation_config.json copied. */
 static nvl_status_t write_configs(const char *in, const char *out,
-                                  nvl_quant_format_t f)
+                                  const nvl_weights_quant_opts_t *qo)
 {
     char path[2048];
     json_error_t err;
@@ -146,7 +206,12 @@ static nvl_status_t write_configs(const char *in, const char *out,
     }
     json_t *q = json_object(), *hf = NULL,
            *exclude = json_pack("[s]", "lm_head");
-    nvl_quant_config_write(f, exclude, q, &hf);
+    nvl_quant_config_write(qo->format, exclude, q, &hf);
+    if (qo->kv_fp8 && hf != NULL) { /* ModelOpt's KV cache key */
+        json_object_set_new(q, "kv_cache_quant_algo", json_string("FP8"));
+        json_object_set_new(json_object_get(hf, "quantization"),
+                            "kv_cache_quant_algo", json_string("FP8"));
+    }
     json_object_set_new(cfg, "quantization_config", q);
     snprintf(path, sizeof path, "%s/config.json", out);
     nvl_status_t st = write_json(path, cfg);
@@ -166,7 +231,7 @@ static nvl_status_t write_configs(const char *in, const char *out,
 }
 
 nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
-                                  nvl_quant_format_t f)
+                                  const nvl_weights_quant_opts_t *q)
 {
     nvl_weights_t *w;
     nvl_status_t st = nvl_weights_open(in_dir, &w);
@@ -183,15 +248,17 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
         nvl_report("%s: cannot create: %s", out_dir, strerror(errno));
         st = NVL_ERR_IO;
     }
-    job_t j = {.w = w, .f = f};
+    job_t j = {.w = w, .f = q->format, .q = q};
     if (st == NVL_OK)
         st = nvl_weights_foreach(w, one, &j);
+    if (st == NVL_OK && q->calib != NULL && q->kv_fp8)
+        st = kv_scales(&j);
     char path[2048];
     snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
     if (st == NVL_OK)
         st = nvl_st_write(path, j.e, j.n);
     if (st == NVL_OK)
-        st = write_configs(in_dir, out_dir, f);
+        st = write_configs(in_dir, out_dir, q);
     for (size_t i = 0; i < j.n_owned; i++)
         free(j.owned[i]);
     free(j.owned);

@@ -72,6 +72,21 @@ void nvl_act_quant_fp8_group(const float *x, uint64_t n, uint64_t group,
     }
 }
 
+void nvl_act_quant_fp8_token(const float *x, uint64_t n, float *out)
+{
+    /* vLLM dynamic_per_token_scaled_fp8_quant_kernel
+     * (csrc/quantization/fp8/common.cu), QuantFP8 (vllm/model_executor/
+     * layers/quantization/input_quant_fp8.py): the token's scale
+     * max(amax / 448, 1 / (448 * 512)), each element x / scale saturated
+     * to E4M3; the GEMM's scale_a is that scale */
+    float amax = 0.0f;
+    for (uint64_t i = 0; i < n; i++)
+        amax = fmaxf(amax, fabsf(x[i]));
+    float s = fmaxf(amax / E4M3_MAX, 1.0f / (E4M3_MAX * 512.0f));
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = nvl_e4m3_round_sat(x[i] / s) * s;
+}
+
 void nvl_kv_quant_fp8(const float *x, uint64_t n, float scale, float *out)
 {
     /* vLLM reshape_and_cache(_flash), scaled_convert: x / scale to E4M3
@@ -85,21 +100,24 @@ static const struct {
     nvl_member_t id;
 } act_choices[2] = {
     {{"auto", "as the serving engines run the checkpoint's format: NVFP4 "
-              "W4A4, FP8 W8A8 (static per-tensor input scale, or dynamic "
-              "1 x 128 groups for FP8 blocks), MX-FP4 weight-only"}},
+              "W4A4, FP8 W8A8 (static per-tensor input scale, dynamic per "
+              "token, or dynamic 1 x 128 groups for FP8 blocks), MX-FP4 "
+              "weight-only"}},
     {{"none", "weight-only: activations stay float32 (W4A16 / W8A16)"}},
 };
 const nvl_family_t nvl_act_quant_family =
     NVL_FAMILY("act-quant", "activation quantization before a quantized "
                             "GEMM (--act-quant)", act_choices);
 
-nvl_act_quant_t nvl_act_quant_of(nvl_quant_format_t f)
+nvl_act_quant_t nvl_act_quant_of(const nvl_quant_config_t *q)
 {
-    switch (f) {
+    if (!q->quantized)
+        return NVL_ACT_NONE;
+    switch (q->format) {
     case NVL_QUANT_NVFP4:
         return NVL_ACT_NVFP4;
     case NVL_QUANT_FP8:
-        return NVL_ACT_FP8_TENSOR;
+        return q->act_dynamic ? NVL_ACT_FP8_TOKEN : NVL_ACT_FP8_TENSOR;
     case NVL_QUANT_FP8_BLOCK:
         return NVL_ACT_FP8_GROUP;
     case NVL_QUANT_MXFP4:

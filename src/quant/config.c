@@ -41,8 +41,37 @@ static nvl_status_t modelopt(const char *file, const json_t *q,
                    file);
         return NVL_ERR_INVALID;
     }
+    const json_t *kv = json_object_get(q, "kv_cache_quant_algo");
+    const char *kvs = json_string_value(kv);
+    if (kv != NULL && !json_is_null(kv) &&
+        (kvs == NULL || strcmp(kvs, "FP8") != 0)) {
+        nvl_report("%s: kv_cache_quant_algo %s%s%s is not one nvlemu reads "
+                   "(FP8 or null)",
+                   file, kvs ? "'" : "", kvs ? kvs : "not a string",
+                   kvs ? "'" : "");
+        return NVL_ERR_INVALID;
+    }
+    out->kv_fp8 = kvs != NULL;
     out->quantized = true;
     out->format = f;
+    return NVL_OK;
+}
+
+/* vLLM's Fp8Config.from_config: activation_scheme "static" or "dynamic"
+ * (the default); dynamic per-tensor FP8 runs per token (Fp8LinearMethod) */
+static nvl_status_t act_scheme(const char *file, const json_t *q,
+                               nvl_quant_config_t *out)
+{
+    const json_t *a = json_object_get(q, "activation_scheme");
+    const char *as = json_string_value(a);
+    if (a != NULL && (as == NULL || (strcmp(as, "dynamic") != 0 &&
+                                     strcmp(as, "static") != 0))) {
+        nvl_report("%s: quantization_config.activation_scheme must be "
+                   "\"dynamic\" or \"static\" (vLLM's Fp8Config)",
+                   file);
+        return NVL_ERR_INVALID;
+    }
+    out->act_dynamic = as == NULL || strcmp(as, "dynamic") == 0;
     return NVL_OK;
 }
 
@@ -59,6 +88,8 @@ static nvl_status_t hf_config(const char *file, const json_t *q,
         if (b == NULL) {
             f = NVL_QUANT_FP8; /* per-tensor weight_scale, as vLLM's Fp8Config
                                 */
+            if (act_scheme(file, q, out) != NVL_OK)
+                return NVL_ERR_INVALID;
         } else if (json_array_size(b) != 2 ||
                    json_integer_value(json_array_get(b, 0)) != 128 ||
                    json_integer_value(json_array_get(b, 1)) != 128) {
@@ -92,7 +123,8 @@ nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)
     json_error_t err;
     json_t *root = json_load_file(out->file, 0, &err);
     if (root == NULL) {
-        nvl_report("%s:%d:%d: %s", out->file, err.line, err.column, err.text);
+        nvl_report("%s:%d:%d: not valid JSON: %s", out->file, err.line,
+                   err.column, err.text);
         return NVL_ERR_INVALID;
     }
     const json_t *q = json_object_get(root, hf_quant ? "quantization"

@@ -4,8 +4,12 @@ layer: SPEC is a JSON object {"suffix": value}, e.g.
 {"self_attn.q_proj.input_scale": 1.0} adds
 model.layers.N.self_attn.q_proj.input_scale = 1.0 for each layer N (a
 value "nan" writes a NaN; a list, one value per layer, a scale per layer).  Standard library only.
+QCONFIG (optional): config.json's quantization_config replaced by this
+JSON object, and hf_quant_config.json left out (e.g. an FP8 checkpoint
+read as vLLM's Fp8Config: {"quant_method": "fp8", "activation_scheme":
+"dynamic"}).
 
-Usage: add_scales.py IN_DIR OUT_DIR SPEC
+Usage: add_scales.py IN_DIR OUT_DIR SPEC [QCONFIG]
 """
 import json
 import os
@@ -17,9 +21,17 @@ import sys
 def main():
     src, dst, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     os.makedirs(dst, exist_ok=True)
+    qconfig = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
     for f in os.listdir(src):
+        if qconfig is not None and f == "hf_quant_config.json":
+            continue
         if f.endswith(".json"):
             shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    if qconfig is not None:
+        path = os.path.join(dst, "config.json")
+        cfg = json.load(open(path))
+        cfg["quantization_config"] = qconfig
+        json.dump(cfg, open(path, "w"), indent=2)
     raw = open(os.path.join(src, "model.safetensors"), "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
     header = json.loads(raw[8:8 + n])

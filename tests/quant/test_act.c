@@ -134,11 +134,80 @@ static void kv_cache_rule(void **state)
 static void default_schemes(void **state)
 {
     (void)state;
-    assert_int_equal(nvl_act_quant_of(NVL_QUANT_NVFP4), NVL_ACT_NVFP4);
-    assert_int_equal(nvl_act_quant_of(NVL_QUANT_FP8), NVL_ACT_FP8_TENSOR);
-    assert_int_equal(nvl_act_quant_of(NVL_QUANT_FP8_BLOCK),
-                     NVL_ACT_FP8_GROUP);
-    assert_int_equal(nvl_act_quant_of(NVL_QUANT_MXFP4), NVL_ACT_NONE);
+    nvl_quant_config_t q = {.quantized = true, .format = NVL_QUANT_NVFP4};
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_NVFP4);
+    q.format = NVL_QUANT_FP8;
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_FP8_TENSOR);
+    q.act_dynamic = true;
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_FP8_TOKEN);
+    q.format = NVL_QUANT_FP8_BLOCK;
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_FP8_GROUP);
+    q.format = NVL_QUANT_MXFP4;
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_NONE);
+    q.quantized = false;
+    q.format = NVL_QUANT_NVFP4;
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_NONE);
+}
+
+static void fp8_token(void **state)
+{
+    (void)state;
+    /* one scale for the row: amax 896 -> s = 2; 3 / 2 = 1.5 exact, 7 / 2 =
+     * 3.5 exact; 0.3 / 2 = 0.15 rounds to E4M3 (0.15625 = 5 x 2^-5) */
+    float x[4] = {896.0f, 3.0f, -7.0f, 0.3f}, out[4];
+    nvl_act_quant_fp8_token(x, 4, out);
+    assert_true(out[0] == 896.0f);
+    assert_true(out[1] == 3.0f);
+    assert_true(out[2] == -7.0f);
+    assert_true(out[3] == 0.3125f);
+    /* a zero row takes the floor 1 / (448 * 512) and stays zero; a tiny
+     * one is scaled by the floor, not by its own amax */
+    float z[2] = {0.0f, 0.0f};
+    nvl_act_quant_fp8_token(z, 2, out);
+    assert_true(out[0] == 0.0f && out[1] == 0.0f);
+    float floor_s = 1.0f / (448.0f * 512.0f);
+    float t[1] = {1e-7f};
+    nvl_act_quant_fp8_token(t, 1, out);
+    assert_true(out[0] == nvl_e4m3_round_sat(1e-7f / floor_s) * floor_s);
+    assert_true(out[0] != 1e-7f);
+}
+
+static void calibrated_scales(void **state)
+{
+    (void)state;
+    /* ModelOpt's export: NVFP4 amax / 2688, FP8 amax / 448, none for the
+     * dynamic formats; KV max(amax / 448, 1) */
+    assert_true(nvl_quant_input_scale(NVL_QUANT_NVFP4, 2688.0f) == 1.0f);
+    assert_true(nvl_quant_input_scale(NVL_QUANT_NVFP4, 26.88f) ==
+                26.88f / 2688.0f);
+    assert_true(nvl_quant_input_scale(NVL_QUANT_FP8, 896.0f) == 2.0f);
+    assert_true(nvl_quant_input_scale(NVL_QUANT_FP8_BLOCK, 5.0f) == 0.0f);
+    assert_true(nvl_quant_input_scale(NVL_QUANT_MXFP4, 5.0f) == 0.0f);
+    assert_true(nvl_quant_kv_scale_fp8(100.0f) == 1.0f);
+    assert_true(nvl_quant_kv_scale_fp8(896.0f) == 2.0f);
+    uint32_t layer = 99;
+    assert_int_equal(nvl_quant_calib_point(
+                         "model.layers.12.self_attn.k_proj.weight", &layer),
+                     NVL_CALIB_QKV);
+    assert_int_equal(layer, 12);
+    assert_int_equal(nvl_quant_calib_point(
+                         "model.layers.3.mlp.experts.7.down_proj.weight",
+                         &layer),
+                     NVL_CALIB_DOWN);
+    assert_int_equal(layer, 3);
+    assert_int_equal(
+        nvl_quant_calib_point("model.layers.0.mlp.up_proj.weight", &layer),
+        NVL_CALIB_GATE_UP);
+    assert_int_equal(
+        nvl_quant_calib_point("model.layers.0.self_attn.o_proj.weight", &layer),
+        NVL_CALIB_O);
+    assert_int_equal(nvl_quant_calib_point("model.embed_tokens.weight", &layer),
+                     -1);
+    assert_int_equal(
+        nvl_quant_calib_point("model.layers.0.mlp.gate.weight", &layer), -1);
+    assert_int_equal(
+        nvl_quant_calib_point("model.layers.0.mlp.xgate_proj.weight", &layer),
+        -1);
 }
 
 int main(void)
@@ -147,6 +216,7 @@ int main(void)
         cmocka_unit_test(nvfp4_blocks),   cmocka_unit_test(nvfp4_scale_rule),
         cmocka_unit_test(fp8_tensor),     cmocka_unit_test(fp8_groups),
         cmocka_unit_test(kv_cache_rule),  cmocka_unit_test(default_schemes),
+        cmocka_unit_test(fp8_token),      cmocka_unit_test(calibrated_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

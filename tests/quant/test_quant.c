@@ -221,7 +221,8 @@ static void check_format(nvl_quant_format_t f, json_t *rows)
 {
     snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
     assert_non_null(mkdtemp(tmp));
-    assert_int_equal(nvl_weights_quantize(QDATA "/qwen3-quant-tiny", tmp, f),
+    nvl_weights_quant_opts_t qo = {.format = f};
+    assert_int_equal(nvl_weights_quantize(QDATA "/qwen3-quant-tiny", tmp, &qo),
                      NVL_OK);
     nvl_weights_t *w;
     assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
@@ -438,6 +439,17 @@ static void bad_checkpoints(void **state)
               "\"weight_block_size\": [64, 64]}}",
               NULL);
     expect_bad(0, "weight_block_size must be [128, 128]", "config.json");
+    write_bad("{\"quantization_config\": {\"quant_method\": \"modelopt\", "
+              "\"quant_algo\": \"NVFP4\", \"kv_cache_quant_algo\": "
+              "\"NVFP4\"}}",
+              NULL);
+    expect_bad(0, "kv_cache_quant_algo 'NVFP4' is not one nvlemu reads",
+               "config.json");
+    write_bad("{\"quantization_config\": {\"quant_method\": \"fp8\", "
+              "\"activation_scheme\": 3}}",
+              NULL);
+    expect_bad(0, "activation_scheme must be \"dynamic\" or \"static\"",
+               "config.json");
 }
 
 /* FP8 blocks: a last, short block is read (vLLM's ceil grid); a slice
