@@ -29,9 +29,11 @@
  *     prims_simple.h ScatterGatherOp) the pipeline's fill, and
  *     F = 2 NCCL_STEPS - 1 syncs while the two slot rings fill.
  * Allgather/reduce-scatter: every member's port carries all S bytes, its
- * own block included: T = kernel + nvls.simple.nvlink_lat + hop
- * + S / min(port, nvls_bw x 5/6), port = the ring's channels' NVLink rate
- * (docs/collectives.md, "At 4-72 ranks"). */
+ * own block included: T = kernel + nvls.simple.nvlink_lat + hop + S / R,
+ * reduce-scatter's load-reduce R = min(port, nvls_bw x 5/6), port = the
+ * ring's channels' NVLink rate; allgather's multicast store, which the
+ * switch does not reduce, R = the port's data rate without the ring's
+ * mid-size shape (docs/collectives.md, "At 4-72 ranks"). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,20 @@ static double nvls_pipe_s(const nvl_comm_t *c, double s, double chunk,
                ((double)c->topo->nccl.nvls_chunk_lat_ps * 1e-12);
 }
 
+/* Allgather's rate through NVLS: its "Bcast through NVLS" warps
+ * multicast-store the input (device/all_gather.h, NVLS oneNode), which
+ * the switch copies to every member and does not reduce, so the switch's
+ * load-reduce rate (nvls_bw) does not bound it; and it is no ring, so the
+ * ring's mid-size shape ([nccl] mid_efficiency, knee: every member
+ * receiving from one neighbour while sending to the other) is not its:
+ * the port's data rate on the ring's channels (Simple: no protocol
+ * ceiling). */
+static double nvls_store_bw(const nvl_comm_t *c, double ring_ch)
+{
+    return c->nvlink_bw * NVL_NVLINK_DATA_EFF * ring_ch /
+           c->topo->nccl.channels;
+}
+
 static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, double channels)
 {
@@ -107,6 +123,8 @@ static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
                                             NVL_ALGO_NVLS, proto,
                                             c->nvlink_bw, ring_ch,
                                             (double)bytes);
+        if (coll == NVL_COLL_ALLGATHER)
+            return lat + (double)bytes / nvls_store_bw(c, ring_ch);
         double sw = c->topo->nvlink.nvls_bw_bytes_per_s * 5.0 / 6.0;
         return lat + (double)bytes / (sw < port ? sw : port);
     }
