@@ -3,7 +3,7 @@ tables, in that order."""
 import os
 
 from .common import (E2E_TOPO, FAMILIES, GEMMS, H100, H100_STEPS, H100_TOPO, H100_TP2_STEPS,
-                     e2e_table, pct, table)
+                     SERVING, e2e_table, pct, table)
 from .families import absent, as_record, summary_cells
 from .nccl import nccl_doc
 
@@ -13,7 +13,7 @@ def write_doc(out, res, summary):
     doc = _head(summary) + _bench_tools(res) + _published(res) + _h100(res)
     if res.nccl:
         doc += nccl_doc(res.nccl)
-    doc += _serving(res.serves) + _end_to_end(res)
+    doc += _serving(res.serves, res.serves_skipped) + _end_to_end(res)
     if res.hgx is not None:
         doc += res.hgx[1]
     with open(out, "w") as f:
@@ -152,8 +152,9 @@ def _h100(res):
     return doc
 
 
-def _serving(serves):
-    """The published serving throughputs (none with --no-serving)."""
+def _serving(serves, skipped):
+    """The published serving throughputs (none with --no-serving), and the
+    rows marked slow that were not emulated."""
     doc = []
     if serves is not None:
         doc.append("## Published serving throughputs\n")
@@ -181,6 +182,17 @@ def _serving(serves):
                            "%.0f" % r["pred"], r["measured_output_tok_per_s"],
                            pct(r["error"]), "%.0f" % r["batch"], "%.0f" % r["ttft"],
                            "%.2f" % r["tpot"], r["source"]] for r in serves]))
+    if serves is not None and skipped:
+        doc.append("Not emulated here: %d rows marked slow in `%s` (attention data-"
+                   "parallel, whose timing mode routes every token of every request to "
+                   "its experts: minutes of emulation each); `scripts/validation-report "
+                   "--slow` runs them too. `docs/serve.md` (\"Attention data-parallel "
+                   "(DEP)\") gives the ones run so far.\n" % (len(skipped), SERVING))
+        doc.append(table(["system", "model", "TP", "layout", "ISL/OSL", "requests",
+                          "published tok/s"],
+                         [[r["system"], r["model"], r["tp"], r["layout"],
+                           "%s/%s" % (r["isl"], r["osl"]), r["requests"],
+                           r["measured_output_tok_per_s"]] for r in skipped]))
     return doc
 
 

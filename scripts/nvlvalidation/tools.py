@@ -204,10 +204,13 @@ def layout_args(layout, tp):
             "DEP": ["--ep", tp, "--attn-parallel", "dp"]}[m.group(1)]
 
 
-def serving(build):
-    """The published offline serving throughputs against nvlemu serve."""
+def serving(build, slow=False):
+    """The published offline serving throughputs against nvlemu serve; the
+    rows marked slow (minutes of emulation each: attention-DP's per-token
+    expert routing over millions of tokens) only when SLOW, the others
+    listed in serving_skipped()."""
     with open(os.path.join(ROOT, SERVING)) as f:
-        src = list(csv.DictReader(f))
+        src = [r for r in csv.DictReader(f) if slow or r["slow"] != "yes"]
     outs = run_all([[os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
                      os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
                      "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
@@ -227,3 +230,9 @@ def serving(build):
     if not rows:
         die("no rows in " + SERVING)
     return rows
+
+
+def serving_skipped(slow=False):
+    """The rows of SERVING marked slow that serving() leaves out."""
+    with open(os.path.join(ROOT, SERVING)) as f:
+        return [] if slow else [r for r in csv.DictReader(f) if r["slow"] == "yes"]
