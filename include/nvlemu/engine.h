@@ -439,4 +439,23 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
                                    int64_t *free_ps_out,
                                    nvl_pass_stats_t *pass_out);
 
+/* One dense projection of a layer: its name as checkpoints call it and its
+ * weight's shape, n outputs x k inputs. */
+typedef struct {
+    const char *name; /* "q_proj" */
+    uint64_t n, k;
+} nvl_engine_gemm_t;
+
+#define NVL_ENGINE_LAYER_GEMMS_MAX 8
+
+/* The dense projections of one of cfg's layers on a shard holding q_heads
+ * query heads, kv_heads key/value heads and `intermediate` MLP rows, as
+ * the engine's plan runs them (attention's projections per its variant,
+ * then the MLP's), into out (at most NVL_ENGINE_LAYER_GEMMS_MAX).
+ * Returns their count: 0 for a mixture of experts' layers, whose experts
+ * are not dense.  Pure; no MPI. */
+int nvl_engine_layer_gemms(const nvl_model_config_t *cfg, uint64_t q_heads,
+                           uint64_t kv_heads, uint64_t intermediate,
+                           nvl_engine_gemm_t out[NVL_ENGINE_LAYER_GEMMS_MAX]);
+
 #endif

@@ -36,10 +36,10 @@ static const nvl_opt_t cost_opts[] = {
     NVL_CLI_OPT_RANK_PLAYS(nvl_cli_cost_args_t),
     NVL_CLI_OPT_SET_FILE(nvl_cli_cost_args_t),
     {.name = "dtype", .kind = NVL_OPT_STRING, .offset = AT(dtype),
-     .arg = "bf16|fp8|fp4", .doc = "gemm: weight and input type (default "
-                                   "bf16)"},
+     .family = &nvl_wdtype_family,
+     .doc = "gemm: weight and input type (default bf16)"},
     {.name = "library", .kind = NVL_OPT_STRING, .offset = AT(library),
-     .arg = "cublaslt|cutlass|deepgemm|trtllm-gen",
+     .family = &nvl_gemm_lib_family,
      .doc = "gemm: the GEMM library (default: the one nvlemu run's fused "
             "stack calls for --dtype; docs/cost-model.md \"GEMM "
             "libraries\")"},

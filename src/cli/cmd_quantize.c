@@ -28,12 +28,12 @@ typedef struct {
     uint64_t *off;
 } quantize_args_t;
 
-#define USAGE "nvlemu quantize --format nvfp4|mxfp4|fp8|fp8-block " \
+#define USAGE "nvlemu quantize --format FORMAT " \
               "[--calib FILE.jsonl] [--kv-dtype fp8] IN_DIR OUT_DIR"
 
 static const nvl_opt_t quantize_opts[] = {
     {.name = "format", .kind = NVL_OPT_ENUM,
-     .offset = offsetof(quantize_args_t, format), .arg = "FORMAT",
+     .offset = offsetof(quantize_args_t, format),
      .family = &nvl_quant_format_family, .required = true,
      .doc = "the format to write (`nvlemu --list quant-format`)"},
     {.name = "calib", .kind = NVL_OPT_STRING,

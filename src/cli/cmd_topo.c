@@ -12,7 +12,7 @@ typedef struct {
 } topo_args_t;
 
 #define USAGE "[mpirun -np N] nvlemu topo FILE|--topo FILE [--ranks N] " \
-              "[--json FILE] [--set K=V]... [--rank-plays gpu|die] "       \
+              "[--json FILE] [--set K=V]... [--rank-plays WHAT] "       \
               "[--export] [--keys]"
 
 static const nvl_opt_t topo_opts[] = {

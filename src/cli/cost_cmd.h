@@ -29,15 +29,16 @@ typedef struct {
     uint64_t *new_tokens, *past; /* attention's, one per sequence */
 } nvl_cli_cost_args_t;
 
-/* Each operation's usage, for its row and the command's. */
-#define GEMM_USAGE                                                          \
-    "gemm M N K [--dtype bf16|fp8|fp4] "                                    \
-    "[--library cublaslt|cutlass|deepgemm|trtllm-gen]"
+/* Each operation's usage, for its row and the command's.  A value that
+ * names a family's member is a placeholder: the option's row takes the
+ * family (cmd_cost.c), so --help lists its members and a new member
+ * needs no edit here. */
+#define GEMM_USAGE "gemm M N K [--dtype DTYPE] [--library LIBRARY]"
 #define ATTENTION_USAGE                                                     \
     "attention --batch B [--q-len Q] [--ctx C] --heads H --kv-heads K "     \
-    "--head-dim D [--kernel fa3|fa4|sdpa] [--kv-dtype bf16|fp8]"
+    "--head-dim D [--kernel KERNEL] [--kv-dtype KV_DTYPE]"
 #define ELEMENTWISE_USAGE "elementwise BYTES"
-#define COPY_USAGE "copy BYTES --path hbm|nvlink|c2c-h2d|c2c-d2h|host [--peer N]"
+#define COPY_USAGE "copy BYTES --path PATH [--peer N]"
 #define COST_USAGE                                                          \
     "[mpirun -np N] nvlemu cost [--topo FILE] [--gpu N] [--json FILE] "     \
     "[--set K=V]... OP, where OP is one of: " GEMM_USAGE "; "                \

@@ -5,39 +5,25 @@
 
 #include "run_report.h"
 
-typedef struct {
-    const char *name;
-    uint64_t n, k;
-} gemm_t;
-
 /* The dense GEMMs of one layer on the rank with the most query heads and
- * MLP rows: q/k/v/o and gate/up/down (KV heads: kv_heads / tp, at least
- * one, as vLLM shards or replicates them).  Returns their count (0 for a
- * mixture of experts' layers, whose experts are not listed). */
+ * MLP rows, as the engine's plan has them (KV heads: kv_heads / tp, at
+ * least one, as vLLM shards or replicates them).  Returns their count (0
+ * for a mixture of experts' layers, whose experts are not listed). */
 static int layer_gemms(const nvl_run_result_t *r, const nvl_run_derived_t *d,
-                       gemm_t g[7])
+                       nvl_engine_gemm_t g[NVL_ENGINE_LAYER_GEMMS_MAX])
 {
     const nvl_model_config_t *c = r->cfg;
-    if (c->num_experts > 0 || c->intermediate == 0)
-        return 0;
-    uint64_t hd = c->head_dim, q = (uint64_t)d->q_max * hd;
     uint64_t kv = ((uint64_t)c->kv_heads + (uint64_t)r->tp - 1) /
-                  (uint64_t)r->tp * hd;
-    uint64_t in = (uint64_t)d->i_max, h = c->hidden;
-    gemm_t all[7] = {{"q_proj", q, h},       {"k_proj", kv, h},
-                     {"v_proj", kv, h},      {"o_proj", h, q},
-                     {"gate_proj", in, h},   {"up_proj", in, h},
-                     {"down_proj", h, in}};
-    for (int i = 0; i < 7; i++)
-        g[i] = all[i];
-    return 7;
+                  (uint64_t)r->tp;
+    return nvl_engine_layer_gemms(c, (uint64_t)d->q_max, kv,
+                                  (uint64_t)d->i_max, g);
 }
 
 void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                        FILE *out)
 {
     nvl_wdtype_t dt = r->args->engine.dtype;
-    gemm_t g[7];
+    nvl_engine_gemm_t g[NVL_ENGINE_LAYER_GEMMS_MAX];
     int n = layer_gemms(r, d, g);
     if (nvl_wdtype_format(dt) == NULL || n == 0)
         return;
@@ -59,7 +45,7 @@ json_t *nvl_run_gemm_json(const nvl_run_result_t *r,
                           const nvl_run_derived_t *d)
 {
     nvl_wdtype_t dt = r->args->engine.dtype;
-    gemm_t g[7];
+    nvl_engine_gemm_t g[NVL_ENGINE_LAYER_GEMMS_MAX];
     int n = layer_gemms(r, d, g);
     if (nvl_wdtype_format(dt) == NULL || n == 0)
         return NULL;

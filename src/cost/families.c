@@ -56,7 +56,7 @@ static const struct {
 };
 const nvl_family_t nvl_wdtype_family =
     NVL_FAMILY("dtype", "weight (and matmul input) types (--dtype; "
-                        "--kv-dtype takes bf16 and fp8)", wdtypes);
+                        "--kv-dtype: the kv-dtype family)", wdtypes);
 
 /* The types a KV cache is stored in (nvl_attn_kv_elem_bytes), a row
  * each with its weight dtype. */

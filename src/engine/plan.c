@@ -209,3 +209,43 @@ nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
     e->norm_fused = true; /* the next NVL_STEP_ADD_NORM issues nothing */
     return NVL_OK;
 }
+
+/* A dense projection's shape as coefficients of the widths above: n =
+ * q.q + kv.kv + i.i + h.h outputs, k the same of its inputs. */
+typedef struct {
+    const char *name;
+    uint8_t nq, nkv, ni, nh; /* outputs */
+    uint8_t kq, ki, kh;      /* inputs */
+} proj_t;
+
+/* Grouped-query attention's and the dense MLP's projections, as
+ * checkpoints store them (QKV and ROPE_KV run q/k/v as one GEMM; its
+ * weights are these three). */
+static const proj_t gqa_projs[] = {
+    {.name = "q_proj", .nq = 1, .kh = 1},
+    {.name = "k_proj", .nkv = 1, .kh = 1},
+    {.name = "v_proj", .nkv = 1, .kh = 1},
+    {.name = "o_proj", .nh = 1, .kq = 1},
+    {.name = "gate_proj", .ni = 1, .kh = 1},
+    {.name = "up_proj", .ni = 1, .kh = 1},
+    {.name = "down_proj", .nh = 1, .ki = 1},
+};
+
+int nvl_engine_layer_gemms(const nvl_model_config_t *cfg, uint64_t q_heads,
+                           uint64_t kv_heads, uint64_t intermediate,
+                           nvl_engine_gemm_t out[NVL_ENGINE_LAYER_GEMMS_MAX])
+{
+    if (cfg->num_experts > 0 || cfg->intermediate == 0)
+        return 0;
+    uint64_t q = q_heads * cfg->head_dim, kv = kv_heads * cfg->head_dim;
+    uint64_t h = cfg->hidden, in = intermediate;
+    int n = (int)(sizeof gqa_projs / sizeof gqa_projs[0]);
+    for (int j = 0; j < n; j++) {
+        const proj_t *p = &gqa_projs[j];
+        out[j] = (nvl_engine_gemm_t){
+            .name = p->name,
+            .n = p->nq * q + p->nkv * kv + p->ni * in + p->nh * h,
+            .k = p->kq * q + p->ki * in + p->kh * h};
+    }
+    return n;
+}

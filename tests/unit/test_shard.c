@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "nvlemu/engine.h"
 #include "nvlemu/shard.h"
 #include "reports.h"
 
@@ -41,6 +42,32 @@ static void test_qwen25_72b_tp8(void **state)
         assert_int_equal(s.intermediate.count, 3696);
         assert_int_equal(s.vocab.count, 19008);
     }
+}
+
+/* The engine's dense projections of a TP = 8 shard of Qwen2.5-72B (8
+ * query heads, 1 KV head of 128, 3696 MLP rows), as a quantized run
+ * reports them; a mixture of experts' layers have none. */
+static void test_layer_gemms(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(nvl_model_preset("qwen2.5-72b", &c), NVL_OK);
+    nvl_engine_gemm_t g[NVL_ENGINE_LAYER_GEMMS_MAX];
+    assert_int_equal(nvl_engine_layer_gemms(&c, 8, 1, 3696, g), 7);
+    static const struct {
+        const char *name;
+        uint64_t n, k;
+    } want[] = {{"q_proj", 1024, 8192},   {"k_proj", 128, 8192},
+                {"v_proj", 128, 8192},    {"o_proj", 8192, 1024},
+                {"gate_proj", 3696, 8192}, {"up_proj", 3696, 8192},
+                {"down_proj", 8192, 3696}};
+    for (int i = 0; i < 7; i++) {
+        assert_string_equal(g[i].name, want[i].name);
+        assert_int_equal(g[i].n, want[i].n);
+        assert_int_equal(g[i].k, want[i].k);
+    }
+    c.num_experts = 8;
+    assert_int_equal(nvl_engine_layer_gemms(&c, 8, 1, 3696, g), 0);
 }
 
 /* TP = 72 on 64 heads and 29568 intermediate: 8 ranks idle in attention,
@@ -269,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_split_covers_everything),
         cmocka_unit_test(test_qwen25_72b_tp8),
         cmocka_unit_test(test_qwen25_72b_tp72),
+        cmocka_unit_test(test_layer_gemms),
         cmocka_unit_test(test_uneven_heads_straddle_groups),
         cmocka_unit_test(test_bad_degree),
         cmocka_unit_test(test_degree_beyond_model),
