@@ -145,7 +145,7 @@ static void e8m0_codes(void **state)
 static void quantize_row(nvl_quant_format_t f, const float *w,
                          nvl_quant_tensor_t *t)
 {
-    assert_int_equal(nvl_quant_tensor(f, "t.weight", w, 1, 32, t), NVL_OK);
+    assert_int_equal(nvl_quant_tensor(f, "t.weight", w, 1, 32, 0.0f, t), NVL_OK);
 }
 
 static void block_edges(void **state)
@@ -191,19 +191,19 @@ static void writers_refuse(void **state)
     float w[48 * 2] = {1.0f};
     nvl_quant_tensor_t t;
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_NVFP4, "a.weight", w, 2, 40, &t),
+        nvl_quant_tensor(NVL_QUANT_NVFP4, "a.weight", w, 2, 40, 0.0f, &t),
         NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "tensor 'a.weight': columns 40"));
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_MXFP4, "b.weight", w, 2, 48, &t),
+        nvl_quant_tensor(NVL_QUANT_MXFP4, "b.weight", w, 2, 48, 0.0f, &t),
         NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "mxfp4's block of 32"));
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_FP8_BLOCK, "c.weight", w, 1, 96, &t),
+        nvl_quant_tensor(NVL_QUANT_FP8_BLOCK, "c.weight", w, 1, 96, 0.0f, &t),
         NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "rows 1 is not a multiple"));
     memset(w, 0, sizeof w);
-    assert_int_equal(nvl_quant_tensor(NVL_QUANT_FP8, "d.weight", w, 2, 48, &t),
+    assert_int_equal(nvl_quant_tensor(NVL_QUANT_FP8, "d.weight", w, 2, 48, 0.0f, &t),
                      NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "'d.weight': max |w| is 0"));
 }
@@ -304,7 +304,7 @@ static void write_bad(const char *cfg,
         w[k] = (float)(k % 7) - 3.0f;
     nvl_quant_tensor_t t;
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_NVFP4, "m.weight", w, 2, 32, &t), NVL_OK);
+        nvl_quant_tensor(NVL_QUANT_NVFP4, "m.weight", w, 2, 32, 0.0f, &t), NVL_OK);
     static unsigned char buf[64];
     nvl_st_entry_t e[3];
     const char *names[3] = {"m.weight", "m.weight_scale", "m.weight_scale_2"};
