@@ -286,6 +286,31 @@ static void writers_match_torch(void **state)
     json_decref(r);
 }
 
+/* The parts of a fused GEMM: q/k/v and gate/up under one prefix (an
+ * expert's too), a whole module name only; anything else alone.  And
+ * nvfp4 alone shares the per-tensor amax (ModelOpt leaves FP8 per tensor
+ * out of its fusion). */
+static void fused_parts(void **state)
+{
+    (void)state;
+    char p[3][256];
+    assert_int_equal(nvl_quant_fused_parts("model.layers.2.self_attn.k_proj"
+                                           ".weight", p), 3);
+    assert_string_equal(p[0], "model.layers.2.self_attn.q_proj.weight");
+    assert_string_equal(p[2], "model.layers.2.self_attn.v_proj.weight");
+    assert_int_equal(nvl_quant_fused_parts("model.layers.0.mlp.experts.7."
+                                           "up_proj.weight", p), 2);
+    assert_string_equal(p[0], "model.layers.0.mlp.experts.7.gate_proj.weight");
+    assert_string_equal(p[1], "model.layers.0.mlp.experts.7.up_proj.weight");
+    assert_int_equal(nvl_quant_fused_parts("model.layers.0.mlp.down_proj"
+                                           ".weight", p), 1);
+    assert_string_equal(p[0], "model.layers.0.mlp.down_proj.weight");
+    assert_int_equal(nvl_quant_fused_parts("a.xq_proj.weight", p), 1);
+    assert_int_equal(nvl_quant_fused_parts("q_proj.weight", p), 3);
+    for (int f = 0; f < NVL_QUANT_COUNT; f++)
+        assert_int_equal(nvl_quant_row(f)->fused_amax, f == NVL_QUANT_NVFP4);
+}
+
 /* ---- bad checkpoints: one message naming the tensor and the file ---- */
 
 static const char *cfg_nvfp4 =
@@ -497,6 +522,7 @@ int main(void)
         cmocka_unit_test(e4m3_codes),
         cmocka_unit_test(e8m0_codes),
         cmocka_unit_test(block_edges),
+        cmocka_unit_test(fused_parts),
         cmocka_unit_test_setup_teardown(writers_refuse, capture_reports,
                                         release_reports),
         cmocka_unit_test(writers_match_torch),
