@@ -73,12 +73,18 @@ typedef struct nvl_quant_row {
     nvl_quant_part_t scale;  /* per block */
     nvl_quant_part_t scale2; /* per tensor, multiplied in last; suffix NULL
                                 (left out of a row): none */
+    /* ModelOpt's export gives the parts of a fused GEMM (q/k/v, gate/up)
+     * one per-tensor amax, the largest of theirs (NVFP4's weight_scale_2;
+     * FP8 per tensor is left out of that fusion, and the block formats
+     * have no per-tensor scale) */
+    bool fused_amax;
     /* The writer's quantizer of a rows x cols float32 weight, writing the
-     * parts this row describes (row: itself).  Reports (naming `name`) a
-     * shape the writer refuses: NVL_ERR_INVALID. */
+     * parts this row describes (row: itself); amax > 0: the per-tensor
+     * amax its scale takes, else the weight's own max |w|.  Reports
+     * (naming `name`) a shape the writer refuses: NVL_ERR_INVALID. */
     nvl_status_t (*quantize)(const struct nvl_quant_row *row, const char *name,
                              const float *w, uint64_t rows, uint64_t cols,
-                             nvl_quant_tensor_t *out);
+                             float amax, nvl_quant_tensor_t *out);
     /* The writer's configuration keys (nvl_quant_config_write). */
     void (*write_config)(struct json_t *exclude, struct json_t *qconfig,
                          struct json_t **hf_out);
@@ -132,10 +138,19 @@ void nvl_quant_scale_grid(nvl_quant_format_t f, uint64_t rows, uint64_t cols,
 
 /* ---- quantizing ---- */
 
-/* Quantizes a rows x cols weight as format f's writer does. */
+/* Quantizes a rows x cols weight as format f's writer does; amax > 0:
+ * the per-tensor amax of the GEMM it is fused in (the row's fused_amax),
+ * 0: the weight's own (ignored by a format without a per-tensor scale). */
 nvl_status_t nvl_quant_tensor(nvl_quant_format_t f, const char *name,
                               const float *w, uint64_t rows, uint64_t cols,
-                              nvl_quant_tensor_t *out);
+                              float amax, nvl_quant_tensor_t *out);
+
+/* The weights an engine runs as one GEMM with weight `name` (vLLM's
+ * merged QKV and gate_up layers, the parts ModelOpt's export fuses):
+ * for P.{q,k,v}_proj.weight the three, for P.{gate,up}_proj.weight the
+ * two (an expert's too), each at most 256 bytes, `name` among them;
+ * else `name` alone.  Returns their number. */
+int nvl_quant_fused_parts(const char *name, char parts_out[3][256]);
 void nvl_quant_tensor_free(nvl_quant_tensor_t *t);
 
 /* ---- checkpoint configuration ---- */

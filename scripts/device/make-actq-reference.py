@@ -75,11 +75,14 @@ def main():
         model = transformers.AutoModelForCausalLM.from_pretrained(
             fixture, torch_dtype=torch.float32).eval()
         model.generation_config.eos_token_id = None
+        orig = {n: p.detach().clone() for n, p in model.named_parameters()}
         with torch.no_grad():
             for name, mod in model.named_modules():
                 if name.startswith("model.layers.") and name.endswith("proj") \
                         and isinstance(mod, torch.nn.Linear):
-                    _, deq = QUANT[fmt](mod.weight.detach().clone())
+                    w = mod.weight.detach().clone()
+                    _, deq = (QUANT[fmt](w, mqf.fused_amax(orig, name + ".weight"))
+                              if fmt == "nvfp4" else QUANT[fmt](w))
                     mod.weight.copy_(deq)
                     fwd = mod.forward
                     mod.forward = (lambda f, a: lambda x: f(a(x)))(fwd, act)

@@ -68,9 +68,28 @@ def unpack(p):
     return q
 
 
-def nvfp4(w):
+# The parts of a fused GEMM (q/k/v, gate/up; an expert's gate/up): ModelOpt's
+# HF export (unified_export_hf.py, requantize_resmooth_fused_llm_layers ->
+# quant_utils.py preprocess_linear_fusion) gives them one weight amax, the
+# largest of theirs, for NVFP4 (not for FP8 per tensor, which it leaves out
+# of the fusion).
+FUSED = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+
+
+def fused_amax(orig, n):
+    """The shared weight amax of weight n's fused GEMM (its own if none)."""
+    part = n.split(".")[-2]
+    for g in FUSED:
+        if part in g:
+            return max(orig[n.replace(part, p)].abs().amax() for p in g
+                       if n.replace(part, p) in orig)
+    return orig[n].abs().amax()
+
+
+def nvfp4(w, amax=None):
     R, C = w.shape
-    s2 = w.abs().amax().float() / (6.0 * 448.0)
+    amax = w.abs().amax() if amax is None else amax
+    s2 = amax.float() / (6.0 * 448.0)
     blk = w.view(R, C // 16, 16).abs().amax(-1).float()
     ps = blk / (6.0 * s2)
     ps[ps == 0] = 1.0
@@ -201,13 +220,16 @@ def main():
         with torch.no_grad():
             for n in lin:
                 w = orig[n]
-                stored, deq = fn(w.clone())
+                stored, deq = (fn(w.clone(), fused_amax(orig, n)) if fmt == "nvfp4"
+                               else fn(w.clone()))
                 prefix = n[:-len("weight")]
                 rows[n] = {"deq_fnv": fnv(tbytes(deq.float())),
                            "stored": {prefix + k: [str(v.dtype), list(v.shape), fnv(tbytes(v))]
                                       for k, v in stored.items()}}
                 if fmt == "nvfp4" and NVFP4QTensor is not None:
-                    qt, s, s2 = NVFP4QTensor.quantize(w.clone(), 16)
+                    qt, s, s2 = NVFP4QTensor.quantize(
+                        w.clone(), 16,
+                        weights_scaling_factor_2=fused_amax(orig, n).float() / (6.0 * 448.0))
                     same = (torch.equal(qt._quantized_data.cpu(), stored["weight"]) and
                             torch.equal(s.view(torch.uint8).cpu(),
                                         stored["weight_scale"].view(torch.uint8)) and

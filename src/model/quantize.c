@@ -3,6 +3,7 @@
  * nvl_weights_quantize; the numerics are src/quant's). */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,41 @@ static nvl_status_t kv_scales(job_t *j)
     return st;
 }
 
+/* The per-tensor amax the writer gives `name`: where the format shares
+ * one over a fused GEMM (ModelOpt's preprocess_linear_fusion sets every
+ * part's weight amax to the largest, for NVFP4), the largest max |w| of
+ * the parts in the checkpoint; else 0 (the weight's own). */
+static nvl_status_t fused_amax(const job_t *j, const char *name, float *out)
+{
+    char parts[3][256];
+    int n = nvl_quant_fused_parts(name, parts);
+    *out = 0.0f;
+    if (!nvl_quant_row(j->f)->fused_amax || n == 1)
+        return NVL_OK;
+    nvl_status_t st = NVL_OK;
+    for (int i = 0; i < n && st == NVL_OK; i++) {
+        nvl_tensor_info_t info;
+        if (!nvl_weights_has(j->w, parts[i]))
+            continue; /* a part the model does not have */
+        if ((st = nvl_weights_info(j->w, parts[i], &info)) != NVL_OK)
+            return st;
+        if (info.ndim != 2)
+            continue;
+        uint64_t count = info.shape[0] * info.shape[1];
+        float *w = malloc((count + 1) * sizeof *w);
+        if (w == NULL) {
+            nvl_report("out of memory quantizing a checkpoint");
+            return NVL_ERR_NOMEM;
+        }
+        st = nvl_weights_read_f32(j->w, parts[i], 0, info.shape[0], 0,
+                                  info.shape[1], w);
+        for (uint64_t k = 0; k < count && st == NVL_OK; k++)
+            *out = fmaxf(*out, fabsf(w[k]));
+        free(w);
+    }
+    return st;
+}
+
 static nvl_status_t quantize_one(job_t *j, const char *name,
                                  const nvl_tensor_info_t *info)
 {
@@ -134,10 +170,13 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
     float *w = malloc((rows * cols + 1) * sizeof *w);
     if (!own(j, w))
         return NVL_ERR_NOMEM;
-    nvl_status_t st = nvl_weights_read_f32(j->w, name, 0, rows, 0, cols, w);
+    float amax;
+    nvl_status_t st = fused_amax(j, name, &amax);
+    if (st == NVL_OK)
+        st = nvl_weights_read_f32(j->w, name, 0, rows, 0, cols, w);
     nvl_quant_tensor_t q;
     if (st == NVL_OK)
-        st = nvl_quant_tensor(j->f, name, w, rows, cols, &q);
+        st = nvl_quant_tensor(j->f, name, w, rows, cols, amax, &q);
     if (st != NVL_OK)
         return st;
     size_t prefix = strlen(name) - strlen("weight");

@@ -10,7 +10,7 @@ static const nvl_quant_row_t rows[NVL_QUANT_COUNT] = {
         .data = {"weight", "U8", NVL_QCODE_E2M1},
         .scale = {"weight_scale", "F8_E4M3", NVL_QCODE_E4M3},
         .scale2 = {"weight_scale_2", "F32", NVL_QCODE_F32},
-        .quantize = nvl_qz_nvfp4, .write_config = nvl_qc_nvfp4},
+        .fused_amax = true, .quantize = nvl_qz_nvfp4, .write_config = nvl_qc_nvfp4},
     [NVL_QUANT_MXFP4] = {
         .m = {"mxfp4", "OCP MX-FP4 (MX v1.0): E2M1 pairs, an E8M0 scale per "
                        "32, in gpt-oss's _blocks/_scales tensors"},
@@ -84,10 +84,10 @@ void nvl_quant_dequant_row(nvl_quant_format_t f, const unsigned char *data,
 
 nvl_status_t nvl_quant_tensor(nvl_quant_format_t f, const char *name,
                               const float *w, uint64_t n_rows, uint64_t n_cols,
-                              nvl_quant_tensor_t *out)
+                              float amax, nvl_quant_tensor_t *out)
 {
     nvl_quant_tensor_t t = {0};
-    nvl_status_t st = rows[f].quantize(&rows[f], name, w, n_rows, n_cols, &t);
+    nvl_status_t st = rows[f].quantize(&rows[f], name, w, n_rows, n_cols, amax, &t);
     if (st != NVL_OK)
         nvl_quant_tensor_free(&t);
     else

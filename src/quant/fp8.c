@@ -9,9 +9,11 @@
 
 nvl_status_t nvl_qz_fp8(const nvl_quant_row_t *r, const char *name,
                         const float *w, uint64_t rows, uint64_t cols,
-                        nvl_quant_tensor_t *out)
+                        float amax_in, nvl_quant_tensor_t *out)
 {
-    float amax = nvl_qt_amax(w, rows * cols);
+    /* FP8 per tensor: ModelOpt leaves it out of the fusion, so the caller
+     * passes 0; a given amax is used as NVFP4's */
+    float amax = amax_in > 0.0f ? amax_in : nvl_qt_amax(w, rows * cols);
     if (amax == 0.0f || isinf(amax) || isnan(amax)) {
         nvl_report("tensor '%s': max |w| is %g (ModelOpt's FP8 scale would "
                    "make NaN weights)",

@@ -30,8 +30,9 @@ static void block(const float *w, uint64_t cols, uint64_t bi, uint64_t bj,
 
 nvl_status_t nvl_qz_fp8_block(const nvl_quant_row_t *r, const char *name,
                               const float *w, uint64_t rows, uint64_t cols,
-                              nvl_quant_tensor_t *out)
+                              float amax_in, nvl_quant_tensor_t *out)
 {
+    (void)amax_in; /* no per-tensor scale */
     if (nvl_qt_check_block("fp8-block", name, rows, 128, true) != NVL_OK ||
         nvl_qt_check_block("fp8-block", name, cols, 128, false) != NVL_OK)
         return NVL_ERR_INVALID;

@@ -13,8 +13,9 @@
 
 nvl_status_t nvl_qz_mxfp4(const nvl_quant_row_t *r, const char *name,
                           const float *w, uint64_t rows, uint64_t cols,
-                          nvl_quant_tensor_t *out)
+                          float amax_in, nvl_quant_tensor_t *out)
 {
+    (void)amax_in; /* no per-tensor scale */
     if (nvl_qt_check_block("mxfp4", name, cols, 32, false) != NVL_OK)
         return NVL_ERR_INVALID;
     uint64_t nb = cols / 32;

@@ -3,6 +3,7 @@
  * (NVFP4QTensor.get_weights_scaling_factor_2, get_weights_scaling_factor,
  * quantize, _cast_fp4), in float32 as torch promotes it:
  *   scale_2 = amax(|W|) / (6 * 448)                     weight_scale_2, F32 []
+ * (amax: the largest over the parts of a fused GEMM, given by the caller)
  *   s_b = amax_b / (6 * scale_2), 0 -> 1, to E4M3       weight_scale, F8_E4M3
  * [R, C/16] q = E2M1(w / (float(s_b) * scale_2))                weight, U8 [R,
  * C/2] two codes a byte, element 2i in the low nibble ((q[1::2] << 4) |
@@ -13,11 +14,13 @@
 
 nvl_status_t nvl_qz_nvfp4(const nvl_quant_row_t *r, const char *name,
                           const float *w, uint64_t rows, uint64_t cols,
-                          nvl_quant_tensor_t *out)
+                          float amax_in, nvl_quant_tensor_t *out)
 {
     if (nvl_qt_check_block("nvfp4", name, cols, 16, false) != NVL_OK)
         return NVL_ERR_INVALID;
-    float amax = nvl_qt_amax(w, rows * cols);
+    /* the fused GEMM's amax where given (ModelOpt's
+     * preprocess_linear_fusion), else the weight's own */
+    float amax = amax_in > 0.0f ? amax_in : nvl_qt_amax(w, rows * cols);
     if (amax == 0.0f || isinf(amax) || isnan(amax)) {
         nvl_report("tensor '%s': max |w| is %g (ModelOpt's NVFP4 scales "
                    "would be NaN)",

@@ -27,16 +27,16 @@ void nvl_qt_put_f32(unsigned char *at, float v);
 
 nvl_status_t nvl_qz_nvfp4(const nvl_quant_row_t *r, const char *name,
                           const float *w, uint64_t rows, uint64_t cols,
-                          nvl_quant_tensor_t *out);
+                          float amax, nvl_quant_tensor_t *out);
 nvl_status_t nvl_qz_mxfp4(const nvl_quant_row_t *r, const char *name,
                           const float *w, uint64_t rows, uint64_t cols,
-                          nvl_quant_tensor_t *out);
+                          float amax, nvl_quant_tensor_t *out);
 nvl_status_t nvl_qz_fp8(const nvl_quant_row_t *r, const char *name,
                         const float *w, uint64_t rows, uint64_t cols,
-                        nvl_quant_tensor_t *out);
+                        float amax, nvl_quant_tensor_t *out);
 nvl_status_t nvl_qz_fp8_block(const nvl_quant_row_t *r, const char *name,
                               const float *w, uint64_t rows, uint64_t cols,
-                              nvl_quant_tensor_t *out);
+                              float amax, nvl_quant_tensor_t *out);
 
 void nvl_qc_nvfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);
 void nvl_qc_mxfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);

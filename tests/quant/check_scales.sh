@@ -11,7 +11,10 @@
 #  3. k_scale / v_scale under ModelOpt's names change an FP8 KV cache's
 #     numbers, and are read (a run with them differs from one without);
 #  4. a NaN input scale stops every rank with one message naming it;
-#  5. scales that differ by layer are each layer's under a pipeline: the
+#  5. an NVFP4 fused GEMM whose parts' weight_scale_2 differ (k_proj's
+#     changed) stops every rank with one message naming both (TensorRT-LLM
+#     asserts they are equal; ModelOpt writes one);
+#  6. scales that differ by layer are each layer's under a pipeline: the
 #     job at --pp 2 (layer 1 on the second stage) gives the tokens and,
 #     within 1e-4 relative, the last logits of the job at TP 2.
 # Exits 77 (skipped) without python3.
@@ -25,6 +28,7 @@ add mixed '{"self_attn.q_proj.input_scale": 1, "self_attn.k_proj.input_scale": 3
 add maxed '{"self_attn.q_proj.input_scale": 3, "self_attn.k_proj.input_scale": 3, "self_attn.v_proj.input_scale": 3, "mlp.gate_proj.input_scale": 1.5, "mlp.up_proj.input_scale": 1.5}'
 add kv '{"self_attn.k_proj.k_scale": 0.03, "self_attn.v_proj.v_scale": 0.07}'
 add bad '{"self_attn.o_proj.input_scale": "nan"}'
+add fused '{"self_attn.k_proj.weight_scale_2": 0.001}'
 add layered '{"self_attn.q_proj.input_scale": [1, 4], "self_attn.o_proj.input_scale": [1, 2], "mlp.down_proj.input_scale": [1, 0.3]}'
 mpi="$*"
 # gen OUT MODEL [OPTION...]: generate with MODEL into $w/OUT.json and .log
@@ -56,6 +60,10 @@ gen bad "$w/bad" && { echo "a NaN input scale was accepted"; exit 1; }
 n=$(grep -c "scale 'model.layers.0.self_attn.o_proj.input_scale' must be one finite positive F32 value" "$w/bad.log")
 [ "$n" = 1 ] || { cat "$w/bad.log"; echo "expected the message once, got $n"; exit 1; }
 echo "NaN input scale: refused once"
+gen fused "$w/fused" && { echo "unequal fused weight_scale_2 accepted"; exit 1; }
+n=$(grep -c "'model.layers.0.self_attn.q_proj.weight_scale_2' is .* but 'model.layers.0.self_attn.k_proj.weight_scale_2' is 0.001: the parts of one fused GEMM share one weight_scale_2" "$w/fused.log")
+[ "$n" = 1 ] || { cat "$w/fused.log"; echo "expected the message once, got $n"; exit 1; }
+echo "unequal fused weight_scale_2: refused once"
 gen layered-tp "$w/layered" || { cat "$w/layered-tp.log"; exit 1; }
 gen layered-pp "$w/layered" --pp 2 || { cat "$w/layered-pp.log"; exit 1; }
 python3 - "$w" <<'PY' || exit 1

@@ -145,7 +145,7 @@ static void e8m0_codes(void **state)
 static void quantize_row(nvl_quant_format_t f, const float *w,
                          nvl_quant_tensor_t *t)
 {
-    assert_int_equal(nvl_quant_tensor(f, "t.weight", w, 1, 32, t), NVL_OK);
+    assert_int_equal(nvl_quant_tensor(f, "t.weight", w, 1, 32, 0.0f, t), NVL_OK);
 }
 
 static void block_edges(void **state)
@@ -191,19 +191,19 @@ static void writers_refuse(void **state)
     float w[48 * 2] = {1.0f};
     nvl_quant_tensor_t t;
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_NVFP4, "a.weight", w, 2, 40, &t),
+        nvl_quant_tensor(NVL_QUANT_NVFP4, "a.weight", w, 2, 40, 0.0f, &t),
         NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "tensor 'a.weight': columns 40"));
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_MXFP4, "b.weight", w, 2, 48, &t),
+        nvl_quant_tensor(NVL_QUANT_MXFP4, "b.weight", w, 2, 48, 0.0f, &t),
         NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "mxfp4's block of 32"));
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_FP8_BLOCK, "c.weight", w, 1, 96, &t),
+        nvl_quant_tensor(NVL_QUANT_FP8_BLOCK, "c.weight", w, 1, 96, 0.0f, &t),
         NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "rows 1 is not a multiple"));
     memset(w, 0, sizeof w);
-    assert_int_equal(nvl_quant_tensor(NVL_QUANT_FP8, "d.weight", w, 2, 48, &t),
+    assert_int_equal(nvl_quant_tensor(NVL_QUANT_FP8, "d.weight", w, 2, 48, 0.0f, &t),
                      NVL_ERR_INVALID);
     assert_non_null(strstr(reports.last, "'d.weight': max |w| is 0"));
 }
@@ -286,6 +286,31 @@ static void writers_match_torch(void **state)
     json_decref(r);
 }
 
+/* The parts of a fused GEMM: q/k/v and gate/up under one prefix (an
+ * expert's too), a whole module name only; anything else alone.  And
+ * nvfp4 alone shares the per-tensor amax (ModelOpt leaves FP8 per tensor
+ * out of its fusion). */
+static void fused_parts(void **state)
+{
+    (void)state;
+    char p[3][256];
+    assert_int_equal(nvl_quant_fused_parts("model.layers.2.self_attn.k_proj"
+                                           ".weight", p), 3);
+    assert_string_equal(p[0], "model.layers.2.self_attn.q_proj.weight");
+    assert_string_equal(p[2], "model.layers.2.self_attn.v_proj.weight");
+    assert_int_equal(nvl_quant_fused_parts("model.layers.0.mlp.experts.7."
+                                           "up_proj.weight", p), 2);
+    assert_string_equal(p[0], "model.layers.0.mlp.experts.7.gate_proj.weight");
+    assert_string_equal(p[1], "model.layers.0.mlp.experts.7.up_proj.weight");
+    assert_int_equal(nvl_quant_fused_parts("model.layers.0.mlp.down_proj"
+                                           ".weight", p), 1);
+    assert_string_equal(p[0], "model.layers.0.mlp.down_proj.weight");
+    assert_int_equal(nvl_quant_fused_parts("a.xq_proj.weight", p), 1);
+    assert_int_equal(nvl_quant_fused_parts("q_proj.weight", p), 3);
+    for (int f = 0; f < NVL_QUANT_COUNT; f++)
+        assert_int_equal(nvl_quant_row(f)->fused_amax, f == NVL_QUANT_NVFP4);
+}
+
 /* ---- bad checkpoints: one message naming the tensor and the file ---- */
 
 static const char *cfg_nvfp4 =
@@ -304,7 +329,7 @@ static void write_bad(const char *cfg,
         w[k] = (float)(k % 7) - 3.0f;
     nvl_quant_tensor_t t;
     assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_NVFP4, "m.weight", w, 2, 32, &t), NVL_OK);
+        nvl_quant_tensor(NVL_QUANT_NVFP4, "m.weight", w, 2, 32, 0.0f, &t), NVL_OK);
     static unsigned char buf[64];
     nvl_st_entry_t e[3];
     const char *names[3] = {"m.weight", "m.weight_scale", "m.weight_scale_2"};
@@ -497,6 +522,7 @@ int main(void)
         cmocka_unit_test(e4m3_codes),
         cmocka_unit_test(e8m0_codes),
         cmocka_unit_test(block_edges),
+        cmocka_unit_test(fused_parts),
         cmocka_unit_test_setup_teardown(writers_refuse, capture_reports,
                                         release_reports),
         cmocka_unit_test(writers_match_torch),
