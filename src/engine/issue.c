@@ -97,8 +97,9 @@ static void shadow_entry(nvl_engine_t *e)
 
 void nvl_engine_defer(nvl_engine_t *e)
 {
-    /* the same answer on every rank: recording is collective */
-    if (e->data || e->dense != e->tp || e->ovl != NULL || e->stages > 1 ||
+    /* the same answer on every rank of the stage (e->tp, the whole job
+     * without a pipeline): recording is collective over it */
+    if (e->data || e->dense != e->tp || e->ovl != NULL ||
         nvl_comm_size(e->tp) < 2 || e->mem.kv_host_share > 0 ||
         e->mem.weights_host_share > 0)
         return;

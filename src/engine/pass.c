@@ -118,9 +118,12 @@ static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
     /* a pipeline's first stage: the tokens this microbatch needs are
      * those the last stage sampled */
     nvl_engine_pipe_wait_tokens(e);
-    /* timing mode: the pass's collectives agreed once, at its end */
+    /* timing mode: the pass's collectives agreed once, at its end (a
+     * later pipeline stage starts recording once its rows are received:
+     * their arrival needs the previous stage's settled clock) */
     e->settled_end_ps = -1;
-    nvl_engine_defer(e);
+    if (e->link_prev == NULL)
+        nvl_engine_defer(e);
     /* the step's token ids (at prefill the prompts) from the host */
     if (e->stage == 0)
         nvl_engine_c2c_sync_copy(e, "tokens_in", NVL_COPY_C2C_H2D,
@@ -173,6 +176,7 @@ static nvl_status_t receive(nvl_engine_t *e, const pass_t *p, nvl_acts_t *b)
         nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, p->past_sum,
                                                  p->kv_pos));
     nvl_status_t st = nvl_engine_pipe_recv(e, p->M, b);
+    nvl_engine_defer(e);
     nvl_engine_step(e, NVL_STEP_ROPE_TABLES, -1, (double)p->M, NULL);
     return st;
 }
@@ -237,6 +241,14 @@ static nvl_status_t head(nvl_engine_t *e, int n, const uint64_t *T,
     return st;
 }
 
+/* The pass's deferred collectives agreed (nothing when none were
+ * recorded); the first failure wins. */
+static nvl_status_t settle(nvl_engine_t *e, nvl_status_t st)
+{
+    nvl_status_t settled = nvl_engine_settle(e);
+    return st == NVL_OK ? settled : st;
+}
+
 /* Runs T[s] new tokens of each of n sequences (tokens one sequence after
  * another) at positions caches[s].len .., appending to the caches, and
  * writes each sequence's last-position logits (n x vocab, every rank; data
@@ -259,12 +271,13 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         /* a failure is sent on too: the next stage must not wait */
         if (st == NVL_OK)
             nvl_engine_c2c_drain(e);
+        /* the stage agrees before its rows leave: their arrival is timed
+         * from this rank's settled clock */
+        st = settle(e, st);
         st = nvl_engine_pipe_send(e, p.M, &b, st);
         e->norm_fused = false; /* the next stage adds the residual */
     }
-    nvl_status_t settled = nvl_engine_settle(e);
-    if (st == NVL_OK)
-        st = settled;
+    st = settle(e, st);
     nvl_stream_sync(&e->stream, nvl_engine_clock(e));
     for (int i = 0; i < n; i++)
         caches[i].len += T[i];
