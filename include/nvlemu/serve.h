@@ -291,6 +291,12 @@ typedef struct {
     int64_t end_ps;           /* the last step's end */
 } nvl_serve_replica_stats_t;
 
+/* Adds s's work counters (tokens, prefill and decode tokens, sequences,
+ * preemptions, prefix hits and their tokens, C2C bytes) to t; the steps,
+ * busy and end times and the blocks are the caller's to combine. */
+void nvl_serve_stats_add_work(nvl_serve_replica_stats_t *t,
+                              const nvl_serve_replica_stats_t *s);
+
 /* A step's record for the trace (kept when nvl_serve_run's steps_out is
  * not NULL). */
 typedef struct {

@@ -52,19 +52,11 @@ static void pool_totals(const nvl_serving_pool_t *p,
     memset(t, 0, sizeof *t);
     for (int i = 0; i < p->replicas; i++) {
         const nvl_serve_replica_stats_t *s = &p->stats[i];
+        nvl_serve_stats_add_work(t, s);
         t->steps += s->steps;
-        t->tokens += s->tokens;
-        t->prefill_tokens += s->prefill_tokens;
-        t->decode_tokens += s->decode_tokens;
-        t->seqs += s->seqs;
-        t->preemptions += s->preemptions;
-        t->prefix_hits += s->prefix_hits;
-        t->prefix_hit_tokens += s->prefix_hit_tokens;
         if (s->peak_blocks > t->peak_blocks)
             t->peak_blocks = s->peak_blocks;
         t->kv_blocks = s->kv_blocks;
-        t->h2d_bytes += s->h2d_bytes;
-        t->d2h_bytes += s->d2h_bytes;
         t->busy_ps += s->busy_ps;
     }
 }

@@ -257,18 +257,8 @@ static void dp_stats(const dp_t *D, const nvl_serve_capacity_t *cap,
                      nvl_serve_replica_stats_t *st)
 {
     memset(st, 0, sizeof *st);
-    for (int r = 0; r < D->ranks; r++) {
-        const nvl_serve_replica_stats_t *x = &D->L[r].s.st;
-        st->tokens += x->tokens;
-        st->prefill_tokens += x->prefill_tokens;
-        st->decode_tokens += x->decode_tokens;
-        st->seqs += x->seqs;
-        st->preemptions += x->preemptions;
-        st->prefix_hits += x->prefix_hits;
-        st->prefix_hit_tokens += x->prefix_hit_tokens;
-        st->h2d_bytes += x->h2d_bytes;
-        st->d2h_bytes += x->d2h_bytes;
-    }
+    for (int r = 0; r < D->ranks; r++)
+        nvl_serve_stats_add_work(st, &D->L[r].s.st);
     st->steps = D->steps;
     st->busy_ps = D->busy_ps;
     st->end_ps = D->now;

@@ -45,6 +45,20 @@ static void dist(double *v, size_t n, nvl_serve_dist_t *d)
     d->max = v[n - 1];
 }
 
+void nvl_serve_stats_add_work(nvl_serve_replica_stats_t *t,
+                              const nvl_serve_replica_stats_t *s)
+{
+    t->tokens += s->tokens;
+    t->prefill_tokens += s->prefill_tokens;
+    t->decode_tokens += s->decode_tokens;
+    t->seqs += s->seqs;
+    t->preemptions += s->preemptions;
+    t->prefix_hits += s->prefix_hits;
+    t->prefix_hit_tokens += s->prefix_hit_tokens;
+    t->h2d_bytes += s->h2d_bytes;
+    t->d2h_bytes += s->d2h_bytes;
+}
+
 /* Request i's time per output token after the first (ms; 0 when it made
  * one token). */
 static double tpot_ms(const nvl_serve_req_t *r, const nvl_serve_outcome_t *o)
