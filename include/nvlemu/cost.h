@@ -221,7 +221,12 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  * kernel: the matmul formula over the groups' summed FLOPs and bytes, the
  * width term over all their output tiles (they fill the GPU together),
  * the overhead once.  Groups with m[i] == 0 cost nothing (their weights
- * are not read). */
+ * are not read).  As a CUTLASS grouped GEMM runs (64 x 128 CTA tiles):
+ * the compute term counts each group's rows padded to 64, and the body
+ * takes at least ceil(panels / sm_count) x 5.5 x mem_latency, panels =
+ * sum over the groups with rows of ceil(n / 128) (each weight panel's
+ * short K loop is latency-bound; docs/cost-model.md "Mixture of
+ * experts"). */
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k);

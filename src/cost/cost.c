@@ -40,7 +40,8 @@ static double hbm_rate(const nvl_cost_cfg_t *cfg)
 /* Matmuls of groups[i] = (m[i] rows) x n x k sharing one kernel: their
  * work, and the time of its body (without the kernel overhead).  The
  * groups' tiles fill the GPU together, so the width term e_m counts the
- * n ceil(m/64) output tiles of all of them. */
+ * n ceil(m/64) output tiles of all of them; with m_tile > 0 the compute
+ * term counts each group's rows padded to whole tiles of m_tile rows. */
 /* What another kernel running beside a matmul holds (nvl_cost_matmul_
  * shared): SMs, and HBM bandwidth in bytes/s. */
 typedef struct {
@@ -50,7 +51,8 @@ typedef struct {
 
 static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
                                      const uint64_t *m, uint64_t n,
-                                     uint64_t k, const gpu_taken_t *taken,
+                                     uint64_t k, uint32_t m_tile,
+                                     const gpu_taken_t *taken,
                                      double *t_s_out)
 {
     nvl_kernel_cost_t c = {0, 0, 0};
@@ -78,13 +80,15 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
                         &rel);
     eff *= rel;
     nvl_gemm_bytes_t wb = nvl_cost_weight_bytes(dt, n, k);
-    double N = (double)n, K = (double)k, tiles = 0;
+    double N = (double)n, K = (double)k, tiles = 0, tile_flops = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)
             continue;
         double M = (double)m[i];
         nvl_gemm_bytes_t ib = nvl_cost_input_bytes(in_dt, m[i], k);
         c.flops += 2.0 * M * N * K;
+        /* the tensor cores compute whole tiles of m_tile rows */
+        tile_flops += 2.0 * (m_tile ? ceil(M / m_tile) * m_tile : M) * N * K;
         c.bytes += wb.data_bytes + wb.scale_bytes + ib.data_bytes +
                    ib.scale_bytes + M * N * 2.0;
         tiles += N * ceil(M / 64.0);
@@ -103,7 +107,7 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
         hbm = fmax(hbm - taken->hbm_bytes_per_s, 0.1 * hbm);
     }
     double e_w = pow(fmin(sm_left, width), g->matmul_width_exp);
-    double t_c = c.flops /
+    double t_c = tile_flops /
                  (nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left * e_c);
     double t_m = c.bytes / (hbm * e_w);
     *t_s_out = fmax(t_c, t_m);
@@ -116,7 +120,7 @@ nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k)
 {
     double t_s;
-    return matmul_work(cfg, 1, &m, n, k, NULL, &t_s);
+    return matmul_work(cfg, 1, &m, n, k, 0, NULL, &t_s);
 }
 
 nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
@@ -126,15 +130,40 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
 {
     double t_s;
     gpu_taken_t taken = {sms, hbm_bytes_per_s};
-    return matmul_work(cfg, 1, &m, n, k, &taken, &t_s);
+    return matmul_work(cfg, 1, &m, n, k, 0, &taken, &t_s);
 }
+
+/* A grouped GEMM's CTA tile (PyTorch aten/src/ATen/native/cuda/GroupMM.cu:
+ * 64 x 128 x 128 on SM100 and, for groups of at most 128 rows, on SM90):
+ * each group's rows are padded to a whole tile's rows, and each
+ * (group, 128-column) panel of weights is a tile of its own. */
+#define NVL_GROUPED_TILE_M 64
+#define NVL_GROUPED_TILE_N 128
+/* Dependent memory round trips (mem_latency) one weight panel of a grouped
+ * GEMM takes on an SM at the least, however short its K loop: fit to half
+ * of tests/data/calibration/h100-moe/grouped.csv (Qwen3-30B-A3B's shards;
+ * docs/cost-model.md "Mixture of experts"). */
+#define NVL_GROUPED_PANEL_TRIPS 5.5
 
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k)
 {
     double t_s;
-    return matmul_work(cfg, groups, m, n, k, NULL, &t_s);
+    nvl_kernel_cost_t c =
+        matmul_work(cfg, groups, m, n, k, NVL_GROUPED_TILE_M, NULL, &t_s);
+    if (c.flops <= 0)
+        return c;
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    double panels = 0;
+    for (size_t i = 0; i < groups; i++)
+        panels += m[i] > 0 ? ceil((double)n / NVL_GROUPED_TILE_N) : 0;
+    double waves = ceil(panels / (double)(g->sm_count ? g->sm_count : 1));
+    double t_panel = waves * NVL_GROUPED_PANEL_TRIPS *
+                     (double)g->mem_latency_ps * 1e-12;
+    c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
+                              fmax(t_s, t_panel));
+    return c;
 }
 
 nvl_attn_geom_t nvl_attn_geom_gqa(uint32_t q_heads, uint32_t kv_heads,

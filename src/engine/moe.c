@@ -17,10 +17,18 @@
  * Kernels, as fused-MoE serving kernels issue them:
  *   router           matmul (M, experts, hidden), bf16 weights
  *   topk_softmax     reads the M x experts logits, writes ids and weights
+ *   sort_pairs       the (token, expert) pairs ordered by expert
+ *                    (TensorRT-LLM's expert-map build, torch's argsort;
+ *                    vLLM's moe_align_block_size): ids read, positions
+ *                    written, through an index
+ *   expand_rows      each pair's row gathered into its expert's block
+ *                    (TensorRT-LLM's expandInputRows, torch's
+ *                    index_select): rows read, pairs x hidden written
  *   experts_gate_up  grouped GEMM: expert x with t_x tokens costs
  *                    matmul(t_x, 2 x shard, hidden); the kernel's overhead
- *                    once (nvl_cost_grouped_matmul); idle experts' weights
- *                    are not read
+ *                    once (nvl_cost_grouped_matmul: rows padded to the CTA
+ *                    tile, a latency floor per weight panel); idle
+ *                    experts' weights are not read
  *   silu_mul         over the (token, expert) pairs' rows of the shard
  *   experts_down     grouped GEMM: matmul(t_x, hidden, shard) per expert
  *   moe_sum          the weighted sum of each row's pairs
@@ -114,6 +122,18 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
     for (uint32_t i = 0; i < ne; i++)
         pairs += (double)count[i];
     const nvl_cost_cfg_t *cc = &e->opts.cost;
+    if (pairs > 0) {
+        /* each pair's expert id read, its sorted position and source row
+         * written (int32) */
+        nvl_engine_kernel(e, "sort_pairs", NVL_PART_OTHER, L,
+                          nvl_cost_memory_access(cc, pairs * 12.0,
+                                                 NVL_ACCESS_INDEXED));
+        /* each pair's row gathered into its expert's block (bf16): one
+         * index a row, whole rows loaded and stored vectorised */
+        nvl_engine_kernel(e, "expand_rows", NVL_PART_OTHER, L,
+                          nvl_cost_memory(cc, (pairs + (double)rows) *
+                                                  (double)hid * 2.0));
+    }
     nvl_engine_step(e, NVL_STEP_EXPERTS_GATE_UP, L, pairs, count);
     nvl_engine_kernel(e, "experts_down", NVL_PART_GEMM, L,
                       nvl_cost_grouped_matmul(cc, ne, count, hid, sn));

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -130,8 +131,32 @@ static void test_grouped_matmul(void **state)
     uint64_t one = 5;
     nvl_kernel_cost_t a = nvl_cost_grouped_matmul(&c, 1, &one, 1536, 2048);
     nvl_kernel_cost_t b = nvl_cost_matmul(&c, 5, 1536, 2048);
-    assert_int_equal(a.time_ps, b.time_ps);
+    /* one group: the matmul, or the panel floor where that is longer */
+    double floor_s = 5.5 * (double)topo->gpu.mem_latency_ps * 1e-12;
+    int64_t over_ps = topo->gpu.kernel_overhead_ps;
+    assert_true(llabs(a.time_ps - (int64_t)fmax((double)b.time_ps,
+                                                 (double)over_ps +
+                                                     floor_s * 1e12)) <= 2);
     assert_true(a.flops == b.flops && a.bytes == b.bytes);
+    /* 128 experts of one row, n = 2048, k = 96 (Qwen3-30B-A3B's TP 8 down
+     * shard): 16 panels each, in ceil(2048 / sms) waves of the floor */
+    uint64_t rows1[128];
+    for (int i = 0; i < 128; i++)
+        rows1[i] = 1;
+    double waves = ceil(2048.0 / topo->gpu.sm_count);
+    assert_true(llabs(nvl_cost_grouped_matmul(&c, 128, rows1, 2048, 96)
+                          .time_ps -
+                      (over_ps + nvl_ps_from_s(waves * floor_s))) <= 2);
+    /* compute-bound, rows are padded to whole 64-row tiles */
+    double peak = topo->gpu.bf16_flops_per_s;
+    topo->gpu.bf16_flops_per_s = peak / 1e5;
+    uint64_t r1 = 1, r64 = 64, r65 = 65;
+    int64_t t1 = nvl_cost_grouped_matmul(&c, 1, &r1, 4096, 4096).time_ps;
+    assert_int_equal(t1,
+                     nvl_cost_grouped_matmul(&c, 1, &r64, 4096, 4096).time_ps);
+    assert_true(nvl_cost_grouped_matmul(&c, 1, &r65, 4096, 4096).time_ps >
+                1.9 * (double)t1);
+    topo->gpu.bf16_flops_per_s = peak;
     uint64_t idle[4] = {0, 0, 0, 0};
     assert_int_equal(nvl_cost_grouped_matmul(&c, 4, idle, 1536, 2048).time_ps,
                      0);
