@@ -155,6 +155,20 @@ def _measured_rows(res):
     return summary
 
 
+SCHEDULER_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}
+
+
+def serving_families(serves):
+    """[(name, rows)]: the serving rows by scheduler, model class and role
+    (fit or held out), in the order they first appear."""
+    out = {}
+    for r in serves:
+        out.setdefault((r["scheduler"], r["class"], r["role"]), []).append(r)
+    return [("published serving throughputs (%s, %s%s)"
+             % (SCHEDULER_NAMES[sch], cls, "" if role == "held-out" else ", fit"), rows)
+            for (sch, cls, role), rows in out.items()]
+
+
 def _run_rows(res):
     """The rows of the published nccl-tests, the serving throughputs and the
     end-to-end steps."""
@@ -167,11 +181,11 @@ def _run_rows(res):
                                    [r["error"] for r in rows], PUBLISHED_NCCL,
                                    held_out=f["role"] == "held-out",
                                    where=regions(rows, f["collective"])))
-    if res.serves is not None:
-        summary.append(summary_row("published serving throughputs (TensorRT-LLM)",
-                                   [r["error"] for r in res.serves], SERVING, held_out=True,
+    for name, rows in serving_families(res.serves or []):
+        summary.append(summary_row(name, [r["error"] for r in rows], SERVING,
+                                   held_out=rows[0]["role"] == "held-out",
                                    attributes={"stack": "fused"},
-                                   where=regions(res.serves, "serving", size_key=None)))
+                                   where=regions(rows, "serving", size_key=None)))
     stack = res.stack
     if res.e2e is None:
         summary.append(["end to end (decode, prefill)", 0, "-", "-", absent(res.steps)])

@@ -3,8 +3,8 @@ tables, in that order."""
 import os
 
 from .common import (E2E_TOPO, FAMILIES, GEMMS, H100, H100_STEPS, H100_TOPO, H100_TP2_STEPS,
-                     SERVING, e2e_table, pct, table)
-from .families import absent, as_record, summary_cells
+                     SERVING, e2e_table, geomean, pct, table)
+from .families import absent, as_record, serving_families, summary_cells
 from .nccl import nccl_doc
 
 
@@ -153,47 +153,75 @@ def _h100(res):
 
 
 def _serving(serves, skipped):
-    """The published serving throughputs (none with --no-serving), and the
-    rows marked slow that were not emulated."""
+    """The published serving throughputs (none with --no-serving): each
+    family by TP degree, every row, and the rows marked slow that were not
+    emulated."""
     doc = []
     if serves is not None:
         doc.append("## Published serving throughputs\n")
-        doc.append("TensorRT-LLM's performance overview: `trtllm-bench throughput` (PyTorch "
-                   "backend, CUDA graphs up to batch 8192) fed every request at once, the "
-                   "total output tokens/s of the TP group, NVIDIA's ModelOpt FP4 (Blackwell) "
-                   "and FP8 (H200) checkpoints with an FP8 KV cache (trtllm-bench's default "
-                   "for both). Predicted by `nvlemu serve --scheduler trtllm` with the same "
-                   "model, GPU, TP degree and layout (TensorRT-LLM's names: TPn, or DEPn for "
-                   "the MoE rows, whose command runs `--ep n` with attention data-parallel: "
-                   "`--ep n --attn-parallel dp`, `docs/serve.md`, \"Attention data-parallel "
-                   "(DEP)\"), dtypes, lengths and request count, all requests at "
-                   "time 0: TensorRT-LLM's no-evict admission with whole prompts, "
-                   "trtllm-bench's own max batch and max tokens (from the mean lengths and "
-                   "the KV cache), the KV cache at 0.90 of the free memory (`docs/serve.md`, "
-                   "\"The schedulers\"), and the default `fused` stack. None of the model's "
-                   "constants was fit to these rows. The batch column is the mean decode "
-                   "sequences per step of the emulated run.\n")
-        doc.append(table(["system", "model", "TP", "layout", "ISL/OSL", "requests",
-                          "predicted tok/s", "published tok/s", "error",
-                          "mean decode batch", "TTFT mean (ms)", "TPOT mean (ms)",
+        doc.append("Offline max-load throughputs published with their model, GPU, TP degree "
+                   "or layout, lengths and request count (`%s`, one source URL at a commit "
+                   "or release tag per row). **TensorRT-LLM**: the performance overview of "
+                   "several releases (v0.19.0, v0.20.0, the v1.0-era table and the later "
+                   "developer guide, whose per-GPU figures are multiplied by the GPU count): "
+                   "`trtllm-bench throughput` (PyTorch backend, CUDA graphs up to batch "
+                   "8192) fed every request at once, total output tokens/s, NVIDIA's ModelOpt "
+                   "FP4 (Blackwell) and FP8 (Hopper) checkpoints with an FP8 KV cache; "
+                   "predicted by `nvlemu serve --scheduler trtllm` with the same layout "
+                   "(TensorRT-LLM's names: TPn, or DEPn, run as `--ep n --attn-parallel dp`, "
+                   "`docs/serve.md`, \"Attention data-parallel (DEP)\"): no-evict admission "
+                   "with whole prompts, trtllm-bench's own max batch and max tokens, the KV "
+                   "cache at 0.90 of the free memory. **vLLM**: `vllm bench serve` on the "
+                   "random dataset with every request sent at once (request rate inf), "
+                   "predicted by `nvlemu serve --scheduler vllm` with vLLM's defaults and "
+                   "the row's own options. Both with the default `fused` stack "
+                   "(`docs/serve.md`, \"The schedulers\"). Every row is held out: no "
+                   "constant of the model was fit to any of them (the split allows half of a "
+                   "class's rows as fit rows; none is used). The batch column is the mean "
+                   "decode sequences per step of the emulated run; pred/pub below 1 is "
+                   "too slow, above 1 too fast.\n" % SERVING)
+        doc.append(table(["family", "TP", "rows", "geomean error", "worst error",
+                          "pred/pub (geomean)"], _serving_by_tp(serves)))
+        doc.append(table(["scheduler", "class", "system", "model", "TP", "layout", "ISL/OSL",
+                          "requests", "predicted tok/s", "published tok/s", "error",
+                          "mean decode batch", "TTFT mean (ms)", "TPOT mean (ms)", "release",
                           "source"],
-                         [[r["system"], r["model"], r["tp"], r["layout"],
-                           "%s/%s" % (r["isl"], r["osl"]), r["requests"],
+                         [[r["scheduler"], r["class"], r["system"], r["model"], r["tp"],
+                           r["layout"], "%s/%s" % (r["isl"], r["osl"]), r["requests"],
                            "%.0f" % r["pred"], r["measured_output_tok_per_s"],
-                           pct(r["error"]), "%.0f" % r["batch"], "%.0f" % r["ttft"],
-                           "%.2f" % r["tpot"], r["source"]] for r in serves]))
+                           ("+" if r["pred"] > float(r["measured_output_tok_per_s"]) else "-")
+                           + pct(r["error"]), "%.0f" % r["batch"], "%.0f" % r["ttft"],
+                           "%.2f" % r["tpot"], r["release"], r["source"]] for r in serves]))
     if serves is not None and skipped:
-        doc.append("Not emulated here: %d rows marked slow in `%s` (attention data-"
-                   "parallel, whose timing mode routes every token of every request to "
-                   "its experts: minutes of emulation each); `scripts/validation-report "
-                   "--slow` runs them too. `docs/serve.md` (\"Attention data-parallel "
-                   "(DEP)\") gives the ones run so far.\n" % (len(skipped), SERVING))
-        doc.append(table(["system", "model", "TP", "layout", "ISL/OSL", "requests",
-                          "published tok/s"],
-                         [[r["system"], r["model"], r["tp"], r["layout"],
+        doc.append("Not emulated here: %d rows marked slow in `%s`: `yes`, over a minute of "
+                   "emulation each on 2 cores (TP 8 over 8 MPI ranks; attention data-"
+                   "parallel, whose timing mode routes every token of every request to its "
+                   "experts: minutes each), `budget`, under a minute but left out so that "
+                   "this report's time stays within a minute of its time before them; "
+                   "`scripts/validation-report --slow` runs them too. `docs/serve.md` "
+                   "(\"Published serving tables\") gives the ones run so far.\n"
+                   % (len(skipped), SERVING))
+        doc.append(table(["scheduler", "system", "model", "TP", "layout", "ISL/OSL",
+                          "requests", "published tok/s", "release", "slow"],
+                         [[r["scheduler"], r["system"], r["model"], r["tp"], r["layout"],
                            "%s/%s" % (r["isl"], r["osl"]), r["requests"],
-                           r["measured_output_tok_per_s"]] for r in skipped]))
+                           r["measured_output_tok_per_s"], r["release"], r["slow"]]
+                          for r in skipped]))
     return doc
+
+
+def _serving_by_tp(serves):
+    """One row per family and TP degree: rows, geomean and worst error and
+    the geomean of predicted over published (the direction of the error)."""
+    out = []
+    for name, rows in serving_families(serves):
+        for tp in sorted({int(r["tp"]) for r in rows}):
+            sub = [r for r in rows if int(r["tp"]) == tp]
+            ratio = geomean([r["pred"] / float(r["measured_output_tok_per_s"]) - 1
+                             for r in sub]) + 1
+            out.append([name, tp, len(sub), pct(geomean([r["error"] for r in sub])),
+                        pct(max(r["error"] for r in sub)), "%.2f" % ratio])
+    return out
 
 
 def _end_to_end(res):

@@ -204,19 +204,44 @@ def layout_args(layout, tp):
             "DEP": ["--ep", tp, "--attn-parallel", "dp"]}[m.group(1)]
 
 
-def serving(build, slow=False):
-    """The published offline serving throughputs against nvlemu serve; the
-    rows marked slow (minutes of emulation each: attention-DP's per-token
-    expert routing over millions of tokens) only when SLOW, the others
-    listed in serving_skipped()."""
-    with open(os.path.join(ROOT, SERVING)) as f:
-        src = [r for r in csv.DictReader(f) if slow or r["slow"] != "yes"]
+SERVING_CLASSES = ("dense", "moe")
+SERVING_SCHEDULERS = ("trtllm", "vllm")
+SERVING_ROLES = ("fit", "held-out")
+SERVING_SLOW = ("", "yes", "budget")
+
+
+def serving_rows(slow, path=SERVING):
+    """SERVING's rows, each checked (a bad class, scheduler, role or slow
+    mark stops the report naming the line): those the run emulates, and
+    those marked slow (yes: over a minute of emulation on 2 cores; budget:
+    under a minute, left out so that the default report's time stays
+    within a minute of its time before them) that it leaves out unless
+    SLOW.  PATH: the csv (relative to the repository root or absolute)."""
+    with open(os.path.join(ROOT, path)) as f:
+        src = list(csv.DictReader(f))
+    for line, r in enumerate(src, 2):
+        for key, ok in (("class", SERVING_CLASSES), ("scheduler", SERVING_SCHEDULERS),
+                        ("role", SERVING_ROLES), ("slow", SERVING_SLOW)):
+            if r.get(key) not in ok:
+                die("%s:%d: %s %r: expected one of %s" % (path, line, key, r.get(key),
+                                                          ", ".join(map(repr, ok))))
+    run_rows = [r for r in src if slow or not r["slow"]]
+    return run_rows, [r for r in src if r not in run_rows]
+
+
+def serving(build, slow=False, path=SERVING):
+    """The published serving throughputs against nvlemu serve with the
+    row's scheduler (trtllm: trtllm-bench throughput; vllm: vllm bench
+    serve), layout and extra options, every request at time 0; the rows
+    marked slow only when SLOW (serving_skipped() lists the others)."""
+    src = serving_rows(slow, path)[0]
     outs = run_all([[os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
                      os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
                      "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
                      row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
-                     "--requests", row["requests"], "--scheduler", "trtllm",
+                     "--requests", row["requests"], "--scheduler", row["scheduler"],
                      "--json", "-"] + layout_args(row["layout"], row["tp"])
+                    + row["options"].split()
                     for row in src])
     rows = []
     for row, out in zip(src, outs):
@@ -228,11 +253,10 @@ def serving(build, slow=False):
                          batch=pool["tokens"] and pool["decode_tokens"] / pool["steps"],
                          ttft=doc["ttft_ms"]["mean"], tpot=doc["tpot_ms"]["mean"]))
     if not rows:
-        die("no rows in " + SERVING)
+        die("no rows in " + path)
     return rows
 
 
-def serving_skipped(slow=False):
-    """The rows of SERVING marked slow that serving() leaves out."""
-    with open(os.path.join(ROOT, SERVING)) as f:
-        return [] if slow else [r for r in csv.DictReader(f) if r["slow"] == "yes"]
+def serving_skipped(slow=False, path=SERVING):
+    """The rows of PATH marked slow that serving() leaves out."""
+    return serving_rows(slow, path)[1]
