@@ -187,6 +187,14 @@ struct nvl_engine {
                                      latest over the group (-1: unknown) */
 };
 
+/* A collective that is an expert-parallel layer's exchange, whose agreed
+ * time the pass's and the layer's MoE numbers count (moe_ep.c). */
+typedef enum {
+    NVL_EP_XCHG_NONE,
+    NVL_EP_XCHG_DISPATCH,
+    NVL_EP_XCHG_COMBINE
+} nvl_ep_xchg_t;
+
 /* One operation recorded under deferred agreement (issue.c). */
 typedef enum {
     NVL_TAPE_KERNEL,     /* nvl_engine_kernel */
@@ -202,6 +210,7 @@ typedef struct nvl_tape_op {
     int32_t layer;
     nvl_kernel_cost_t cost;
     size_t call;
+    nvl_ep_xchg_t ep;    /* COLL_DONE: an expert-parallel exchange's */
 } nvl_tape_op_t;
 
 /* One sequence's cache on this rank: per layer, the keys and values of
@@ -270,6 +279,12 @@ nvl_status_t nvl_engine_settle(nvl_engine_t *e);
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer);
 void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                           int64_t entry_ps, const nvl_coll_info_t *info);
+/* issue.c: nvl_engine_coll_done of an expert-parallel exchange, whose
+ * agreed time nvl_engine_account_ep (record.c) then counts (at once, or
+ * when the deferred pass is settled). */
+void nvl_engine_coll_done_ep(nvl_engine_t *e, const char *name,
+                             int32_t layer, int64_t entry_ps,
+                             const nvl_coll_info_t *info, nvl_ep_xchg_t x);
 /* overlap.c: a row-parallel GEMM y[m, n] = x[m, k] W[n, k]^T whose
  * partial sums (buf, m x n floats, already computed in data mode; NULL in
  * timing mode) the dense group's allreduce completes: the GEMM then the
@@ -480,7 +495,8 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
  * down inputs quantized as layer li's, nvl_engine_gemm_input_inplace); the router and top-k kernels
  * over M rows; the expert kernels with count[i] tokens for the rank's
  * i-th expert over `rows` distinct rows; and layer li's MoE numbers added
- * since `before` folded into its decode totals (decode passes only). */
+ * since `before` folded into its decode totals (decode passes only; the
+ * exchanges' agreed times: nvl_engine_account_ep). */
 void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
                             const float *in, float *out, uint64_t M,
                             const uint32_t *ids, const float *w);
@@ -537,6 +553,12 @@ void nvl_engine_account_c2c(nvl_engine_t *e, const char *name,
  * part's time: the stream waits for what is exposed). */
 void nvl_engine_account_comm(nvl_engine_t *e, const char *name,
                              int32_t layer, const nvl_coll_info_t *info);
+/* An expert-parallel exchange x of layer `layer` (moe_ep.c), entered at
+ * entry_ps and agreed as info: its time added to the pass's dispatch or
+ * combine time (the combine's wait for the group to the imbalance wait)
+ * and, in decode passes, to the layer's. */
+void nvl_engine_account_ep(nvl_engine_t *e, nvl_ep_xchg_t x, int32_t layer,
+                           int64_t entry_ps, const nvl_coll_info_t *info);
 /* The last event accounted, or NULL (to add collective details). */
 nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e);
 

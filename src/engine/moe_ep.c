@@ -52,15 +52,16 @@ static nvl_a2a_t a2a_of(const nvl_engine_t *e)
 
 /* One all-to-all of rows: to[d] rows of `width` floats to member d (from
  * send at sofs[d]) and from[s] rows from member s (into recv at rofs[s]);
- * the own block is copied.  Accounted as `name`; adds its time and the
- * bytes this rank sent to *ps and *bytes, the wait before it to *wait. */
+ * the own block is copied.  Accounted as `name` (x: which of the layer's
+ * exchanges; its agreed time counted by nvl_engine_account_ep, now or
+ * when a deferred pass settles); adds the bytes this rank sent to
+ * *bytes. */
 static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
-                             float *send, const uint64_t *to,
+                             nvl_ep_xchg_t x, float *send, const uint64_t *to,
                              const uint64_t *sofs, float *recv,
                              const uint64_t *from, const uint64_t *rofs,
                              uint64_t width, const double *wire_out,
-                             const double *wire_in, int64_t *ps,
-                             double *bytes, int64_t *wait)
+                             const double *wire_in, double *bytes)
 {
     nvl_comm_t *c = e->tp;
     int n = nvl_comm_size(c), me = nvl_comm_rank(c);
@@ -89,11 +90,8 @@ static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
         st = end;
     if (st != NVL_OK)
         return st;
-    nvl_engine_coll_done(e, name, L, entry, &info);
-    *ps += info.time_ps;
+    nvl_engine_coll_done_ep(e, name, L, entry, &info, x);
     *bytes += sent * (double)nvl_dtype_size(NVL_DT_BF16); /* timed as bf16 */
-    if (wait != NULL && info.start_ps > entry)
-        *wait += info.start_ps - entry;
     return NVL_OK;
 }
 
@@ -392,9 +390,9 @@ static nvl_status_t ep_dispatch(nvl_engine_t *e, int32_t L, const float *h,
                     }
                 }
     }
-    return exchange(e, "moe_dispatch", L, s->sbuf, s->to, s->sofs, s->rbuf,
-                    s->from, s->rofs, pay, s->wsend, s->wrecv,
-                    &e->cur.dispatch_ps, &e->cur.dispatch_bytes, NULL);
+    return exchange(e, "moe_dispatch", L, NVL_EP_XCHG_DISPATCH, s->sbuf,
+                    s->to, s->sofs, s->rbuf, s->from, s->rofs, pay, s->wsend,
+                    s->wrecv, &e->cur.dispatch_bytes);
 }
 
 /* The experts this rank holds, over the rows it received. */
@@ -433,11 +431,10 @@ static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
     uint64_t hid = s->hid;
     if (e->data)
         s->back = nvl_engine_moe_alloc(s->nsend * hid, sizeof *s->back);
-    nvl_status_t st = exchange(e, "moe_combine", L, s->xin, s->from, s->rofs,
-                               s->back, s->to, s->sofs, hid, s->wrecv,
-                               s->wsend, &e->cur.combine_ps,
-                               &e->cur.combine_bytes,
-                               &e->cur.combine_wait_ps);
+    nvl_status_t st = exchange(e, "moe_combine", L, NVL_EP_XCHG_COMBINE,
+                               s->xin, s->from, s->rofs, s->back, s->to,
+                               s->sofs, hid, s->wrecv, s->wsend,
+                               &e->cur.combine_bytes);
     if (st != NVL_OK)
         return st;
     if (e->data) {
