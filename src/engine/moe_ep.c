@@ -136,34 +136,46 @@ static void ep_free(ep_layer_t *s)
 }
 
 /* Routes this rank's R rows; row t goes to every rank of each group
- * holding one of its experts, once. */
+ * holding one of its experts, once (dest: which ranks, data mode only). */
 static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
                      const float *h, ep_layer_t *s)
 {
-    int n = s->n, etp = e->shard.etp;
+    int n = s->n, etp = e->shard.etp, ep = e->shard.ep;
     uint32_t k = s->k, E = e->cfg.num_experts;
     s->ids = nvl_engine_moe_alloc(s->R * k, sizeof *s->ids);
     s->w = nvl_engine_moe_alloc(s->R * k, sizeof *s->w);
     nvl_engine_moe_route(e, li, row0, s->R, h, s->ids, s->w);
-    s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
+    if (e->data)
+        s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
     s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
     s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
     s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
     s->mine = nvl_engine_moe_alloc(E, sizeof *s->mine);
+    /* per group: its rows, its (row, expert) pairs, the last row + 1 */
+    uint64_t *rows = nvl_engine_moe_alloc(3 * (size_t)ep, sizeof *rows);
+    uint64_t *pairs = rows + ep, *last = rows + 2 * ep;
+    int *group = nvl_engine_moe_alloc(E, sizeof *group);
+    for (uint32_t x = 0; x < E; x++)
+        group[x] = expert_group(e, x);
     for (uint64_t t = 0; t < s->R; t++)
         for (uint32_t j = 0; j < k; j++) {
             uint32_t x = s->ids[t * k + j];
-            int g = expert_group(e, x);
+            int g = group[x];
             s->mine[x]++;
-            for (int i = 0; i < etp; i++) {
-                unsigned char *d = &s->dest[t * (uint64_t)n + (uint64_t)(g * etp + i)];
-                s->pto[g * etp + i]++;
-                if (!*d) {
-                    *d = 1;
-                    s->to[g * etp + i]++;
-                }
-            }
+            pairs[g]++;
+            if (last[g] == t + 1)
+                continue;
+            last[g] = t + 1;
+            rows[g]++;
+            for (int i = 0; s->dest != NULL && i < etp; i++)
+                s->dest[t * (uint64_t)n + (uint64_t)(g * etp + i)] = 1;
         }
+    for (int d = 0; d < n; d++) {
+        s->to[d] = rows[d / etp];
+        s->pto[d] = pairs[d / etp];
+    }
+    free(group);
+    free(rows);
 }
 
 /* The wire factors of the low-latency mode, and the dispatch and combine
