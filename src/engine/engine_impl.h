@@ -156,6 +156,9 @@ struct nvl_engine {
     int64_t *ep_book_alt;
     int32_t ep_book_pass;
     uint64_t ep_book_rows, ep_book_row0;
+    /* moe_route.c, timing mode: the routing table (rows of top_k experts
+     * by popularity rank; NULL until a pass routes) */
+    uint32_t *route_table;
     nvl_mem_plan_t mem;   /* memory.c: the last generation's plan */
     /* issue.c: the C2C copy engine, one queue per direction: when each is
      * free, and when the layer prefetched last has landed */
@@ -510,9 +513,26 @@ void nvl_engine_moe_layer_done(nvl_engine_t *e, uint32_t li,
  * of the pass, and their weights: data mode routes h (the normed rows,
  * M x hidden) through layer li's router; timing mode draws a seeded
  * routing (no weights), the same on every rank and placement. */
-void nvl_engine_moe_route(const nvl_engine_t *e, uint32_t li, uint64_t row0,
+void nvl_engine_moe_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
                           uint64_t M, const float *h, uint32_t *ids,
                           float *w);
+/* Counts of a layer's routing over a split of its experts into groups
+ * (expert parallelism's, moe_ep.c): tokens per expert (count, E), and per
+ * group (n of them; expert x in group[x]) the (row, expert) pairs and
+ * the rows with at least one expert there.  The counts are added to. */
+typedef struct {
+    const uint32_t *group;
+    uint32_t n;
+    uint64_t *count, *pairs, *rows;
+} nvl_moe_groups_t;
+/* moe_route.c: M routed rows (ids, M x top_k) added to g's counts. */
+void nvl_engine_moe_count(const nvl_engine_t *e, const uint32_t *ids,
+                          uint64_t M, const nvl_moe_groups_t *g);
+/* moe_route.c, timing mode: nvl_engine_moe_route's seeded routing of
+ * rows row0 .. row0 + M - 1 of layer li added to g's counts, without
+ * the rows' ids. */
+void nvl_engine_moe_route_count(nvl_engine_t *e, uint32_t li, uint64_t row0,
+                                uint64_t M, const nvl_moe_groups_t *g);
 /* moe_route.c: n zeroed elements of `size` bytes (one spare); out of
  * memory aborts the job (the other ranks would wait in the next
  * collective).  The caller frees. */

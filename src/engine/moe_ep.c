@@ -135,47 +135,63 @@ static void ep_free(ep_layer_t *s)
     free(s->idin);
 }
 
-/* Routes this rank's R rows; row t goes to every rank of each group
- * holding one of its experts, once (dest: which ranks, data mode only). */
-static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
-                     const float *h, ep_layer_t *s)
+/* The per-rank arrays of s; each rank's rows and pairs from its group's
+ * (g: the counts over the expert groups). */
+static void ep_counts_to_ranks(nvl_engine_t *e, const nvl_moe_groups_t *g,
+                               ep_layer_t *s)
 {
-    int n = s->n, etp = e->shard.etp, ep = e->shard.ep;
-    uint32_t k = s->k, E = e->cfg.num_experts;
-    s->ids = nvl_engine_moe_alloc(s->R * k, sizeof *s->ids);
-    s->w = nvl_engine_moe_alloc(s->R * k, sizeof *s->w);
-    nvl_engine_moe_route(e, li, row0, s->R, h, s->ids, s->w);
-    if (e->data)
-        s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
+    int n = s->n, etp = e->shard.etp;
     s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
     s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
     s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
-    s->mine = nvl_engine_moe_alloc(E, sizeof *s->mine);
-    /* per group: its rows, its (row, expert) pairs, the last row + 1 */
-    uint64_t *rows = nvl_engine_moe_alloc(3 * (size_t)ep, sizeof *rows);
-    uint64_t *pairs = rows + ep, *last = rows + 2 * ep;
-    int *group = nvl_engine_moe_alloc(E, sizeof *group);
-    for (uint32_t x = 0; x < E; x++)
-        group[x] = expert_group(e, x);
-    for (uint64_t t = 0; t < s->R; t++)
-        for (uint32_t j = 0; j < k; j++) {
-            uint32_t x = s->ids[t * k + j];
-            int g = group[x];
-            s->mine[x]++;
-            pairs[g]++;
-            if (last[g] == t + 1)
-                continue;
-            last[g] = t + 1;
-            rows[g]++;
-            for (int i = 0; s->dest != NULL && i < etp; i++)
-                s->dest[t * (uint64_t)n + (uint64_t)(g * etp + i)] = 1;
-        }
     for (int d = 0; d < n; d++) {
-        s->to[d] = rows[d / etp];
-        s->pto[d] = pairs[d / etp];
+        s->to[d] = g->rows[d / etp];
+        s->pto[d] = g->pairs[d / etp];
     }
+}
+
+/* Routes this rank's R rows (its counts, as ep_route_counts's); row t
+ * goes to every rank of each group holding one of its experts, once
+ * (dest).  Data mode. */
+static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
+                     const float *h, const nvl_moe_groups_t *g,
+                     ep_layer_t *s)
+{
+    int n = s->n, etp = e->shard.etp;
+    uint32_t k = s->k;
+    s->ids = nvl_engine_moe_alloc(s->R * k, sizeof *s->ids);
+    s->w = nvl_engine_moe_alloc(s->R * k, sizeof *s->w);
+    nvl_engine_moe_route(e, li, row0, s->R, h, s->ids, s->w);
+    nvl_engine_moe_count(e, s->ids, s->R, g);
+    s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
+    for (uint64_t t = 0; t < s->R; t++)
+        for (uint32_t j = 0; j < k; j++)
+            for (int i = 0; i < etp; i++)
+                s->dest[t * (uint64_t)n +
+                        (uint64_t)(g->group[s->ids[t * k + j]] * etp + i)] = 1;
+}
+
+/* The counts of layer li's routing of this rank's R rows over the expert
+ * groups (routed in data mode, ep_route; counted from the seeded routing
+ * in timing mode), and s's per-rank arrays from them. */
+static void ep_route_counts(nvl_engine_t *e, uint32_t li, uint64_t row0,
+                            const float *h, ep_layer_t *s)
+{
+    uint32_t E = e->cfg.num_experts, ep = (uint32_t)e->shard.ep;
+    uint32_t *group = nvl_engine_moe_alloc(E, sizeof *group);
+    for (uint32_t x = 0; x < E; x++)
+        group[x] = (uint32_t)expert_group(e, x);
+    uint64_t *pr = nvl_engine_moe_alloc(2 * (size_t)ep, sizeof *pr);
+    s->mine = nvl_engine_moe_alloc(E, sizeof *s->mine);
+    nvl_moe_groups_t g = {.group = group, .n = ep, .count = s->mine,
+                          .pairs = pr, .rows = pr + ep};
+    if (e->data)
+        ep_route(e, li, row0, h, &g, s);
+    else
+        nvl_engine_moe_route_count(e, li, row0, s->R, &g);
+    ep_counts_to_ranks(e, &g, s);
+    free(pr);
     free(group);
-    free(rows);
 }
 
 /* The wire factors of the low-latency mode, and the dispatch and combine
@@ -301,7 +317,7 @@ static void ep_book_route(nvl_engine_t *e, uint64_t R, uint64_t row0,
         if (!nvl_engine_moe_is_ep(e, l))
             continue;
         ep_layer_t s = {.R = R, .k = e->cfg.top_k, .n = n};
-        ep_route(e, l, row0, NULL, &s);
+        ep_route_counts(e, l, row0, NULL, &s);
         for (int d = 0; d < n; d++) {
             send[((size_t)d * L + l) * 2] = s.to[d];
             send[((size_t)d * L + l) * 2 + 1] = s.pto[d];
@@ -475,7 +491,7 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
                     .pay = c->hidden + 2 * (uint64_t)c->top_k,
                     .n = nvl_comm_size(e->tp)};
     if (e->data) {
-        ep_route(e, li, row0, h, &s);
+        ep_route_counts(e, li, row0, h, &s);
         nvl_engine_moe_router_kernels(e, L, R);
         ep_count_exchange(e, &s);
         ep_count(e, &s, NULL);
