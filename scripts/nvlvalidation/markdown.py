@@ -183,9 +183,8 @@ def _serving(serves, skipped):
                            pct(r["error"]), "%.0f" % r["batch"], "%.0f" % r["ttft"],
                            "%.2f" % r["tpot"], r["source"]] for r in serves]))
     if serves is not None and skipped:
-        doc.append("Not emulated here: %d rows marked slow in `%s` (attention data-"
-                   "parallel, whose timing mode routes every token of every request to "
-                   "its experts: minutes of emulation each); `scripts/validation-report "
+        doc.append("Not emulated here: %d rows marked slow in `%s` (minutes of "
+                   "emulation each on 2 cores); `scripts/validation-report "
                    "--slow` runs them too. `docs/serve.md` (\"Attention data-parallel "
                    "(DEP)\") gives the ones run so far.\n" % (len(skipped), SERVING))
         doc.append(table(["system", "model", "TP", "layout", "ISL/OSL", "requests",

@@ -206,9 +206,8 @@ def layout_args(layout, tp):
 
 def serving(build, slow=False):
     """The published offline serving throughputs against nvlemu serve; the
-    rows marked slow (minutes of emulation each: attention-DP's per-token
-    expert routing over millions of tokens) only when SLOW, the others
-    listed in serving_skipped()."""
+    rows marked slow (minutes of emulation each on 2 cores) only when
+    SLOW, the others listed in serving_skipped()."""
     with open(os.path.join(ROOT, SERVING)) as f:
         src = [r for r in csv.DictReader(f) if slow or r["slow"] != "yes"]
     outs = run_all([[os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
