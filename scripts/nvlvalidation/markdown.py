@@ -194,9 +194,8 @@ def _serving(serves, skipped):
                            "%.2f" % r["tpot"], r["release"], r["source"]] for r in serves]))
     if serves is not None and skipped:
         doc.append("Not emulated here: %d rows marked slow in `%s`: `yes`, over a minute of "
-                   "emulation each on 2 cores (TP 8 over 8 MPI ranks; attention data-"
-                   "parallel, whose timing mode routes every token of every request to its "
-                   "experts: minutes each), `budget`, under a minute but left out so that "
+                   "emulation each on 2 cores (thousands of requests over TP 2-8 MPI ranks), "
+                   "`budget`, under a minute but left out so that "
                    "this report's time stays within a minute of its time before them; "
                    "`scripts/validation-report --slow` runs them too. `docs/serve.md` "
                    "(\"Published serving tables\") gives the ones run so far.\n"

@@ -232,6 +232,7 @@ void nvl_engine_free(nvl_engine_t *e)
     free(e->moe_counts);
     free(e->ep_book);
     free(e->ep_book_alt);
+    free(e->route_table);
     free(e);
 }
 

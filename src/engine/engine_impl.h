@@ -156,6 +156,9 @@ struct nvl_engine {
     int64_t *ep_book_alt;
     int32_t ep_book_pass;
     uint64_t ep_book_rows, ep_book_row0;
+    /* moe_route.c, timing mode: the routing table (rows of top_k experts
+     * by popularity rank; NULL until a pass routes) */
+    uint32_t *route_table;
     nvl_mem_plan_t mem;   /* memory.c: the last generation's plan */
     /* issue.c: the C2C copy engine, one queue per direction: when each is
      * free, and when the layer prefetched last has landed */
@@ -187,6 +190,14 @@ struct nvl_engine {
                                      latest over the group (-1: unknown) */
 };
 
+/* A collective that is an expert-parallel layer's exchange, whose agreed
+ * time the pass's and the layer's MoE numbers count (moe_ep.c). */
+typedef enum {
+    NVL_EP_XCHG_NONE,
+    NVL_EP_XCHG_DISPATCH,
+    NVL_EP_XCHG_COMBINE
+} nvl_ep_xchg_t;
+
 /* One operation recorded under deferred agreement (issue.c). */
 typedef enum {
     NVL_TAPE_KERNEL,     /* nvl_engine_kernel */
@@ -202,6 +213,7 @@ typedef struct nvl_tape_op {
     int32_t layer;
     nvl_kernel_cost_t cost;
     size_t call;
+    nvl_ep_xchg_t ep;    /* COLL_DONE: an expert-parallel exchange's */
 } nvl_tape_op_t;
 
 /* One sequence's cache on this rank: per layer, the keys and values of
@@ -270,6 +282,12 @@ nvl_status_t nvl_engine_settle(nvl_engine_t *e);
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer);
 void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                           int64_t entry_ps, const nvl_coll_info_t *info);
+/* issue.c: nvl_engine_coll_done of an expert-parallel exchange, whose
+ * agreed time nvl_engine_account_ep (record.c) then counts (at once, or
+ * when the deferred pass is settled). */
+void nvl_engine_coll_done_ep(nvl_engine_t *e, const char *name,
+                             int32_t layer, int64_t entry_ps,
+                             const nvl_coll_info_t *info, nvl_ep_xchg_t x);
 /* overlap.c: a row-parallel GEMM y[m, n] = x[m, k] W[n, k]^T whose
  * partial sums (buf, m x n floats, already computed in data mode; NULL in
  * timing mode) the dense group's allreduce completes: the GEMM then the
@@ -480,7 +498,8 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
  * down inputs quantized as layer li's, nvl_engine_gemm_input_inplace); the router and top-k kernels
  * over M rows; the expert kernels with count[i] tokens for the rank's
  * i-th expert over `rows` distinct rows; and layer li's MoE numbers added
- * since `before` folded into its decode totals (decode passes only). */
+ * since `before` folded into its decode totals (decode passes only; the
+ * exchanges' agreed times: nvl_engine_account_ep). */
 void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
                             const float *in, float *out, uint64_t M,
                             const uint32_t *ids, const float *w);
@@ -494,9 +513,26 @@ void nvl_engine_moe_layer_done(nvl_engine_t *e, uint32_t li,
  * of the pass, and their weights: data mode routes h (the normed rows,
  * M x hidden) through layer li's router; timing mode draws a seeded
  * routing (no weights), the same on every rank and placement. */
-void nvl_engine_moe_route(const nvl_engine_t *e, uint32_t li, uint64_t row0,
+void nvl_engine_moe_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
                           uint64_t M, const float *h, uint32_t *ids,
                           float *w);
+/* Counts of a layer's routing over a split of its experts into groups
+ * (expert parallelism's, moe_ep.c): tokens per expert (count, E), and per
+ * group (n of them; expert x in group[x]) the (row, expert) pairs and
+ * the rows with at least one expert there.  The counts are added to. */
+typedef struct {
+    const uint32_t *group;
+    uint32_t n;
+    uint64_t *count, *pairs, *rows;
+} nvl_moe_groups_t;
+/* moe_route.c: M routed rows (ids, M x top_k) added to g's counts. */
+void nvl_engine_moe_count(const nvl_engine_t *e, const uint32_t *ids,
+                          uint64_t M, const nvl_moe_groups_t *g);
+/* moe_route.c, timing mode: nvl_engine_moe_route's seeded routing of
+ * rows row0 .. row0 + M - 1 of layer li added to g's counts, without
+ * the rows' ids. */
+void nvl_engine_moe_route_count(nvl_engine_t *e, uint32_t li, uint64_t row0,
+                                uint64_t M, const nvl_moe_groups_t *g);
 /* moe_route.c: n zeroed elements of `size` bytes (one spare); out of
  * memory aborts the job (the other ranks would wait in the next
  * collective).  The caller frees. */
@@ -537,6 +573,12 @@ void nvl_engine_account_c2c(nvl_engine_t *e, const char *name,
  * part's time: the stream waits for what is exposed). */
 void nvl_engine_account_comm(nvl_engine_t *e, const char *name,
                              int32_t layer, const nvl_coll_info_t *info);
+/* An expert-parallel exchange x of layer `layer` (moe_ep.c), entered at
+ * entry_ps and agreed as info: its time added to the pass's dispatch or
+ * combine time (the combine's wait for the group to the imbalance wait)
+ * and, in decode passes, to the layer's. */
+void nvl_engine_account_ep(nvl_engine_t *e, nvl_ep_xchg_t x, int32_t layer,
+                           int64_t entry_ps, const nvl_coll_info_t *info);
 /* The last event accounted, or NULL (to add collective details). */
 nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e);
 

@@ -99,13 +99,10 @@ void nvl_engine_defer(nvl_engine_t *e)
 {
     /* the same answer on every rank of the stage (e->tp, the whole job
      * without a pipeline): recording is collective over it */
-    if (e->data || e->dense != e->tp || e->ovl != NULL ||
-        nvl_comm_size(e->tp) < 2 || e->mem.kv_host_share > 0 ||
-        e->mem.weights_host_share > 0)
+    if (e->data || (e->dense != e->tp && nvl_comm_size(e->dense) > 1) ||
+        e->ovl != NULL || nvl_comm_size(e->tp) < 2 ||
+        e->mem.kv_host_share > 0 || e->mem.weights_host_share > 0)
         return;
-    for (uint32_t li = 0; li < e->layers; li++)
-        if (nvl_engine_moe_is_ep(e, li))
-            return; /* its bookkeeping reads each group's time */
     if (nvl_comm_defer(e->tp) != NVL_OK)
         return;
     nvl_vclock_t *clk = nvl_engine_clock(e);
@@ -126,8 +123,9 @@ void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
     if (c.time_ps <= 0 || e->time_overflow)
         return;
     if (e->defer) {
-        tape_push(e, (nvl_tape_op_t){NVL_TAPE_KERNEL, name, part, layer, c,
-                                     0});
+        tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_KERNEL, .name = name,
+                                     .part = part, .layer = layer,
+                                     .cost = c});
         for (int i = 0; i < 2 && e->shadow_exact; i++) {
             nvl_stream_kernel(&e->shadow_stream[i], &e->shadow[i],
                               c.time_ps);
@@ -189,12 +187,22 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
 void nvl_engine_coll_done(nvl_engine_t *e, const char *name, int32_t layer,
                           int64_t entry_ps, const nvl_coll_info_t *info)
 {
+    nvl_engine_coll_done_ep(e, name, layer, entry_ps, info,
+                            NVL_EP_XCHG_NONE);
+}
+
+void nvl_engine_coll_done_ep(nvl_engine_t *e, const char *name,
+                             int32_t layer, int64_t entry_ps,
+                             const nvl_coll_info_t *info, nvl_ep_xchg_t x)
+{
     if (e->defer) {
         tape_push(e, (nvl_tape_op_t){
             .kind = NVL_TAPE_COLL_DONE, .name = name, .layer = layer,
-            .call = nvl_comm_deferred_calls(e->tp) - 1});
+            .call = nvl_comm_deferred_calls(e->tp) - 1, .ep = x});
         return;
     }
+    if (x != NVL_EP_XCHG_NONE)
+        nvl_engine_account_ep(e, x, layer, entry_ps, info);
     if (e->time_overflow || !clock_in_range(e, name, layer, info->time_ps))
         return;
     if (info->start_ps > entry_ps)
@@ -252,8 +260,9 @@ void nvl_engine_epilogue(nvl_engine_t *e, const char *name, int32_t layer,
     if (e->time_overflow)
         return;
     if (e->defer) {
-        tape_push(e, (nvl_tape_op_t){NVL_TAPE_EPILOGUE, name, NVL_PART_OTHER,
-                                     layer, c, 0});
+        tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_EPILOGUE, .name = name,
+                                     .part = NVL_PART_OTHER, .layer = layer,
+                                     .cost = c});
         for (int i = 0; i < 2; i++)
             nvl_vclock_advance(&e->shadow[i], c.time_ps);
         shadow_check(e);
@@ -283,7 +292,8 @@ nvl_status_t nvl_engine_settle(nvl_engine_t *e)
         case NVL_TAPE_COLL_DONE:
             st = nvl_comm_settled_call(e->tp, op->call, &info);
             if (st == NVL_OK)
-                nvl_engine_coll_done(e, op->name, op->layer, entry, &info);
+                nvl_engine_coll_done_ep(e, op->name, op->layer, entry, &info,
+                                        op->ep);
             break;
         case NVL_TAPE_EPILOGUE:
             if (!e->time_overflow)

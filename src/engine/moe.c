@@ -142,7 +142,8 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
 }
 
 /* Adds what layer li added to the pass's MoE numbers since `before` to
- * the layer's decode totals (decode passes only). */
+ * the layer's decode totals (decode passes only; the exchanges' times
+ * are added as they are agreed, nvl_engine_account_ep). */
 void nvl_engine_moe_layer_done(nvl_engine_t *e, uint32_t li,
                        const nvl_pass_stats_t *before)
 {
@@ -150,14 +151,10 @@ void nvl_engine_moe_layer_done(nvl_engine_t *e, uint32_t li,
         return;
     const nvl_pass_stats_t *c = &e->cur;
     nvl_moe_layer_stats_t *l = &e->moe_decode[li];
-    l->dispatch_ps += (double)(c->dispatch_ps - before->dispatch_ps);
-    l->combine_ps += (double)(c->combine_ps - before->combine_ps);
     l->dispatch_bytes += c->dispatch_bytes - before->dispatch_bytes;
     l->combine_bytes += c->combine_bytes - before->combine_bytes;
     l->expert_pairs_max += c->expert_pairs_max - before->expert_pairs_max;
     l->expert_pairs_mean += c->expert_pairs_mean - before->expert_pairs_mean;
-    l->combine_wait_ps +=
-        (double)(c->combine_wait_ps - before->combine_wait_ps);
     l->dispatch_alt_ps +=
         (double)(c->dispatch_alt_ps - before->dispatch_alt_ps);
     l->combine_alt_ps += (double)(c->combine_alt_ps - before->combine_alt_ps);

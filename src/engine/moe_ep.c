@@ -52,15 +52,16 @@ static nvl_a2a_t a2a_of(const nvl_engine_t *e)
 
 /* One all-to-all of rows: to[d] rows of `width` floats to member d (from
  * send at sofs[d]) and from[s] rows from member s (into recv at rofs[s]);
- * the own block is copied.  Accounted as `name`; adds its time and the
- * bytes this rank sent to *ps and *bytes, the wait before it to *wait. */
+ * the own block is copied.  Accounted as `name` (x: which of the layer's
+ * exchanges; its agreed time counted by nvl_engine_account_ep, now or
+ * when a deferred pass settles); adds the bytes this rank sent to
+ * *bytes. */
 static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
-                             float *send, const uint64_t *to,
+                             nvl_ep_xchg_t x, float *send, const uint64_t *to,
                              const uint64_t *sofs, float *recv,
                              const uint64_t *from, const uint64_t *rofs,
                              uint64_t width, const double *wire_out,
-                             const double *wire_in, int64_t *ps,
-                             double *bytes, int64_t *wait)
+                             const double *wire_in, double *bytes)
 {
     nvl_comm_t *c = e->tp;
     int n = nvl_comm_size(c), me = nvl_comm_rank(c);
@@ -89,11 +90,8 @@ static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
         st = end;
     if (st != NVL_OK)
         return st;
-    nvl_engine_coll_done(e, name, L, entry, &info);
-    *ps += info.time_ps;
+    nvl_engine_coll_done_ep(e, name, L, entry, &info, x);
     *bytes += sent * (double)nvl_dtype_size(NVL_DT_BF16); /* timed as bf16 */
-    if (wait != NULL && info.start_ps > entry)
-        *wait += info.start_ps - entry;
     return NVL_OK;
 }
 
@@ -137,35 +135,63 @@ static void ep_free(ep_layer_t *s)
     free(s->idin);
 }
 
-/* Routes this rank's R rows; row t goes to every rank of each group
- * holding one of its experts, once. */
-static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
-                     const float *h, ep_layer_t *s)
+/* The per-rank arrays of s; each rank's rows and pairs from its group's
+ * (g: the counts over the expert groups). */
+static void ep_counts_to_ranks(nvl_engine_t *e, const nvl_moe_groups_t *g,
+                               ep_layer_t *s)
 {
     int n = s->n, etp = e->shard.etp;
-    uint32_t k = s->k, E = e->cfg.num_experts;
-    s->ids = nvl_engine_moe_alloc(s->R * k, sizeof *s->ids);
-    s->w = nvl_engine_moe_alloc(s->R * k, sizeof *s->w);
-    nvl_engine_moe_route(e, li, row0, s->R, h, s->ids, s->w);
-    s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
     s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
     s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
     s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
-    s->mine = nvl_engine_moe_alloc(E, sizeof *s->mine);
+    for (int d = 0; d < n; d++) {
+        s->to[d] = g->rows[d / etp];
+        s->pto[d] = g->pairs[d / etp];
+    }
+}
+
+/* Routes this rank's R rows (its counts, as ep_route_counts's); row t
+ * goes to every rank of each group holding one of its experts, once
+ * (dest).  Data mode. */
+static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
+                     const float *h, const nvl_moe_groups_t *g,
+                     ep_layer_t *s)
+{
+    int n = s->n, etp = e->shard.etp;
+    uint32_t k = s->k;
+    s->ids = nvl_engine_moe_alloc(s->R * k, sizeof *s->ids);
+    s->w = nvl_engine_moe_alloc(s->R * k, sizeof *s->w);
+    nvl_engine_moe_route(e, li, row0, s->R, h, s->ids, s->w);
+    nvl_engine_moe_count(e, s->ids, s->R, g);
+    s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
     for (uint64_t t = 0; t < s->R; t++)
-        for (uint32_t j = 0; j < k; j++) {
-            uint32_t x = s->ids[t * k + j];
-            int g = expert_group(e, x);
-            s->mine[x]++;
-            for (int i = 0; i < etp; i++) {
-                unsigned char *d = &s->dest[t * (uint64_t)n + (uint64_t)(g * etp + i)];
-                s->pto[g * etp + i]++;
-                if (!*d) {
-                    *d = 1;
-                    s->to[g * etp + i]++;
-                }
-            }
-        }
+        for (uint32_t j = 0; j < k; j++)
+            for (int i = 0; i < etp; i++)
+                s->dest[t * (uint64_t)n +
+                        (uint64_t)(g->group[s->ids[t * k + j]] * etp + i)] = 1;
+}
+
+/* The counts of layer li's routing of this rank's R rows over the expert
+ * groups (routed in data mode, ep_route; counted from the seeded routing
+ * in timing mode), and s's per-rank arrays from them. */
+static void ep_route_counts(nvl_engine_t *e, uint32_t li, uint64_t row0,
+                            const float *h, ep_layer_t *s)
+{
+    uint32_t E = e->cfg.num_experts, ep = (uint32_t)e->shard.ep;
+    uint32_t *group = nvl_engine_moe_alloc(E, sizeof *group);
+    for (uint32_t x = 0; x < E; x++)
+        group[x] = (uint32_t)expert_group(e, x);
+    uint64_t *pr = nvl_engine_moe_alloc(2 * (size_t)ep, sizeof *pr);
+    s->mine = nvl_engine_moe_alloc(E, sizeof *s->mine);
+    nvl_moe_groups_t g = {.group = group, .n = ep, .count = s->mine,
+                          .pairs = pr, .rows = pr + ep};
+    if (e->data)
+        ep_route(e, li, row0, h, &g, s);
+    else
+        nvl_engine_moe_route_count(e, li, row0, s->R, &g);
+    ep_counts_to_ranks(e, &g, s);
+    free(pr);
+    free(group);
 }
 
 /* The wire factors of the low-latency mode, and the dispatch and combine
@@ -291,7 +317,7 @@ static void ep_book_route(nvl_engine_t *e, uint64_t R, uint64_t row0,
         if (!nvl_engine_moe_is_ep(e, l))
             continue;
         ep_layer_t s = {.R = R, .k = e->cfg.top_k, .n = n};
-        ep_route(e, l, row0, NULL, &s);
+        ep_route_counts(e, l, row0, NULL, &s);
         for (int d = 0; d < n; d++) {
             send[((size_t)d * L + l) * 2] = s.to[d];
             send[((size_t)d * L + l) * 2 + 1] = s.pto[d];
@@ -392,9 +418,9 @@ static nvl_status_t ep_dispatch(nvl_engine_t *e, int32_t L, const float *h,
                     }
                 }
     }
-    return exchange(e, "moe_dispatch", L, s->sbuf, s->to, s->sofs, s->rbuf,
-                    s->from, s->rofs, pay, s->wsend, s->wrecv,
-                    &e->cur.dispatch_ps, &e->cur.dispatch_bytes, NULL);
+    return exchange(e, "moe_dispatch", L, NVL_EP_XCHG_DISPATCH, s->sbuf,
+                    s->to, s->sofs, s->rbuf, s->from, s->rofs, pay, s->wsend,
+                    s->wrecv, &e->cur.dispatch_bytes);
 }
 
 /* The experts this rank holds, over the rows it received. */
@@ -433,11 +459,10 @@ static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
     uint64_t hid = s->hid;
     if (e->data)
         s->back = nvl_engine_moe_alloc(s->nsend * hid, sizeof *s->back);
-    nvl_status_t st = exchange(e, "moe_combine", L, s->xin, s->from, s->rofs,
-                               s->back, s->to, s->sofs, hid, s->wrecv,
-                               s->wsend, &e->cur.combine_ps,
-                               &e->cur.combine_bytes,
-                               &e->cur.combine_wait_ps);
+    nvl_status_t st = exchange(e, "moe_combine", L, NVL_EP_XCHG_COMBINE,
+                               s->xin, s->from, s->rofs, s->back, s->to,
+                               s->sofs, hid, s->wrecv, s->wsend,
+                               &e->cur.combine_bytes);
     if (st != NVL_OK)
         return st;
     if (e->data) {
@@ -466,7 +491,7 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
                     .pay = c->hidden + 2 * (uint64_t)c->top_k,
                     .n = nvl_comm_size(e->tp)};
     if (e->data) {
-        ep_route(e, li, row0, h, &s);
+        ep_route_counts(e, li, row0, h, &s);
         nvl_engine_moe_router_kernels(e, L, R);
         ep_count_exchange(e, &s);
         ep_count(e, &s, NULL);

@@ -114,6 +114,22 @@ void nvl_engine_account_comm(nvl_engine_t *e, const char *name,
         .bytes = (double)info->bytes});
 }
 
+void nvl_engine_account_ep(nvl_engine_t *e, nvl_ep_xchg_t x, int32_t layer,
+                           int64_t entry_ps, const nvl_coll_info_t *info)
+{
+    bool combine = x == NVL_EP_XCHG_COMBINE;
+    int64_t wait = combine && info->start_ps > entry_ps
+                       ? info->start_ps - entry_ps
+                       : 0;
+    *(combine ? &e->cur.combine_ps : &e->cur.dispatch_ps) += info->time_ps;
+    e->cur.combine_wait_ps += wait;
+    if (e->pass < 1 || layer < 0)
+        return;
+    nvl_moe_layer_stats_t *l = &e->moe_decode[layer];
+    *(combine ? &l->combine_ps : &l->dispatch_ps) += (double)info->time_ps;
+    l->combine_wait_ps += (double)wait;
+}
+
 nvl_op_event_t *nvl_engine_last_event(nvl_engine_t *e)
 {
     bool recording = e->keep_passes < 0 || e->pass < e->keep_passes;
