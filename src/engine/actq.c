@@ -189,8 +189,9 @@ static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
     char n[192];
     uint32_t gl = e->layer0 + li; /* the checkpoint's layer */
     float best[NVL_GEMM_IN_COUNT] = {0};
-    nvl_status_t st = table_scales(e, w, dir, gl, e->attn->tensors,
-                                   e->attn->n_tensors, best);
+    const nvl_attn_variant_t *v = nvl_attn_variant_of(&e->cfg);
+    nvl_status_t st =
+        table_scales(e, w, dir, gl, v->tensors, v->n_tensors, best);
     if (st == NVL_OK)
         st = table_scales(e, w, dir, gl, nvl_layer_tensors, NVL_LAYER_COUNT,
                           best);

@@ -10,6 +10,14 @@
 #include "layer_tensors.h"
 #include "nvlemu/runtime.h"
 
+/* The columns of o_proj this rank holds: the input width of its GEMM. */
+static uint64_t o_proj_k(const nvl_engine_t *e)
+{
+    const nvl_attn_variant_t *v = nvl_attn_variant_of(&e->cfg);
+    return nvl_layer_tensor_part(&v->tensors[v->o_proj], &e->cfg, &e->shard)
+        .n_cols;
+}
+
 /* Under --overlap async-tp the o_proj GEMM runs with its allreduce
  * (attention_out); not before expert parallelism's reduce-scatter. */
 static bool o_proj_overlapped(const nvl_engine_t *e, uint32_t li)
@@ -24,8 +32,7 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    uint64_t hid = c->hidden, hd = c->head_dim;
-    uint64_t qn = s->q_heads.count;
+    uint64_t hid = c->hidden;
     int32_t L = (int32_t)li;
 
     /* the first layer has no residual add pending */
@@ -35,7 +42,7 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     if (e->data) {
         nvl_engine_rmsnorm(b->x, e->lw[li].in_norm, b->h, M, hid,
                            c->rms_eps);
-        e->attn->forward(e, li, n, caches, T, past, M, b);
+        nvl_attn_variant_of(c)->forward(e, li, n, caches, T, past, M, b);
     }
     nvl_engine_step(e, NVL_STEP_QKV, L, (double)M, NULL);
     if (c->qk_norm)
@@ -47,7 +54,7 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     /* row-parallel o_proj, pipelined with its allreduce under async TP
      * (attention_out) */
     if (!o_proj_overlapped(e, li))
-        nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
+        nvl_engine_matmul(e, "o_proj", L, M, hid, o_proj_k(e));
     return NVL_OK;
 }
 
@@ -55,7 +62,7 @@ nvl_status_t nvl_engine_attention_out(nvl_engine_t *e, uint32_t li, uint64_t M,
                                   nvl_acts_t *b)
 {
     uint64_t hid = e->cfg.hidden;
-    uint64_t qk = (uint64_t)e->shard.q_heads.count * e->cfg.head_dim;
+    uint64_t qk = o_proj_k(e);
     nvl_status_t st =
         o_proj_overlapped(e, li)
             ? nvl_engine_rowpar(e, "o_proj", (int32_t)li, M, hid, qk, b->h)

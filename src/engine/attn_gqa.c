@@ -177,5 +177,6 @@ const nvl_attn_variant_t nvl_attn_gqa = {
     .name = "gqa",
     .tensors = gqa_tensors,
     .n_tensors = GQA_COUNT,
+    .o_proj = GQA_WO,
     .forward = gqa_forward,
 };

@@ -125,7 +125,6 @@ struct nvl_engine {
     float *lm_head; /* [vocab shard, hidden] (the embedding when tied) */
     float *norm;    /* [hidden] */
     nvl_layer_weights_t *lw;
-    const struct nvl_attn_variant *attn; /* the model's (layer_tensors.h) */
     /* quantized numerics (actq.c): the GEMMs' input quantization, per
      * layer the input scales of its GEMMs (nvl_gemm_in_t order) and the
      * KV cache's k_scale, v_scale (1.0 where the checkpoint has none), a

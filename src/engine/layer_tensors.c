@@ -63,7 +63,53 @@ const nvl_layer_tensor_t nvl_layer_tensors[NVL_LAYER_COUNT] = {
                         .gemm_in = NVL_GEMM_IN_DOWN},
 };
 
-/* One row per nvl_attn_kind_t. */
+/* The first element and the count of a dimension of `full` elements that
+ * a rank holds: r, its range in heads of full / heads elements each
+ * (heads 0: in elements); r NULL: all of it. */
+static void split_dim(uint64_t full, uint32_t heads, const nvl_range_t *r,
+                      uint64_t *first_out, uint64_t *count_out)
+{
+    uint64_t unit = r != NULL && heads > 0 ? full / heads : 1;
+    *first_out = r != NULL ? r->first * unit : 0;
+    *count_out = r != NULL ? r->count * unit : full;
+}
+
+nvl_tensor_part_t nvl_layer_tensor_part(const nvl_layer_tensor_t *t,
+                                        const nvl_model_config_t *c,
+                                        const nvl_shard_t *s)
+{
+    nvl_tensor_part_t p = {.rows = t->rows(c),
+                           .cols = t->cols != NULL ? t->cols(c) : 0};
+    const nvl_range_t *rr = NULL, *cr = NULL;
+    uint32_t rh = 0, ch = 0;
+    switch (t->split) {
+    case NVL_SPLIT_Q_ROWS:
+        rr = &s->q_heads, rh = c->q_heads;
+        break;
+    case NVL_SPLIT_KV_ROWS:
+        rr = &s->kv_heads, rh = c->kv_heads;
+        break;
+    case NVL_SPLIT_Q_COLS:
+        cr = &s->q_heads, ch = c->q_heads;
+        break;
+    case NVL_SPLIT_INTER_ROWS:
+        rr = &s->intermediate;
+        break;
+    case NVL_SPLIT_INTER_COLS:
+        cr = &s->intermediate;
+        break;
+    case NVL_SPLIT_WHOLE:
+        break;
+    }
+    split_dim(p.rows, rh, rr, &p.row0, &p.n_rows);
+    split_dim(p.cols, ch, cr, &p.col0, &p.n_cols);
+    return p;
+}
+
+/* The variants, one file each (their only reader is this table), a row
+ * per nvl_attn_kind_t. */
+extern const nvl_attn_variant_t nvl_attn_gqa; /* attn_gqa.c */
+
 static const nvl_attn_variant_t *const variants[] = {
     [NVL_ATTN_KIND_GQA] = &nvl_attn_gqa,
 };

@@ -68,6 +68,9 @@ typedef struct nvl_attn_variant {
     const char *name;
     const nvl_layer_tensor_t *tensors;
     size_t n_tensors; /* at most NVL_ATTN_TENSORS_MAX */
+    size_t o_proj;    /* the row of the output projection, split by query
+                         heads' columns: its columns are o_proj's GEMM
+                         width in both modes */
     /* Layer li's attention for M rows of n sequences (T[s] new rows of
      * sequence s after past[s] cached): b->h holds the normed rows [M,
      * hidden] and receives o_proj's partial sums (this rank's heads';
@@ -78,8 +81,21 @@ typedef struct nvl_attn_variant {
                     const uint64_t *past, uint64_t M, nvl_acts_t *b);
 } nvl_attn_variant_t;
 
-/* The variants, one file each, and the model's (its config's attn). */
-extern const nvl_attn_variant_t nvl_attn_gqa;
+/* The part of a [rows, cols] tensor a rank holds: rows [row0, row0 +
+ * n_rows) x columns [col0, col0 + n_cols) (a vector: cols 0, its
+ * elements [row0, row0 + n_rows), col0 and n_cols 0). */
+typedef struct {
+    uint64_t rows, cols;
+    uint64_t row0, n_rows, col0, n_cols;
+} nvl_tensor_part_t;
+
+/* The part of t that shard s of model c holds, by t's split. */
+nvl_tensor_part_t nvl_layer_tensor_part(const nvl_layer_tensor_t *t,
+                                        const nvl_model_config_t *c,
+                                        const nvl_shard_t *s);
+
+/* The model's variant (its config's attn; the variants, one file each,
+ * are rows of layer_tensors.c's table). */
 const nvl_attn_variant_t *nvl_attn_variant_of(const nvl_model_config_t *c);
 
 #endif

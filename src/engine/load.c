@@ -175,55 +175,19 @@ void nvl_engine_free_weights(nvl_engine_t *e)
     e->lm_head = e->embed = e->norm = NULL;
 }
 
-/* The first element and the count the rank holds of a dimension of
- * `full` elements: r, its range in heads of full / heads elements each
- * (heads 0: in elements); r NULL: all of it. */
-static void split_dim(uint64_t full, uint32_t heads, const nvl_range_t *r,
-                      uint64_t *first_out, uint64_t *count_out)
-{
-    uint64_t unit = r != NULL && heads > 0 ? full / heads : 1;
-    *first_out = r != NULL ? r->first * unit : 0;
-    *count_out = r != NULL ? r->count * unit : full;
-}
-
-/* Table row t of checkpoint layer g: the rank's slice of it (NULL, and
+/* Table row t of checkpoint layer g: the rank's part of it (NULL, and
  * st unchanged, when the layer has none). */
 static float *load_row(const source_t *src, const nvl_engine_t *e,
                        const nvl_layer_tensor_t *t, uint32_t g,
                        nvl_status_t *st)
 {
-    const nvl_model_config_t *c = &e->cfg;
-    const nvl_shard_t *s = &e->shard;
-    if (*st != NVL_OK || (t->in_layer != NULL && !t->in_layer(c, g)))
+    if (*st != NVL_OK || (t->in_layer != NULL && !t->in_layer(&e->cfg, g)))
         return NULL;
-    uint64_t rows = t->rows(c), cols = t->cols != NULL ? t->cols(c) : 0;
-    uint64_t r0, nr, c0, nc;
-    const nvl_range_t *rr = NULL, *cr = NULL;
-    uint32_t rh = 0, ch = 0;
-    switch (t->split) {
-    case NVL_SPLIT_Q_ROWS:
-        rr = &s->q_heads, rh = c->q_heads;
-        break;
-    case NVL_SPLIT_KV_ROWS:
-        rr = &s->kv_heads, rh = c->kv_heads;
-        break;
-    case NVL_SPLIT_Q_COLS:
-        cr = &s->q_heads, ch = c->q_heads;
-        break;
-    case NVL_SPLIT_INTER_ROWS:
-        rr = &s->intermediate;
-        break;
-    case NVL_SPLIT_INTER_COLS:
-        cr = &s->intermediate;
-        break;
-    case NVL_SPLIT_WHOLE:
-        break;
-    }
-    split_dim(rows, rh, rr, &r0, &nr);
-    split_dim(cols, ch, cr, &c0, &nc);
+    nvl_tensor_part_t p = nvl_layer_tensor_part(t, &e->cfg, &e->shard);
     char n[160];
     snprintf(n, sizeof n, "model.layers.%u.%s", g, t->suffix);
-    return slice(src, n, rows, cols, r0, nr, c0, nc, st);
+    return slice(src, n, p.rows, p.cols, p.row0, p.n_rows, p.col0,
+                 p.n_cols, st);
 }
 
 /* Rows [from, to) of a table into slots[from ..] of checkpoint layer g. */
@@ -245,8 +209,8 @@ static nvl_status_t load_layer(const source_t *src, nvl_engine_t *e,
     uint32_t g = e->layer0 + li;
     float *t[NVL_LAYER_COUNT] = {0};
     load_rows(src, e, nvl_layer_tensors, 0, NVL_LAYER_ROUTER, g, t, &st);
-    load_rows(src, e, e->attn->tensors, 0, e->attn->n_tensors, g, l->attn,
-              &st);
+    const nvl_attn_variant_t *v = nvl_attn_variant_of(&e->cfg);
+    load_rows(src, e, v->tensors, 0, v->n_tensors, g, l->attn, &st);
     load_rows(src, e, nvl_layer_tensors, NVL_LAYER_ROUTER, NVL_LAYER_COUNT,
               g, t, &st);
     l->in_norm = t[NVL_LAYER_IN_NORM];
@@ -269,7 +233,6 @@ nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
     uint64_t hid = c->hidden;
-    e->attn = nvl_attn_variant_of(c);
     if (st == NVL_OK) {
         e->lw = calloc(e->layers, sizeof *e->lw);
         if (e->lw == NULL) {
