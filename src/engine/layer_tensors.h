@@ -1,5 +1,6 @@
-/* A layer's tensors in data mode as tables: what the checkpoint calls
- * each, its shape in the geometry's widths, the part of it a rank holds,
+/* A layer's tensors as tables (data mode reads them; both modes take
+ * o_proj's GEMM width from its row): what the checkpoint calls each, its
+ * shape in the model's widths (elements), the part a rank holds,
  * when the layer has it and which quantized GEMM reads it.
  *
  * Two tables describe a layer: the one every layer shares (its norms, the
