@@ -28,6 +28,12 @@ typedef enum {
     NVL_LLAMA
 } nvl_model_family_t;
 
+/* The attention a model's layers run: one variant each, whose tensors
+ * and data-mode maths the engine holds (src/engine/layer_tensors.c). */
+typedef enum {
+    NVL_ATTN_KIND_GQA /* grouped-query attention over q, k, v projections */
+} nvl_attn_kind_t;
+
 /* The model types (`nvlemu --list model-type`) and the built-in presets
  * (`nvlemu --list model`, src/model/presets.c) as families (family.h). */
 extern const nvl_family_t nvl_model_type_family;
@@ -38,6 +44,7 @@ extern const nvl_family_t nvl_model_preset_family;
 typedef struct {
     char name[64];              /* preset name or the directory read */
     nvl_model_family_t family;
+    nvl_attn_kind_t attn;       /* its model_type row's */
     uint32_t hidden;
     uint32_t intermediate;
     uint32_t layers;

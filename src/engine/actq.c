@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_impl.h"
+#include "layer_tensors.h"
 #include "nvlemu/runtime.h"
 #include "nvlemu/weights.h"
 
@@ -25,6 +25,15 @@ static void calib_collect(const nvl_engine_t *e, uint32_t li, int p,
         if (m > *a || isnan(m))
             *a = isnan(*a) ? *a : m;
     }
+}
+
+/* The calibration point of GEMM input g (the same order from QKV on). */
+static int calib_point(nvl_gemm_in_t g)
+{
+    _Static_assert(NVL_GEMM_IN_DOWN - NVL_GEMM_IN_QKV ==
+                       NVL_CALIB_DOWN - NVL_CALIB_QKV,
+                   "GEMM inputs and calibration points in one order");
+    return NVL_CALIB_QKV + (int)(g - NVL_GEMM_IN_QKV);
 }
 
 /* Each of the M rows of x (K values) as the GEMM reads it, into out
@@ -51,7 +60,7 @@ const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    nvl_gemm_in_t g, const float *x,
                                    uint64_t M, uint64_t K)
 {
-    calib_collect(e, li, (int)g, x, M * K);
+    calib_collect(e, li, calib_point(g), x, M * K);
     if (e->actq == NVL_ACT_NONE || M * K == 0)
         return x;
     if (M * K > e->actq_cap) {
@@ -72,7 +81,7 @@ void nvl_engine_gemm_input_inplace(const nvl_engine_t *e, uint32_t li,
                                    nvl_gemm_in_t g, float *x, uint64_t M,
                                    uint64_t K)
 {
-    calib_collect(e, li, (int)g, x, M * K);
+    calib_collect(e, li, calib_point(g), x, M * K);
     if (e->actq != NVL_ACT_NONE)
         quant_rows(e, li, g, x, x, M, K);
 }
@@ -139,40 +148,59 @@ static nvl_status_t expert_scales(const nvl_engine_t *e,
     return st;
 }
 
+/* The input_scale of every matrix of table rows[0 .. n) that checkpoint
+ * layer gl has ("<module>.input_scale", the module its suffix less
+ * ".weight"): the largest of each GEMM input's parts into best[gemm_in]
+ * (vLLM: layer.input_scale.max() over a merged layer's shards). */
+static nvl_status_t table_scales(const nvl_engine_t *e,
+                                 const nvl_weights_t *w, const char *dir,
+                                 uint32_t gl, const nvl_layer_tensor_t *rows,
+                                 size_t n, float *best)
+{
+    static const char weight[] = ".weight";
+    nvl_status_t st = NVL_OK;
+    char name[192];
+    for (size_t i = 0; i < n && st == NVL_OK; i++) {
+        const nvl_layer_tensor_t *t = &rows[i];
+        if (t->gemm_in == NVL_GEMM_IN_NONE ||
+            (t->in_layer != NULL && !t->in_layer(&e->cfg, gl)))
+            continue;
+        int module = (int)(strlen(t->suffix) - (sizeof weight - 1));
+        snprintf(name, sizeof name, "model.layers.%u.%.*s.input_scale", gl,
+                 module, t->suffix);
+        float v = 0.0f;
+        st = read_scale(w, dir, name, &v);
+        best[t->gemm_in] = fmaxf(best[t->gemm_in], v);
+    }
+    return st;
+}
+
 /* This stage's layer li's input scales (the checkpoint's layer
- * layer0 + li): the largest of each fused GEMM's parts' input_scale
- * (vLLM: layer.input_scale.max() over the merged shards), 1.0
- * where the checkpoint has none; k_scale and v_scale under either name
- * vLLM reads (".self_attn.k_scale", ModelOpt's ".self_attn.k_proj.k_scale"). */
+ * layer0 + li), from its attention variant's table and the shared one
+ * (a mixture of experts' layer: its experts'), 1.0 where the checkpoint
+ * has none; k_scale and v_scale under either name vLLM reads
+ * (".self_attn.k_scale", ModelOpt's ".self_attn.k_proj.k_scale"). */
 static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
                                  const char *dir, uint32_t li)
 {
-    static const char *const parts[NVL_GEMM_IN_COUNT][3] = {
-        {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
-        {"self_attn.o_proj", NULL, NULL},
-        {"mlp.gate_proj", "mlp.up_proj", NULL},
-        {"mlp.down_proj", NULL, NULL}};
     static const char *const kv[2][2] = {
         {"self_attn.k_scale", "self_attn.k_proj.k_scale"},
         {"self_attn.v_scale", "self_attn.v_proj.v_scale"}};
     char n[192];
     uint32_t gl = e->layer0 + li; /* the checkpoint's layer */
-    bool moe = nvl_model_layer_is_moe(&e->cfg, gl);
-    nvl_status_t st = NVL_OK;
-    for (int g = 0; g < NVL_GEMM_IN_COUNT && st == NVL_OK; g++) {
-        float best = 0.0f;
-        for (int j = 0; j < 3 && parts[g][j] != NULL && st == NVL_OK; j++) {
-            float v = 0.0f;
-            snprintf(n, sizeof n, "model.layers.%u.%s.input_scale", gl,
-                     parts[g][j]);
-            st = read_scale(w, dir, n, &v);
-            best = fmaxf(best, v);
-        }
-        if (moe && g >= NVL_GEMM_IN_GATE_UP && st == NVL_OK)
-            st = expert_scales(e, w, dir, gl, g, &best);
+    float best[NVL_GEMM_IN_COUNT] = {0};
+    const nvl_attn_variant_t *v = nvl_attn_variant_of(&e->cfg);
+    nvl_status_t st =
+        table_scales(e, w, dir, gl, v->tensors, v->n_tensors, best);
+    if (st == NVL_OK)
+        st = table_scales(e, w, dir, gl, nvl_layer_tensors, NVL_LAYER_COUNT,
+                          best);
+    for (int g = NVL_GEMM_IN_GATE_UP; g <= NVL_GEMM_IN_DOWN &&
+         st == NVL_OK && nvl_model_layer_is_moe(&e->cfg, gl); g++)
+        st = expert_scales(e, w, dir, gl, g, &best[g]);
+    for (int g = NVL_GEMM_IN_QKV; g < NVL_GEMM_IN_COUNT; g++)
         e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + (size_t)g] =
-            best > 0.0f ? best : 1.0f;
-    }
+            best[g] > 0.0f ? best[g] : 1.0f;
     for (int k = 0; k < 2 && st == NVL_OK; k++) {
         e->kv_scale[(size_t)li * 2 + (size_t)k] = 1.0f;
         for (int j = 0; j < 2 && st == NVL_OK; j++) {

@@ -1,55 +1,21 @@
-/* The attention half of a layer: norm, q/k/v projections, (Qwen3) q/k
- * norms, RoPE, causal GQA attention over the KV cache, o_proj, and the
- * row-parallel sum (or, before expert parallelism, the reduce-scatter /
- * allgather around the experts). */
-#include <math.h>
+/* The attention half of a layer: norm, the attention variant's maths in
+ * data mode (attn_gqa.c: projections, RoPE, the KV cache, attention,
+ * o_proj's partial sums), the kernels of both modes, and the row-parallel
+ * sum (or, before expert parallelism, the reduce-scatter / allgather
+ * around the experts). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_impl.h"
+#include "layer_tensors.h"
 #include "nvlemu/runtime.h"
 
-/* Causal GQA attention of sequence s's new rows (from row r0) over its
- * cache, for this rank's query heads (data mode). */
-static void attend(nvl_engine_t *e, const nvl_kv_cache_t *c, uint32_t li,
-                   uint64_t r0, uint64_t T, uint64_t past, nvl_acts_t *b)
+/* The columns of o_proj this rank holds: the input width of its GEMM. */
+static uint64_t o_proj_k(const nvl_engine_t *e)
 {
-    const nvl_shard_t *s = &e->shard;
-    uint64_t hd = e->cfg.head_dim, qn = s->q_heads.count;
-    uint64_t kn = s->kv_heads.count;
-    double scale = 1.0 / sqrt((double)hd);
-    const float *kc = c->k[li], *vc = c->v[li];
-    for (uint64_t j = 0; j < qn; j++) {
-        uint64_t kvj =
-            nvl_shard_kv_head_of(&e->cfg, s->q_heads.first + (uint32_t)j) -
-            s->kv_heads.first;
-        for (uint64_t t = 0; t < T; t++) {
-            const float *qv = b->q + ((r0 + t) * qn + j) * hd;
-            uint64_t upto = past + t;
-            double mx = -INFINITY, sum = 0;
-            for (uint64_t p = 0; p <= upto; p++) {
-                const float *kv = kc + (p * kn + kvj) * hd;
-                double dot = 0;
-                for (uint64_t i = 0; i < hd; i++)
-                    dot += (double)qv[i] * kv[i];
-                b->sc[p] = (float)(dot * scale);
-                if (b->sc[p] > mx)
-                    mx = b->sc[p];
-            }
-            for (uint64_t p = 0; p <= upto; p++) {
-                b->sc[p] = (float)exp(b->sc[p] - mx);
-                sum += b->sc[p];
-            }
-            float *av = b->a + ((r0 + t) * qn + j) * hd;
-            for (uint64_t i = 0; i < hd; i++) {
-                double acc = 0;
-                for (uint64_t p = 0; p <= upto; p++)
-                    acc += (double)b->sc[p] * vc[(p * kn + kvj) * hd + i];
-                av[i] = (float)(acc / sum);
-            }
-        }
-    }
+    const nvl_attn_variant_t *v = nvl_attn_variant_of(&e->cfg);
+    return nvl_layer_tensor_part(&v->tensors[v->o_proj], &e->cfg, &e->shard)
+        .n_cols;
 }
 
 /* Under --overlap async-tp the o_proj GEMM runs with its allreduce
@@ -60,15 +26,13 @@ static bool o_proj_overlapped(const nvl_engine_t *e, uint32_t li)
 }
 
 nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
-                                    nvl_kv_cache_t *caches, const uint64_t *T,
-                                    const uint64_t *past, uint64_t M,
-                                    nvl_acts_t *b)
+                                  nvl_kv_cache_t *caches, const uint64_t *T,
+                                  const uint64_t *past, uint64_t M,
+                                  nvl_acts_t *b)
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    const nvl_layer_weights_t *l = e->data ? &e->lw[li] : NULL;
-    uint64_t hid = c->hidden, hd = c->head_dim;
-    uint64_t qn = s->q_heads.count, kn = s->kv_heads.count;
+    uint64_t hid = c->hidden;
     int32_t L = (int32_t)li;
 
     /* the first layer has no residual add pending */
@@ -76,57 +40,21 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
                                             : NVL_STEP_NORM, L,
                     (double)M, NULL);
     if (e->data) {
-        nvl_engine_rmsnorm(b->x, l->in_norm, b->h, M, hid, c->rms_eps);
-        const float *in =
-            nvl_engine_gemm_input(e, li, NVL_GEMM_IN_QKV, b->h, M, hid);
-        nvl_engine_linear(in, l->wq, l->bq, b->q, M, qn * hd, hid);
-        nvl_engine_linear(in, l->wk, l->bk, b->k, M, kn * hd, hid);
-        nvl_engine_linear(in, l->wv, l->bv, b->v, M, kn * hd, hid);
+        nvl_engine_rmsnorm(b->x, e->lw[li].in_norm, b->h, M, hid,
+                           c->rms_eps);
+        nvl_attn_variant_of(c)->forward(e, li, n, caches, T, past, M, b);
     }
     nvl_engine_step(e, NVL_STEP_QKV, L, (double)M, NULL);
     if (c->qk_norm)
         nvl_engine_step(e, NVL_STEP_QK_NORM, L, (double)M, NULL);
     nvl_engine_step(e, NVL_STEP_ROPE_KV, L, (double)M, NULL);
-    if (e->data) {
-        uint64_t r = 0;
-        for (int sq = 0; sq < n; sq++)
-            for (uint64_t t = 0; t < T[sq]; t++, r++) {
-                uint64_t pos = past[sq] + t;
-                for (uint64_t j = 0; j < qn; j++) {
-                    float *qv = b->q + (r * qn + j) * hd;
-                    if (l->q_norm)
-                        nvl_engine_rmsnorm(qv, l->q_norm, qv, 1, hd, c->rms_eps);
-                    nvl_engine_rope(qv, hd, pos, c);
-                }
-                for (uint64_t j = 0; j < kn; j++) {
-                    float *kv = b->k + (r * kn + j) * hd;
-                    if (l->k_norm)
-                        nvl_engine_rmsnorm(kv, l->k_norm, kv, 1, hd, c->rms_eps);
-                    nvl_engine_rope(kv, hd, pos, c);
-                }
-                /* append to the sequence's cache */
-                nvl_engine_kv_store(e, li, 0, caches[sq].k[li] + pos * kn * hd,
-                                    b->k + r * kn * hd, kn * hd);
-                nvl_engine_kv_store(e, li, 1, caches[sq].v[li] + pos * kn * hd,
-                                    b->v + r * kn * hd, kn * hd);
-            }
-        r = 0;
-        for (int sq = 0; sq < n; sq++) {
-            attend(e, &caches[sq], li, r, T[sq], past[sq], b);
-            r += T[sq];
-        }
-    }
     nvl_engine_kernel(e, "attention", NVL_PART_ATTN, L,
            nvl_cost_attention_geom(&e->opts.cost, (size_t)n, T, past,
                                    &s->attn));
-    /* row-parallel o_proj: partial sums (zeros on ranks without heads);
-     * pipelined with its allreduce under async TP (attention_out) */
-    if (e->data)
-        nvl_engine_linear(nvl_engine_gemm_input(e, li, NVL_GEMM_IN_O, b->a, M,
-                                                qn * hd),
-                          l->wo, NULL, b->h, M, hid, qn * hd);
+    /* row-parallel o_proj, pipelined with its allreduce under async TP
+     * (attention_out) */
     if (!o_proj_overlapped(e, li))
-        nvl_engine_matmul(e, "o_proj", L, M, hid, qn * hd);
+        nvl_engine_matmul(e, "o_proj", L, M, hid, o_proj_k(e));
     return NVL_OK;
 }
 
@@ -134,7 +62,7 @@ nvl_status_t nvl_engine_attention_out(nvl_engine_t *e, uint32_t li, uint64_t M,
                                   nvl_acts_t *b)
 {
     uint64_t hid = e->cfg.hidden;
-    uint64_t qk = (uint64_t)e->shard.q_heads.count * e->cfg.head_dim;
+    uint64_t qk = o_proj_k(e);
     nvl_status_t st =
         o_proj_overlapped(e, li)
             ? nvl_engine_rowpar(e, "o_proj", (int32_t)li, M, hid, qk, b->h)

@@ -14,6 +14,9 @@
  *                stage to every rank
  *   attention.c  a layer's attention half (and, before expert parallelism,
  *                the reduce-scatter / allgather around the experts)
+ *   attn_gqa.c   grouped-query attention's tensors and data-mode maths
+ *                (an attention variant: layer_tensors.h; attention.c
+ *                reaches it through the variant's row)
  *   mlp.c        a layer's MLP half: dense, or moe.c's experts
  *   moe_ep.c     expert parallelism: the dispatch / combine all-to-alls
  *                around the experts (calls moe.c, moe_route.c)
@@ -36,7 +39,10 @@
  *   memory.c     where the bytes live (HBM, host memory), whether they fit
  *   create.c     options, creation, teardown, memory sizes, whether a
  *                layer's experts are expert-parallel
- *   load.c       weights from a checkpoint or synthetic (create.c calls it)
+ *   load.c       weights from a checkpoint or synthetic (create.c calls it),
+ *                a layer's by the rows of its tables
+ *   layer_tensors.c  the tensors every layer shares, the model's widths,
+ *                the attention variants (load.c, actq.c read them)
  *   stages.c     pipeline parallelism's set-up: the layers of each stage,
  *                the stage's tensor-parallel group and its links to the
  *                neighbouring stages (create.c calls it)
@@ -57,24 +63,31 @@
 #include "nvlemu/shard.h"
 #include "nvlemu/weights.h"
 
+/* The most tensors an attention variant's layer has (its table's rows:
+ * layer_tensors.h). */
+#define NVL_ATTN_TENSORS_MAX 16
+
+/* A layer's weights on this rank (data mode), each as load.c read it:
+ * the slice of the tensor its table row gives (layer_tensors.h), NULL
+ * where the layer has none. */
 typedef struct {
     float *in_norm, *post_norm;       /* hidden */
-    float *wq, *bq;                   /* [qh*hd, hidden], [qh*hd] */
-    float *wk, *bk, *wv, *bv;         /* [kvh*hd, hidden], [kvh*hd] */
-    float *q_norm, *k_norm;           /* [hd] (Qwen3) */
-    float *wo;                        /* [hidden, qh*hd] */
-    float *wg, *wu;                   /* [inter, hidden] */
-    float *wd;                        /* [hidden, inter] */
+    float *wg, *wu;                   /* [inter shard, hidden] */
+    float *wd;                        /* [hidden, inter shard] */
     /* mixture-of-experts layers (the dense wg, wu, wd stay NULL) */
     float *router;                    /* [experts, hidden], every rank */
     float *eg, *eu;                   /* [held experts][moe inter shard, hidden] */
     float *ed;                        /* [held experts][hidden, moe inter shard] */
+    /* the attention's, by the rows of its variant's table (attn_gqa.c) */
+    float *attn[NVL_ATTN_TENSORS_MAX];
 } nvl_layer_weights_t;
 
 /* The inputs of a layer's quantized GEMMs (a fused projection reads one
  * input: vLLM's merged QKV and gate_up layers take the largest of their
- * parts' input scales). */
+ * parts' input scales); from QKV on, in the order of the calibration
+ * points (NVL_CALIB_QKV ..). */
 typedef enum {
+    NVL_GEMM_IN_NONE, /* a tensor no quantized GEMM reads */
     NVL_GEMM_IN_QKV,
     NVL_GEMM_IN_O,
     NVL_GEMM_IN_GATE_UP,

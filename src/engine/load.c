@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_impl.h"
+#include "layer_tensors.h"
 #include "nvlemu/hash.h"
 #include "nvlemu/runtime.h"
 #include "nvlemu/weights.h"
@@ -175,6 +175,55 @@ void nvl_engine_free_weights(nvl_engine_t *e)
     e->lm_head = e->embed = e->norm = NULL;
 }
 
+/* Table row t of checkpoint layer g: the rank's part of it (NULL, and
+ * st unchanged, when the layer has none). */
+static float *load_row(const source_t *src, const nvl_engine_t *e,
+                       const nvl_layer_tensor_t *t, uint32_t g,
+                       nvl_status_t *st)
+{
+    if (*st != NVL_OK || (t->in_layer != NULL && !t->in_layer(&e->cfg, g)))
+        return NULL;
+    nvl_tensor_part_t p = nvl_layer_tensor_part(t, &e->cfg, &e->shard);
+    char n[160];
+    snprintf(n, sizeof n, "model.layers.%u.%s", g, t->suffix);
+    return slice(src, n, p.rows, p.cols, p.row0, p.n_rows, p.col0,
+                 p.n_cols, st);
+}
+
+/* Rows [from, to) of a table into slots[from ..] of checkpoint layer g. */
+static void load_rows(const source_t *src, const nvl_engine_t *e,
+                      const nvl_layer_tensor_t *rows, size_t from, size_t to,
+                      uint32_t g, float **slots, nvl_status_t *st)
+{
+    for (size_t i = from; i < to && *st == NVL_OK; i++)
+        slots[i] = load_row(src, e, &rows[i], g, st);
+}
+
+/* Layer li of this stage (the checkpoint's layer layer0 + li): its norms,
+ * its attention variant's tensors, its MLP's (dense, or a router and
+ * experts), in that order. */
+static nvl_status_t load_layer(const source_t *src, nvl_engine_t *e,
+                               uint32_t li, nvl_status_t st)
+{
+    nvl_layer_weights_t *l = &e->lw[li];
+    uint32_t g = e->layer0 + li;
+    float *t[NVL_LAYER_COUNT] = {0};
+    load_rows(src, e, nvl_layer_tensors, 0, NVL_LAYER_ROUTER, g, t, &st);
+    const nvl_attn_variant_t *v = nvl_attn_variant_of(&e->cfg);
+    load_rows(src, e, v->tensors, 0, v->n_tensors, g, l->attn, &st);
+    load_rows(src, e, nvl_layer_tensors, NVL_LAYER_ROUTER, NVL_LAYER_COUNT,
+              g, t, &st);
+    l->in_norm = t[NVL_LAYER_IN_NORM];
+    l->post_norm = t[NVL_LAYER_POST_NORM];
+    l->router = t[NVL_LAYER_ROUTER];
+    l->wg = t[NVL_LAYER_GATE];
+    l->wu = t[NVL_LAYER_UP];
+    l->wd = t[NVL_LAYER_DOWN];
+    if (nvl_model_layer_is_moe(&e->cfg, g))
+        st = load_experts(src, &e->cfg, &e->shard, g, l, st);
+    return st;
+}
+
 nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
 {
     source_t src = {NULL, e->opts.weights_dir, e->opts.seed};
@@ -183,7 +232,7 @@ nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
         st = nvl_weights_open(e->opts.weights_dir, &src.ckpt);
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    uint64_t hd = c->head_dim, hid = c->hidden;
+    uint64_t hid = c->hidden;
     if (st == NVL_OK) {
         e->lw = calloc(e->layers, sizeof *e->lw);
         if (e->lw == NULL) {
@@ -199,55 +248,8 @@ nvl_status_t nvl_engine_load_weights(nvl_engine_t *e)
     else
         e->lm_head = e->embed;
     e->norm = slice(&src, "model.norm.weight", hid, 0, 0, hid, 0, 0, &st);
-    uint64_t qh = c->q_heads * hd, kvh = c->kv_heads * hd;
-    uint64_t q0 = s->q_heads.first * hd, qn = s->q_heads.count * hd;
-    uint64_t k0 = s->kv_heads.first * hd, kn = s->kv_heads.count * hd;
-    uint64_t i0 = s->intermediate.first, in = s->intermediate.count;
-    for (uint32_t i = 0; st == NVL_OK && i < e->layers; i++) {
-        nvl_layer_weights_t *l = &e->lw[i];
-        uint32_t g = e->layer0 + i; /* the checkpoint's layer */
-        char n[160];
-#define P(suffix) (snprintf(n, sizeof n, "model.layers.%u.%s", g, suffix), n)
-        l->in_norm = slice(&src, P("input_layernorm.weight"), hid, 0, 0, hid,
-                           0, 0, &st);
-        l->post_norm = slice(&src, P("post_attention_layernorm.weight"), hid,
-                             0, 0, hid, 0, 0, &st);
-        l->wq = slice(&src, P("self_attn.q_proj.weight"), qh, hid, q0, qn, 0,
-                      hid, &st);
-        l->wk = slice(&src, P("self_attn.k_proj.weight"), kvh, hid, k0, kn, 0,
-                      hid, &st);
-        l->wv = slice(&src, P("self_attn.v_proj.weight"), kvh, hid, k0, kn, 0,
-                      hid, &st);
-        if (c->qkv_bias) {
-            l->bq = slice(&src, P("self_attn.q_proj.bias"), qh, 0, q0, qn, 0,
-                          0, &st);
-            l->bk = slice(&src, P("self_attn.k_proj.bias"), kvh, 0, k0, kn, 0,
-                          0, &st);
-            l->bv = slice(&src, P("self_attn.v_proj.bias"), kvh, 0, k0, kn, 0,
-                          0, &st);
-        }
-        if (c->qk_norm) {
-            l->q_norm = slice(&src, P("self_attn.q_norm.weight"), hd, 0, 0,
-                              hd, 0, 0, &st);
-            l->k_norm = slice(&src, P("self_attn.k_norm.weight"), hd, 0, 0,
-                              hd, 0, 0, &st);
-        }
-        l->wo = slice(&src, P("self_attn.o_proj.weight"), hid, qh, 0, hid, q0,
-                      qn, &st);
-        if (nvl_model_layer_is_moe(c, g)) {
-            l->router = slice(&src, P("mlp.gate.weight"), c->num_experts,
-                              hid, 0, c->num_experts, 0, hid, &st);
-            st = load_experts(&src, c, s, g, l, st);
-            continue;
-        }
-        l->wg = slice(&src, P("mlp.gate_proj.weight"), c->intermediate, hid,
-                      i0, in, 0, hid, &st);
-        l->wu = slice(&src, P("mlp.up_proj.weight"), c->intermediate, hid, i0,
-                      in, 0, hid, &st);
-        l->wd = slice(&src, P("mlp.down_proj.weight"), hid, c->intermediate, 0,
-                      hid, i0, in, &st);
-#undef P
-    }
+    for (uint32_t i = 0; st == NVL_OK && i < e->layers; i++)
+        st = load_layer(&src, e, i, st);
     if (st == NVL_OK)
         st = nvl_engine_load_quant(e, src.ckpt, src.dir);
     if (src.ckpt != NULL)

@@ -199,6 +199,7 @@ static int get_shape(json_t *root, const char *file,
         return 0;
     }
     c->qk_norm = row->qk_norm;
+    c->attn = row->attn;
     return row->get_biases(root, file, c);
 }
 

@@ -31,6 +31,7 @@ typedef struct {
      * required where hidden / heads does not divide) */
     bool head_dim_from_heads;
     bool qk_norm;                   /* per-head RMSNorm on q and k */
+    nvl_attn_kind_t attn;           /* its attention variant */
     /* reads the mixture of experts' keys (NULL: dense) */
     int (*get_experts)(json_t *root, const char *file,
                        nvl_model_config_t *c);

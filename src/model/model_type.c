@@ -93,18 +93,21 @@ const nvl_model_type_row_t nvl_model_type_rows[] = {
                    .default_max_positions = 32768,
                    .head_dim_from_heads = true,
                    .qk_norm = false,
+                   .attn = NVL_ATTN_KIND_GQA,
                    .get_biases = get_qwen2_biases},
     [NVL_QWEN3] = {{"qwen3", "Qwen3: per-head RMSNorm on q and k before "
                              "RoPE, biases only with attention_bias, "
                              "head_dim given apart"},
                    .default_max_positions = 32768,
                    .qk_norm = true,
+                   .attn = NVL_ATTN_KIND_GQA,
                    .get_biases = get_qwen3_biases},
     [NVL_QWEN3_MOE] = {{"qwen3_moe", "Qwen3-MoE: Qwen3's attention, most "
                                      "layers' MLP a mixture of SwiGLU "
                                      "experts (top_k of num_experts)"},
                        .default_max_positions = 32768,
                        .qk_norm = true,
+                       .attn = NVL_ATTN_KIND_GQA,
                        .get_experts = get_moe,
                        .get_biases = get_qwen3_biases},
     [NVL_LLAMA] = {{"llama", "Llama 2, 3.x: Qwen2's layer without biases "
@@ -112,6 +115,7 @@ const nvl_model_type_row_t nvl_model_type_rows[] = {
                              "rope_type llama3"},
                    .default_max_positions = 2048,
                    .qk_norm = false,
+                   .attn = NVL_ATTN_KIND_GQA,
                    .get_biases = get_llama_biases},
 };
 
