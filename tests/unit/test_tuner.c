@@ -379,6 +379,51 @@ static void test_nvls_channels_and_chunks(void **state)
     nvl_topo_free(rack);
 }
 
+/* NVLS allgather and reduce-scatter: one port direction carries all S
+ * bytes (reduce-scatter's read responses out, allgather's multicast
+ * copies in), so both take S over the port's data rate (hgx-h200: 18 x
+ * 26.5625 GB/s x eta = 370.8 GB/s), below the switch's 2 x nvls_bw x 5/6;
+ * NCCL runs them on at most NCCL_MAX_NVLS_ARITY = 32 ranks.  Allreduce
+ * keeps NVLS beyond 32 ranks with 32 heads, so its time no longer depends
+ * on the rank count there (36 and 72 ranks). */
+static void test_nvls_port_heads_arity(void **state)
+{
+    (void)state;
+    nvl_topo_t *h200 = load("hgx-h200.topo"), *rack = load("gb200-nvl72.topo");
+    const size_t s = (size_t)8e9;
+    int64_t rs = predict_ps(h200, 7, NVL_COLL_REDUCESCATTER, s, NVL_ALGO_NVLS,
+                            NVL_PROTO_SIMPLE, NULL);
+    int64_t ag = predict_ps(h200, 7, NVL_COLL_ALLGATHER, s, NVL_ALGO_NVLS,
+                            NVL_PROTO_SIMPLE, NULL);
+    assert_int_equal(rs, ag);
+    double algbw = (double)s / ((double)rs * 1e-12);
+    assert_true(fabs(algbw - 370.8e9) < 0.005 * 370.8e9);
+    nvl_comm_t *c32 = NULL, *c33 = NULL;
+    assert_int_equal(nvl_comm_create_virtual(rack, 32, NULL, &c32), NVL_OK);
+    assert_int_equal(nvl_comm_create_virtual(rack, 33, NULL, &c33), NVL_OK);
+    nvl_coll_info_t i;
+    const nvl_coll_t colls[] = {NVL_COLL_ALLGATHER, NVL_COLL_REDUCESCATTER};
+    for (size_t k = 0; k < 2; k++) {
+        assert_int_equal(nvl_coll_predict(c32, colls[k], 1 << 26,
+                                          NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+                         NVL_OK);
+        assert_int_equal(nvl_coll_predict(c33, colls[k], 1 << 26,
+                                          NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+                         NVL_ERR_RANGE);
+    }
+    assert_int_equal(nvl_coll_predict(c33, NVL_COLL_ALLREDUCE, 1 << 26,
+                                      NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+                     NVL_OK);
+    nvl_comm_destroy(c32);
+    nvl_comm_destroy(c33);
+    assert_int_equal(predict_ps(rack, 36, NVL_COLL_ALLREDUCE, 1 << 29,
+                                NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, NULL),
+                     predict_ps(rack, 72, NVL_COLL_ALLREDUCE, 1 << 29,
+                                NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, NULL));
+    nvl_topo_free(h200);
+    nvl_topo_free(rack);
+}
+
 /* --rank-plays die on gb200-nvl72.topo: NCCL's ring places a package's
  * two dies next to each other, so at N dies of N/2 packages half the ring's
  * edges are die links and half NVLink through the switch.  By hand, for a
@@ -444,7 +489,7 @@ int main(void)
         T(test_choice_is_fastest_enabled), T(test_forced_pair_is_used),
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
         T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
-        T(test_die_pairs_two_levels),
+        T(test_die_pairs_two_levels),  T(test_nvls_port_heads_arity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
