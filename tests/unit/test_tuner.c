@@ -398,24 +398,25 @@ static void test_nvls_port_heads_arity(void **state)
     assert_int_equal(rs, ag);
     double algbw = (double)s / ((double)rs * 1e-12);
     assert_true(fabs(algbw - 370.8e9) < 0.005 * 370.8e9);
-    nvl_comm_t *c32 = NULL, *c33 = NULL;
-    assert_int_equal(nvl_comm_create_virtual(rack, 32, NULL, &c32), NVL_OK);
-    assert_int_equal(nvl_comm_create_virtual(rack, 33, NULL, &c33), NVL_OK);
-    nvl_coll_info_t i;
-    const nvl_coll_t colls[] = {NVL_COLL_ALLGATHER, NVL_COLL_REDUCESCATTER};
-    for (size_t k = 0; k < 2; k++) {
-        assert_int_equal(nvl_coll_predict(c32, colls[k], 1 << 26,
-                                          NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+    /* allgather and reduce-scatter: NVLS at 32 ranks, none at 33;
+     * allreduce: NVLS at 33 */
+    const struct { int n; nvl_coll_t coll; nvl_status_t want; } rows[] = {
+        {.n = 32, .coll = NVL_COLL_ALLGATHER, .want = NVL_OK},
+        {.n = 33, .coll = NVL_COLL_ALLGATHER, .want = NVL_ERR_RANGE},
+        {.n = 32, .coll = NVL_COLL_REDUCESCATTER, .want = NVL_OK},
+        {.n = 33, .coll = NVL_COLL_REDUCESCATTER, .want = NVL_ERR_RANGE},
+        {.n = 33, .coll = NVL_COLL_ALLREDUCE, .want = NVL_OK},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(rack, rows[k].n, NULL, &comm),
                          NVL_OK);
-        assert_int_equal(nvl_coll_predict(c33, colls[k], 1 << 26,
+        nvl_coll_info_t i;
+        assert_int_equal(nvl_coll_predict(comm, rows[k].coll, 1 << 26,
                                           NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
-                         NVL_ERR_RANGE);
+                         rows[k].want);
+        nvl_comm_destroy(comm);
     }
-    assert_int_equal(nvl_coll_predict(c33, NVL_COLL_ALLREDUCE, 1 << 26,
-                                      NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
-                     NVL_OK);
-    nvl_comm_destroy(c32);
-    nvl_comm_destroy(c33);
     assert_int_equal(predict_ps(rack, 36, NVL_COLL_ALLREDUCE, 1 << 29,
                                 NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, NULL),
                      predict_ps(rack, 72, NVL_COLL_ALLREDUCE, 1 << 29,
