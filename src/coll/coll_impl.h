@@ -166,6 +166,11 @@ static inline const nvl_coll_algo_t *nvl_coll_algo(nvl_algo_t a)
  * holds this many steps in flight. */
 #define NVL_NCCL_STEPS 8
 
+/* NCCL's most NVLS heads (device.h NCCL_MAX_NVLS_ARITY): the NVLS graph
+ * has at most this many, and allgather/reduce-scatter run NVLS only on
+ * groups no larger (src/coll/nvls.c). */
+#define NVL_NVLS_MAX_ARITY 32
+
 /* One protocol's row (src/coll/protos.c), indexed by nvl_proto_t: the
  * rows of nvl_proto_family. */
 typedef struct {

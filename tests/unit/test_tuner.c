@@ -379,6 +379,47 @@ static void test_nvls_channels_and_chunks(void **state)
     nvl_topo_free(rack);
 }
 
+/* NVLS allgather and reduce-scatter: one port direction carries all S
+ * bytes (reduce-scatter's read responses out, allgather's multicast
+ * copies in), so both take S over the port's data rate (hgx-h200: 18 x
+ * 26.5625 GB/s x eta = 370.8 GB/s), below the switch's 2 x nvls_bw x 5/6;
+ * NCCL runs them on at most NCCL_MAX_NVLS_ARITY = 32 ranks; allreduce
+ * keeps NVLS beyond 32 ranks. */
+static void test_nvls_port_heads_arity(void **state)
+{
+    (void)state;
+    nvl_topo_t *h200 = load("hgx-h200.topo"), *rack = load("gb200-nvl72.topo");
+    const size_t s = (size_t)8e9;
+    int64_t rs = predict_ps(h200, 7, NVL_COLL_REDUCESCATTER, s, NVL_ALGO_NVLS,
+                            NVL_PROTO_SIMPLE, NULL);
+    int64_t ag = predict_ps(h200, 7, NVL_COLL_ALLGATHER, s, NVL_ALGO_NVLS,
+                            NVL_PROTO_SIMPLE, NULL);
+    assert_int_equal(rs, ag);
+    double algbw = (double)s / ((double)rs * 1e-12);
+    assert_true(fabs(algbw - 370.8e9) < 0.005 * 370.8e9);
+    /* allgather and reduce-scatter: NVLS at 32 ranks, none at 33;
+     * allreduce: NVLS at 33 */
+    const struct { int n; nvl_coll_t coll; nvl_status_t want; } rows[] = {
+        {.n = 32, .coll = NVL_COLL_ALLGATHER, .want = NVL_OK},
+        {.n = 33, .coll = NVL_COLL_ALLGATHER, .want = NVL_ERR_RANGE},
+        {.n = 32, .coll = NVL_COLL_REDUCESCATTER, .want = NVL_OK},
+        {.n = 33, .coll = NVL_COLL_REDUCESCATTER, .want = NVL_ERR_RANGE},
+        {.n = 33, .coll = NVL_COLL_ALLREDUCE, .want = NVL_OK},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(rack, rows[k].n, NULL, &comm),
+                         NVL_OK);
+        nvl_coll_info_t i;
+        assert_int_equal(nvl_coll_predict(comm, rows[k].coll, 1 << 26,
+                                          NVL_ALGO_NVLS, NVL_PROTO_SIMPLE, &i),
+                         rows[k].want);
+        nvl_comm_destroy(comm);
+    }
+    nvl_topo_free(h200);
+    nvl_topo_free(rack);
+}
+
 /* --rank-plays die on gb200-nvl72.topo: NCCL's ring places a package's
  * two dies next to each other, so at N dies of N/2 packages half the ring's
  * edges are die links and half NVLink through the switch.  By hand, for a
@@ -444,7 +485,7 @@ int main(void)
         T(test_choice_is_fastest_enabled), T(test_forced_pair_is_used),
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
         T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
-        T(test_die_pairs_two_levels),
+        T(test_die_pairs_two_levels),  T(test_nvls_port_heads_arity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
