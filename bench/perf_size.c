@@ -54,6 +54,65 @@ static int64_t count_wrong(const bench_size_t *b, const char *recv)
     return wrong;
 }
 
+/* Whether the calls after a first one of duration first_ps that ended at
+ * end_ps may be agreed as one batch (timing mode, coll.h "deferred
+ * agreement"): the same answer on every rank (agreed numbers only), and no
+ * for a run that could reach the clock's range, whose per-call agreement
+ * reports the call that passes it.  send: NULL in timing mode. */
+static bool may_defer(const char *send, long calls, int64_t end_ps,
+                      int64_t first_ps)
+{
+    if (send != NULL || calls <= 1) /* data mode: payloads must move */
+        return false;
+    return first_ps <= 0 ||
+           (end_ps <= NVL_PS_MAX_CLOCK &&
+            calls - 1 <= (NVL_PS_MAX_CLOCK - end_ps) / first_ps);
+}
+
+/* Back to back, a call never beats its host enqueue time: -g GPUs'
+ * launches from one thread, once per -G calls. */
+static int64_t loop_time_ps(const bench_size_t *b,
+                            const nvl_coll_info_t *info)
+{
+    return nvl_coll_loop_time_ps(b->comm, info, (int)b->args->ngpus,
+                                 (int)b->args->graph_calls);
+}
+
+/* `calls` calls of the row's collective back to back, summing their loop
+ * times into *sum_ps and leaving the last call's outcome in *last.  In
+ * timing mode the calls after the first are recorded and agreed in one
+ * exchange (the same times, bit for bit, as agreeing on each). */
+static nvl_status_t run_calls(const bench_size_t *b, const char *send,
+                              char *recv, long calls, int64_t *sum_ps,
+                              nvl_coll_info_t *last)
+{
+    nvl_status_t st = NVL_OK;
+    bool deferred = false;
+    for (long i = 0; i < calls && st == NVL_OK; i++) {
+        if (i == 1 && may_defer(send, calls, last->start_ps + last->time_ps,
+                                last->time_ps)) {
+            st = nvl_comm_defer(b->comm);
+            deferred = st == NVL_OK;
+        } else if (deferred) { /* enters where the previous call ends */
+            nvl_comm_defer_entry(b->comm, 0, NVL_DEFER_NO_BOUND, true);
+        }
+        if (st == NVL_OK)
+            st = b->row->run(b->comm, send, recv, &b->call, last);
+        if (st == NVL_OK && !deferred)
+            *sum_ps += loop_time_ps(b, last);
+    }
+    if (!deferred)
+        return st;
+    size_t n = nvl_comm_deferred_calls(b->comm);
+    nvl_status_t settled = nvl_comm_settle(b->comm, NULL);
+    if (st == NVL_OK)
+        st = settled;
+    for (size_t k = 0; k < n && st == NVL_OK; k++)
+        if ((st = nvl_comm_settled_call(b->comm, k, last)) == NVL_OK)
+            *sum_ps += loop_time_ps(b, last);
+    return st;
+}
+
 /* Warm-up, timed calls, and (data mode, -c) one checked call, out of place
  * or in place. */
 static nvl_status_t run_phase(const bench_size_t *b, bool in_place,
@@ -79,21 +138,16 @@ static nvl_status_t run_phase(const bench_size_t *b, bool in_place,
         memset(recv, 0, b->recv_elems * b->esz);
         fill(b, send);
     }
-    nvl_status_t st = NVL_OK;
-    for (long i = 0; i < b->args->warmup && st == NVL_OK; i++)
-        st = row->run(b->comm, send, recv, &b->call, NULL);
+    int64_t warm_ps = 0;
+    nvl_coll_info_t warm;
+    nvl_status_t st = run_calls(b, send, recv, b->args->warmup, &warm_ps,
+                                &warm);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     out->time_ps = 0;
-    for (long i = 0; i < b->args->iters && st == NVL_OK; i++) {
-        st = row->run(b->comm, send, recv, &b->call, &out->info);
-        if (st == NVL_OK)
-            /* back to back, a call never beats its host enqueue time: -g
-             * GPUs' launches from one thread, once per -G calls */
-            out->time_ps += nvl_coll_loop_time_ps(
-                b->comm, &out->info, (int)b->args->ngpus,
-                (int)b->args->graph_calls);
-    }
+    if (st == NVL_OK)
+        st = run_calls(b, send, recv, b->args->iters, &out->time_ps,
+                       &out->info);
     out->wall_s = MPI_Wtime() - t0;
     out->wrong = -1;
     if (st == NVL_OK && data && b->args->check) {
