@@ -110,9 +110,9 @@ int nvl_ar_serial_loads(int n)
     return n == 2 || n == 4 || n == 8 ? 1 : n - 1;
 }
 
-/* The bytes a GPU's threads move per iteration of their grid-stride loop
- * and the iterations, for a slice of `slice` bytes: 16 bytes a thread, as
- * many blocks of `threads` as the slice fills, up to max_blocks. */
+/* The blocks a kernel launches over its slice (as many blocks of
+ * `threads` as the slice fills at 16 bytes a thread, up to max_blocks) and
+ * the iterations of their grid-stride loop. */
 static double blocks_of(const nvl_ar_cost_t *k, double *iters_out)
 {
     double per_block = 16.0 * k->threads;
@@ -130,7 +130,8 @@ double nvl_ar_model_s(const nvl_comm_t *c, const nvl_ar_cost_t *k)
     const nvl_nvlink_spec_t *l = &c->topo->nvlink;
     const nvl_gpu_spec_t *g = &c->topo->gpu;
     /* [nvlink] flag_lat, load_lat, fence_lat: measured on the kernels
-     * (docs/collectives.md, "Calibration"); hop_lat where none is set */
+     * (docs/collectives.md, "Calibration of the engine kernels"); hop_lat
+     * where no flag_lat is set */
     double flag = sec(l->flag_lat_ps > 0 ? l->flag_lat_ps : l->hop_lat_ps);
     double load = l->load_lat_ps > 0 ? sec(l->load_lat_ps) : 2 * flag;
     double fence = sec(l->fence_lat_ps);
