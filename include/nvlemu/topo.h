@@ -119,8 +119,14 @@ typedef struct {
     uint32_t links_per_gpu;
     double link_bw_bytes_per_s; /* per link, per direction */
     int64_t hop_lat_ps;         /* one traversal GPU -> switch -> GPU */
-    int64_t flag_lat_ps;        /* engine all-reduce kernels' flag / peer-load
-                                   latency, one way (0: hop_lat_ps) */
+    /* serving engines' all-reduce kernels (src/coll/allreduce.c) */
+    int64_t flag_lat_ps;        /* a flag's one-way trip (its CAS round trip
+                                   is two; 0: hop_lat_ps) */
+    int64_t load_lat_ps;        /* a peer load's round trip (0: 2 flag_lat) */
+    int64_t fence_lat_ps;       /* a system-scope release fence */
+    double peer_efficiency;     /* share of links x link_bw that SM loads and
+                                   stores to peers carry, per direction */
+    double sm_peer_bw_bytes_per_s; /* one SM's peer traffic, in + out */
     uint32_t switch_trays;      /* 0: GPUs are linked directly */
     uint32_t switch_chips_per_tray;
     uint32_t switch_trays_down; /* what-if: trays out of service */

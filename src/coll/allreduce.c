@@ -3,6 +3,7 @@
  * nvls_twoshot.c; auto's rules in ar_auto.c), their names, where they can
  * run, the shared pieces of their cost, and the dispatch of a prediction.
  * docs/collectives.md, "Serving engines' allreduces", derives each cost. */
+#include <math.h>
 #include <string.h>
 
 #include "coll_impl.h"
@@ -98,36 +99,71 @@ nvl_ar_impl_t nvl_comm_allreduce(const nvl_comm_t *comm)
     return comm->ar_impl;
 }
 
-/* The port rate every phase moves at: the slowest member's NVLink, of
- * which NVL_NVLINK_DATA_EFF carries payload. */
-static double port_rate(const nvl_comm_t *c)
+/* Seconds from the topology's picoseconds. */
+static double sec(int64_t ps)
 {
-    return c->nvlink_bw * NVL_NVLINK_DATA_EFF;
+    return (double)ps * 1e-12;
+}
+
+int nvl_ar_serial_loads(int n)
+{
+    return n == 2 || n == 4 || n == 8 ? 1 : n - 1;
+}
+
+/* The blocks a kernel launches over its slice (as many blocks of
+ * `threads` as the slice fills at 16 bytes a thread, up to max_blocks) and
+ * the iterations of their grid-stride loop. */
+static double blocks_of(const nvl_ar_cost_t *k, double *iters_out)
+{
+    double per_block = 16.0 * k->threads;
+    double blocks = ceil(k->slice_bytes / per_block);
+    if (blocks < 1)
+        blocks = 1;
+    if (blocks > k->max_blocks)
+        blocks = k->max_blocks;
+    *iters_out = ceil(k->slice_bytes / (blocks * per_block));
+    return blocks;
 }
 
 double nvl_ar_model_s(const nvl_comm_t *c, const nvl_ar_cost_t *k)
 {
-    const nvl_topo_t *t = c->topo;
-    /* the kernels' flags and first loads: [nvlink] flag_lat, measured on
-     * the kernels themselves (docs/collectives.md, "Engine kernels");
-     * hop_lat, NCCL's fitted per-step latency, where none is given */
-    double hop = (double)(t->nvlink.flag_lat_ps > 0 ? t->nvlink.flag_lat_ps
-                                                    : t->nvlink.hop_lat_ps) *
-                 1e-12;
-    double s = (double)(t->gpu.kernel_floor_ps + t->gpu.mem_latency_ps) *
-                   1e-12 +
-               k->syncs * 2.0 * hop + k->first_hops * hop;
-    double port = port_rate(c);
-    double sw = t->nvlink.nvls_bw_bytes_per_s;
-    for (int p = 0; p < k->phases && p < 2; p++) {
-        double in = k->in_bytes[p], out = k->out_bytes[p];
-        double busier = in > out ? in : out;
-        double rate = port;
-        if (k->switch_reduce[p] && sw > 0 && sw < rate)
+    const nvl_nvlink_spec_t *l = &c->topo->nvlink;
+    const nvl_gpu_spec_t *g = &c->topo->gpu;
+    /* [nvlink] flag_lat, load_lat, fence_lat: measured on the kernels
+     * (docs/collectives.md, "Calibration of the engine kernels"); hop_lat
+     * where no flag_lat is set */
+    double flag = sec(l->flag_lat_ps > 0 ? l->flag_lat_ps : l->hop_lat_ps);
+    double load = l->load_lat_ps > 0 ? sec(l->load_lat_ps) : 2 * flag;
+    double fence = sec(l->fence_lat_ps);
+    /* a barrier: each block's threads CAS a flag into every peer (a round
+     * trip, all peers at once) and spin on their flags in its own pad */
+    double open = (k->open_fence ? fence : 0.0) + 2 * flag;
+    double close = (k->stores_peers && 2 * flag > fence ? 2 * flag : fence) +
+                   2 * flag;
+    /* the data: each iteration waits for its loads; the call for its
+     * busier port direction and for its busiest SM, after a first load */
+    double iters;
+    double blocks = blocks_of(k, &iters);
+    double eff = l->peer_efficiency > 0 ? l->peer_efficiency
+                                        : NVL_NVLINK_DATA_EFF;
+    double rate = c->nvlink_bw * eff;
+    double sw = l->nvls_bw_bytes_per_s;
+    if (k->switch_reduce) {
+        rate = c->nvlink_bw * NVL_NVLINK_DATA_EFF;
+        if (sw > 0 && sw < rate)
             rate = sw;
-        s += busier / rate;
     }
-    return s;
+    double data = iters * k->serial_loads * load;
+    double port = load + k->port_bytes / rate;
+    if (port > data)
+        data = port;
+    if (l->sm_peer_bw_bytes_per_s > 0) {
+        double sm = load + ceil(k->slice_bytes / blocks) * k->sm_bytes /
+                               l->sm_peer_bw_bytes_per_s;
+        if (sm > data)
+            data = sm;
+    }
+    return sec(g->kernel_floor_ps + g->mem_latency_ps) + open + data + close;
 }
 
 /* The implementation whose kernel is `kernel` (NULL: NCCL's). */

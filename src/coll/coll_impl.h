@@ -230,27 +230,37 @@ typedef struct {
     double (*predict_s)(const nvl_comm_t *comm, double bytes);
 } nvl_ar_row_t;
 
-/* The pieces every implementation's time is made of (allreduce.c):
- *   kernel    the GPU's empty kernel ([gpu] kernel_floor) plus the local
- *             stores' completion ([gpu] mem_latency)
- *   syncs     flag barriers: a release store to every peer after a
- *             system-scope fence, 2 x [nvlink] flag_lat each (hop_lat
- *             where the topology sets no flag_lat)
- *   first     the first remote access: 2 hops for a load (request and
- *             reply), 1 for a store
- *   phases    each phase moves in_bytes into and out_bytes out of every
- *             GPU over its NVLink ports at the port rate (links x link_bw
- *             x NVL_NVLINK_DATA_EFF), or through the switch's reduction
- *             at [nvlink] nvls_bw when `reduce_in_switch`; a phase lasts
- *             its busier direction. */
+/* What one kernel does, from its source, for nvl_ar_model_s (allreduce.c;
+ * docs/collectives.md, "The cost"):
+ *   open_fence   the opening barrier releases (a system-scope fence before
+ *                its flags); the closing barrier always does
+ *   stores_peers the data phase stores into peers, so the closing fence
+ *                waits for those stores' acknowledgements
+ *   max_blocks, threads  the launch: blocks of `threads`, 16 bytes a thread
+ *                per iteration, as many blocks as the slice needs up to
+ *                max_blocks
+ *   slice_bytes  the bytes this GPU's threads walk (S, or its S/n block)
+ *   serial_loads peer loads one iteration waits for one after another
+ *                (1: all in flight at once)
+ *   sm_bytes     NVLink bytes through the SMs per slice byte, in + out
+ *   port_bytes   this GPU's busier port direction, per call
+ *   switch_reduce the port bytes go through the switch's reduction (rate
+ *                min(NCCL's port rate, [nvlink] nvls_bw)); otherwise SMs'
+ *                loads and stores at [nvlink] peer_efficiency */
 typedef struct {
-    int syncs;
-    int first_hops;
-    int phases;
-    double in_bytes[2], out_bytes[2];
-    bool switch_reduce[2];
+    bool open_fence, stores_peers;
+    int max_blocks, threads;
+    double slice_bytes;
+    int serial_loads;
+    double sm_bytes, port_bytes;
+    bool switch_reduce;
 } nvl_ar_cost_t;
 double nvl_ar_model_s(const nvl_comm_t *comm, const nvl_ar_cost_t *cost);
+/* Peer loads an iteration of an n-rank load-and-reduce waits for in turn:
+ * 1 where the kernel is compiled for n (torch's DISPATCH_WORLD_SIZES: 2, 4,
+ * 8) and issues every load at once, n - 1 elsewhere (its generic loop
+ * loads the peers one after another). */
+int nvl_ar_serial_loads(int n);
 
 /* The order data mode reduces in for a resolved implementation. */
 nvl_ar_order_t nvl_ar_order(nvl_ar_impl_t impl);

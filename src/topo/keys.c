@@ -170,8 +170,22 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "one-way latency GPU to GPU through the fabric"},
     {"nvlink", "flag_lat", NVL_QTY_TIME, NVL_FIELD_I64, F(nvlink.flag_lat_ps),
      "0us", 0, PS(100.0), "1.1us",
-     "one-way latency of a flag store or a peer load as a serving engine's "
-     "all-reduce kernel sees it, fence included (0: hop_lat)"},
+     "one-way trip of a serving engine's all-reduce flag (a barrier's "
+     "compare-and-swap on a peer is two; 0: hop_lat)"},
+    {"nvlink", "load_lat", NVL_QTY_TIME, NVL_FIELD_I64, F(nvlink.load_lat_ps),
+     "0us", 0, PS(100.0), "1.1us",
+     "round trip of an SM's 16-byte load from a peer's memory (0: twice "
+     "flag_lat)"},
+    {"nvlink", "fence_lat", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nvlink.fence_lat_ps), "0us", 0, PS(100.0), "1.4us",
+     "a system-scope release fence before an all-reduce kernel's flag"},
+    {"nvlink", "peer_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(nvlink.peer_efficiency), "0", 0, 1, "0.65",
+     "share of links x link_bw that SMs' loads and stores to peers carry "
+     "per direction (0: NCCL's payload share)"},
+    {"nvlink", "sm_peer_bw", NVL_QTY_BW, NVL_FIELD_F64,
+     F(nvlink.sm_peer_bw_bytes_per_s), "0B/s", 0, 1e13, "50GB/s",
+     "one SM's loads from and stores to peers, in + out (0: no limit)"},
     {"nvlink", "switch_trays", NVL_QTY_COUNT, NVL_FIELD_U32,
      F(nvlink.switch_trays), NULL, 0, 1024, "9",
      "NVLink switch trays (0: GPUs linked directly)"},

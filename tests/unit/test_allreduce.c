@@ -135,14 +135,30 @@ static int64_t time_ps(nvl_comm_t *c, nvl_ar_impl_t impl, size_t bytes)
     return info.time_ps;
 }
 
-/* The costs follow the mechanisms: one-shot reads (n-1) S, so its slope
- * grows with n and is (n-1) / (2 (n-1) / n) = n / 2 times two-shot's;
- * both pay two flag barriers, two-shot one more one-way trip; nothing
+/* Time at `bytes` on the first n GPUs of topology `name` with `set`. */
+static int64_t time_on(const char *name, const char *set, int n,
+                       nvl_ar_impl_t impl, size_t bytes)
+{
+    nvl_topo_t *t = load(name, set);
+    nvl_comm_t *c = NULL;
+    assert_int_equal(nvl_comm_create_virtual(t, n, NULL, &c), NVL_OK);
+    int64_t ps = time_ps(c, impl, bytes);
+    nvl_comm_destroy(c);
+    nvl_topo_free(t);
+    return ps;
+}
+
+/* The costs follow the mechanisms (docs/collectives.md, "The cost"):
+ * one-shot reads (n-1) S, so where both are port-bound its slope is
+ * (n-1) / (2 (n-1) / n) = n / 2 times two-shot's; at 1 byte one-shot pays
+ * two releasing barriers and a load, two-shot an acquiring barrier, a
+ * load and a releasing one that waits for its stores; the loads of a rank
+ * count the kernel is not compiled for go one after another; nothing
  * falls as S grows. */
 static void test_costs(void **state)
 {
     (void)state;
-    nvl_topo_t *t = load("gb200-nvl72.topo", "nvlink.flag_lat=1.1us");
+    nvl_topo_t *t = load("gb200-nvl72.topo", NULL);
     nvl_comm_t *c = NULL;
     assert_int_equal(nvl_comm_create_virtual(t, 8, NULL, &c), NVL_OK);
     size_t s = (size_t)64 << 20;
@@ -151,22 +167,29 @@ static void test_costs(void **state)
     double two = (double)(time_ps(c, ar("twoshot"), 2 * s) -
                           time_ps(c, ar("twoshot"), s));
     assert_true(one / two > 3.99 && one / two < 4.01); /* n / 2 = 4 */
-    /* the kernels' latency is [nvlink] flag_lat, not the NCCL-fitted
-     * hop_lat; both pay two barriers, two-shot one more one-way trip
-     * (its stores after the loads' round trip) */
-    int64_t flag = t->nvlink.flag_lat_ps;
-    assert_true(flag > 0 && flag != t->nvlink.hop_lat_ps);
-    int64_t more = time_ps(c, ar("twoshot"), 1) -
-                   time_ps(c, ar("oneshot"), 1) - flag;
-    assert_true(more > -20 && more < 20); /* ps from seconds: rounding */
-    /* a topology without flag_lat (gb200-nvl72's) falls back to hop_lat */
-    nvl_comm_t *h = NULL;
-    nvl_topo_t *u = load("gb200-nvl72.topo", NULL);
-    assert_int_equal(nvl_comm_create_virtual(u, 8, NULL, &h), NVL_OK);
-    more = time_ps(h, ar("twoshot"), 1) - time_ps(h, ar("oneshot"), 1) -
-           u->nvlink.hop_lat_ps;
-    assert_true(more > -20 && more < 20);
-    nvl_comm_destroy(h);
+    const nvl_nvlink_spec_t *l = &t->nvlink;
+    int64_t base = t->gpu.kernel_floor_ps + t->gpu.mem_latency_ps;
+    int64_t h = l->flag_lat_ps, f = l->fence_lat_ps;
+    assert_true(h > 0 && f > 0 && l->load_lat_ps > 0);
+    int64_t want1 = base + 2 * (f + 2 * h) + l->load_lat_ps;
+    int64_t want2 = base + 4 * h + l->load_lat_ps + (f > 2 * h ? f : 2 * h);
+    /* within a nanosecond: the byte's own transfer */
+    assert_true(llabs(time_ps(c, ar("oneshot"), 1) - want1) < 1000);
+    assert_true(llabs(time_ps(c, ar("twoshot"), 1) - want2) < 1000);
+    /* 9 ranks: the kernel's generic loop, 8 loads one after another per
+     * iteration where 8 ranks wait for one */
+    int64_t at8 = time_on("gb200-nvl72.topo", NULL, 8, ar("oneshot"), 1024);
+    int64_t at9 = time_on("gb200-nvl72.topo", NULL, 9, ar("oneshot"), 1024);
+    assert_true(at9 - at8 > 6 * l->load_lat_ps);
+    /* flag_lat 0 stands for hop_lat; load_lat 0 for two flags */
+    nvl_topo_t *u = load("gb200-nvl72.topo", "nvlink.flag_lat=0us");
+    assert_int_equal(nvl_topo_set(u, "nvlink.load_lat=0us"), NVL_OK);
+    nvl_comm_t *v = NULL;
+    assert_int_equal(nvl_comm_create_virtual(u, 2, NULL, &v), NVL_OK);
+    int64_t hop = u->nvlink.hop_lat_ps;
+    assert_true(llabs(time_ps(v, ar("oneshot"), 1) -
+                      (base + 2 * (f + 2 * hop) + 2 * hop)) < 1000);
+    nvl_comm_destroy(v);
     nvl_topo_free(u);
     for (int i = NVL_AR_NCCL + 1; i < (int)nvl_ar_impl_family.n_rows; i++)
         for (size_t b = 1; b < s && i != ar("auto"); b *= 4)
