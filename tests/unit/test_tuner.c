@@ -426,7 +426,8 @@ static void test_nvls_port_heads_arity(void **state)
  * Simple ring allreduce of S = 1 GiB on every channel:
  *   T = kernel + base + h_die (nvlink_lat + die_link_lat)
  *       + h_nv (nvlink_lat + hop_lat) + 2(N-1)/N S / busbw,
- *   busbw = path x eta x (mid + (1 - mid) x / (x + knee)), x = wire / C,
+ *   busbw = path x eta x (N-1) / (N-2 + 1/r), r = mid + (1 - mid) x /
+ *   (x + knee), x = wire / C (the ramp on the end steps only),
  * 2(N-1) steps of which floor(2(N-1) x (N/2) / N) = N-1 cross a die link;
  * path = min(die's 9 NVLink links x 50 GB/s, 5 TB/s) = 450 GB/s at 4 and
  * 6 dies; 5 TB/s on the two dies of one package (every edge a die link). */
@@ -437,9 +438,9 @@ static double ring_hand_ps(const nvl_topo_t *t, int n, double path,
     int a = NVL_ALGO_RING, p = NVL_PROTO_SIMPLE, steps = 2 * (n - 1);
     double wire = 2.0 * (n - 1) / n * s, c = k->channels;
     double x = wire / c;
-    double busbw = path * (370.8 / 478.116) *
-                   (k->mid_efficiency + (1 - k->mid_efficiency) * x /
-                                            (x + (double)k->knee_bytes));
+    double r = k->mid_efficiency + (1 - k->mid_efficiency) * x /
+                                       (x + (double)k->knee_bytes);
+    double busbw = path * (370.8 / 478.116) * (n - 1) / (n - 2 + 1 / r);
     return (double)t->gpu.kernel_overhead_ps + (double)k->base_lat_ps[a][p] +
            die_steps * ((double)k->nvlink_lat_ps[a][p] + 50e3) +
            (steps - die_steps) * ((double)k->nvlink_lat_ps[a][p] + 200e3) +
