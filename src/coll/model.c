@@ -7,8 +7,10 @@
  * Bandwidth: a channel moves path_bw x NVL_NVLINK_DATA_EFF / channels bytes per
  * second; protocols keep a fraction of it (LL: half the line is flags,
  * LL128: 120 of 128 bytes) under NCCL's ceilings; the chunked protocols
- * reach mid_efficiency of it at mid sizes, approaching 1 past the knee;
- * NCCL uses fewer channels for small messages. */
+ * reach mid_efficiency of it at mid sizes, approaching 1 past the knee
+ * (on a ring, in the steps that begin and end the chain only: the
+ * forwarding steps run at the channel's rate); NCCL uses fewer channels
+ * for small messages. */
 #include <math.h>
 
 #include "coll_impl.h"

@@ -476,6 +476,50 @@ static void test_die_pairs_two_levels(void **state)
     nvl_topo_free(t);
 }
 
+/* The ring's end steps (model.c ring_steps_eff): on N ranks of an HGX
+ * H100 board, a Simple ring of S = 128 MB (mid-size: the ramp r is ~0.77)
+ * moves its wire bytes at path x eta x (N-1) / (N-2 + 1/(g r)), g =
+ * gather_scatter_efficiency for reduce-scatter, 1 for allreduce: the
+ * ramp on the steps a 2-rank call consists of, the forwarding steps at
+ * the channel's rate.  2 ranks: g r, as fit. */
+static void test_ring_end_steps(void **state)
+{
+    (void)state;
+    nvl_topo_t *t = load("hgx-h100-8.topo");
+    const nvl_nccl_spec_t *k = &t->nccl;
+    const double s = (double)(128u << 20);
+    const int a = NVL_ALGO_RING, p = NVL_PROTO_SIMPLE;
+    const struct { int n; nvl_coll_t coll; } cases[] = {
+        {.n = 2, .coll = NVL_COLL_ALLREDUCE},
+        {.n = 3, .coll = NVL_COLL_ALLREDUCE},
+        {.n = 7, .coll = NVL_COLL_ALLREDUCE},
+        {.n = 2, .coll = NVL_COLL_REDUCESCATTER},
+        {.n = 5, .coll = NVL_COLL_REDUCESCATTER},
+        {.n = 7, .coll = NVL_COLL_REDUCESCATTER},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = cases[i].n;
+        bool ar = cases[i].coll == NVL_COLL_ALLREDUCE;
+        int steps = ar ? 2 * (n - 1) : n - 1;
+        double wire = (double)steps / n * s;
+        double x = wire / (double)k->channels;
+        double r = k->mid_efficiency + (1 - k->mid_efficiency) * x /
+                                           (x + (double)k->knee_bytes);
+        double end = (ar ? 1.0 : k->gather_scatter_efficiency) * r;
+        double busbw = t->nvlink.links_per_gpu * t->nvlink.link_bw_bytes_per_s *
+                       (370.8 / 478.116) * (n - 1) / (n - 2 + 1 / end);
+        double want = (double)t->gpu.kernel_overhead_ps +
+                      (double)k->base_lat_ps[a][p] +
+                      steps * ((double)k->nvlink_lat_ps[a][p] +
+                               (double)t->nvlink.hop_lat_ps) +
+                      wire / busbw * 1e12;
+        int64_t got = predict_ps(t, n, cases[i].coll, (size_t)s,
+                                 NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
+        assert_true(fabs((double)got - want) < 1e-6 * want);
+    }
+    nvl_topo_free(t);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -487,6 +531,7 @@ int main(void)
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
         T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
         T(test_die_pairs_two_levels),  T(test_nvls_port_heads_arity),
+        T(test_ring_end_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
