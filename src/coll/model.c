@@ -75,8 +75,8 @@ double nvl_coll_model_path_bw(const nvl_comm_t *c)
  * (directRecvCopyDirectSend, recvReduceSend), the last ending in the
  * output (directRecv, recvReduceCopy).  Two ranks run only the end step;
  * gather_scatter_efficiency is its rate per byte, fit to the 2-rank curves
- * (topology-format.md).  Algorithms other than the ring (PAT, Tree) keep
- * it as one of N-1 steps at allreduce's rate:
+ * (topology-format.md).  Algorithms without forwarding steps (PAT, Tree)
+ * keep it as one of N-1 steps at allreduce's rate:
  * eff = (N-1) / (N-2 + 1/gather_scatter_efficiency), 0.86 at 2 ranks, 0.977
  * at 8, 0.998 at 72. */
 static double gather_scatter_eff(const nvl_comm_t *c)
@@ -137,8 +137,8 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
     }
     bool gather_scatter =
         coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER;
-    if (algo == NVL_ALGO_RING && (gather_scatter ||
-                                  coll == NVL_COLL_ALLREDUCE))
+    if (a->forwarding_steps && (gather_scatter ||
+                                coll == NVL_COLL_ALLREDUCE))
         return bw * ring_steps_eff(c, coll, ramp);
     bw *= ramp;
     if (gather_scatter)
