@@ -136,6 +136,11 @@ typedef struct {
     double (*channels)(const nvl_comm_t *comm, int max_nc, int min_nc);
     /* NCCL's ceiling per channel for this algorithm (NULL: none) */
     double (*max_bw_per_channel)(const nvl_nccl_spec_t *nccl);
+    /* its allreduce, allgather and reduce-scatter are a chain of steps of
+     * which only the first and the last touch the user's buffers, the
+     * others forwarding at the channel's rate: the mid-size ramp and
+     * gather_scatter_efficiency apply to those end steps only (model.c) */
+    bool forwarding_steps;
     /* the environment variable whose 0 disables it (NULL: none) */
     const char *enable_env;
 } nvl_coll_algo_t;

@@ -7,8 +7,10 @@
  * Bandwidth: a channel moves path_bw x NVL_NVLINK_DATA_EFF / channels bytes per
  * second; protocols keep a fraction of it (LL: half the line is flags,
  * LL128: 120 of 128 bytes) under NCCL's ceilings; the chunked protocols
- * reach mid_efficiency of it at mid sizes, approaching 1 past the knee;
- * NCCL uses fewer channels for small messages. */
+ * reach mid_efficiency of it at mid sizes, approaching 1 past the knee
+ * (on a ring, in the steps that begin and end the chain only: the
+ * forwarding steps run at the channel's rate); NCCL uses fewer channels
+ * for small messages. */
 #include <math.h>
 
 #include "coll_impl.h"
@@ -71,9 +73,10 @@ double nvl_coll_model_path_bw(const nvl_comm_t *c)
  * directCopySend: the send and, out of place, the copy of the rank's own
  * block; reduce-scatter's send) and forwarding steps
  * (directRecvCopyDirectSend, recvReduceSend), the last ending in the
- * output (directRecv, recvReduceCopy).  Two ranks run only the end step; gather_scatter_efficiency is its rate per byte, fit to the
- * 2-rank curves (topology-format.md).  With N ranks it is one of the N-1
- * steps and the forwarding steps run at allreduce's rate:
+ * output (directRecv, recvReduceCopy).  Two ranks run only the end step;
+ * gather_scatter_efficiency is its rate per byte, fit to the 2-rank curves
+ * (topology-format.md).  Algorithms without forwarding steps (PAT, Tree)
+ * keep it as one of N-1 steps at allreduce's rate:
  * eff = (N-1) / (N-2 + 1/gather_scatter_efficiency), 0.86 at 2 ranks, 0.977
  * at 8, 0.998 at 72. */
 static double gather_scatter_eff(const nvl_comm_t *c)
@@ -81,6 +84,27 @@ static double gather_scatter_eff(const nvl_comm_t *c)
     double g = c->topo->nccl.gather_scatter_efficiency;
     int steps = c->size - 1;
     return steps <= 1 ? g : steps / (steps - 1 + 1.0 / g);
+}
+
+/* The ring's steps (docs/collectives.md, "The ring's end steps"): of a
+ * loop iteration's wire steps, the ones that begin and end the chain at
+ * the user's buffers are all of a 2-rank call -- allreduce's send,
+ * recvReduceCopySend and recv (all_reduce.h runRing), allgather's and
+ * reduce-scatter's first and last -- and carry the mid-size ramp `ramp`
+ * (and, for allgather and reduce-scatter, gather_scatter_efficiency): the
+ * 2-rank curves they were fit to are nothing else.  The N-2 forwarding
+ * steps per pass (recvReduceSend, recvCopySend, directRecvCopyDirectSend)
+ * run at the channel's rate.  One pass of N-1 steps holds one end step's
+ * worth of them: eff = (N-1) / (N-2 + 1/(g ramp)). */
+static double ring_steps_eff(const nvl_comm_t *c, nvl_coll_t coll,
+                             double ramp)
+{
+    double g = coll == NVL_COLL_ALLREDUCE
+                   ? 1.0
+                   : c->topo->nccl.gather_scatter_efficiency;
+    int steps = c->size - 1;
+    double end = g * ramp;
+    return steps <= 1 ? end : steps / (steps - 1 + 1.0 / end);
 }
 
 double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
@@ -105,12 +129,19 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
      * its share grows past the knee.  Broadcast and reduce are a chain
      * (ring.c): their pipeline is modeled there, not by this shape, which
      * was measured on allreduce, allgather and reduce-scatter only. */
+    double ramp = 1.0;
     if (p->knee && coll != NVL_COLL_BROADCAST &&
         coll != NVL_COLL_REDUCE) {
         double x = wire_bytes / channels, knee = (double)n->knee_bytes;
-        bw *= n->mid_efficiency + (1 - n->mid_efficiency) * x / (x + knee);
+        ramp = n->mid_efficiency + (1 - n->mid_efficiency) * x / (x + knee);
     }
-    if (coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER)
+    bool gather_scatter =
+        coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER;
+    if (a->forwarding_steps && (gather_scatter ||
+                                coll == NVL_COLL_ALLREDUCE))
+        return bw * ring_steps_eff(c, coll, ramp);
+    bw *= ramp;
+    if (gather_scatter)
         bw *= gather_scatter_eff(c);
     return bw;
 }

@@ -204,4 +204,8 @@ const nvl_coll_algo_t nvl_coll_algo_ring = {
     /* Ring LL: 16 bytes per thread per member (NCCL 2.28's
      * threadThresholds, ring column "16/8/64", x nRanks) */
     .thread_threshold_per_rank = {[NVL_PROTO_LL] = 16.0},
+    /* all_reduce.h, all_gather.h, reduce_scatter.h runRing: a first
+     * step from the user's buffer, N-2 forwarding steps per pass, a last
+     * step into the output (docs/collectives.md, "The ring's end steps") */
+    .forwarding_steps = true,
 };

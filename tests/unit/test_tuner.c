@@ -426,7 +426,8 @@ static void test_nvls_port_heads_arity(void **state)
  * Simple ring allreduce of S = 1 GiB on every channel:
  *   T = kernel + base + h_die (nvlink_lat + die_link_lat)
  *       + h_nv (nvlink_lat + hop_lat) + 2(N-1)/N S / busbw,
- *   busbw = path x eta x (mid + (1 - mid) x / (x + knee)), x = wire / C,
+ *   busbw = path x eta x (N-1) / (N-2 + 1/r), r = mid + (1 - mid) x /
+ *   (x + knee), x = wire / C (the ramp on the end steps only),
  * 2(N-1) steps of which floor(2(N-1) x (N/2) / N) = N-1 cross a die link;
  * path = min(die's 9 NVLink links x 50 GB/s, 5 TB/s) = 450 GB/s at 4 and
  * 6 dies; 5 TB/s on the two dies of one package (every edge a die link). */
@@ -437,9 +438,9 @@ static double ring_hand_ps(const nvl_topo_t *t, int n, double path,
     int a = NVL_ALGO_RING, p = NVL_PROTO_SIMPLE, steps = 2 * (n - 1);
     double wire = 2.0 * (n - 1) / n * s, c = k->channels;
     double x = wire / c;
-    double busbw = path * (370.8 / 478.116) *
-                   (k->mid_efficiency + (1 - k->mid_efficiency) * x /
-                                            (x + (double)k->knee_bytes));
+    double r = k->mid_efficiency + (1 - k->mid_efficiency) * x /
+                                       (x + (double)k->knee_bytes);
+    double busbw = path * (370.8 / 478.116) * (n - 1) / (n - 2 + 1 / r);
     return (double)t->gpu.kernel_overhead_ps + (double)k->base_lat_ps[a][p] +
            die_steps * ((double)k->nvlink_lat_ps[a][p] + 50e3) +
            (steps - die_steps) * ((double)k->nvlink_lat_ps[a][p] + 200e3) +
@@ -475,6 +476,50 @@ static void test_die_pairs_two_levels(void **state)
     nvl_topo_free(t);
 }
 
+/* The ring's end steps (model.c ring_steps_eff): on N ranks of an HGX
+ * H100 board, a Simple ring of S = 128 MB (mid-size: the ramp r is ~0.77)
+ * moves its wire bytes at path x eta x (N-1) / (N-2 + 1/(g r)), g =
+ * gather_scatter_efficiency for reduce-scatter, 1 for allreduce: the
+ * ramp on the steps a 2-rank call consists of, the forwarding steps at
+ * the channel's rate.  2 ranks: g r, as fit. */
+static void test_ring_end_steps(void **state)
+{
+    (void)state;
+    nvl_topo_t *t = load("hgx-h100-8.topo");
+    const nvl_nccl_spec_t *k = &t->nccl;
+    const double s = (double)(128u << 20);
+    const int a = NVL_ALGO_RING, p = NVL_PROTO_SIMPLE;
+    const struct { int n; nvl_coll_t coll; } cases[] = {
+        {.n = 2, .coll = NVL_COLL_ALLREDUCE},
+        {.n = 3, .coll = NVL_COLL_ALLREDUCE},
+        {.n = 7, .coll = NVL_COLL_ALLREDUCE},
+        {.n = 2, .coll = NVL_COLL_REDUCESCATTER},
+        {.n = 5, .coll = NVL_COLL_REDUCESCATTER},
+        {.n = 7, .coll = NVL_COLL_REDUCESCATTER},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = cases[i].n;
+        bool ar = cases[i].coll == NVL_COLL_ALLREDUCE;
+        int steps = ar ? 2 * (n - 1) : n - 1;
+        double wire = (double)steps / n * s;
+        double x = wire / (double)k->channels;
+        double r = k->mid_efficiency + (1 - k->mid_efficiency) * x /
+                                           (x + (double)k->knee_bytes);
+        double end = (ar ? 1.0 : k->gather_scatter_efficiency) * r;
+        double busbw = t->nvlink.links_per_gpu * t->nvlink.link_bw_bytes_per_s *
+                       (370.8 / 478.116) * (n - 1) / (n - 2 + 1 / end);
+        double want = (double)t->gpu.kernel_overhead_ps +
+                      (double)k->base_lat_ps[a][p] +
+                      steps * ((double)k->nvlink_lat_ps[a][p] +
+                               (double)t->nvlink.hop_lat_ps) +
+                      wire / busbw * 1e12;
+        int64_t got = predict_ps(t, n, cases[i].coll, (size_t)s,
+                                 NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
+        assert_true(fabs((double)got - want) < 1e-6 * want);
+    }
+    nvl_topo_free(t);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -486,6 +531,7 @@ int main(void)
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
         T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
         T(test_die_pairs_two_levels),  T(test_nvls_port_heads_arity),
+        T(test_ring_end_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
