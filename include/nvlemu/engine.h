@@ -389,8 +389,8 @@ typedef struct {
  * activations leave free (TensorRT-LLM's free_gpu_memory_fraction).
  * The activations are those of the engine's memory profile: with
  * sampler_logit_bytes > 0, the larger of the forward pass's working set
- * and a sampler pass over max_seqs sequences of the whole vocabulary at
- * that many bytes per logit (vLLM's profile_run: the forward, then a
+ * and a sampler pass over min(max_seqs, max_rows) rows of the whole
+ * vocabulary at that many bytes per logit (vLLM's profile_run: the forward, then a
  * dummy sampler run that sorts every logit, after the forward's tensors
  * are freed); 0: the forward's working set plus the float32 logits. */
 typedef struct {

@@ -222,7 +222,8 @@ typedef struct {
     double mem_fraction;
     bool mem_of_free;
     /* the memory profile's sampler pass: bytes per logit over max_batch
-     * sequences of the whole vocabulary, its peak taken apart from the
+     * sequences (at most one a token of --max-tokens-per-step) of the
+     * whole vocabulary, its peak taken apart from the
      * forward's (nvl_engine_kv_rule_t); 0: the float32 logits beside the
      * forward's activations */
     double sampler_logit_bytes;

@@ -236,8 +236,11 @@ static double profile_act_bytes(const nvl_engine_t *e, uint64_t max_rows,
 {
     if (rule->sampler_logit_bytes <= 0)
         return act_bytes(e, (double)max_rows, (double)max_seqs);
+    /* a step samples at most one row a token (vLLM: min(max_num_seqs,
+     * max_num_batched_tokens) rows) */
+    double rows = (double)(max_seqs < max_rows ? max_seqs : max_rows);
     return fmax(act_bytes(e, (double)max_rows, 0),
-                (double)max_seqs * e->cfg.vocab * rule->sampler_logit_bytes);
+                rows * e->cfg.vocab * rule->sampler_logit_bytes);
 }
 
 /* The plan's weights, activations and HBM (the largest over the group)

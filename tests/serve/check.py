@@ -277,11 +277,12 @@ def dep(a, tmp):
     return 1 if errors else 0
 
 
-def kv_gb(a, tmp, sched, max_batch):
-    out = os.path.join(tmp, f"kv-{sched}-{max_batch}.json")
+def kv_gb(a, tmp, sched, max_batch, max_tokens=4096):
+    out = os.path.join(tmp, f"kv-{sched}-{max_batch}-{max_tokens}.json")
     job(a.root, [a.nvlemu, "serve", "--model", "qwen2.5-7b", "--scheduler", sched,
                  "--requests", "3", "--isl", "16", "--osl", "2", "--max-batch",
-                 str(max_batch), "--max-tokens-per-step", "4096", "--json", out], ranks=3)
+                 str(max_batch), "--max-tokens-per-step", str(max_tokens), "--json", out],
+        ranks=3)
     return json.load(open(out))["pools"][0]["kv_gb_per_gpu"]
 
 
@@ -299,11 +300,14 @@ def sampler_profile(a, tmp):
         if abs(got - want) > 1e-9 * want:
             errors.append(f"{sched}: 300 more sequences take {got!r} GB of KV cache, "
                           f"expected {want!r}")
+    # vLLM samples min(max_num_seqs, max_num_batched_tokens) rows
+    if kv_gb(a, tmp, "vllm", 300, 256) != kv_gb(a, tmp, "vllm", 600, 256):
+        errors.append("vllm: sequences past --max-tokens-per-step 256 changed the KV cache")
     for e in errors:
         print(e)
     if not errors:
-        print("sampler-profile: vllm 39 bytes a logit of the whole vocabulary, "
-              "trtllm the float32 logits of the shard")
+        print("sampler-profile: vllm 39 bytes a logit of the whole vocabulary "
+              "(at most a row a token), trtllm the float32 logits of the shard")
     return 1 if errors else 0
 
 
