@@ -386,10 +386,17 @@ typedef struct {
 /* How a serving engine sizes its KV cache: a fraction of the GPU's whole
  * memory less the weights and activations (vLLM's
  * gpu_memory_utilization), or a fraction of what the weights and
- * activations leave free (TensorRT-LLM's free_gpu_memory_fraction). */
+ * activations leave free (TensorRT-LLM's free_gpu_memory_fraction).
+ * The activations are those of the engine's memory profile: with
+ * sampler_logit_bytes > 0, the larger of the forward pass's working set
+ * and a sampler pass over min(max_seqs, max_rows) rows of the whole
+ * vocabulary at that many bytes per logit (vLLM's profile_run: the forward, then a
+ * dummy sampler run that sorts every logit, after the forward's tensors
+ * are freed); 0: the forward's working set plus the float32 logits. */
 typedef struct {
     double fraction;   /* (0, 1] */
     bool of_free;      /* of the free memory, not of the whole */
+    double sampler_logit_bytes; /* >= 0 */
 } nvl_engine_kv_rule_t;
 
 /* Collective over the engine's group (with a pipeline, every stage: the

@@ -221,6 +221,12 @@ typedef struct {
      * free (mem_of_free: TensorRT-LLM's free_gpu_memory_fraction) */
     double mem_fraction;
     bool mem_of_free;
+    /* the memory profile's sampler pass: bytes per logit over max_batch
+     * sequences (at most one a token of --max-tokens-per-step) of the
+     * whole vocabulary, its peak taken apart from the
+     * forward's (nvl_engine_kv_rule_t); 0: the float32 logits beside the
+     * forward's activations */
+    double sampler_logit_bytes;
     /* CUDA graphs: the rows a step of `seqs` sequences, `tokens` tokens
      * (`prefill` of them prefill) runs, padded to the graph replayed for
      * it; 0: no graph, the step runs as scheduled */

@@ -11,7 +11,9 @@
  * --weights-host).  A run fits when HBM need <= [gpu] hbm and host need <=
  * [host_memory] size (the GPU's share of its superchip's memory).
  * Activations: one layer's working set (bf16) of the largest pass, at most
- * NVL_ACT_CHUNK_TOKENS rows, plus the float32 logits of its sequences.
+ * NVL_ACT_CHUNK_TOKENS rows, plus the float32 logits of its sequences
+ * (serving under a rule with a sampler pass: the larger of the two,
+ * profile_act_bytes).
  * Reserve: NVL_HBM_RESERVE of HBM. */
 #include <math.h>
 #include <stdio.h>
@@ -225,10 +227,28 @@ static nvl_status_t serve_supported(const nvl_engine_t *e)
     return NVL_OK;
 }
 
+/* The memory profile's activations under `rule` (nvl_engine_kv_rule_t):
+ * the sampler's pass over the whole vocabulary, when the rule has one,
+ * runs after the forward's tensors are freed, so the peak is the larger. */
+static double profile_act_bytes(const nvl_engine_t *e, uint64_t max_rows,
+                                uint64_t max_seqs,
+                                const nvl_engine_kv_rule_t *rule)
+{
+    if (rule->sampler_logit_bytes <= 0)
+        return act_bytes(e, (double)max_rows, (double)max_seqs);
+    /* a step samples at most one row a token (vLLM: min(max_num_seqs,
+     * max_num_batched_tokens) rows) */
+    double rows = (double)(max_seqs < max_rows ? max_seqs : max_rows);
+    return fmax(act_bytes(e, (double)max_rows, 0),
+                rows * e->cfg.vocab * rule->sampler_logit_bytes);
+}
+
 /* The plan's weights, activations and HBM (the largest over the group)
  * and its host tier; returns b, the bytes of one position's KV. */
 static nvl_status_t serve_sizes(nvl_engine_t *e, uint64_t max_rows,
-                                uint64_t max_seqs, double *b_out)
+                                uint64_t max_seqs,
+                                const nvl_engine_kv_rule_t *rule,
+                                double *b_out)
 {
     const nvl_engine_opts_t *o = &e->opts;
     const nvl_topo_t *t = o->cost.topo;
@@ -237,7 +257,7 @@ static nvl_status_t serve_sizes(nvl_engine_t *e, uint64_t max_rows,
     double wb = nvl_wdtype_bytes(o->cost.weight_dtype);
     double mine[4] = {nvl_engine_weight_bytes(e), 0,
                       nvl_engine_kv_bytes(e, 1, 1),
-                      act_bytes(e, (double)max_rows, (double)max_seqs)};
+                      profile_act_bytes(e, max_rows, max_seqs, rule)};
     for (uint32_t i = 0; i < e->layers; i++)
         mine[1] += nvl_engine_layer_bytes(e, i, wb, 2);
     double most[4];
@@ -284,7 +304,7 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     const nvl_topo_t *t = o->cost.topo;
     double b;
     nvl_status_t st = serve_supported(e);
-    if (st != NVL_OK || (st = serve_sizes(e, max_rows, max_seqs, &b)) !=
+    if (st != NVL_OK || (st = serve_sizes(e, max_rows, max_seqs, rule, &b)) !=
                             NVL_OK)
         return st;
     nvl_mem_plan_t *p = &e->mem;

@@ -83,8 +83,10 @@ static nvl_status_t kv_capacity(nvl_serving_job_t *j)
 {
     const nvl_serve_policy_t *p = &j->c->policy;
     const nvl_serve_scheduler_t *row = nvl_serve_scheduler(p->sched);
-    nvl_engine_kv_rule_t rule = {.fraction = j->c->mem_fraction,
-                                 .of_free = row->mem_of_free};
+    nvl_engine_kv_rule_t rule = {
+        .fraction = j->c->mem_fraction,
+        .of_free = row->mem_of_free,
+        .sampler_logit_bytes = row->sampler_logit_bytes};
     nvl_status_t st = nvl_engine_serve_memory(
         j->e, p->max_tokens_per_step, p->max_batch, &rule, &j->room);
     if (st != NVL_OK)

@@ -81,7 +81,7 @@ def conservation(a, tmp):
                  "--requests", "150", "--rate", "200", "--isl", "uniform:200:600",
                  "--osl", "uniform:100:300", "--prefix-groups", "3", "--prefix-len", "160",
                  "--max-batch", "48", "--max-tokens-per-step", "2048", "--chunk", "512",
-                 "--set", "gpu.hbm=1.647GB", "--json", out_json, "--csv", out_csv], ranks=3)
+                 "--set", "gpu.hbm=1.849GB", "--json", out_json, "--csv", out_csv], ranks=3)
     s = json.load(open(out_json))
     rows = read_csv(out_csv)
     errors = []
@@ -277,10 +277,44 @@ def dep(a, tmp):
     return 1 if errors else 0
 
 
+def kv_gb(a, tmp, sched, max_batch, max_tokens=4096):
+    out = os.path.join(tmp, f"kv-{sched}-{max_batch}-{max_tokens}.json")
+    job(a.root, [a.nvlemu, "serve", "--model", "qwen2.5-7b", "--scheduler", sched,
+                 "--requests", "3", "--isl", "16", "--osl", "2", "--max-batch",
+                 str(max_batch), "--max-tokens-per-step", str(max_tokens), "--json", out],
+        ranks=3)
+    return json.load(open(out))["pools"][0]["kv_gb_per_gpu"]
+
+
+def sampler_profile(a, tmp):
+    """The KV cache each scheduler's memory profile leaves, as --max-batch
+    grows by 300 sequences on TP 3 (docs/serve.md, "Memory and the prefix
+    cache"): vLLM's profile samples max-batch rows of the whole vocabulary
+    (152,064 logits a row) at 39 bytes a logit, its peak apart from the
+    forward's; TensorRT-LLM's holds the float32 logits of the rank's vocabulary
+    shard (50,688) beside the forward's, 0.90 of it out of the KV cache."""
+    errors = []
+    for sched, want in (("vllm", 300 * 152064 * 39 / 1e9),
+                        ("trtllm", 0.90 * 300 * 50688 * 4 / 1e9)):
+        got = kv_gb(a, tmp, sched, 300) - kv_gb(a, tmp, sched, 600)
+        if abs(got - want) > 1e-9 * want:
+            errors.append(f"{sched}: 300 more sequences take {got!r} GB of KV cache, "
+                          f"expected {want!r}")
+    # vLLM samples min(max_num_seqs, max_num_batched_tokens) rows
+    if kv_gb(a, tmp, "vllm", 300, 256) != kv_gb(a, tmp, "vllm", 600, 256):
+        errors.append("vllm: sequences past --max-tokens-per-step 256 changed the KV cache")
+    for e in errors:
+        print(e)
+    if not errors:
+        print("sampler-profile: vllm 39 bytes a logit of the whole vocabulary "
+              "(at most a row a token), trtllm the float32 logits of the shard")
+    return 1 if errors else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["one-request", "conservation", "placements",
-                                      "trtllm", "pipeline", "dep"])
+                                      "trtllm", "pipeline", "dep", "sampler-profile"])
     ap.add_argument("--update", action="store_true",
                     help="pipeline: rewrite its golden JSON")
     ap.add_argument("--nvlemu", default="build/nvlemu")
@@ -292,7 +326,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         return {"one-request": one_request, "conservation": conservation,
                 "placements": placements, "trtllm": trtllm,
-                "pipeline": pipeline, "dep": dep}[a.check](a, tmp)
+                "pipeline": pipeline, "dep": dep,
+                "sampler-profile": sampler_profile}[a.check](a, tmp)
 
 
 if __name__ == "__main__":
