@@ -62,9 +62,10 @@ symmetric memory's one-shot (`oneshot`: torch.ops.symm_mem.
 one_shot_all_reduce) or two-shot (`twoshot`: two_shot_all_reduce_) kernel
 on a symmetric buffer the activations are copied into (as vLLM's
 SymmMemCommunicator does), all captured in the step's CUDA graph.  Decode
-cases only (SERVE_DECODE), one row per case and all-reduce in
-serve-steps.csv (model,layers,phase,batch,ctx,q_len,measured_us,event_us,
-reps,tp,allreduce); at TP 1 only `none`.  The symmetric kernels are checked
+cases (SERVE_DECODE) and, with --serve-phases prefill, prefills of B
+prompts of P tokens into an empty cache (SERVE_PREFILL; causal SDPA), one
+row per case and all-reduce in serve-steps.csv (model,layers,phase,batch,
+ctx,q_len,measured_us,event_us,reps,tp,allreduce); at TP 1 only `none`.  The symmetric kernels are checked
 against NCCL's sum once before timing (env.json: symm_check).
 
 Run on the device machine:
@@ -72,14 +73,18 @@ Run on the device machine:
     torchrun --nproc_per_node=2 scripts/device/measure-steps.py --tp 2 --out "$OUT"
     torchrun --nproc_per_node=4 scripts/device/measure-steps.py --tp 4 \
         --serve nccl,oneshot,twoshot --trace-tp decode:16:4096 --out "$OUT"
+    python3 scripts/device/measure-steps.py --serve none --serve-only \
+        --serve-phases prefill --trace-tp prefill:1:2048 --out "$OUT"
 Options: --quick (tiny grid, for checking the script), --budget-s N,
---serve-only (skip the torch reference grid), --trace-tp PHASE:B:CTX
-(at TP > 1 profile that case on every rank; rank 0's trace is kept).
+--serve-only (skip the torch reference grid), --serve-phases decode,prefill,
+--trace-tp PHASE:B:CTX,... (profile those cases of the serving-like grid,
+and at TP > 1 of the reference grid, on every rank; rank 0's trace is kept).
 
 Without a GPU, `measure-steps.py --relabel traces.tar.gz --out DIR` rebuilds
 kernels.csv from the traces and writes kernel_summary.csv (per profiled
 step and label: kernels, summed GPU time), as
-tests/data/calibration/h200-torch/ holds them.
+tests/data/calibration/h200-torch/ holds them, and kernel_names.csv (per
+profiled step, label and kernel name: launches, summed GPU time).
 """
 import argparse
 import csv
@@ -112,6 +117,10 @@ MODELS = {
 }
 DECODE = [(b, c) for b in (1, 4, 16, 64) for c in (1024, 4096, 8192)] + [(256, 1024)]
 SERVE_DECODE = [(1, 4096), (4, 4096), (16, 4096), (64, 4096), (256, 1024)]
+# serving-like prefill (--serve-phases prefill): B prompts of P tokens, at
+# most 8192 tokens a step
+SERVE_PREFILL = [(1, 128), (1, 512), (1, 2048), (1, 8192), (4, 256), (4, 2048), (8, 128),
+                 (8, 1024)]
 PREFILL = [(1, 1024), (1, 2048), (1, 4096), (1, 8192), (4, 1024), (4, 2048), (16, 1024)]
 PROFILE = [("decode", 1, 4096), ("decode", 64, 4096), ("prefill", 1, 4096)]
 
@@ -223,11 +232,19 @@ def relabel(tarball, outdir):
         a = summary.setdefault(tuple(r[:5]) + (r[6] or "(graph)",), [0, 0.0])
         a[0] += 1
         a[1] += float(r[8])
-    with open(os.path.join(outdir, "kernel_summary.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["model", "phase", "batch", "ctx", "source", "label", "kernels", "gpu_us"])
-        for k, (n, us) in summary.items():
-            w.writerow(list(k) + [n, "%.1f" % us])
+    names = collections.OrderedDict()
+    for r in rows:
+        a = names.setdefault(tuple(r[:5]) + (r[6] or "(graph)", r[7]), [0, 0.0])
+        a[0] += 1
+        a[1] += float(r[8])
+    for fn, table, cols in (("kernel_summary.csv", summary, ["label"]),
+                            ("kernel_names.csv", names, ["label", "name"])):
+        with open(os.path.join(outdir, fn), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["model", "phase", "batch", "ctx", "source"] + cols +
+                       ["kernels", "gpu_us"])
+            for k, (n, us) in table.items():
+                w.writerow(list(k) + [n, "%.1f" % us])
 
 
 def over_budget(args, what, failures):
@@ -275,16 +292,17 @@ def serve_grid(args, rank, kw, kf, traces, failures, env):
     if hasattr(torch._dynamo.config, "accumulated_cache_size_limit"):
         torch._dynamo.config.accumulated_cache_size_limit = 1024
     ars = ["none"] if args.tp == 1 else args.serve.split(",")
-    grid = [(1, 256), (2, 256)] if args.quick else SERVE_DECODE
-    prof = []
-    if args.trace_tp and args.tp > 1:
-        ph, b, cx = args.trace_tp.split(":")
-        prof = [(ph, int(b), int(cx))]
+    full = {"decode": SERVE_DECODE, "prefill": SERVE_PREFILL}
+    grid = [(ph, B, ctx) for ph in args.serve_phases.split(",")
+            for B, ctx in ([(1, 256), (2, 256)] if args.quick else full[ph])]
+    prof = [(ph, int(b), int(cx)) for ph, b, cx in
+            (x.split(":") for x in args.trace_tp.split(","))] if args.trace_tp else []
     f = open(os.path.join(args.out, "serve-steps.csv"), "w", newline="")
     w = csv.writer(f)
     w.writerow(["model", "layers", "phase", "batch", "ctx", "q_len", "measured_us",
                 "event_us", "reps", "tp", "allreduce"])
-    max_numel = max(b for b, _ in grid) * max(MODELS[n]["hidden"] for n in MODELS)
+    max_numel = max(b * (cx if ph == "prefill" else 1) for ph, b, cx in grid) * \
+        max(MODELS[n]["hidden"] for n in MODELS)
     servers = {}
     checks = {}
     for ar in list(ars):
@@ -306,21 +324,21 @@ def serve_grid(args, rank, kw, kf, traces, failures, env):
         if args.quick:
             c["layers"] = 2
         m = Model(c, args.tp, rank)
-        for B, ctx in grid:
+        for ph, B, ctx in grid:
             for ar in ars:
-                what = "serve %s %s B=%d ctx=%d" % (ar, name, B, ctx)
+                what = "serve %s %s %s B=%d ctx=%d" % (ar, name, ph, B, ctx)
                 if over_budget(args, what, failures):
                     continue
 
-                def record(S, us, ev_us, reps, B=B, ctx=ctx, ar=ar):
-                    w.writerow([name, c["layers"], "decode", B, ctx, S, "%.1f" % us,
+                def record(S, us, ev_us, reps, ph=ph, B=B, ctx=ctx, ar=ar):
+                    w.writerow([name, c["layers"], ph, B, ctx, S, "%.1f" % us,
                                 "%.1f" % ev_us, reps, args.tp, ar])
                     f.flush()
                 trace = None
-                if ("decode", B, ctx) in prof and ar == ars[-1]:
-                    trace = ("%s-serve-%s-decode-b%d-c%d" % (name, ar, B, ctx),
-                             (name + "/serve-" + ar, "decode", B, ctx))
-                run_case(lambda B=B, ctx=ctx, ar=ar: make_case(m, "decode", B, ctx, servers[ar]),
+                if (ph, B, ctx) in prof and ar == ars[-1]:
+                    trace = ("%s-serve-%s-%s-b%d-c%d" % (name, ar, ph, B, ctx),
+                             (name + "/serve-" + ar, ph, B, ctx))
+                run_case(lambda ph=ph, B=B, ctx=ctx, ar=ar: make_case(m, ph, B, ctx, servers[ar]),
                          record, what, trace, args.out, kw, kf, traces, failures)
         del m
         torch.cuda.empty_cache()
@@ -342,10 +360,14 @@ def parse_args():
     ap.add_argument("--serve", default="",
                     help="also time the serving-like step with these all-reduces "
                          "(nccl,oneshot,twoshot; at TP 1: none)")
+    ap.add_argument("--serve-phases", default="decode",
+                    help="the serving-like step's phases: decode (SERVE_DECODE), "
+                         "prefill (SERVE_PREFILL) or both, comma-separated")
     ap.add_argument("--serve-only", action="store_true",
                     help="skip the torch reference grid")
-    ap.add_argument("--trace-tp", metavar="PHASE:B:CTX",
-                    help="at TP > 1, profile this case (every rank)")
+    ap.add_argument("--trace-tp", metavar="PHASE:B:CTX,...",
+                    help="profile these cases of the serving-like grid (every rank; "
+                         "at TP > 1 also of the reference grid)")
     return ap.parse_args()
 
 
@@ -380,8 +402,8 @@ def cases(args):
     if args.tp > 1:
         prof = []
         if args.trace_tp:
-            ph, b, cx = args.trace_tp.split(":")
-            prof = [(ph, int(b), int(cx))]
+            prof = [(ph, int(b), int(cx)) for ph, b, cx in
+                    (x.split(":") for x in args.trace_tp.split(","))]
     return decode, prefill, prof
 
 

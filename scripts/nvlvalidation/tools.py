@@ -89,9 +89,9 @@ def compute(build):
     return classes
 
 
-def end_to_end(build, steps, stack, topo=None):
-    """{phase: [rows]} from STEPS on TOPO (default E2E_TOPO), or None when
-    the file is absent."""
+def end_to_end(build, steps, stack, topo=None, extra=()):
+    """{phase: [rows]} from STEPS on TOPO (default E2E_TOPO), nvlemu run
+    given the options EXTRA too, or None when the file is absent."""
     if not os.path.exists(os.path.join(ROOT, steps)):
         return None
     phases = {"decode": [], "prefill": []}
@@ -105,7 +105,7 @@ def end_to_end(build, steps, stack, topo=None):
             cmd = [os.path.join(ROOT, "scripts", "nvlrun"), row.get("tp") or "1",
                    os.path.join(build, "nvlemu"), "run", "--topo", topo or E2E_TOPO,
                    "--model", row["model"], "--layers", row["layers"], "--stack", stack,
-                   "--batch", row["batch"], "--json", "-"]
+                   "--batch", row["batch"], "--json", "-"] + list(extra)
             if phase == "decode":  # one decode step at context ctx
                 cmd += ["--ctx", row["ctx"]]
             else:  # the prompt of q_len tokens

@@ -128,6 +128,17 @@ static const nvl_access_t access[] = {
     [NVL_K_INDEXED] = NVL_ACCESS_INDEXED,
 };
 
+/* A norm's CTA: the plan's threads, but never more than the row has
+ * elements (vLLM csrc/layernorm_kernels.cu launches
+ * block(std::min(hidden_size, max_block_size)); TensorRT-LLM's Qwen3 q/k
+ * norm, fusedQKNormRopeKernel.cu, runs a warp per head). A per-head norm's
+ * 128-element row thus runs 128 threads, and 16 of its CTAs share an SM,
+ * not 2. */
+static uint32_t norm_threads(const kernel_t *k, uint64_t width)
+{
+    return width < k->threads ? (uint32_t)width : k->threads;
+}
+
 void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
                      double rows, const uint64_t *count)
 {
@@ -172,8 +183,9 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
             break;
         case NVL_K_NORM:
             nvl_engine_kernel(e, k->name, NVL_PART_OTHER, layer,
-                              nvl_cost_norm(cost, r, width, bytes, k->threads,
-                                            k->vec, k->passes));
+                              nvl_cost_norm(cost, r, width, bytes,
+                                            norm_threads(k, width), k->vec,
+                                            k->passes));
             break;
         }
     }
