@@ -143,7 +143,7 @@ typedef struct {
      * default: allgather with --attn-parallel dp, else alltoall),
      * alltoall (dispatch and combine, .a2a_onesided says how), or
      * allgather (TensorRT-LLM's CUTLASS MoE without an all-to-all: every
-     * rank's rows gathered as FP8-sized rows, each rank's experts over all
+     * rank's rows gathered at their quantised width, each rank's experts over all
      * of them, the bf16 partial outputs reduce-scattered back; needs
      * place.attn_dp). */
     nvl_ep_comm_t ep_comm;

@@ -17,9 +17,9 @@
  *   reducescatter  (reducescatter_or_allreduce) the partial outputs in the
  *               output dtype (bf16), summed, each rank its own rows back.
  *
- * Cost: the allgather moves n P (hidden + 2 top_k) values timed as FP8
- * (one byte a value: exact for FP8 rows, 1.7 times NVFP4's 4.5 bits a
- * value with its scales); the experts' kernels run over n P rows with
+ * Cost: the allgather moves n P rows of hidden quantised values (NVFP4:
+ * 4.5 bits a value with its scales, MX-FP4 4.25, FP8 8) and top_k int32
+ * ids and fp32 weights (agrs_row_bits); the experts' kernels run over n P rows with
  * this rank's share of the job's pairs (moe.c); the reduce-scatter moves
  * n P hidden bf16 values.  Every padded row here is gathered at P rows a
  * rank (what CUDA-graph padding gives every generation-only step; a mixed
@@ -76,24 +76,41 @@ static void agrs_compute(const nvl_engine_t *e, uint32_t li,
     free(ids);
 }
 
-/* The allgather of the quantised rows, timed as FP8 values (the tensor-
- * parallel group's calls are otherwise timed as bf16). */
+/* Bits a gathered value carries on the wire, averaged over a row of
+ * hidden activations quantised as the weights' format and top_k (int32
+ * id, fp32 weight) pairs: NVFP4 4 bits and an E4M3 scale per 16 values
+ * (TensorRT-LLM's fp4_quantize, scaling_vector_size 16), MX-FP4 an E8M0
+ * per 32, FP8 8 bits (static_quantize_e4m3_per_tensor), FP8 blocks an
+ * fp32 per 128, else bf16. */
+static double agrs_row_bits(const nvl_engine_t *e)
+{
+    static const double act_bits[NVL_WDT_COUNT] = {
+        [NVL_WDT_BF16] = 16.0, [NVL_WDT_FP8] = 8.0, [NVL_WDT_FP4] = 4.25,
+        [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25};
+    double hid = (double)e->cfg.hidden, k = (double)e->cfg.top_k;
+    double act = act_bits[e->opts.cost.weight_dtype];
+    return (hid * act + k * 64.0) / (hid + 2.0 * k);
+}
+
+/* The allgather of the quantised rows, timed at their wire width (the
+ * tensor-parallel group's calls are otherwise timed as bf16). */
 static nvl_status_t agrs_gather(nvl_engine_t *e, int32_t L, const float *send,
                                 float *recv, uint64_t count)
 {
     nvl_coll_info_t info;
+    double bits = agrs_row_bits(e);
     int64_t entry = nvl_engine_coll_begin(e, L);
-    nvl_comm_set_time_dtype(e->tp, NVL_DT_FP8_E4M3);
+    nvl_comm_set_time_bits(e->tp, bits);
     nvl_status_t st = nvl_allgather(e->tp, send, recv, count, NVL_DT_F32,
                                     &info);
-    nvl_comm_set_time_dtype(e->tp, NVL_DT_BF16);
+    nvl_comm_set_time_bits(e->tp, 0);
     if (st != NVL_OK)
         return st;
     nvl_engine_coll_done_ep(e, "moe_allgather", L, entry, &info,
                             NVL_EP_XCHG_DISPATCH);
-    /* this rank's rows to every other, one byte a value */
+    /* this rank's rows to every other */
     e->cur.dispatch_bytes +=
-        (double)count * (double)(nvl_comm_size(e->tp) - 1);
+        (double)count * bits / 8.0 * (double)(nvl_comm_size(e->tp) - 1);
     return NVL_OK;
 }
 
