@@ -159,6 +159,12 @@ nvl_mode_t nvl_comm_mode(const nvl_comm_t *comm);
  * GPU that moves bf16 activations.  NVL_DT_COUNT restores the call's own
  * dtype (the default).  Must be the same on every member. */
 void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
+/* Models every later call's bytes as count x bits / 8 (a collective's
+ * rounded up to whole bytes): a payload whose values are narrower
+ * than any dtype (NVFP4's 4 bits and a scale byte per 16 values) or mix
+ * widths.  0 (the default) restores set_time_dtype's rule.  Must be the
+ * same on every member. */
+void nvl_comm_set_time_bits(nvl_comm_t *comm, double bits);
 /* How data mode moves a collective's data; the modeled time is the same
  * either way.  NVL_DATA_PATH_FAST (the default): the host's quickest
  * exchange whatever algorithm the tuner chose -- member to member in

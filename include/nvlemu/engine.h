@@ -56,6 +56,14 @@ typedef enum {
     NVL_OVERLAP_COUNT
 } nvl_overlap_t;
 
+/* An expert-parallel layer's exchange (nvl_engine_opts_t.ep_comm). */
+typedef enum {
+    NVL_EP_COMM_AUTO,
+    NVL_EP_COMM_ALLTOALL,
+    NVL_EP_COMM_ALLGATHER,
+    NVL_EP_COMM_COUNT
+} nvl_ep_comm_t;
+
 /* The software stack a step stands for, i.e. which kernels each layer
  * runs (src/engine/plan.c, docs/cost-model.md "Software stacks"):
  * torch: PyTorch with CUDA graphs, one F.* call per operation (RoPE by
@@ -81,9 +89,10 @@ void nvl_stack_cost(nvl_stack_t stack, nvl_cost_cfg_t *cost);
 
 /* The families of the engine's options (family.h): overlap (a row per
  * nvl_overlap_t: "none", "async-tp"), a2a (opts.a2a_onesided: "nccl",
- * "onesided") and attn-parallel (opts.place.attn_dp: "tp", "dp"). */
+ * "onesided"), ep-comm (a row per nvl_ep_comm_t: "auto", "alltoall",
+ * "allgather") and attn-parallel (opts.place.attn_dp: "tp", "dp"). */
 extern const nvl_family_t nvl_overlap_family, nvl_engine_a2a_family,
-    nvl_attn_parallel_family;
+    nvl_engine_ep_comm_family, nvl_attn_parallel_family;
 
 /* "none", "async-tp" */
 const char *nvl_overlap_name(nvl_overlap_t overlap);
@@ -129,6 +138,15 @@ typedef struct {
      * onesided.c): DeepEP's low-latency mode in decode steps, its
      * high-throughput mode in the prefill (SGLang's --deepep-mode auto). */
     bool a2a_onesided;
+    /* How an expert-parallel layer under attention data-parallelism moves
+     * its rows (docs/serve.md, "The DEP layer's exchange"): auto (the
+     * default: allgather with --attn-parallel dp, else alltoall),
+     * alltoall (dispatch and combine, .a2a_onesided says how), or
+     * allgather (TensorRT-LLM's CUTLASS MoE without an all-to-all: every
+     * rank's rows gathered at their quantised width, each rank's experts over all
+     * of them, the bf16 partial outputs reduce-scattered back; needs
+     * place.attn_dp). */
+    nvl_ep_comm_t ep_comm;
     /* Pipeline parallelism (docs/pipeline.md): the job's ranks are pp
      * stages of TP ranks each, stage k on ranks k*TP .. k*TP + TP - 1;
      * stage k runs pp_layers[k] consecutive layers (all 0: the layers

@@ -29,6 +29,7 @@ static const nvl_family_t *const families[] = {
     &nvl_copy_path_family,
     &nvl_overlap_family,
     &nvl_engine_a2a_family,
+    &nvl_engine_ep_comm_family,
     &nvl_attn_parallel_family,
     &nvl_serve_sched_family,
     &nvl_serve_preempt_family,

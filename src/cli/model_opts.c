@@ -176,6 +176,7 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
     o.fuse_allreduce_norm = m->fuse_ar_norm;
     o.overlap = m->overlap;
     o.a2a_onesided = m->a2a_onesided;
+    o.ep_comm = (nvl_ep_comm_t)m->ep_comm;
     o.kv_host = m->kv_host;
     o.weights_host = m->weights_host;
     o.place.ep = (int)m->ep;

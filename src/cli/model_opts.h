@@ -30,6 +30,7 @@ typedef struct {
     int fuse_ar_norm;      /* --fuse-allreduce-norm */
     nvl_overlap_t overlap; /* --overlap */
     int a2a_onesided;      /* --a2a: 1 for onesided */
+    int ep_comm;           /* --ep-comm: nvl_ep_comm_t */
     double kv_host, weights_host; /* --kv-host, --weights-host: a share,
                                      or NVL_HOST_AUTO */
     long ep;               /* --ep: expert-parallel degree (1: none) */
@@ -122,6 +123,13 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
             "groups, or one-sided NVLink writes into the peers' buffers "   \
             "(DeepEP-style: low-latency mode in decode, high-throughput in " \
             "prefill)"},                                                    \
+    {.name = "ep-comm", .kind = NVL_OPT_ENUM,                               \
+     .offset = NVL_CLI_MO_AT(type, m, ep_comm), .def = "auto",              \
+     .family = &nvl_engine_ep_comm_family,                                  \
+     .doc = "an expert-parallel layer's exchange under attention DP: "     \
+            "allgather (TensorRT-LLM's CUTLASS MoE: rows allgathered, "     \
+            "outputs reduce-scattered), alltoall (dispatch and combine), "  \
+            "auto (allgather with --attn-parallel dp)"},                    \
     {.name = "kv-host", .kind = NVL_OPT_CUSTOM,                             \
      .offset = NVL_CLI_MO_AT(type, m, kv_host), .arg = "auto|FRACTION",     \
      .def = "0", .parse = nvl_cli_parse_host_share,                         \

@@ -158,6 +158,14 @@ static json_t *inputs_json(const nvl_run_result_t *r)
                         json_string(nvl_overlap_name(a->engine.overlap)));
     json_object_set_new(
         in, "a2a", json_string(nvl_family_name(&nvl_engine_a2a_family, a->engine.a2a_onesided)));
+    if (a->engine.attn_dp) /* the exchange auto resolves to (moe_ep.c) */
+        json_object_set_new(
+            in, "ep_comm",
+            json_string(nvl_family_name(
+                &nvl_engine_ep_comm_family,
+                a->engine.ep_comm == NVL_EP_COMM_ALLTOALL
+                    ? NVL_EP_COMM_ALLTOALL
+                    : NVL_EP_COMM_ALLGATHER)));
     json_object_set_new(in, "launch", json_string(nvl_launch_name(a->engine.launch)));
     if (a->engine.allreduce != NVL_AR_NCCL || a->engine.fuse_ar_norm) { /* NCCL's: as before */
         json_object_set_new(in, "allreduce", json_string(nvl_ar_impl_name(

@@ -72,7 +72,14 @@ static void moe_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                  "layer(s)\n", a->engine.ep, r->pipe.tp / a->engine.ep, STAT(NVL_RS_MOE_LAYERS, 0));
     if (d->steps == 0 || STAT(NVL_RS_MOE_LAYERS, 0) == 0)
         return;
-    if (a->engine.ep > 1 || a->engine.attn_dp) {
+    bool agrs = a->engine.attn_dp && a->engine.ep_comm != NVL_EP_COMM_ALLTOALL;
+    if (agrs)
+        fprintf(out, "  allgather + reduce-scatter per MoE layer (decode, "
+                     "--ep-comm allgather): allgather %.4f ms, %.1f KB sent; "
+                     "reduce-scatter %.4f ms, %.1f KB sent (mean rank)\n",
+                d->dispatch_ms, d->dispatch_bytes / 1e3, d->combine_ms,
+                d->combine_bytes / 1e3);
+    else if (a->engine.ep > 1 || a->engine.attn_dp) {
         fprintf(out, "  all-to-all per MoE layer (decode): dispatch %.4f ms, "
                      "%.1f KB sent; combine %.4f ms, %.1f KB sent (mean "
                      "rank, --a2a %s)\n", d->dispatch_ms,

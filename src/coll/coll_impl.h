@@ -15,6 +15,7 @@ struct nvl_comm {
     nvl_mode_t mode;
     nvl_data_path_t data_path; /* how data mode moves data */
     size_t time_elem_bytes;  /* element size the time model uses; 0: the call's */
+    double time_bits;        /* bits a value for collectives; 0: unused */
     nvl_tuner_cfg_t tuner;
     nvl_ar_impl_t ar_impl;   /* allreduce implementation (allreduce.c) */
     nvl_coll_info_t choice;  /* the tuner's last answer (coll, bytes: key) */

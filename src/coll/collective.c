@@ -2,6 +2,7 @@
  * serving engine's kernel), plan its data path (data mode, data_path.c),
  * agree on the call and on the start time (agree.c; what the path has
  * ride along goes with it), finish the data's move, advance the clock. */
+#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +62,9 @@ static int check(const nvl_coll_call_t *c, size_t *bytes_out, char *why,
     if (c->comm->time_elem_bytes != 0)
         esz = c->comm->time_elem_bytes; /* what the modeled GPU moves */
     *bytes_out = c->count * esz * mult;
+    if (c->comm->time_bits > 0) /* values narrower than a byte */
+        *bytes_out = (size_t)ceil((double)c->count * (double)mult *
+                                  c->comm->time_bits / 8.0);
     return 1;
 }
 

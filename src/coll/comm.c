@@ -242,6 +242,10 @@ void nvl_comm_set_time_dtype(nvl_comm_t *c, nvl_dtype_t dtype)
 {
     c->time_elem_bytes = dtype < NVL_DT_COUNT ? nvl_dtype_size(dtype) : 0;
 }
+void nvl_comm_set_time_bits(nvl_comm_t *c, double bits)
+{
+    c->time_bits = bits > 0 ? bits : 0;
+}
 nvl_mode_t nvl_comm_mode(const nvl_comm_t *c) { return c->mode; }
 void nvl_comm_set_data_path(nvl_comm_t *c, nvl_data_path_t path)
 {

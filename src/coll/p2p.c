@@ -260,7 +260,9 @@ static nvl_status_t queue(nvl_comm_t *c, bool send, void *buf, size_t count,
         c->cap_ops = cap;
     }
     size_t tsz = c->time_elem_bytes ? c->time_elem_bytes : esz;
-    c->op_time_bytes[c->n_ops] = (double)count * (double)tsz;
+    c->op_time_bytes[c->n_ops] =
+        c->time_bits > 0 ? (double)count * c->time_bits / 8.0
+                         : (double)count * (double)tsz;
     c->ops[c->n_ops++] = (nvl_p2p_op_t){send, buf, count * esz, peer};
     return NVL_OK;
 }

@@ -19,7 +19,8 @@
  *                reaches it through the variant's row)
  *   mlp.c        a layer's MLP half: dense, or moe.c's experts
  *   moe_ep.c     expert parallelism: the dispatch / combine all-to-alls
- *                around the experts (calls moe.c, moe_route.c)
+ *                around the experts, or moe_agrs.c's allgather and
+ *                reduce-scatter (moe_agrs.h; calls moe.c, moe_route.c)
  *   moe.c        the mixture of experts: the experts' maths and kernels
  *   moe_route.c  the routing of a layer's rows (real or seeded)
  *   ---------------------------------------------------------------------

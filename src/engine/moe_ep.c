@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "moe_agrs.h"
 #include "nvlemu/runtime.h"
 
 /* The expert group holding expert x (groups hold nvl_range_split shares). */
@@ -34,6 +35,15 @@ static int expert_group(const nvl_engine_t *e, uint32_t x)
 }
 
 static float *at(float *buf, uint64_t off) { return buf ? buf + off : NULL; }
+
+/* Whether this run's layers exchange by allgather and reduce-scatter
+ * (moe_agrs.c): --ep-comm allgather, or auto under attention DP. */
+static bool ep_allgather(const nvl_engine_t *e)
+{
+    nvl_ep_comm_t c = e->opts.ep_comm;
+    return c == NVL_EP_COMM_ALLGATHER ||
+           (c == NVL_EP_COMM_AUTO && e->shard.attn_dp);
+}
 
 /* The one-sided mode of this pass: low-latency in decode steps, high-
  * throughput in the prefill (SGLang's --deepep-mode auto,
@@ -136,16 +146,18 @@ static void ep_free(ep_layer_t *s)
 }
 
 /* The per-rank arrays of s; each rank's rows and pairs from its group's
- * (g: the counts over the expert groups). */
+ * (g: the counts over the expert groups); under the allgather every rank
+ * gets every row, so from[r] is rank r's row count. */
 static void ep_counts_to_ranks(nvl_engine_t *e, const nvl_moe_groups_t *g,
                                ep_layer_t *s)
 {
     int n = s->n, etp = e->shard.etp;
+    bool all = ep_allgather(e);
     s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
     s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
     s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
     for (int d = 0; d < n; d++) {
-        s->to[d] = g->rows[d / etp];
+        s->to[d] = all ? s->R : g->rows[d / etp];
         s->pto[d] = g->pairs[d / etp];
     }
 }
@@ -221,7 +233,7 @@ static bool ep_alt_local(nvl_engine_t *e, ep_layer_t *s, int64_t t[2])
     }
     char why[256];
     t[0] = t[1] = 0;
-    if (!nvl_a2a_usable(e->tp, alt, why, sizeof why))
+    if (ep_allgather(e) || !nvl_a2a_usable(e->tp, alt, why, sizeof why))
         return false;
     t[0] = nvl_a2a_predict_ps(e->tp, alt, dsend, drecv);
     t[1] = nvl_a2a_predict_ps(e->tp, alt, csend, crecv);
@@ -481,6 +493,26 @@ static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
     return NVL_OK;
 }
 
+/* The layer by allgather and reduce-scatter (moe_agrs.c): every rank's
+ * rows padded to the most any rank has. */
+static nvl_status_t ep_agrs(nvl_engine_t *e, uint32_t li, ep_layer_t *s,
+                            float *h)
+{
+    nvl_range_t held = e->shard.experts;
+    uint64_t P = 0;
+    for (int r = 0; r < s->n; r++)
+        P = s->from[r] > P ? s->from[r] : P;
+    uint64_t *held_count =
+        nvl_engine_moe_alloc(held.count, sizeof *held_count);
+    for (uint32_t i = 0; i < held.count; i++)
+        held_count[i] = s->count[held.first + i];
+    nvl_moe_agrs_t a = {.R = s->R, .P = P, .ids = s->ids, .w = s->w,
+                        .held_count = held_count};
+    nvl_status_t st = nvl_engine_moe_agrs(e, li, &a, h);
+    free(held_count);
+    return st;
+}
+
 nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
                                uint64_t row0, float *h)
 {
@@ -500,10 +532,15 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
         nvl_engine_moe_router_kernels(e, L, R);
         ep_count(e, &s, ep_from_book(e, li, &s));
     }
-    nvl_status_t st = ep_dispatch(e, L, h, &s);
-    if (st == NVL_OK) {
-        ep_compute(e, li, &s);
-        st = ep_combine(e, L, h, &s);
+    nvl_status_t st = NVL_OK;
+    if (ep_allgather(e)) {
+        st = ep_agrs(e, li, &s, h);
+    } else {
+        st = ep_dispatch(e, L, h, &s);
+        if (st == NVL_OK) {
+            ep_compute(e, li, &s);
+            st = ep_combine(e, L, h, &s);
+        }
     }
     nvl_engine_moe_layer_done(e, li, &before);
     ep_free(&s);

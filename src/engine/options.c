@@ -105,6 +105,27 @@ const nvl_family_t nvl_engine_a2a_family =
     NVL_FAMILY("a2a", "expert parallelism's dispatch and combine (--a2a)",
                a2as);
 
+/* Values: opts.ep_comm, a row per nvl_ep_comm_t. */
+static const struct {
+    nvl_member_t id;
+} ep_comms[NVL_EP_COMM_COUNT] = {
+    [NVL_EP_COMM_AUTO] = {.id = {.name = "auto",
+                                 .doc = "allgather with --attn-parallel dp, "
+                                        "else alltoall"}},
+    [NVL_EP_COMM_ALLTOALL] = {.id = {.name = "alltoall",
+                                     .doc = "dispatch and combine all-to-alls "
+                                            "(--a2a says how)"}},
+    [NVL_EP_COMM_ALLGATHER] = {
+        .id = {.name = "allgather",
+               .doc = "TensorRT-LLM's CUTLASS MoE under attention DP "
+                      "without MNNVL: rows allgathered, partial outputs "
+                      "reduce-scattered (needs --attn-parallel dp)"}},
+};
+const nvl_family_t nvl_engine_ep_comm_family =
+    NVL_FAMILY("ep-comm", "an expert-parallel layer's exchange under "
+                          "attention DP (--ep-comm)",
+               ep_comms);
+
 /* Values: opts.place.attn_dp. */
 static const struct {
     nvl_member_t id;
@@ -144,6 +165,11 @@ nvl_status_t nvl_engine_opts_check(const nvl_engine_opts_t *o)
         nvl_report("--fuse-allreduce-norm needs --allreduce %s: with nccl "
                    "the residual add and RMSNorm stay a kernel of their "
                    "own, as in TensorRT-LLM", kernels);
+        return NVL_ERR_INVALID;
+    }
+    if (o->ep_comm == NVL_EP_COMM_ALLGATHER && !o->place.attn_dp) {
+        nvl_report("--ep-comm allgather needs --attn-parallel dp: the "
+                   "allgather gathers every rank's own sequences' rows");
         return NVL_ERR_INVALID;
     }
     if (o->pp > 1 && o->place.attn_dp) {

@@ -322,6 +322,27 @@ static int run_tuned(nvl_comm_t *comm, int64_t *times, int ncalls)
     return ncalls;
 }
 
+/* nvl_comm_set_time_bits: an allgather of 4112 float32 values a rank
+ * timed at 4.5 bits a value (moe_agrs.c's NVFP4 rows) moves and takes
+ * what one of 2313 FP8 bytes a rank does; 0 restores the call's dtype. */
+static void check_time_bits(nvl_comm_t *comm)
+{
+    nvl_coll_info_t a, b;
+    nvl_comm_set_mode(comm, NVL_MODE_TIMING);
+    nvl_comm_set_time_bits(comm, 4.5);
+    nvl_status_t sa = nvl_allgather(comm, NULL, NULL, 4112, NVL_DT_F32, &a);
+    nvl_comm_set_time_bits(comm, 0);
+    nvl_status_t sb =
+        nvl_allgather(comm, NULL, NULL, 2313, NVL_DT_FP8_E4M3, &b);
+    if (sa != NVL_OK || sb != NVL_OK || a.bytes != b.bytes ||
+        a.time_ps != b.time_ps || a.bytes != 2313 * (size_t)size_) {
+        fprintf(stderr, "rank %d: time bits: %zu bytes in %lld ps, FP8 "
+                        "%zu bytes in %lld ps\n", rank_, (size_t)a.bytes,
+                (long long)a.time_ps, (size_t)b.bytes, (long long)b.time_ps);
+        t.failures++;
+    }
+}
+
 int main(int argc, char **argv)
 {
     mpi_test_init(&t, &argc, &argv,
@@ -344,6 +365,7 @@ int main(int argc, char **argv)
             t.failures++;
             break;
         }
+    check_time_bits(comm);
     int all = mpi_test_all_failures(&t);
     if (rank_ == 0)
         printf("test_coll: %d ranks, %d calls per mode, %d failure(s)\n", size_, ncalls, all);

@@ -1,0 +1,153 @@
+/* Expert parallelism under attention data-parallelism by allgather and
+ * reduce-scatter, as TensorRT-LLM's CUTLASS MoE runs it where it uses no
+ * all-to-all (nvl_engine_moe_agrs; docs/serve.md, "The DEP layer's
+ * exchange").  TensorRT-LLM's CutlassFusedMoE (tensorrt_llm/_torch/
+ * modules/fused_moe/fused_moe_cutlass.py, 1.0) takes the all-to-all only
+ * when moe_ep_size > top_k and the GPUs share MNNVL memory; on a DGX
+ * (no MNNVL) or with Qwen3's EP 8 = top_k 8, forward_chunk instead
+ *
+ *   quantises this rank's rows (FP8, or NVFP4 with its scales),
+ *   allgather   [rows, scales, expert ids, weights] of every rank, padded
+ *               to the most rows any rank has under CUDA-graph padding
+ *               (use_dp_padding), or at each rank's count (allgatherv)
+ *   fused_moe   this rank's experts over every gathered row: the pairs of
+ *               its experts sorted, expanded, FC1, activation, FC2, and
+ *               finalize writing every gathered row (zero where none of
+ *               its experts was chosen)
+ *   reducescatter  (reducescatter_or_allreduce) the partial outputs in the
+ *               output dtype (bf16), summed, each rank its own rows back.
+ *
+ * Cost: the allgather moves n P rows of hidden quantised values (NVFP4:
+ * 4.5 bits a value with its scales, MX-FP4 4.25, FP8 8) and top_k int32
+ * ids and fp32 weights (agrs_row_bits); the experts' kernels run over n P rows with
+ * this rank's share of the job's pairs (moe.c); the reduce-scatter moves
+ * n P hidden bf16 values.  Every padded row here is gathered at P rows a
+ * rank (what CUDA-graph padding gives every generation-only step; a mixed
+ * step's allgatherv moves the ranks' own counts, at most this). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "moe_agrs.h"
+#include "nvlemu/runtime.h"
+
+/* Data mode: this rank's rows packed as the allgather sends them, P rows
+ * of [hidden values, top_k ids, top_k weights]; padded rows choose expert
+ * E (held by nobody) with weight 0. */
+static float *agrs_pack(const nvl_engine_t *e, const nvl_moe_agrs_t *a,
+                        const float *h)
+{
+    uint64_t hid = e->cfg.hidden;
+    uint32_t k = e->cfg.top_k, E = e->cfg.num_experts;
+    uint64_t pay = hid + 2 * (uint64_t)k;
+    float *send = nvl_engine_moe_alloc(a->P * pay, sizeof *send);
+    for (uint64_t t = 0; t < a->P; t++) {
+        float *p = send + t * pay;
+        for (uint32_t j = 0; j < k; j++) {
+            p[hid + j] = (float)(t < a->R ? a->ids[t * k + j] : E);
+            p[hid + k + j] = t < a->R ? a->w[t * k + j] : 0.0f;
+        }
+        if (t < a->R)
+            memcpy(p, h + t * hid, hid * sizeof *p);
+    }
+    return send;
+}
+
+/* Data mode: this rank's experts over the N gathered rows (recv), their
+ * partial sums into out [N, hidden]. */
+static void agrs_compute(const nvl_engine_t *e, uint32_t li,
+                         const float *recv, uint64_t N, float *out)
+{
+    uint64_t hid = e->cfg.hidden;
+    uint32_t k = e->cfg.top_k;
+    uint64_t pay = hid + 2 * (uint64_t)k;
+    uint32_t *ids = nvl_engine_moe_alloc(N * k, sizeof *ids);
+    float *w = nvl_engine_moe_alloc(N * k, sizeof *w);
+    for (uint64_t r = 0; r < N; r++) {
+        const float *p = recv + r * pay;
+        memcpy(out + r * hid, p, hid * sizeof *out);
+        for (uint32_t j = 0; j < k; j++) {
+            ids[r * k + j] = (uint32_t)p[hid + j];
+            w[r * k + j] = p[hid + k + j];
+        }
+    }
+    nvl_engine_moe_compute(e, li, out, out, N, ids, w);
+    free(w);
+    free(ids);
+}
+
+/* Bits a gathered value carries on the wire, averaged over a row of
+ * hidden activations quantised as the weights' format and top_k (int32
+ * id, fp32 weight) pairs: NVFP4 4 bits and an E4M3 scale per 16 values
+ * (TensorRT-LLM's fp4_quantize, scaling_vector_size 16), MX-FP4 an E8M0
+ * per 32, FP8 8 bits (static_quantize_e4m3_per_tensor), FP8 blocks an
+ * fp32 per 128, else bf16. */
+static double agrs_row_bits(const nvl_engine_t *e)
+{
+    static const double act_bits[NVL_WDT_COUNT] = {
+        [NVL_WDT_BF16] = 16.0, [NVL_WDT_FP8] = 8.0, [NVL_WDT_FP4] = 4.25,
+        [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25};
+    double hid = (double)e->cfg.hidden, k = (double)e->cfg.top_k;
+    double act = act_bits[e->opts.cost.weight_dtype];
+    return (hid * act + k * 64.0) / (hid + 2.0 * k);
+}
+
+/* The allgather of the quantised rows, timed at their wire width (the
+ * tensor-parallel group's calls are otherwise timed as bf16). */
+static nvl_status_t agrs_gather(nvl_engine_t *e, int32_t L, const float *send,
+                                float *recv, uint64_t count)
+{
+    nvl_coll_info_t info;
+    double bits = agrs_row_bits(e);
+    int64_t entry = nvl_engine_coll_begin(e, L);
+    nvl_comm_set_time_bits(e->tp, bits);
+    nvl_status_t st = nvl_allgather(e->tp, send, recv, count, NVL_DT_F32,
+                                    &info);
+    nvl_comm_set_time_bits(e->tp, 0);
+    if (st != NVL_OK)
+        return st;
+    nvl_engine_coll_done_ep(e, "moe_allgather", L, entry, &info,
+                            NVL_EP_XCHG_DISPATCH);
+    /* this rank's rows to every other */
+    e->cur.dispatch_bytes +=
+        (double)count * bits / 8.0 * (double)(nvl_comm_size(e->tp) - 1);
+    return NVL_OK;
+}
+
+nvl_status_t nvl_engine_moe_agrs(nvl_engine_t *e, uint32_t li,
+                                 const nvl_moe_agrs_t *a, float *h)
+{
+    int32_t L = (int32_t)li;
+    uint64_t hid = e->cfg.hidden, n = (uint64_t)nvl_comm_size(e->tp);
+    uint64_t pay = hid + 2 * (uint64_t)e->cfg.top_k, N = n * a->P;
+    float *send = NULL, *recv = NULL, *part = NULL, *mine = NULL;
+    if (e->data) {
+        send = agrs_pack(e, a, h);
+        recv = nvl_engine_moe_alloc(N * pay, sizeof *recv);
+        part = nvl_engine_moe_alloc(N * hid, sizeof *part);
+        mine = nvl_engine_moe_alloc(a->P * hid, sizeof *mine);
+    }
+    nvl_status_t st = agrs_gather(e, L, send, recv, a->P * pay);
+    if (st == NVL_OK) {
+        if (e->data)
+            agrs_compute(e, li, recv, N, part);
+        nvl_engine_moe_expert_kernels(e, L, a->held_count, N);
+        nvl_coll_info_t info;
+        int64_t entry = nvl_engine_coll_begin(e, L);
+        st = nvl_reducescatter(e->tp, part, mine, a->P * hid, NVL_DT_F32,
+                               NVL_OP_SUM, &info);
+        if (st == NVL_OK) {
+            nvl_engine_coll_done_ep(e, "moe_reducescatter", L, entry, &info,
+                                    NVL_EP_XCHG_COMBINE);
+            e->cur.combine_bytes += (double)(a->P * hid * (n - 1)) *
+                                    (double)nvl_dtype_size(NVL_DT_BF16);
+        }
+    }
+    if (st == NVL_OK && e->data)
+        memcpy(h, mine, a->R * hid * sizeof *h);
+    free(mine);
+    free(part);
+    free(recv);
+    free(send);
+    return st;
+}
