@@ -21,17 +21,43 @@ float nvl_bench_input(const nvl_bench_call_t *c, int rank, size_t i)
     return (float)((rank * 5 + (int)(i % 17) * 11) % 17 - 8);
 }
 
-/* Element i reduced over every rank, exactly (see nvl_bench_input). */
+/* nvl_bench_input depends on i only through i % 5 (sums) or i % 17, so
+ * every input and every reduction repeats with this period. */
+#define INPUT_PERIOD 85
+
+/* Element i reduced over every rank, exactly (see nvl_bench_input): one
+ * period computed rank by rank, then looked up, so checking a buffer costs
+ * its length and not its length times the rank count (at 72 ranks a
+ * 1 MB check was 19 M inputs on each rank). */
 static float reduced(const nvl_bench_call_t *c, size_t i)
 {
-    float acc = nvl_bench_input(c, 0, i);
-    for (int r = 1; r < c->nranks; r++) {
-        float v = nvl_bench_input(c, r, i);
-        acc = c->op == NVL_OP_SUM   ? acc + v
-              : c->op == NVL_OP_MAX ? fmaxf(acc, v)
-                                    : fminf(acc, v);
+    static struct {
+        bool valid;
+        int nranks, sum_ranks;
+        bool reducing;
+        nvl_redop_t op;
+        float value[INPUT_PERIOD];
+    } memo;
+    if (!memo.valid || memo.nranks != c->nranks ||
+        memo.sum_ranks != c->sum_ranks || memo.reducing != c->reducing ||
+        memo.op != c->op) {
+        for (size_t k = 0; k < INPUT_PERIOD; k++) {
+            float acc = nvl_bench_input(c, 0, k);
+            for (int r = 1; r < c->nranks; r++) {
+                float v = nvl_bench_input(c, r, k);
+                acc = c->op == NVL_OP_SUM   ? acc + v
+                      : c->op == NVL_OP_MAX ? fmaxf(acc, v)
+                                            : fminf(acc, v);
+            }
+            memo.value[k] = acc;
+        }
+        memo.valid = true;
+        memo.nranks = c->nranks;
+        memo.sum_ranks = c->sum_ranks;
+        memo.reducing = c->reducing;
+        memo.op = c->op;
     }
-    return acc;
+    return memo.value[i % INPUT_PERIOD];
 }
 
 /* ---- allreduce ---------------------------------------------------------- */
