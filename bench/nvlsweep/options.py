@@ -175,8 +175,9 @@ def every_run_args(o):
 
 def launch_args(l):
     l.add_argument("--hostfile", default=None,
-                   help="Open MPI hostfile (hostfiles/*.txt); adds --oversubscribe")
-    l.add_argument("--mpirun", default=None, help="launcher (default mpirun, else mpiexec)")
+                   help="Open MPI hostfile (hostfiles/*.txt), as NVL_HOSTFILE of scripts/nvlrun")
+    l.add_argument("--mpirun", default=None, help="launcher run as LAUNCHER -n N [--oversubscribe] (default: "
+                        "scripts/nvlrun N, with its one-host settings)")
     l.add_argument("--nvlemu", default=None,
                    help="nvlemu binary (default $NVL_BUILD_DIR/nvlemu or build/nvlemu)")
     l.add_argument("--timeout", type=float, default=1800,

@@ -40,9 +40,9 @@ python3 "$here/check_serve.py" "$tmp/s" 4 none || fail "results under an SLO no 
 # 4. the dry run's commands: replicas for the aggregated layout, the pools
 (cd "$repo" && "$sweep" $args --dry-run --out "$tmp/d") >"$tmp/dry" || fail "dry run"
 [ ! -e "$tmp/d" ] || fail "dry run wrote $tmp/d"
-grep -q 'mpirun -n 1 .* serve .*--tp 1 --replicas 2 --rate 100 --requests 100 ' "$tmp/dry" \
+grep -q 'scripts/nvlrun 1 .* serve .*--tp 1 --replicas 2 --rate 100 --requests 100 ' "$tmp/dry" \
     || { cat "$tmp/dry"; fail "aggregated command"; }
-grep -q 'mpirun -n 2 .* serve .*--prefill-gpus 1 --decode-gpus 1 --prefill-tp 1 --decode-tp 1 --rate 2000 ' "$tmp/dry" \
+grep -q 'scripts/nvlrun 2 .* serve .*--prefill-gpus 1 --decode-gpus 1 --prefill-tp 1 --decode-tp 1 --rate 2000 ' "$tmp/dry" \
     || { cat "$tmp/dry"; fail "disaggregated command"; }
 # 4b. --loads: a layout's own load points, the others keep the list
 (cd "$repo" && "$sweep" $args --loads tp1=50 --dry-run --out "$tmp/d") >"$tmp/dry2" || fail "dry run --loads"
@@ -51,7 +51,7 @@ grep -q 'mpirun -n 2 .* serve .*--prefill-gpus 1 --decode-gpus 1 --prefill-tp 1 
 # 4c. --pp: a pipeline's layout (TP 1 x PP 2 on 2 ranks) beside TP 1, whose
 # run id stays the one without --pp
 (cd "$repo" && "$sweep" $args --pp 1,2 --dry-run --out "$tmp/d") >"$tmp/dry3" || fail "dry run --pp"
-grep -q 'mpirun -n 2 .* serve .*--tp 1 --pp 2 --rate 100 .*serve-tp1pp2-' "$tmp/dry3" \
+grep -q 'scripts/nvlrun 2 .* serve .*--tp 1 --pp 2 --rate 100 .*serve-tp1pp2-' "$tmp/dry3" \
     || { cat "$tmp/dry3"; fail "--pp 2 command"; }
 grep -- '--tp 1 --replicas 2 --rate 100 ' "$tmp/dry" | sed 's/.*--json //' >"$tmp/id1"
 grep -- '--tp 1 --replicas 2 --rate 100 ' "$tmp/dry3" | sed 's/.*--json //' >"$tmp/id3"
