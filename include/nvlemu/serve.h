@@ -234,7 +234,20 @@ typedef struct {
                            uint64_t prefill);
     /* the report's preemption phrase; NULL: --preempt's choice */
     const char *preemption_text;
+    /* the engine's host work per scheduled request and step (its loop
+     * prepares step n + 1 while the GPU runs step n, so a step lasts the
+     * longer of the two: the GPU waits for the host when the host's work
+     * is longer); 0: none modeled */
+    double host_us_per_request;
 } nvl_serve_scheduler_t;
+
+/* TensorRT-LLM's PyTorch executor (PyExecutor._executor_loop_overlap):
+ * host time per scheduled request and iteration, 45.11 ms an iteration
+ * at 1,536 requests a rank (GPT-OSS-120B on GB200, attention DP over 2
+ * GPUs, max_batch_size 1536 at 3,072 concurrent 1k/1k requests, a run
+ * its authors call host-bound; github.com/NVIDIA/TensorRT-LLM/pull/10273);
+ * docs/serve.md, "The executor's host loop". */
+#define NVL_TRTLLM_HOST_US_PER_REQUEST (45110.0 / 1536.0)
 
 /* The schedulers: --scheduler's values, `nvlemu --list scheduler`. */
 extern const nvl_family_t nvl_serve_sched_family;

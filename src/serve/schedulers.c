@@ -75,7 +75,8 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .bench_limits = nvl_serve_trtllm_bench_limits, .block_tokens = 32,
         .mem_fraction = 0.90, .mem_of_free = true,
         .graph_rows = trtllm_graph_rows,
-        .preemption_text = "no preemption (no-evict admission)"},
+        .preemption_text = "no preemption (no-evict admission)",
+        .host_us_per_request = NVL_TRTLLM_HOST_US_PER_REQUEST},
 };
 
 const nvl_family_t nvl_serve_sched_family =

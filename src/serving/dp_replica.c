@@ -54,6 +54,14 @@ static nvl_status_t dp_step(void *ctx, const nvl_serve_batch_t *b,
     nvl_serve_step_time_t t = {0, 0};
     nvl_status_t st = nvl_serving_run_step(
         c->sc, &b[c->rank], rank_rows(&b[c->rank], gen_rows), &t);
+    /* every rank's executor loops on its own requests; the experts'
+     * collectives hold the step to the slowest host */
+    uint64_t most_requests = 0;
+    for (int r = 0; r < ranks; r++)
+        most_requests = (uint64_t)b[r].n > most_requests ? (uint64_t)b[r].n
+                                                         : most_requests;
+    if (st == NVL_OK)
+        nvl_serving_host_loop(c->sc, most_requests, &t);
     *dur_ps_out = t.dur_ps;
     return st;
 }

@@ -59,15 +59,29 @@ nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
     return st;
 }
 
+void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
+                           nvl_serve_step_time_t *t)
+{
+    int64_t host_ps = nvl_ps_from_s((double)requests *
+                                    c->sched->host_us_per_request * 1e-6);
+    if (host_ps > t->dur_ps)
+        c->part_ps[NVL_PART_LAUNCH] += host_ps - t->dur_ps;
+    t->dur_ps = host_ps > t->dur_ps ? host_ps : t->dur_ps;
+    t->free_ps = host_ps > t->free_ps ? host_ps : t->free_ps;
+}
+
 /* The scheduler's step (nvl_serve_step_fn): a step a CUDA graph replays
- * runs its graph's rows. */
+ * runs its graph's rows, as long as the host's loop takes at the least. */
 static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
                                 nvl_serve_step_time_t *time_out)
 {
     nvl_serving_step_t *c = ctx;
     uint32_t rows = c->sched->graph_rows((uint32_t)b->n, b->tokens,
                                          b->prefill_tokens);
-    return nvl_serving_run_step(c, b, rows, time_out);
+    nvl_status_t st = nvl_serving_run_step(c, b, rows, time_out);
+    if (st == NVL_OK)
+        nvl_serving_host_loop(c, (uint64_t)b->n, time_out);
+    return st;
 }
 
 static nvl_status_t make_engine(nvl_serving_job_t *j)

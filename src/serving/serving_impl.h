@@ -55,6 +55,13 @@ nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
                                   const nvl_serve_batch_t *b, uint32_t rows,
                                   nvl_serve_step_time_t *time_out);
 
+/* The engine's host loop (the scheduler row's host_us_per_request):
+ * when the host's work for `requests` scheduled requests is longer than
+ * the step's GPU time, the step (and the time until the next may start)
+ * lasts that long, and the GPU's wait counts as the launch part. */
+void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
+                           nvl_serve_step_time_t *t);
+
 /* dp_replica.c: a replica under data-parallel attention (TensorRT-LLM's DEP) */
 /* Whether the job can serve as its engine places attention: reports why
  * not (data-parallel attention with a scheduler other than TensorRT-LLM's

@@ -16,6 +16,10 @@
                          more than one and at most 3 steps in flight, every
                          request finishes, and its JSON equals the golden
                          tests/data/serve/pp3-tp2.json (--update rewrites it)
+  check.py host-loop     --scheduler trtllm: a step of n requests lasts at
+                         least n x the executor's host time a request (45.11
+                         ms / 1536); on one layer every decode step is that
+                         long, and under DEP the busiest rank's count sets it
   check.py dep           attention-DP + EP (TensorRT-LLM's DEP) on 3 ranks:
                          one request a rank is run's batch of 3 (the same
                          TTFT and TPOT); a load finishes, every prompt once
@@ -277,6 +281,35 @@ def dep(a, tmp):
     return 1 if errors else 0
 
 
+def host_loop(a, tmp):
+    """TensorRT-LLM's executor loop on the host: one layer of a small model
+    decodes 600 requests far faster than the host handles them, so every
+    decode step (TPOT) is 600 x 45.11 ms / 1536 (the measured host time a
+    request, include/nvlemu/serve.h); under DEP on 3 ranks with 600 requests
+    (200 a rank) it is 200 x that; vLLM's row models no host time (its
+    steps stay under half of TensorRT-LLM's)."""
+    per_req_ms = 45.11 / 1536
+    cases = [("trtllm", 1, 600 * per_req_ms), ("trtllm", 3, 200 * per_req_ms),
+             ("vllm", 1, None)]
+    errors, seen = [], []
+    for sched, ranks, ms in cases:
+        out = os.path.join(tmp, f"{sched}{ranks}.json")
+        lay = ["--ep", "3", "--attn-parallel", "dp"] if ranks == 3 else []
+        job(a.root, [a.nvlemu, "serve", "--scheduler", sched, "--model", "qwen3-30b-a3b",
+                     "--layers", "1", "--requests", "600", "--isl", "16", "--osl", "8",
+                     "--json", out] + lay, ranks=ranks)
+        tpot = json.load(open(out))["tpot_ms"]
+        seen.append(f"{sched} on {ranks}: {tpot['min']:.6f}..{tpot['max']:.6f} ms")
+        ok = (tpot["max"] < cases[0][2] / 2 if ms is None else
+              abs(tpot["min"] - ms) <= 1e-6 * ms and abs(tpot["max"] - ms) <= 1e-6 * ms)
+        if not ok:
+            errors.append(f"{sched} on {ranks} rank(s): TPOT {tpot['min']!r}..{tpot['max']!r} "
+                          f"ms, expected {ms!r} (the host's loop; None: below "
+                          f"{cases[0][2] / 2!r})")
+    print("\n".join(errors) if errors else "host-loop: TPOT " + "; ".join(seen))
+    return 1 if errors else 0
+
+
 def kv_gb(a, tmp, sched, max_batch, max_tokens=4096):
     out = os.path.join(tmp, f"kv-{sched}-{max_batch}-{max_tokens}.json")
     job(a.root, [a.nvlemu, "serve", "--model", "qwen2.5-7b", "--scheduler", sched,
@@ -314,7 +347,8 @@ def sampler_profile(a, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["one-request", "conservation", "placements",
-                                      "trtllm", "pipeline", "dep", "sampler-profile"])
+                                      "trtllm", "pipeline", "dep", "sampler-profile",
+                                      "host-loop"])
     ap.add_argument("--update", action="store_true",
                     help="pipeline: rewrite its golden JSON")
     ap.add_argument("--nvlemu", default="build/nvlemu")
@@ -327,7 +361,8 @@ def main():
         return {"one-request": one_request, "conservation": conservation,
                 "placements": placements, "trtllm": trtllm,
                 "pipeline": pipeline, "dep": dep,
-                "sampler-profile": sampler_profile}[a.check](a, tmp)
+                "sampler-profile": sampler_profile,
+                "host-loop": host_loop}[a.check](a, tmp)
 
 
 if __name__ == "__main__":
