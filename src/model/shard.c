@@ -34,7 +34,9 @@ static void attention(const nvl_model_config_t *cfg, nvl_shard_t *s)
     double hid = cfg->hidden, hd = cfg->head_dim;
     double qn = q.count * hd, kn = s->kv_heads.count * hd;
     s->attn_matrix_elems = (qn + 2 * kn) * hid + hid * qn;
-    s->attn_bias_elems = cfg->qkv_bias ? qn + 2 * kn : 0;
+    s->attn_bias_elems = (cfg->qkv_bias ? qn + 2 * kn : 0) +
+                         (cfg->o_bias ? hid : 0) +
+                         (cfg->attn_sinks ? q.count : 0);
     s->attn_norm_elems = cfg->qk_norm ? 2 * hd : 0;
 }
 
