@@ -76,14 +76,10 @@ typedef struct {
     float *wg, *wu;                   /* [inter shard, hidden] */
     float *wd;                        /* [hidden, inter shard] */
     /* mixture-of-experts layers (the dense wg, wu, wd stay NULL) */
-    float *router;                    /* [experts, hidden], every rank */
-    float *router_bias;               /* [experts] (gpt-oss) */
+    float *router, *router_bias;      /* [experts, hidden], [experts] */
     float *eg, *eu;                   /* [held experts][moe inter shard, hidden] */
     float *ed;                        /* [held experts][hidden, moe inter shard] */
-    /* gpt-oss's experts' biases: gate's and up's [held experts][moe inter
-     * shard], down's [held experts][hidden] (NULL on a rank whose part
-     * of each expert's rows does not start at 0: it is added once) */
-    float *egb, *eub, *edb;
+    float *egb, *eub, *edb;           /* gpt-oss's biases (load.c) */
     /* the attention's, by the rows of its variant's table (attn_gqa.c) */
     float *attn[NVL_ATTN_TENSORS_MAX];
 } nvl_layer_weights_t;

@@ -19,18 +19,16 @@
  * yarn, factor 32, original_max_position_embeddings 4096, beta_fast 32,
  * beta_slow 1, truncate false}, max_position_embeddings 131072,
  * rms_norm_eps 1e-5, swiglu_limit 7.0, untied embeddings. */
-#define NVL_GPTOSS_LAYER_TYPES                                               \
-    {true, false, true, false, true, false, true, false, true, false, true, \
-     false, true, false, true, false, true, false, true, false, true, false, \
-     true, false, true, false, true, false, true, false, true, false, true,  \
-     false, true, false}
-#define NVL_GPTOSS_PRESET(n_layers, n_experts)                               \
+#define NVL_GPTOSS_ALTERNATE_12                                              \
+    true, false, true, false, true, false, true, false, true, false, true,  \
+        false
+#define NVL_GPTOSS_PRESET(n_layers, n_experts, ...)                       \
     {.family = NVL_GPT_OSS, .hidden = 2880, .intermediate = 2880,           \
      .layers = (n_layers), .q_heads = 64, .kv_heads = 8, .head_dim = 64,    \
      .vocab = 201088, .max_positions = 131072, .tied_embeddings = false,    \
      .qkv_bias = true, .o_bias = true, .qk_norm = false, .attn_sinks = true,\
      .sliding_window = 128, .n_layer_types = (n_layers),                    \
-     .layer_sliding = NVL_GPTOSS_LAYER_TYPES, .rope_theta = 150000.0,       \
+     .layer_sliding = {__VA_ARGS__}, .rope_theta = 150000.0,            \
      .rope_yarn_factor = 32, .rope_original_positions = 4096,               \
      .rope_yarn_beta_fast = 32, .rope_yarn_beta_slow = 1,                   \
      .rope_yarn_no_truncate = true, .rms_eps = 1e-5,                        \
@@ -110,11 +108,13 @@ static const preset_row_t presets[] = {
       .rope_original_positions = 8192}},
     {{"gpt-oss-20b",
       "openai/gpt-oss-20b: 24 layers, 32 experts, top 4 (MX-FP4 experts)"},
-     NVL_GPTOSS_PRESET(24, 32)},
+     NVL_GPTOSS_PRESET(24, 32, NVL_GPTOSS_ALTERNATE_12,
+                       NVL_GPTOSS_ALTERNATE_12)},
     {{"gpt-oss-120b",
       "openai/gpt-oss-120b: 36 layers, 128 experts, top 4 (MX-FP4 "
       "experts)"},
-     NVL_GPTOSS_PRESET(36, 128)},
+     NVL_GPTOSS_PRESET(36, 128, NVL_GPTOSS_ALTERNATE_12,
+                       NVL_GPTOSS_ALTERNATE_12, NVL_GPTOSS_ALTERNATE_12)},
 };
 
 
