@@ -103,6 +103,10 @@ typedef struct {
      * limit) (swiglu_limit 0: silu(gate) x up) */
     bool experts_fused;
     double swiglu_alpha, swiglu_limit;
+    /* each rank's part of an expert's rows in whole blocks of this many
+     * (gpt-oss: 32, MX-FP4's block, as vLLM's loader splits it:
+     * src/model/shard.c); 0: an even split */
+    uint32_t moe_split_block;
     uint32_t decoder_sparse_step; /* every step-th layer is sparse */
     uint32_t n_mlp_only;        /* layers kept dense */
     uint32_t mlp_only_layers[NVL_MOE_MAX_MLP_ONLY];

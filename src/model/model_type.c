@@ -111,6 +111,7 @@ static int get_gptoss_experts(json_t *root, const char *file,
     c->experts_fused = true;
     c->swiglu_alpha = 1.702;
     c->swiglu_limit = 7.0;
+    c->moe_split_block = 32;
     return nvl_cfg_real(root, file, "swiglu_limit", &c->swiglu_limit) != 0;
 }
 

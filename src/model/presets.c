@@ -34,7 +34,8 @@
      .rope_yarn_no_truncate = true, .rms_eps = 1e-5,                        \
      .num_experts = (n_experts), .top_k = 4, .moe_intermediate = 2880,      \
      .norm_topk_prob = true, .decoder_sparse_step = 1,                      \
-     .experts_fused = true, .swiglu_alpha = 1.702, .swiglu_limit = 7.0}
+     .experts_fused = true, .swiglu_alpha = 1.702, .swiglu_limit = 7.0,    \
+     .moe_split_block = 32}
 
 typedef struct {
     nvl_member_t id;        /* the preset's name (cfg.name when copied) */
