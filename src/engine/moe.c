@@ -1,4 +1,4 @@
-/* The mixture-of-experts MLP of a Qwen3-MoE layer:
+/* The mixture-of-experts MLP of a Qwen3-MoE or gpt-oss layer:
  *
  *   p = softmax(h W_router^T)              [M, experts], float32; the
  *                                          router is replicated
@@ -7,7 +7,11 @@
  *   y = sum_{x in S} w_x (silu(h W_g,x^T) * h W_u,x^T) W_d,x^T
  *
  * as transformers' Qwen3MoeSparseMoeBlock computes it (experts in index
- * order, each adding its weighted output).
+ * order, each adding its weighted output).  gpt-oss (GptOssMLP): the
+ * router's logits and every expert's gate, up and down have a bias, and
+ * silu(g) x u is (clamp(u, -7, 7) + 1) x g' sigmoid(1.702 g'), g' =
+ * min(g, 7) (swiglu); down's bias is added by the rank holding the
+ * expert's rows from 0.
  *
  * Experts tensor-parallel (nvl_engine_moe): a rank holds rows [moe
  * intermediate shard] of each expert's gate and up and those columns of
