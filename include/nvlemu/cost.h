@@ -258,6 +258,9 @@ typedef struct {
                           cache) */
     uint32_t qk_dim;   /* elements of one query-key dot product */
     uint32_t v_dim;    /* elements of one query head's output */
+    uint32_t window;   /* positions a query sees, itself included, in a
+                          sliding-window layer (gpt-oss's
+                          sliding_attention); 0: every earlier one */
 } nvl_attn_geom_t;
 
 /* The geometry of grouped-query attention: q_heads query and kv_heads
@@ -280,7 +283,8 @@ double nvl_attn_kv_head_bytes(const nvl_attn_geom_t *g,
  * new_tokens[i] query positions against past[i] cached positions plus its
  * own (causal), with g's heads on this GPU.  Decode is new_tokens[i] ==
  * 1.  Reads the whole KV (past + new positions, nvl_attn_kv_pos_bytes in
- * cfg->kv_dtype), writes the new KV, reads Q (qk_dim per head) and writes
+ * cfg->kv_dtype; under g->window, the positions some query's window
+ * holds, and each query scores at most window keys), writes the new KV, reads Q (qk_dim per head) and writes
  * O (v_dim per head) in bf16.  g->q_heads == 0 (a rank idle in attention)
  * costs nothing. */
 nvl_kernel_cost_t nvl_cost_attention_geom(const nvl_cost_cfg_t *cfg,

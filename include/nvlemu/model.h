@@ -7,7 +7,11 @@
  * MLP of most layers a mixture of experts: a router picks top_k of
  * num_experts SwiGLU experts per token), and Llama (Llama 2 / 3.x: Qwen2's
  * layer without the q, k, v biases, head_dim possibly given apart; Llama
- * 3.1 and later stretch RoPE with rope_type "llama3"). */
+ * 3.1 and later stretch RoPE with rope_type "llama3"), and gpt-oss
+ * (OpenAI's MoE: biases on q, k, v and o, a learned sink logit per head,
+ * sliding-window and full attention layers alternating, every layer a
+ * mixture of experts with a biased router and biased, fused gate/up
+ * experts running a clamped SwiGLU). */
 #ifndef NVLEMU_MODEL_H
 #define NVLEMU_MODEL_H
 
@@ -25,7 +29,8 @@ typedef enum {
     NVL_QWEN2,
     NVL_QWEN3,
     NVL_QWEN3_MOE,
-    NVL_LLAMA
+    NVL_LLAMA,
+    NVL_GPT_OSS
 } nvl_model_family_t;
 
 /* The attention a model's layers run: one variant each, whose tensors
@@ -40,6 +45,7 @@ extern const nvl_family_t nvl_model_type_family;
 extern const nvl_family_t nvl_model_preset_family;
 
 #define NVL_MOE_MAX_MLP_ONLY 128 /* mlp_only_layers entries kept */
+#define NVL_MODEL_MAX_LAYER_TYPES 256 /* layer_types entries kept */
 
 typedef struct {
     char name[64];              /* preset name or the directory read */
@@ -55,13 +61,27 @@ typedef struct {
     uint32_t max_positions;
     bool tied_embeddings;       /* lm_head shares the embedding matrix */
     bool qkv_bias;
+    bool o_bias;                /* a bias on o_proj (gpt-oss) */
     bool qk_norm;
+    /* gpt-oss's attention: a learned logit per query head in every
+     * softmax's denominator (self_attn.sinks), and sliding-window layers
+     * (layer_types "sliding_attention": a query sees the last
+     * sliding_window positions, itself included) */
+    bool attn_sinks;
+    uint32_t sliding_window;    /* 0: every layer full */
+    uint32_t n_layer_types;     /* layer_types entries read (0: none) */
+    bool layer_sliding[NVL_MODEL_MAX_LAYER_TYPES];
     double rope_theta;
     /* YaRN rope scaling (config.json's rope_scaling, or rope_parameters,
      * of type "yarn"; nvlemu run --rope-scaling yarn:F): the factor (0:
      * none) and the pretrained context it stretches. */
     double rope_yarn_factor;
     uint32_t rope_original_positions;
+    /* YaRN's ramp: beta_fast and beta_slow (rotations; 32 and 1 by
+     * default), and whether its ends are rounded to whole dimensions
+     * (truncate, true by default; gpt-oss: false) */
+    double rope_yarn_beta_fast, rope_yarn_beta_slow;
+    bool rope_yarn_no_truncate;
     /* Llama 3.1's rope scaling (rope_type "llama3"): the factor low
      * frequencies are divided by (0: none), and the wavelengths, as
      * fractions of rope_original_positions, between which the scaling
@@ -75,6 +95,18 @@ typedef struct {
     uint32_t top_k;             /* num_experts_per_tok */
     uint32_t moe_intermediate;  /* each expert's SwiGLU width */
     bool norm_topk_prob;        /* renormalise the top-k probabilities */
+    /* gpt-oss's experts: stored fused (mlp.experts.gate_up_proj [E,
+     * hidden, 2 x moe_intermediate], gate and up interleaved, and
+     * down_proj [E, moe_intermediate, hidden], with their biases, the
+     * router mlp.router.weight / .bias) and run as a clamped SwiGLU:
+     * (clamp(up, -limit, limit) + 1) x g sigmoid(alpha g), g = min(gate,
+     * limit) (swiglu_limit 0: silu(gate) x up) */
+    bool experts_fused;
+    double swiglu_alpha, swiglu_limit;
+    /* each rank's part of an expert's rows in whole blocks of this many
+     * (gpt-oss: 32, MX-FP4's block, as vLLM's loader splits it:
+     * src/model/shard.c); 0: an even split */
+    uint32_t moe_split_block;
     uint32_t decoder_sparse_step; /* every step-th layer is sparse */
     uint32_t n_mlp_only;        /* layers kept dense */
     uint32_t mlp_only_layers[NVL_MOE_MAX_MLP_ONLY];
@@ -84,6 +116,12 @@ typedef struct {
  * Qwen3MoeDecoderLayer decides: experts exist, the layer is not in
  * mlp_only_layers, and (layer + 1) is a multiple of decoder_sparse_step. */
 bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer);
+
+/* The positions a query of layer `layer` sees (itself included): the
+ * sliding window of a "sliding_attention" layer, else 0 (all before
+ * it). */
+uint32_t nvl_model_layer_window(const nvl_model_config_t *cfg,
+                                uint32_t layer);
 
 /* The built-in preset called name (a row of nvl_model_preset_family:
  * `nvlemu --list model`), with the values of its published config.json,
@@ -112,7 +150,11 @@ bool nvl_model_is_preset(const char *name);
  * moe_intermediate_size required; norm_topk_prob default false,
  * decoder_sparse_step 1, mlp_only_layers []) or llama (attention_bias and
  * mlp_bias must be false or absent: their o_proj and MLP biases are not
- * modeled).  Reports the file, the key and what was expected (or jansson's line
+ * modeled) or gpt_oss (num_local_experts, num_experts_per_tok required,
+ * the experts' width intermediate_size; attention_bias default true;
+ * sliding_window default 128 and layer_types, by default alternating from
+ * a sliding layer as GptOssConfig makes them, each "sliding_attention" or
+ * "full_attention"; swiglu_limit default 7.0).  Reports the file, the key and what was expected (or jansson's line
  * and column for bad JSON) and returns NVL_ERR_IO or NVL_ERR_INVALID. */
 nvl_status_t nvl_model_config_load(const char *path,
                                    nvl_model_config_t *cfg_out);

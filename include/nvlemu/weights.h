@@ -57,7 +57,9 @@ nvl_status_t nvl_weights_info(const nvl_weights_t *w, const char *name,
                               nvl_tensor_info_t *info_out);
 
 /* Reads rows [row0, row0 + rows) and columns [col0, col0 + cols) of a 2-D
- * tensor (a 1-D tensor is one row) as float32 into data_out (rows x cols,
+ * tensor (a 1-D tensor is one row; one of more dimensions, as gpt-oss's
+ * experts [E, R, C], a matrix of its leading dimensions' rows, [E x R,
+ * C]; MX-FP4 blocks [E, R, C/32, 16] likewise read as [E x R, C]) as float32 into data_out (rows x cols,
  * row-major), reading only those bytes.  Reports a missing tensor, a slice
  * outside its shape, or an unsupported dtype, naming the tensor.  A
  * quantized weight is dequantized exactly (each value code x scale

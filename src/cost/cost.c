@@ -215,6 +215,16 @@ nvl_kernel_cost_t nvl_cost_attention_geom(const nvl_cost_cfg_t *cfg,
     double scores = 0, tokens = 0;
     for (size_t i = 0; i < n_seqs; i++) {
         double T = (double)new_tokens[i], P = (double)past[i];
+        if (g->window > 0) {
+            /* new token t sees min(past + t + 1, window) positions: the
+             * first n below the window, the rest window each; only the
+             * last window - 1 past positions are read */
+            double W = g->window, n = fmin(fmax(W - P, 0.0), T);
+            scores += q_heads * (n * P + n * (n + 1.0) / 2.0 + (T - n) * W);
+            c.bytes += kv_row * (fmin(P, W - 1.0) + 2.0 * T);
+            tokens += T;
+            continue;
+        }
         /* causal: new token t sees past + t + 1 positions */
         scores += q_heads * (T * P + T * (T + 1.0) / 2.0);
         /* the KV read once (past and new) and the new KV written */

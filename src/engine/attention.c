@@ -48,9 +48,12 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     if (c->qk_norm)
         nvl_engine_step(e, NVL_STEP_QK_NORM, L, (double)M, NULL);
     nvl_engine_step(e, NVL_STEP_ROPE_KV, L, (double)M, NULL);
+    /* a sliding-window layer (gpt-oss) reads its window alone */
+    nvl_attn_geom_t geom = s->attn;
+    geom.window = nvl_model_layer_window(c, e->layer0 + li);
     nvl_engine_kernel(e, "attention", NVL_PART_ATTN, L,
            nvl_cost_attention_geom(&e->opts.cost, (size_t)n, T, past,
-                                   &s->attn));
+                                   &geom));
     /* row-parallel o_proj, pipelined with its allreduce under async TP
      * (attention_out) */
     if (!o_proj_overlapped(e, li))

@@ -1,9 +1,18 @@
-/* Grouped-query attention in data mode (Qwen2, Qwen3, Llama): its
- * tensors, and q, k, v projections, (Qwen3) per-head q and k norms, RoPE,
- * the new keys and values cached, causal attention over the cache, and
- * o_proj's partial sums.  A rank holds whole query heads and the kv heads
- * they read (Megatron's attention split): q/k/v column-parallel, o_proj
- * row-parallel. */
+/* Grouped-query attention in data mode (Qwen2, Qwen3, Llama, gpt-oss):
+ * its tensors, and q, k, v projections, (Qwen3) per-head q and k norms,
+ * RoPE, the new keys and values cached, causal attention over the cache,
+ * and o_proj's partial sums.  A rank holds whole query heads and the kv
+ * heads they read (Megatron's attention split): q/k/v column-parallel,
+ * o_proj row-parallel.
+ *
+ * gpt-oss's differences (transformers' modeling_gpt_oss.py,
+ * eager_attention_forward): a learned logit s_h per query head joins
+ * every softmax's denominator and no output (probabilities
+ * exp(x_p - m) / (sum_p exp(x_p - m) + exp(s_h - m)), m the largest of
+ * the x_p and s_h); a "sliding_attention" layer's query at position t
+ * sees positions p > t - sliding_window (masking_utils.py,
+ * sliding_window_overlay); o_proj has a bias, added once, by the rank
+ * that holds query head 0. */
 #include <math.h>
 
 #include "layer_tensors.h"
@@ -19,6 +28,8 @@ enum {
     GQA_Q_NORM, /* [head_dim], shared by the heads */
     GQA_K_NORM,
     GQA_WO,     /* [hidden, q_heads x head_dim] */
+    GQA_BO,     /* [hidden] (gpt-oss) */
+    GQA_SINKS,  /* [q_heads] (gpt-oss) */
     GQA_COUNT
 };
 _Static_assert(GQA_COUNT <= NVL_ATTN_TENSORS_MAX, "attn[] holds GQA's");
@@ -50,6 +61,23 @@ static bool qk_norm(const nvl_model_config_t *c, uint32_t layer)
     return c->qk_norm;
 }
 
+static bool o_bias(const nvl_model_config_t *c, uint32_t layer)
+{
+    (void)layer;
+    return c->o_bias;
+}
+
+static bool sinks(const nvl_model_config_t *c, uint32_t layer)
+{
+    (void)layer;
+    return c->attn_sinks;
+}
+
+static uint64_t heads_width(const nvl_model_config_t *c)
+{
+    return c->q_heads;
+}
+
 static const nvl_layer_tensor_t gqa_tensors[GQA_COUNT] = {
     [GQA_WQ] = {.suffix = "self_attn.q_proj.weight", .rows = q_width,
                 .cols = nvl_width_hidden, .split = NVL_SPLIT_Q_ROWS,
@@ -75,6 +103,10 @@ static const nvl_layer_tensor_t gqa_tensors[GQA_COUNT] = {
     [GQA_WO] = {.suffix = "self_attn.o_proj.weight", .rows = nvl_width_hidden,
                 .cols = q_width, .split = NVL_SPLIT_Q_COLS,
                 .gemm_in = NVL_GEMM_IN_O},
+    [GQA_BO] = {.suffix = "self_attn.o_proj.bias", .rows = nvl_width_hidden,
+                .split = NVL_SPLIT_WHOLE, .in_layer = o_bias},
+    [GQA_SINKS] = {.suffix = "self_attn.sinks", .rows = heads_width,
+                   .split = NVL_SPLIT_Q_ROWS, .in_layer = sinks},
 };
 
 /* Causal attention of sequence s's new rows (from row r0) over its cache,
@@ -87,6 +119,8 @@ static void attend(nvl_engine_t *e, const nvl_kv_cache_t *c, uint32_t li,
     uint64_t kn = s->kv_heads.count;
     double scale = 1.0 / sqrt((double)hd);
     const float *kc = c->k[li], *vc = c->v[li];
+    const float *sink = e->lw[li].attn[GQA_SINKS];
+    uint64_t win = nvl_model_layer_window(&e->cfg, e->layer0 + li);
     for (uint64_t j = 0; j < qn; j++) {
         uint64_t kvj =
             nvl_shard_kv_head_of(&e->cfg, s->q_heads.first + (uint32_t)j) -
@@ -94,8 +128,9 @@ static void attend(nvl_engine_t *e, const nvl_kv_cache_t *c, uint32_t li,
         for (uint64_t t = 0; t < T; t++) {
             const float *qv = b->q + ((r0 + t) * qn + j) * hd;
             uint64_t upto = past + t;
-            double mx = -INFINITY, sum = 0;
-            for (uint64_t p = 0; p <= upto; p++) {
+            uint64_t from = win > 0 && upto + 1 > win ? upto + 1 - win : 0;
+            double mx = sink ? sink[j] : -INFINITY, sum = 0;
+            for (uint64_t p = from; p <= upto; p++) {
                 const float *kv = kc + (p * kn + kvj) * hd;
                 double dot = 0;
                 for (uint64_t i = 0; i < hd; i++)
@@ -104,14 +139,16 @@ static void attend(nvl_engine_t *e, const nvl_kv_cache_t *c, uint32_t li,
                 if (b->sc[p] > mx)
                     mx = b->sc[p];
             }
-            for (uint64_t p = 0; p <= upto; p++) {
+            for (uint64_t p = from; p <= upto; p++) {
                 b->sc[p] = (float)exp(b->sc[p] - mx);
                 sum += b->sc[p];
             }
+            if (sink)
+                sum += exp(sink[j] - mx);
             float *av = b->a + ((r0 + t) * qn + j) * hd;
             for (uint64_t i = 0; i < hd; i++) {
                 double acc = 0;
-                for (uint64_t p = 0; p <= upto; p++)
+                for (uint64_t p = from; p <= upto; p++)
                     acc += (double)b->sc[p] * vc[(p * kn + kvj) * hd + i];
                 av[i] = (float)(acc / sum);
             }
@@ -167,10 +204,13 @@ static void gqa_forward(nvl_engine_t *e, uint32_t li, int n,
         attend(e, &caches[sq], li, r, T[sq], past[sq], b);
         r += T[sq];
     }
-    /* row-parallel o_proj: partial sums (zeros on ranks without heads) */
+    /* row-parallel o_proj: partial sums (zeros on ranks without heads),
+     * the bias added by the rank of query head 0 */
+    const float *bo = e->shard.q_heads.first == 0 && qn > 0 ? w[GQA_BO]
+                                                           : NULL;
     nvl_engine_linear(nvl_engine_gemm_input(e, li, NVL_GEMM_IN_O, b->a, M,
                                             qn * hd),
-                      w[GQA_WO], NULL, b->h, M, hid, qn * hd);
+                      w[GQA_WO], bo, b->h, M, hid, qn * hd);
 }
 
 const nvl_attn_variant_t nvl_attn_gqa = {

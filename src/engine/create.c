@@ -39,9 +39,15 @@ double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
      * q and k norms */
     double attn = s->attn_matrix_elems * wb + s->attn_bias_elems * sb +
                   2 * hid * sb + s->attn_norm_elems * sb;
+    /* gpt-oss's experts' biases (gate/up's rows, down's whole) and its
+     * router's */
+    double moe_bias = c->experts_fused
+                          ? ne * (2 * sn + hid) * sb + c->num_experts * sb
+                          : 0;
     return attn + (nvl_engine_layer_is_moe(e, li)
                        /* experts held, and the whole router */
-                       ? ne * 3 * sn * hid * wb + c->num_experts * hid * sb
+                       ? ne * 3 * sn * hid * wb + c->num_experts * hid * sb +
+                             moe_bias
                        : 3 * in * hid * wb);
 }
 

@@ -76,9 +76,10 @@ typedef struct {
     float *wg, *wu;                   /* [inter shard, hidden] */
     float *wd;                        /* [hidden, inter shard] */
     /* mixture-of-experts layers (the dense wg, wu, wd stay NULL) */
-    float *router;                    /* [experts, hidden], every rank */
+    float *router, *router_bias;      /* [experts, hidden], [experts] */
     float *eg, *eu;                   /* [held experts][moe inter shard, hidden] */
     float *ed;                        /* [held experts][hidden, moe inter shard] */
+    float *egb, *eub, *edb;           /* gpt-oss's biases (load.c) */
     /* the attention's, by the rows of its variant's table (attn_gqa.c) */
     float *attn[NVL_ATTN_TENSORS_MAX];
 } nvl_layer_weights_t;

@@ -21,11 +21,17 @@ static bool dense_mlp(const nvl_model_config_t *c, uint32_t layer)
     return !nvl_model_layer_is_moe(c, layer);
 }
 
-/* The router of a mixture of experts; its experts, a list per layer, are
- * read by load.c (load_experts). */
-static bool moe_mlp(const nvl_model_config_t *c, uint32_t layer)
+/* The router of a mixture of experts, named mlp.gate (Qwen3-MoE) or, with
+ * a bias, mlp.router (gpt-oss); its experts are read by load.c
+ * (load_experts, load_experts_fused). */
+static bool moe_gate(const nvl_model_config_t *c, uint32_t layer)
 {
-    return nvl_model_layer_is_moe(c, layer);
+    return nvl_model_layer_is_moe(c, layer) && !c->experts_fused;
+}
+
+static bool moe_router(const nvl_model_config_t *c, uint32_t layer)
+{
+    return nvl_model_layer_is_moe(c, layer) && c->experts_fused;
 }
 
 /* Hugging Face's Qwen2/Qwen3/Llama decoder layer (modeling_qwen3.py's
@@ -42,7 +48,16 @@ const nvl_layer_tensor_t nvl_layer_tensors[NVL_LAYER_COUNT] = {
                           .rows = experts_width,
                           .cols = nvl_width_hidden,
                           .split = NVL_SPLIT_WHOLE,
-                          .in_layer = moe_mlp},
+                          .in_layer = moe_gate},
+    [NVL_LAYER_ROUTER_OSS] = {.suffix = "mlp.router.weight",
+                              .rows = experts_width,
+                              .cols = nvl_width_hidden,
+                              .split = NVL_SPLIT_WHOLE,
+                              .in_layer = moe_router},
+    [NVL_LAYER_ROUTER_BIAS] = {.suffix = "mlp.router.bias",
+                               .rows = experts_width,
+                               .split = NVL_SPLIT_WHOLE,
+                               .in_layer = moe_router},
     [NVL_LAYER_GATE] = {.suffix = "mlp.gate_proj.weight",
                         .rows = inter_width,
                         .cols = nvl_width_hidden,

@@ -54,7 +54,9 @@ typedef struct {
 typedef enum {
     NVL_LAYER_IN_NORM,
     NVL_LAYER_POST_NORM,
-    NVL_LAYER_ROUTER,
+    NVL_LAYER_ROUTER,      /* Qwen3-MoE's mlp.gate */
+    NVL_LAYER_ROUTER_OSS,  /* gpt-oss's mlp.router, and its bias */
+    NVL_LAYER_ROUTER_BIAS,
     NVL_LAYER_GATE,
     NVL_LAYER_UP,
     NVL_LAYER_DOWN,

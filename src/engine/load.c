@@ -154,6 +154,177 @@ static nvl_status_t load_experts(const source_t *src,
     return st;
 }
 
+/* Rows [r0, r0 + nr) x all cols of checkpoint tensor `name` (any number
+ * of dimensions, its leading ones flattened into rows: nvl_weights_read_f32)
+ * of a tensor of rows x cols elements in all; NULL and *st set on error. */
+static float *rows_of(const source_t *src, const char *name, uint64_t rows,
+                      uint64_t cols, uint64_t r0, uint64_t nr,
+                      nvl_status_t *st)
+{
+    float *out = malloc((nr * cols + 1) * sizeof *out);
+    if (out == NULL) {
+        nvl_report("out of memory for tensor '%s'", name);
+        *st = NVL_ERR_NOMEM;
+        return NULL;
+    }
+    if (src->ckpt == NULL) {
+        synthesize(src, name, cols, r0, nr, 0, cols, out);
+        return out;
+    }
+    nvl_tensor_info_t info;
+    uint64_t have = 1;
+    *st = nvl_weights_info(src->ckpt, name, &info);
+    for (int d = 0; *st == NVL_OK && d < info.ndim; d++)
+        have *= info.shape[d];
+    if (*st == NVL_OK && (have != rows * cols ||
+                          info.shape[info.ndim - 1] != cols)) {
+        nvl_report("%s: tensor '%s' holds %llu values in rows of %llu, but "
+                   "config.json makes it %llu x %llu", src->dir, name,
+                   (unsigned long long)have,
+                   (unsigned long long)info.shape[info.ndim - 1],
+                   (unsigned long long)rows, (unsigned long long)cols);
+        *st = NVL_ERR_INVALID;
+    }
+    if (*st == NVL_OK)
+        *st = nvl_weights_read_f32(src->ckpt, name, r0, nr, 0, cols, out);
+    if (*st != NVL_OK) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Whether the checkpoint stores `name` quantized (*q; gpt-oss's MX-FP4
+ * experts: [E x out, in], where bf16 stores [E, in, out]); a missing or
+ * faulty tensor reported. */
+static nvl_status_t stored_quantized(const source_t *src, const char *name,
+                                     bool *q)
+{
+    nvl_tensor_info_t info;
+    *q = false;
+    if (src->ckpt == NULL)
+        return NVL_OK;
+    nvl_status_t st = nvl_weights_info(src->ckpt, name, &info);
+    *q = st == NVL_OK && info.quantized;
+    return st;
+}
+
+/* Expert x's gate and up rows [m0, m0 + mn) of a fused gate_up tensor
+ * (gate interleaved with up: output 2i is gate row i, 2i + 1 up row i):
+ * stored [E, hidden, 2I] (bf16; transposed on reading) or, quantized,
+ * [E x 2I, hidden]. */
+static nvl_status_t fused_gate_up(const source_t *src, const char *name,
+                                  uint64_t E, uint64_t I, uint64_t hid,
+                                  uint32_t x, uint64_t m0, uint64_t mn,
+                                  float *g, float *u)
+{
+    bool q;
+    nvl_status_t st = stored_quantized(src, name, &q);
+    if (st != NVL_OK)
+        return st;
+    float *w = q ? rows_of(src, name, E * 2 * I, hid, x * 2 * I, 2 * I, &st)
+                 : rows_of(src, name, E * hid, 2 * I, x * hid, hid, &st);
+    for (uint64_t i = 0; w != NULL && i < mn; i++)
+        for (uint64_t c = 0; c < hid; c++) {
+            uint64_t go = 2 * (m0 + i), uo = go + 1;
+            g[i * hid + c] = q ? w[go * hid + c] : w[c * 2 * I + go];
+            u[i * hid + c] = q ? w[uo * hid + c] : w[c * 2 * I + uo];
+        }
+    free(w);
+    return st;
+}
+
+/* Expert x's down columns [m0, m0 + mn) as [hidden, mn]: stored [E, I,
+ * hidden] (bf16) or, quantized, [E x hidden, I]. */
+static nvl_status_t fused_down(const source_t *src, const char *name,
+                               uint64_t E, uint64_t I, uint64_t hid,
+                               uint32_t x, uint64_t m0, uint64_t mn, float *d)
+{
+    bool q;
+    nvl_status_t st = stored_quantized(src, name, &q);
+    if (st != NVL_OK || q)
+        return st != NVL_OK ? st
+                            : nvl_weights_read_f32(src->ckpt, name, x * hid,
+                                                   hid, m0, mn, d);
+    float *w = rows_of(src, name, E * I, hid, x * I + m0, mn, &st);
+    for (uint64_t i = 0; w != NULL && i < mn; i++)
+        for (uint64_t c = 0; c < hid; c++)
+            d[c * mn + i] = w[i * hid + c];
+    free(w);
+    return st;
+}
+
+/* Expert x's biases: gate's and up's [mn] (interleaved in [E, 2I]) and,
+ * on the rank whose rows start at 0, down's [hidden]. */
+static nvl_status_t fused_biases(const source_t *src, const char *pre,
+                                 const nvl_model_config_t *c, uint32_t x,
+                                 uint64_t m0, uint64_t mn, float *gb,
+                                 float *ub, float *db)
+{
+    uint64_t E = c->num_experts, I = c->moe_intermediate, hid = c->hidden;
+    char n[192];
+    nvl_status_t st = NVL_OK;
+    snprintf(n, sizeof n, "%sgate_up_proj_bias", pre);
+    float *b = rows_of(src, n, E, 2 * I, x, 1, &st);
+    for (uint64_t i = 0; b != NULL && i < mn; i++) {
+        gb[i] = b[2 * (m0 + i)];
+        ub[i] = b[2 * (m0 + i) + 1];
+    }
+    free(b);
+    if (st != NVL_OK || db == NULL)
+        return st;
+    snprintf(n, sizeof n, "%sdown_proj_bias", pre);
+    b = rows_of(src, n, E, hid, x, 1, &st);
+    if (b != NULL)
+        memcpy(db, b, hid * sizeof *db);
+    free(b);
+    return st;
+}
+
+/* gpt-oss's experts of layer li (model.layers.L.mlp.experts.gate_up_proj
+ * and down_proj, fused over the experts, with their biases), this rank's
+ * slices into l->eg, l->eu, l->ed and the biases. */
+static nvl_status_t load_experts_fused(const source_t *src,
+                                       const nvl_model_config_t *c,
+                                       const nvl_shard_t *s, uint32_t li,
+                                       nvl_layer_weights_t *l,
+                                       nvl_status_t st)
+{
+    if (st != NVL_OK)
+        return st;
+    uint64_t hid = c->hidden, E = c->num_experts, I = c->moe_intermediate;
+    uint64_t m0 = s->moe_intermediate.first, mn = s->moe_intermediate.count;
+    uint64_t per = mn * hid, ne = s->experts.count;
+    l->eg = malloc((ne * per + 1) * sizeof *l->eg);
+    l->eu = malloc((ne * per + 1) * sizeof *l->eu);
+    l->ed = malloc((ne * per + 1) * sizeof *l->ed);
+    l->egb = malloc((ne * mn + 1) * sizeof *l->egb);
+    l->eub = malloc((ne * mn + 1) * sizeof *l->eub);
+    l->edb = m0 == 0 ? malloc((ne * hid + 1) * sizeof *l->edb) : NULL;
+    if (l->eg == NULL || l->eu == NULL || l->ed == NULL || l->egb == NULL ||
+        l->eub == NULL || (m0 == 0 && l->edb == NULL)) {
+        nvl_report("out of memory for the %llu experts of layer %u",
+                   (unsigned long long)ne, li);
+        return NVL_ERR_NOMEM;
+    }
+    char pre[128], gu[192], dn[192];
+    snprintf(pre, sizeof pre, "model.layers.%u.mlp.experts.", li);
+    snprintf(gu, sizeof gu, "%sgate_up_proj", pre);
+    snprintf(dn, sizeof dn, "%sdown_proj", pre);
+    for (uint32_t i = 0; i < ne && st == NVL_OK; i++) {
+        uint32_t x = s->experts.first + i;
+        st = fused_gate_up(src, gu, E, I, hid, x, m0, mn, l->eg + i * per,
+                           l->eu + i * per);
+        if (st == NVL_OK)
+            st = fused_down(src, dn, E, I, hid, x, m0, mn, l->ed + i * per);
+        if (st == NVL_OK)
+            st = fused_biases(src, pre, c, x, m0, mn, l->egb + i * mn,
+                              l->eub + i * mn,
+                              l->edb ? l->edb + i * hid : NULL);
+    }
+    return st;
+}
+
 void nvl_engine_free_weights(nvl_engine_t *e)
 {
     for (uint32_t i = 0; e->lw != NULL && i < e->layers; i++) {
@@ -215,12 +386,16 @@ static nvl_status_t load_layer(const source_t *src, nvl_engine_t *e,
               g, t, &st);
     l->in_norm = t[NVL_LAYER_IN_NORM];
     l->post_norm = t[NVL_LAYER_POST_NORM];
-    l->router = t[NVL_LAYER_ROUTER];
+    l->router = t[NVL_LAYER_ROUTER] ? t[NVL_LAYER_ROUTER]
+                                    : t[NVL_LAYER_ROUTER_OSS];
+    l->router_bias = t[NVL_LAYER_ROUTER_BIAS];
     l->wg = t[NVL_LAYER_GATE];
     l->wu = t[NVL_LAYER_UP];
     l->wd = t[NVL_LAYER_DOWN];
     if (nvl_model_layer_is_moe(&e->cfg, g))
-        st = load_experts(src, &e->cfg, &e->shard, g, l, st);
+        st = e->cfg.experts_fused
+                 ? load_experts_fused(src, &e->cfg, &e->shard, g, l, st)
+                 : load_experts(src, &e->cfg, &e->shard, g, l, st);
     return st;
 }
 

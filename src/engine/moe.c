@@ -1,4 +1,4 @@
-/* The mixture-of-experts MLP of a Qwen3-MoE layer:
+/* The mixture-of-experts MLP of a Qwen3-MoE or gpt-oss layer:
  *
  *   p = softmax(h W_router^T)              [M, experts], float32; the
  *                                          router is replicated
@@ -7,7 +7,11 @@
  *   y = sum_{x in S} w_x (silu(h W_g,x^T) * h W_u,x^T) W_d,x^T
  *
  * as transformers' Qwen3MoeSparseMoeBlock computes it (experts in index
- * order, each adding its weighted output).
+ * order, each adding its weighted output).  gpt-oss (GptOssMLP): the
+ * router's logits and every expert's gate, up and down have a bias, and
+ * silu(g) x u is (clamp(u, -7, 7) + 1) x g' sigmoid(1.702 g'), g' =
+ * min(g, 7) (swiglu); down's bias is added by the rank holding the
+ * expert's rows from 0.
  *
  * Experts tensor-parallel (nvl_engine_moe): a rank holds rows [moe
  * intermediate shard] of each expert's gate and up and those columns of
@@ -46,6 +50,23 @@
  * draws in a pass's layers the ranks share the drawing. */
 #define NVL_MOE_SHARED_DRAWS 65536
 
+/* g = silu(g) x u, or gpt-oss's clamped form (GptOssExperts: g clamped
+ * above at the limit, u to +-limit, (u + 1) x g sigmoid(alpha g)), over n
+ * values. */
+static void swiglu(const nvl_model_config_t *c, float *g, const float *u,
+                   uint64_t n)
+{
+    float lim = (float)c->swiglu_limit, alpha = (float)c->swiglu_alpha;
+    for (uint64_t r = 0; r < n; r++) {
+        if (lim <= 0.0f) {
+            g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
+            continue;
+        }
+        float gr = fminf(g[r], lim), ur = fminf(fmaxf(u[r], -lim), lim);
+        g[r] = (ur + 1.0f) * (gr / (1.0f + expf(-alpha * gr)));
+    }
+}
+
 /* Data mode: out = the sum over the experts this rank holds that each row
  * chose, in expert order, of w_x (silu(in W_g,x^T) * in W_u,x^T) W_d,x^T
  * with this rank's slice of each (in and out may be the same). */
@@ -77,12 +98,14 @@ void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
         if (n == 0 || sn == 0)
             continue;
         nvl_engine_gemm_input_inplace(e, li, NVL_GEMM_IN_GATE_UP, xs, n, hid);
-        nvl_engine_linear(xs, l->eg + i * sn * hid, NULL, g, n, sn, hid);
-        nvl_engine_linear(xs, l->eu + i * sn * hid, NULL, u, n, sn, hid);
-        for (uint64_t r = 0; r < n * sn; r++)
-            g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
+        nvl_engine_linear(xs, l->eg + i * sn * hid,
+                          l->egb ? l->egb + i * sn : NULL, g, n, sn, hid);
+        nvl_engine_linear(xs, l->eu + i * sn * hid,
+                          l->eub ? l->eub + i * sn : NULL, u, n, sn, hid);
+        swiglu(&e->cfg, g, u, n * sn);
         nvl_engine_gemm_input_inplace(e, li, NVL_GEMM_IN_DOWN, g, n, sn);
-        nvl_engine_linear(g, l->ed + i * hid * sn, NULL, d, n, hid, sn);
+        nvl_engine_linear(g, l->ed + i * hid * sn,
+                          l->edb ? l->edb + i * hid : NULL, d, n, hid, sn);
         for (uint64_t r = 0; r < n; r++)
             for (uint64_t c = 0; c < hid; c++)
                 y[row[r] * hid + c] += d[r * hid + c] * wt[r];

@@ -226,13 +226,15 @@ void nvl_engine_moe_route_count(nvl_engine_t *e, uint32_t li, uint64_t row0,
 }
 
 /* Data mode: routes each token (ids and weights, M x top_k). */
-static void route(const nvl_engine_t *e, const float *router, const float *h,
-                  uint64_t M, uint32_t *ids, float *w)
+static void route(const nvl_engine_t *e, const nvl_layer_weights_t *l,
+                  const float *h, uint64_t M, uint32_t *ids, float *w)
 {
     uint32_t E = e->cfg.num_experts, k = e->cfg.top_k;
     uint64_t hid = e->cfg.hidden;
     float *p = nvl_engine_moe_alloc(M * E, sizeof *p);
-    nvl_engine_linear(h, router, NULL, p, M, E, hid);
+    /* gpt-oss's router has a bias; its softmax over the top k equals this
+     * softmax renormalised over them (norm_topk_prob) */
+    nvl_engine_linear(h, l->router, l->router_bias, p, M, E, hid);
     for (uint64_t t = 0; t < M; t++) {
         float *pt = p + t * E;
         float mx = pt[0], sum = 0;
@@ -266,7 +268,7 @@ void nvl_engine_moe_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
                        uint64_t M, const float *h, uint32_t *ids, float *w)
 {
     if (e->data) {
-        route(e, e->lw[li].router, h, M, ids, w);
+        route(e, &e->lw[li], h, M, ids, w);
         return;
     }
     seeded_t z = seeded(e, li);

@@ -19,6 +19,14 @@ bool nvl_model_layer_is_moe(const nvl_model_config_t *cfg, uint32_t layer)
     return (layer + 1) % cfg->decoder_sparse_step == 0;
 }
 
+uint32_t nvl_model_layer_window(const nvl_model_config_t *cfg,
+                                uint32_t layer)
+{
+    return layer < cfg->n_layer_types && cfg->layer_sliding[layer]
+               ? cfg->sliding_window
+               : 0;
+}
+
 /* A required positive number of a rope scaling block: 0 when it is absent
  * (reported with the type that needs it) or not a positive number. */
 static int get_rope_real(json_t *rs, const char *file, const char *type,
@@ -60,12 +68,19 @@ static int get_llama3_scaling(json_t *rs, const char *file,
 }
 
 /* YaRN: the factor required, the pretrained context by default
- * max_position_embeddings; 0 on error (reported). */
+ * max_position_embeddings, beta_fast / beta_slow and truncate as given
+ * (transformers' defaults 32, 1, true otherwise); 0 on error
+ * (reported). */
 static int get_yarn_scaling(json_t *rs, const char *file,
                             nvl_model_config_t *c)
 {
-    if (!get_rope_real(rs, file, "yarn", "factor", &c->rope_yarn_factor))
+    bool truncate;
+    if (!get_rope_real(rs, file, "yarn", "factor", &c->rope_yarn_factor) ||
+        nvl_cfg_real(rs, file, "beta_fast", &c->rope_yarn_beta_fast) == 0 ||
+        nvl_cfg_real(rs, file, "beta_slow", &c->rope_yarn_beta_slow) == 0 ||
+        !nvl_cfg_bool(rs, file, "truncate", true, &truncate))
         return 0;
+    c->rope_yarn_no_truncate = !truncate;
     return nvl_cfg_count(rs, file, "original_max_position_embeddings",
                      c->max_positions, &c->rope_original_positions);
 }
@@ -200,6 +215,8 @@ static int get_shape(json_t *root, const char *file,
     }
     c->qk_norm = row->qk_norm;
     c->attn = row->attn;
+    if (row->get_attention != NULL && !row->get_attention(root, file, c))
+        return 0;
     return row->get_biases(root, file, c);
 }
 
@@ -313,11 +330,17 @@ uint64_t nvl_model_param_count(const nvl_model_config_t *c)
     uint64_t attn = h * q + 2 * h * kv + q * h;
     if (c->qkv_bias)
         attn += q + 2 * kv;
+    if (c->o_bias)
+        attn += h;
+    if (c->attn_sinks)
+        attn += c->q_heads;
     if (c->qk_norm)
         attn += 2 * (uint64_t)c->head_dim;
     uint64_t dense = 3 * h * c->intermediate;
     uint64_t moe =
         (uint64_t)c->num_experts * (3 * h * c->moe_intermediate + h);
+    if (c->experts_fused) /* the router's bias, the experts' biases */
+        moe += (uint64_t)c->num_experts * (1 + 2 * c->moe_intermediate + h);
     uint64_t total = 0;
     for (uint32_t i = 0; i < c->layers; i++)
         total += attn + 2 * h + /* two RMSNorm weights */

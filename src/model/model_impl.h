@@ -35,9 +35,13 @@ typedef struct {
     /* reads the mixture of experts' keys (NULL: dense) */
     int (*get_experts)(json_t *root, const char *file,
                        nvl_model_config_t *c);
-    /* sets qkv_bias from the type or its keys, refusing biases that are
-     * not modeled; 0 on error (reported) */
+    /* sets qkv_bias (and o_bias) from the type or its keys, refusing
+     * biases that are not modeled; 0 on error (reported) */
     int (*get_biases)(json_t *root, const char *file, nvl_model_config_t *c);
+    /* reads the attention's own keys: sinks, sliding window, layer types
+     * (NULL: none, every layer full); 0 on error (reported) */
+    int (*get_attention)(json_t *root, const char *file,
+                         nvl_model_config_t *c);
 } nvl_model_type_row_t;
 
 /* Indexed by nvl_model_family_t: nvl_model_type_family's rows. */

@@ -1,6 +1,8 @@
 /* The model types nvlemu reads from config.json's model_type: one row
  * each (model_impl.h), carrying what the loader does differently for it
  * (config.c reads what they share). */
+#include <string.h>
+
 #include "model_impl.h"
 
 /* The mixture-of-experts keys of a qwen3_moe config.json. */
@@ -85,6 +87,85 @@ static int get_llama_biases(json_t *root, const char *file,
     return 1;
 }
 
+/* gpt-oss (transformers' GptOssConfig, modeling_gpt_oss.py): every layer
+ * a mixture of num_local_experts experts of intermediate_size, top
+ * num_experts_per_tok chosen on the router's biased logits and weighted
+ * by the softmax over those k (the same weights as the softmax over all,
+ * renormalised over the k: norm_topk_prob); the experts fused and
+ * biased, their SwiGLU clamped at swiglu_limit with GptOssExperts' alpha
+ * 1.702 (a constant of the module, not a key). */
+static int get_gptoss_experts(json_t *root, const char *file,
+                              nvl_model_config_t *c)
+{
+    if (!nvl_cfg_count(root, file, "num_local_experts", 0, &c->num_experts) ||
+        !nvl_cfg_count(root, file, "num_experts_per_tok", 0, &c->top_k))
+        return 0;
+    if (c->top_k > c->num_experts) {
+        nvl_report("%s: num_experts_per_tok %u is more than "
+                   "num_local_experts %u", file, c->top_k, c->num_experts);
+        return 0;
+    }
+    c->moe_intermediate = c->intermediate;
+    c->norm_topk_prob = true;
+    c->decoder_sparse_step = 1;
+    c->experts_fused = true;
+    c->swiglu_alpha = 1.702;
+    c->swiglu_limit = 7.0;
+    c->moe_split_block = 32;
+    return nvl_cfg_real(root, file, "swiglu_limit", &c->swiglu_limit) != 0;
+}
+
+/* gpt-oss: attention_bias (default true) on q, k, v and o. */
+static int get_gptoss_biases(json_t *root, const char *file,
+                             nvl_model_config_t *c)
+{
+    if (!nvl_cfg_bool(root, file, "attention_bias", true, &c->qkv_bias))
+        return 0;
+    c->o_bias = c->qkv_bias;
+    return 1;
+}
+
+/* gpt-oss's sinks, sliding_window (default 128) and layer_types (default:
+ * layer i sliding when i is even, GptOssConfig's rule). */
+static int get_gptoss_attention(json_t *root, const char *file,
+                                nvl_model_config_t *c)
+{
+    c->attn_sinks = true;
+    if (!nvl_cfg_count(root, file, "sliding_window", 128, &c->sliding_window))
+        return 0;
+    if (c->layers > NVL_MODEL_MAX_LAYER_TYPES) {
+        nvl_report("%s: %u layers: at most %d layer types are kept", file,
+                   c->layers, NVL_MODEL_MAX_LAYER_TYPES);
+        return 0;
+    }
+    c->n_layer_types = c->layers;
+    json_t *list = json_object_get(root, "layer_types");
+    if (list == NULL || json_is_null(list)) {
+        for (uint32_t i = 0; i < c->layers; i++)
+            c->layer_sliding[i] = i % 2 == 0;
+        return 1;
+    }
+    if (!json_is_array(list) || json_array_size(list) != c->layers) {
+        nvl_report("%s: 'layer_types' must be a list of num_hidden_layers "
+                   "(%u) entries", file, c->layers);
+        return 0;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        const char *t = json_string_value(v);
+        bool sliding = t != NULL && strcmp(t, "sliding_attention") == 0;
+        if (!sliding && (t == NULL || strcmp(t, "full_attention") != 0)) {
+            nvl_report("%s: 'layer_types' entry %zu is not "
+                       "\"sliding_attention\" or \"full_attention\"", file,
+                       i);
+            return 0;
+        }
+        c->layer_sliding[i] = sliding;
+    }
+    return 1;
+}
+
 /* Defaults: transformers' Qwen2Config / Qwen3Config (max_position_embeddings
  * 32768) and LlamaConfig (2048). */
 const nvl_model_type_row_t nvl_model_type_rows[] = {
@@ -117,6 +198,16 @@ const nvl_model_type_row_t nvl_model_type_rows[] = {
                    .qk_norm = false,
                    .attn = NVL_ATTN_KIND_GQA,
                    .get_biases = get_llama_biases},
+    [NVL_GPT_OSS] = {{"gpt_oss", "gpt-oss: biases on q, k, v, o; a sink "
+                                 "logit per head; sliding-window and full "
+                                 "layers; every MLP biased experts with a "
+                                 "clamped SwiGLU (MX-FP4 in the releases)"},
+                     .default_max_positions = 131072,
+                     .qk_norm = false,
+                     .attn = NVL_ATTN_KIND_GQA,
+                     .get_experts = get_gptoss_experts,
+                     .get_biases = get_gptoss_biases,
+                     .get_attention = get_gptoss_attention},
 };
 
 const nvl_family_t nvl_model_type_family =

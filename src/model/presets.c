@@ -10,6 +10,33 @@
  * biases, head_dim 128, rope_scaling {rope_type llama3, factor 8,
  * low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings
  * 8192}). */
+/* openai/gpt-oss-20b and openai/gpt-oss-120b's config.json on the hub
+ * (their model card: 24 / 36 layers, 32 / 128 experts, top 4): hidden
+ * 2880, intermediate_size 2880 (each expert's), 64 query / 8 KV heads
+ * of head_dim 64, vocabulary 201088, attention_bias true,
+ * sliding_window 128 with layer_types alternating from
+ * "sliding_attention", rope_theta 150000 and rope_scaling {rope_type
+ * yarn, factor 32, original_max_position_embeddings 4096, beta_fast 32,
+ * beta_slow 1, truncate false}, max_position_embeddings 131072,
+ * rms_norm_eps 1e-5, swiglu_limit 7.0, untied embeddings. */
+#define NVL_GPTOSS_ALTERNATE_12                                              \
+    true, false, true, false, true, false, true, false, true, false, true,  \
+        false
+#define NVL_GPTOSS_PRESET(n_layers, n_experts, ...)                       \
+    {.family = NVL_GPT_OSS, .hidden = 2880, .intermediate = 2880,           \
+     .layers = (n_layers), .q_heads = 64, .kv_heads = 8, .head_dim = 64,    \
+     .vocab = 201088, .max_positions = 131072, .tied_embeddings = false,    \
+     .qkv_bias = true, .o_bias = true, .qk_norm = false, .attn_sinks = true,\
+     .sliding_window = 128, .n_layer_types = (n_layers),                    \
+     .layer_sliding = {__VA_ARGS__}, .rope_theta = 150000.0,            \
+     .rope_yarn_factor = 32, .rope_original_positions = 4096,               \
+     .rope_yarn_beta_fast = 32, .rope_yarn_beta_slow = 1,                   \
+     .rope_yarn_no_truncate = true, .rms_eps = 1e-5,                        \
+     .num_experts = (n_experts), .top_k = 4, .moe_intermediate = 2880,      \
+     .norm_topk_prob = true, .decoder_sparse_step = 1,                      \
+     .experts_fused = true, .swiglu_alpha = 1.702, .swiglu_limit = 7.0,    \
+     .moe_split_block = 32}
+
 typedef struct {
     nvl_member_t id;        /* the preset's name (cfg.name when copied) */
     nvl_model_config_t cfg;
@@ -80,6 +107,15 @@ static const preset_row_t presets[] = {
       .rope_theta = 500000.0, .rms_eps = 1e-5, .rope_llama3_factor = 8,
       .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
       .rope_original_positions = 8192}},
+    {{"gpt-oss-20b",
+      "openai/gpt-oss-20b: 24 layers, 32 experts, top 4 (MX-FP4 experts)"},
+     NVL_GPTOSS_PRESET(24, 32, NVL_GPTOSS_ALTERNATE_12,
+                       NVL_GPTOSS_ALTERNATE_12)},
+    {{"gpt-oss-120b",
+      "openai/gpt-oss-120b: 36 layers, 128 experts, top 4 (MX-FP4 "
+      "experts)"},
+     NVL_GPTOSS_PRESET(36, 128, NVL_GPTOSS_ALTERNATE_12,
+                       NVL_GPTOSS_ALTERNATE_12, NVL_GPTOSS_ALTERNATE_12)},
 };
 
 

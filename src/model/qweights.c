@@ -54,24 +54,38 @@ static nvl_status_t get_part(const nvl_weights_t *w, const qt_t *q,
     return NVL_OK;
 }
 
+/* MX-FP4's blocks: [R, C/32, 16] bytes, or with an expert dimension in
+ * front, [E, R, C/32, 16] (gpt-oss's experts), read as [E x R, C]. */
+static bool mx_blocks(const qt_t *q)
+{
+    return q->row->data.code == NVL_QCODE_E2M1 && q->row->block_cols == 32;
+}
+
 /* The logical shape from the codes: E2M1 packs two a byte (MX-FP4's
- * blocks [R, C/32, 16]); a block must divide the columns. */
+ * blocks); a block must divide the columns. */
 static nvl_status_t logical_shape(qt_t *q)
 {
     const nvl_st_ref_t *d = &q->data;
     bool fp4 = q->row->data.code == NVL_QCODE_E2M1;
-    bool blocks3 = fp4 && q->row->block_cols == 32;
+    bool blocks3 = mx_blocks(q);
     char s[64];
     shape_text(d, s, sizeof s);
-    if (d->ndim != (blocks3 ? 3 : 2) || (blocks3 && d->shape[2] != 16)) {
+    if (blocks3 ? (d->ndim != 3 && d->ndim != 4) ||
+                      d->shape[d->ndim - 1] != 16
+                : d->ndim != 2) {
         nvl_report("%s: tensor '%s' [%s]: %s codes are stored as %s", d->file,
                    q->dname, s, q->row->m.name,
-                   blocks3 ? "[rows, columns / 32, 16] bytes"
+                   blocks3 ? "[rows, columns / 32, 16] bytes (or [experts, "
+                             "rows, columns / 32, 16])"
                            : fp4 ? "[rows, columns / 2] bytes"
                                  : "[rows, columns]");
         return NVL_ERR_INVALID;
     }
-    q->rows = d->shape[0];
+    q->rows = d->shape[0] * (d->ndim == 4 ? d->shape[1] : 1);
+    if (d->ndim == 4) {
+        q->cols = d->shape[2] * 32;
+        return NVL_OK;
+    }
     q->cols = blocks3 ? d->shape[1] * 32 : fp4 ? d->shape[1] * 2 : d->shape[1];
     uint32_t bc = q->row->block_cols;
     if (bc != 0 && !q->row->partial_blocks && q->cols % bc != 0) {
@@ -91,20 +105,33 @@ static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
     uint64_t g[2];
     nvl_quant_scale_grid(q->f, q->rows, q->cols, g);
     bool per_tensor = q->row->block_cols == 0;
-    const nvl_st_ref_t *s = &q->scale;
+    const nvl_st_ref_t *s = &q->scale, *d = &q->data;
+    bool experts = mx_blocks(q) && d->ndim == 4;
     bool ok = per_tensor ? elems(s) == 1 && s->ndim <= 1
+              : experts  ? s->ndim == 3 && s->shape[0] == d->shape[0] &&
+                              s->shape[1] == d->shape[1] &&
+                              s->shape[2] == d->shape[2]
                          : s->ndim == 2 && s->shape[0] == g[0] &&
-                               s->shape[1] == g[1];
+                              s->shape[1] == g[1];
     if (!ok) {
-        char got[64], codes[64];
+        char got[64], codes[64], need[64];
         shape_text(s, got, sizeof got);
-        shape_text(&q->data, codes, sizeof codes);
+        shape_text(d, codes, sizeof codes);
+        if (experts)
+            snprintf(need, sizeof need, "%llu, %llu, %llu",
+                     (unsigned long long)d->shape[0],
+                     (unsigned long long)d->shape[1],
+                     (unsigned long long)g[1]);
+        else
+            snprintf(need, sizeof need, "%llu, %llu",
+                     (unsigned long long)g[0], (unsigned long long)g[1]);
         nvl_report("%s: scale '%s' has shape [%s], but the codes '%s' [%s] "
-                   "(%llu x %llu values) need [%llu, %llu] (%s)", s->file,
-                   q->sname, got, q->dname, codes,
-                   (unsigned long long)q->rows, (unsigned long long)q->cols,
-                   (unsigned long long)g[0], (unsigned long long)g[1],
-                   per_tensor ? "one per tensor" : "one per block");
+                   "(%llu x %llu values) need [%s] (%s)", s->file, q->sname,
+                   got, q->dname, codes, (unsigned long long)q->rows,
+                   (unsigned long long)q->cols, need,
+                   per_tensor ? "one per tensor"
+                   : experts  ? "one per block of each expert's rows"
+                              : "one per block");
         return NVL_ERR_INVALID;
     }
     q->scale2 = 1.0f;
@@ -185,14 +212,24 @@ static nvl_status_t quantized(const nvl_weights_t *w, const char *name,
     const nvl_quant_config_t *qc = nvl_st_quant(w);
     size_t n = strlen(name);
     *is = false;
-    if (!qc->quantized || n < 6 || strcmp(name + n - 6, "weight") != 0)
+    if (!qc->quantized)
         return NVL_OK;
-    char prefix[256];
-    snprintf(prefix, sizeof prefix, "%.*s", (int)(n - 6), name);
     q->f = qc->format;
     q->row = nvl_quant_row(q->f);
-    snprintf(q->dname, sizeof q->dname, "%s%s", prefix, q->row->data.suffix);
-    snprintf(q->sname, sizeof q->sname, "%s%s", prefix, q->row->scale.suffix);
+    /* a parameter P is stored as P + the parts' suffixes past "weight"
+     * ("P.weight" -> "P.weight_blocks"; gpt-oss's "P.gate_up_proj" ->
+     * "P.gate_up_proj_blocks"); a format whose codes keep the name
+     * ("weight") quantizes only weights */
+    bool weight = n >= 6 && strcmp(name + n - 6, "weight") == 0;
+    if (!weight && strcmp(q->row->data.suffix, "weight") == 0)
+        return NVL_OK;
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(weight ? n - 6 : n), name);
+    const char *own = weight ? "" : "weight";
+    snprintf(q->dname, sizeof q->dname, "%s%s", prefix,
+             q->row->data.suffix + strlen(own));
+    snprintf(q->sname, sizeof q->sname, "%s%s", prefix,
+             q->row->scale.suffix + strlen(own));
     /* stored plainly: a module the writer left out (lm_head ...) */
     if (!nvl_st_find(w, q->dname, &q->data) ||
         strcmp(q->data.dtype, q->row->data.dtype) != 0)
@@ -236,7 +273,8 @@ static nvl_status_t read_scales(const qt_t *q, uint64_t sr, uint64_t c0,
                                 uint64_t n, float *out)
 {
     uint64_t esz = q->row->scale.code == NVL_QCODE_F32 ? 4 : 1;
-    uint64_t gcols = q->scale.ndim == 2 ? q->scale.shape[1] : 1;
+    uint64_t gcols = q->scale.ndim >= 2 ? q->scale.shape[q->scale.ndim - 1]
+                                         : 1;
     unsigned char b[4 * 64];
     for (uint64_t k = 0; k < n; k += 64) {
         uint64_t m = n - k < 64 ? n - k : 64;

@@ -6,7 +6,11 @@
  *
  *   f_i    = theta^(-2i/d)                       plain, pair i of d/2
  *   dim(r) = d ln(P / (2 pi r)) / (2 ln theta)   P pretrained positions
- *   lo     = max(0, floor(dim(32))), hi = min(d - 1, ceil(dim(1)))
+ *   lo     = max(0, floor(dim(b_f))), hi = min(d - 1, ceil(dim(b_s)))
+ *            (beta_fast b_f 32, beta_slow b_s 1 unless the config says;
+ *            without the floor and ceil where rope_scaling's truncate is
+ *            false, as gpt-oss's config.json says: transformers'
+ *            _compute_yarn_parameters, find_correction_range)
  *   ramp_i = clamp((i - lo) / (hi - lo), 0, 1)   (hi += 0.001 when equal)
  *   f'_i   = f_i / F x ramp_i + f_i x (1 - ramp_i)
  *   cos, sin scaled by 0.1 ln F + 1              (F > 1)
@@ -38,8 +42,14 @@ static double yarn_inv_freq(const nvl_model_config_t *cfg, double f,
 {
     double theta = cfg->rope_theta, F = cfg->rope_yarn_factor;
     double P = cfg->rope_original_positions;
-    double lo = floor(d * log(P / (32 * 2 * NVL_PI)) / (2 * log(theta)));
-    double hi = ceil(d * log(P / (1 * 2 * NVL_PI)) / (2 * log(theta)));
+    double bf = cfg->rope_yarn_beta_fast > 0 ? cfg->rope_yarn_beta_fast : 32;
+    double bs = cfg->rope_yarn_beta_slow > 0 ? cfg->rope_yarn_beta_slow : 1;
+    double lo = d * log(P / (bf * 2 * NVL_PI)) / (2 * log(theta));
+    double hi = d * log(P / (bs * 2 * NVL_PI)) / (2 * log(theta));
+    if (!cfg->rope_yarn_no_truncate) {
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
     lo = fmax(lo, 0);
     hi = fmin(hi, d - 1);
     if (lo == hi)

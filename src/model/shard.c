@@ -34,8 +34,36 @@ static void attention(const nvl_model_config_t *cfg, nvl_shard_t *s)
     double hid = cfg->hidden, hd = cfg->head_dim;
     double qn = q.count * hd, kn = s->kv_heads.count * hd;
     s->attn_matrix_elems = (qn + 2 * kn) * hid + hid * qn;
-    s->attn_bias_elems = cfg->qkv_bias ? qn + 2 * kn : 0;
+    s->attn_bias_elems = (cfg->qkv_bias ? qn + 2 * kn : 0) +
+                         (cfg->o_bias ? hid : 0) +
+                         (cfg->attn_sinks ? q.count : 0);
     s->attn_norm_elems = cfg->qk_norm ? 2 * hd : 0;
+}
+
+/* The rows of each expert that part i of `parts` holds: an even split,
+ * or under cfg->moe_split_block vLLM's split of gpt-oss's MX-FP4 experts
+ * (vllm/model_executor/models/gpt_oss.py, _load_weights_mxfp4): every
+ * part but the last ceil(blocks / parts) whole blocks, the last the rest.
+ * A part left without rows is refused (reported, naming `what`). */
+static nvl_status_t expert_rows(const nvl_model_config_t *cfg, int parts,
+                                int i, const char *what, nvl_range_t *out)
+{
+    uint32_t n = cfg->moe_intermediate, b = cfg->moe_split_block;
+    if (b == 0) {
+        *out = nvl_range_split(n, parts, i);
+        return NVL_OK;
+    }
+    uint32_t per = (n / b + (uint32_t)parts - 1) / (uint32_t)parts * b;
+    if ((uint64_t)per * (uint32_t)(parts - 1) >= n) {
+        nvl_report("%s %d: model '%s' splits each expert's %u rows in whole "
+                   "blocks of %u, %u a rank as vLLM's gpt-oss loader does, "
+                   "which leaves rank %d none", what, parts, cfg->name, n, b,
+                   per, parts - 1);
+        return NVL_ERR_INVALID;
+    }
+    uint32_t first = (uint32_t)i * per;
+    *out = (nvl_range_t){first, i == parts - 1 ? n - first : per};
+    return NVL_OK;
 }
 
 nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
@@ -68,8 +96,10 @@ nvl_status_t nvl_shard_plan(const nvl_model_config_t *cfg, int tp, int rank,
     attention(cfg, &s);
     s.intermediate = nvl_range_split(cfg->intermediate, tp, rank);
     s.vocab = nvl_range_split(cfg->vocab, tp, rank);
-    if (cfg->num_experts > 0)
-        s.moe_intermediate = nvl_range_split(cfg->moe_intermediate, tp, rank);
+    if (cfg->num_experts > 0 &&
+        expert_rows(cfg, tp, rank, "tensor parallelism", &s.moe_intermediate) !=
+            NVL_OK)
+        return NVL_ERR_INVALID;
     s.ep = 1;
     s.etp = tp;
     s.experts = (nvl_range_t){0, cfg->num_experts};
@@ -112,8 +142,11 @@ nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
                    world, etp, cfg->name, cfg->moe_intermediate);
         return NVL_ERR_INVALID;
     }
+    /* the experts' rows are split below, over the expert-TP group */
+    nvl_model_config_t even = *cfg;
+    even.moe_split_block = 0;
     nvl_shard_t s;
-    nvl_status_t st = nvl_shard_plan(cfg, pl->attn_dp ? 1 : world,
+    nvl_status_t st = nvl_shard_plan(&even, pl->attn_dp ? 1 : world,
                                      pl->attn_dp ? 0 : rank, &s);
     if (st != NVL_OK)
         return st;
@@ -123,8 +156,11 @@ nvl_status_t nvl_shard_place(const nvl_model_config_t *cfg, int world,
     s.ep_rank = rank / etp;
     if (cfg->num_experts > 0) {
         s.experts = nvl_range_split(cfg->num_experts, ep, s.ep_rank);
-        s.moe_intermediate =
-            nvl_range_split(cfg->moe_intermediate, etp, rank % etp);
+        if (expert_rows(cfg, etp, rank % etp,
+                        ep == 1 ? "tensor parallelism"
+                                : "expert tensor parallelism",
+                        &s.moe_intermediate) != NVL_OK)
+            return NVL_ERR_INVALID;
     }
     memcpy(shard_out, &s, sizeof s);
     return NVL_OK;

@@ -386,11 +386,12 @@ nvl_status_t nvl_st_plain_read_f32(const nvl_weights_t *w, const char *name,
         return st;
     const st_file_t *f = NULL;
     json_t *t = find(w, name, &f);
-    uint64_t n_rows = info.ndim >= 2 ? info.shape[0] : 1;
-    uint64_t n_cols = info.ndim >= 2 ? info.shape[1]
-                      : info.ndim == 1 ? info.shape[0]
-                                       : 1;
-    if (info.ndim > 2 || row0 + rows > n_rows || col0 + cols > n_cols ||
+    /* the leading dimensions flattened into rows (an expert dimension) */
+    uint64_t n_rows = 1;
+    for (int d = 0; d + 1 < info.ndim; d++)
+        n_rows *= info.shape[d];
+    uint64_t n_cols = info.ndim >= 1 ? info.shape[info.ndim - 1] : 1;
+    if (row0 + rows > n_rows || col0 + cols > n_cols ||
         row0 + rows < row0 || col0 + cols < col0) {
         nvl_report("tensor '%s' [%llu x %llu]: slice rows %llu+%llu, columns "
                    "%llu+%llu is outside it", name,

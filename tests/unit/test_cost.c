@@ -196,6 +196,23 @@ static void test_attention(void **state)
     double share = 1 - topo->gpu.fa4_exp_fma_share;
     assert_in_range(fa4 * 1000 / fa3, (int64_t)(share * 1000) - 20,
                     (int64_t)(share * 1000) + 20);
+    /* a sliding window (gpt-oss's 128): decode after 32767 positions
+     * scores and reads as decode after 127; a window past every position
+     * changes nothing; a prefill of T scores T x 128 - 127 x 128 / 2 */
+    nvl_attn_geom_t g = nvl_attn_geom_gqa(8, 1, 128), w = g;
+    w.window = 128;
+    uint64_t p127 = 127, T4 = 4096;
+    nvl_kernel_cost_t a = nvl_cost_attention_geom(&c, 1, &one, &past, &w);
+    nvl_kernel_cost_t b = nvl_cost_attention_geom(&c, 1, &one, &p127, &g);
+    assert_true(a.flops == b.flops && a.bytes == b.bytes &&
+                a.time_ps == b.time_ps);
+    w.window = 60000;
+    a = nvl_cost_attention_geom(&c, 1, &T, &past, &w);
+    b = nvl_cost_attention_geom(&c, 1, &T, &past, &g);
+    assert_true(a.flops == b.flops && a.time_ps == b.time_ps);
+    w.window = 128;
+    a = nvl_cost_attention_geom(&c, 1, &T4, &zero, &w);
+    assert_true(a.flops == 2.0 * 256 * 8 * (4096.0 * 128 - 127 * 128 / 2.0));
 }
 
 /* Eager: a kernel shorter than its launch leaves the GPU waiting; graph:

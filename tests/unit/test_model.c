@@ -97,7 +97,8 @@ static void test_presets_match_their_config(void **state)
 }
 
 /* Published sizes: 72.7B, 7.61B, 0.49B, 32.8B parameters; Llama 3.x 70B
- * 70.6B and 405B 405.9B (Meta's model cards). */
+ * 70.6B and 405B 405.9B (Meta's model cards); gpt-oss-20b 20.9B and
+ * gpt-oss-120b 116.8B (OpenAI's gpt-oss model card, table 1). */
 static void test_param_counts(void **state)
 {
     (void)state;
@@ -111,17 +112,19 @@ static void test_param_counts(void **state)
                 {"qwen3-30b-a3b", 30.5},
                 {"qwen3-235b-a22b", 235.1},
                 {"llama3.3-70b", 70.6},
-                {"llama3.1-405b", 405.9}};
+                {"llama3.1-405b", 405.9},
+                {"gpt-oss-20b", 20.9},
+                {"gpt-oss-120b", 116.8}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         nvl_model_config_t c;
         assert_int_equal(nvl_model_preset(want[i].name, &c), NVL_OK);
         double b = (double)nvl_model_param_count(&c) / 1e9;
         assert_true(b > want[i].billions * 0.99 && b < want[i].billions * 1.01);
     }
-    assert_int_equal(nvl_model_preset_count(), 8);
+    assert_int_equal(nvl_model_preset_count(), 10);
     assert_string_equal(nvl_model_preset_name(0), "qwen2.5-72b");
-    assert_string_equal(nvl_model_preset_name(7), "llama3.1-405b");
-    assert_null(nvl_model_preset_name(8));
+    assert_string_equal(nvl_model_preset_name(9), "gpt-oss-120b");
+    assert_null(nvl_model_preset_name(10));
 }
 
 static void test_unknown_preset(void **state)
@@ -425,7 +428,7 @@ static const struct {
      ":2:"},
     {"{\"model_type\": \"gemma2\"}",
      "model_type 'gemma2' is not supported (expected qwen2, "
-     "qwen3, qwen3_moe or llama)"},
+     "qwen3, qwen3_moe, llama or gpt_oss)"},
     {"{\"model_type\": \"qwen2\", \"hidden_size\": 64}",
      "missing 'intermediate_size'"},
     {"{\"model_type\": \"qwen2\", \"hidden_size\": \"64\"}",
@@ -500,6 +503,57 @@ static const struct {
 };
 #undef LLAMA
 
+/* gpt-oss: the tiny fixture's keys (tests/data/hf/gptoss-tiny, with
+ * transformers 5.17's inv_freq for its YaRN with truncate false), and
+ * openai/gpt-oss-20b's config.json as the hub has it read as its preset. */
+static void test_gpt_oss(void **state)
+{
+    (void)state;
+    nvl_model_config_t c, p;
+    assert_int_equal(nvl_model_config_load(NVL_TEST_DATA "/hf/gptoss-tiny", &c),
+                     NVL_OK);
+    assert_int_equal(c.family, NVL_GPT_OSS);
+    assert_true(c.qkv_bias && c.o_bias && c.attn_sinks && !c.qk_norm);
+    assert_true(c.experts_fused && c.norm_topk_prob && c.swiglu_limit == 7 &&
+                c.swiglu_alpha == 1.702);
+    assert_true(c.num_experts == 8 && c.top_k == 2 && c.moe_intermediate == 96);
+    assert_true(nvl_model_layer_window(&c, 0) == 5 &&
+                nvl_model_layer_window(&c, 1) == 0 &&
+                nvl_model_layer_window(&c, 2) == 5);
+    assert_true(c.rope_yarn_no_truncate && c.rope_yarn_factor == 4);
+    const double hf[4] = {1.0, 0.056354500353336334, 0.012703318148851395,
+                          0.0028635566122829914};
+    for (uint32_t i = 0; i < 4; i++)
+        assert_float_equal(nvl_model_rope_inv_freq(&c, i, 16), hf[i],
+                           3e-7 * hf[i]);
+    assert_float_equal(nvl_model_rope_scale(&c), 1.138629436111989, 1e-12);
+    char text[4096], types[1024] = "";
+    for (int i = 0; i < 24; i++)
+        snprintf(types + strlen(types), sizeof types - strlen(types),
+                 "%s\"%s\"", i ? ", " : "",
+                 i % 2 ? "full_attention" : "sliding_attention");
+    snprintf(text, sizeof text,
+             "{\"model_type\": \"gpt_oss\", \"attention_bias\": true, "
+             "\"head_dim\": 64, \"hidden_size\": 2880, "
+             "\"intermediate_size\": 2880, \"layer_types\": [%s], "
+             "\"max_position_embeddings\": 131072, \"num_attention_heads\": "
+             "64, \"num_experts_per_tok\": 4, \"num_hidden_layers\": 24, "
+             "\"num_key_value_heads\": 8, \"num_local_experts\": 32, "
+             "\"rms_norm_eps\": 1e-05, \"rope_scaling\": {\"beta_fast\": "
+             "32.0, \"beta_slow\": 1.0, \"factor\": 32.0, "
+             "\"original_max_position_embeddings\": 4096, \"rope_type\": "
+             "\"yarn\", \"truncate\": false}, \"rope_theta\": 150000, "
+             "\"sliding_window\": 128, \"swiglu_limit\": 7.0, "
+             "\"tie_word_embeddings\": false, \"vocab_size\": 201088}",
+             types);
+    assert_int_equal(nvl_model_config_load(write_config(text), &c), NVL_OK);
+    assert_int_equal(nvl_model_preset("gpt-oss-20b", &p), NVL_OK);
+    memcpy(c.name, p.name, sizeof c.name);
+    assert_memory_equal(&c, &p, sizeof c);
+    assert_int_equal(nvl_model_max_context(&p), 131072);
+    assert_int_equal(reports.count, 0);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -527,6 +581,7 @@ int main(void)
         TEST(test_moe),
         TEST(test_rope_scaling),
         TEST(test_llama),
+        TEST(test_gpt_oss),
         TEST(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

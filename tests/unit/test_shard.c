@@ -178,6 +178,25 @@ static void test_moe_experts_split(void **state)
     assert_int_equal(nvl_shard_plan(&c, 9, 0, &s), NVL_ERR_INVALID);
     release_reports(NULL);
     assert_non_null(strstr(reports.last, "rows of each expert (8)"));
+    /* gpt-oss: whole 32-element blocks, ceil(90 / 4) = 23 a rank (736
+     * rows), the last rank the other 21 (672), as vLLM's loader; EP 2 on 4
+     * ranks cuts each expert over 2: 45 blocks each; 96 rows (3 blocks)
+     * over 4 ranks leave the last none: refused */
+    assert_int_equal(nvl_model_preset("gpt-oss-20b", &c), NVL_OK);
+    for (int r = 0; r < 4; r++) {
+        assert_int_equal(nvl_shard_plan(&c, 4, r, &s), NVL_OK);
+        assert_int_equal(s.moe_intermediate.first, 736u * (uint32_t)r);
+        assert_int_equal(s.moe_intermediate.count, r < 3 ? 736 : 672);
+    }
+    nvl_placement_t pl = {.ep = 2};
+    assert_int_equal(nvl_shard_place(&c, 4, 3, &pl, &s), NVL_OK);
+    assert_true(s.moe_intermediate.first == 1440 &&
+                s.moe_intermediate.count == 1440);
+    c.moe_intermediate = 96;
+    capture_reports(NULL);
+    assert_int_equal(nvl_shard_plan(&c, 4, 0, &s), NVL_ERR_INVALID);
+    release_reports(NULL);
+    assert_non_null(strstr(reports.last, "which leaves rank 3 none"));
 }
 
 /* Expert parallelism: 128 experts over 72 ranks go 2 to the first 56 and
