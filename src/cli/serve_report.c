@@ -297,6 +297,7 @@ static json_t *json_inputs(const nvl_serve_report_t *r)
                         json_real(r->serving->mem_fraction));
     json_object_set_new(in, "system_replicas",
                         json_integer(r->res->pools[0].system_replicas));
+    json_object_set_new(in, "frontend_ms", json_real(a->frontend_ms));
     if (a->workload != NULL)
         json_object_set_new(in, "workload", json_string(a->workload));
     else
