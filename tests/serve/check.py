@@ -48,6 +48,15 @@ def job(root, cmd, placement="default", ranks=3):
     return p.stdout
 
 
+def verdict(errors, ok):
+    """Prints the errors, or OK when there are none; the exit status."""
+    for e in errors:
+        print(e)
+    if not errors:
+        print(ok)
+    return 1 if errors else 0
+
+
 def one_request(a, tmp):
     model = ["--model", "qwen2.5-7b", "--layers", "6"]
     run_json, serve_json = os.path.join(tmp, "run.json"), os.path.join(tmp, "serve.json")
@@ -159,12 +168,8 @@ def trtllm(a, tmp):
     if bound < 2 or most != bound:
         errors.append(f"{most} requests in flight at most; the cache holds {bound} "
                       f"({pool['kv_blocks']} blocks, {per_req} a request)")
-    for e in errors:
-        print(e)
-    if not errors:
-        print(f"trtllm: 120 requests, no preemption, {most} in flight at most = "
-              f"{int(pool['kv_blocks'])} blocks // {per_req}")
-    return 1 if errors else 0
+    return verdict(errors, f"trtllm: 120 requests, no preemption, {most} in flight at most = "
+                           f"{int(pool['kv_blocks'])} blocks // {per_req}")
 
 
 def placements(a, tmp):
@@ -271,12 +276,8 @@ def dep(a, tmp):
                       f"layout {pool['layout']!r} (expected 90, 0, 'DEP3')")
     if pool["decode_tokens"] + prompts != pool["tokens"] or pool["tokens"] != prompts + 90 * 29:
         errors.append(f"tokens {pool['tokens']}: prompts {prompts} + 90 x 29 decodes expected")
-    for e in errors:
-        print(e)
-    if not errors:
-        print(f"dep: serve = run (TTFT {run['ttft_ms']:.6f} ms, TPOT {run['tpot_ms']:.6f} ms); "
-              f"90 requests on DEP3, every prompt once")
-    return 1 if errors else 0
+    return verdict(errors, f"dep: serve = run (TTFT {run['ttft_ms']:.6f} ms, "
+                           f"TPOT {run['tpot_ms']:.6f} ms); 90 requests on DEP3, every prompt once")
 
 
 def kv_gb(a, tmp, sched, max_batch, max_tokens=4096):
@@ -305,12 +306,8 @@ def sampler_profile(a, tmp):
     # vLLM samples min(max_num_seqs, max_num_batched_tokens) rows
     if kv_gb(a, tmp, "vllm", 300, 256) != kv_gb(a, tmp, "vllm", 600, 256):
         errors.append("vllm: sequences past --max-tokens-per-step 256 changed the KV cache")
-    for e in errors:
-        print(e)
-    if not errors:
-        print("sampler-profile: vllm 39 bytes a logit of the whole vocabulary "
-              "(at most a row a token), trtllm the float32 logits of the shard")
-    return 1 if errors else 0
+    return verdict(errors, "sampler-profile: vllm 39 bytes a logit of the whole "
+                           "vocabulary (at most a row a token), trtllm the float32 logits of the shard")
 
 
 def frontend(a, tmp):
@@ -343,12 +340,8 @@ def frontend(a, tmp):
         errors.append(f"TPOT {fe['tpot_ms']!r} differs from {base['tpot_ms']!r}")
     if fe["inputs"]["frontend_ms"] != f_ms:
         errors.append(f"the JSON's inputs.frontend_ms is {fe['inputs']['frontend_ms']!r}")
-    for e in errors:
-        print(e)
-    if not errors:
-        print(f"frontend: {n} requests x {f_ms} ms reach the scheduler together; "
-              f"makespan and TTFT +{shift_s} s, TPOT unchanged")
-    return 1 if errors else 0
+    return verdict(errors, f"frontend: {n} requests x {f_ms} ms reach the scheduler "
+                           f"together; makespan and TTFT +{shift_s} s, TPOT unchanged")
 
 
 def main():
