@@ -157,7 +157,11 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
         fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
                      "serve the same share of the load)",
                 p0->system_replicas, p0->system_replicas * p0->tp * p0->pp);
-    fprintf(out, "\n# workload: %zu requests, %s\n", r->sum.requests, wl);
+    fprintf(out, "\n# workload: %zu requests, %s", r->sum.requests, wl);
+    if (r->args->frontend_ms > 0)
+        fprintf(out, "; front end %g ms a request, shared round-robin",
+                r->args->frontend_ms);
+    fputc('\n', out);
     policy_line(r, out);
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
