@@ -42,6 +42,9 @@ typedef struct {
     uint32_t input_tokens, output_tokens; /* >= 1 each */
     int32_t prefix;       /* shared-prefix id, or -1 */
     uint32_t prefix_tokens; /* the shared prefix's length (<= input) */
+    int64_t frontend_ps;  /* from arrival to the scheduler: the time the
+                             serving engine's front end holds it
+                             (nvl_serve_frontend; 0: none) */
 } nvl_serve_req_t;
 
 /* A workload: its requests and how they arrive. */
@@ -105,6 +108,17 @@ nvl_status_t nvl_serve_trace_load(const char *path,
                                   nvl_serve_workload_t *w_out);
 
 void nvl_serve_workload_free(nvl_serve_workload_t *w);
+
+/* The serving engine's front end (vLLM's API server: one process, one
+ * asyncio loop that parses, templates and tokenises every request before
+ * handing it to the engine; docs/serve.md "The front end"): each request
+ * takes per_request_s of the loop, and the requests it holds share it
+ * round-robin (processor sharing), so a request reaches the scheduler
+ * when its share is done; sets every request's frontend_ps.  Arrivals
+ * must be open (set, not decreasing): a closed loop (--concurrency) is
+ * reported and refused.  per_request_s 0 clears frontend_ps. */
+nvl_status_t nvl_serve_frontend(nvl_serve_workload_t *w,
+                                double per_request_s);
 
 /* ---- the scheduler -------------------------------------------------------- */
 

@@ -42,6 +42,12 @@ static const nvl_opt_t serve_opts[] = {
      .arg = "N", .def = "0", .min = 0, .max = 1 << 24,
      .doc = "generator: closed loop, N requests in flight (each finishing "
             "one lets the next arrive)"},
+    {.name = "frontend-ms", .kind = NVL_OPT_DOUBLE, .offset = AT(frontend_ms),
+     .arg = "T", .def = "0", .min_d = 0, .max_d = 1e6,
+     .doc = "the front end (vLLM's API server, one asyncio loop) takes T ms "
+            "per request, shared round-robin by the requests it holds; a "
+            "request reaches the scheduler when its share is done (0: on "
+            "arrival; open arrivals only)"},
     {.name = "isl", .kind = NVL_OPT_CUSTOM, .offset = AT(isl),
      .arg = "N|uniform:LO:HI|normal:M:SD|lognormal:MED:S", .def = "1024",
      .parse = nvl_serve_len_parse, .doc = "generator: input tokens"},
@@ -209,6 +215,19 @@ static nvl_status_t load_workload(const nvl_serve_args_t *a,
     return nvl_serve_generate(&g, w);
 }
 
+/* The front end's hold on each request (--frontend-ms). */
+static nvl_status_t frontend(const nvl_serve_args_t *a,
+                             nvl_serve_workload_t *w)
+{
+    if (a->frontend_ms > 0 && a->engine.attn_dp) {
+        nvl_report("--frontend-ms with --attn-parallel dp: the attention-DP "
+                   "ranks' loop (src/serve/adp.c) takes requests at arrival; "
+                   "leave --frontend-ms at 0 there");
+        return NVL_ERR_INVALID;
+    }
+    return nvl_serve_frontend(w, a->frontend_ms / 1e3);
+}
+
 /* Rank 0: the outputs can be written. */
 static nvl_status_t open_outputs(serve_cmd_t *c)
 {
@@ -253,7 +272,8 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
     if (a->rope_yarn > 0 &&
         nvl_model_set_yarn(&c->cfg, a->rope_yarn) != NVL_OK)
         return NVL_ERR_INVALID;
-    if ((st = load_workload(a, &c->w)) != NVL_OK)
+    if ((st = load_workload(a, &c->w)) != NVL_OK ||
+        (st = frontend(a, &c->w)) != NVL_OK)
         return st;
     st = nvl_serving_policy_resolve(&c->serving, &c->cfg, &c->w,
                                     ctx->rt->size);

@@ -157,7 +157,11 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
         fprintf(out, " (of a system of %d replicas, %d GPUs: the others "
                      "serve the same share of the load)",
                 p0->system_replicas, p0->system_replicas * p0->tp * p0->pp);
-    fprintf(out, "\n# workload: %zu requests, %s\n", r->sum.requests, wl);
+    fprintf(out, "\n# workload: %zu requests, %s", r->sum.requests, wl);
+    if (r->args->frontend_ms > 0)
+        fprintf(out, "; front end %g ms a request, shared round-robin",
+                r->args->frontend_ms);
+    fputc('\n', out);
     policy_line(r, out);
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
@@ -297,6 +301,7 @@ static json_t *json_inputs(const nvl_serve_report_t *r)
                         json_real(r->serving->mem_fraction));
     json_object_set_new(in, "system_replicas",
                         json_integer(r->res->pools[0].system_replicas));
+    json_object_set_new(in, "frontend_ms", json_real(a->frontend_ms));
     if (a->workload != NULL)
         json_object_set_new(in, "workload", json_string(a->workload));
     else

@@ -21,6 +21,7 @@ typedef struct {
     long requests, concurrency, prefix_groups, prefix_len, seed;
     double rate;
     nvl_serve_len_t isl, osl;
+    double frontend_ms;   /* the front end's time per request (0: none) */
     /* the policy (0s: the scheduler's defaults) */
     int scheduler;
     long max_batch, max_tokens, chunk, block;

@@ -204,8 +204,10 @@ void nvl_loop_init(loop_t *L, uint32_t replica, int64_t start_ps)
     sched_t *s = &L->s;
     for (size_t k = 0; k < s->n; k++) {
         const nvl_serve_req_t *q = &s->w->reqs[s->which[k]];
+        /* an open arrival joins the queue once the front end is done
+         * with it (a prefilled pool's requests come from a prefill pool) */
         L->arrive[k] = L->conc > 0 ? (k < L->conc ? start_ps : -1)
-                                   : q->arrival_ps;
+                       : q->arrival_ps + (L->prefilled ? 0 : q->frontend_ps);
         s->rs[k].ref = -1;
         nvl_serve_outcome_t *o = &s->out[s->which[k]];
         if (!L->prefilled)
@@ -229,7 +231,8 @@ static void loop_arrivals(loop_t *L)
            L->arrive[L->next] <= L->now) {
         uint32_t k = (uint32_t)L->next++;
         nvl_serve_outcome_t *o = &s->out[s->which[k]];
-        o->arrival_ps = L->prefilled ? o->arrival_ps : L->arrive[k];
+        o->arrival_ps = L->prefilled ? o->arrival_ps
+                        : L->arrive[k] - s->w->reqs[s->which[k]].frontend_ps;
         if (L->prefilled &&
             s->rs[k].generated >= s->w->reqs[s->which[k]].output_tokens) {
             finish(s, k, L->arrive[k]);

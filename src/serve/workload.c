@@ -424,3 +424,52 @@ void nvl_serve_workload_free(nvl_serve_workload_t *w)
     free(w->reqs);
     memset(w, 0, sizeof *w);
 }
+
+/* ---- the front end ---------------------------------------------------------- */
+
+/* Processor sharing with every request the same size c: the loop's
+ * virtual time v advances at 1/n while n requests share it, a request
+ * arriving at v0 leaves at v0 + c, so they leave in arrival order and
+ * only the oldest one held can be next (Kleinrock, Queueing Systems II,
+ * ch. 4: the processor-sharing queue). */
+nvl_status_t nvl_serve_frontend(nvl_serve_workload_t *w, double per_request_s)
+{
+    if (w->concurrency > 0 && per_request_s > 0) {
+        nvl_report("--frontend-ms: the front end is modelled for open "
+                   "arrivals (a trace, --rate, or every request at time "
+                   "0), not a closed loop (--concurrency %u)",
+                   w->concurrency);
+        return NVL_ERR_INVALID;
+    }
+    double *v0 = per_request_s > 0 ? malloc(w->n * sizeof *v0) : NULL;
+    if (per_request_s > 0 && v0 == NULL && w->n > 0) {
+        nvl_report("out of memory for the front end of %zu requests", w->n);
+        return NVL_ERR_NOMEM;
+    }
+    double t = 0, v = 0, c = per_request_s;
+    size_t head = 0, next = 0, held = 0;
+    while (v0 != NULL && head < w->n) {
+        double t_arr = next < w->n ? (double)w->reqs[next].arrival_ps / 1e12
+                                   : INFINITY;
+        double t_done = held > 0 ? t + (v0[head] + c - v) * (double)held
+                                 : INFINITY;
+        if (t_arr <= t_done) {
+            v += held > 0 ? (t_arr - t) / (double)held : 0;
+            t = t_arr;
+            v0[next++] = v;
+            held++;
+        } else {
+            v = v0[head] + c;
+            t = t_done;
+            nvl_serve_req_t *r = &w->reqs[head++];
+            int64_t done_ps = nvl_ps_from_s(t);
+            r->frontend_ps = done_ps > r->arrival_ps ? done_ps - r->arrival_ps
+                                                     : 0;
+            held--;
+        }
+    }
+    for (size_t i = 0; v0 == NULL && i < w->n; i++)
+        w->reqs[i].frontend_ps = 0;
+    free(v0);
+    return NVL_OK;
+}

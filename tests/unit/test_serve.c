@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "nvlemu/serve.h"
+#include "nvlemu/vclock.h"
 #include "reports.h"
 
 /* |a - b| <= tol (cmocka 1.1 has no double assertion) */
@@ -135,6 +136,33 @@ static void test_generator(void **state)
                          NVL_OK);
     assert_int_not_equal(nvl_serve_len_parse("--isl", "0", &l), NVL_OK);
     assert_int_equal(reports.count, 2);
+}
+
+/* ---- the front end ------------------------------------------------------------ */
+
+/* Processor sharing: requests arriving together all leave together; a
+ * closed loop is refused; 0 clears. */
+static void test_frontend(void **state)
+{
+    (void)state;
+    nvl_serve_req_t r[4] = {[3] = {.arrival_ps = nvl_ps_from_s(1.0)}};
+    nvl_serve_workload_t w = {.reqs = r, .n = 4};
+    assert_int_equal(nvl_serve_frontend(&w, 0.010), NVL_OK);
+    for (int i = 0; i < 4; i++) /* three at once: 30 ms; one alone: 10 */
+        assert_true(llabs(r[i].frontend_ps - nvl_ps_from_s(i < 3 ? 0.030
+                                                                 : 0.010)) < 10);
+    /* one at 5 ms: the first's last 5 ms at half speed, then its own */
+    r[1].arrival_ps = nvl_ps_from_s(0.005);
+    w.n = 2;
+    assert_int_equal(nvl_serve_frontend(&w, 0.010), NVL_OK);
+    for (int i = 0; i < 2; i++)
+        assert_true(llabs(r[i].frontend_ps - nvl_ps_from_s(0.015)) < 10);
+    assert_int_equal(nvl_serve_frontend(&w, 0), NVL_OK);
+    assert_true(r[0].frontend_ps == 0 && r[1].frontend_ps == 0);
+    w.concurrency = 2;
+    reports.count = 0;
+    assert_true(nvl_serve_frontend(&w, 0.010) != NVL_OK && reports.count == 1);
+    assert_non_null(strstr(reports.last, "--concurrency 2"));
 }
 
 /* ---- the scheduler ------------------------------------------------------------ */
@@ -551,6 +579,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trace_bad, capture_reports,
                                         release_reports),
         cmocka_unit_test_setup_teardown(test_generator, capture_reports,
+                                        release_reports),
+        cmocka_unit_test_setup_teardown(test_frontend, capture_reports,
                                         release_reports),
         cmocka_unit_test(test_sched_conservation),
         cmocka_unit_test(test_sched_one_request),
