@@ -143,8 +143,9 @@ static const nvl_opt_t opts[] = {
      .doc = "who issues each call: nccl-tests (NCCL's enqueue, [nccl] "
             "launch_overhead per GPU) or torch (torch.distributed eager: "
             "the op's launch, [gpu] launch_overhead, before NCCL's "
-            "enqueue; with -z 1, a harness that times one call on an idle "
-            "device)"},
+            "enqueue, and no call shorter than its host path, [nccl] "
+            "torch_call; with -z 1, a harness that times one call on an "
+            "idle device)"},
     {.name = "cudagraph", .short_name = 'G', .kind = NVL_OPT_LONG,
      .offset = AT(graph_calls), .arg = "N", .def = "0", .min = 0,
      .max = MAX_COUNT,

@@ -85,7 +85,7 @@ static int64_t loop_time_ps(const bench_size_t *b,
                                       (int)a->graph_calls);
     if (!torch)
         return t;
-    nvl_coll_info_t host_only = *info; /* torch's launch + NCCL's enqueue */
+    nvl_coll_info_t host_only = *info; /* torch's whole call */
     host_only.time_ps = 0;
     int64_t host = nvl_coll_blocking_time_ps(b->comm, &host_only,
                                              (int)a->ngpus,

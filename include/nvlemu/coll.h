@@ -231,8 +231,11 @@ int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
  * nvl_coll_loop_time_ps takes the larger of the two.  The host's path:
  * NCCL's enqueue ([nccl] launch_overhead) on each of host_gpus GPUs,
  * divided by graph_calls as there, and, when torch_eager, PyTorch's eager
- * launch of the op ([gpu] launch_overhead) before it.  An empty collective
- * costs its host path with [nccl] empty_call in place of the enqueue. */
+ * launch of the op ([gpu] launch_overhead) before it; a torch.distributed
+ * call also ends no sooner than its whole host path ([nccl] torch_call),
+ * the end event being recorded after the call returns.  An empty
+ * collective costs its host path with [nccl] empty_call in place of the
+ * enqueue. */
 int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
                                   const nvl_coll_info_t *info, int host_gpus,
                                   int graph_calls, bool torch_eager);

@@ -207,10 +207,12 @@ int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
     int64_t torch = torch_eager ? comm->topo->gpu.launch_overhead_ps : 0;
     bool empty = info->bytes == 0 && info->coll != NVL_COLL_SENDRECV &&
                  info->coll != NVL_COLL_ALLTOALL;
-    if (empty)
-        return torch + host_gpus * n->empty_call_ps;
-    return torch +
-           host_gpus * n->launch_overhead_ps /
-               (graph_calls > 1 ? graph_calls : 1) +
-           info->time_ps;
+    int64_t t = empty ? torch + host_gpus * n->empty_call_ps
+                      : torch +
+                            host_gpus * n->launch_overhead_ps /
+                                (graph_calls > 1 ? graph_calls : 1) +
+                            info->time_ps;
+    /* torch records the end after the call returns: never before its
+     * whole host path */
+    return torch_eager && t < n->torch_call_ps ? n->torch_call_ps : t;
 }
