@@ -65,11 +65,17 @@ float nvl_bench_input(const nvl_bench_call_t *call, int rank, size_t i);
 
 typedef enum { MODE_AUTO, MODE_DATA, MODE_TIMING } nvl_bench_mode_t;
 
+/* Who issues each call: nccl-tests' host thread (NCCL's enqueue alone), or
+ * PyTorch eager (torch.distributed: the op's eager launch first). */
+typedef enum { CALLER_NCCL_TESTS, CALLER_TORCH } nvl_bench_caller_t;
+
 typedef struct {
     const char *topo;
     nvl_opt_list_t sets, set_files;
     size_t min_bytes, max_bytes, step_bytes, data_max;
-    long step_factor, iters, warmup, root, check, average, ignored;
+    long step_factor, iters, warmup, root, check, average;
+    long blocking; /* -z: the host waits for each call (nccl-tests -z 1) */
+    int caller;    /* nvl_bench_caller_t: who issues each call (--caller) */
     long nthreads, ngpus; /* -t, -g: a process of nthreads x ngpus ranks */
     long graph_calls;     /* -G: calls per CUDA graph launch (0: none) */
     const char *json_path; /* -J: nccl-tests' JSON output, or NULL */
@@ -82,9 +88,11 @@ typedef struct {
 } nvl_bench_args_t;
 
 /* Every benchmark's options (the usage names no collective; perf_main.c
- * puts its own in a copy); nvl_bench_mode_names names nvl_bench_mode_t. */
+ * puts its own in a copy); nvl_bench_mode_names names nvl_bench_mode_t,
+ * nvl_bench_caller_names nvl_bench_caller_t. */
 extern const nvl_opts_t nvl_bench_opts;
 extern const nvl_opt_name_t nvl_bench_mode_names[];
+extern const nvl_opt_name_t nvl_bench_caller_names[];
 
 /* Checks what one option alone cannot; nranks is the MPI world size.
  * Reports and returns NVL_ERR_INVALID. */

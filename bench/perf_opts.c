@@ -46,6 +46,9 @@ const nvl_opt_name_t nvl_bench_mode_names[] = {
     {"auto", MODE_AUTO}, {"data", MODE_DATA}, {"timing", MODE_TIMING},
     {NULL, 0}};
 
+const nvl_opt_name_t nvl_bench_caller_names[] = {
+    {"nccl-tests", CALLER_NCCL_TESTS}, {"torch", CALLER_TORCH}, {NULL, 0}};
+
 #define AT(field) offsetof(nvl_bench_args_t, field)
 #define MAX_COUNT 1000000000L
 /* the largest size a bench takes: 2^62 bytes (a time past the clock's
@@ -130,8 +133,19 @@ static const nvl_opt_t opts[] = {
      .doc = "also write the results as nccl-tests' JSON (FILE.0, FILE.1, "
             "... if FILE exists), with the emulator's columns"},
     {.name = "blocking", .short_name = 'z', .kind = NVL_OPT_LONG,
-     .offset = AT(ignored), .arg = "N", .min = 0, .max = MAX_COUNT,
-     .doc = "accepted and ignored"},
+     .offset = AT(blocking), .arg = "N", .def = "0", .min = 0, .max = 1,
+     .doc = "1: the host waits for each call before it issues the next "
+            "(nccl-tests -z 1), so a call takes its host path and then its "
+            "device time, one after the other (0: back to back, the larger "
+            "of the two)"},
+    {.name = "caller", .kind = NVL_OPT_ENUM, .offset = AT(caller),
+     .arg = "WHO", .def = "nccl-tests", .names = nvl_bench_caller_names,
+     .doc = "who issues each call: nccl-tests (NCCL's enqueue, [nccl] "
+            "launch_overhead per GPU) or torch (torch.distributed eager: "
+            "the op's launch, [gpu] launch_overhead, before NCCL's "
+            "enqueue, and no call shorter than its host path, [nccl] "
+            "torch_call; with -z 1, a harness that times one call on an "
+            "idle device)"},
     {.name = "cudagraph", .short_name = 'G', .kind = NVL_OPT_LONG,
      .offset = AT(graph_calls), .arg = "N", .def = "0", .min = 0,
      .max = MAX_COUNT,

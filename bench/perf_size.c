@@ -70,12 +70,27 @@ static bool may_defer(const char *send, long calls, int64_t end_ps,
 }
 
 /* Back to back, a call never beats its host enqueue time: -g GPUs'
- * launches from one thread, once per -G calls. */
+ * launches from one thread, once per -G calls.  With -z 1 the host waits
+ * for each call: its path (and torch's launch, --caller torch) comes
+ * before the device time instead of beside it. */
 static int64_t loop_time_ps(const bench_size_t *b,
                             const nvl_coll_info_t *info)
 {
-    return nvl_coll_loop_time_ps(b->comm, info, (int)b->args->ngpus,
-                                 (int)b->args->graph_calls);
+    const nvl_bench_args_t *a = b->args;
+    bool torch = a->caller == CALLER_TORCH;
+    if (a->blocking)
+        return nvl_coll_blocking_time_ps(b->comm, info, (int)a->ngpus,
+                                         (int)a->graph_calls, torch);
+    int64_t t = nvl_coll_loop_time_ps(b->comm, info, (int)a->ngpus,
+                                      (int)a->graph_calls);
+    if (!torch)
+        return t;
+    nvl_coll_info_t host_only = *info; /* torch's whole call */
+    host_only.time_ps = 0;
+    int64_t host = nvl_coll_blocking_time_ps(b->comm, &host_only,
+                                             (int)a->ngpus,
+                                             (int)a->graph_calls, true);
+    return t > host ? t : host;
 }
 
 /* `calls` calls of the row's collective back to back, summing their loop

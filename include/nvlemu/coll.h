@@ -224,6 +224,22 @@ int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
                               const nvl_coll_info_t *info, int host_gpus,
                               int graph_calls);
 
+/* The time one call takes when the host waits for it before it issues the
+ * next (nccl-tests -z 1; a harness that records CUDA events around one
+ * call on an idle device, as torch.distributed benchmarks do): the host's
+ * path to the kernel and then the device time, one after the other, where
+ * nvl_coll_loop_time_ps takes the larger of the two.  The host's path:
+ * NCCL's enqueue ([nccl] launch_overhead) on each of host_gpus GPUs,
+ * divided by graph_calls as there, and, when torch_eager, PyTorch's eager
+ * launch of the op ([gpu] launch_overhead) before it; a torch.distributed
+ * call also ends no sooner than its whole host path ([nccl] torch_call),
+ * the end event being recorded after the call returns.  An empty
+ * collective costs its host path with [nccl] empty_call in place of the
+ * enqueue. */
+int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
+                                  const nvl_coll_info_t *info, int host_gpus,
+                                  int graph_calls, bool torch_eager);
+
 /* The fastest enabled (algorithm, protocol) for the call, as NCCL picks. */
 nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
                              size_t bytes, nvl_coll_info_t *info_out);

@@ -174,6 +174,7 @@ typedef struct {
     int64_t nvls_chunk_lat_ps;  /* NVLS: one chunk's sync through the switch */
     int64_t launch_overhead_ps; /* host cost of enqueueing one NCCL call */
     int64_t empty_call_ps;      /* host cost of a count-0 call (no kernel) */
+    int64_t torch_call_ps; /* host cost of one torch.distributed call */
     double ll_max_bw_bytes_per_s;          /* LL ceiling, all channels */
     double ll128_max_bw_per_channel_bytes_per_s;
     double tree_max_bw_per_channel_bytes_per_s;

@@ -8,11 +8,21 @@ from .common import (NCCL_COLLS, PUBLISHED_NCCL, ROOT, die, error, geomean, para
                      run, table)
 
 
+# How each harness times a call, as the *_perf benches' options: nccl-tests
+# back to back (the default), or torch.distributed timing one call between
+# CUDA events on an idle device (stas00/ml-engineering all_reduce_bench.py
+# before its queued-calls version): the host waits for every call, and
+# torch's eager launch comes before NCCL's enqueue.
+HARNESS_ARGS = {"nccl-tests": [], "torch-one-call": ["-z", "1", "--caller", "torch"]}
+
+
 def read_published_nccl(folder):
     """The rows of the files FOLDER/sources.csv lists, grouped by (topology,
-    collective, ranks, -g, NVLS): {key: [row dicts with system, topology,
-    role, file, collective, gpus, g, nvls, size, pub]}.  Dies naming file and
-    line at the first malformed row."""
+    collective, ranks, -g, NVLS, harness): {key: [row dicts with system,
+    topology, role, file, harness, collective, gpus, g, nvls, size, pub]}.
+    sources.csv's optional column `harness` names how the source timed a
+    call (HARNESS_ARGS; nccl-tests when absent or empty).  Dies naming file
+    and line at the first malformed row."""
     def rows_of(path, fields):
         if not os.path.exists(os.path.join(ROOT, path)):
             die("%s: no such file" % path)
@@ -26,12 +36,17 @@ def read_published_nccl(folder):
     data_fields = ["collective", "gpus", "gpus_per_process", "nvls", "size_bytes",
                    "busbw_gb_per_s"]
     groups = {}
-    for _, src in rows_of(os.path.join(folder, "sources.csv"), src_fields):
+    sources = os.path.join(folder, "sources.csv")
+    for src_line, src in rows_of(sources, src_fields):
+        harness = src.get("harness") or "nccl-tests"
+        if harness not in HARNESS_ARGS:
+            die("%s:%d: unknown harness '%s' (expected %s)"
+                % (sources, src_line, harness, ", ".join(HARNESS_ARGS)))
         path = os.path.join(folder, src["file"])
         for n, r in rows_of(path, data_fields):
             try:
                 key = (src["topology"], r["collective"], int(r["gpus"]),
-                       int(r["gpus_per_process"]), r["nvls"])
+                       int(r["gpus_per_process"]), r["nvls"], harness)
                 size, pub = int(r["size_bytes"]), float(r["busbw_gb_per_s"])
             except ValueError:
                 die("%s:%d: expected whole numbers of GPUs and bytes and a bandwidth"
@@ -47,7 +62,8 @@ def read_published_nccl(folder):
                                         key[2], key[3], size, pub))
             groups.setdefault(key, []).append(dict(
                 system=src["system"], topology=src["topology"], role=src["role"],
-                file=src["file"], collective=r["collective"], gpus=key[2], g=key[3],
+                file=src["file"], harness=harness, collective=r["collective"],
+                gpus=key[2], g=key[3],
                 nvls=r["nvls"], size=size, pub=pub))
     if not groups:
         die("no rows in " + os.path.join(folder, "sources.csv"))
@@ -59,13 +75,13 @@ def published_nccl(build, groups):
     bench of its collective on the file's topology: [row dicts with system,
     topology, role, collective, gpus, g, nvls, size, pub, pred, error]."""
     def one(group):
-        (topo, coll, gpus, g, nvls), rows = group
+        (topo, coll, gpus, g, nvls, harness), rows = group
         sizes = sorted(r["size"] for r in rows)
         env = dict(os.environ, NCCL_ALGO="Ring") if nvls == "off" else dict(os.environ)
         cmd = [os.path.join(ROOT, "scripts", "nvlrun"), str(gpus),
                os.path.join(build, "bench", coll + "_perf"), "-g", str(g), "--topo",
                os.path.join(ROOT, topo), "-b", str(sizes[0]), "-e", str(sizes[-1]),
-               "-f", "2", "--mode", "timing"]
+               "-f", "2", "--mode", "timing"] + HARNESS_ARGS[harness]
         return cmd, run(cmd, env)
     out = []
     for (_, rows), (cmd, stdout) in zip(groups.items(), parallel(one, groups.items())):
@@ -113,7 +129,9 @@ def nccl_doc(rows):
            "Other people's nccl-tests bus bandwidths (" + PUBLISHED_NCCL + "/README.md: "
            "sources, NCCL versions, NVLS on or off, -g) against the `*_perf` benches "
            "in timing mode on the topology `sources.csv` names, the same ranks and "
-           "-g, `NCCL_ALGO=Ring` where the source ran with NVLS off. Role `fit`: a "
+           "-g, `NCCL_ALGO=Ring` where the source ran with NVLS off, and `-z 1 "
+           "--caller torch` where it timed one torch.distributed call at a time on "
+           "an idle device (harness `torch-one-call`). Role `fit`: a "
            "shipped constant was fit to that file (no check); `held-out`: nothing "
            "was fit to it.\n",
            table(["family", "role", "GPUs", "sizes (B)", "comparisons", "geomean error",
@@ -122,9 +140,10 @@ def nccl_doc(rows):
                    pct(f["geomean_error"]), pct(f["worst_error"]), ", ".join(f["files"])]
                   for f in fams]),
            "### Rows\n",
-           table(["system", "collective", "GPUs", "-g", "NVLS", "size (B)",
+           table(["system", "collective", "GPUs", "-g", "NVLS", "harness", "size (B)",
                   "published busbw", "predicted busbw", "error", "model's choice", "file"],
-                 [[r["system"], r["collective"], r["gpus"], r["g"], r["nvls"], r["size"],
+                 [[r["system"], r["collective"], r["gpus"], r["g"], r["nvls"],
+                   r["harness"], r["size"],
                    "%.2f" % r["pub"], "%.2f" % r["pred"], pct(r["error"]), r["choice"],
                    r["file"]] for r in rows])]
     return doc

@@ -22,10 +22,11 @@
  * node: scatter, multimem reduce + multicast store, gather warps per
  * channel, each stage behind NCCL_STEPS slots):
  *   C = [nccl] nvls_channels (nvls.cc: 16 Hopper, 24 Blackwell NVL);
- *   H = N heads (NCCL: at most 32, search.cc; see nvls_heads);
- *   chunk c = 128 KB, cut to 64/32/16 KB when S < 64/8/2 x C x H x c
- *     (enqueue.cc calcCollChunking, concurrentOps = C x nHeads), and no
- *     larger than S / (C H);
+ *   H = N heads in the pipeline (NCCL: at most 32, search.cc; see
+ *     nvls_heads);
+ *   chunk c = 128 KB, cut to 64/32/16 KB when S < 64/8/2 x C x H' x c
+ *     (enqueue.cc calcCollChunking, concurrentOps = C x nHeads, NCCL's
+ *     H' = min(N, 32) heads), and no larger than S / (C H);
  *   algbw = min(A, port H/(H+1)), a channel's rate b = algbw / C;
  *   one chunk through one stage takes c / b; a loop iteration moves one
  *   chunk to each of the H heads (loopSize = C H c) and synchronises
@@ -58,16 +59,24 @@ static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
            c->size <= NVL_NVLS_MAX_ARITY;
 }
 
-/* The model's NVLS heads: every member (loopSize = C N c).  NCCL's NVLS
- * graph keeps at most NCCL_MAX_NVLS_ARITY (32) heads (search.cc
- * ncclTopoCompute: maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)), but with
- * 32 heads the chunk pipeline's fill at 72 ranks is shorter and the
- * held-out 72-rank table moves from 7.0 to 11.2 % geomean: what else
- * grows with the members there is not modeled (docs/collectives.md, "What
- * is left at 8-72 ranks"), and the members stand in for it. */
+/* The model's NVLS pipeline heads: every member (loopSize = C N c).
+ * NCCL's NVLS graph keeps at most NCCL_MAX_NVLS_ARITY (32) heads
+ * (search.cc ncclTopoCompute: maxChannels = min(NCCL_MAX_NVLS_ARITY,
+ * GPUs)); its chunk rule counts those (nvls_nccl_heads).  The pipeline's
+ * fill keeps the members: what grows with them beyond 32 is not found in
+ * the source (docs/collectives.md, "All_reduce at 72 ranks"), and the
+ * members stand in for it. */
 static double nvls_heads(const nvl_comm_t *c)
 {
     return c->size;
+}
+
+/* NCCL's NVLS heads, min(N, NCCL_MAX_NVLS_ARITY): connect.cc connectNvls
+ * nHeads, which enqueue.cc calcCollChunking multiplies by the channels
+ * into concurrentOps. */
+static double nvls_nccl_heads(const nvl_comm_t *c)
+{
+    return c->size < NVL_NVLS_MAX_ARITY ? c->size : NVL_NVLS_MAX_ARITY;
 }
 
 /* What one direction of a member's port carries as NVLS data: the NVLink
@@ -153,7 +162,7 @@ static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
     double algbw = c->nvlink_bw * NVL_NVLINK_DATA_EFF * h / (h + 1);
     if (sw < algbw)
         algbw = sw;
-    double s = (double)bytes, ops = channels * h;
+    double s = (double)bytes, ops = channels * nvls_nccl_heads(c);
     double chunk = nvls_chunk_bytes(s, ops);
     double t = nvls_pipe_s(c, s, chunk, channels, algbw);
     /* Just past a threshold the larger chunk finishes sooner than the

@@ -198,3 +198,21 @@ int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
                    (graph_calls > 1 ? graph_calls : 1);
     return info->time_ps > host ? info->time_ps : host;
 }
+
+int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
+                                  const nvl_coll_info_t *info, int host_gpus,
+                                  int graph_calls, bool torch_eager)
+{
+    const nvl_nccl_spec_t *n = &comm->topo->nccl;
+    int64_t torch = torch_eager ? comm->topo->gpu.launch_overhead_ps : 0;
+    bool empty = info->bytes == 0 && info->coll != NVL_COLL_SENDRECV &&
+                 info->coll != NVL_COLL_ALLTOALL;
+    int64_t t = empty ? torch + host_gpus * n->empty_call_ps
+                      : torch +
+                            host_gpus * n->launch_overhead_ps /
+                                (graph_calls > 1 ? graph_calls : 1) +
+                            info->time_ps;
+    /* torch records the end after the call returns: never before its
+     * whole host path */
+    return torch_eager && t < n->torch_call_ps ? n->torch_call_ps : t;
+}

@@ -277,6 +277,11 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(nccl.empty_call_ps), "0.3us", 0, PS(100.0), "0.3us",
      "host time of a count-0 call on one GPU: NCCL discards it without a "
      "kernel (h200-nvl2 count-0 rows: 0.50-0.80 us with -g 2)"},
+    {"nccl", "torch_call", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.torch_call_ps), "41us", 0, PS(1000.0), "41us",
+     "host time of one torch.distributed collective call, back to back "
+     "(measured: lent HGX H100, eager all_reduce at 8 B - 256 KB on 2 GPUs, "
+     "median; read by the benches' --caller torch)"},
     {"nccl", "ll_max_bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(nccl.ll_max_bw_bytes_per_s), "141GB/s", 1e9, 1e14, "141GB/s",
      "LL protocol ceiling over all channels (NCCL llMaxBws)"},
