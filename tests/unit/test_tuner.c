@@ -303,8 +303,9 @@ static int64_t predict_ps(nvl_topo_t *topo, int n, nvl_coll_t coll,
 }
 
 /* Broadcast and reduce are a chain (ring.c): every member more adds one
- * hop's latency and one chunk crossing one more hop at one SM's peer rate
- * (the last chunk, after the root's port is done), so the time grows
+ * hop's latency and, in Simple, one chunk crossing one more hop at one
+ * SM's peer rate (the last chunk, after the root's port is done; LL128 has
+ * no chunk to fill), so the time grows
  * linearly in N (3, 5, 7: not powers of two either), below and above the
  * 512 KB chunk per channel; on 2 ranks reduce costs what broadcast does
  * (the receiver's reduction is far from HBM-bound on an H200). */
@@ -335,6 +336,15 @@ static void test_chain_pipeline_fill(void **state)
     assert_true(sm > 0 && sm < 900e9);
     double fill_ps = 512.0 * 1024 / sm * 1e12;
     assert_true(fabs((double)(b - a) - hop_ps - fill_ps) < 1e-3 * fill_ps);
+    /* LL128 forwards each line as it lands: a member more adds one hop */
+    int64_t l3 = predict_ps(topo, 3, NVL_COLL_BROADCAST, 1 << 20,
+                            NVL_ALGO_RING, NVL_PROTO_LL128, NULL);
+    int64_t l4 = predict_ps(topo, 4, NVL_COLL_BROADCAST, 1 << 20,
+                            NVL_ALGO_RING, NVL_PROTO_LL128, NULL);
+    double hop128_ps = (double)topo->nccl.nvlink_lat_ps[NVL_ALGO_RING]
+                                                       [NVL_PROTO_LL128] +
+                       (double)topo->nvlink.hop_lat_ps;
+    assert_true(fabs((double)(l4 - l3) - hop128_ps) <= 2);
     nvl_topo_t *nvl2 = load("h200-nvl2.topo");
     assert_int_equal(predict_ps(nvl2, 2, NVL_COLL_BROADCAST, 64 << 20,
                                 NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL),
