@@ -13,6 +13,9 @@ from .tools import end_to_end
 
 HGX = "tests/data/calibration/hgx-h100-x4"
 HGX_TOPO = "topology/hgx-h100.topo"
+# the lent 4 x H200 (issue 31's generality check; nothing fit to it)
+HGX_H200 = "tests/data/calibration/hgx-h200-x4"
+HGX_H200_TOPO = "topology/hgx-h200-x4.topo"
 HGX_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
            "sendrecv", "alltoall"]
 # torch symmetric-memory kernels measured (symm.csv impl) -> nvlemu --impl
@@ -104,17 +107,17 @@ def _ratios(serve):
 
 
 
-def _colls(build):
-    """The seven collectives at 2, 3 and 4 ranks (colls.csv), the lower of
-    the eager call and the CUDA-graph replay."""
+def _colls(build, data=HGX, topo=HGX_TOPO):
+    """The seven collectives at 2, 3 and 4 ranks (DATA/colls.csv) on TOPO,
+    the lower of the eager call and the CUDA-graph replay."""
     meas = {}
-    with open(os.path.join(ROOT, HGX, "colls.csv")) as f:
+    with open(os.path.join(ROOT, data, "colls.csv")) as f:
         for r in csv.DictReader(f):
             if r["algo"] == "default":
                 meas[(int(r["gpus"]), r["op"], int(r["size_bytes"]))] = float(r["time_us"])
     coll = []
     cases = [(n, op) for n in (2, 3, 4) for op in HGX_OPS]
-    preds = parallel(lambda c: bench_rows(build, HGX_TOPO, c[0], c[1], [], "4G"), cases)
+    preds = parallel(lambda c: bench_rows(build, topo, c[0], c[1], [], "4G"), cases)
     for (n, op), pred in zip(cases, preds):
         for size, p in sorted(pred.items()):
             got = [(meas[k], how) for k, how in (((n, op, size), "eager"),
@@ -125,7 +128,7 @@ def _colls(build):
                 coll.append(dict(gpus=n, op=op, size=size, how=how, meas=m, pred=p,
                                  error=error(p, m)))
     if not coll:
-        die("no rows in " + HGX)
+        die("no rows in " + data)
     return coll
 
 
@@ -162,6 +165,7 @@ def hgx_h100(build, steps=True):
     tps = (1, 2, 4) if steps else ()
     d = parallel_dict({
         "coll": lambda: _colls(build), "gcoll": lambda: _g_colls(build),
+        "coll_h200": lambda: _colls(build, HGX_H200, HGX_H200_TOPO),
         "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, "pair"),
         "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), "hgx"),
         "e2e": lambda: dict(zip(tps, parallel(
@@ -195,6 +199,15 @@ def _coll_summary(d):
                 % ("HGX H100 (fit: hop_lat)" if fit else "held-out machine", n, tag),
                 [r["error"] for r in rows], HGX, held_out=not fit,
                 where=regions(rows, topo="hgx-h100", cls_key="op")))
+    for n in (2, 3, 4):
+        for tag, keep in ((">= 1 MB", lambda s: s >= (1 << 20)),
+                          ("< 1 MB", lambda s: s < (1 << 20))):
+            rows = [dict(r, ranks=n) for r in d["coll_h200"]
+                    if r["gpus"] == n and keep(r["size"])]
+            summary.append(summary_row(
+                "held-out machine: collectives on HGX H200, %d GPUs (NVSwitch), %s"
+                % (n, tag), [r["error"] for r in rows], HGX_H200, held_out=True,
+                where=regions(rows, topo="hgx-h200-x4", cls_key="op")))
     gcoll = d["gcoll"]
     for n in sorted({r["gpus"] for r in gcoll}):
         for tag, keep in ((">= 1 MB", lambda s: s >= (1 << 20)),
@@ -284,6 +297,14 @@ def _coll_doc(d):
                       "predicted us", "error"],
                      [[r["gpus"], r["op"], r["size"], r["how"], "%.1f" % r["meas"],
                        "%.1f" % r["pred"], pct(r["error"])] for r in d["coll"]]))
+    doc.append("### Collectives on HGX H200 (%s, held out)\n" % HGX_H200_TOPO)
+    doc.append("The lent 4 x H200 (" + HGX_H200 + "/README.md), the same harness and "
+               "NCCL, predicted on a topology that carries this section's H100 constants "
+               "with the H200's memory; nothing was fit to it.\n")
+    doc.append(table(["GPUs", "collective", "size (B)", "timing", "measured us",
+                      "predicted us", "error"],
+                     [[r["gpus"], r["op"], r["size"], r["how"], "%.1f" % r["meas"],
+                       "%.1f" % r["pred"], pct(r["error"])] for r in d["coll_h200"]]))
     doc.append("### Engine all-reduce kernels\n")
     doc.append(table(["machine", "GPUs", "kernel", "size (B)", "measured us",
                       "predicted us", "error"],

@@ -190,6 +190,9 @@ typedef struct {
     /* a chunked protocol: on a ring's steps a channel reaches
      * [nccl] mid_efficiency of its rate at mid sizes (model.c) */
     bool knee;
+    /* a flag in every line (LL, LL128): a receiver forwards a line as soon
+     * as it lands, so a chain has no chunk to fill (ring.c) */
+    bool line_flags;
     /* NCCL's ceiling on `channels` channels, bytes/s (NULL: none) */
     double (*max_bw)(const nvl_nccl_spec_t *nccl, double channels);
 } nvl_coll_proto_t;

@@ -129,12 +129,17 @@ static int64_t port_time_at_ps(const nvl_comm_t *c, int member,
     int most = p2p_channels(c);
     double nv_port = nvl_topo_nvlink_bw(t, me) * NVL_NVLINK_DATA_EFF;
     double nv_ch = nv_port / k->channels;
+    /* a p2p channel's NVLink rate: the half of its CTA's warps that serve
+     * one direction (sendrecv.h), at one SM's peer rate */
+    double sm_ch = t->nvlink.sm_peer_bw_bytes_per_s > 0
+                       ? t->nvlink.sm_peer_bw_bytes_per_s / 2
+                       : nv_ch;
     double nic = nvl_topo_nic_bw(t, me) / t->scaleout.oversubscription;
     double hbm = nvl_topo_hbm_bw(t, me) / 2; /* a copy reads and writes */
     double ts = fmax(dir_time_s(o[NVL_FABRIC_NVLINK], l->ch_out[NVL_FABRIC_NVLINK],
-                                most, nv_ch, nv_port),
+                                most, sm_ch, nv_port),
                      dir_time_s(i[NVL_FABRIC_NVLINK], l->ch_in[NVL_FABRIC_NVLINK],
-                                most, nv_ch, nv_port));
+                                most, sm_ch, nv_port));
     ts = fmax(ts, fmax(dir_time_s(o[NVL_FABRIC_SCALEOUT],
                                   l->ch_out[NVL_FABRIC_SCALEOUT], most,
                                   nic, nic),

@@ -36,6 +36,7 @@ const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT] = {
                        NVL_NCCL_STEPS / 2,
         .thread_threshold = 8.0,
         .knee = false,
+        .line_flags = true,
         .max_bw = ll_max_bw,
     },
     [NVL_PROTO_LL128] = {
@@ -46,6 +47,7 @@ const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT] = {
                        NVL_NCCL_STEPS / 16 * 15,
         .thread_threshold = 8.0,
         .knee = true,
+        .line_flags = true,
         .max_bw = ll128_max_bw,
     },
     [NVL_PROTO_SIMPLE] = {
@@ -55,6 +57,7 @@ const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT] = {
         .chunk_bytes = ((size_t)4 << 20) / NVL_NCCL_STEPS,
         .thread_threshold = 64.0,
         .knee = true,
+        .line_flags = false,
         .max_bw = NULL,
     },
 };

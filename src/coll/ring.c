@@ -18,10 +18,14 @@
  *   is its slowest edge (die link or the die's NVLink share) and of the
  *   steps, floor(steps x die_edges / N) cross a die link (die_link_lat
  *   instead of hop_lat).
- *   Broadcast and reduce: a pipeline of k = x / c chunks (x = S/C per
- *   channel, c the chunk) through N-1 hops takes k + N - 2 chunk times:
- *   T = kernel + base + (N-1) hops (nvlink_lat + hop_lat)
- *       + (S + (N-2) C min(S/C, c)) / busbw
+ *   Broadcast and reduce: the root's port is busy for S / busbw.  Simple:
+ *   the channels' chunks (x = S/C per channel, c the chunk) do not move in
+ *   step, so what is left after it is the last chunk crossing the other
+ *   N-2 hops alone, each at one SM's peer rate (at most the path's; a
+ *   channel's share of busbw where sm_peer_bw is not given); LL and
+ *   LL128 carry a flag in every line and forward lines as they land:
+ *   T = kernel + base + (N-1) hops (nvlink_lat + hop_lat) + S / busbw
+ *       [+ (N-2) min(x, c) / min(sm_peer_bw, path), Simple]
  *   busbw: one link direction, no reduction traffic; reduce adds the
  *   receiver's reduction, 3 bytes of HBM (two reads, one write) per byte,
  *   min(busbw, hbm_bw x hbm_efficiency / 3). */
@@ -38,9 +42,9 @@ static bool ring_supports(const nvl_comm_t *c, nvl_coll_t coll,
     return coll <= NVL_COLL_ALLREDUCE;
 }
 
-/* Broadcast and reduce: the first chunk crosses N-1 hops (NCCL's tuning
- * charges one, tuning.cc "waiting for proper chunk modeling"); the rest
- * follow one chunk time apart. */
+/* Broadcast and reduce: the first chunk's latency crosses N-1 hops
+ * (NCCL's tuning charges one, tuning.cc "waiting for proper chunk
+ * modeling"); the last chunk's transfer the N-2 hops after the root's. */
 static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
                             size_t bytes, nvl_proto_t proto, double channels)
 {
@@ -58,8 +62,15 @@ static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
                      c->topo->gpu.hbm_efficiency / 3.0;
         busbw = busbw < hbm ? busbw : hbm;
     }
-    double fill = (n - 2) * channels * (x < chunk ? x : chunk);
-    return lat + (s + fill) / busbw;
+    /* Simple: the channels do not move in step; the root's port stays
+     * busy for S / busbw, then the last chunk crosses the other N-2 hops
+     * alone, at one SM's peer rate.  LL, LL128: lines go on as they land */
+    if (nvl_coll_protos[proto].line_flags)
+        return lat + s / busbw;
+    double sm = c->topo->nvlink.sm_peer_bw_bytes_per_s;
+    double path = nvl_coll_model_path_bw(c);
+    double hop_bw = sm <= 0 ? busbw / channels : sm < path ? sm : path;
+    return lat + s / busbw + (n - 2) * (x < chunk ? x : chunk) / hop_bw;
 }
 
 static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,

@@ -78,6 +78,34 @@ static void modes_and_ports(nvl_comm_t *comm)
               "(%lld ps)", fan, (long long)tm[1][1], (long long)tm[1][0]);
 }
 
+/* A p2p channel moves sm_peer_bw / 2 per direction over NVLink (half its
+ * CTA's warps, NCCL sendrecv.h): a send to the next member on NCCL's
+ * nChannelsMin channels (p2pnChannels halved while x N exceeds it) takes
+ * 8 MB / (k x sm_peer_bw / 2) longer for 16 MB than for 8 MB, where that
+ * is below the port's rate and every member is in one NVLink domain. */
+static void channel_rate(nvl_comm_t *comm)
+{
+    const nvl_topo_t *topo = nvl_comm_topo(comm);
+    double sm = topo->nvlink.sm_peer_bw_bytes_per_s;
+    int most = 1, least;
+    while (most < (int)topo->nccl.channels)
+        most *= 2;
+    for (least = most; least * size_ > most && least > 1; least /= 2)
+        ;
+    double rate = least * sm / 2;
+    if (sm <= 0 || (uint32_t)size_ > topo->nvlink.domain_gpus ||
+        rate > nvl_topo_nvlink_bw(topo, 0) / 2)
+        return;
+    nvl_comm_set_mode(comm, NVL_MODE_TIMING);
+    int64_t a = fan_out(comm, 1, (size_t)1 << 20, 0); /* 8 MB */
+    int64_t b = fan_out(comm, 1, (size_t)2 << 20, 0); /* 16 MB */
+    double want_ps = 8.0 * (1 << 20) / rate * 1e12;
+    CHECK(llabs((b - a) - (int64_t)want_ps) < (int64_t)(want_ps / 100),
+          "8 MB more on %d channels took %lld ps, expected %.0f", least,
+          (long long)(b - a), want_ps);
+    nvl_comm_set_mode(comm, NVL_MODE_DATA);
+}
+
 /* Member 1 expects more than member 0 sends: fails everywhere, once. */
 static void size_mismatch(nvl_comm_t *comm)
 {
@@ -138,6 +166,7 @@ int main(int argc, char **argv)
     rank_ = t.rt.rank;
     size_ = t.rt.size;
     modes_and_ports(t.comm);
+    channel_rate(t.comm);
     nvl_comm_set_mode(t.comm, NVL_MODE_DATA);
     mpi_test_capture_reports(1);
     size_mismatch(t.comm);

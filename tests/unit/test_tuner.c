@@ -303,7 +303,9 @@ static int64_t predict_ps(nvl_topo_t *topo, int n, nvl_coll_t coll,
 }
 
 /* Broadcast and reduce are a chain (ring.c): every member more adds one
- * hop's latency and one chunk time of pipeline fill, so the time grows
+ * hop's latency and, in Simple, one chunk crossing one more hop at one
+ * SM's peer rate (the last chunk, after the root's port is done; LL128 has
+ * no chunk to fill), so the time grows
  * linearly in N (3, 5, 7: not powers of two either), below and above the
  * 512 KB chunk per channel; on 2 ranks reduce costs what broadcast does
  * (the receiver's reduction is far from HBM-bound on an H200). */
@@ -322,18 +324,27 @@ static void test_chain_pipeline_fill(void **state)
         assert_true(t5 > t3);
         assert_true(llabs((t7 - t5) - (t5 - t3)) <= 2);
     }
-    /* the fill per member: one hop + one chunk (512 KB on each channel) */
-    int ch;
+    /* the fill per member: one hop + one 512 KB chunk at sm_peer_bw */
     int64_t a = predict_ps(topo, 3, NVL_COLL_BROADCAST, (size_t)1 << 30,
-                           NVL_ALGO_RING, NVL_PROTO_SIMPLE, &ch);
+                           NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
     int64_t b = predict_ps(topo, 4, NVL_COLL_BROADCAST, (size_t)1 << 30,
                            NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL);
     double hop_ps = (double)topo->nccl.nvlink_lat_ps[NVL_ALGO_RING]
                                                     [NVL_PROTO_SIMPLE] +
                     (double)topo->nvlink.hop_lat_ps;
-    double busbw = 900e9 * (370.8 / 478.116); /* 18 x 50 GB/s, eta */
-    double fill_ps = ch * 512.0 * 1024 / busbw * 1e12;
+    double sm = topo->nvlink.sm_peer_bw_bytes_per_s; /* 50 GB/s */
+    assert_true(sm > 0 && sm < 900e9);
+    double fill_ps = 512.0 * 1024 / sm * 1e12;
     assert_true(fabs((double)(b - a) - hop_ps - fill_ps) < 1e-3 * fill_ps);
+    /* LL128 forwards each line as it lands: a member more adds one hop */
+    int64_t l3 = predict_ps(topo, 3, NVL_COLL_BROADCAST, 1 << 20,
+                            NVL_ALGO_RING, NVL_PROTO_LL128, NULL);
+    int64_t l4 = predict_ps(topo, 4, NVL_COLL_BROADCAST, 1 << 20,
+                            NVL_ALGO_RING, NVL_PROTO_LL128, NULL);
+    double hop128_ps = (double)topo->nccl.nvlink_lat_ps[NVL_ALGO_RING]
+                                                       [NVL_PROTO_LL128] +
+                       (double)topo->nvlink.hop_lat_ps;
+    assert_true(fabs((double)(l4 - l3) - hop128_ps) <= 2);
     nvl_topo_t *nvl2 = load("h200-nvl2.topo");
     assert_int_equal(predict_ps(nvl2, 2, NVL_COLL_BROADCAST, 64 << 20,
                                 NVL_ALGO_RING, NVL_PROTO_SIMPLE, NULL),
