@@ -1,8 +1,9 @@
 """Where jobs run and how they are launched: the repository root, the
 nvlemu binary and the launcher (scripts/nvlrun or --mpirun), the topology
-and model names resolved for commands run from the root, one job run under a time limit with its
-command and output saved next to its results, and the command line the
-user typed (recorded in every summary)."""
+and model names resolved for commands run from the root, one job run
+under a time limit with its command and output saved next to its
+results, and the command line the user typed (recorded in every
+summary)."""
 import json
 import os
 import shlex
