@@ -94,7 +94,8 @@ static int64_t loop_time_ps(const bench_size_t *b,
 }
 
 /* `calls` calls of the row's collective back to back, summing their loop
- * times into *sum_ps and leaving the last call's outcome in *last.  In
+ * times into *sum_ps (NULL: not timed, the warm-up) and leaving the last
+ * call's outcome in *last.  In
  * timing mode the calls after the first are recorded and agreed in one
  * exchange (the same times, bit for bit, as agreeing on each). */
 static nvl_status_t run_calls(const bench_size_t *b, const char *send,
@@ -113,7 +114,7 @@ static nvl_status_t run_calls(const bench_size_t *b, const char *send,
         }
         if (st == NVL_OK)
             st = b->row->run(b->comm, send, recv, &b->call, last);
-        if (st == NVL_OK && !deferred)
+        if (st == NVL_OK && !deferred && sum_ps != NULL)
             *sum_ps += loop_time_ps(b, last);
     }
     if (!deferred)
@@ -123,7 +124,8 @@ static nvl_status_t run_calls(const bench_size_t *b, const char *send,
     if (st == NVL_OK)
         st = settled;
     for (size_t k = 0; k < n && st == NVL_OK; k++)
-        if ((st = nvl_comm_settled_call(b->comm, k, last)) == NVL_OK)
+        if ((st = nvl_comm_settled_call(b->comm, k, last)) == NVL_OK &&
+            sum_ps != NULL)
             *sum_ps += loop_time_ps(b, last);
     return st;
 }
@@ -153,10 +155,8 @@ static nvl_status_t run_phase(const bench_size_t *b, bool in_place,
         memset(recv, 0, b->recv_elems * b->esz);
         fill(b, send);
     }
-    int64_t warm_ps = 0;
     nvl_coll_info_t warm;
-    nvl_status_t st = run_calls(b, send, recv, b->args->warmup, &warm_ps,
-                                &warm);
+    nvl_status_t st = run_calls(b, send, recv, b->args->warmup, NULL, &warm);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     out->time_ps = 0;
