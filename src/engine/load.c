@@ -212,7 +212,7 @@ static nvl_status_t stored_quantized(const source_t *src, const char *name,
 /* Expert x's gate and up rows [m0, m0 + mn) of a fused gate_up tensor
  * (gate interleaved with up: output 2i is gate row i, 2i + 1 up row i):
  * stored [E, hidden, 2I] (bf16; transposed on reading) or, quantized,
- * [E x 2I, hidden]. */
+ * [E x 2I, hidden] (only this rank's 2 mn rows read). */
 static nvl_status_t fused_gate_up(const source_t *src, const char *name,
                                   uint64_t E, uint64_t I, uint64_t hid,
                                   uint32_t x, uint64_t m0, uint64_t mn,
@@ -222,13 +222,14 @@ static nvl_status_t fused_gate_up(const source_t *src, const char *name,
     nvl_status_t st = stored_quantized(src, name, &q);
     if (st != NVL_OK)
         return st;
-    float *w = q ? rows_of(src, name, E * 2 * I, hid, x * 2 * I, 2 * I, &st)
+    float *w = q ? rows_of(src, name, E * 2 * I, hid, x * 2 * I + 2 * m0,
+                           2 * mn, &st)
                  : rows_of(src, name, E * hid, 2 * I, x * hid, hid, &st);
     for (uint64_t i = 0; w != NULL && i < mn; i++)
         for (uint64_t c = 0; c < hid; c++) {
             uint64_t go = 2 * (m0 + i), uo = go + 1;
-            g[i * hid + c] = q ? w[go * hid + c] : w[c * 2 * I + go];
-            u[i * hid + c] = q ? w[uo * hid + c] : w[c * 2 * I + uo];
+            g[i * hid + c] = q ? w[2 * i * hid + c] : w[c * 2 * I + go];
+            u[i * hid + c] = q ? w[(2 * i + 1) * hid + c] : w[c * 2 * I + uo];
         }
     free(w);
     return st;
