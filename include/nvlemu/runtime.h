@@ -26,7 +26,10 @@ typedef struct {
 
 /* Probes the host, chooses the wait policy (setting Open MPI's
  * mpi_yield_when_idle before MPI_Init when ranks outnumber cores), starts
- * MPI and fills *rt_out.  Reports and returns an error if MPI cannot start. */
+ * MPI and fills *rt_out.  A process started without a launcher (an MPI
+ * singleton) starts lean: no daemon, no network transports, no hwloc I/O
+ * discovery (Open MPI variables the caller set are kept).  Reports and
+ * returns an error if MPI cannot start. */
 nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out);
 
 /* Ends MPI; call once on every rank. */
