@@ -42,7 +42,7 @@ def bench_rows(build, topo, n, op, extra, hi):
     return pred
 
 
-def _symm_rows(build, path, label):
+def _symm_rows(build, path, topo):
     """The measured engine all-reduce kernels of PATH (CUDA-graph replays)
     against all_reduce_perf --impl oneshot|twoshot -G 20 (the host's launch
     paid once per 20 calls, as the replay of 100 calls pays it once)."""
@@ -53,9 +53,8 @@ def _symm_rows(build, path, label):
                 float(r["time_us"])
     rows = []
     cases = [(n, impl, ours) for n in sorted({k[0] for k in meas}) for impl, ours in HGX_SYMM]
-    preds = parallel(lambda c: bench_rows(build, HGX_TOPO if label == "hgx" else H100_TOPO,
-                                          c[0], "all_reduce", ["--impl", c[2], "-G", "20"],
-                                          "64M"), cases)
+    preds = parallel(lambda c: bench_rows(build, topo, c[0], "all_reduce",
+                                          ["--impl", c[2], "-G", "20"], "64M"), cases)
     for (n, impl, ours), pred in zip(cases, preds):
         for (g, i, size), m in sorted(meas.items()):
             if g == n and i == impl and size in pred:
@@ -171,8 +170,10 @@ def hgx_h100(build, steps=True):
     d = parallel_dict({
         "coll": lambda: _colls(build), "gcoll": lambda: _g_colls(build),
         "coll_h200": lambda: _colls(build, HGX_H200, HGX_H200_TOPO),
-        "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, "pair"),
-        "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), "hgx"),
+        "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, H100_TOPO),
+        "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), HGX_TOPO),
+        "symm_h200": lambda: _symm_rows(build, os.path.join(HGX_H200, "symm.csv"),
+                                        HGX_H200_TOPO),
         "e2e": lambda: dict(zip(tps, parallel(
             lambda tp: end_to_end(build, os.path.join(HGX, "steps-tp%d.csv" % tp), "torch",
                                   HGX_TOPO), tps))),
@@ -284,6 +285,13 @@ def _coll_summary(d):
                 "held-out machine: engine all_reduce %s on HGX H100, %d GPUs, CUDA graph"
                 % (impl, n), [r["error"] for r in rows], HGX + "/symm.csv", held_out=True,
                 where=regions(rows, "allreduce-" + impl, "hgx-h100")))
+        for n in (2, 3, 4):
+            rows = [dict(r, ranks=n) for r in d["symm_h200"]
+                    if r["impl"] == impl and r["gpus"] == n]
+            summary.append(summary_row(
+                "held-out machine: engine all_reduce %s on HGX H200, %d GPUs, CUDA graph"
+                % (impl, n), [r["error"] for r in rows], HGX_H200 + "/symm.csv",
+                held_out=True, where=regions(rows, "allreduce-" + impl, "hgx-h200-x4")))
     return summary
 
 
@@ -365,7 +373,7 @@ def _coll_doc(d):
                      [[w, r["gpus"], r["impl"], r["size"], "%.1f" % r["meas"],
                        "%.1f" % r["pred"], pct(r["error"])]
                       for w, rs in (("2 x H100 NV18", d["symm_pair"]),
-                                    ("HGX H100", d["symm"]))
+                                    ("HGX H100", d["symm"]), ("HGX H200", d["symm_h200"]))
                       for r in rs]))
     for tp, e in d["e2e"].items():
         for phase, rows in e.items():
