@@ -19,6 +19,7 @@ HGX_H200_TOPO = "topology/hgx-h200-x4.topo"
 # the serving-like steps on a lent 2 x H200 NV18 (issue 31; nothing fit to
 # them), predicted on the H200 end-to-end topology as the torch steps are
 H200_PAIR = "tests/data/calibration/h200-x2-serve"
+H200_PAIR_TOPO = "topology/h200-nvl2.topo"   # its kernels alone: the pair's topology
 HGX_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
            "sendrecv", "alltoall"]
 # torch symmetric-memory kernels measured (symm.csv impl) -> nvlemu --impl
@@ -174,6 +175,8 @@ def hgx_h100(build, steps=True):
         "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), HGX_TOPO),
         "symm_h200": lambda: _symm_rows(build, os.path.join(HGX_H200, "symm.csv"),
                                         HGX_H200_TOPO),
+        "symm_h200_pair": lambda: _symm_rows(build, os.path.join(H200_PAIR, "alone-symm.csv"),
+                                             H200_PAIR_TOPO),
         "e2e": lambda: dict(zip(tps, parallel(
             lambda tp: end_to_end(build, os.path.join(HGX, "steps-tp%d.csv" % tp), "torch",
                                   HGX_TOPO), tps))),
@@ -292,6 +295,11 @@ def _coll_summary(d):
                 "held-out machine: engine all_reduce %s on HGX H200, %d GPUs, CUDA graph"
                 % (impl, n), [r["error"] for r in rows], HGX_H200 + "/symm.csv",
                 held_out=True, where=regions(rows, "allreduce-" + impl, "hgx-h200-x4")))
+        rows = [dict(r, ranks=2) for r in d["symm_h200_pair"] if r["impl"] == impl]
+        summary.append(summary_row(
+            "held-out machine: engine all_reduce %s on 2 x H200 NV18, CUDA graph" % impl,
+            [r["error"] for r in rows], H200_PAIR + "/alone-symm.csv", held_out=True,
+            where=regions(rows, "allreduce-" + impl, "h200-nvl2")))
     return summary
 
 
@@ -373,7 +381,8 @@ def _coll_doc(d):
                      [[w, r["gpus"], r["impl"], r["size"], "%.1f" % r["meas"],
                        "%.1f" % r["pred"], pct(r["error"])]
                       for w, rs in (("2 x H100 NV18", d["symm_pair"]),
-                                    ("HGX H100", d["symm"]), ("HGX H200", d["symm_h200"]))
+                                    ("HGX H100", d["symm"]), ("HGX H200", d["symm_h200"]),
+                                    ("2 x H200 NV18", d["symm_h200_pair"]))
                       for r in rs]))
     for tp, e in d["e2e"].items():
         for phase, rows in e.items():
