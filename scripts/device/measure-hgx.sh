@@ -59,13 +59,14 @@ case $what in
     ;;
   serve)
     # The serving-like decode alone (no torch reference grid): TP 2 on GPUs
-    # 0 and 1, then TP 4; batch 16 at ctx 4096 profiled for every all-reduce.
+    # 0 and 1, then TP 4; batch 16 at ctx 4096 and 256 at ctx 1024 profiled
+    # for every all-reduce (tests/data/calibration/h200-x2-serve).
     budget=${BUDGET:-110}
     quick=${QUICK:+--quick}
     for tp in ${TPS:-2 4}; do
       CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((tp - 1))) timeout $((budget + 40)) \
         torchrun --nproc_per_node=$tp --master_port=2963$tp $steps --tp $tp --serve-only \
-        --serve nccl,oneshot,twoshot --trace-tp decode:16:4096 $quick --budget-s "$budget" \
+        --serve nccl,oneshot,twoshot --trace-tp decode:16:4096,decode:256:1024 $quick --budget-s "$budget" \
         --out "$work/tp$tp" > "$work/tp$tp.log" 2>&1
       tail -4 "$work/tp$tp.log"
     done
