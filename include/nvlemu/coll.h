@@ -265,6 +265,13 @@ typedef int nvl_ar_impl_t;
 extern const nvl_family_t nvl_ar_impl_family;
 /* The row's name ("nccl", "oneshot", ...; "?" out of range). */
 const char *nvl_ar_impl_name(nvl_ar_impl_t impl);
+/* True when impl reduces a buffer registered with every peer, so the
+ * caller copies its input there first: torch's symmetric-memory one-shot
+ * and two-shot (what `oneshot` and `twoshot` model; vLLM's
+ * SymmMemCommunicator copies each input in).  False for NCCL, the
+ * multimem forms and auto (TensorRT-LLM's kernels read their input in
+ * place), and out of range. */
+bool nvl_ar_impl_copies_input(nvl_ar_impl_t impl);
 /* The name's implementation; NVL_ERR_INVALID (no report) when unknown. */
 nvl_status_t nvl_ar_impl_parse(const char *name, nvl_ar_impl_t *impl_out);
 /* NULL when impl can run on comm, else why not (a string literal): the

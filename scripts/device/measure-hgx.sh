@@ -6,6 +6,8 @@
 #   scripts/device/measure-hgx.sh steps "$OUT"   # TP 1, 2, 4 steps (~9.5 min)
 #   scripts/device/measure-hgx.sh check "$OUT"   # the steps script on a tiny grid
 #   scripts/device/measure-hgx.sh repeat "$OUT"  # TP 2 alone, then TP 4: the spread (~5 min)
+#   scripts/device/measure-hgx.sh serve "$OUT"   # serving-like steps only, TP 2 then TP 4 (~4 min)
+#   QUICK=1 scripts/device/measure-hgx.sh serve "$OUT"   # the same on a tiny grid (a check)
 #
 # NVLink multicast stays off in every process (the machine's rule).  Each
 # phase leaves one tarball and its log in OUT (the device tool returns at
@@ -54,6 +56,20 @@ case $what in
       --out "$work/tp2" 2>&1 | tee "$work/tp2.log"
     timeout $((budget + 25)) torchrun --nproc_per_node=4 --master_port=29624 $steps --tp 4 \
       --serve nccl,oneshot,twoshot --budget-s "$budget" --out "$work/tp4" 2>&1 | tee "$work/tp4.log"
+    ;;
+  serve)
+    # The serving-like decode alone (no torch reference grid): TP 2 on GPUs
+    # 0 and 1, then TP 4; batch 16 at ctx 4096 and 256 at ctx 1024 profiled
+    # for every all-reduce (tests/data/calibration/h200-x2-serve).
+    budget=${BUDGET:-110}
+    quick=${QUICK:+--quick}
+    for tp in ${TPS:-2 4}; do
+      CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((tp - 1))) timeout $((budget + 40)) \
+        torchrun --nproc_per_node=$tp --master_port=2963$tp $steps --tp $tp --serve-only \
+        --serve nccl,oneshot,twoshot --trace-tp decode:16:4096,decode:256:1024 $quick --budget-s "$budget" \
+        --out "$work/tp$tp" > "$work/tp$tp.log" 2>&1
+      tail -4 "$work/tp$tp.log"
+    done
     ;;
   *) echo "unknown phase $what" >&2; exit 2 ;;
 esac

@@ -335,7 +335,7 @@ def serve_grid(args, rank, kw, kf, traces, failures, env):
                                 "%.1f" % ev_us, reps, args.tp, ar])
                     f.flush()
                 trace = None
-                if (ph, B, ctx) in prof and ar == ars[-1]:
+                if (ph, B, ctx) in prof:
                     trace = ("%s-serve-%s-%s-b%d-c%d" % (name, ar, ph, B, ctx),
                              (name + "/serve-" + ar, ph, B, ctx))
                 run_case(lambda ph=ph, B=B, ctx=ctx, ar=ar: make_case(m, ph, B, ctx, servers[ar]),

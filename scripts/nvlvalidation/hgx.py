@@ -6,8 +6,8 @@ import csv
 import json
 import os
 
-from .common import (H100, H100_TOPO, ROOT, die, e2e_table, error, parallel, parallel_dict,
-                     pct, run, run_all, table)
+from .common import (E2E_TOPO, H100, H100_TOPO, ROOT, die, e2e_table, error, parallel,
+                     parallel_dict, pct, run, run_all, table)
 from .families import regions, summary_row
 from .tools import end_to_end
 
@@ -16,6 +16,10 @@ HGX_TOPO = "topology/hgx-h100.topo"
 # the lent 4 x H200 (issue 31's generality check; nothing fit to it)
 HGX_H200 = "tests/data/calibration/hgx-h200-x4"
 HGX_H200_TOPO = "topology/hgx-h200-x4.topo"
+# the serving-like steps on a lent 2 x H200 NV18 (issue 31; nothing fit to
+# them), predicted on the H200 end-to-end topology as the torch steps are
+H200_PAIR = "tests/data/calibration/h200-x2-serve"
+H200_PAIR_TOPO = "topology/h200-nvl2.topo"   # its kernels alone: the pair's topology
 HGX_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
            "sendrecv", "alltoall"]
 # torch symmetric-memory kernels measured (symm.csv impl) -> nvlemu --impl
@@ -39,7 +43,7 @@ def bench_rows(build, topo, n, op, extra, hi):
     return pred
 
 
-def _symm_rows(build, path, label):
+def _symm_rows(build, path, topo):
     """The measured engine all-reduce kernels of PATH (CUDA-graph replays)
     against all_reduce_perf --impl oneshot|twoshot -G 20 (the host's launch
     paid once per 20 calls, as the replay of 100 calls pays it once)."""
@@ -50,9 +54,8 @@ def _symm_rows(build, path, label):
                 float(r["time_us"])
     rows = []
     cases = [(n, impl, ours) for n in sorted({k[0] for k in meas}) for impl, ours in HGX_SYMM]
-    preds = parallel(lambda c: bench_rows(build, HGX_TOPO if label == "hgx" else H100_TOPO,
-                                          c[0], "all_reduce", ["--impl", c[2], "-G", "20"],
-                                          "64M"), cases)
+    preds = parallel(lambda c: bench_rows(build, topo, c[0], "all_reduce",
+                                          ["--impl", c[2], "-G", "20"], "64M"), cases)
     for (n, impl, ours), pred in zip(cases, preds):
         for (g, i, size), m in sorted(meas.items()):
             if g == n and i == impl and size in pred:
@@ -61,24 +64,24 @@ def _symm_rows(build, path, label):
     return rows
 
 
-def _serve_rows(build, name, known=None):
-    """The serving-like steps of HGX/NAME (Inductor-compiled layers, CUDA
+def _serve_rows(build, name, known=None, data=HGX, topo=HGX_TOPO):
+    """The serving-like steps of DATA/NAME (Inductor-compiled layers, CUDA
     graph, the all-reduce by NCCL or torch symmetric memory) against
-    nvlemu run --stack fused --allreduce nccl|oneshot|twoshot on HGX_TOPO;
+    nvlemu run --stack fused --allreduce nccl|oneshot|twoshot on TOPO;
     a case already predicted in KNOWN (rows of another file) is not rerun."""
     preds = {(r["model"], r["layers"], r["tp"], r["allreduce"], r["batch"], r["ctx"]):
              r["pred_us"] for r in known or []}
-    with open(os.path.join(ROOT, HGX, name)) as f:
+    with open(os.path.join(ROOT, data, name)) as f:
         src = list(csv.DictReader(f))
     cmds = {}
     for n, r in enumerate(src, start=2):
         ar = {"none": "nccl"}.get(r["allreduce"], r["allreduce"])
         if ar not in ("nccl", "oneshot", "twoshot"):
-            die("%s/%s:%d: allreduce '%s'" % (HGX, name, n, r["allreduce"]))
+            die("%s/%s:%d: allreduce '%s'" % (data, name, n, r["allreduce"]))
         key = (r["model"], r["layers"], r["tp"], r["allreduce"], r["batch"], r["ctx"])
         if key not in preds:
             cmds[key] = [os.path.join(ROOT, "scripts", "nvlrun"), r["tp"],
-                         os.path.join(build, "nvlemu"), "run", "--topo", HGX_TOPO,
+                         os.path.join(build, "nvlemu"), "run", "--topo", topo,
                          "--model", r["model"], "--layers", r["layers"],
                          "--stack", "fused", "--allreduce", ar,
                          "--batch", r["batch"], "--ctx", r["ctx"], "--json", "-"]
@@ -159,26 +162,81 @@ def _g_colls(build):
 def hgx_h100(build, steps=True):
     """(summary rows, document sections) of the HGX H100 x4 families; the
     step families (minutes of emulation) only with STEPS."""
-    def serve():
-        first = _serve_rows(build, "serve-steps.csv") if steps else []
-        return first, _serve_rows(build, "serve-steps-repeat.csv", first) if steps else []
+    def serve(data=HGX, topo=HGX_TOPO):
+        if not steps:
+            return [], []
+        first = _serve_rows(build, "serve-steps.csv", data=data, topo=topo)
+        return first, _serve_rows(build, "serve-steps-repeat.csv", first, data, topo)
     tps = (1, 2, 4) if steps else ()
     d = parallel_dict({
         "coll": lambda: _colls(build), "gcoll": lambda: _g_colls(build),
         "coll_h200": lambda: _colls(build, HGX_H200, HGX_H200_TOPO),
-        "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, "pair"),
-        "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), "hgx"),
+        "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, H100_TOPO),
+        "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), HGX_TOPO),
+        "symm_h200": lambda: _symm_rows(build, os.path.join(HGX_H200, "symm.csv"),
+                                        HGX_H200_TOPO),
+        "symm_h200_pair": lambda: _symm_rows(build, os.path.join(H200_PAIR, "alone-symm.csv"),
+                                             H200_PAIR_TOPO),
         "e2e": lambda: dict(zip(tps, parallel(
             lambda tp: end_to_end(build, os.path.join(HGX, "steps-tp%d.csv" % tp), "torch",
                                   HGX_TOPO), tps))),
-        "serve": serve})
+        "serve": serve, "pair": lambda: serve(H200_PAIR, E2E_TOPO)})
     d["serve"], d["serve_rep"] = d["serve"]
     d["ratios"], d["ratios_rep"] = _ratios(d["serve"]), _ratios(d["serve_rep"])
-    summary = _coll_summary(d) + _step_summary(d, steps)
+    summary = _coll_summary(d) + _step_summary(d, steps) + _pair_summary(d["pair"])
     doc = _coll_doc(d)
     if steps:
-        doc += _step_doc(d)
+        doc += _step_doc(d) + _pair_doc(d["pair"])
     return summary, doc
+
+
+def _pair_summary(pair):
+    """The held-out families of the 2 x H200 pair's serving-like steps:
+    each all-reduce's steps, then each engine kernel's step over NCCL's,
+    in the first run and the repeat."""
+    summary = []
+    for tag, rows, name in (("", pair[0], "serve-steps.csv"),
+                            (", repeat run", pair[1], "serve-steps-repeat.csv")):
+        for ar in ("nccl", "oneshot", "twoshot"):
+            errs = [r["error"] for r in rows if r["allreduce"] == ar]
+            if errs:
+                summary.append(summary_row(
+                    "held-out machine, serving-like decode on 2 x H200 NV18, TP 2, all-reduce "
+                    "%s%s (--stack fused)" % (ar, tag), errs, H200_PAIR + "/" + name,
+                    held_out=True))
+        ratios = _ratios(rows)
+        for ar in ("oneshot", "twoshot"):
+            errs = [r["error"] for r in ratios if r["ar"] == ar]
+            if errs:
+                summary.append(summary_row(
+                    "held-out machine, %s step / NCCL step on 2 x H200 NV18, TP 2%s"
+                    % (ar, tag), errs, H200_PAIR + "/" + name, held_out=True))
+    return summary
+
+
+def _pair_doc(pair):
+    """The 2 x H200 pair's serving-like steps and their ratios."""
+    first, rep = pair
+    if not first:
+        return []
+    doc = ["### Serving-like decode on 2 x H200 NV18, TP 2 (%s, held out)\n" % E2E_TOPO,
+           "A lent 2 x H200 (NV18; " + H200_PAIR + "/README.md), the harness of the HGX "
+           "H100 steps above (`measure-hgx.sh serve`), two runs on one machine a minute "
+           "apart; nothing was fit to them.\n"]
+    rmeas = {(r["model"], r["batch"], r["allreduce"]): r["measured_us"] for r in rep}
+    doc.append(table(["model", "layers", "all-reduce", "batch", "ctx", "measured (us)",
+                      "repeat (us)", "predicted (us)", "error"],
+                     [[r["model"], r["layers"], r["allreduce"], r["batch"], r["ctx"],
+                       r["measured_us"], rmeas.get((r["model"], r["batch"], r["allreduce"]), "-"),
+                       "%.1f" % r["pred_us"], pct(r["error"])] for r in first]))
+    rrat = {(r["model"], r["batch"], r["ar"]): r for r in _ratios(rep)}
+    doc.append(table(["model", "batch", "kernel", "measured ratio", "repeat ratio",
+                      "predicted ratio", "error"],
+                     [[r["model"], r["batch"], r["ar"], "%.3f" % r["meas"],
+                       "%.3f" % rrat[k]["meas"] if k in rrat else "-", "%.3f" % r["pred"],
+                       pct(r["error"])]
+                      for r in _ratios(first) for k in [(r["model"], r["batch"], r["ar"])]]))
+    return doc
 
 
 def _coll_summary(d):
@@ -230,6 +288,18 @@ def _coll_summary(d):
                 "held-out machine: engine all_reduce %s on HGX H100, %d GPUs, CUDA graph"
                 % (impl, n), [r["error"] for r in rows], HGX + "/symm.csv", held_out=True,
                 where=regions(rows, "allreduce-" + impl, "hgx-h100")))
+        for n in (2, 3, 4):
+            rows = [dict(r, ranks=n) for r in d["symm_h200"]
+                    if r["impl"] == impl and r["gpus"] == n]
+            summary.append(summary_row(
+                "held-out machine: engine all_reduce %s on HGX H200, %d GPUs, CUDA graph"
+                % (impl, n), [r["error"] for r in rows], HGX_H200 + "/symm.csv",
+                held_out=True, where=regions(rows, "allreduce-" + impl, "hgx-h200-x4")))
+        rows = [dict(r, ranks=2) for r in d["symm_h200_pair"] if r["impl"] == impl]
+        summary.append(summary_row(
+            "held-out machine: engine all_reduce %s on 2 x H200 NV18, CUDA graph" % impl,
+            [r["error"] for r in rows], H200_PAIR + "/alone-symm.csv", held_out=True,
+            where=regions(rows, "allreduce-" + impl, "h200-nvl2")))
     return summary
 
 
@@ -311,7 +381,8 @@ def _coll_doc(d):
                      [[w, r["gpus"], r["impl"], r["size"], "%.1f" % r["meas"],
                        "%.1f" % r["pred"], pct(r["error"])]
                       for w, rs in (("2 x H100 NV18", d["symm_pair"]),
-                                    ("HGX H100", d["symm"]))
+                                    ("HGX H100", d["symm"]), ("HGX H200", d["symm_h200"]),
+                                    ("2 x H200 NV18", d["symm_h200_pair"]))
                       for r in rs]))
     for tp, e in d["e2e"].items():
         for phase, rows in e.items():

@@ -22,6 +22,10 @@ typedef struct {
     /* when set, the kernel's row that runs an allreduce of `bytes`
      * (NULL: NCCL's) */
     const nvl_ar_row_t *(*pick)(const nvl_comm_t *comm, size_t bytes);
+    /* the kernel reduces a buffer registered with every peer, which the
+     * engine fills with a copy of its input first (torch's symmetric-
+     * memory ops, as vLLM's SymmMemCommunicator calls them) */
+    bool copies_input;
 } impl_row_t;
 
 static const impl_row_t impls[] = {
@@ -31,11 +35,13 @@ static const impl_row_t impls[] = {
     {.id = {"oneshot", "every GPU loads all peers' buffers and sums "
                        "(TensorRT-LLM oneShotAllReduceKernel, vLLM "
                        "cross_device_reduce_1stage)"},
-     .kernel = &nvl_ar_oneshot},
+     .kernel = &nvl_ar_oneshot,
+     .copies_input = true},
     {.id = {"twoshot", "reduce-scatter by loads, allgather by stores "
                        "(torch symmetric memory two_shot_all_reduce, "
                        "TensorRT-LLM twoShotAllReduceKernel)"},
-     .kernel = &nvl_ar_twoshot},
+     .kernel = &nvl_ar_twoshot,
+     .copies_input = true},
     {.id = {"nvls-oneshot", "multimem.ld_reduce of the whole buffer "
                             "through the NVLink SHARP switch"},
      .kernel = &nvl_ar_nvls_oneshot},
@@ -54,6 +60,12 @@ const nvl_family_t nvl_ar_impl_family =
 const char *nvl_ar_impl_name(nvl_ar_impl_t impl)
 {
     return nvl_family_name(&nvl_ar_impl_family, (int)impl);
+}
+
+bool nvl_ar_impl_copies_input(nvl_ar_impl_t impl)
+{
+    return (unsigned)impl < sizeof impls / sizeof impls[0] &&
+           impls[impl].copies_input;
 }
 
 nvl_status_t nvl_ar_impl_parse(const char *name, nvl_ar_impl_t *impl_out)

@@ -208,6 +208,15 @@ static nvl_kernel_cost_t fused_norm_cost(const nvl_engine_t *e, double rows)
 nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
                                            float *buf, size_t n)
 {
+    /* torch's symmetric-memory kernels reduce a registered buffer: the
+     * layer's output is copied into it first, a Memcpy DtoD node of the
+     * step's graph (vLLM SymmMemCommunicator.all_reduce; measured in the
+     * serving-like step, tests/data/calibration/h200-x2-serve: 1.1 us at
+     * 114,688 B, 1.6 us at 1,835,008 B, each after a 0.4 us gap).
+     * TensorRT-LLM's fused kernels read their input in place. */
+    if (nvl_comm_size(e->dense) > 1 && !e->opts.fuse_allreduce_norm &&
+        nvl_ar_impl_copies_input(nvl_comm_allreduce(e->dense)))
+        nvl_engine_elementwise(e, "symm_copy_in", layer, 2.0 * (double)n);
     nvl_coll_info_t info;
     nvl_status_t st = nvl_engine_allreduce_info(e, layer, buf, n, &info);
     /* NCCL's allreduce is followed by a norm kernel of its own

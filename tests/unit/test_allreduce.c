@@ -128,6 +128,22 @@ static void test_where(void **state)
     assert_int_equal(nvl_ar_impl_parse("threeshot", &impl), NVL_ERR_INVALID);
 }
 
+/* Which implementations take their input from a registered buffer, so the
+ * engine copies it in first: torch's one-shot and two-shot only. */
+static void test_copies_input(void **state)
+{
+    (void)state;
+    assert_true(nvl_ar_impl_copies_input(ar("oneshot")));
+    assert_true(nvl_ar_impl_copies_input(ar("twoshot")));
+    assert_false(nvl_ar_impl_copies_input(NVL_AR_NCCL));
+    assert_false(nvl_ar_impl_copies_input(ar("nvls-oneshot")));
+    assert_false(nvl_ar_impl_copies_input(ar("nvls-twoshot")));
+    assert_false(nvl_ar_impl_copies_input(ar("auto")));
+    assert_false(nvl_ar_impl_copies_input(-1));
+    assert_false(nvl_ar_impl_copies_input(
+        (nvl_ar_impl_t)nvl_ar_impl_family.n_rows));
+}
+
 static int64_t time_ps(nvl_comm_t *c, nvl_ar_impl_t impl, size_t bytes)
 {
     nvl_coll_info_t info;
@@ -204,6 +220,6 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, capture_reports, release_reports)
     const struct CMUnitTest tests[] = {
         T(test_auto_one_node), T(test_auto_across_trays), T(test_where),
-        T(test_costs)};
+        T(test_copies_input), T(test_costs)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
