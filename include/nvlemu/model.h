@@ -135,6 +135,11 @@ typedef struct {
  * quantized: cfg->release.  Reports a class the list excludes in some of
  * its modules and not in others (one format per class), naming q's file,
  * the key and the entry: NVL_ERR_INVALID. */
+/* Whether cfg has GEMMs of class c: attention and lm_head always, a
+ * dense MLP when some layer is dense, experts and a router when some
+ * layer is a mixture of experts. */
+bool nvl_model_has_class(const nvl_model_config_t *cfg, nvl_quant_class_t c);
+
 nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
                                     const nvl_quant_config_t *q,
                                     nvl_model_formats_t *formats_out);

@@ -179,6 +179,31 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
     return NVL_OK;
 }
 
+void nvl_cli_weights_name(const nvl_model_config_t *cfg,
+                          const nvl_cli_model_opts_t *m, char *buf,
+                          size_t len)
+{
+    bool uniform = true;
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
+        bool fixed = c == NVL_QCLASS_ROUTER || c == NVL_QCLASS_LM_HEAD;
+        nvl_wdtype_t want = fixed ? NVL_WDT_BF16 : m->dtype;
+        uniform = uniform && (!nvl_model_has_class(cfg, (nvl_quant_class_t)c) ||
+                              m->gemm_dtype[c] == want);
+    }
+    if (uniform) {
+        snprintf(buf, len, "%s", nvl_wdtype_name(m->dtype));
+        return;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < NVL_QCLASS_COUNT && used < len; c++)
+        if (nvl_model_has_class(cfg, (nvl_quant_class_t)c))
+            used += (size_t)snprintf(
+                buf + used, len - used, "%s%s %s", used ? " / " : "",
+                nvl_family_name(&nvl_quant_class_family, c),
+                nvl_wdtype_name(m->gemm_dtype[c]));
+}
+
 nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
                                        const nvl_topo_t *topo,
                                        nvl_engine_opts_t *o_out)

@@ -207,6 +207,14 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
 nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
                                         const char *model);
 
+/* The weights' types for a report's header: --dtype's name when every
+ * GEMM class cfg has runs it (the router and lm_head bf16), else each
+ * class with its type ("attention bf16 / experts fp4 / router bf16 /
+ * lm_head bf16"), truncated to len. */
+void nvl_cli_weights_name(const nvl_model_config_t *cfg,
+                          const nvl_cli_model_opts_t *m, char *buf,
+                          size_t len);
+
 /* The engine's options of a model run on topo: nvl_engine_opts_default,
  * then the block (--attn auto resolved to the stack's kernel on topo's
  * GPUs); the command sets what is its own (mode, weights_dir, seed).

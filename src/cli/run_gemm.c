@@ -1,49 +1,11 @@
-/* run's report of the weight formats: each GEMM class's type in the
- * header, and when some class is quantized each GEMM of a layer (and the
- * lm_head) with its format, weight bytes and scale bytes on the rank
+/* run's report of the weight formats: when some GEMM class is quantized,
+ * each GEMM of a layer (and the lm_head) with its format, weight bytes and scale bytes on the rank
  * holding the most (the numbers the timing model reads:
  * nvl_cost_weight_bytes), in text and JSON from one table. */
 #include <stdio.h>
 #include <string.h>
 
 #include "run_report.h"
-
-/* Whether cfg has GEMMs of class c (a dense MLP, experts, a router). */
-static bool has_class(const nvl_model_config_t *cfg, nvl_quant_class_t c)
-{
-    bool moe = false, dense = false;
-    for (uint32_t li = 0; li < cfg->layers; li++) {
-        moe = moe || nvl_model_layer_is_moe(cfg, li);
-        dense = dense || !nvl_model_layer_is_moe(cfg, li);
-    }
-    return c == NVL_QCLASS_MLP                                   ? dense
-           : c == NVL_QCLASS_EXPERTS || c == NVL_QCLASS_ROUTER ? moe
-                                                                 : true;
-}
-
-void nvl_run_weights_name(const nvl_run_result_t *r, char *buf, size_t len)
-{
-    const nvl_cli_model_opts_t *m = &r->args->engine;
-    bool uniform = true;
-    for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
-        bool fixed = c == NVL_QCLASS_ROUTER || c == NVL_QCLASS_LM_HEAD;
-        nvl_wdtype_t want = fixed ? NVL_WDT_BF16 : m->dtype;
-        uniform = uniform && (!has_class(r->cfg, (nvl_quant_class_t)c) ||
-                              m->gemm_dtype[c] == want);
-    }
-    if (uniform) {
-        snprintf(buf, len, "%s", nvl_wdtype_name(m->dtype));
-        return;
-    }
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int c = 0; c < NVL_QCLASS_COUNT && used < len; c++)
-        if (has_class(r->cfg, (nvl_quant_class_t)c))
-            used += (size_t)snprintf(
-                buf + used, len - used, "%s%s %s", used ? " / " : "",
-                nvl_family_name(&nvl_quant_class_family, c),
-                nvl_wdtype_name(m->gemm_dtype[c]));
-}
 
 /* One layer's GEMMs (the first layer's kind) on the rank with the most
  * query heads, MLP rows and experts (KV heads: kv_heads / tp, at least
@@ -110,7 +72,7 @@ json_t *nvl_run_gemm_json(const nvl_run_result_t *r,
         return NULL;
     json_t *rows = json_array(), *classes = json_object();
     for (int c = 0; c < NVL_QCLASS_COUNT; c++)
-        if (has_class(r->cfg, (nvl_quant_class_t)c))
+        if (nvl_model_has_class(r->cfg, (nvl_quant_class_t)c))
             json_object_set_new(classes,
                                 nvl_family_name(&nvl_quant_class_family, c),
                                 json_string(nvl_wdtype_name(dt[c])));

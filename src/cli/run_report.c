@@ -160,7 +160,7 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
     nvl_runtime_print_header(out);
     char place[128], weights[160];
     nvl_cli_placement_name(r->tp, a->engine.ep, a->engine.attn_dp, sizeof place, place);
-    nvl_run_weights_name(r, weights, sizeof weights);
+    nvl_cli_weights_name(r->cfg, &a->engine, weights, sizeof weights);
     if (r->pipe.stages > 1)
         snprintf(place, sizeof place, "PP %d x TP %d", r->pipe.stages,
                  r->pipe.tp);

@@ -62,10 +62,7 @@ json_t *nvl_run_pipe_json(const nvl_run_result_t *r,
 void nvl_run_queries(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                      nvl_cli_queries_t *qs_out);
 
-/* run_gemm.c: the weights' types for the header: --dtype's name when
- * every GEMM class of the model runs it (the router and lm_head bf16),
- * else each class with its type ("attention bf16 / experts fp4 / ...").
- * Then, when some class is quantized, each GEMM of a layer on the
+/* run_gemm.c: when some GEMM class is quantized, each GEMM of a layer on the
  * largest shard (attention's, the dense MLP's or the router's and one
  * expert's) and the lm_head with its format, weight bytes and scale
  * bytes (the timing model's nvl_cost_weight_bytes): a text line, and the
@@ -73,7 +70,6 @@ void nvl_run_queries(const nvl_run_result_t *r, const nvl_run_derived_t *d,
  * "weight_only", "gemms": [{"name", "class", "format", "n", "k",
  * "weight_bytes", "scale_bytes"}]}); nothing (NULL) when every class is
  * bf16. */
-void nvl_run_weights_name(const nvl_run_result_t *r, char *buf, size_t len);
 void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                        FILE *out);
 json_t *nvl_run_gemm_json(const nvl_run_result_t *r,

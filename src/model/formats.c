@@ -75,6 +75,18 @@ static nvl_status_t class_kept(const nvl_model_config_t *cfg,
     return NVL_OK;
 }
 
+bool nvl_model_has_class(const nvl_model_config_t *cfg, nvl_quant_class_t c)
+{
+    bool moe = false, dense = false;
+    for (uint32_t li = 0; li < cfg->layers; li++) {
+        moe = moe || nvl_model_layer_is_moe(cfg, li);
+        dense = dense || !nvl_model_layer_is_moe(cfg, li);
+    }
+    return c == NVL_QCLASS_MLP                                   ? dense
+           : c == NVL_QCLASS_EXPERTS || c == NVL_QCLASS_ROUTER ? moe
+                                                                 : true;
+}
+
 nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
                                     const nvl_quant_config_t *q,
                                     nvl_model_formats_t *formats_out)
