@@ -114,6 +114,12 @@ typedef struct {
     nvl_stack_t stack;       /* the kernels a step runs */
     nvl_cost_cfg_t cost;     /* topo and gpu are filled in from tp; its
                                 stack_libs from .stack (nvl_stack_cost) */
+    /* The weight type of each class of GEMM (a checkpoint's weight format
+     * per class, docs/quantization.md "A format per GEMM class");
+     * NVL_WDT_COUNT (the default): cost.weight_dtype for attention, MLP
+     * and experts, bf16 for the router and lm_head
+     * (nvl_engine_opts_gemm_dtype). */
+    nvl_wdtype_t gemm_dtype[NVL_QCLASS_COUNT];
     /* The tensor-parallel allreduce: NCCL's (the default) or a serving
      * engine's kernel; nvl_engine_create sets it on its communicators
      * (nvl_comm_set_allreduce, which reports what the topology cannot
@@ -176,6 +182,10 @@ typedef struct {
  * attention tensor-parallel. */
 void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
                              const nvl_topo_t *topo);
+
+/* The weight type GEMMs of class c read under opts (.gemm_dtype). */
+nvl_wdtype_t nvl_engine_opts_gemm_dtype(const nvl_engine_opts_t *opts,
+                                        nvl_quant_class_t c);
 
 /* The rule between options that no single option checks: reports and
  * returns NVL_ERR_INVALID for fuse_allreduce_norm with NCCL's allreduce
@@ -380,11 +390,14 @@ typedef struct {
 /* The plan of the last nvl_engine_generate (planned is false before). */
 const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e);
 
-/* Bytes this rank's GPU would hold: its weight shard in the weight dtype,
- * and its KV cache for a batch of `seqs` sequences of `positions` each in
- * the KV dtype (data-parallel attention: for its share of the batch):
- * layers run x nvl_attn_kv_pos_bytes of its shard's geometry
- * (nvl_engine_shard(e)->attn) x seqs x positions. */
+/* Bytes this rank's GPU would hold: its weight shard, each GEMM class's
+ * matrices in its weight type (nvl_engine_opts_gemm_dtype), and its KV
+ * cache for a batch of `seqs` sequences of `positions` each in the KV
+ * dtype (data-parallel attention: for its share of the batch):
+ * nvl_attn_kv_pos_bytes of its shard's geometry (nvl_engine_shard(e)->
+ * attn) x seqs x, per layer run, positions, or for a sliding-window
+ * layer at most its window (vLLM's SlidingWindowSpec and TensorRT-LLM's
+ * per-layer max_attention_window keep only the window's blocks). */
 double nvl_engine_weight_bytes(const nvl_engine_t *e);
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions);
@@ -394,7 +407,9 @@ double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
 /* The KV cache's room on each GPU of a serving replica. */
 typedef struct {
     double kv_position_bytes; /* one position's KV on the largest shard,
-                                 every layer, both tiers */
+                                 every layer of full attention (the
+                                 sliding-window layers' windows are set
+                                 aside per sequence), both tiers */
     double positions;         /* the positions that fit */
     double kv_host_share;     /* of each position's KV, in host memory */
     double host_free_bytes;   /* host memory left (swap, evicted prefixes;
@@ -464,23 +479,26 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
                                    int64_t *free_ps_out,
                                    nvl_pass_stats_t *pass_out);
 
-/* One dense projection of a layer: its name as checkpoints call it and its
+/* One projection of a layer: its name as checkpoints call it and its
  * weight's shape, n outputs x k inputs. */
 typedef struct {
     const char *name; /* "q_proj" */
+    nvl_quant_class_t cls;
     uint64_t n, k;
 } nvl_engine_gemm_t;
 
 #define NVL_ENGINE_LAYER_GEMMS_MAX 8
 
-/* The dense projections of one of cfg's layers on a shard holding q_heads
- * query heads, kv_heads key/value heads and `intermediate` MLP rows, as
- * the engine's plan runs them (attention's projections per its variant,
- * then the MLP's), into out (at most NVL_ENGINE_LAYER_GEMMS_MAX).
- * Returns their count: 0 for a mixture of experts' layers, whose experts
- * are not dense.  Pure; no MPI. */
-int nvl_engine_layer_gemms(const nvl_model_config_t *cfg, uint64_t q_heads,
-                           uint64_t kv_heads, uint64_t intermediate,
+/* The projections of one of cfg's layers on a shard holding q_heads
+ * query heads, kv_heads key/value heads and `rows` MLP rows (moe: rows
+ * of each expert), as the engine's plan runs them: attention's
+ * projections, then the dense MLP's, or (moe) the router's and one
+ * expert's (gpt-oss: gate and up fused), each with its GEMM class, into
+ * out (at most NVL_ENGINE_LAYER_GEMMS_MAX).  Returns their count.  Pure;
+ * no MPI. */
+int nvl_engine_layer_gemms(const nvl_model_config_t *cfg, bool moe,
+                           uint64_t q_heads, uint64_t kv_heads,
+                           uint64_t rows,
                            nvl_engine_gemm_t out[NVL_ENGINE_LAYER_GEMMS_MAX]);
 
 #endif

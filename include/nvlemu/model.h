@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "nvlemu/family.h"
+#include "nvlemu/quant.h"
 #include "nvlemu/status.h"
 
 /* config.json's model_type, one row each of nvl_model_type_family
@@ -43,6 +44,15 @@ typedef enum {
  * (`nvlemu --list model`, src/model/presets.c) as families (family.h). */
 extern const nvl_family_t nvl_model_type_family;
 extern const nvl_family_t nvl_model_preset_family;
+
+/* The weight format of each GEMM class (nvl_quant_class_t) in a
+ * checkpoint: quantized[c] when class c is stored in `format` (any
+ * false: nothing quantized, every class bf16). */
+typedef struct {
+    bool any;
+    nvl_quant_format_t format;
+    bool quantized[NVL_QCLASS_COUNT];
+} nvl_model_formats_t;
 
 #define NVL_MOE_MAX_MLP_ONLY 128 /* mlp_only_layers entries kept */
 #define NVL_MODEL_MAX_LAYER_TYPES 256 /* layer_types entries kept */
@@ -110,7 +120,29 @@ typedef struct {
     uint32_t decoder_sparse_step; /* every step-th layer is sparse */
     uint32_t n_mlp_only;        /* layers kept dense */
     uint32_t mlp_only_layers[NVL_MOE_MAX_MLP_ONLY];
+    /* a preset: the formats its released checkpoint stores (gpt-oss:
+     * MX-FP4 experts, the rest bf16); a config.json: none (the
+     * checkpoint's quantization_config says, nvl_model_gemm_formats) */
+    nvl_model_formats_t release;
 } nvl_model_config_t;
+
+/* The weight format of each GEMM class of cfg's checkpoint: q (a
+ * quantized checkpoint's configuration, nvl_quant_config_read) covers the
+ * classes its format's engines quantize (nvl_quant_class_covered) less
+ * those whose modules its exclusion list names (nvl_quant_module_
+ * excluded, over every layer's modules; an entry naming no module of the
+ * model is ignored, as vLLM and transformers ignore it); q NULL or not
+ * quantized: cfg->release.  Reports a class the list excludes in some of
+ * its modules and not in others (one format per class), naming q's file,
+ * the key and the entry: NVL_ERR_INVALID. */
+/* Whether cfg has GEMMs of class c: attention and lm_head always, a
+ * dense MLP when some layer is dense, experts and a router when some
+ * layer is a mixture of experts. */
+bool nvl_model_has_class(const nvl_model_config_t *cfg, nvl_quant_class_t c);
+
+nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
+                                    const nvl_quant_config_t *q,
+                                    nvl_model_formats_t *formats_out);
 
 /* Whether layer's MLP is a mixture of experts, as transformers'
  * Qwen3MoeDecoderLayer decides: experts exist, the layer is not in

@@ -155,6 +155,32 @@ void nvl_quant_tensor_free(nvl_quant_tensor_t *t);
 
 /* ---- checkpoint configuration ---- */
 
+/* The classes of GEMM weights a checkpoint may store in different
+ * formats (a weight format per class: the released gpt-oss keeps its
+ * attention in bf16 and its experts in MX-FP4).  Rows of
+ * nvl_quant_class_family (`nvlemu --list gemm-class`, src/quant/config.c:
+ * each with the module names its weights sit under). */
+typedef enum {
+    NVL_QCLASS_ATTN,    /* q/k/v/o projections */
+    NVL_QCLASS_MLP,     /* a dense MLP's gate/up/down */
+    NVL_QCLASS_EXPERTS, /* a mixture of experts' experts */
+    NVL_QCLASS_ROUTER,  /* a mixture of experts' router (gate) */
+    NVL_QCLASS_LM_HEAD, /* the output projection */
+    NVL_QCLASS_COUNT
+} nvl_quant_class_t;
+
+extern const nvl_family_t nvl_quant_class_family;
+
+/* Whether format f's serving engines quantize class c's weights at all
+ * (before a checkpoint's exclusions): MX-FP4 only the experts (vLLM's
+ * Mxfp4Config gives every linear layer UnquantizedLinearMethod), the
+ * others attention, dense MLPs and experts; the router and lm_head never
+ * (vLLM builds the MoE gate with quant_config None, and its lm_head is a
+ * ParallelLMHead, not a LinearBase the ModelOpt/FP8 configs quantize). */
+bool nvl_quant_class_covered(nvl_quant_format_t f, nvl_quant_class_t c);
+
+#define NVL_QUANT_EXCLUDE_MAX 64
+
 typedef struct {
     bool quantized;
     nvl_quant_format_t format;
@@ -166,13 +192,28 @@ typedef struct {
      * kv_cache_quant_algo "FP8" */
     bool kv_fp8;
     char file[1024]; /* the file that said so */
+    /* the modules left unquantized: ModelOpt's exclude_modules, or
+     * modules_to_not_convert (fp8, mxfp4), as written (wildcards '*') */
+    const char *exclude_key; /* the key read (a literal), NULL: none */
+    int n_exclude;
+    char exclude[NVL_QUANT_EXCLUDE_MAX][160];
 } nvl_quant_config_t;
+
+/* Whether the module `name` ("model.layers.3.self_attn.q_proj") is
+ * excluded by `pattern`: the pattern matches the name or one of its
+ * dot-separated prefixes ("model.layers.3.self_attn"), '*' standing for
+ * any run of characters (vLLM's ModelOpt configs match exclude_modules
+ * with fnmatch; gpt-oss lists parent modules, model.layers.*.self_attn). */
+bool nvl_quant_module_excluded(const char *pattern, const char *name);
 
 /* Reads the quantization a checkpoint directory declares: ModelOpt's
  * hf_quant_config.json ("quantization": {"quant_algo": "NVFP4" | "FP8",
  * "group_size"}), else config.json's "quantization_config" (quant_method
  * "modelopt" with quant_algo, "fp8" with or without weight_block_size
- * [128, 128], "mxfp4"); neither: not quantized.  Reports an unknown
+ * [128, 128], "mxfp4"); neither: not quantized.  The exclusion list
+ * (exclude_modules / modules_to_not_convert; null or absent: none) must
+ * be an array of strings of fewer than 160 characters, at most
+ * NVL_QUANT_EXCLUDE_MAX of them.  Reports an unknown
  * quant_algo / quant_method, a block size nvlemu does not read or a
  * malformed file, naming the file and the key: NVL_ERR_INVALID. */
 nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out);

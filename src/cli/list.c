@@ -34,6 +34,7 @@ static const nvl_family_t *const families[] = {
     &nvl_serve_sched_family,
     &nvl_serve_preempt_family,
     &nvl_quant_format_family,
+    &nvl_quant_class_family,
     &nvl_algo_family,
     &nvl_proto_family,
     &nvl_data_path_family,

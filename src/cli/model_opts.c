@@ -130,14 +130,33 @@ static nvl_wdtype_t format_dtype(nvl_quant_format_t f)
     return of[f];
 }
 
+/* The model's configuration and its weight formats per GEMM class
+ * (model NULL: none, every class bf16). */
+static nvl_status_t model_formats(const char *model,
+                                  const nvl_quant_config_t *q,
+                                  nvl_model_formats_t *f_out)
+{
+    nvl_model_config_t cfg;
+    *f_out = (nvl_model_formats_t){.any = false};
+    if (model == NULL)
+        return NVL_OK;
+    nvl_status_t st = nvl_model_is_preset(model)
+                          ? nvl_model_preset(model, &cfg)
+                          : nvl_model_config_load(model, &cfg);
+    return st == NVL_OK ? nvl_model_gemm_formats(&cfg, q, f_out) : st;
+}
+
 nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
                                         const char *model)
 {
     nvl_quant_config_t q = {0};
-    if (model != NULL && !nvl_model_is_preset(model) &&
-        nvl_quant_config_read(model, &q) != NVL_OK)
+    nvl_model_formats_t f;
+    if ((model != NULL && !nvl_model_is_preset(model) &&
+         nvl_quant_config_read(model, &q) != NVL_OK) ||
+        model_formats(model, &q, &f) != NVL_OK)
         return NVL_ERR_INVALID;
-    nvl_wdtype_t want = q.quantized ? format_dtype(q.format) : NVL_WDT_BF16;
+    nvl_wdtype_t want = f.any ? format_dtype(f.format) : NVL_WDT_BF16;
+    bool follow = m->dtype == NVL_CLI_DTYPE_AUTO || q.quantized;
     if (m->dtype == NVL_CLI_DTYPE_AUTO) {
         m->dtype = want;
     } else if (q.quantized && m->dtype != want) {
@@ -149,9 +168,40 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
                    nvl_wdtype_name(want), nvl_wdtype_name(want));
         return NVL_ERR_INVALID;
     }
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
+        bool fixed = c == NVL_QCLASS_ROUTER || c == NVL_QCLASS_LM_HEAD;
+        m->gemm_dtype[c] = follow ? (f.quantized[c] ? want : NVL_WDT_BF16)
+                           : fixed ? NVL_WDT_BF16
+                                   : m->dtype;
+    }
     if (m->kv_dtype == NVL_CLI_DTYPE_AUTO)
         m->kv_dtype = q.kv_fp8 ? NVL_WDT_FP8 : NVL_WDT_BF16;
     return NVL_OK;
+}
+
+void nvl_cli_weights_name(const nvl_model_config_t *cfg,
+                          const nvl_cli_model_opts_t *m, char *buf,
+                          size_t len)
+{
+    bool uniform = true;
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
+        bool fixed = c == NVL_QCLASS_ROUTER || c == NVL_QCLASS_LM_HEAD;
+        nvl_wdtype_t want = fixed ? NVL_WDT_BF16 : m->dtype;
+        uniform = uniform && (!nvl_model_has_class(cfg, (nvl_quant_class_t)c) ||
+                              m->gemm_dtype[c] == want);
+    }
+    if (uniform) {
+        snprintf(buf, len, "%s", nvl_wdtype_name(m->dtype));
+        return;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < NVL_QCLASS_COUNT && used < len; c++)
+        if (nvl_model_has_class(cfg, (nvl_quant_class_t)c))
+            used += (size_t)snprintf(
+                buf + used, len - used, "%s%s %s", used ? " / " : "",
+                nvl_family_name(&nvl_quant_class_family, c),
+                nvl_wdtype_name(m->gemm_dtype[c]));
 }
 
 nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
@@ -166,6 +216,7 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
         return NVL_ERR_INVALID;
     }
     o.cost.weight_dtype = m->dtype;
+    memcpy(o.gemm_dtype, m->gemm_dtype, sizeof o.gemm_dtype);
     o.cost.kv_dtype = m->kv_dtype;
     o.stack = m->stack;
     nvl_stack_cost(m->stack, &o.cost);

@@ -40,6 +40,8 @@ typedef struct {
     long pp;               /* --pp: pipeline stages (1: none) */
     nvl_cli_pp_layers_t pp_layers; /* --pp-layers */
     int act_quant;         /* --act-quant: 0 auto, 1 none */
+    /* each GEMM class's weight type (nvl_cli_model_opts_resolve) */
+    nvl_wdtype_t gemm_dtype[NVL_QCLASS_COUNT];
 } nvl_cli_model_opts_t;
 
 /* Parsers of the rows below (cost's parsers under the option's label; an
@@ -193,11 +195,25 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
  * (nvl_quant_config_read: quantization_config / hf_quant_config.json)
  * --dtype becomes its format (nvfp4, fp4 for MX-FP4, fp8, fp8-block) and
  * --kv-dtype fp8 where it states ModelOpt's kv_cache_quant_algo "FP8";
- * else bf16.  Reports an explicit --dtype that contradicts a quantized
- * checkpoint's format, and an unreadable quantization config:
+ * for a preset its released checkpoint's format (gpt-oss: fp4); else
+ * bf16.  Each GEMM class's type (m->gemm_dtype): under auto the
+ * checkpoint's or preset's format for the classes it quantizes
+ * (nvl_model_gemm_formats), bf16 for the rest; an explicit --dtype on a
+ * preset or a bf16 checkpoint: that type for attention, MLP and experts
+ * (the router and lm_head stay bf16).  Reports an explicit --dtype that
+ * contradicts a quantized checkpoint's format, an unreadable model or
+ * quantization config and an exclusion list splitting a class:
  * NVL_ERR_INVALID. */
 nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
                                         const char *model);
+
+/* The weights' types for a report's header: --dtype's name when every
+ * GEMM class cfg has runs it (the router and lm_head bf16), else each
+ * class with its type ("attention bf16 / experts fp4 / router bf16 /
+ * lm_head bf16"), truncated to len. */
+void nvl_cli_weights_name(const nvl_model_config_t *cfg,
+                          const nvl_cli_model_opts_t *m, char *buf,
+                          size_t len);
 
 /* The engine's options of a model run on topo: nvl_engine_opts_default,
  * then the block (--attn auto resolved to the stack's kernel on topo's

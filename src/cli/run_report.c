@@ -158,8 +158,9 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
 {
     const nvl_run_args_t *a = r->args;
     nvl_runtime_print_header(out);
-    char place[128];
+    char place[128], weights[160];
     nvl_cli_placement_name(r->tp, a->engine.ep, a->engine.attn_dp, sizeof place, place);
+    nvl_cli_weights_name(r->cfg, &a->engine, weights, sizeof weights);
     if (r->pipe.stages > 1)
         snprintf(place, sizeof place, "PP %d x TP %d", r->pipe.stages,
                  r->pipe.tp);
@@ -180,7 +181,7 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
             : r->pipe.stages > 1 ? " (--ctx: a steady-state decode step "
                                    "after one that fills the pipeline)"
                                  : " (--ctx: one steady-state decode step)",
-            nvl_wdtype_name(a->engine.dtype), nvl_wdtype_name(a->engine.kv_dtype),
+            weights, nvl_wdtype_name(a->engine.kv_dtype),
             nvl_attn_name(r->engine->cost.attn), nvl_stack_name(a->engine.stack),
             nvl_launch_name(a->engine.launch), nvl_overlap_name(a->engine.overlap));
     if (a->engine.allreduce != NVL_AR_NCCL || a->engine.fuse_ar_norm)

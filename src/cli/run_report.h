@@ -62,11 +62,14 @@ json_t *nvl_run_pipe_json(const nvl_run_result_t *r,
 void nvl_run_queries(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                      nvl_cli_queries_t *qs_out);
 
-/* run_gemm.c: for a quantized --dtype, each dense GEMM of a layer on the
- * largest shard with its weight bytes and scale bytes (the timing model's
- * nvl_cost_weight_bytes): a text line, and the JSON object "gemm_weights"
- * ({"format", "weight_only", "gemms": [{"name", "n", "k", "weight_bytes",
- * "scale_bytes"}]}); nothing (NULL) for bf16 or a mixture of experts. */
+/* run_gemm.c: when some GEMM class is quantized, each GEMM of a layer on the
+ * largest shard (attention's, the dense MLP's or the router's and one
+ * expert's) and the lm_head with its format, weight bytes and scale
+ * bytes (the timing model's nvl_cost_weight_bytes): a text line, and the
+ * JSON object "gemm_weights" ({"format", "classes": {class: type},
+ * "weight_only", "gemms": [{"name", "class", "format", "n", "k",
+ * "weight_bytes", "scale_bytes"}]}); nothing (NULL) when every class is
+ * bf16. */
 void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                        FILE *out);
 json_t *nvl_run_gemm_json(const nvl_run_result_t *r,

@@ -163,12 +163,14 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
                 r->args->frontend_ms);
     fputc('\n', out);
     policy_line(r, out);
+    char weights[160];
+    nvl_cli_weights_name(r->model, &a->engine, weights, sizeof weights);
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
             nvl_stack_name(a->engine.stack),
             a->engine.stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
                                         : "a serving engine's fused kernels",
-            nvl_wdtype_name(a->engine.dtype), nvl_wdtype_name(a->engine.kv_dtype));
+            weights, nvl_wdtype_name(a->engine.kv_dtype));
 }
 
 /* The latencies, throughput, goodput, cost and KV transfers. */

@@ -57,7 +57,8 @@ nvl_status_t nvl_engine_attention(nvl_engine_t *e, uint32_t li, int n,
     /* row-parallel o_proj, pipelined with its allreduce under async TP
      * (attention_out) */
     if (!o_proj_overlapped(e, li))
-        nvl_engine_matmul(e, "o_proj", L, M, hid, o_proj_k(e));
+        nvl_engine_matmul(e, "o_proj", NVL_QCLASS_ATTN, L, M, hid,
+                          o_proj_k(e));
     return NVL_OK;
 }
 
@@ -68,7 +69,8 @@ nvl_status_t nvl_engine_attention_out(nvl_engine_t *e, uint32_t li, uint64_t M,
     uint64_t qk = o_proj_k(e);
     nvl_status_t st =
         o_proj_overlapped(e, li)
-            ? nvl_engine_rowpar(e, "o_proj", (int32_t)li, M, hid, qk, b->h)
+            ? nvl_engine_rowpar(e, "o_proj", NVL_QCLASS_ATTN, (int32_t)li,
+                                M, hid, qk, b->h)
             : nvl_engine_allreduce_add_norm(e, (int32_t)li, b->h,
                                             M * hid);
     if (e->data)

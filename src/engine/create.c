@@ -22,23 +22,45 @@ void nvl_engine_opts_default(nvl_engine_opts_t *o, const nvl_topo_t *topo)
     o->cost.attn = nvl_stack_attn(topo, o->stack);
     o->cost.launch = NVL_LAUNCH_GRAPH;
     o->place.ep = 1;
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++)
+        o->gemm_dtype[c] = NVL_WDT_COUNT;
 }
 
-/* Bytes of layer li of this rank's weight shard with the big matrices at
- * wb bytes an element and the small tensors (norms, biases, router) at
- * sb. */
-double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
-                              double sb)
+nvl_wdtype_t nvl_engine_opts_gemm_dtype(const nvl_engine_opts_t *o,
+                                        nvl_quant_class_t c)
+{
+    if (o->gemm_dtype[c] < NVL_WDT_COUNT)
+        return o->gemm_dtype[c];
+    return c == NVL_QCLASS_ROUTER || c == NVL_QCLASS_LM_HEAD
+               ? NVL_WDT_BF16
+               : o->cost.weight_dtype;
+}
+
+/* Bytes an element of each GEMM class's matrices and of the small tensors
+ * (norms, biases: bf16), or all float32 (f32). */
+static double class_bytes(const nvl_engine_t *e, bool f32,
+                          double wb_out[NVL_QCLASS_COUNT])
+{
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++)
+        wb_out[c] = f32 ? 4.0
+                        : nvl_wdtype_bytes(nvl_engine_opts_gemm_dtype(
+                              &e->opts, (nvl_quant_class_t)c));
+    return f32 ? 4.0 : 2.0;
+}
+
+double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, bool f32)
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
+    double wb[NVL_QCLASS_COUNT], sb = class_bytes(e, f32, wb);
     double hid = c->hidden;
     double in = s->intermediate.count;
     double sn = s->moe_intermediate.count, ne = s->experts.count;
     /* the attention's projections and biases, the layer's two norms, the
      * q and k norms */
-    double attn = s->attn_matrix_elems * wb + s->attn_bias_elems * sb +
-                  2 * hid * sb + s->attn_norm_elems * sb;
+    double attn = s->attn_matrix_elems * wb[NVL_QCLASS_ATTN] +
+                  s->attn_bias_elems * sb + 2 * hid * sb +
+                  s->attn_norm_elems * sb;
     /* gpt-oss's experts' biases (gate/up's rows, down's whole) and its
      * router's */
     double moe_bias = c->experts_fused
@@ -46,26 +68,31 @@ double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
                           : 0;
     return attn + (nvl_engine_layer_is_moe(e, li)
                        /* experts held, and the whole router */
-                       ? ne * 3 * sn * hid * wb + c->num_experts * hid * sb +
+                       ? ne * 3 * sn * hid * wb[NVL_QCLASS_EXPERTS] +
+                             c->num_experts * hid * wb[NVL_QCLASS_ROUTER] +
                              moe_bias
-                       : 3 * in * hid * wb);
+                       : 3 * in * hid * wb[NVL_QCLASS_MLP]);
 }
 
 /* Bytes of this rank's weight shard: the layers run, the embedding, the
- * lm_head (unless tied) and the final norm. */
-static double shard_bytes(const nvl_engine_t *e, double wb, double sb)
+ * lm_head (unless tied: then a bf16 copy on a last stage of its own) and
+ * the final norm. */
+static double shard_bytes(const nvl_engine_t *e, bool f32)
 {
     const nvl_model_config_t *c = &e->cfg;
+    double wb[NVL_QCLASS_COUNT], sb = class_bytes(e, f32, wb);
     double hid = c->hidden, vn = e->shard.vocab.count;
     double total = 0;
     for (uint32_t i = 0; i < e->layers; i++)
-        total += nvl_engine_layer_bytes(e, i, wb, sb);
+        total += nvl_engine_layer_bytes(e, i, f32);
     /* the embedding on the first stage, the lm_head (a copy of it when
      * tied, on a stage of its own) and the final norm on the last */
     bool first = e->stage == 0, last = e->stage == e->stages - 1;
-    double mats = (first ? 1 : 0) +
-                  (last && (!c->tied_embeddings || !first) ? 1 : 0);
-    return total + vn * hid * sb * mats + (last ? hid * sb : 0);
+    double head = !last ? 0
+                  : c->tied_embeddings ? (first ? 0 : sb)
+                                       : wb[NVL_QCLASS_LM_HEAD];
+    return total + vn * hid * ((first ? sb : 0) + head) +
+           (last ? hid * sb : 0);
 }
 
 /* Data mode holds this rank's weights as float32 in host memory (load.c):
@@ -79,7 +106,7 @@ static nvl_status_t check_host_memory(const nvl_engine_t *e,
     MPI_Comm host;
     MPI_Comm_split_type(nvl_comm_mpi(e->tp), MPI_COMM_TYPE_SHARED, 0,
                         MPI_INFO_NULL, &host);
-    double mine = local == NVL_OK ? shard_bytes(e, 4, 4) : 0, need = 0;
+    double mine = local == NVL_OK ? shard_bytes(e, true) : 0, need = 0;
     int ranks = 0;
     MPI_Allreduce(&mine, &need, 1, MPI_DOUBLE, MPI_SUM, host);
     MPI_Comm_size(host, &ranks);
@@ -271,9 +298,7 @@ bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li)
 
 double nvl_engine_weight_bytes(const nvl_engine_t *e)
 {
-    /* embedding, lm_head, norms, biases and router stay bf16, as quantized
-     * checkpoints keep them */
-    return shard_bytes(e, nvl_wdtype_bytes(e->opts.cost.weight_dtype), 2);
+    return shard_bytes(e, false);
 }
 
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
@@ -281,7 +306,12 @@ double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
 {
     if (e->shard.attn_dp && seqs > 0) /* the largest share */
         seqs = nvl_range_split((uint32_t)seqs, nvl_comm_size(e->tp), 0).count;
-    return (double)e->layers *
-           nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype) *
-           (double)seqs * (double)positions;
+    /* a sliding-window layer keeps its window's positions alone */
+    double held = 0;
+    for (uint32_t li = 0; li < e->layers; li++) {
+        uint32_t w = nvl_model_layer_window(&e->cfg, e->layer0 + li);
+        held += (double)(w > 0 && w < positions ? w : positions);
+    }
+    return nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype) *
+           (double)seqs * held;
 }

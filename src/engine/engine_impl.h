@@ -255,10 +255,8 @@ static inline nvl_vclock_t *nvl_engine_clock(nvl_engine_t *e)
     return nvl_comm_clock(e->tp);
 }
 
-/* create.c: bytes of layer li of this rank's shard, the big matrices at
- * wb bytes an element, the small tensors at sb. */
-double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, double wb,
-                              double sb);
+/* create.c: layer li's bytes on this rank: all f32, or per GEMM class. */
+double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, bool f32);
 
 /* memory.c: collective over tp: plans e->mem for `seqs` sequences of up
  * to `positions` positions whose largest pass runs `rows` rows; reports
@@ -275,8 +273,10 @@ void nvl_engine_free_weights(nvl_engine_t *e);
  * kernel without work is skipped). */
 void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                        int32_t layer, nvl_kernel_cost_t c);
-void nvl_engine_matmul(nvl_engine_t *e, const char *name, int32_t layer,
-                       uint64_t m, uint64_t n, uint64_t k);
+/* A GEMM of class c's cost configuration: its type, weight-only if so. */
+nvl_cost_cfg_t nvl_engine_gemm_cost(const nvl_engine_t *e, nvl_quant_class_t c);
+void nvl_engine_matmul(nvl_engine_t *e, const char *name, nvl_quant_class_t c,
+                       int32_t layer, uint64_t m, uint64_t n, uint64_t k);
 /* A memory-bound kernel moving `elems` bf16 elements through HBM. */
 void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                             double elems);
@@ -309,8 +309,8 @@ void nvl_engine_coll_done_ep(nvl_engine_t *e, const char *name,
  * allreduce, or under --overlap async-tp the two pipelined in chunks of
  * output columns (docs/cost-model.md, "Overlap"). */
 nvl_status_t nvl_engine_rowpar(nvl_engine_t *e, const char *name,
-                               int32_t layer, uint64_t m, uint64_t n,
-                               uint64_t k, float *buf);
+                               nvl_quant_class_t c, int32_t layer, uint64_t m,
+                               uint64_t n, uint64_t k, float *buf);
 
 /* issue.c: the row-parallel sum of n floats across the dense group (none
  * at one rank, as serving engines skip it); buf is NULL in timing mode.

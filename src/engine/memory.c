@@ -143,11 +143,11 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
     nvl_mem_plan_t *p = &e->mem;
     memset(p, 0, sizeof *p);
     uint32_t layers = e->layers ? e->layers : 1;
-    double wb = nvl_wdtype_bytes(o->cost.weight_dtype), layer_max = 0;
+    double layer_max = 0;
     double mine[5] = {nvl_engine_weight_bytes(e), 0, 0,
                       nvl_engine_kv_bytes(e, seqs, positions), 0};
     for (uint32_t i = 0; i < e->layers; i++) {
-        double b = nvl_engine_layer_bytes(e, i, wb, 2);
+        double b = nvl_engine_layer_bytes(e, i, false);
         mine[1] += b;
         mine[2] = fmax(mine[2], b);
     }
@@ -209,10 +209,15 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
  *   free  = HBM - weights + w x layer weights - activations
  *   avail = free - (1 - f) HBM        rule of the whole (vLLM)
  *           f free                    rule of the free (TensorRT-LLM)
+ *           - S x window bytes        sliding-window layers (gpt-oss)
  *   N     = avail / (b (1 - k + 2 k / layers))   HBM, with staging
  *   N    <= host / (k b)                          host memory (k > 0)
  *
- * b the bytes of one position's KV on this GPU (every layer), k the KV's
+ * b the bytes of one position's KV on this GPU (every layer of full
+ * attention: a sliding-window layer keeps each of the S = max_seqs
+ * sequences' last `window` positions alone, as vLLM's hybrid KV cache
+ * manager, SlidingWindowSpec, and TensorRT-LLM's per-layer
+ * max_attention_window hold it), k the KV's
  * share in host memory: --kv-host's, or under auto the share that fills
  * both (k = host / (avail + host (1 - 2 / layers))). */
 /* What serving does not support: --weights-host auto (the KV cache
@@ -243,25 +248,43 @@ static double profile_act_bytes(const nvl_engine_t *e, uint64_t max_rows,
                 rows * e->cfg.vocab * rule->sampler_logit_bytes);
 }
 
+/* One position's KV on this rank in the layers that keep every position
+ * (*b_out), and one sequence's in the sliding-window layers, which keep
+ * their window alone (the return).  Without a layer of full attention
+ * every layer counts in *b_out (each sequence's KV then bounded anyway). */
+static double kv_split(const nvl_engine_t *e, double *b_out)
+{
+    double pos = nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype);
+    double full = 0, window = 0;
+    for (uint32_t li = 0; li < e->layers; li++) {
+        uint32_t w = nvl_model_layer_window(&e->cfg, e->layer0 + li);
+        full += w == 0;
+        window += (double)w;
+    }
+    *b_out = pos * (full > 0 || e->layers == 0 ? full : e->layers);
+    return full > 0 ? pos * window : 0;
+}
+
 /* The plan's weights, activations and HBM (the largest over the group)
- * and its host tier; returns b, the bytes of one position's KV. */
+ * and its host tier; returns b, the bytes of one position's KV in the
+ * full-attention layers, and the bytes of one sequence's sliding
+ * windows. */
 static nvl_status_t serve_sizes(nvl_engine_t *e, uint64_t max_rows,
                                 uint64_t max_seqs,
                                 const nvl_engine_kv_rule_t *rule,
-                                double *b_out)
+                                double *b_out, double *window_out)
 {
     const nvl_engine_opts_t *o = &e->opts;
     const nvl_topo_t *t = o->cost.topo;
     nvl_mem_plan_t *p = &e->mem;
     memset(p, 0, sizeof *p);
-    double wb = nvl_wdtype_bytes(o->cost.weight_dtype);
-    double mine[4] = {nvl_engine_weight_bytes(e), 0,
-                      nvl_engine_kv_bytes(e, 1, 1),
-                      profile_act_bytes(e, max_rows, max_seqs, rule)};
+    double mine[5] = {nvl_engine_weight_bytes(e), 0, 0,
+                      profile_act_bytes(e, max_rows, max_seqs, rule), 0};
+    mine[4] = kv_split(e, &mine[2]);
     for (uint32_t i = 0; i < e->layers; i++)
-        mine[1] += nvl_engine_layer_bytes(e, i, wb, 2);
-    double most[4];
-    MPI_Allreduce(mine, most, 4, MPI_DOUBLE, MPI_MAX, nvl_comm_mpi(e->tp));
+        mine[1] += nvl_engine_layer_bytes(e, i, false);
+    double most[5];
+    MPI_Allreduce(mine, most, 5, MPI_DOUBLE, MPI_MAX, nvl_comm_mpi(e->tp));
     p->weights_bytes = most[0];
     p->layer_weights_bytes = most[1];
     p->act_bytes = most[3];
@@ -278,6 +301,7 @@ static nvl_status_t serve_sizes(nvl_engine_t *e, uint64_t max_rows,
         return NVL_ERR_INVALID;
     }
     *b_out = most[2];
+    *window_out = most[4];
     return NVL_OK;
 }
 
@@ -302,10 +326,11 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
 {
     const nvl_engine_opts_t *o = &e->opts;
     const nvl_topo_t *t = o->cost.topo;
-    double b;
+    double b, window;
     nvl_status_t st = serve_supported(e);
-    if (st != NVL_OK || (st = serve_sizes(e, max_rows, max_seqs, rule, &b)) !=
-                            NVL_OK)
+    if (st != NVL_OK ||
+        (st = serve_sizes(e, max_rows, max_seqs, rule, &b, &window)) !=
+            NVL_OK)
         return st;
     nvl_mem_plan_t *p = &e->mem;
     uint32_t layers = e->layers ? e->layers : 1;
@@ -317,7 +342,15 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
                                                    free_bytes
                                              : 0)
                            : (1 - rule->fraction) * p->hbm_bytes;
-    double avail = free_bytes - p->reserve_bytes;
+    /* the sliding-window layers' blocks: every running sequence's window
+     * (vLLM's SlidingWindowManager frees the blocks behind it; under
+     * attention DP this rank's share of the sequences) */
+    double seqs = e->shard.attn_dp
+                      ? nvl_range_split((uint32_t)max_seqs,
+                                        nvl_comm_size(e->tp), 0).count
+                      : (double)max_seqs;
+    double windows = seqs * window;
+    double avail = free_bytes - p->reserve_bytes - windows;
     double host = p->host_bytes - w * p->layer_weights_bytes;
     double k = o->kv_host == NVL_HOST_AUTO
                    ? (avail > 0 && host > 0
@@ -344,7 +377,7 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     }
     p->kv_host_share = k;
     p->weights_host_share = w;
-    p->kv_bytes = n * b;
+    p->kv_bytes = n * b + windows;
     plan_needs(p, 0, layers);
     p->planned = true;
     uint32_t per = t->node.gpus_per_superchip, sharers = 0;

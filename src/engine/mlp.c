@@ -43,7 +43,8 @@ nvl_status_t nvl_engine_mlp(nvl_engine_t *e, uint32_t li, uint64_t M,
         nvl_engine_step(e, NVL_STEP_GATE_UP, L, (double)M, NULL);
     }
     if (st == NVL_OK)
-        st = dense ? nvl_engine_rowpar(e, "down_proj", L, M, hid, in, b->h)
+        st = dense ? nvl_engine_rowpar(e, "down_proj", NVL_QCLASS_MLP, L, M,
+                                    hid, in, b->h)
                    : nvl_engine_allreduce_add_norm(e, L, b->h, M * hid);
     if (e->data)
         for (uint64_t i = 0; i < M * hid; i++)

@@ -126,8 +126,7 @@ void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M)
     uint32_t E = e->cfg.num_experts, k = e->cfg.top_k;
     if (M == 0)
         return;
-    nvl_cost_cfg_t router = e->opts.cost;
-    router.weight_dtype = NVL_WDT_BF16;
+    nvl_cost_cfg_t router = nvl_engine_gemm_cost(e, NVL_QCLASS_ROUTER);
     nvl_engine_kernel(e, "router", NVL_PART_GEMM, L,
                       nvl_cost_matmul(&router, M, E, e->cfg.hidden));
     nvl_engine_elementwise(e, "topk_softmax", L,
@@ -144,7 +143,8 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
     double pairs = 0;
     for (uint32_t i = 0; i < ne; i++)
         pairs += (double)count[i];
-    const nvl_cost_cfg_t *cc = &e->opts.cost;
+    nvl_cost_cfg_t experts = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
+    const nvl_cost_cfg_t *cc = &experts;
     if (pairs > 0) {
         /* each pair's expert id read, its sorted position and source row
          * written (int32) */

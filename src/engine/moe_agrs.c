@@ -88,7 +88,8 @@ static double agrs_row_bits(const nvl_engine_t *e)
         [NVL_WDT_BF16] = 16.0, [NVL_WDT_FP8] = 8.0, [NVL_WDT_FP4] = 4.25,
         [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25};
     double hid = (double)e->cfg.hidden, k = (double)e->cfg.top_k;
-    double act = act_bits[e->opts.cost.weight_dtype];
+    double act = act_bits[nvl_engine_opts_gemm_dtype(&e->opts,
+                                                     NVL_QCLASS_EXPERTS)];
     return (hid * act + k * 64.0) / (hid + 2.0 * k);
 }
 

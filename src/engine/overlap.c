@@ -62,16 +62,16 @@ typedef struct {
 
 /* The GEMM chunk's cost when it starts at start_ps beside the allreduce
  * described by load (see the contention above). */
-static nvl_kernel_cost_t chunk_cost(const nvl_engine_t *e, uint64_t m,
+static nvl_kernel_cost_t chunk_cost(const nvl_cost_cfg_t *cfg, uint64_t m,
                                     uint64_t n, uint64_t k, int64_t start_ps,
                                     const comm_load_t *load)
 {
-    nvl_kernel_cost_t alone = nvl_cost_matmul(&e->opts.cost, m, n, k);
+    nvl_kernel_cost_t alone = nvl_cost_matmul(cfg, m, n, k);
     int64_t w = load->end_ps - start_ps;
     if (w <= 0 || alone.time_ps <= 0)
         return alone;
     nvl_kernel_cost_t shared = nvl_cost_matmul_shared(
-        &e->opts.cost, m, n, k, load->sms, load->hbm_bytes_per_s);
+        cfg, m, n, k, load->sms, load->hbm_bytes_per_s);
     double g = (double)alone.time_ps, gs = (double)shared.time_ps;
     if (gs <= (double)w)
         return shared;
@@ -94,9 +94,10 @@ static void columns(float *full, float *packed, uint64_t m, uint64_t n,
 }
 
 static nvl_status_t async_tp(nvl_engine_t *e, const char *name,
-                             int32_t layer, uint64_t m, uint64_t n,
-                             uint64_t k, float *buf)
+                             nvl_quant_class_t c, int32_t layer, uint64_t m,
+                             uint64_t n, uint64_t k, float *buf)
 {
+    nvl_cost_cfg_t cfg = nvl_engine_gemm_cost(e, c);
     int chunks = n < NVL_OVERLAP_CHUNKS ? (int)n : NVL_OVERLAP_CHUNKS;
     nvl_vclock_t *clk = nvl_engine_clock(e);
     int members = nvl_comm_size(e->ovl);
@@ -115,7 +116,7 @@ static nvl_status_t async_tp(nvl_engine_t *e, const char *name,
     for (int i = 0; i < chunks && st == NVL_OK && !e->time_overflow; i++) {
         nvl_range_t cols = nvl_range_split((uint32_t)n, chunks, i);
         nvl_engine_kernel(e, name, NVL_PART_GEMM, layer,
-                          chunk_cost(e, m, cols.count, k, clk->now_ps,
+                          chunk_cost(&cfg, m, cols.count, k, clk->now_ps,
                                      &load));
         /* the chunk's columns, once computed, on the communication
          * stream (launched by the host after the chunk) */
@@ -156,12 +157,13 @@ static nvl_status_t async_tp(nvl_engine_t *e, const char *name,
 }
 
 nvl_status_t nvl_engine_rowpar(nvl_engine_t *e, const char *name,
-                               int32_t layer, uint64_t m, uint64_t n,
-                               uint64_t k, float *buf)
+                               nvl_quant_class_t c, int32_t layer,
+                               uint64_t m, uint64_t n, uint64_t k,
+                               float *buf)
 {
     if (e->ovl == NULL || m == 0 || n < 2) {
-        nvl_engine_matmul(e, name, layer, m, n, k);
+        nvl_engine_matmul(e, name, c, layer, m, n, k);
         return nvl_engine_allreduce(e, layer, buf, m * n);
     }
-    return async_tp(e, name, layer, m, n, k, buf);
+    return async_tp(e, name, c, layer, m, n, k, buf);
 }

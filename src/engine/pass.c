@@ -76,8 +76,7 @@ static double host_bytes(const nvl_engine_t *e, uint32_t li, double past,
                          double kv_pos_bytes)
 {
     const nvl_mem_plan_t *m = &e->mem;
-    double wb = nvl_wdtype_bytes(e->opts.cost.weight_dtype);
-    return m->weights_host_share * nvl_engine_layer_bytes(e, li, wb, 2) +
+    return m->weights_host_share * nvl_engine_layer_bytes(e, li, false) +
            m->kv_host_share * past * kv_pos_bytes;
 }
 
@@ -210,7 +209,8 @@ static nvl_status_t layers(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
 }
 
 /* The final norm (with the last residual add), then each sequence's last
- * position through the vocab-parallel lm_head (kept in bf16), the
+ * position through the vocab-parallel lm_head (its class's type, bf16
+ * unless --dtype is explicit), the
  * logits' allgather and sampling; the host reads the sampled tokens. */
 static nvl_status_t head(nvl_engine_t *e, int n, const uint64_t *T,
                          const pass_t *p, nvl_acts_t *b, nvl_status_t st,
@@ -229,10 +229,8 @@ static nvl_status_t head(nvl_engine_t *e, int n, const uint64_t *T,
         nvl_engine_linear(b->h, e->lm_head, NULL, b->last, (uint64_t)n, vn,
                           hid);
     }
-    nvl_cost_cfg_t bf16 = e->opts.cost;
-    bf16.weight_dtype = NVL_WDT_BF16;
-    nvl_engine_kernel(e, "lm_head", NVL_PART_GEMM, -1,
-                      nvl_cost_matmul(&bf16, (uint64_t)n, vn, hid));
+    nvl_engine_matmul(e, "lm_head", NVL_QCLASS_LM_HEAD, -1, (uint64_t)n, vn,
+                      hid);
     if (st == NVL_OK)
         st = gather_logits(e, b->last, n, logits);
     nvl_engine_elementwise(e, "sample", -1, (double)n * c->vocab);

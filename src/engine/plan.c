@@ -144,6 +144,7 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
 {
     const nvl_shard_t *s = &e->shard;
     const nvl_cost_cfg_t *cost = &e->opts.cost;
+    nvl_cost_cfg_t experts = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
     uint64_t hd = e->cfg.head_dim, hid = e->cfg.hidden;
     uint64_t q = s->q_heads.count * hd, kv = s->kv_heads.count * hd;
     uint64_t in = step == NVL_STEP_EXPERTS_GATE_UP
@@ -166,12 +167,16 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
         double bytes = r * (double)width * k->touch * 2.0;
         switch (k->kind) {
         case NVL_K_MATMUL:
-            nvl_engine_matmul(e, k->name, layer, (uint64_t)rows, width, hid);
+            nvl_engine_matmul(e, k->name, step == NVL_STEP_QKV
+                                              ? NVL_QCLASS_ATTN
+                                              : NVL_QCLASS_MLP,
+                              layer, (uint64_t)rows, width, hid);
             break;
         case NVL_K_GROUPED:
             nvl_engine_kernel(e, k->name, NVL_PART_GEMM, layer,
                               nvl_cost_grouped_matmul(
-                                  cost, s->experts.count, count, width, hid));
+                                  &experts, s->experts.count, count, width,
+                                  hid));
             break;
         case NVL_K_ELEMENTWISE:
         case NVL_K_STRIDED:
@@ -231,41 +236,68 @@ nvl_status_t nvl_engine_allreduce_add_norm(nvl_engine_t *e, int32_t layer,
     return NVL_OK;
 }
 
-/* A dense projection's shape as coefficients of the widths above: n =
- * q.q + kv.kv + i.i + h.h outputs, k the same of its inputs. */
+/* A projection's shape as coefficients of the widths above: n = q.q +
+ * kv.kv + i.i + h.h (+ e.E, the router's experts) outputs, k the same of
+ * its inputs; its GEMM class. */
 typedef struct {
     const char *name;
-    uint8_t nq, nkv, ni, nh; /* outputs */
-    uint8_t kq, ki, kh;      /* inputs */
+    nvl_quant_class_t cls;
+    uint8_t nq, nkv, ni, nh, ne; /* outputs */
+    uint8_t kq, ki, kh;          /* inputs */
 } proj_t;
 
 /* Grouped-query attention's and the dense MLP's projections, as
  * checkpoints store them (QKV and ROPE_KV run q/k/v as one GEMM; its
- * weights are these three). */
-static const proj_t gqa_projs[] = {
-    {.name = "q_proj", .nq = 1, .kh = 1},
-    {.name = "k_proj", .nkv = 1, .kh = 1},
-    {.name = "v_proj", .nkv = 1, .kh = 1},
-    {.name = "o_proj", .nh = 1, .kq = 1},
-    {.name = "gate_proj", .ni = 1, .kh = 1},
-    {.name = "up_proj", .ni = 1, .kh = 1},
-    {.name = "down_proj", .nh = 1, .ki = 1},
+ * weights are these three), then a mixture of experts' router and one
+ * expert's (i: its rows on the shard; gpt-oss stores gate and up fused). */
+#define ATTN_PROJS                                                          \
+    {.name = "q_proj", .cls = NVL_QCLASS_ATTN, .nq = 1, .kh = 1},           \
+        {.name = "k_proj", .cls = NVL_QCLASS_ATTN, .nkv = 1, .kh = 1},      \
+        {.name = "v_proj", .cls = NVL_QCLASS_ATTN, .nkv = 1, .kh = 1},      \
+        {.name = "o_proj", .cls = NVL_QCLASS_ATTN, .nh = 1, .kq = 1}
+static const proj_t dense_projs[] = {
+    ATTN_PROJS,
+    {.name = "gate_proj", .cls = NVL_QCLASS_MLP, .ni = 1, .kh = 1},
+    {.name = "up_proj", .cls = NVL_QCLASS_MLP, .ni = 1, .kh = 1},
+    {.name = "down_proj", .cls = NVL_QCLASS_MLP, .nh = 1, .ki = 1},
+};
+static const proj_t moe_projs[] = {
+    ATTN_PROJS,
+    {.name = "router", .cls = NVL_QCLASS_ROUTER, .ne = 1, .kh = 1},
+    {.name = "expert.gate_proj", .cls = NVL_QCLASS_EXPERTS, .ni = 1,
+     .kh = 1},
+    {.name = "expert.up_proj", .cls = NVL_QCLASS_EXPERTS, .ni = 1, .kh = 1},
+    {.name = "expert.down_proj", .cls = NVL_QCLASS_EXPERTS, .nh = 1,
+     .ki = 1},
+};
+static const proj_t fused_projs[] = {
+    ATTN_PROJS,
+    {.name = "router", .cls = NVL_QCLASS_ROUTER, .ne = 1, .kh = 1},
+    {.name = "expert.gate_up_proj", .cls = NVL_QCLASS_EXPERTS, .ni = 2,
+     .kh = 1},
+    {.name = "expert.down_proj", .cls = NVL_QCLASS_EXPERTS, .nh = 1,
+     .ki = 1},
 };
 
-int nvl_engine_layer_gemms(const nvl_model_config_t *cfg, uint64_t q_heads,
-                           uint64_t kv_heads, uint64_t intermediate,
+int nvl_engine_layer_gemms(const nvl_model_config_t *cfg, bool moe,
+                           uint64_t q_heads, uint64_t kv_heads,
+                           uint64_t rows,
                            nvl_engine_gemm_t out[NVL_ENGINE_LAYER_GEMMS_MAX])
 {
-    if (cfg->num_experts > 0 || cfg->intermediate == 0)
-        return 0;
+    const proj_t *projs = !moe                 ? dense_projs
+                          : cfg->experts_fused ? fused_projs
+                                               : moe_projs;
+    int n = !moe ? (int)(sizeof dense_projs / sizeof dense_projs[0])
+            : cfg->experts_fused
+                ? (int)(sizeof fused_projs / sizeof fused_projs[0])
+                : (int)(sizeof moe_projs / sizeof moe_projs[0]);
     uint64_t q = q_heads * cfg->head_dim, kv = kv_heads * cfg->head_dim;
-    uint64_t h = cfg->hidden, in = intermediate;
-    int n = (int)(sizeof gqa_projs / sizeof gqa_projs[0]);
+    uint64_t h = cfg->hidden, in = rows, E = cfg->num_experts;
     for (int j = 0; j < n; j++) {
-        const proj_t *p = &gqa_projs[j];
+        const proj_t *p = &projs[j];
         out[j] = (nvl_engine_gemm_t){
-            .name = p->name,
-            .n = p->nq * q + p->nkv * kv + p->ni * in + p->nh * h,
+            .name = p->name, .cls = p->cls,
+            .n = p->nq * q + p->nkv * kv + p->ni * in + p->nh * h + p->ne * E,
             .k = p->kq * q + p->ki * in + p->kh * h};
     }
     return n;

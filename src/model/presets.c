@@ -18,7 +18,10 @@
  * "sliding_attention", rope_theta 150000 and rope_scaling {rope_type
  * yarn, factor 32, original_max_position_embeddings 4096, beta_fast 32,
  * beta_slow 1, truncate false}, max_position_embeddings 131072,
- * rms_norm_eps 1e-5, swiglu_limit 7.0, untied embeddings. */
+ * rms_norm_eps 1e-5, swiglu_limit 7.0, untied embeddings; released with
+ * quantization_config {quant_method "mxfp4", modules_to_not_convert
+ * ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+ * "model.embed_tokens", "lm_head"]}: the experts MX-FP4, the rest bf16. */
 #define NVL_GPTOSS_ALTERNATE_12                                              \
     true, false, true, false, true, false, true, false, true, false, true,  \
         false
@@ -35,7 +38,9 @@
      .num_experts = (n_experts), .top_k = 4, .moe_intermediate = 2880,      \
      .norm_topk_prob = true, .decoder_sparse_step = 1,                      \
      .experts_fused = true, .swiglu_alpha = 1.702, .swiglu_limit = 7.0,    \
-     .moe_split_block = 32}
+     .moe_split_block = 32,                                                \
+     .release = {.any = true, .format = NVL_QUANT_MXFP4,                    \
+                 .quantized = {[NVL_QCLASS_EXPERTS] = true}}}
 
 typedef struct {
     nvl_member_t id;        /* the preset's name (cfg.name when copied) */

@@ -9,6 +9,94 @@
 
 #include "quant_impl.h"
 
+/* The GEMM classes (nvl_quant_class_t), each with the module names its
+ * weights sit under in a Hugging Face checkpoint. */
+static const struct {
+    nvl_member_t m;
+} classes[NVL_QCLASS_COUNT] = {
+    [NVL_QCLASS_ATTN] = {{"attention", "q/k/v/o projections "
+                                       "(model.layers.N.self_attn.*)"}},
+    [NVL_QCLASS_MLP] = {{"mlp", "a dense MLP's gate/up/down projections "
+                                "(model.layers.N.mlp.*_proj)"}},
+    [NVL_QCLASS_EXPERTS] = {{"experts", "a mixture of experts' experts "
+                                        "(model.layers.N.mlp.experts)"}},
+    [NVL_QCLASS_ROUTER] = {{"router", "a mixture of experts' router "
+                                      "(mlp.gate, gpt-oss mlp.router)"}},
+    [NVL_QCLASS_LM_HEAD] = {{"lm_head", "the output projection "
+                                        "(lm_head)"}},
+};
+const nvl_family_t nvl_quant_class_family =
+    NVL_FAMILY("gemm-class", "classes of GEMM weights, each stored in a "
+                             "weight format of its own", classes);
+
+bool nvl_quant_class_covered(nvl_quant_format_t f, nvl_quant_class_t c)
+{
+    if (c == NVL_QCLASS_ROUTER || c == NVL_QCLASS_LM_HEAD)
+        return false;
+    return f != NVL_QUANT_MXFP4 || c == NVL_QCLASS_EXPERTS;
+}
+
+/* fnmatch(3) with '*' alone (any run of characters, dots included, as
+ * Python's fnmatch reads a ModelOpt pattern) */
+static bool glob(const char *p, const char *s)
+{
+    if (*p == '\0')
+        return *s == '\0';
+    if (*p == '*') {
+        for (const char *t = s;; t++) {
+            if (glob(p + 1, t))
+                return true;
+            if (*t == '\0')
+                return false;
+        }
+    }
+    return *s != '\0' && *p == *s && glob(p + 1, s + 1);
+}
+
+bool nvl_quant_module_excluded(const char *pattern, const char *name)
+{
+    char prefix[512];
+    size_t n = strlen(name);
+    if (n >= sizeof prefix)
+        return false;
+    memcpy(prefix, name, n + 1);
+    for (;;) {
+        if (glob(pattern, prefix))
+            return true;
+        char *dot = strrchr(prefix, '.');
+        if (dot == NULL)
+            return false;
+        *dot = '\0';
+    }
+}
+
+/* The exclusion list under `key` of q (null or absent: none). */
+static nvl_status_t exclusions(const char *file, const json_t *q,
+                               const char *key, nvl_quant_config_t *out)
+{
+    const json_t *l = json_object_get(q, key);
+    if (l == NULL || json_is_null(l))
+        return NVL_OK;
+    if (!json_is_array(l) || json_array_size(l) > NVL_QUANT_EXCLUDE_MAX) {
+        nvl_report("%s: %s must be an array of at most %d module names",
+                   file, key, NVL_QUANT_EXCLUDE_MAX);
+        return NVL_ERR_INVALID;
+    }
+    out->exclude_key = key;
+    for (size_t i = 0; i < json_array_size(l); i++) {
+        const char *m = json_string_value(json_array_get(l, i));
+        if (m == NULL || strlen(m) >= sizeof out->exclude[0]) {
+            nvl_report("%s: %s[%zu] must be a module name (a string of "
+                       "fewer than %zu characters)", file, key, i,
+                       sizeof out->exclude[0]);
+            return NVL_ERR_INVALID;
+        }
+        snprintf(out->exclude[out->n_exclude++], sizeof out->exclude[0],
+                 "%s", m);
+    }
+    return NVL_OK;
+}
+
 /* The format whose row's algo is `algo` (quant_algo of ModelOpt, or
  * quant_method), or NVL_QUANT_COUNT. */
 static nvl_quant_format_t by_algo(const char *algo)
@@ -54,7 +142,7 @@ static nvl_status_t modelopt(const char *file, const json_t *q,
     out->kv_fp8 = kvs != NULL;
     out->quantized = true;
     out->format = f;
-    return NVL_OK;
+    return exclusions(file, q, "exclude_modules", out);
 }
 
 /* vLLM's Fp8Config.from_config: activation_scheme "static" or "dynamic"
@@ -108,7 +196,7 @@ static nvl_status_t hf_config(const char *file, const json_t *q,
     }
     out->quantized = true;
     out->format = f;
-    return NVL_OK;
+    return exclusions(file, q, "modules_to_not_convert", out);
 }
 
 nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)

@@ -60,6 +60,16 @@ CHECK is one of
                the topology's [c2c], [host_memory], [node] and
                copy_overhead keys (nvlemu topo --json) must be the run's
                memory_per_gpu.c2c_bytes_per_step and c2c_ms_per_step
+  gemm-formats FULL SLIDING WINDOW KV_BYTES
+               gpt-oss in timing mode as given (its release's formats:
+               experts fp4, the rest bf16) and with --dtype fp4 (every
+               class): the classes' types as said; the weights per GPU
+               differ by exactly the attention GEMMs' bytes in bf16 less
+               their MX-FP4 bytes (gemm_weights, layers run); TTFT and
+               TPOT are longer with bf16 attention; and the KV cache holds
+               FULL full-attention layers x the positions and SLIDING
+               layers x at most WINDOW positions, KV_BYTES a position
+               and layer (both runs)
   pp-moe       a mixture of experts with the command's --pp: experts.moe_layers
                and the per-layer expert tokens equal those of --pp 1 (every
                stage's MoE layers, not stage 0's)
@@ -495,6 +505,46 @@ def pp_moe(cmd):
           % ", ".join(keys))
 
 
+def attn_bytes(doc):
+    """The attention GEMMs' bytes of one layer (data + scales)."""
+    return sum(g["weight_bytes"] + g["scale_bytes"]
+               for g in doc["gemm_weights"]["gemms"]
+               if g["class"] == "attention")
+
+
+def check_gemm_formats(cmd):
+    full, sliding, window, kv_bytes = (float(a) for a in sys.argv[2:6])
+    rel = run(cmd, ["--mode", "timing"])
+    fp4 = run(cmd, ["--mode", "timing", "--dtype", "fp4"])
+    classes = rel["gemm_weights"]["classes"]
+    if (classes["attention"], classes["experts"], classes["router"],
+            classes["lm_head"]) != ("bf16", "fp4", "bf16", "bf16"):
+        sys.exit("check_run.py: release classes %s" % classes)
+    if fp4["gemm_weights"]["classes"]["attention"] != "fp4":
+        sys.exit("check_run.py: --dtype fp4 classes %s"
+                 % fp4["gemm_weights"]["classes"])
+    layers = rel["inputs"]["layers"]
+    want = layers * (attn_bytes(rel) - attn_bytes(fp4)) / 1e9
+    got = (rel["memory_per_gpu"]["weights_gb"] -
+           fp4["memory_per_gpu"]["weights_gb"])
+    if want <= 0 or abs(got - want) > 1e-9 * rel["memory_per_gpu"]["weights_gb"]:
+        sys.exit("check_run.py: weights differ by %.9f GB, the attention "
+                 "GEMMs' bf16 less MX-FP4 bytes are %.9f GB" % (got, want))
+    if not (rel["tpot_ms"] > fp4["tpot_ms"] and rel["ttft_ms"] > fp4["ttft_ms"]):
+        sys.exit("check_run.py: bf16 attention is not slower: TPOT %s vs %s"
+                 % (rel["tpot_ms"], fp4["tpot_ms"]))
+    i = rel["inputs"]
+    pos = i["prompt_len"] + i["gen_len"] - 1
+    kv = kv_bytes * i["batch"] * (full * pos + sliding * min(pos, window)) / 1e9
+    for doc in (rel, fp4):
+        if abs(doc["memory_per_gpu"]["kv_cache_gb"] - kv) > 1e-12:
+            sys.exit("check_run.py: KV cache %.12f GB, want %.12f GB"
+                     % (doc["memory_per_gpu"]["kv_cache_gb"], kv))
+    print("check_run.py: weights differ by the attention GEMMs' %.6f GB; "
+          "TPOT %.4f vs %.4f ms; KV %.6f GB" % (got, rel["tpot_ms"],
+                                                 fp4["tpot_ms"], kv))
+
+
 def check_pp_layout(cmd):
     pp_layout(cmd, sys.argv[2], sys.argv[3])
 
@@ -516,6 +566,7 @@ CHECKS = {
     "tier-hand": tier_hand,
     "pp-layout": check_pp_layout,
     "pp-moe": pp_moe,
+    "gemm-formats": check_gemm_formats,
 }
 
 

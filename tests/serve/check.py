@@ -342,6 +342,37 @@ def sampler_profile(a, tmp):
                            "vocabulary (at most a row a token), trtllm the float32 logits of the shard")
 
 
+def sliding_window(a, tmp):
+    """gpt-oss-20b's first two layers (one sliding, window 128; one full)
+    on one GPU under trtllm's rule (blocks of 32 positions), as --max-batch
+    grows by 300 sequences (docs/serve.md, "Memory and the prefix cache"):
+    a KV position costs the full layer's 2048 bytes (8 KV heads x 64 x K
+    and V, bf16) alone, and the KV room loses 0.90 x the 300 sequences'
+    float32 logits (201,088 a row) plus their 300 windows of 128 positions
+    of the sliding layer (vLLM's SlidingWindowManager, TensorRT-LLM's
+    max_attention_window)."""
+    pools = {}
+    for n in (300, 600):
+        out = os.path.join(tmp, f"swa-{n}.json")
+        job(a.root, [a.nvlemu, "serve", "--model", "gpt-oss-20b", "--layers", "2",
+                     "--scheduler", "trtllm", "--requests", "3", "--isl", "16",
+                     "--osl", "2", "--max-batch", str(n), "--json", out], ranks=1)
+        pools[n] = json.load(open(out))["pools"][0]
+    pos_bytes, window_bytes, block = 2048, 128 * 2048, 32
+    errors = []
+    for n, p in pools.items():
+        per = p["kv_gb_per_gpu"] * 1e9 / (p["kv_blocks"] * block * pos_bytes)
+        if not 1 <= per < 1 + 1 / p["kv_blocks"]:
+            errors.append(f"max batch {n}: {p['kv_gb_per_gpu']} GB in "
+                          f"{p['kv_blocks']} blocks: not {pos_bytes} bytes a position")
+    want = (0.90 * 300 * 201088 * 4 + 300 * window_bytes) / 1e9
+    got = pools[300]["kv_gb_per_gpu"] - pools[600]["kv_gb_per_gpu"]
+    if abs(got - want) > 1e-9 * want:
+        errors.append(f"300 more sequences take {got!r} GB of KV cache, expected {want!r}")
+    return verdict(errors, "sliding-window: a position costs the full layer's "
+                           "KV, each sequence's window set aside")
+
+
 def frontend(a, tmp):
     """--frontend-ms F with N requests at time 0: processor sharing hands
     them all to the scheduler at N x F (docs/serve.md, "The workload"), so
@@ -380,7 +411,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["one-request", "conservation", "placements",
                                       "trtllm", "pipeline", "dep", "sampler-profile",
-                                      "host-loop", "frontend"])
+                                      "host-loop", "frontend", "sliding-window"])
     ap.add_argument("--update", action="store_true",
                     help="pipeline: rewrite its golden JSON")
     ap.add_argument("--nvlemu", default="build/nvlemu")
@@ -394,7 +425,8 @@ def main():
                 "placements": placements, "trtllm": trtllm,
                 "pipeline": pipeline, "dep": dep,
                 "sampler-profile": sampler_profile,
-                "host-loop": host_loop, "frontend": frontend}[a.check](a, tmp)
+                "host-loop": host_loop, "frontend": frontend,
+                "sliding-window": sliding_window}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

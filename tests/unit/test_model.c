@@ -549,6 +549,12 @@ static void test_gpt_oss(void **state)
     assert_int_equal(nvl_model_config_load(write_config(text), &c), NVL_OK);
     assert_int_equal(nvl_model_preset("gpt-oss-20b", &p), NVL_OK);
     memcpy(c.name, p.name, sizeof c.name);
+    /* the released formats are the checkpoint's quantization_config's,
+     * not the architecture's: config.json read alone has none */
+    assert_false(c.release.any);
+    assert_true(p.release.any && p.release.quantized[NVL_QCLASS_EXPERTS] &&
+                !p.release.quantized[NVL_QCLASS_ATTN]);
+    c.release = p.release;
     assert_memory_equal(&c, &p, sizeof c);
     assert_int_equal(nvl_model_max_context(&p), 131072);
     assert_int_equal(reports.count, 0);

@@ -46,14 +46,14 @@ static void test_qwen25_72b_tp8(void **state)
 
 /* The engine's dense projections of a TP = 8 shard of Qwen2.5-72B (8
  * query heads, 1 KV head of 128, 3696 MLP rows), as a quantized run
- * reports them; a mixture of experts' layers have none. */
+ * reports them, each with its GEMM class; a mixture of experts' layer. */
 static void test_layer_gemms(void **state)
 {
     (void)state;
     nvl_model_config_t c;
     assert_int_equal(nvl_model_preset("qwen2.5-72b", &c), NVL_OK);
     nvl_engine_gemm_t g[NVL_ENGINE_LAYER_GEMMS_MAX];
-    assert_int_equal(nvl_engine_layer_gemms(&c, 8, 1, 3696, g), 7);
+    assert_int_equal(nvl_engine_layer_gemms(&c, false, 8, 1, 3696, g), 7);
     static const struct {
         const char *name;
         uint64_t n, k;
@@ -65,9 +65,20 @@ static void test_layer_gemms(void **state)
         assert_string_equal(g[i].name, want[i].name);
         assert_int_equal(g[i].n, want[i].n);
         assert_int_equal(g[i].k, want[i].k);
+        assert_int_equal(g[i].cls, i < 4 ? NVL_QCLASS_ATTN : NVL_QCLASS_MLP);
     }
-    c.num_experts = 8;
-    assert_int_equal(nvl_engine_layer_gemms(&c, 8, 1, 3696, g), 0);
+    /* gpt-oss-20b at TP 1: the router [32 x 2880] and one expert's fused
+     * gate/up [5760 x 2880] and down [2880 x 2880] after attention's */
+    assert_int_equal(nvl_model_preset("gpt-oss-20b", &c), NVL_OK);
+    assert_int_equal(nvl_engine_layer_gemms(&c, true, 64, 8, 2880, g), 7);
+    assert_string_equal(g[4].name, "router");
+    assert_int_equal(g[4].cls, NVL_QCLASS_ROUTER);
+    assert_int_equal(g[4].n, 32);
+    assert_string_equal(g[5].name, "expert.gate_up_proj");
+    assert_int_equal(g[5].cls, NVL_QCLASS_EXPERTS);
+    assert_int_equal(g[5].n, 5760);
+    assert_int_equal(g[6].n, 2880);
+    assert_int_equal(g[6].k, 2880);
 }
 
 /* TP = 72 on 64 heads and 29568 intermediate: 8 ranks idle in attention,
