@@ -52,6 +52,7 @@ typedef struct {
 static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
                                      const uint64_t *m, uint64_t n,
                                      uint64_t k, uint32_t m_tile,
+                                     double grouped_rel,
                                      const gpu_taken_t *taken,
                                      double *t_s_out)
 {
@@ -78,7 +79,7 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     double rel;
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
-    eff *= rel;
+    eff *= rel * grouped_rel;
     nvl_gemm_bytes_t wb = nvl_cost_weight_bytes(dt, n, k);
     double N = (double)n, K = (double)k, tiles = 0, tile_flops = 0;
     for (size_t i = 0; i < groups; i++) {
@@ -120,7 +121,7 @@ nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k)
 {
     double t_s;
-    return matmul_work(cfg, 1, &m, n, k, 0, NULL, &t_s);
+    return matmul_work(cfg, 1, &m, n, k, 0, 1.0, NULL, &t_s);
 }
 
 nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
@@ -130,15 +131,44 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
 {
     double t_s;
     gpu_taken_t taken = {sms, hbm_bytes_per_s};
-    return matmul_work(cfg, 1, &m, n, k, 0, &taken, &t_s);
+    return matmul_work(cfg, 1, &m, n, k, 0, 1.0, &taken, &t_s);
 }
 
 /* A grouped GEMM's CTA tile (PyTorch aten/src/ATen/native/cuda/GroupMM.cu:
  * 64 x 128 x 128 on SM100 and, for groups of at most 128 rows, on SM90):
  * each group's rows are padded to a whole tile's rows, and each
- * (group, 128-column) panel of weights is a tile of its own. */
+ * (group, 128-column) panel of weights is a tile of its own.  Block-scaled
+ * FP4 on FP4 tensor cores (NVFP4, MX-FP4: Blackwell's tcgen05 kind
+ * mxf4nvf4) has no 64-row MMA: CUTLASS's SM100 shapes for it are 128 rows
+ * on one SM and 256 on two (python/cutlass_library/sm100_shapes.py,
+ * SM100_MMA_SHAPES_MXF4NVF4_DENSE_1SM / _2SM), so TensorRT-LLM's CUTLASS
+ * MoE GEMMs pad each expert's rows to at least 128. */
 #define NVL_GROUPED_TILE_M 64
+#define NVL_GROUPED_TILE_M_FP4 128
 #define NVL_GROUPED_TILE_N 128
+/* A grouped GEMM's compute rate against the dense GEMM of the same rows
+ * on the same tensor cores, per tensor-core type (docs/cost-model.md,
+ * "Mixture of experts"; the grouped kernel's own tile walk, expert by
+ * expert, with its problem-shape and pointer loads and an epilogue per
+ * expert tile, keeps the faster low-precision MMAs further from their
+ * peak than the dense kernel):
+ *   bf16  1: torch._grouped_mm within 7 % of the model at 256-4,096 rows
+ *         an expert on an H200 (tests/data/calibration/h200-moe-prefill/);
+ *   fp8   0.70: on that H200 the CUTLASS SM90 FP8 grouped GEMM
+ *         (torch._scaled_grouped_mm) takes 1.42x cuBLASLt's dense FP8
+ *         time for the same rows, geomean of the 8 shapes at 2,048 and
+ *         4,096 rows an expert (grouped-prefill.csv; below 2,048 torch's
+ *         FP8 tile is slower than its own BF16 one, so left out);
+ *   fp4   0.39: a whole NVFP4 MoE layer on a B200 (32 experts, top-4,
+ *         hidden 2,880, intermediate 7,680, 4,096 tokens: 512 rows an
+ *         expert) at 1,117-1,262 TFLOP/s across vLLM, FlashInfer CuTe DSL
+ *         and SGLang (huggingface.co/blog/apsys/blackwell-nvfp4-comparison):
+ *         1.72-1.95 ms, where this model's layer takes 0.81 ms of which
+ *         0.63 ms are the two grouped GEMMs at the dense CUTLASS rate; the
+ *         rest of the layer as modeled, the GEMMs' rate that gives the
+ *         measured layer is 0.36-0.41 of it (geomean 0.39). */
+static const double grouped_rel[NVL_WDT_COUNT] = {
+    [NVL_WDT_BF16] = 1.0, [NVL_WDT_FP8] = 0.70, [NVL_WDT_FP4] = 0.39};
 /* Dependent memory round trips (mem_latency) one weight panel of a grouped
  * GEMM takes on an SM at the least, however short its K loop: fit to half
  * of tests/data/calibration/h100-moe/grouped.csv (Qwen3-30B-A3B's shards;
@@ -150,8 +180,17 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           uint64_t n, uint64_t k)
 {
     double t_s;
-    nvl_kernel_cost_t c =
-        matmul_work(cfg, groups, m, n, k, NVL_GROUPED_TILE_M, NULL, &t_s);
+    nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
+                                                        : NVL_WDT_BF16;
+    /* the weights' own tensor cores, or dequantised to BF16's */
+    nvl_wdtype_t core = nvl_wdtype_core(dt);
+    if (cfg->weight_only ||
+        nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, dt) <= 0)
+        core = NVL_WDT_BF16;
+    nvl_kernel_cost_t c = matmul_work(
+        cfg, groups, m, n, k,
+        core == NVL_WDT_FP4 ? NVL_GROUPED_TILE_M_FP4 : NVL_GROUPED_TILE_M,
+        grouped_rel[core], NULL, &t_s);
     if (c.flops <= 0)
         return c;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;

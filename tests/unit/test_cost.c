@@ -121,6 +121,51 @@ static void test_matmul_dtypes(void **state)
 
 /* Decode attention reads the KV cache; FA4 relieves the SFUs; an idle rank
  * costs nothing; fp8 KV halves the bytes. */
+/* Low-precision grouped GEMMs: block-scaled FP4 on FP4 tensor cores pads
+ * each expert's rows to 128 (no 64-row mxf4nvf4 MMA); without FP4 cores
+ * the weights are dequantised to BF16 and the 64-row tile stays; a
+ * compute-bound grouped FP8 GEMM runs at 0.70 of the dense FP8 rate on
+ * the same rows, a BF16 one at the dense rate. */
+static void test_grouped_matmul_lowp(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    double peak = topo->gpu.bf16_flops_per_s;
+    uint64_t r1 = 1, r64 = 64, r65 = 65;
+    double fp4_peak = topo->gpu.fp4_flops_per_s;
+    topo->gpu.fp4_flops_per_s = peak / 1e5;
+    c.weight_dtype = NVL_WDT_FP4;
+    uint64_t r128 = 128, r129 = 129;
+    int64_t t65 = nvl_cost_grouped_matmul(&c, 1, &r65, 4096, 4096).time_ps;
+    assert_int_equal(t65, nvl_cost_grouped_matmul(&c, 1, &r1, 4096, 4096)
+                              .time_ps);
+    assert_int_equal(t65, nvl_cost_grouped_matmul(&c, 1, &r128, 4096, 4096)
+                              .time_ps);
+    assert_true(nvl_cost_grouped_matmul(&c, 1, &r129, 4096, 4096).time_ps >
+                1.9 * (double)t65);
+    topo->gpu.fp4_flops_per_s = 0;
+    topo->gpu.bf16_flops_per_s = peak / 1e5;
+    assert_true(nvl_cost_grouped_matmul(&c, 1, &r65, 4096, 4096).time_ps >
+                nvl_cost_grouped_matmul(&c, 1, &r64, 4096, 4096).time_ps);
+    topo->gpu.bf16_flops_per_s = peak;
+    topo->gpu.fp4_flops_per_s = fp4_peak;
+    double fp8_peak = topo->gpu.fp8_flops_per_s;
+    topo->gpu.fp8_flops_per_s = peak / 1e5;
+    c.weight_dtype = NVL_WDT_FP8;
+    uint64_t r4096 = 4096;
+    double g8 = (double)nvl_cost_grouped_matmul(&c, 1, &r4096, 4096, 4096)
+                    .time_ps,
+           d8 = (double)nvl_cost_matmul(&c, 4096, 4096, 4096).time_ps;
+    assert_true(fabs(g8 / d8 - 1.0 / 0.70) < 0.01);
+    topo->gpu.fp8_flops_per_s = fp8_peak;
+    topo->gpu.bf16_flops_per_s = peak / 1e5;
+    c.weight_dtype = NVL_WDT_BF16;
+    assert_true(llabs(nvl_cost_grouped_matmul(&c, 1, &r4096, 4096, 4096)
+                          .time_ps -
+                      nvl_cost_matmul(&c, 4096, 4096, 4096).time_ps) <= 2);
+    topo->gpu.bf16_flops_per_s = peak;
+}
+
 /* One group is the plain matmul; idle groups cost nothing; a grouped
  * kernel pays its overhead once and fills the GPU with all groups' tiles,
  * so 8 one-token experts cost less than 8 separate matmuls. */
@@ -441,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_matmul_dtypes),
         cmocka_unit_test(test_gemm_library),
         cmocka_unit_test(test_grouped_matmul),
+        cmocka_unit_test(test_grouped_matmul_lowp),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_launch_modes),
         cmocka_unit_test(test_overrides),
