@@ -240,7 +240,19 @@ int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
                                   const nvl_coll_info_t *info, int host_gpus,
                                   int graph_calls, bool torch_eager);
 
-/* The fastest enabled (algorithm, protocol) for the call, as NCCL picks. */
+/* Whether NCCL's own tuning never runs algo for this call although it is
+ * enabled and can: another enabled algorithm rates faster in NCCL's model
+ * (NVLS allgather and reduce-scatter against the ring, docs/collectives.md
+ * "Which algorithm NCCL runs for allgather and reduce-scatter").  Such an
+ * algorithm does not compete in nvl_coll_choose; nvl_coll_predict still
+ * times it.  False for every algorithm whose choice the model's costs
+ * alone make. */
+bool nvl_coll_nccl_declines(const nvl_comm_t *comm, nvl_coll_t coll,
+                            size_t bytes, nvl_algo_t algo);
+
+/* The fastest enabled (algorithm, protocol) for the call, as NCCL picks:
+ * among the pairs nvl_coll_nccl_declines leaves, the one the model times
+ * fastest. */
 nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
                              size_t bytes, nvl_coll_info_t *info_out);
 

@@ -144,6 +144,12 @@ typedef struct {
     bool forwarding_steps;
     /* the environment variable whose 0 disables it (NULL: none) */
     const char *enable_env;
+    /* whether NCCL's own tuning (tuning.cc ncclTopoTuneModel, enqueue.cc
+     * topoGetAlgoInfo) rates an enabled ring protocol faster for coll of
+     * `bytes`, so that NCCL never runs this algorithm there although it
+     * can (NULL: the model's costs alone choose, tuner.c) */
+    bool (*nccl_declines)(const nvl_comm_t *comm, nvl_coll_t coll,
+                          size_t bytes);
 } nvl_coll_algo_t;
 
 /* Each algorithm's row, nvl_coll_algo_<key> in src/coll/<file>.c, and its

@@ -226,6 +226,60 @@ out:
     return st;
 }
 
+/* NCCL's tuning latency of an NVLS call on NVLink (tuning.cc hwLatencies,
+ * NVLINK row, NVLS Simple 25 us; baseLatencies NVLS 0): what NCCL's choice
+ * charges it, whatever the topology's fitted nvls.simple.nvlink_lat. */
+#define NCCL_NVLS_TUNING_LAT_S 25e-6
+
+/* NCCL's own time for allgather or reduce-scatter of `bytes` on the ring
+ * with proto (tuning.cc ncclTopoTuneModel, ncclTopoGetAlgoTime): the
+ * graph's bus bandwidth (maxBw: nvlink_bw x NVL_NVLINK_DATA_EFF), LL at
+ * half of it under llMaxBw, LL128 at 0.92 under nChannels x
+ * perChMaxRingLL128Bw; an algorithm bandwidth of N/(N-1) of that; base +
+ * (N-1) per-step latencies. */
+static double nccl_ring_rating_s(const nvl_comm_t *c, nvl_proto_t proto,
+                                 double bytes)
+{
+    const nvl_nccl_spec_t *n = &c->topo->nccl;
+    double bus = c->nvlink_bw * NVL_NVLINK_DATA_EFF;
+    if (proto == NVL_PROTO_LL && bus * 0.5 > n->ll_max_bw_bytes_per_s)
+        bus = n->ll_max_bw_bytes_per_s;
+    else if (proto == NVL_PROTO_LL)
+        bus *= 0.5;
+    double ll128 = n->channels * n->ll128_max_bw_per_channel_bytes_per_s;
+    if (proto == NVL_PROTO_LL128)
+        bus = bus * 0.92 < ll128 ? bus * 0.92 : ll128;
+    int steps = c->size - 1;
+    double lat = 1e-12 * ((double)n->base_lat_ps[NVL_ALGO_RING][proto] +
+                          steps * (double)n->nvlink_lat_ps[NVL_ALGO_RING][proto]);
+    return lat + bytes / (bus * c->size / steps);
+}
+
+/* NCCL never runs NVLS allgather or reduce-scatter where its rating puts
+ * an enabled ring protocol first (docs/collectives.md, "Which algorithm
+ * NCCL runs for allgather and reduce-scatter").  Its NVLS graph has one
+ * channel per head, H = min(N, NCCL_MAX_NVLS_ARITY) (search.cc
+ * ncclTopoCompute: maxChannels, and minChannels = maxChannels inside one
+ * node), each at the fastest step of its speed table that H of them fit
+ * in (at most maxBw / H: the model takes maxBw / H, the rating's upper
+ * bound); the rating is nChannels x bw x nvlsEfficiency x (H-1)/H x
+ * (N-1)/N, used as the algorithm bandwidth, at 25 us (tuning.cc). */
+static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
+                               size_t bytes)
+{
+    if (coll == NVL_COLL_ALLREDUCE || !c->tuner.algo_enabled[NVL_ALGO_RING])
+        return false;
+    double h = nvls_nccl_heads(c), n = c->size;
+    double rate = c->nvlink_bw * NVL_NVLINK_DATA_EFF *
+                  c->topo->nccl.nvls_efficiency * (h - 1) / h * (n - 1) / n;
+    double nvls = NCCL_NVLS_TUNING_LAT_S + (double)bytes / rate;
+    for (int p = 0; p < NVL_PROTO_COUNT; p++)
+        if (c->tuner.proto_enabled[p] &&
+            nccl_ring_rating_s(c, (nvl_proto_t)p, (double)bytes) < nvls)
+            return true;
+    return false;
+}
+
 const char nvl_coll_algo_doc_nvls[] =
     "NVLink SHARP: the switch reduces and multicasts, one NVLink domain: "
     "allreduce, allgather, reduce-scatter (nvls.c)";
@@ -247,4 +301,5 @@ const nvl_coll_algo_t nvl_coll_algo_nvls = {
     .run = nvls_run,
     .channels = nvls_channels,
     .enable_env = "NCCL_NVLS_ENABLE",
+    .nccl_declines = nvls_nccl_declines,
 };

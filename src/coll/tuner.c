@@ -1,6 +1,9 @@
 /* Choosing like NCCL: the environment decides what is enabled, the cost
  * model predicts each enabled (algorithm, protocol), the fastest wins (ties
- * go to the earlier algorithm, then protocol, as in NCCL's loop). */
+ * go to the earlier algorithm, then protocol, as in NCCL's loop).  An
+ * algorithm that NCCL's own rating never picks for a call (its row's
+ * nccl_declines: NVLS allgather and reduce-scatter where a ring protocol
+ * rates faster) does not compete for it. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -143,13 +146,21 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
     return NVL_OK;
 }
 
+bool nvl_coll_nccl_declines(const nvl_comm_t *comm, nvl_coll_t coll,
+                            size_t bytes, nvl_algo_t algo)
+{
+    const nvl_coll_algo_t *a = nvl_coll_algo(algo);
+    return a->nccl_declines != NULL && a->nccl_declines(comm, coll, bytes);
+}
+
 nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
                                    size_t bytes, nvl_coll_info_t *info_out)
 {
     nvl_coll_info_t best = {0};
     int found = 0;
     for (int a = 0; a < NVL_ALGO_COUNT; a++) {
-        if (!comm->tuner.algo_enabled[a])
+        if (!comm->tuner.algo_enabled[a] ||
+            nvl_coll_nccl_declines(comm, coll, bytes, (nvl_algo_t)a))
             continue;
         for (int p = 0; p < NVL_PROTO_COUNT; p++) {
             nvl_coll_info_t info;

@@ -269,6 +269,10 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(nccl.nvls_chunk_lat_ps), "0.48us", 0, PS(100.0), "0.48us",
      "NVLS: time one chunk's synchronisation through the switch adds (fit "
      "to Azure ND H200 v5 all_reduce, 1 MB - 8 GB)"},
+    {"nccl", "nvls_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(nccl.nvls_efficiency), "0.85", 0.05, 1, "0.85",
+     "NCCL's rating of NVLS per byte of the graph's bandwidth, by which it "
+     "chooses (tuning.cc nvlsEfficiency: 0.85 Hopper, 0.74 Blackwell)"},
     {"nccl", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
      F(nccl.launch_overhead_ps), "8.5us", 0, PS(1000.0), "8.5us",
      "host time to enqueue one NCCL call on one GPU (fit to the "

@@ -142,7 +142,8 @@ static void test_nvls_pat_and_channels(void **state)
     assert_non_null(strstr(reports.last, "NCCL_MAX_NCHANNELS=-1"));
 }
 
-/* The tuner's answer is the fastest enabled pair that can run the call. */
+/* The tuner's answer is the fastest enabled pair that can run the call,
+ * of those NCCL's own rating does not decline. */
 static void expect_fastest(const nvl_comm_t *comm, nvl_coll_t coll,
                            size_t bytes)
 {
@@ -155,6 +156,7 @@ static void expect_fastest(const nvl_comm_t *comm, nvl_coll_t coll,
         for (int p = 0; p < NVL_PROTO_COUNT; p++) {
             nvl_coll_info_t other;
             if (!cfg->algo_enabled[a] || !cfg->proto_enabled[p] ||
+                nvl_coll_nccl_declines(comm, coll, bytes, (nvl_algo_t)a) ||
                 nvl_coll_predict(comm, coll, bytes, (nvl_algo_t)a,
                                  (nvl_proto_t)p, &other) != NVL_OK)
                 continue;
@@ -531,6 +533,52 @@ static void test_ring_end_steps(void **state)
     nvl_topo_free(t);
 }
 
+/* NVLS allgather and reduce-scatter compete only where NCCL's rating puts
+ * them first.  By hand on gb200-nvl72 at 16 ranks (maxBw = 900 GB/s x
+ * 370.8/478.116 = 698 GB/s): NVLS 698 x 0.74 x 15/16 x 15/16 = 454 GB/s at
+ * 25 us; ring LL 282 x 16/15 at 6.6 + 15 x 0.6 us, LL128 642 x 16/15 at 14
+ * + 15 x 1.9, Simple 698 x 16/15 at 8.4 + 15 x 3.4.  At 16 MB NVLS 62.0 us
+ * against 71.4 / 67.0 / 81.9; at 1 MB ring LL (19.1 us) and at 256 MB ring
+ * Simple (420 us) win.  On hgx-h200 at 8 ranks (0.85, 7/8 x 7/8: 241 GB/s)
+ * a ring protocol rates faster at every size; NCCL_ALGO=NVLS leaves no ring
+ * to prefer. */
+static void test_nccl_declines_nvls_gather(void **state)
+{
+    (void)state;
+    nvl_topo_t *rack = load("gb200-nvl72.topo"), *h200 = load("hgx-h200.topo");
+    nvl_comm_t *c = NULL;
+    assert_int_equal(nvl_comm_create_virtual(rack, 16, NULL, &c), NVL_OK);
+    const struct { size_t bytes; bool declined; } rows[] = {
+        {.bytes = 1 << 20, .declined = true},
+        {.bytes = 16 << 20, .declined = false},
+        {.bytes = 256 << 20, .declined = true},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        assert_int_equal(nvl_coll_nccl_declines(c, NVL_COLL_ALLGATHER,
+                                                rows[k].bytes, NVL_ALGO_NVLS),
+                         rows[k].declined);
+    assert_false(nvl_coll_nccl_declines(c, NVL_COLL_ALLREDUCE, 1 << 20,
+                                        NVL_ALGO_NVLS));
+    nvl_comm_destroy(c);
+    assert_int_equal(nvl_comm_create_virtual(h200, 8, NULL, &c), NVL_OK);
+    for (size_t b = 1024; b <= ((size_t)16 << 30); b *= 4) {
+        nvl_coll_info_t i;
+        assert_true(nvl_coll_nccl_declines(c, NVL_COLL_REDUCESCATTER, b,
+                                           NVL_ALGO_NVLS));
+        assert_int_equal(nvl_coll_choose(c, NVL_COLL_ALLGATHER, b, &i), NVL_OK);
+        assert_int_equal(i.algo, NVL_ALGO_RING);
+    }
+    nvl_comm_destroy(c);
+    setenv("NCCL_ALGO", "NVLS", 1);
+    assert_int_equal(nvl_comm_create_virtual(h200, 8, NULL, &c), NVL_OK);
+    unsetenv("NCCL_ALGO");
+    assert_false(nvl_coll_nccl_declines(c, NVL_COLL_ALLGATHER, 1 << 26,
+                                        NVL_ALGO_NVLS));
+    nvl_comm_destroy(c);
+    nvl_topo_free(rack);
+    nvl_topo_free(h200);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -542,7 +590,7 @@ int main(void)
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
         T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
         T(test_die_pairs_two_levels),  T(test_nvls_port_heads_arity),
-        T(test_ring_end_steps),
+        T(test_ring_end_steps),        T(test_nccl_declines_nvls_gather),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
