@@ -65,7 +65,9 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .max_batch = 1024, .max_tokens_per_step = 8192, .block_tokens = 16,
         .mem_fraction = 0.90, .mem_of_free = false,
         .sampler_logit_bytes = NVL_VLLM_SAMPLER_LOGIT_BYTES,
-        .graph_rows = vllm_graph_rows},
+        .graph_rows = vllm_graph_rows,
+        .host_us_per_request = NVL_VLLM_HOST_US_PER_REQUEST,
+        .host_serial = true},
     {
         .id = {"trtllm", "TensorRT-LLM as trtllm-bench runs it: "
                          "GUARANTEED_NO_EVICT, whole prompts, "
