@@ -105,7 +105,7 @@ def conservation(a, tmp):
                  "--requests", "150", "--rate", "200", "--isl", "uniform:200:600",
                  "--osl", "uniform:100:300", "--prefix-groups", "3", "--prefix-len", "160",
                  "--max-batch", "48", "--max-tokens-per-step", "2048", "--chunk", "512",
-                 "--set", "gpu.hbm=1.849GB", "--json", out_json, "--csv", out_csv], ranks=3)
+                 "--set", "gpu.hbm=1.646GB", "--json", out_json, "--csv", out_csv], ranks=3)
     s = json.load(open(out_json))
     rows = read_csv(out_csv)
     errors = []
@@ -347,11 +347,11 @@ def sampler_profile(a, tmp):
     """The KV cache each scheduler's memory profile leaves, as --max-batch
     grows by 300 sequences on TP 3 (docs/serve.md, "Memory and the prefix
     cache"): vLLM's profile samples max-batch rows of the whole vocabulary
-    (152,064 logits a row) at 39 bytes a logit, its peak apart from the
+    (152,064 logits a row) at 14 bytes a logit, its peak apart from the
     forward's; TensorRT-LLM's holds the float32 logits of the rank's vocabulary
     shard (50,688) beside the forward's, 0.90 of it out of the KV cache."""
     errors = []
-    for sched, want in (("vllm", 300 * 152064 * 39 / 1e9),
+    for sched, want in (("vllm", 300 * 152064 * 14 / 1e9),
                         ("trtllm", 0.90 * 300 * 50688 * 4 / 1e9)):
         got = kv_gb(a, tmp, sched, 300) - kv_gb(a, tmp, sched, 600)
         if abs(got - want) > 1e-9 * want:
@@ -360,7 +360,7 @@ def sampler_profile(a, tmp):
     # vLLM samples min(max_num_seqs, max_num_batched_tokens) rows
     if kv_gb(a, tmp, "vllm", 300, 256) != kv_gb(a, tmp, "vllm", 600, 256):
         errors.append("vllm: sequences past --max-tokens-per-step 256 changed the KV cache")
-    return verdict(errors, "sampler-profile: vllm 39 bytes a logit of the whole "
+    return verdict(errors, "sampler-profile: vllm 14 bytes a logit of the whole "
                            "vocabulary (at most a row a token), trtllm the float32 logits of the shard")
 
 
