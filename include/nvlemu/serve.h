@@ -248,11 +248,13 @@ typedef struct {
                            uint64_t prefill);
     /* the report's preemption phrase; NULL: --preempt's choice */
     const char *preemption_text;
-    /* the engine's host work per scheduled request and step (its loop
-     * prepares step n + 1 while the GPU runs step n, so a step lasts the
-     * longer of the two: the GPU waits for the host when the host's work
-     * is longer); 0: none modeled */
+    /* the engine's host work per scheduled request and step; 0: none
+     * modeled.  Overlapped (host_serial false: its loop prepares step
+     * n + 1 while the GPU runs step n, so a step lasts the longer of the
+     * two) or serial (true: schedule, input preparation and output update
+     * run while the GPU waits, so they add to every step) */
     double host_us_per_request;
+    bool host_serial;
 } nvl_serve_scheduler_t;
 
 /* TensorRT-LLM's PyTorch executor (PyExecutor._executor_loop_overlap):
@@ -262,6 +264,15 @@ typedef struct {
  * its authors call host-bound; github.com/NVIDIA/TensorRT-LLM/pull/10273);
  * docs/serve.md, "The executor's host loop". */
 #define NVL_TRTLLM_HOST_US_PER_REQUEST (45110.0 / 1536.0)
+
+/* vLLM V1's engine core without async scheduling (EngineCore.step:
+ * schedule, execute the model, update from its output, one after the
+ * other; --async-scheduling off by default in v0.11.0): the GPU's gap
+ * between two decode steps, 5-6 ms at 256 sequences (Llama-2-7B on
+ * ShareGPT, V1's AsyncLLM; github.com/vllm-project/vllm/issues/10634 and
+ * pull request 11133), 5.5 ms / 256 a request; docs/serve.md, "vLLM's
+ * host time". */
+#define NVL_VLLM_HOST_US_PER_REQUEST (5500.0 / 256.0)
 
 /* The schedulers: --scheduler's values, `nvlemu --list scheduler`. */
 extern const nvl_family_t nvl_serve_sched_family;

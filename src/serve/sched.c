@@ -80,20 +80,36 @@ static void sq_push(sched_t *s, uint32_t k)
 
 /* ---- the prefix cache ---------------------------------------------------------- */
 
-/* Frees an unused HBM entry (the least recently used, not `keep`):
- * to host memory over NVLink-C2C when it has room, else dropped. */
-static bool evict_prefix(sched_t *s, int32_t keep)
+/* The least recently used HBM entry nobody holds (not `keep`), or -1. */
+static int32_t lru_entry(const sched_t *s, int32_t keep)
 {
     int32_t best = -1;
     for (size_t i = 0; i < s->n_pe; i++) {
-        pentry_t *e = &s->pe[i];
+        const pentry_t *e = &s->pe[i];
         if (e->state == P_HBM && e->refs == 0 && (int32_t)i != keep &&
             (best < 0 || e->last_use < s->pe[best].last_use))
             best = (int32_t)i;
     }
-    if (best < 0)
-        return false;
-    pentry_t *e = &s->pe[best];
+    return best;
+}
+
+/* The request preempted longest ago that keeps cached blocks (not
+ * `keep`), or -1. */
+static int64_t lru_kept(const sched_t *s, int64_t keep)
+{
+    int64_t best = -1;
+    for (size_t k = 0; s->kept > 0 && k < s->n; k++)
+        if (s->rs[k].kept > 0 && (int64_t)k != keep &&
+            (best < 0 || s->rs[k].kept_at < s->rs[best].kept_at))
+            best = (int64_t)k;
+    return best;
+}
+
+/* Frees entry i: to host memory over NVLink-C2C when it has room, else
+ * dropped. */
+static void evict_entry(sched_t *s, int32_t i)
+{
+    pentry_t *e = &s->pe[i];
     s->used -= e->blocks;
     double bytes = block_bytes(s, e->blocks);
     if (s->host_used + bytes <= s->cap->host_bytes) {
@@ -102,6 +118,30 @@ static bool evict_prefix(sched_t *s, int32_t keep)
         s->d2h += bytes;
     } else
         e->state = P_NONE;
+}
+
+/* Frees cached blocks when short_by (> 0) blocks are missing, the least
+ * recently used first: a whole unused entry (not keep_entry), or up to
+ * short_by of the blocks a recompute-preempted request keeps (not
+ * keep_k's), its last ones first (vLLM's KVCacheManager.free returns a
+ * request's blocks tail first, so its tail is reused first).  Returns
+ * whether any were freed. */
+static bool evict_cached(sched_t *s, int32_t keep_entry, int64_t keep_k,
+                         uint64_t short_by)
+{
+    int32_t e = lru_entry(s, keep_entry);
+    int64_t k = lru_kept(s, keep_k);
+    if (e < 0 && k < 0)
+        return false;
+    if (k < 0 || (e >= 0 && s->pe[e].last_use <= s->rs[k].kept_at)) {
+        evict_entry(s, e);
+        return true;
+    }
+    rstate_t *r = &s->rs[k];
+    uint64_t x = r->kept < short_by ? r->kept : short_by;
+    r->kept -= x;
+    s->kept -= x;
+    s->used -= x;
     return true;
 }
 
@@ -152,10 +192,22 @@ static int64_t preempt_last(sched_t *s, size_t from)
         sq_push(s, k);
         return k;
     }
-    /* recompute: its KV dropped, prompt and outputs prefilled again */
+    /* recompute: prompt and outputs prefilled again; with prefix caching
+     * (a request with no prefix id) its full blocks stay cached until
+     * evicted: vLLM V1's freed blocks keep their hashes, and the request's
+     * lookup on readmission finds those still there */
+    uint64_t keep = 0;
+    if (s->p->prefix_caching && req(s, k)->prefix < 0) {
+        keep = r->computed / s->p->block_tokens;
+        keep = keep < r->priv ? keep : r->priv;
+    }
     drop_ref(s, k);
     r->priv = 0;
     r->computed = 0;
+    r->kept = keep;
+    r->kept_at = s->step_no;
+    s->kept += keep;
+    s->used += keep;
     r->state = R_WAITING;
     wq_push_front(s, k);
     return k;
@@ -216,7 +268,9 @@ bool nvl_sched_running(sched_t *s)
         uint64_t more = blocks_needed(s, k, t);
         bool stop = false;
         while (more > s->cap->kv_blocks - s->used && !stop) {
-            if (s->p->prefix_caching && evict_prefix(s, -1))
+            if (s->p->prefix_caching &&
+                evict_cached(s, -1, -1,
+                             more - (s->cap->kv_blocks - s->used)))
                 continue;
             int64_t v = preempt_last(s, i);
             /* none free to preempt: it waits for the steps in flight */
@@ -322,6 +376,35 @@ static void prefix_take(sched_t *s, uint32_t k, bool reload)
     }
 }
 
+/* Of the blocks request k keeps from a recompute preemption, those it
+ * can use: full blocks of its known tokens, at least one token computed
+ * (vLLM's lookup stops before the last token). */
+static uint64_t kept_usable(const sched_t *s, uint32_t k)
+{
+    uint64_t usable = (known(s, k) - 1) / s->p->block_tokens;
+    return s->rs[k].kept < usable ? s->rs[k].kept : usable;
+}
+
+/* Admitted request k takes `own` of the blocks it kept (its KV there is
+ * computed: a cache hit); the others are free again. */
+static void take_kept(sched_t *s, uint32_t k, uint64_t own)
+{
+    rstate_t *r = &s->rs[k];
+    if (r->kept == 0)
+        return;
+    uint64_t bt = s->p->block_tokens;
+    s->used -= r->kept - own;
+    s->kept -= r->kept;
+    r->kept = 0;
+    r->priv = own;
+    r->computed = own * bt;
+    if (own > 0) {
+        s->out[s->which[k]].cached_tokens = (uint32_t)(own * bt);
+        s->st.prefix_hits++;
+        s->st.prefix_hit_tokens += own * bt;
+    }
+}
+
 /* Step 3: waiting requests, first come first served. */
 void nvl_sched_waiting(sched_t *s)
 {
@@ -347,8 +430,9 @@ void nvl_sched_waiting(sched_t *s)
             shared = s->pe[pid].blocks < usable ? s->pe[pid].blocks
                                                 : usable;
         }
-        uint64_t start = shared * s->p->block_tokens > r->computed
-                             ? shared * s->p->block_tokens
+        uint64_t own = kept_usable(s, k);
+        uint64_t start = (shared + own) * s->p->block_tokens > r->computed
+                             ? (shared + own) * s->p->block_tokens
                              : r->computed;
         uint64_t rest = known(s, k) - start, t = rest;
         if (s->p->whole_prompts && rest > s->budget)
@@ -361,14 +445,18 @@ void nvl_sched_waiting(sched_t *s)
         uint64_t upto = no_evict ? (uint64_t)req(s, k)->input_tokens +
                                        req(s, k)->output_tokens
                                  : start + t;
-        uint64_t need = blocks_for(s, upto) - shared + reload_blocks;
+        uint64_t need = blocks_for(s, upto) - shared - own + reload_blocks;
         while (need + reserved > s->cap->kv_blocks - s->used &&
-               s->p->prefix_caching && evict_prefix(s, pid))
+               s->p->prefix_caching &&
+               evict_cached(s, pid, k,
+                            need + reserved -
+                                (s->cap->kv_blocks - s->used)))
             ;
         if (need + reserved > s->cap->kv_blocks - s->used)
             break;
         wq_pop(s);
         prefix_take(s, k, reload);
+        take_kept(s, k, own);
         r->state = R_RUNNING;
         r->admitted = s->step_no;
         s->running[s->n_running++] = k;

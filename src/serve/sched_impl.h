@@ -24,6 +24,9 @@ typedef struct {
     uint64_t admitted;   /* admission order (running list's order) */
     uint64_t flight;     /* tokens in steps in flight (computed when
                             their step ends) */
+    uint64_t kept;       /* preempted by recompute: its full blocks still
+                            cached in HBM (counted in used) until evicted */
+    uint64_t kept_at;    /* the step it was preempted in (LRU order) */
 } rstate_t;
 
 typedef struct {
@@ -47,7 +50,8 @@ typedef struct {
     size_t wq_head, wq_len;
     uint32_t *swapq;
     size_t sq_head, sq_len;
-    uint64_t used;       /* blocks in HBM: every priv + HBM entries */
+    uint64_t used;       /* blocks in HBM: every priv + kept + HBM entries */
+    uint64_t kept;       /* sum of every request's kept */
     double host_used;    /* bytes in host memory: swapped + HOST entries */
     uint64_t step_no;
     nvl_serve_outcome_t *out;

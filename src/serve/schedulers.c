@@ -45,16 +45,18 @@ static uint32_t trtllm_graph_rows(uint32_t seqs, uint64_t tokens,
 /* vLLM V1's memory profile (vllm/v1/worker/gpu_model_runner.py at
  * v0.11.0, profile_run): after the forward over max_num_batched_tokens,
  * _dummy_sampler_run samples max_num_seqs rows of the whole vocabulary
- * with top_k = vocabulary - 1 and top_p = 0.9, so the PyTorch top-k/top-p
- * path (vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p, then
- * vllm/v1/sample/sampler.py random_sample) holds at its peak, per logit:
- * the bf16 logits (2 bytes), their float32 copy (4), the sorted values
- * (4) and int64 sort indices (8), the sorted softmax (4) and its
- * cumulative sum (4), the top-p mask (1), the logits scattered back (4),
- * the probabilities (4) and the exponential draw they are divided by
- * (4): 39 bytes (docs/serve.md, "vLLM's mechanisms, source by source",
- * checks it against published KV cache sizes). */
-#define NVL_VLLM_SAMPLER_LOGIT_BYTES 39.0
+ * with top_k = vocabulary - 1 and top_p = 0.9.  In v0.11.0 the V1 sampler
+ * takes FlashInfer's kernel whenever flashinfer is installed, as in
+ * vLLM's container image (vllm/v1/sample/ops/topk_topp_sampler.py:
+ * VLLM_USE_FLASHINFER_SAMPLER unset means on; off by default only from
+ * vLLM pull request 26859, after v0.11.0), and flashinfer_sample calls
+ * top_k_top_p_sampling_from_logits, which masks the top k into a new
+ * tensor and softmaxes it without sorting.  At its peak, per logit: the
+ * bf16 logits (2 bytes), their float32 copy (4), the masked logits (4)
+ * and the probabilities (4): 14 bytes.  (Without flashinfer the PyTorch
+ * path sorts every logit: 39 bytes; docs/serve.md, "vLLM's mechanisms,
+ * source by source", says which the published rows show.) */
+#define NVL_VLLM_SAMPLER_LOGIT_BYTES 14.0
 
 static const nvl_serve_scheduler_t schedulers[] = {
     [NVL_SCHED_VLLM] = {
@@ -65,7 +67,9 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .max_batch = 1024, .max_tokens_per_step = 8192, .block_tokens = 16,
         .mem_fraction = 0.90, .mem_of_free = false,
         .sampler_logit_bytes = NVL_VLLM_SAMPLER_LOGIT_BYTES,
-        .graph_rows = vllm_graph_rows},
+        .graph_rows = vllm_graph_rows,
+        .host_us_per_request = NVL_VLLM_HOST_US_PER_REQUEST,
+        .host_serial = true},
     {
         .id = {"trtllm", "TensorRT-LLM as trtllm-bench runs it: "
                          "GUARANTEED_NO_EVICT, whole prompts, "

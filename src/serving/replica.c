@@ -64,6 +64,12 @@ void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
 {
     int64_t host_ps = nvl_ps_from_s((double)requests *
                                     c->sched->host_us_per_request * 1e-6);
+    if (c->sched->host_serial) {
+        c->part_ps[NVL_PART_LAUNCH] += host_ps;
+        t->dur_ps += host_ps;
+        t->free_ps += host_ps;
+        return;
+    }
     if (host_ps > t->dur_ps)
         c->part_ps[NVL_PART_LAUNCH] += host_ps - t->dur_ps;
     t->dur_ps = host_ps > t->dur_ps ? host_ps : t->dur_ps;

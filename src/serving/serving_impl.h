@@ -56,9 +56,10 @@ nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
                                   nvl_serve_step_time_t *time_out);
 
 /* The engine's host loop (the scheduler row's host_us_per_request):
- * when the host's work for `requests` scheduled requests is longer than
- * the step's GPU time, the step (and the time until the next may start)
- * lasts that long, and the GPU's wait counts as the launch part. */
+ * overlapped, when the host's work for `requests` scheduled requests is
+ * longer than the step's GPU time, the step (and the time until the next
+ * may start) lasts that long; serial (host_serial), that work adds to
+ * both.  The GPU's wait counts as the launch part. */
 void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
                            nvl_serve_step_time_t *t);
 
