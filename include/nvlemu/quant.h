@@ -201,9 +201,10 @@ typedef struct {
 
 /* Whether the module `name` ("model.layers.3.self_attn.q_proj") is
  * excluded by `pattern`: the pattern matches the name or one of its
- * dot-separated prefixes ("model.layers.3.self_attn"), '*' standing for
- * any run of characters (vLLM's ModelOpt configs match exclude_modules
- * with fnmatch; gpt-oss lists parent modules, model.layers.*.self_attn). */
+ * dot-separated prefixes ("model.layers.3.self_attn"), as Python's
+ * fnmatch matches (fnmatch(3) without escapes: '*' any run of characters,
+ * dots included, '?' one, [...] a set; vLLM's ModelOpt configs match
+ * exclude_modules so; gpt-oss lists parent modules, model.layers.*.self_attn). */
 bool nvl_quant_module_excluded(const char *pattern, const char *name);
 
 /* Reads the quantization a checkpoint directory declares: ModelOpt's

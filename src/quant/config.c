@@ -3,6 +3,7 @@
  * finds them (vllm/model_executor/layers/quantization/modelopt.py,
  * ModelOptFp8Config / ModelOptNvFp4Config.from_config; fp8.py,
  * Fp8Config.from_config: weight_block_size; mxfp4.py). */
+#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,23 +37,6 @@ bool nvl_quant_class_covered(nvl_quant_format_t f, nvl_quant_class_t c)
     return f != NVL_QUANT_MXFP4 || c == NVL_QCLASS_EXPERTS;
 }
 
-/* fnmatch(3) with '*' alone (any run of characters, dots included, as
- * Python's fnmatch reads a ModelOpt pattern) */
-static bool glob(const char *p, const char *s)
-{
-    if (*p == '\0')
-        return *s == '\0';
-    if (*p == '*') {
-        for (const char *t = s;; t++) {
-            if (glob(p + 1, t))
-                return true;
-            if (*t == '\0')
-                return false;
-        }
-    }
-    return *s != '\0' && *p == *s && glob(p + 1, s + 1);
-}
-
 bool nvl_quant_module_excluded(const char *pattern, const char *name)
 {
     char prefix[512];
@@ -61,7 +45,9 @@ bool nvl_quant_module_excluded(const char *pattern, const char *name)
         return false;
     memcpy(prefix, name, n + 1);
     for (;;) {
-        if (glob(pattern, prefix))
+        /* Python's fnmatch: '*' crosses dots, '?' and [...] as in
+         * fnmatch(3); a backslash is an ordinary character */
+        if (fnmatch(pattern, prefix, FNM_NOESCAPE) == 0)
             return true;
         char *dot = strrchr(prefix, '.');
         if (dot == NULL)
