@@ -233,22 +233,19 @@ out:
 
 /* NCCL's own time for allgather or reduce-scatter of `bytes` on the ring
  * with proto (tuning.cc ncclTopoTuneModel, ncclTopoGetAlgoTime): the
- * graph's bus bandwidth (maxBw: nvlink_bw x NVL_NVLINK_DATA_EFF), LL at
- * half of it under llMaxBw, LL128 at 0.92 under nChannels x
- * perChMaxRingLL128Bw; an algorithm bandwidth of N/(N-1) of that; base +
+ * graph's bus bandwidth (maxBw: nvlink_bw x NVL_NVLINK_DATA_EFF) at the
+ * protocol's efficiency under its ceiling over nChannels (the protocols'
+ * table: LL half under llMaxBw, LL128 0.92 under nChannels x
+ * perChMaxRingLL128Bw); an algorithm bandwidth of N/(N-1) of that; base +
  * (N-1) per-step latencies. */
 static double nccl_ring_rating_s(const nvl_comm_t *c, nvl_proto_t proto,
                                  double bytes)
 {
     const nvl_nccl_spec_t *n = &c->topo->nccl;
-    double bus = c->nvlink_bw * NVL_NVLINK_DATA_EFF;
-    if (proto == NVL_PROTO_LL && bus * 0.5 > n->ll_max_bw_bytes_per_s)
-        bus = n->ll_max_bw_bytes_per_s;
-    else if (proto == NVL_PROTO_LL)
-        bus *= 0.5;
-    double ll128 = n->channels * n->ll128_max_bw_per_channel_bytes_per_s;
-    if (proto == NVL_PROTO_LL128)
-        bus = bus * 0.92 < ll128 ? bus * 0.92 : ll128;
+    const nvl_coll_proto_t *row = &nvl_coll_protos[proto];
+    double bus = c->nvlink_bw * NVL_NVLINK_DATA_EFF * row->eff;
+    if (row->max_bw != NULL && bus > row->max_bw(n, n->channels))
+        bus = row->max_bw(n, n->channels);
     int steps = c->size - 1;
     double lat = 1e-12 * ((double)n->base_lat_ps[NVL_ALGO_RING][proto] +
                           steps * (double)n->nvlink_lat_ps[NVL_ALGO_RING][proto]);
