@@ -215,15 +215,15 @@ static void fnv_hex(const void *p, size_t n, char out[17])
     snprintf(out, 17, "%016llx", (unsigned long long)nvl_fnv1a64(p, n));
 }
 
-/* nvlemu quantize's output of qwen3-quant-tiny in format f: every stored
- * part's bytes and every dequantized weight equal torch's references. */
-static void check_format(nvl_quant_format_t f, json_t *rows)
+/* nvlemu quantize's output of the checkpoint `in` in format f: every
+ * stored part's bytes and every dequantized weight equal torch's
+ * references. */
+static void check_format(const char *in, nvl_quant_format_t f, json_t *rows)
 {
     snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
     assert_non_null(mkdtemp(tmp));
     nvl_weights_quant_opts_t qo = {.format = f};
-    assert_int_equal(nvl_weights_quantize(QDATA "/qwen3-quant-tiny", tmp, &qo),
-                     NVL_OK);
+    assert_int_equal(nvl_weights_quantize(in, tmp, &qo), NVL_OK);
     nvl_weights_t *w;
     assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
     const char *name;
@@ -281,8 +281,24 @@ static void writers_match_torch(void **state)
     for (int f = 0; f < NVL_QUANT_COUNT; f++) {
         json_t *rows = json_object_get(formats, nvl_quant_row(f)->m.name);
         assert_int_equal(json_object_size(rows), 14);
-        check_format((nvl_quant_format_t)f, rows);
+        check_format(QDATA "/qwen3-quant-tiny", (nvl_quant_format_t)f, rows);
     }
+    json_decref(r);
+}
+
+/* The tiny mixture of experts (tests/data/hf/qwen3-moe-tiny16, bf16,
+ * widths of whole NVFP4 blocks) in NVFP4: its 32 weights, each expert's
+ * gate/up under their shared amax, against torch's ModelOpt rounding
+ * (scripts/device/make-moe-nvfp4-fixture.py). */
+static void moe_writer_matches_torch(void **state)
+{
+    (void)state;
+    json_error_t err;
+    json_t *r = json_load_file(QDATA "/moe-quant-reference.json", 0, &err);
+    assert_non_null(r);
+    json_t *rows = json_object_get(json_object_get(r, "formats"), "nvfp4");
+    assert_int_equal(json_object_size(rows), 32);
+    check_format(NVL_TEST_DATA "/hf/qwen3-moe-tiny16", NVL_QUANT_NVFP4, rows);
     json_decref(r);
 }
 
@@ -526,6 +542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(writers_refuse, capture_reports,
                                         release_reports),
         cmocka_unit_test(writers_match_torch),
+        cmocka_unit_test(moe_writer_matches_torch),
         cmocka_unit_test_setup_teardown(bad_checkpoints, capture_reports,
                                         release_reports),
         cmocka_unit_test_setup_teardown(fp8_block_partial, capture_reports,
