@@ -383,6 +383,8 @@ typedef struct {
     double reserve_bytes;     /* CUDA context, workspaces, graphs */
     double staging_bytes;     /* HBM buffers the C2C prefetch lands in */
     double kv_host_share, weights_host_share; /* in host memory, 0..1 */
+    double window_host_share; /* of the sliding-window layers' KV: the
+                                 KV's share, 0 serving (windows in HBM) */
     double hbm_need_bytes, host_need_bytes;
     double hbm_bytes, host_bytes; /* capacities per GPU */
 } nvl_mem_plan_t;
@@ -401,6 +403,13 @@ const nvl_mem_plan_t *nvl_engine_memory(const nvl_engine_t *e);
 double nvl_engine_weight_bytes(const nvl_engine_t *e);
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions);
+/* The positions one sequence with `positions` cached holds in this
+ * rank's sliding-window layers, each at most its window (UINT64_MAX: the
+ * windows' sum), and in *full_out how many of its layers are of full
+ * attention (each holds every position): the one walk of the windows
+ * that the KV bytes, serving's room and the host tier's copies share. */
+double nvl_engine_kv_window_positions(const nvl_engine_t *e,
+                                      uint64_t positions, uint32_t *full_out);
 
 /* ---- serving (nvlemu serve; include/nvlemu/serve.h) --------------------- */
 
@@ -414,6 +423,8 @@ typedef struct {
     double kv_host_share;     /* of each position's KV, in host memory */
     double host_free_bytes;   /* host memory left (swap, evicted prefixes;
                                  0 without a host tier) */
+    double window_bytes;      /* HBM set aside for the running sequences'
+                                 sliding windows (0 without such layers) */
 } nvl_engine_kv_room_t;
 
 /* How a serving engine sizes its KV cache: a fraction of the GPU's whole

@@ -301,17 +301,28 @@ double nvl_engine_weight_bytes(const nvl_engine_t *e)
     return shard_bytes(e, false);
 }
 
+double nvl_engine_kv_window_positions(const nvl_engine_t *e,
+                                      uint64_t positions, uint32_t *full_out)
+{
+    double held = 0;
+    uint32_t full = 0;
+    for (uint32_t li = 0; li < e->layers; li++) {
+        uint32_t w = nvl_model_layer_window(&e->cfg, e->layer0 + li);
+        full += w == 0;
+        held += w == 0 ? 0 : (double)(w < positions ? w : positions);
+    }
+    *full_out = full;
+    return held;
+}
+
 double nvl_engine_kv_bytes(const nvl_engine_t *e, uint64_t seqs,
                            uint64_t positions)
 {
     if (e->shard.attn_dp && seqs > 0) /* the largest share */
         seqs = nvl_range_split((uint32_t)seqs, nvl_comm_size(e->tp), 0).count;
-    /* a sliding-window layer keeps its window's positions alone */
-    double held = 0;
-    for (uint32_t li = 0; li < e->layers; li++) {
-        uint32_t w = nvl_model_layer_window(&e->cfg, e->layer0 + li);
-        held += (double)(w > 0 && w < positions ? w : positions);
-    }
+    uint32_t full;
+    double held = nvl_engine_kv_window_positions(e, positions, &full) +
+                  (double)full * (double)positions;
     return nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype) *
            (double)seqs * held;
 }

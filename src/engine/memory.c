@@ -187,6 +187,7 @@ nvl_status_t nvl_engine_plan_memory(nvl_engine_t *e, uint64_t seqs,
         return NVL_ERR_INVALID;
     }
     plan_auto(p, o, layer_max, layers);
+    p->window_host_share = p->kv_host_share; /* the windows alike */
     p->planned = true;
     /* the GPUs of this superchip in the job read its memory together */
     uint32_t per = t->node.gpus_per_superchip, sharers = 0;
@@ -255,12 +256,8 @@ static double profile_act_bytes(const nvl_engine_t *e, uint64_t max_rows,
 static double kv_split(const nvl_engine_t *e, double *b_out)
 {
     double pos = nvl_attn_kv_pos_bytes(&e->shard.attn, e->opts.cost.kv_dtype);
-    double full = 0, window = 0;
-    for (uint32_t li = 0; li < e->layers; li++) {
-        uint32_t w = nvl_model_layer_window(&e->cfg, e->layer0 + li);
-        full += w == 0;
-        window += (double)w;
-    }
+    uint32_t full;
+    double window = nvl_engine_kv_window_positions(e, UINT64_MAX, &full);
     *b_out = pos * (full > 0 || e->layers == 0 ? full : e->layers);
     return full > 0 ? pos * window : 0;
 }
@@ -361,19 +358,20 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     if (k > 0 && host / (k * b) < n)
         n = host > 0 ? host / (k * b) : 0;
     double host_free = host - k * n * b > 0 ? host - k * n * b : 0;
-    double b_most = b, k_most = k;
+    double b_most = b, k_most = k, windows_most = windows;
     if (e->stages > 1) {
         /* a pipeline's replica: one scheduler for every stage, so the
          * positions its fullest stage holds, the bytes of its heaviest
          * stage's position and host share, the host room its fullest
          * stage leaves: the same on every rank */
-        double v[4] = {-n, b, -host_free, k};
-        MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_DOUBLE, MPI_MAX,
+        double v[5] = {-n, b, -host_free, k, windows};
+        MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX,
                       nvl_comm_mpi(e->job));
         n = -v[0];
         b_most = v[1];
         host_free = -v[2];
         k_most = v[3];
+        windows_most = v[4];
     }
     p->kv_host_share = k;
     p->weights_host_share = w;
@@ -391,6 +389,7 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     }
     *room_out = (nvl_engine_kv_room_t){
         .kv_position_bytes = b_most, .positions = n,
-        .kv_host_share = k_most, .host_free_bytes = host_free};
+        .kv_host_share = k_most, .host_free_bytes = host_free,
+        .window_bytes = windows_most};
     return NVL_OK;
 }

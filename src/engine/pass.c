@@ -69,29 +69,43 @@ static nvl_status_t gather_logits(nvl_engine_t *e, const float *local, int n,
     return st;
 }
 
-/* Bytes of layer li that live in host memory and cross NVLink-C2C into
- * HBM before the layer runs: its share of the layer's weights and of the
- * past positions' KV (`past` positions over this rank's sequences). */
-static double host_bytes(const nvl_engine_t *e, uint32_t li, double past,
-                         double kv_pos_bytes)
-{
-    const nvl_mem_plan_t *m = &e->mem;
-    return m->weights_host_share * nvl_engine_layer_bytes(e, li, false) +
-           m->kv_host_share * past * kv_pos_bytes;
-}
-
 /* A pass's shape: each sequence's cached positions, the rows, the
  * longest context, and what the memory tiers' copies need (the past
  * positions over every sequence, one position's KV bytes per layer). */
 typedef struct {
     uint64_t *past;
     uint64_t M, ctx;
+    int n;
     double past_sum, kv_pos;
 } pass_t;
 
-/* Opens the pass: its shape, the activations and caches' room (data
- * mode), the statistics, the launch, deferred agreement, and the copies
- * that come before the kernels. */
+/* The share of layer li's KV in host memory: a sliding-window layer's
+ * under the plan's window share (serving keeps the windows in HBM). */
+static double kv_share(const nvl_engine_t *e, uint32_t li)
+{
+    return nvl_model_layer_window(&e->cfg, e->layer0 + li) > 0
+               ? e->mem.window_host_share
+               : e->mem.kv_host_share;
+}
+
+/* Bytes of layer li that live in host memory and cross NVLink-C2C into
+ * HBM before the layer runs: its share of the layer's weights and of the
+ * past positions' KV over this rank's sequences, a sliding-window layer
+ * holding each sequence's last `window` alone (as the memory plan counts
+ * them, nvl_engine_kv_bytes). */
+static double host_bytes(const nvl_engine_t *e, uint32_t li, const pass_t *p)
+{
+    uint32_t w = nvl_model_layer_window(&e->cfg, e->layer0 + li);
+    double past = p->past_sum;
+    if (w > 0) {
+        past = 0;
+        for (int i = 0; i < p->n; i++)
+            past += (double)(p->past[i] < w ? p->past[i] : w);
+    }
+    return e->mem.weights_host_share * nvl_engine_layer_bytes(e, li, false) +
+           kv_share(e, li) * past * p->kv_pos;
+}
+
 static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
                       const uint64_t *T, pass_t *p, nvl_acts_t *b)
 {
@@ -101,6 +115,7 @@ static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         nvl_runtime_abort(1);
     }
     p->M = p->ctx = 0;
+    p->n = n;
     for (int i = 0; i < n; i++) {
         p->past[i] = caches[i].len;
         p->M += T[i];
@@ -152,8 +167,7 @@ static nvl_status_t embed(nvl_engine_t *e, const int32_t *tok,
     const nvl_shard_t *s = &e->shard;
     uint64_t hid = e->cfg.hidden, vn = s->vocab.count;
     if (e->layers > 0)
-        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, p->past_sum,
-                                                 p->kv_pos));
+        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, p));
     if (e->data)
         for (uint64_t t = 0; t < p->M; t++) {
             uint32_t id = (uint32_t)tok[t];
@@ -172,8 +186,7 @@ static nvl_status_t embed(nvl_engine_t *e, const int32_t *tok,
 static nvl_status_t receive(nvl_engine_t *e, const pass_t *p, nvl_acts_t *b)
 {
     if (e->layers > 0)
-        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, p->past_sum,
-                                                 p->kv_pos));
+        nvl_engine_c2c_prefetch(e, 0, host_bytes(e, 0, p));
     nvl_status_t st = nvl_engine_pipe_recv(e, p->M, b);
     nvl_engine_defer(e);
     nvl_engine_step(e, NVL_STEP_ROPE_TABLES, -1, (double)p->M, NULL);
@@ -190,10 +203,9 @@ static nvl_status_t layers(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         nvl_engine_c2c_wait(e, (int32_t)li);
         if (li + 1 < e->layers)
             nvl_engine_c2c_prefetch(e, (int32_t)li + 1,
-                                    host_bytes(e, li + 1, p->past_sum,
-                                               p->kv_pos));
+                                    host_bytes(e, li + 1, p));
         st = nvl_engine_attention(e, li, n, caches, T, p->past, p->M, b);
-        nvl_engine_c2c_writeback(e, (int32_t)li, e->mem.kv_host_share *
+        nvl_engine_c2c_writeback(e, (int32_t)li, kv_share(e, li) *
                                                      (double)p->M * p->kv_pos);
         if (st == NVL_OK && nvl_engine_moe_is_ep(e, li) &&
             !e->shard.attn_dp) {

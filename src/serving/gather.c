@@ -95,7 +95,8 @@ static void pack_stats(const nvl_serving_job_t *j, double *f)
     f[S_BLOCKS] = (double)s->kv_blocks;
     f[S_H2D] = s->h2d_bytes;
     f[S_D2H] = s->d2h_bytes;
-    f[S_KV_GB] = j->room.positions * j->room.kv_position_bytes / 1e9;
+    f[S_KV_GB] = (j->room.positions * j->room.kv_position_bytes +
+                  j->room.window_bytes) / 1e9;
     f[S_KV_HOST] = j->room.kv_host_share;
     for (int i = 0; i < NVL_PART_COUNT; i++)
         f[S_PARTS + i] = (double)j->sc.part_ps[i];

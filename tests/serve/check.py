@@ -369,10 +369,12 @@ def sliding_window(a, tmp):
     on one GPU under trtllm's rule (blocks of 32 positions), as --max-batch
     grows by 300 sequences (docs/serve.md, "Memory and the prefix cache"):
     a KV position costs the full layer's 2048 bytes (8 KV heads x 64 x K
-    and V, bf16) alone, and the KV room loses 0.90 x the 300 sequences'
-    float32 logits (201,088 a row) plus their 300 windows of 128 positions
-    of the sliding layer (vLLM's SlidingWindowManager, TensorRT-LLM's
-    max_attention_window)."""
+    and V, bf16) alone; kv_gb_per_gpu holds the blocks and every
+    sequence's window of 128 positions of the sliding layer set aside
+    (vLLM's SlidingWindowManager, TensorRT-LLM's max_attention_window),
+    so 300 more sequences move only 0.90 x their float32 logits (201,088
+    a row) out of it: their windows move from the blocks to the windows'
+    room."""
     pools = {}
     for n in (300, 600):
         out = os.path.join(tmp, f"swa-{n}.json")
@@ -383,11 +385,13 @@ def sliding_window(a, tmp):
     pos_bytes, window_bytes, block = 2048, 128 * 2048, 32
     errors = []
     for n, p in pools.items():
-        per = p["kv_gb_per_gpu"] * 1e9 / (p["kv_blocks"] * block * pos_bytes)
+        blocks_bytes = p["kv_gb_per_gpu"] * 1e9 - n * window_bytes
+        per = blocks_bytes / (p["kv_blocks"] * block * pos_bytes)
         if not 1 <= per < 1 + 1 / p["kv_blocks"]:
             errors.append(f"max batch {n}: {p['kv_gb_per_gpu']} GB in "
-                          f"{p['kv_blocks']} blocks: not {pos_bytes} bytes a position")
-    want = (0.90 * 300 * 201088 * 4 + 300 * window_bytes) / 1e9
+                          f"{p['kv_blocks']} blocks and {n} windows: not "
+                          f"{pos_bytes} bytes a position")
+    want = 0.90 * 300 * 201088 * 4 / 1e9
     got = pools[300]["kv_gb_per_gpu"] - pools[600]["kv_gb_per_gpu"]
     if abs(got - want) > 1e-9 * want:
         errors.append(f"300 more sequences take {got!r} GB of KV cache, expected {want!r}")
