@@ -22,6 +22,44 @@ static void workload_lengths(const nvl_serve_workload_t *w, double *isl_out,
     *max_isl_out = max_isl;
 }
 
+/* trtllm-bench's weights: param_count, the checkpoint's safetensors
+ * element count, each GEMM class's matrices counted as the class's weight
+ * type stores them (nvl_serve_checkpoint_params: FP4 codes two a byte and
+ * their scales) and every other parameter (embedding, norms, biases) one
+ * each; and *per_out, BYTES_PER_ELEM of the checkpoint's quantization
+ * (tensorrt_llm/bench/build/tuning.py: NO_QUANT 2, FP8 and
+ * FP8_BLOCK_SCALES 1, NVFP4 0.5), one factor for the whole count as
+ * trtllm-bench takes it (nvfp4 0.5: the scales are in the count), from
+ * the type of the weights the checkpoint quantizes (cost.weight_dtype). */
+static double bench_weight_params(const nvl_serving_config_t *c,
+                                  const nvl_model_config_t *m,
+                                  const nvl_shard_t *whole, double *per_out)
+{
+    double moe = 0;
+    for (uint32_t li = 0; li < m->layers; li++)
+        moe += nvl_model_layer_is_moe(m, li);
+    double hid = m->hidden, dense = m->layers - moe;
+    double cls[NVL_QCLASS_COUNT] = {
+        [NVL_QCLASS_ATTN] = m->layers * whole->attn_matrix_elems,
+        [NVL_QCLASS_MLP] = dense * 3 * whole->intermediate.count * hid,
+        [NVL_QCLASS_EXPERTS] = moe * m->num_experts * 3 *
+                               whole->moe_intermediate.count * hid,
+        [NVL_QCLASS_ROUTER] = moe * m->num_experts * hid,
+        [NVL_QCLASS_LM_HEAD] = m->tied_embeddings ? 0 : m->vocab * hid};
+    double params = (double)nvl_model_param_count(m);
+    for (int k = 0; k < NVL_QCLASS_COUNT; k++) {
+        nvl_wdtype_t core = nvl_wdtype_core(nvl_engine_opts_gemm_dtype(
+            &c->engine, (nvl_quant_class_t)k));
+        double per = core == NVL_WDT_FP4 ? 0.5 : 1.0; /* bf16, fp8 1 */
+        params += nvl_serve_checkpoint_params(cls[k], 0, per) - cls[k];
+    }
+    nvl_wdtype_t core = nvl_wdtype_core(c->engine.cost.weight_dtype);
+    *per_out = core == NVL_WDT_FP4   ? 0.5
+               : core == NVL_WDT_FP8 ? 1.0
+                                     : 2.0;
+    return params;
+}
+
 /* The batch and token limits by the scheduler's rule. */
 static nvl_status_t bench_limits(nvl_serving_config_t *c,
                                  const nvl_serve_scheduler_t *row,
@@ -36,14 +74,7 @@ static nvl_status_t bench_limits(nvl_serving_config_t *c,
     nvl_status_t st = nvl_shard_plan(m, 1, 0, &whole);
     if (st != NVL_OK)
         return st;
-    /* trtllm-bench's BYTES_PER_ELEM (nvfp4 0.5: its scales are counted
-     * in the element count), not nvl_wdtype_bytes's */
-    nvl_wdtype_t core = nvl_wdtype_core(cost->weight_dtype);
-    double per = core == NVL_WDT_FP4   ? 0.5
-                 : core == NVL_WDT_FP8 ? 1.0
-                                       : 2.0;
-    double embed = (double)m->vocab * m->hidden *
-                   (m->tied_embeddings ? 1 : 2);
+    double per, params = bench_weight_params(c, m, &whole, &per);
     /* aggregated: the replica's TP; disaggregated: the decode pool's,
      * whose KV lives longest */
     long tp = l->tp ? l->tp
@@ -51,8 +82,7 @@ static nvl_status_t bench_limits(nvl_serving_config_t *c,
                                                : l->decode_gpus)
                                : 0;
     nvl_serve_trtllm_bench_in_t in = {
-        .checkpoint_params = nvl_serve_checkpoint_params(
-            (double)nvl_model_param_count(m), embed, per),
+        .checkpoint_params = params,
         .bytes_per_param = per,
         .kv_bytes_per_elem = nvl_wdtype_bytes(cost->kv_dtype),
         .layers = m->layers, .kv_heads = whole.attn.kv_heads,

@@ -32,6 +32,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -399,6 +400,36 @@ def sliding_window(a, tmp):
                            "KV, each sequence's window set aside")
 
 
+def trtllm_weights(a, tmp):
+    """trtllm-bench's engine size counts each GEMM class's weights as its
+    type stores them: gpt-oss-120b's release (MX-FP4 experts, bf16
+    attention) on a GPU squeezed to 1 GB needs more than --dtype fp4 (the
+    attention in FP4 too) by exactly the attention's 36 x (2880 x (64 + 8
+    + 8) x 64 + 64 x 64 x 2880) parameters counted one element each
+    instead of 0.5 + 1/16, at BYTES_PER_ELEM 0.5 (src/serving/policy.c)."""
+    need = {}
+    for dtype in ([], ["--dtype", "fp4"]):
+        p = subprocess.run([a.nvlemu, "serve", "--model", "gpt-oss-120b",
+                            "--topo", "topology/hgx-h100-8.topo", "--set",
+                            "gpu.hbm=1GB", "--scheduler", "trtllm",
+                            "--requests", "4", "--isl", "100", "--osl", "10"]
+                           + dtype, cwd=a.root, capture_output=True, text=True,
+                           timeout=120)
+        m = re.search(r"the model needs ([0-9.]+) GiB", p.stderr)
+        if p.returncode == 0 or m is None:
+            sys.exit(f"check: trtllm-weights: no refusal naming the model's "
+                     f"GiB:\n{p.stdout}{p.stderr}")
+        need[bool(dtype)] = float(m.group(1))
+    attn = 36 * (2880 * (64 + 8 + 8) * 64 + 64 * 64 * 2880)
+    want = attn * (1 - (0.5 + 1 / 16)) * 0.5 / 2 ** 30
+    got = need[False] - need[True]
+    errors = [] if abs(got - want) <= 0.01 else [
+        f"release {need[False]} GiB - fp4 {need[True]} GiB = {got:.3f}, "
+        f"expected {want:.3f} (the attention in bf16)"]
+    return verdict(errors, f"trtllm-weights: the release's bf16 attention adds "
+                           f"{got:.2f} GiB (expected {want:.3f})")
+
+
 def frontend(a, tmp):
     """--frontend-ms F with N requests at time 0: processor sharing hands
     them all to the scheduler at N x F (docs/serve.md, "The workload"), so
@@ -437,7 +468,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["one-request", "conservation", "placements",
                                       "trtllm", "pipeline", "dep", "sampler-profile",
-                                      "host-loop", "frontend", "sliding-window"])
+                                      "host-loop", "frontend", "sliding-window",
+                                      "trtllm-weights"])
     ap.add_argument("--update", action="store_true",
                     help="pipeline: rewrite its golden JSON")
     ap.add_argument("--nvlemu", default="build/nvlemu")
@@ -452,7 +484,8 @@ def main():
                 "pipeline": pipeline, "dep": dep,
                 "sampler-profile": sampler_profile,
                 "host-loop": host_loop, "frontend": frontend,
-                "sliding-window": sliding_window}[a.check](a, tmp)
+                "sliding-window": sliding_window,
+                "trtllm-weights": trtllm_weights}[a.check](a, tmp)
 
 
 if __name__ == "__main__":
