@@ -197,7 +197,22 @@ typedef struct {
     const char *exclude_key; /* the key read (a literal), NULL: none */
     int n_exclude;
     char exclude[NVL_QUANT_EXCLUDE_MAX][160];
+    /* compressed-tensors (quant_method "compressed-tensors"): exclude is
+     * its `ignore` list, target its groups' targets, each a module name
+     * matched whole, "re:" and a regular expression matched from the
+     * name's start, or "Linear" (targets: every GEMM); data mode does not
+     * read its tensors */
+    bool compressed_tensors;
+    int n_target;
+    char target[NVL_QUANT_EXCLUDE_MAX][160];
 } nvl_quant_config_t;
+
+/* Whether q leaves module `name` unquantized: an entry of its exclusion
+ * list names it (*entry_out its index; nvl_quant_module_excluded, or
+ * compressed-tensors' whole-name / "re:" rule), or no target of a
+ * compressed-tensors group covers it (*entry_out -1). */
+bool nvl_quant_config_skips(const nvl_quant_config_t *q, const char *name,
+                            int *entry_out);
 
 /* Whether the module `name` ("model.layers.3.self_attn.q_proj") is
  * excluded by `pattern`: the pattern matches the name or one of its
@@ -211,7 +226,8 @@ bool nvl_quant_module_excluded(const char *pattern, const char *name);
  * hf_quant_config.json ("quantization": {"quant_algo": "NVFP4" | "FP8",
  * "group_size"}), else config.json's "quantization_config" (quant_method
  * "modelopt" with quant_algo, "fp8" with or without weight_block_size
- * [128, 128], "mxfp4"); neither: not quantized.  The exclusion list
+ * [128, 128], "mxfp4", "compressed-tensors" with config_groups of one
+ * scheme: src/quant/ct_config.c); neither: not quantized.  The exclusion list
  * (exclude_modules / modules_to_not_convert; null or absent: none) must
  * be an array of strings of fewer than 160 characters, at most
  * NVL_QUANT_EXCLUDE_MAX of them.  Reports an unknown

@@ -32,19 +32,6 @@ static int class_modules(const nvl_model_config_t *cfg, nvl_quant_class_t c,
     return n;
 }
 
-/* Whether some entry of q's list excludes module `name`; *entry_out: the
- * first that does. */
-static bool excluded(const nvl_quant_config_t *q, const char *name,
-                     int *entry_out)
-{
-    for (int i = 0; i < q->n_exclude; i++)
-        if (nvl_quant_module_excluded(q->exclude[i], name)) {
-            *entry_out = i;
-            return true;
-        }
-    return false;
-}
-
 /* Whether class c stays quantized under q's exclusions: none of its
  * modules excluded; all of them: not; some: reported. */
 static nvl_status_t class_kept(const nvl_model_config_t *cfg,
@@ -53,22 +40,32 @@ static nvl_status_t class_kept(const nvl_model_config_t *cfg,
 {
     uint32_t total = 0, hit = 0;
     int entry = -1;
+    char first[400] = "";
     for (uint32_t li = 0; li < cfg->layers; li++) {
         char names[4][96];
         int n = class_modules(cfg, c, li, names);
         for (int i = 0; i < n; i++) {
             total++;
-            hit += excluded(q, names[i], &entry);
+            int e;
+            if (nvl_quant_config_skips(q, names[i], &e) && hit++ == 0) {
+                entry = e;
+                snprintf(first, sizeof first, "%s", names[i]);
+            }
         }
     }
     if (hit > 0 && hit < total) {
-        nvl_report("%s: %s entry '%s' leaves %u of the %u %s modules of %s "
-                   "unquantized: nvlemu prices one weight format per GEMM "
-                   "class (%s), not per layer or per projection",
-                   q->file, q->exclude_key, q->exclude[entry], hit, total,
-                   nvl_family_name(&nvl_quant_class_family, (int)c),
-                   cfg->name, nvl_family_name(&nvl_quant_class_family,
-                                              (int)c));
+        char what[200];
+        if (entry >= 0)
+            snprintf(what, sizeof what, "%s entry '%s'", q->exclude_key,
+                     q->exclude[entry]);
+        else
+            snprintf(what, sizeof what, "config_groups' targets");
+        const char *cls = nvl_family_name(&nvl_quant_class_family, (int)c);
+        nvl_report("%s: %s leaves %u of the %u %s modules of %s "
+                   "unquantized (%s first): nvlemu prices one weight format "
+                   "per GEMM class, not per layer or per projection; leave "
+                   "every layer's %s modules quantized, or none",
+                   q->file, what, hit, total, cls, cfg->name, first, cls);
         return NVL_ERR_INVALID;
     }
     *quantized_out = hit == 0;

@@ -56,6 +56,23 @@ bool nvl_quant_module_excluded(const char *pattern, const char *name)
     }
 }
 
+bool nvl_quant_config_skips(const nvl_quant_config_t *q, const char *name,
+                            int *entry_out)
+{
+    for (int i = 0; i < q->n_exclude; i++)
+        if (q->compressed_tensors ? nvl_quant_ct_match(q->exclude[i], name)
+                                  : nvl_quant_module_excluded(q->exclude[i],
+                                                              name)) {
+            *entry_out = i;
+            return true;
+        }
+    bool targeted = !q->compressed_tensors;
+    for (int i = 0; i < q->n_target && !targeted; i++)
+        targeted = nvl_quant_ct_match(q->target[i], name);
+    *entry_out = -1;
+    return !targeted;
+}
+
 /* The exclusion list under `key` of q (null or absent: none). */
 static nvl_status_t exclusions(const char *file, const json_t *q,
                                const char *key, nvl_quant_config_t *out)
@@ -156,6 +173,8 @@ static nvl_status_t hf_config(const char *file, const json_t *q,
     const char *method = json_string_value(json_object_get(q, "quant_method"));
     if (method != NULL && strcmp(method, "modelopt") == 0)
         return modelopt(file, q, out);
+    if (method != NULL && strcmp(method, "compressed-tensors") == 0)
+        return nvl_quant_ct_read(file, q, out);
     nvl_quant_format_t f = by_algo(method);
     if (f == NVL_QUANT_FP8_BLOCK) {
         const json_t *b = json_object_get(q, "weight_block_size");
@@ -175,7 +194,8 @@ static nvl_status_t hf_config(const char *file, const json_t *q,
     }
     if (f == NVL_QUANT_COUNT || f == NVL_QUANT_NVFP4) {
         nvl_report("%s: quantization_config.quant_method %s%s%s is not one "
-                   "nvlemu reads (modelopt, fp8 or mxfp4)",
+                   "nvlemu reads (modelopt, fp8, mxfp4 or "
+                   "compressed-tensors)",
                    file, method ? "'" : "", method ? method : "missing",
                    method ? "'" : "");
         return NVL_ERR_INVALID;

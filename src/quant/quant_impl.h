@@ -22,6 +22,16 @@ nvl_status_t nvl_qt_check_block(const char *fmt, const char *name, uint64_t n,
 /* max |w| over n values */
 float nvl_qt_amax(const float *w, uint64_t n);
 
+/* compressed-tensors' quantization_config q of `file` into out (its
+ * scheme as a format, targets, ignore, kv_cache_scheme); an unread scheme
+ * or a malformed list reported naming file and key: NVL_ERR_INVALID. */
+nvl_status_t nvl_quant_ct_read(const char *file, const json_t *q,
+                               nvl_quant_config_t *out);
+
+/* Whether a compressed-tensors target / ignore entry names module `name`
+ * (whole, "re:" from its start, "Linear" any). */
+bool nvl_quant_ct_match(const char *entry, const char *name);
+
 /* Writes a little-endian float32 */
 void nvl_qt_put_f32(unsigned char *at, float v);
 

@@ -166,6 +166,92 @@ static void test_bad_lists(void **state)
     }
 }
 
+/* Reads a compressed-tensors quantization_config (the JSON text `qc`)
+ * from a config.json of its own; *q_out when it reads. */
+static nvl_status_t ct_read(const char *qc, nvl_quant_config_t *q_out)
+{
+    char dir[] = "/tmp/nvl_test_ct_XXXXXX", path[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "{\"quantization_config\": {\"quant_method\": "
+            "\"compressed-tensors\", %s}}", qc);
+    fclose(fp);
+    nvl_status_t st = nvl_quant_config_read(dir, q_out);
+    unlink(path);
+    rmdir(dir);
+    return st;
+}
+
+#define CT_NVFP4                                                          \
+    "\"config_groups\": {\"group_0\": {\"targets\": [%s], "              \
+    "\"weights\": {\"num_bits\": 4, \"type\": \"float\", "              \
+    "\"strategy\": \"tensor_group\", \"group_size\": 16}, "              \
+    "\"input_activations\": {\"num_bits\": 4, \"type\": \"float\", "    \
+    "\"strategy\": \"tensor_group\", \"group_size\": 16, "               \
+    "\"dynamic\": \"local\"}}}, \"ignore\": [%s]"
+
+/* compressed-tensors' targets and ignore lists on the tiny MoE (vLLM's
+ * rules: whole names, "re:" from the start, "Linear" every GEMM): the
+ * classes they leave in the format, a class split refused naming the
+ * file, the key and the entry, a scheme nvlemu does not read refused. */
+static void test_compressed_tensors(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(
+        nvl_model_config_load(NVL_TEST_DATA "/hf/qwen3-moe-tiny16", &c),
+        NVL_OK);
+    static const struct {
+        const char *targets, *ignore;
+        bool attn, experts; /* quantized */
+    } ok[] = {
+        {.targets = "\"Linear\"", .ignore = "\"lm_head\", "
+         "\"re:.*mlp[.]gate$\"", .attn = true, .experts = true},
+        {.targets = "\"Linear\"", .ignore = "\"lm_head\", "
+         "\"re:.*self_attn.*\"", .attn = false, .experts = true},
+        {.targets = "\"re:model[.]layers[.][0-9]+[.]mlp[.]experts.*\"",
+         .ignore = "", .attn = false, .experts = true},
+    };
+    char text[1024];
+    nvl_quant_config_t q;
+    nvl_model_formats_t f;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        snprintf(text, sizeof text, CT_NVFP4, ok[i].targets, ok[i].ignore);
+        assert_int_equal(ct_read(text, &q), NVL_OK);
+        assert_true(q.compressed_tensors && q.quantized);
+        assert_int_equal(q.format, NVL_QUANT_NVFP4);
+        assert_int_equal(nvl_model_gemm_formats(&c, &q, &f), NVL_OK);
+        assert_int_equal(f.quantized[NVL_QCLASS_ATTN], ok[i].attn);
+        assert_int_equal(f.quantized[NVL_QCLASS_EXPERTS], ok[i].experts);
+        assert_false(f.quantized[NVL_QCLASS_ROUTER]);
+    }
+    assert_int_equal(reports.count, 0);
+    /* one layer's q_proj: refused, naming the entry */
+    snprintf(text, sizeof text, CT_NVFP4, "\"Linear\"",
+             "\"model.layers.0.self_attn.q_proj\"");
+    assert_int_equal(ct_read(text, &q), NVL_OK);
+    assert_int_equal(nvl_model_gemm_formats(&c, &q, &f), NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "ignore entry "
+                                         "'model.layers.0.self_attn.q_proj' "
+                                         "leaves 1 of the 8 attention"));
+    /* a scheme nvlemu does not read (int4 in groups of 128), a Python-only
+     * expression: refused naming the key */
+    assert_int_equal(
+        ct_read("\"config_groups\": {\"g\": {\"targets\": [\"Linear\"], "
+                "\"weights\": {\"num_bits\": 4, \"type\": \"int\", "
+                "\"strategy\": \"group\", \"group_size\": 128}}}",
+                &q),
+        NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "config_groups.g.weights"));
+    snprintf(text, sizeof text, CT_NVFP4, "\"Linear\"",
+             "\"re:.*layers[.]\\\\d+[.]mlp\"");
+    assert_int_equal(ct_read(text, &q), NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "quantization_config.ignore[0]"));
+    assert_int_equal(reports.count, 3);
+}
+
 #define TEST(f)                                                            \
     cmocka_unit_test_setup_teardown(f, capture_reports, release_reports)
 
@@ -174,7 +260,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TEST(test_matching), TEST(test_covered),   TEST(test_presets),
         TEST(test_gptoss_fixture), TEST(test_exclusions),
-        TEST(test_bad_lists),
+        TEST(test_bad_lists), TEST(test_compressed_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
