@@ -250,9 +250,19 @@ int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
 bool nvl_coll_nccl_declines(const nvl_comm_t *comm, nvl_coll_t coll,
                             size_t bytes, nvl_algo_t algo);
 
-/* The fastest enabled (algorithm, protocol) for the call, as NCCL picks:
- * among the pairs nvl_coll_nccl_declines leaves, the one the model times
- * fastest. */
+/* NCCL's own rating of algo with proto for the call, in seconds (NCCL
+ * tuning.cc's latency + nBytes / bandwidth, docs/collectives.md "The ring
+ * by NCCL's own tuning"), by which NCCL picks the algorithm's protocol;
+ * negative where the model carries no rating for algo (its protocol is
+ * the one it times fastest) or algo cannot run the call with proto. */
+double nvl_coll_nccl_rating_s(const nvl_comm_t *comm, nvl_coll_t coll,
+                              size_t bytes, nvl_algo_t algo,
+                              nvl_proto_t proto);
+
+/* The enabled (algorithm, protocol) NCCL runs the call with: each
+ * algorithm nvl_coll_nccl_declines leaves runs the enabled protocol of
+ * lowest nvl_coll_nccl_rating_s where it has a rating, else the one the
+ * model times fastest; of those, the algorithm the model times fastest. */
 nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
                              size_t bytes, nvl_coll_info_t *info_out);
 

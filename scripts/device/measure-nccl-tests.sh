@@ -8,6 +8,11 @@
 #   run(command="DEADLINE=400 scripts/device/measure-nccl-tests.sh $OUT",
 #       carry=[".nccltests"], kind="nvidia-h100-x4")
 #
+# RUNS=protos: instead of NCCL's own choices, each ring protocol on its own
+# (NCCL_ALGO=Ring, NCCL_PROTO=LL|LL128|Simple) for all_reduce, all_gather and
+# reduce_scatter at 4, 2 and 3 GPUs, 1 KB to MAXBYTES (default 256M); only
+# those three binaries are built.
+#
 # Leaves in OUT: nccl-tests-raw.tar.gz (one .log per run, the build log,
 # machine.txt) and run.log.  Parse with scripts/device/parse-nccl-tests.py.
 # NVLink multicast stays off in every process (the machine's rule).
@@ -16,7 +21,11 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 out=${1:?output folder}
 ntree=${NCCLTESTS:-.nccltests}
 deadline=${DEADLINE:-400}      # seconds after start: no new run begins later
+runs=${RUNS:-default}
 iters=${ITERS:-20} warm=${WARMUP:-5} maxb=${MAXBYTES:-4G}
+[ "$runs" = protos ] && maxb=${MAXBYTES:-256M}
+bins=()
+[ "$runs" = protos ] && bins=("BIN_FILES_LIST=all_reduce all_gather reduce_scatter")
 t0=$SECONDS
 work=/tmp/nccltests-out && rm -rf $work && mkdir -p $work
 log() { echo "[$((SECONDS - t0))s] $*" | tee -a "$out/run.log"; }
@@ -49,8 +58,8 @@ log "nccl $nccl_dir, cuda $cuda_home"
 
 # build: sm_90 only, one process (MPI=0)
 ( cd "$ntree/src" && make -j 48 MPI=0 NCCL_HOME=$home CUDA_HOME="$cuda_home" \
-    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR=/tmp/nccltests-build ) \
-  > $work/build.log 2>&1
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR=/tmp/nccltests-build \
+    ${bins[@]+"${bins[@]}"} ) > $work/build.log 2>&1
 rc=$?; log "build rc=$rc"; tail -20 $work/build.log | tee -a "$out/run.log"
 if [ $rc -ne 0 ] && [ -e /usr/include/nccl.h ]; then   # fallback: the system's NCCL
   ( cd "$ntree/src" && make -j 48 MPI=0 NCCL_HOME=/usr CUDA_HOME="$cuda_home" \
@@ -69,10 +78,20 @@ one() {
   [ $# -gt 0 ] && shift
   if [ $((SECONDS - t0)) -ge "$deadline" ]; then log "SKIP $name (deadline)"; return; fi
   log "run $name"
-  env NCCL_DEBUG=VERSION ${envs[@]+"${envs[@]}"} timeout 75 $bin/${op}_perf -g "$g" -b 8 -e "$maxb" -f 2 \
+  env NCCL_DEBUG=VERSION ${envs[@]+"${envs[@]}"} timeout 75 $bin/${op}_perf -g "$g" -b "$minb" -e "$maxb" -f 2 \
     -n "$iters" -w "$warm" -c 0 -d bfloat16 "$@" > "$work/$name.log" 2>&1
   log "  rc=$? $(grep -c '^ *[0-9]' "$work/$name.log") rows"
 }
+minb=8
+if [ "$runs" = protos ]; then
+  minb=1K
+  for g in 4 2 3; do for op in all_reduce all_gather reduce_scatter; do
+    for p in LL LL128 Simple; do one "g$g-$op-Ring-$p" $g $op NCCL_ALGO=Ring NCCL_PROTO=$p; done
+  done; done
+  log "done"
+  tar czf "$out/nccl-tests-raw.tar.gz" -C $work .
+  exit 0
+fi
 ops="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv"
 for op in $ops; do one "g4-$op" 4 $op; done
 one g4-all_reduce-Tree-Simple 4 all_reduce NCCL_ALGO=Tree NCCL_PROTO=Simple

@@ -135,21 +135,24 @@ def _colls(build, data=HGX, topo=HGX_TOPO):
     return coll
 
 
-def _g_colls(build):
-    """nccl-tests itself, one process driving N GPUs (-g N, eager), the
-    second pass where it has one (more warm-up)."""
+def _g_colls(build, graph="0"):
+    """nccl-tests itself, one process driving N GPUs (-g N), eager (GRAPH
+    "0") or GRAPH calls per CUDA graph launch (-G GRAPH: the kernels' own
+    time, no host floor), the second pass where it has one (more
+    warm-up)."""
     gmeas = {}
     with open(os.path.join(ROOT, HGX, "nccl-tests-g.csv")) as f:
         for r in csv.DictReader(f):
-            if r["graph"] == "0" and r["place"] == "oop" and r["algo"] == "default":
+            if r["graph"] == graph and r["place"] == "oop" and r["algo"] == "default":
                 key = (int(r["gpus"]), r["op"], int(r["size_bytes"]))
                 if key not in gmeas or r["pass"] == "2":
                     gmeas[key] = float(r["time_us"])
     gcoll = []
     cases = [(n, op) for n in sorted({k[0] for k in gmeas})
              for op in sorted({k[1] for k in gmeas if k[0] == n})]
-    preds = parallel(lambda c: bench_rows(build, HGX_TOPO, c[0], c[1], ["-g", str(c[0])],
-                                          "4G"), cases)
+    extra = [] if graph == "0" else ["-G", graph]
+    preds = parallel(lambda c: bench_rows(build, HGX_TOPO, c[0], c[1],
+                                          ["-g", str(c[0])] + extra, "4G"), cases)
     for (n, op), pred in zip(cases, preds):
         for size, p in sorted(pred.items()):
             if (n, op, size) in gmeas:
@@ -170,6 +173,7 @@ def hgx_h100(build, steps=True):
     tps = (1, 2, 4) if steps else ()
     d = parallel_dict({
         "coll": lambda: _colls(build), "gcoll": lambda: _g_colls(build),
+        "gcoll_graph": lambda: _g_colls(build, "20"),
         "coll_h200": lambda: _colls(build, HGX_H200, HGX_H200_TOPO),
         "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, H100_TOPO),
         "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), HGX_TOPO),
@@ -277,6 +281,13 @@ def _coll_summary(d):
                 % ("HGX H100 (fit: [nccl] launch_overhead)" if fit else "held-out machine",
                    n, tag), [r["error"] for r in rows], HGX + "/nccl-tests-g.csv",
                 held_out=not fit, where=regions(rows, topo="hgx-h100", cls_key="op")))
+    # -G 20: the NCCL kernels alone (CUDA-graph launches of 20 calls), all_reduce
+    for n in sorted({r["gpus"] for r in d["gcoll_graph"]}):
+        rows = [dict(r, ranks=n) for r in d["gcoll_graph"] if r["gpus"] == n]
+        summary.append(summary_row(
+            "held-out machine: nccl-tests -g %d -G 20 (CUDA graph) on HGX H100" % n,
+            [r["error"] for r in rows], HGX + "/nccl-tests-g.csv", held_out=True,
+            where=regions(rows, topo="hgx-h100", cls_key="op")))
     for impl in ("oneshot", "twoshot"):
         summary.append(summary_row(
             "engine all_reduce %s (torch symm-mem) on 2 x H100 NV18, CUDA graph" % impl,

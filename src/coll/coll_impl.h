@@ -142,6 +142,13 @@ typedef struct {
      * others forwarding at the channel's rate: the mid-size ramp and
      * gather_scatter_efficiency apply to those end steps only (model.c) */
     bool forwarding_steps;
+    /* NCCL's own estimate of the call's time, seconds (tuning.cc
+     * ncclTopoTuneModel's latency and bandwidth tables, enqueue.cc /
+     * tuning.cc ncclTopoGetAlgoTime: lat + nBytes / algBw), by which NCCL
+     * picks the algorithm's protocol (tuner.c); NULL: the model's own
+     * predict_s picks it */
+    double (*rating_s)(const nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
+                       nvl_proto_t proto);
     /* the environment variable whose 0 disables it (NULL: none) */
     const char *enable_env;
     /* whether NCCL's own tuning (tuning.cc ncclTopoTuneModel, enqueue.cc
@@ -193,6 +200,7 @@ typedef struct {
      * broadcast's and reduce's chunk (CHUNKSTEPS 1) */
     size_t chunk_bytes;
     double thread_threshold; /* bytes per thread before adding a channel */
+    int threads;             /* a channel's threads (NCCL maxThreads) */
     /* a chunked protocol: on a ring's steps a channel reaches
      * [nccl] mid_efficiency of its rate at mid sizes (model.c) */
     bool knee;
@@ -313,6 +321,23 @@ double nvl_coll_model_ring_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
                                  nvl_proto_t proto, int intra_steps,
                                  int inter_steps);
 
+/* NCCL's own latency of a call (tuning.cc ncclTopoTuneModel): baseLat +
+ * intra_steps x hwLat[NVLINK] + inter_steps x (hwLat[NET] + the
+ * network's one-way latency, NCCL's graph latencyInter), from the
+ * topology's [nccl] constants; in the die view floor(steps x die_edges /
+ * size) of the NVLink steps also cross a die link (die_link_lat).  No
+ * kernel overhead or hop latency on top: NCCL's constants are measured
+ * whole-call and per-step costs (docs/collectives.md, "The ring by NCCL's
+ * own tuning"). */
+double nvl_coll_model_nccl_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
+                                 nvl_proto_t proto, int intra_steps,
+                                 int inter_steps);
+
+/* NCCL's own rating of a ring call of `bytes` (NCCL nBytes) with proto,
+ * seconds (ring.c): what NCCL's tuner compares to pick the protocol. */
+double nvl_coll_ring_rating_s(const nvl_comm_t *comm, nvl_coll_t coll,
+                              size_t bytes, nvl_proto_t proto);
+
 /* The raw per-direction rate of the slowest edge of a ring within one
  * NVLink domain: the slowest member's NVLink, or in the die view the die
  * link where every edge is one, else the slower of the two. */
@@ -328,6 +353,10 @@ double nvl_coll_model_path_bw(const nvl_comm_t *comm);
 double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
                         nvl_algo_t algo, nvl_proto_t proto, double path_bw,
                         double channels, double wire_bytes);
+
+/* The most channels a call may use: [nccl] channels, or fewer under
+ * NCCL_MAX_NCHANNELS. */
+int nvl_coll_model_max_channels(const nvl_comm_t *comm);
 
 /* Channels NCCL would use for nBytes (fewer for small messages), before
  * rounding down to whole channels: the bandwidth's channel count (model.c

@@ -39,6 +39,21 @@ double nvl_coll_model_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
     return ps * 1e-12;
 }
 
+double nvl_coll_model_nccl_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
+                                 nvl_proto_t proto, int intra_steps,
+                                 int inter_steps)
+{
+    const nvl_topo_t *t = c->topo;
+    const nvl_nccl_spec_t *n = &t->nccl;
+    int die = (int)((int64_t)intra_steps * c->die_edges / c->size);
+    double ps = (double)n->base_lat_ps[algo][proto] +
+                intra_steps * (double)n->nvlink_lat_ps[algo][proto] +
+                die * (double)t->gpu.die_link_lat_ps +
+                inter_steps * ((double)n->net_lat_ps[algo][proto] +
+                               (double)t->scaleout.lat_ps);
+    return ps * 1e-12;
+}
+
 double nvl_coll_model_ring_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
                                  nvl_proto_t proto, int intra_steps,
                                  int inter_steps)
@@ -146,22 +161,28 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *c, nvl_coll_t coll,
     return bw;
 }
 
-/* NCCL's thread thresholds (bytes per thread before adding a channel):
- * LL 16 (ring) / 8 (tree), LL128 8, Simple 64, with 512 threads (NCCL 2.28
- * init log: "threadThresholds 8/8/64 | 16/8/64 | 512 | 512").  NCCL drops a
- * channel while S < C x 512 x threshold, so C = floor(S / (512 x
- * threshold)) between the bounds and each channel carries between one and
- * two thresholds' worth.  The bandwidth uses the unrounded quotient, the
- * channels' load averaged over the sizes between two channel counts:
- * rounding would make a message just past a channel boundary faster than
- * one just below it (1 MB slower than 2 MB for Ring LL at 72 ranks),
- * which no measured curve shows. */
+int nvl_coll_model_max_channels(const nvl_comm_t *c)
+{
+    int nc = (int)c->topo->nccl.channels;
+    return c->tuner.max_channels > 0 && c->tuner.max_channels < nc
+               ? c->tuner.max_channels
+               : nc;
+}
+
+/* NCCL's channel count (enqueue.cc topoGetAlgoInfo, "Ring/Tree channel
+ * tuning"): from nChannels, drop one while nBytes < nc x nt x threshold,
+ * nt the protocol's threads (protos.c) and threshold its bytes per thread
+ * (tuning.cc threadThresholds: LL 8, LL128 8, Simple 64; Ring LL 8 x
+ * nRanks, "threadThresholds 8/8/64 | 32/8/64" at 4 ranks in the lent
+ * HGX H100's log), so C = floor(S / (nt x threshold)) between the bounds.
+ * The bandwidth uses the unrounded quotient, the channels' load averaged
+ * over the sizes between two channel counts: rounding would make a message
+ * just past a channel boundary faster than one just below it, which no
+ * measured curve shows. */
 double nvl_coll_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
                                nvl_proto_t proto, size_t bytes)
 {
-    int nc = (int)c->topo->nccl.channels;
-    if (c->tuner.max_channels > 0 && c->tuner.max_channels < nc)
-        nc = c->tuner.max_channels;
+    int nc = nvl_coll_model_max_channels(c);
     int min_nc = c->tuner.min_channels > 0 ? c->tuner.min_channels : 1;
     if (min_nc > nc)
         min_nc = nc;
@@ -171,6 +192,7 @@ double nvl_coll_model_channels(const nvl_comm_t *c, nvl_algo_t algo,
     double per_rank = a->thread_threshold_per_rank[proto];
     double threshold = per_rank > 0 ? per_rank * c->size
                                     : nvl_coll_protos[proto].thread_threshold;
-    double share = (double)bytes / (512.0 * threshold);
+    double share =
+        (double)bytes / (nvl_coll_protos[proto].threads * threshold);
     return share < min_nc ? min_nc : share > nc ? nc : share;
 }

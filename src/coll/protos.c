@@ -24,9 +24,15 @@ static double ll128_max_bw(const nvl_nccl_spec_t *n, double channels)
  * NCCL_STEPS: LL 8 lines x 512 threads x NCCL_STEPS x 16 B, half of it
  * data; LL128 120 elements x 640 threads x NCCL_STEPS x 8 B, 15 of 16
  * words data; Simple 4 MiB.
- * thread_threshold: NCCL's bytes per thread before adding a channel, with
- * 512 threads (NCCL 2.28 init log: "threadThresholds 8/8/64 | 16/8/64 |
- * 512 | 512"; Ring's LL scales with the ranks, its row says so). */
+ * thread_threshold: NCCL's bytes per thread before adding a channel
+ * (tuning.cc: NCCL_LL_THREAD_THRESHOLD 8, NCCL_LL128_THREAD_THRESHOLD 8,
+ * NCCL_SIMPLE_THREAD_THRESHOLD 64; NCCL 2.28 init log at 2 ranks:
+ * "threadThresholds 8/8/64 | 16/8/64 | 512 | 512"; Ring's LL scales with
+ * the ranks, its row says so).
+ * threads: a channel's threads, NCCL's maxThreads (device.h
+ * NCCL_LL_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640,
+ * NCCL_SIMPLE_MAX_NTHREADS 512; the 2.28 tuning log's "Max NThreads 512 |
+ * 640 | 512"). */
 const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT] = {
     [NVL_PROTO_LL] = {
         .id = {"LL", "low latency: 8-byte stores of 4 data bytes and a "
@@ -35,6 +41,7 @@ const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT] = {
         .chunk_bytes = (size_t)8 * 512 * NVL_NCCL_STEPS * 16 /
                        NVL_NCCL_STEPS / 2,
         .thread_threshold = 8.0,
+        .threads = 512,
         .knee = false,
         .line_flags = true,
         .max_bw = ll_max_bw,
@@ -46,6 +53,7 @@ const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT] = {
         .chunk_bytes = (size_t)120 * 640 * NVL_NCCL_STEPS * 8 /
                        NVL_NCCL_STEPS / 16 * 15,
         .thread_threshold = 8.0,
+        .threads = 640,
         .knee = true,
         .line_flags = true,
         .max_bw = ll128_max_bw,
@@ -56,6 +64,7 @@ const nvl_coll_proto_t nvl_coll_protos[NVL_PROTO_COUNT] = {
         .eff = 1.0,
         .chunk_bytes = ((size_t)4 << 20) / NVL_NCCL_STEPS,
         .thread_threshold = 64.0,
+        .threads = 512,
         .knee = true,
         .line_flags = false,
         .max_bw = NULL,

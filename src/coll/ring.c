@@ -8,12 +8,22 @@
  *   root -> r1 -> ... -> rN-1, each channel moving S/C in chunks of one
  *   step (CHUNKSTEPS 1: Simple 512 KB, LL128 562.5 KB, LL 32 KB)
  *
- * Cost (docs/collectives.md):
+ * Which protocol runs: NCCL's own rating (tuning.cc ncclTopoTuneModel and
+ * ncclTopoGetAlgoTime, NCCL 2.28-2.30), lowest first (tuner.c):
+ *   rating = baseLat + (nsteps - inter) hwLat[NVLINK] + inter hwLat[NET]
+ *            + nBytes / algBw,  algBw = busBw x N / nsteps
+ *   busBw = nChannels x bwIntra (the path's data rate: nvlink_bw x
+ *           NVL_NVLINK_DATA_EFF, NCCL's maxBw), x .5 under llMaxBws (LL),
+ *           x .92 under nChannels x perChMaxRingLL128Bws (LL128)
+ *   nsteps = 2(N-1) allreduce, N-1 allgather/reduce-scatter, N bcast/reduce
+ *   (broadcast and reduce pay one hwLat: one chain).
+ * Cost (docs/collectives.md, "The ring by NCCL's own tuning"):
  *   T = kernel + base + intra_steps (nvlink_lat + hop_lat)
  *       + inter_steps (net_lat + scale-out lat) + w S / busbw
- *   w = 2(N-1)/N (allreduce), (N-1)/N (allgather, reduce-scatter), 1
- *   (broadcast, reduce); busbw from nvl_coll_model_bus_bw over the path: NVLink
- *   within one domain, the slower of NVLink and the NIC across domains.
+ *   w = nsteps / N; busbw from nvl_coll_model_bus_bw over the path, on the
+ *   channels NCCL runs the call on (model.c): NVLink within one domain,
+ *   the slower of NVLink and the NIC across domains, with the end steps'
+ *   mid-size ramp.
  *   Die view: the ring puts a package's dies next to each other; the path
  *   is its slowest edge (die link or the die's NVLink share) and of the
  *   steps, floor(steps x die_edges / N) cross a die link (die_link_lat
@@ -73,33 +83,67 @@ static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
     return lat + s / busbw + (n - 2) * (x < chunk ? x : chunk) / hop_bw;
 }
 
+/* The ring's steps per call and of them the ones between NVLink domains
+ * (NCCL tuning.cc: nsteps, nInterSteps); false for broadcast and reduce
+ * (a chain). */
+static bool ring_steps(const nvl_comm_t *c, nvl_coll_t coll, int *nsteps,
+                       int *inter)
+{
+    int n = c->size, d = c->domains;
+    if (coll == NVL_COLL_ALLREDUCE) {
+        *nsteps = 2 * (n - 1);
+        *inter = d > 1 ? 2 * (d - 1) : 0;
+        return true;
+    }
+    if (coll == NVL_COLL_ALLGATHER || coll == NVL_COLL_REDUCESCATTER) {
+        *nsteps = n - 1;
+        *inter = d - 1;
+        return true;
+    }
+    *nsteps = n;
+    *inter = d > 1 ? d - 1 : 0;
+    return false;
+}
+
+/* NCCL's busBw of proto over all the channels the call may use, before
+ * the ramp: nvl_coll_model_bus_bw's rate and ceilings at the ramp's end
+ * (a wire far past the knee). */
+static double ring_nccl_bus_bw(const nvl_comm_t *c, nvl_proto_t proto)
+{
+    const nvl_nccl_spec_t *n = &c->topo->nccl;
+    const nvl_coll_proto_t *p = &nvl_coll_protos[proto];
+    double nc = nvl_coll_model_max_channels(c);
+    double bw = nvl_coll_model_path_bw(c) * NVL_NVLINK_DATA_EFF * nc /
+                n->channels * p->eff;
+    return p->max_bw != NULL && bw > p->max_bw(n, nc) ? p->max_bw(n, nc)
+                                                      : bw;
+}
+
+double nvl_coll_ring_rating_s(const nvl_comm_t *c, nvl_coll_t coll,
+                              size_t bytes, nvl_proto_t proto)
+{
+    int nsteps, inter;
+    bool ring = ring_steps(c, coll, &nsteps, &inter);
+    /* broadcast, reduce: one step's latency, a network one across domains */
+    int lat_steps = ring ? nsteps : 1, lat_inter = ring ? inter : inter > 0;
+    double lat = nvl_coll_model_nccl_lat_s(c, NVL_ALGO_RING, proto,
+                                           lat_steps - lat_inter, lat_inter);
+    return lat + (double)bytes * nsteps / c->size /
+                     ring_nccl_bus_bw(c, proto);
+}
+
 static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, double channels)
 {
-    int n = c->size, d = c->domains;
     int nsteps, inter;
-    double w;
-    switch (coll) {
-    case NVL_COLL_ALLREDUCE:
-        nsteps = 2 * (n - 1);
-        inter = d > 1 ? 2 * (d - 1) : 0;
-        w = 2.0 * (n - 1) / n;
-        break;
-    case NVL_COLL_ALLGATHER:
-    case NVL_COLL_REDUCESCATTER:
-        nsteps = n - 1;
-        inter = d - 1;
-        w = (double)(n - 1) / n;
-        break;
-    default: /* broadcast, reduce: the chain's pipeline */
+    if (!ring_steps(c, coll, &nsteps, &inter)) /* the chain's pipeline */
         return chain_predict(c, coll, bytes, proto, channels);
-    }
     double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_RING, proto,
                                            nsteps - inter, inter);
-    double wire = w * (double)bytes;
-    double path = nvl_coll_model_path_bw(c);
+    double wire = (double)bytes * nsteps / c->size;
     return lat + wire / nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
-                                              path, channels, wire);
+                                              nvl_coll_model_path_bw(c),
+                                              channels, wire);
 }
 
 static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,
@@ -212,9 +256,11 @@ const nvl_coll_algo_t nvl_coll_algo_ring = {
     .supports = ring_supports,
     .predict_s = ring_predict,
     .run = ring_run,
-    /* Ring LL: 16 bytes per thread per member (NCCL 2.28's
-     * threadThresholds, ring column "16/8/64", x nRanks) */
-    .thread_threshold_per_rank = {[NVL_PROTO_LL] = 16.0},
+    /* Ring LL: NCCL_LL_THREAD_THRESHOLD (8 bytes per thread) x nRanks
+     * (tuning.cc; "16/8/64" at 2 ranks, "32/8/64" at 4 in NCCL 2.28's
+     * init logs) */
+    .thread_threshold_per_rank = {[NVL_PROTO_LL] = 8.0},
+    .rating_s = nvl_coll_ring_rating_s,
     /* all_reduce.h, all_gather.h, reduce_scatter.h runRing: a first
      * step from the user's buffer, N-2 forwarding steps per pass, a last
      * step into the output (docs/collectives.md, "The ring's end steps") */

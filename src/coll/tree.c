@@ -41,6 +41,55 @@ static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
     return lat + (double)bytes / (0.5 * busbw);
 }
 
+/* NCCL's correction of its tree bandwidth at mid sizes (tuning.cc
+ * treeCorrectionFactor, NCCL 2.30 src/graph/tuning.cc:623), per protocol,
+ * for nBytes of 64 B x 2^i, i = log2(nBytes / 64) < 23. */
+static const float tree_correction[NVL_PROTO_COUNT][23] = {
+    [NVL_PROTO_LL] = {1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .7f, .7f,
+                      .7f,  .7f,  .6f,  .5f,  .4f, .4f, .5f, .6f,
+                      .7f,  .8f,  .9f,  1.0f, 1.0f, 1.0f, 1.0f},
+    [NVL_PROTO_LL128] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .8f,
+                         .8f,  .7f,  .6f,  .6f,  .6f,  .6f, .6f, .6f,
+                         .8f,  .9f,  .9f,  .9f,  .9f,  1.0f, 1.0f},
+    [NVL_PROTO_SIMPLE] = {.9f, .9f, .9f, .9f, .9f, .9f, .8f, .7f,
+                          .6f, .6f, .5f, .5f, .5f, .5f, .6f, .7f,
+                          .8f, .7f, .7f, .8f, .9f, .9f, .9f},
+};
+
+/* NCCL's own rating of a tree allreduce (tuning.cc ncclTopoTuneModel,
+ * ncclTopoGetAlgoTime): busBw = nChannels x bwIntra x .92 under nChannels
+ * x perChMaxTreeBws, then LL x 1/3.8 under llMaxBws, LL128 x 7/9 (one
+ * node; 120/128 across nodes) under nChannels x perChMaxTreeLL128Bws (the
+ * ring's LL128 ceiling here: both 36.7 GB/s on Hopper); algBw = busBw / 2
+ * x treeCorrectionFactor; latency baseLat + 2 ((N/nodes - 1) hwLat[NVLINK]
+ * + log2(nodes) hwLat[NET]). */
+static double tree_rating_s(const nvl_comm_t *c, nvl_coll_t coll,
+                            size_t bytes, nvl_proto_t proto)
+{
+    (void)coll;
+    const nvl_nccl_spec_t *n = &c->topo->nccl;
+    double nc = nvl_coll_model_max_channels(c);
+    double bus = nvl_coll_model_path_bw(c) * NVL_NVLINK_DATA_EFF * nc /
+                 n->channels * 0.92;
+    bus = fmin(bus, nc * n->tree_max_bw_per_channel_bytes_per_s);
+    if (proto == NVL_PROTO_LL)
+        bus = fmin(bus / 3.8, n->ll_max_bw_bytes_per_s);
+    else if (proto == NVL_PROTO_LL128)
+        bus = fmin(bus * (c->domains == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                   nc * n->ll128_max_bw_per_channel_bytes_per_s);
+    int log_size = -1;
+    for (size_t x = bytes >> 6; x > 0; x >>= 1)
+        log_size++;
+    double alg = bus * 0.5 *
+                 (log_size >= 0 && log_size < 23
+                      ? tree_correction[proto][log_size]
+                      : 1.0);
+    int ppn = c->max_per_domain;
+    double lat = nvl_coll_model_nccl_lat_s(c, NVL_ALGO_TREE, proto,
+                                           2 * (ppn - 1), 2 * c->log2_domains);
+    return lat + (double)bytes / alg;
+}
+
 /* Reduce up and broadcast down the binary heap over positions, where
  * position q is played by member member_of(q). */
 static nvl_status_t heap_allreduce(const nvl_coll_call_t *call, char *buf,
@@ -114,4 +163,5 @@ const nvl_coll_algo_t nvl_coll_algo_tree = {
     /* NCCL tuning.cc: Tree LL at 1/3.8, LL128 at 7/9 */
     .proto_eff = {[NVL_PROTO_LL] = 1.0 / 3.8, [NVL_PROTO_LL128] = 7.0 / 9.0},
     .max_bw_per_channel = tree_max_bw,
+    .rating_s = tree_rating_s,
 };

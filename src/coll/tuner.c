@@ -1,5 +1,10 @@
-/* Choosing like NCCL: the environment decides what is enabled, the cost
- * model predicts each enabled (algorithm, protocol), the fastest wins (ties
+/* Choosing like NCCL: the environment decides what is enabled; within an
+ * algorithm whose row carries NCCL's own rating (rating_s: Ring and Tree,
+ * tuning.cc's formula) the protocol NCCL's rating puts first runs, as in
+ * NCCL's topoGetAlgoInfo; otherwise the protocol the cost model predicts
+ * fastest.  The rated algorithms compete by their ratings (NCCL's own
+ * pick among them); that pick and the algorithms without a rating (NVLS,
+ * NVLSTree, PAT) by the cost model's predictions, the fastest wins (ties
  * go to the earlier algorithm, then protocol, as in NCCL's loop).  An
  * algorithm that NCCL's own rating never picks for a call (its row's
  * nccl_declines: NVLS allgather and reduce-scatter where a ring protocol
@@ -153,26 +158,76 @@ bool nvl_coll_nccl_declines(const nvl_comm_t *comm, nvl_coll_t coll,
     return a->nccl_declines != NULL && a->nccl_declines(comm, coll, bytes);
 }
 
+double nvl_coll_nccl_rating_s(const nvl_comm_t *comm, nvl_coll_t coll,
+                              size_t bytes, nvl_algo_t algo,
+                              nvl_proto_t proto)
+{
+    if (algo >= NVL_ALGO_COUNT || proto >= NVL_PROTO_COUNT)
+        return -1.0;
+    const nvl_coll_algo_t *a = nvl_coll_algo(algo);
+    if (a->rating_s == NULL || !a->supports(comm, coll, proto))
+        return -1.0;
+    return comm->size > 1 && bytes > 0 ? a->rating_s(comm, coll, bytes, proto)
+                                       : 0.0;
+}
+
+/* The protocol NCCL runs algo with for coll of `bytes`: the enabled one
+ * of lowest NCCL rating where the algorithm has one (rating_s), else of
+ * lowest modeled time; its prediction in *info_out.  False: none. */
+static bool best_proto(const nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
+                       nvl_algo_t algo, nvl_coll_info_t *info_out)
+{
+    double best_key = 0;
+    bool found = false;
+    for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+        nvl_coll_info_t info;
+        if (!comm->tuner.proto_enabled[p] ||
+            nvl_coll_predict(comm, coll, bytes, algo, (nvl_proto_t)p,
+                             &info) != NVL_OK)
+            continue;
+        double rating = nvl_coll_nccl_rating_s(comm, coll, bytes, algo,
+                                               (nvl_proto_t)p);
+        double key = rating >= 0 ? rating : (double)info.time_ps;
+        if (!found || key < best_key) {
+            best_key = key;
+            *info_out = info;
+            found = true;
+        }
+    }
+    return found;
+}
+
 nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
                                    size_t bytes, nvl_coll_info_t *info_out)
 {
-    nvl_coll_info_t best = {0};
+    /* the algorithms NCCL's rating covers compete by it, as in NCCL's
+     * topoGetAlgoInfo; their winner and the others by the model's time */
+    nvl_coll_info_t best = {0}, rated = {0};
+    double rated_key = -1;
     int found = 0;
     for (int a = 0; a < NVL_ALGO_COUNT; a++) {
+        nvl_coll_info_t info = {0};
         if (!comm->tuner.algo_enabled[a] ||
-            nvl_coll_nccl_declines(comm, coll, bytes, (nvl_algo_t)a))
+            nvl_coll_nccl_declines(comm, coll, bytes, (nvl_algo_t)a) ||
+            !best_proto(comm, coll, bytes, (nvl_algo_t)a, &info))
             continue;
-        for (int p = 0; p < NVL_PROTO_COUNT; p++) {
-            nvl_coll_info_t info;
-            if (!comm->tuner.proto_enabled[p] ||
-                nvl_coll_predict(comm, coll, bytes, (nvl_algo_t)a,
-                                 (nvl_proto_t)p, &info) != NVL_OK)
-                continue;
-            if (!found || info.time_ps < best.time_ps) {
-                best = info;
-                found = 1;
+        double r = nvl_coll_nccl_rating_s(comm, coll, bytes, info.algo,
+                                          info.proto);
+        if (r >= 0) {
+            if (rated_key < 0 || r < rated_key) {
+                rated = info;
+                rated_key = r;
             }
+            continue;
         }
+        if (!found || info.time_ps < best.time_ps) {
+            best = info;
+            found = 1;
+        }
+    }
+    if (rated_key >= 0 && (!found || rated.time_ps <= best.time_ps)) {
+        best = rated;
+        found = 1;
     }
     if (!found)
         return NVL_ERR_INVALID;

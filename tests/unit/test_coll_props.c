@@ -90,6 +90,91 @@ static bool nvls_edge(const nvl_comm_t *c, nvl_coll_t coll, size_t a,
            nvl_coll_nccl_declines(c, coll, b, NVL_ALGO_NVLS);
 }
 
+/* The protocol NCCL's own rating puts first for algo (every protocol
+ * enabled) and its rating in *rating, -1 where the model carries no rating
+ * for algo: then the tuner takes the protocol it times fastest. */
+static int rated_pick(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                      nvl_algo_t algo, double *rating)
+{
+    int pick = -1;
+    for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+        double r = nvl_coll_nccl_rating_s(c, coll, bytes, algo, (nvl_proto_t)p);
+        if (r >= 0 && (pick < 0 || r < *rating)) {
+            pick = p;
+            *rating = r;
+        }
+    }
+    return pick;
+}
+
+/* Whether the tuner may leave (algo, proto) although the model times it
+ * faster: NCCL's rating picks another protocol of algo, or another rated
+ * algorithm (tuner.c). */
+static bool rating_leaves(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                          nvl_algo_t algo, int proto)
+{
+    double mine = -1, other = -1;
+    int pick = rated_pick(c, coll, bytes, algo, &mine);
+    if (pick < 0)
+        return false;
+    if (pick != proto)
+        return true;
+    for (int a = 0; a < NVL_ALGO_COUNT; a++)
+        if (a != (int)algo && !nvl_coll_nccl_declines(c, coll, bytes,
+                                                      (nvl_algo_t)a) &&
+            rated_pick(c, coll, bytes, (nvl_algo_t)a, &other) >= 0 &&
+            other < mine)
+            return true;
+    return false;
+}
+
+/* The tuner's choices over the sizes: no faster at a larger size (but
+ * where NCCL's rating or NVLS's edge moves to another pair) and no enabled
+ * pair the tuner may not leave timed faster. */
+static void check_choices(const char *topo_name, const nvl_comm_t *c, int n,
+                          nvl_coll_t coll, const size_t *sz, int ns,
+                          tally_t *t)
+{
+    int64_t prev_choice = 0;
+    nvl_coll_info_t prev = {0};
+    for (int i = 0; i < ns; i++) {
+        nvl_coll_info_t best;
+        assert_int_equal(nvl_coll_choose(c, coll, sz[i], &best), NVL_OK);
+        /* where NCCL's rating moves to another pair, the model may time
+         * the new one faster than the old one at the smaller size */
+        bool rated_switch = i > 0 &&
+                            (best.algo != prev.algo ||
+                             best.proto != prev.proto) &&
+                            nvl_coll_nccl_rating_s(c, coll, sz[i], best.algo,
+                                                   best.proto) >= 0;
+        prev = best;
+        if (best.time_ps < prev_choice && !rated_switch &&
+            !nvls_edge(c, coll, sz[i - 1], sz[i]))
+            violation(t, "%s n=%d %s: the tuner's %zu B is faster than "
+                         "%zu B", topo_name, n, nvl_coll_name(coll),
+                      sz[i], sz[i - 1]);
+        prev_choice = best.time_ps;
+        for (int a = 0; a < NVL_ALGO_COUNT; a++)
+            for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+                nvl_coll_info_t alt;
+                if (!rating_leaves(c, coll, sz[i], (nvl_algo_t)a, p) &&
+                    !nvl_coll_nccl_declines(c, coll, sz[i], (nvl_algo_t)a) &&
+                    nvl_coll_predict(c, coll, sz[i], (nvl_algo_t)a,
+                                     (nvl_proto_t)p, &alt) == NVL_OK &&
+                    alt.time_ps < best.time_ps)
+                    violation(t,
+                              "%s n=%d %s %zu B: the tuner chose %s/%s "
+                              "(%.3f us), %s/%s takes %.3f us",
+                              topo_name, n, nvl_coll_name(coll), sz[i],
+                              nvl_algo_name(best.algo),
+                              nvl_proto_name(best.proto), best.time_ps * 1e-6,
+                              nvl_algo_name((nvl_algo_t)a),
+                              nvl_proto_name((nvl_proto_t)p),
+                              alt.time_ps * 1e-6);
+            }
+    }
+}
+
 static void check_comm(const char *topo_name, const nvl_topo_t *topo,
                        const nvl_comm_t *c, int n, tally_t *t)
 {
@@ -99,7 +184,6 @@ static void check_comm(const char *topo_name, const nvl_topo_t *topo,
     double line = nvl_topo_nvlink_bw(topo, 0);
     for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
         nvl_coll_t coll = colls[k];
-        int64_t prev_choice = 0;
         for (int a = 0; a < NVL_ALGO_COUNT; a++)
             for (int p = 0; p < NVL_PROTO_COUNT; p++) {
                 int64_t prev = 0;
@@ -136,35 +220,7 @@ static void check_comm(const char *topo_name, const nvl_topo_t *topo,
                                   line / 1e9);
                 }
             }
-        for (int i = 0; i < ns; i++) {
-            nvl_coll_info_t best;
-            assert_int_equal(nvl_coll_choose(c, coll, sz[i], &best), NVL_OK);
-            if (best.time_ps < prev_choice &&
-                !nvls_edge(c, coll, sz[i - 1], sz[i]))
-                violation(t, "%s n=%d %s: the tuner's %zu B is faster than "
-                             "%zu B", topo_name, n, nvl_coll_name(coll),
-                          sz[i], sz[i - 1]);
-            prev_choice = best.time_ps;
-            for (int a = 0; a < NVL_ALGO_COUNT; a++)
-                for (int p = 0; p < NVL_PROTO_COUNT; p++) {
-                    nvl_coll_info_t alt;
-                    if (!nvl_coll_nccl_declines(c, coll, sz[i],
-                                                (nvl_algo_t)a) &&
-                        nvl_coll_predict(c, coll, sz[i], (nvl_algo_t)a,
-                                         (nvl_proto_t)p, &alt) == NVL_OK &&
-                        alt.time_ps < best.time_ps)
-                        violation(t,
-                                  "%s n=%d %s %zu B: the tuner chose %s/%s "
-                                  "(%.3f us), %s/%s takes %.3f us",
-                                  topo_name, n, nvl_coll_name(coll), sz[i],
-                                  nvl_algo_name(best.algo),
-                                  nvl_proto_name(best.proto),
-                                  best.time_ps * 1e-6,
-                                  nvl_algo_name((nvl_algo_t)a),
-                                  nvl_proto_name((nvl_proto_t)p),
-                                  alt.time_ps * 1e-6);
-                }
-        }
+        check_choices(topo_name, c, n, coll, sz, ns, t);
     }
 }
 

@@ -1,7 +1,7 @@
 /* The tuner and the collective model on prediction-only communicators
  * (nvl_comm_create_virtual: no MPI): NCCL_ALGO / NCCL_PROTO and the other
- * NCCL variables as NCCL reads them, the choice as the fastest enabled
- * pair, and latencies that follow the algorithms' step counts. */
+ * NCCL variables as NCCL reads them and latencies that follow the
+ * algorithms' step counts (the choice itself: test_tuner_nccl.c). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include "nvlemu/coll.h"
 #include "nvlemu/topo.h"
 #include "reports.h"
+#include "shipped.h"
 
 static const char *const vars[] = {"NCCL_ALGO",          "NCCL_PROTO",
                                    "NCCL_NVLS_ENABLE",   "NCCL_PAT_ENABLE",
@@ -33,15 +34,6 @@ static int teardown(void **state)
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     return release_reports(state);
-}
-
-static nvl_topo_t *load(const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", NVL_TOPOLOGY_DIR, name);
-    nvl_topo_t *t = NULL;
-    assert_int_equal(nvl_topo_load(path, &t), NVL_OK);
-    return t;
 }
 
 /* cfg from the environment after setting var=value */
@@ -144,56 +136,6 @@ static void test_nvls_pat_and_channels(void **state)
 
 /* The tuner's answer is the fastest enabled pair that can run the call,
  * of those NCCL's own rating does not decline. */
-static void expect_fastest(const nvl_comm_t *comm, nvl_coll_t coll,
-                           size_t bytes)
-{
-    nvl_coll_info_t best;
-    assert_int_equal(nvl_coll_choose(comm, coll, bytes, &best), NVL_OK);
-    const nvl_tuner_cfg_t *cfg = nvl_comm_tuner(comm);
-    assert_true(cfg->algo_enabled[best.algo]);
-    assert_true(cfg->proto_enabled[best.proto]);
-    for (int a = 0; a < NVL_ALGO_COUNT; a++)
-        for (int p = 0; p < NVL_PROTO_COUNT; p++) {
-            nvl_coll_info_t other;
-            if (!cfg->algo_enabled[a] || !cfg->proto_enabled[p] ||
-                nvl_coll_nccl_declines(comm, coll, bytes, (nvl_algo_t)a) ||
-                nvl_coll_predict(comm, coll, bytes, (nvl_algo_t)a,
-                                 (nvl_proto_t)p, &other) != NVL_OK)
-                continue;
-            assert_true(best.time_ps <= other.time_ps);
-        }
-}
-
-static void test_choice_is_fastest_enabled(void **state)
-{
-    (void)state;
-    const char *topos[] = {"gb200-nvl72.topo", "hgx-h200.topo",
-                           "h200-nvl2.topo", "gb200-nvl72x2-ib.topo"};
-    const int ranks[] = {2, 3, 8, 72, 144};
-    const char *algos[] = {NULL, "Ring", "^NVLS", "Tree,Ring"};
-    for (size_t t = 0; t < sizeof topos / sizeof topos[0]; t++) {
-        nvl_topo_t *topo = load(topos[t]);
-        for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; r++) {
-            if ((uint32_t)ranks[r] > topo->gpus)
-                continue;
-            for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
-                if (algos[a] != NULL)
-                    setenv("NCCL_ALGO", algos[a], 1);
-                nvl_comm_t *comm = NULL;
-                assert_int_equal(nvl_comm_create_virtual(topo, ranks[r], NULL,
-                                                         &comm),
-                                 NVL_OK);
-                unsetenv("NCCL_ALGO");
-                for (int coll = 0; coll <= NVL_COLL_ALLREDUCE; coll++)
-                    for (size_t b = 8; b <= ((size_t)1 << 32); b *= 64)
-                        expect_fastest(comm, (nvl_coll_t)coll, b);
-                nvl_comm_destroy(comm);
-            }
-        }
-        nvl_topo_free(topo);
-    }
-}
-
 static void test_forced_pair_is_used(void **state)
 {
     (void)state;
@@ -586,7 +528,7 @@ int main(void)
         T(test_default_enables_all),   T(test_algo_list_and_case),
         T(test_algo_exclusion),        T(test_collnet_accepted_never_used),
         T(test_unknown_names_reported), T(test_nvls_pat_and_channels),
-        T(test_choice_is_fastest_enabled), T(test_forced_pair_is_used),
+        T(test_forced_pair_is_used),
         T(test_unsupported_pairs),     T(test_latency_follows_steps),
         T(test_chain_pipeline_fill),   T(test_nvls_channels_and_chunks),
         T(test_die_pairs_two_levels),  T(test_nvls_port_heads_arity),

@@ -1,0 +1,186 @@
+/* The tuner's choice on prediction-only communicators
+ * (nvl_comm_create_virtual: no MPI) as NCCL makes it: within an algorithm
+ * the protocol NCCL's own rating puts first (tuning.cc), across
+ * algorithms the fastest modeled; and on the lent HGX H100 at 2-4 GPUs
+ * the protocol and channel count NCCL 2.28's TUNING log printed for each
+ * all_reduce size (tests/data/calibration/hgx-h100-x4/nccl-tuner-choice.csv). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/coll.h"
+#include "nvlemu/topo.h"
+#include "reports.h"
+#include "shipped.h"
+
+static int setup(void **state)
+{
+    unsetenv("NCCL_ALGO");
+    return capture_reports(state);
+}
+
+static int teardown(void **state)
+{
+    unsetenv("NCCL_ALGO");
+    return release_reports(state);
+}
+
+/* The choice is NCCL's: within each algorithm the protocol of lowest
+ * NCCL rating (or modeled time where it has none); among the rated
+ * algorithms the lowest rating; that one and the unrated ones by modeled
+ * time. */
+static void expect_fastest(const nvl_comm_t *comm, nvl_coll_t coll,
+                           size_t bytes)
+{
+    nvl_coll_info_t best, win = {0};
+    double win_key = -1;
+    assert_int_equal(nvl_coll_choose(comm, coll, bytes, &best), NVL_OK);
+    const nvl_tuner_cfg_t *cfg = nvl_comm_tuner(comm);
+    assert_true(cfg->algo_enabled[best.algo] && cfg->proto_enabled[best.proto]);
+    for (int a = 0; a < NVL_ALGO_COUNT; a++) {
+        nvl_coll_info_t rep = {0}, other;
+        double rep_key = -1, rep_rating = -1;
+        for (int p = 0; p < NVL_PROTO_COUNT; p++) {
+            if (!cfg->algo_enabled[a] || !cfg->proto_enabled[p] ||
+                nvl_coll_nccl_declines(comm, coll, bytes, (nvl_algo_t)a) ||
+                nvl_coll_predict(comm, coll, bytes, (nvl_algo_t)a,
+                                 (nvl_proto_t)p, &other) != NVL_OK)
+                continue;
+            double r = nvl_coll_nccl_rating_s(comm, coll, bytes, (nvl_algo_t)a,
+                                              (nvl_proto_t)p);
+            double key = r >= 0 ? r : (double)other.time_ps;
+            if (rep_key < 0 || key < rep_key) {
+                rep = other;
+                rep_key = key;
+                rep_rating = r;
+            }
+        }
+        if (rep_key >= 0 && a == (int)best.algo)
+            assert_int_equal(rep.proto, best.proto);
+        if (rep_key >= 0 && rep_rating < 0)
+            assert_true(best.time_ps <= rep.time_ps);
+        if (rep_rating >= 0 && (win_key < 0 || rep_rating < win_key)) {
+            win = rep;
+            win_key = rep_rating;
+        }
+    }
+    if (win_key >= 0)
+        assert_true(best.time_ps <= win.time_ps ||
+                    (best.algo == win.algo && best.proto == win.proto));
+}
+
+static void test_choice_is_fastest_enabled(void **state)
+{
+    (void)state;
+    const char *topos[] = {"gb200-nvl72.topo", "hgx-h200.topo",
+                           "h200-nvl2.topo", "gb200-nvl72x2-ib.topo"};
+    const int ranks[] = {2, 3, 8, 72, 144};
+    const char *algos[] = {NULL, "Ring", "^NVLS", "Tree,Ring"};
+    for (size_t t = 0; t < sizeof topos / sizeof topos[0]; t++) {
+        nvl_topo_t *topo = load(topos[t]);
+        for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; r++) {
+            if ((uint32_t)ranks[r] > topo->gpus)
+                continue;
+            for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+                if (algos[a] != NULL)
+                    setenv("NCCL_ALGO", algos[a], 1);
+                nvl_comm_t *comm = NULL;
+                assert_int_equal(nvl_comm_create_virtual(topo, ranks[r], NULL,
+                                                         &comm),
+                                 NVL_OK);
+                unsetenv("NCCL_ALGO");
+                for (int coll = 0; coll <= NVL_COLL_ALLREDUCE; coll++)
+                    for (size_t b = 8; b <= ((size_t)1 << 32); b *= 64)
+                        expect_fastest(comm, (nvl_coll_t)coll, b);
+                nvl_comm_destroy(comm);
+            }
+        }
+        nvl_topo_free(topo);
+    }
+}
+
+/* NCCL 2.28 on the lent HGX H100 (NCCL_NVLS_ENABLE=0), all_reduce, its
+ * TUNING lines (nccl-tuner-choice.csv, passes default.g2/g3/g4): the
+ * protocol by size, and the channels at 4 GPUs (Ring LL: 8 x 4 = 32 bytes
+ * per thread, 512 threads: one channel per 16 KB). */
+static const struct {
+    int gpus;
+    size_t bytes;
+    nvl_proto_t proto;
+    int channels; /* 0: not checked */
+} nccl_log[] = {
+    {.gpus = 4, .bytes = 16384, .proto = NVL_PROTO_LL, .channels = 1},
+    {.gpus = 4, .bytes = 32768, .proto = NVL_PROTO_LL, .channels = 2},
+    {.gpus = 4, .bytes = 65536, .proto = NVL_PROTO_LL, .channels = 4},
+    {.gpus = 4, .bytes = 262144, .proto = NVL_PROTO_LL, .channels = 16},
+    {.gpus = 4, .bytes = 524288, .proto = NVL_PROTO_LL, .channels = 24},
+    {.gpus = 4, .bytes = 2097152, .proto = NVL_PROTO_LL, .channels = 24},
+    {.gpus = 4, .bytes = 4194304, .proto = NVL_PROTO_LL128, .channels = 24},
+    {.gpus = 4, .bytes = 8388608, .proto = NVL_PROTO_LL128, .channels = 24},
+    {.gpus = 4, .bytes = 16777216, .proto = NVL_PROTO_SIMPLE, .channels = 24},
+    {.gpus = 3, .bytes = 2097152, .proto = NVL_PROTO_LL},
+    {.gpus = 3, .bytes = 4194304, .proto = NVL_PROTO_SIMPLE},
+    {.gpus = 2, .bytes = 1048576, .proto = NVL_PROTO_LL},
+    {.gpus = 2, .bytes = 2097152, .proto = NVL_PROTO_SIMPLE},
+};
+
+static void test_nccl_log_choices(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("hgx-h100.topo");
+    for (size_t i = 0; i < sizeof nccl_log / sizeof nccl_log[0]; i++) {
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(topo, nccl_log[i].gpus, NULL,
+                                                 &comm),
+                         NVL_OK);
+        nvl_coll_info_t info;
+        assert_int_equal(nvl_coll_choose(comm, NVL_COLL_ALLREDUCE,
+                                         nccl_log[i].bytes, &info),
+                         NVL_OK);
+        assert_int_equal(info.algo, NVL_ALGO_RING);
+        assert_int_equal(info.proto, nccl_log[i].proto);
+        if (nccl_log[i].channels > 0)
+            assert_int_equal(info.channels, nccl_log[i].channels);
+        nvl_comm_destroy(comm);
+    }
+    nvl_topo_free(topo);
+}
+
+/* NCCL's rating by hand (tuning.cc, Hopper, one node), 4 ranks, LL128,
+ * 4 MB: 14 us + 6 x 1.9 us + 4 MB / (370.8 x 0.92 GB/s x 4 / 6): the
+ * 24 channels' busBw is min(0.92 x 370.8, 24 x 36.7) GB/s. */
+static void test_ring_rating_by_hand(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("hgx-h100.topo");
+    nvl_comm_t *comm = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, 4, NULL, &comm), NVL_OK);
+    double bytes = 4194304.0;
+    double bus = 18 * 26.562e9 * (370.8 / 478.116) * 0.92;
+    double want = 14e-6 + 6 * 1.9e-6 + bytes / (bus * 4 / 6);
+    double got = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE,
+                                        (size_t)bytes, NVL_ALGO_RING,
+                                        NVL_PROTO_LL128);
+    assert_true(got > 0 && got < want * (1 + 1e-9) && got > want * (1 - 1e-9));
+    /* algorithms without a rating (NVLS: the model times it) say so */
+    assert_true(nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE, 1024,
+                                       NVL_ALGO_NVLS, NVL_PROTO_SIMPLE) < 0);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_choice_is_fastest_enabled),
+        T(test_nccl_log_choices),
+        T(test_ring_rating_by_hand),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
