@@ -9,6 +9,7 @@ import os
 from .common import (E2E_TOPO, H100, H100_TOPO, ROOT, die, e2e_table, error, parallel,
                      parallel_dict, pct, run, run_all, table)
 from .families import regions, summary_row
+from .hgx_h200 import serve_doc as h200_serve_doc, serve_summary as h200_serve_summary
 from .tools import end_to_end
 
 HGX = "tests/data/calibration/hgx-h100-x4"
@@ -184,13 +185,16 @@ def hgx_h100(build, steps=True):
         "e2e": lambda: dict(zip(tps, parallel(
             lambda tp: end_to_end(build, os.path.join(HGX, "steps-tp%d.csv" % tp), "torch",
                                   HGX_TOPO), tps))),
-        "serve": serve, "pair": lambda: serve(H200_PAIR, E2E_TOPO)})
+        "serve": serve, "pair": lambda: serve(H200_PAIR, E2E_TOPO),
+        "h200": lambda: serve(HGX_H200, HGX_H200_TOPO)})
     d["serve"], d["serve_rep"] = d["serve"]
     d["ratios"], d["ratios_rep"] = _ratios(d["serve"]), _ratios(d["serve_rep"])
-    summary = _coll_summary(d) + _step_summary(d, steps) + _pair_summary(d["pair"])
+    h200 = [(rows, _ratios(rows)) for rows in d["h200"]]
+    summary = (_coll_summary(d) + _step_summary(d, steps) + _pair_summary(d["pair"]) +
+               h200_serve_summary(h200))
     doc = _coll_doc(d)
     if steps:
-        doc += _step_doc(d) + _pair_doc(d["pair"])
+        doc += _step_doc(d) + _pair_doc(d["pair"]) + h200_serve_doc(h200)
     return summary, doc
 
 

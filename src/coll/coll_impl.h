@@ -358,6 +358,13 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
  * NCCL_MAX_NCHANNELS. */
 int nvl_coll_model_max_channels(const nvl_comm_t *comm);
 
+/* The NVLS allreduce pipeline of one NVLink domain of `members` GPUs on
+ * `channels` NVLS channels, for s bytes: the chunk transfers, the fill
+ * and the loop iterations' switch syncs, without the call's latency
+ * (nvls.c; NVLSTree times its domains with it). */
+double nvl_nvls_allreduce_pipe_s(const nvl_comm_t *comm, double s,
+                                 double channels, double members);
+
 /* Channels NCCL would use for nBytes (fewer for small messages), before
  * rounding down to whole channels: the bandwidth's channel count (model.c
  * says why); its integer part is the count NCCL reports. */

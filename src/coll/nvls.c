@@ -113,9 +113,8 @@ static double nvls_chunk_bytes(double bytes, double ops)
  * larger than a head's share): (S / (C c) + F) chunk transfers and
  * (S / (C N c) + F) loop iterations' synchronisations. */
 static double nvls_pipe_s(const nvl_comm_t *c, double s, double chunk,
-                          double channels, double algbw)
+                          double channels, double algbw, double heads)
 {
-    double heads = nvls_heads(c);
     double share = s / (channels * heads);
     if (chunk > share)
         chunk = share;
@@ -152,19 +151,29 @@ static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
         double r = 2 * sw < port ? 2 * sw : port;
         return lat + (double)bytes / r;
     }
-    /* Allreduce: each port direction carries S + S/H (read responses and
-     * the head's multicast store out; the multicast copies and the head's
-     * reduced share in, H = heads), and the switch sums S and copies S
-     * per port: A = min(sw, port H/(H+1)) on all of the port (NVLS
-     * channels, not the ring's), the switch's rate where it is the lower
-     * (every topology: nvls_bw is fit to allreduce). */
-    double h = nvls_heads(c);
+    return lat + nvl_nvls_allreduce_pipe_s(c, (double)bytes, channels,
+                                           nvls_heads(c));
+}
+
+double nvl_nvls_allreduce_pipe_s(const nvl_comm_t *c, double s,
+                                 double channels, double members)
+{
+    /* Each port direction carries S + S/H (read responses and the head's
+     * multicast store out; the multicast copies and the head's reduced
+     * share in, H = heads), and the switch sums S and copies S per port:
+     * A = min(sw, port H/(H+1)) on all of the port (NVLS channels, not
+     * the ring's), the switch's rate where it is the lower (every
+     * topology: nvls_bw is fit to allreduce). */
+    double sw = c->topo->nvlink.nvls_bw_bytes_per_s * 5.0 / 6.0;
+    double h = members;
     double algbw = c->nvlink_bw * NVL_NVLINK_DATA_EFF * h / (h + 1);
     if (sw < algbw)
         algbw = sw;
-    double s = (double)bytes, ops = channels * nvls_nccl_heads(c);
+    double nccl_heads = members < NVL_NVLS_MAX_ARITY ? members
+                                                      : NVL_NVLS_MAX_ARITY;
+    double ops = channels * nccl_heads;
     double chunk = nvls_chunk_bytes(s, ops);
-    double t = nvls_pipe_s(c, s, chunk, channels, algbw);
+    double t = nvls_pipe_s(c, s, chunk, channels, algbw, h);
     /* Just past a threshold the larger chunk finishes sooner than the
      * smaller one did just below it (fewer syncs): real NCCL dips there;
      * the model keeps the time of the largest size on the smaller chunk,
@@ -172,11 +181,11 @@ static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
     for (double below = chunk / 2; below >= 16384; below /= 2) {
         double edge = (below == 65536 ? 64 : below == 32768 ? 8 : 2) * ops *
                       (2 * below); /* where NCCL halves 2 x below */
-        double t_edge = nvls_pipe_s(c, edge, below, channels, algbw);
+        double t_edge = nvls_pipe_s(c, edge, below, channels, algbw, h);
         if (t_edge > t)
             t = t_edge;
     }
-    return lat + t;
+    return t;
 }
 
 static nvl_status_t nvls_run(const nvl_coll_call_t *call)

@@ -9,9 +9,17 @@
  * over the members that hold the same share).  Needs at least two domains,
  * the same number of members in each, and NVLS switches.
  *
- * Cost (NCCL tuning.cc): T = nvlstree.simple.nvlink_lat
- *   + 2 log2(D) nvlstree.simple.net_lat + S / algbw,
- *   algbw = min(port, NIC (D <= 2) or NIC/2) x 5/6. */
+ * Cost: T = nvlstree.simple.nvlink_lat + 2 log2(D) nvlstree.simple.net_lat
+ *   + max(the domain's NVLS allreduce pipeline on its P members
+ *         (nvls.c, nvl_nvls_allreduce_pipe_s),
+ *         S / (H x NIC x 5/6 / f)),
+ * the two stages pipelined chunk by chunk: between domains each of the
+ * H = min(P, NCCL_MAX_NVLS_ARITY) NVLS heads carries its 1/H share of S
+ * on its own GPU's NIC (connect.cc connectNvls: a head per NVLS channel
+ * group; tuning.cc counts the graph's channels' inter bandwidth, doubled
+ * for two nodes), f = 1 for D <= 2 domains (the share goes up and comes
+ * back down once each way) and 2 beyond (a tree's up and down on one
+ * link), at NCCL's NVLS 5/6. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,14 +41,16 @@ static bool nvlstree_supports(const nvl_comm_t *c, nvl_coll_t coll,
 static double nvlstree_predict(const nvl_comm_t *c, nvl_coll_t coll,
                                size_t bytes, nvl_proto_t proto, double channels)
 {
-
+    (void)coll;
     double lat = nvl_coll_model_lat_s(c, NVL_ALGO_NVLS_TREE, proto, 1,
-                                 2 * c->log2_domains);
-    double port = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_NVLS_TREE, proto,
-                                   c->nvlink_bw, channels, (double)bytes);
+                                      2 * c->log2_domains);
+    double per = c->max_per_domain;
+    double heads = per < NVL_NVLS_MAX_ARITY ? per : NVL_NVLS_MAX_ARITY;
     double nic = c->domains <= 2 ? c->nic_bw : c->nic_bw / 2;
-    double algbw = (port < nic ? port : nic) * 5.0 / 6.0;
-    return lat + (double)bytes / algbw;
+    double inter_s = (double)bytes / (heads * nic * 5.0 / 6.0);
+    double intra_s = nvl_nvls_allreduce_pipe_s(c, (double)bytes, channels,
+                                               per);
+    return lat + (intra_s > inter_s ? intra_s : inter_s);
 }
 
 static nvl_status_t nvlstree_run(const nvl_coll_call_t *call)

@@ -17,9 +17,13 @@
  * p2pnChannels; an operation of B bytes runs on min(nChannelsMin, B / 64
  * KB) channels, doubled (up to p2pnChannels) while each carries more than
  * 16 MB (across domains: 256 KB and 512 KB).  Each channel moves at most
- * NCCL's per-channel bandwidth, bw_ch = path x eta / channels, so a
+ * NCCL's per-channel bandwidth, bw_ch = path x eta / channels (on
+ * NVLink: an SM's peer rate, halved where the member both sends and
+ * receives: the CTA's warps split between the two), so a
  * fabric direction carrying bytes b over k channels in all takes
- *   b / min(path x eta, min(k, p2pnChannels) x bw_ch);
+ *   b / min(path x eta, min(k, p2pnChannels) x bw_ch x r),
+ * r = 1 but on NVLink, where each channel ramps as a ring's end step
+ * with its share b/k ([nccl] mid_efficiency, knee: p2p_ramp);
  * the self block of an alltoall is a copy on its own channels (HBM read
  * and write).  The slowest member sets everyone's end. */
 #include <inttypes.h>
@@ -91,15 +95,43 @@ static void load_add(const nvl_comm_t *c, port_load_t *l, int peer,
     load_add_at(c, c->rank, l, peer, out, bytes);
 }
 
-/* Time for one fabric direction: b bytes over ch channels of rate bw_ch,
- * under the port's rate. */
+/* The share of its rate a p2p channel keeps while it carries `x` bytes:
+ * a p2p channel is one Simple send (directSend) and one receive
+ * (directRecv) of 512 KB steps behind the connection's NCCL_STEPS slots
+ * (device/sendrecv.h runSend/runRecv), the primitive of a ring's first
+ * and last step, so it ramps as those end steps do (model.c): [nccl]
+ * mid_efficiency at mid sizes, approaching 1 past knee_bytes per
+ * channel.  The die link and the NIC keep their rates. */
+static double p2p_ramp(const nvl_nccl_spec_t *n, double x)
+{
+    double knee = (double)n->knee_bytes;
+    if (knee <= 0 || x <= 0)
+        return 1.0;
+    return n->mid_efficiency + (1 - n->mid_efficiency) * x / (x + knee);
+}
+
+/* Time for one fabric direction: b bytes over ch channels, each moving
+ * the share `ramp` of its rate bw_ch, under the port's rate. */
 static double dir_time_s(double b, double ch, int most, double bw_ch,
-                         double port)
+                         double port, double ramp)
 {
     if (b <= 0)
         return 0;
-    double bw = (ch < most ? ch : most) * bw_ch;
+    double bw = (ch < most ? ch : most) * bw_ch * ramp;
     return b / (bw < port ? bw : port);
+}
+
+/* One NVLink direction: b bytes over ch channels, each ramping with its
+ * share of the bytes.  The ramp slows the channels, not the port: where
+ * more channels run than the port needs (NCCL doubles a peer's channels
+ * while each would carry more than 16 MB), the port stays full, as
+ * sendrecv's 0.97 of it at 512 MB - 4 GB measures
+ * (hgx-h100-x4/nccl-tests-g.csv). */
+static double nvlink_dir_s(const nvl_nccl_spec_t *n, double b, double ch,
+                           int most, double bw_ch, double port)
+{
+    double ramp = ch > 0 ? p2p_ramp(n, b / ch) : 1.0;
+    return dir_time_s(b, ch, most, bw_ch, port, ramp);
 }
 
 static int64_t port_time_at_ps(const nvl_comm_t *c, int member,
@@ -129,30 +161,36 @@ static int64_t port_time_at_ps(const nvl_comm_t *c, int member,
     int most = p2p_channels(c);
     double nv_port = nvl_topo_nvlink_bw(t, me) * NVL_NVLINK_DATA_EFF;
     double nv_ch = nv_port / k->channels;
-    /* a p2p channel's NVLink rate: the half of its CTA's warps that serve
-     * one direction (sendrecv.h), at one SM's peer rate */
+    /* a p2p channel's NVLink rate, at one SM's peer rate: a work that
+     * sends and receives splits its CTA's warps between the two, one that
+     * only sends or only receives gives the one all of them (sendrecv.h
+     * run(): nSendWarpPerWork and nRecvWarpPerWork split nWarpPerWork
+     * only when the work has both) */
+    const nvl_fabric_t nv = NVL_FABRIC_NVLINK;
+    double split = o[nv] > 0 && i[nv] > 0 ? 2 : 1;
     double sm_ch = t->nvlink.sm_peer_bw_bytes_per_s > 0
-                       ? t->nvlink.sm_peer_bw_bytes_per_s / 2
+                       ? t->nvlink.sm_peer_bw_bytes_per_s / split
                        : nv_ch;
     double nic = nvl_topo_nic_bw(t, me) / t->scaleout.oversubscription;
     double hbm = nvl_topo_hbm_bw(t, me) / 2; /* a copy reads and writes */
-    double ts = fmax(dir_time_s(o[NVL_FABRIC_NVLINK], l->ch_out[NVL_FABRIC_NVLINK],
-                                most, sm_ch, nv_port),
-                     dir_time_s(i[NVL_FABRIC_NVLINK], l->ch_in[NVL_FABRIC_NVLINK],
-                                most, sm_ch, nv_port));
+    double ts = fmax(
+        nvlink_dir_s(k, o[nv], l->ch_out[nv], most, sm_ch, nv_port),
+        nvlink_dir_s(k, i[nv], l->ch_in[nv], most, sm_ch, nv_port));
     ts = fmax(ts, fmax(dir_time_s(o[NVL_FABRIC_SCALEOUT],
                                   l->ch_out[NVL_FABRIC_SCALEOUT], most,
-                                  nic, nic),
+                                  nic, nic, 1.0),
                        dir_time_s(i[NVL_FABRIC_SCALEOUT],
                                   l->ch_in[NVL_FABRIC_SCALEOUT], most,
-                                  nic, nic)));
+                                  nic, nic, 1.0)));
     double die_port = t->gpu.die_link_bw_bytes_per_s * NVL_NVLINK_DATA_EFF;
     ts = fmax(ts, fmax(dir_time_s(o[NVL_FABRIC_DIE], l->ch_out[NVL_FABRIC_DIE],
-                                  most, die_port / k->channels, die_port),
+                                  most, die_port / k->channels, die_port,
+                                  1.0),
                        dir_time_s(i[NVL_FABRIC_DIE], l->ch_in[NVL_FABRIC_DIE],
-                                  most, die_port / k->channels, die_port)));
+                                  most, die_port / k->channels, die_port,
+                                  1.0)));
     ts = fmax(ts, dir_time_s(o[NVL_FABRIC_LOCAL], l->ch_out[NVL_FABRIC_LOCAL],
-                             most, nv_ch, hbm));
+                             most, nv_ch, hbm, 1.0));
     return (int64_t)lat + nvl_ps_from_s(ts);
 }
 

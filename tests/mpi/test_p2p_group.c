@@ -78,10 +78,23 @@ static void modes_and_ports(nvl_comm_t *comm)
               "(%lld ps)", fan, (long long)tm[1][1], (long long)tm[1][0]);
 }
 
+/* The time a send of `bytes` spends on k p2p channels of `rate` bytes
+ * per second in all, each ramping as a ring's end step with its share
+ * (p2p.c p2p_ramp: [nccl] mid_efficiency, knee_bytes). */
+static double ramped_s(const nvl_topo_t *topo, double bytes, int k,
+                       double rate)
+{
+    double m = topo->nccl.mid_efficiency, x = bytes / k;
+    double knee = (double)topo->nccl.knee_bytes;
+    double r = knee > 0 ? m + (1 - m) * x / (x + knee) : 1.0;
+    return bytes / (rate * r);
+}
+
 /* A p2p channel moves sm_peer_bw / 2 per direction over NVLink (half its
- * CTA's warps, NCCL sendrecv.h): a send to the next member on NCCL's
- * nChannelsMin channels (p2pnChannels halved while x N exceeds it) takes
- * 8 MB / (k x sm_peer_bw / 2) longer for 16 MB than for 8 MB, where that
+ * CTA's warps, NCCL sendrecv.h), ramping with its share of the bytes: a
+ * send to the next member on NCCL's nChannelsMin channels (p2pnChannels
+ * halved while x N exceeds it) takes t(16 MB) - t(8 MB) longer for 16 MB
+ * than for 8 MB, t(S) = S / (k x sm_peer_bw / 2 x r(S / k)), where that
  * is below the port's rate and every member is in one NVLink domain. */
 static void channel_rate(nvl_comm_t *comm)
 {
@@ -99,10 +112,40 @@ static void channel_rate(nvl_comm_t *comm)
     nvl_comm_set_mode(comm, NVL_MODE_TIMING);
     int64_t a = fan_out(comm, 1, (size_t)1 << 20, 0); /* 8 MB */
     int64_t b = fan_out(comm, 1, (size_t)2 << 20, 0); /* 16 MB */
-    double want_ps = 8.0 * (1 << 20) / rate * 1e12;
+    double mb8 = 8.0 * (1 << 20);
+    double want_ps = (ramped_s(topo, 2 * mb8, least, rate) -
+                      ramped_s(topo, mb8, least, rate)) * 1e12;
     CHECK(llabs((b - a) - (int64_t)want_ps) < (int64_t)(want_ps / 100),
           "8 MB more on %d channels took %lld ps, expected %.0f", least,
           (long long)(b - a), want_ps);
+    nvl_comm_set_mode(comm, NVL_MODE_DATA);
+}
+
+/* A work that only sends gives the send all of its CTA's warps
+ * (sendrecv.h): member 0 sending 8 MB to member 1 alone, which only
+ * receives, finishes before the ring shift of 8 MB, where every member
+ * sends and receives and each direction has half the warps (where the
+ * shift's channels stay below the port's rate, in one NVLink domain). */
+static void one_way_rate(nvl_comm_t *comm)
+{
+    const nvl_topo_t *topo = nvl_comm_topo(comm);
+    double sm = topo->nvlink.sm_peer_bw_bytes_per_s;
+    if (sm <= 0 || (uint32_t)size_ > topo->nvlink.domain_gpus ||
+        8 * sm / 2 > nvl_topo_nvlink_bw(topo, 0) / 2)
+        return;
+    nvl_comm_set_mode(comm, NVL_MODE_TIMING);
+    size_t n = (size_t)2 << 20; /* 8 MB of floats */
+    nvl_coll_info_t info;
+    nvl_group_start(comm);
+    if (rank_ == 0)
+        nvl_send(comm, NULL, n, NVL_DT_F32, 1);
+    if (rank_ == 1)
+        nvl_recv(comm, NULL, n, NVL_DT_F32, 0);
+    nvl_status_t st = nvl_group_end(comm, &info);
+    int64_t shift = fan_out(comm, 1, n / 2, 0);
+    CHECK(st == NVL_OK && info.time_ps < shift,
+          "a one-way 8 MB send took %lld ps, the ring shift %lld (%s)",
+          (long long)info.time_ps, (long long)shift, nvl_status_str(st));
     nvl_comm_set_mode(comm, NVL_MODE_DATA);
 }
 
@@ -167,6 +210,7 @@ int main(int argc, char **argv)
     size_ = t.rt.size;
     modes_and_ports(t.comm);
     channel_rate(t.comm);
+    one_way_rate(t.comm);
     nvl_comm_set_mode(t.comm, NVL_MODE_DATA);
     mpi_test_capture_reports(1);
     size_mismatch(t.comm);
