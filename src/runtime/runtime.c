@@ -113,8 +113,16 @@ nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out)
     return NVL_OK;
 }
 
+/* Oversubscribed, MPI_Finalize's teardown (unmapping the peers' shared
+ * memory, closing Open MPI's components) runs on every rank at once, just
+ * when mpiexec must answer each rank's PMIx finalize within the 2 s that
+ * PMIx 4.2's client waits (scripts/nvlrun says what a late answer costs).
+ * The rank's own thread yields to everything else meanwhile (SCHED_IDLE;
+ * the rank's PMIx thread, which receives the answer, keeps its class). */
 void nvl_runtime_finalize(void)
 {
+    if (runtime_up && runtime.wait == NVL_WAIT_BLOCK)
+        sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){0});
     if (runtime_up)
         MPI_Finalize();
     runtime_up = 0;
