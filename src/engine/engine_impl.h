@@ -507,20 +507,20 @@ nvl_status_t nvl_engine_pipe_step_end(nvl_engine_t *e, nvl_status_t st,
  * experts, opts.route_skew). */
 void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
 
-/* moe.c, the pieces moe_ep.c shares: the experts this rank holds
- * computed over M rows with their ids and weights (data mode; in and out
- * may be the same; nvl_engine_moe's formula; each expert's gate/up and
- * down inputs quantized as layer li's, nvl_engine_gemm_input_inplace); the router and top-k kernels
- * over M rows; the expert kernels with count[i] tokens for the rank's
- * i-th expert over `rows` distinct rows; and layer li's MoE numbers added
- * since `before` folded into its decode totals (decode passes only; the
- * exchanges' agreed times: nvl_engine_account_ep). */
+/* moe.c, shared with moe_ep.c: held experts over M rows with ids, weights
+ * (data mode; in may be out; inputs quantized as layer li's); router, top-k
+ * over M rows; bits of an expert-input value with scales (16: BF16); expert
+ * kernels, count[i] tokens for held expert i over `rows` rows (quantized_rows:
+ * in that format already); layer li's MoE numbers since `before` into its
+ * decode totals (decode passes; exchanges' times: nvl_engine_account_ep). */
 void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
                             const float *in, float *out, uint64_t M,
                             const uint32_t *ids, const float *w);
 void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M);
+double nvl_engine_moe_act_bits(const nvl_engine_t *e);
 void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L,
-                                   const uint64_t *count, uint64_t rows);
+                                   const uint64_t *count, uint64_t rows,
+                                   bool quantized_rows);
 void nvl_engine_moe_layer_done(nvl_engine_t *e, uint32_t li,
                                const nvl_pass_stats_t *before);
 

@@ -27,7 +27,11 @@
  *                    written, through an index
  *   expand_rows      each pair's row gathered into its expert's block
  *                    (TensorRT-LLM's expandInputRows, torch's
- *                    index_select): rows read, pairs x hidden written
+ *                    index_select): rows read, pairs x hidden written in
+ *                    the experts' input format: expandInputRowsKernel
+ *                    quantizes bf16 rows as it copies them, or copies rows
+ *                    quantized before an exchange (moe_agrs.c) with their
+ *                    scale factors
  *   experts_gate_up  grouped GEMM: expert x with t_x tokens costs
  *                    matmul(t_x, 2 x shard, hidden); the kernel's overhead
  *                    once (nvl_cost_grouped_matmul: rows padded to the CTA
@@ -120,6 +124,24 @@ void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
     free(xs);
 }
 
+double nvl_engine_moe_act_bits(const nvl_engine_t *e)
+{
+    /* NVFP4: 4 bits and an E4M3 scale per 16 values (TensorRT-LLM's
+     * fp4_quantize, scaling_vector_size 16); MX-FP4: an E8M0 per 32; FP8:
+     * 8 bits under one per-tensor scale; FP8 blocks: an fp32 per 128
+     * (per-token groups of 128) */
+    static const double act_bits[NVL_WDT_COUNT] = {
+        [NVL_WDT_BF16] = 16.0, [NVL_WDT_FP8] = 8.0, [NVL_WDT_FP4] = 4.25,
+        [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25};
+    nvl_cost_cfg_t c = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
+    nvl_wdtype_t dt = c.weight_dtype < NVL_WDT_COUNT ? c.weight_dtype
+                                                     : NVL_WDT_BF16;
+    if (c.weight_only || act_bits[dt] <= 0 ||
+        nvl_wdtype_peak_flops_per_s(&c.topo->gpu, dt) <= 0)
+        return 16.0;
+    return act_bits[dt];
+}
+
 /* The router and top-k kernels over M rows. */
 void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M)
 {
@@ -136,7 +158,7 @@ void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M)
 /* The expert kernels of this rank: count[i] tokens for its i-th expert,
  * over `rows` distinct rows. */
 void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *count,
-                           uint64_t rows)
+                           uint64_t rows, bool quantized_rows)
 {
     uint32_t ne = e->shard.experts.count;
     uint64_t hid = e->cfg.hidden, sn = e->shard.moe_intermediate.count;
@@ -151,11 +173,15 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
         nvl_engine_kernel(e, "sort_pairs", NVL_PART_OTHER, L,
                           nvl_cost_memory_access(cc, pairs * 12.0,
                                                  NVL_ACCESS_INDEXED));
-        /* each pair's row gathered into its expert's block (bf16): one
-         * index a row, whole rows loaded and stored vectorised */
+        /* each pair's row gathered into its expert's block in the
+         * experts' input format: one index a row, whole rows loaded and
+         * stored vectorised */
+        double bits = nvl_engine_moe_act_bits(e);
+        double in_bytes = quantized_rows ? bits / 8.0 : 2.0;
         nvl_engine_kernel(e, "expand_rows", NVL_PART_OTHER, L,
-                          nvl_cost_memory(cc, (pairs + (double)rows) *
-                                                  (double)hid * 2.0));
+                          nvl_cost_memory(cc, ((double)rows * in_bytes +
+                                               pairs * bits / 8.0) *
+                                                  (double)hid));
     }
     nvl_engine_step(e, NVL_STEP_EXPERTS_GATE_UP, L, pairs, count);
     nvl_engine_kernel(e, "experts_down", NVL_PART_GEMM, L,
@@ -256,7 +282,7 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h)
     else
         memcpy(count, seeded_counts(e, li, M), E * sizeof *count);
     nvl_engine_moe_router_kernels(e, L, M);
-    nvl_engine_moe_expert_kernels(e, L, count, M);
+    nvl_engine_moe_expert_kernels(e, L, count, M, false);
     /* every rank computes a slice of every pair */
     e->cur.moe_layers++;
     e->cur.expert_pairs += (double)M * k;

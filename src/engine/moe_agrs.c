@@ -6,12 +6,14 @@
  * when moe_ep_size > top_k and the GPUs share MNNVL memory; on a DGX
  * (no MNNVL) or with Qwen3's EP 8 = top_k 8, forward_chunk instead
  *
- *   quantises this rank's rows (FP8, or NVFP4 with its scales),
+ *   quantises this rank's rows (FP8, or NVFP4 with its scales; a kernel
+ *               of its own, agrs_quantize),
  *   allgather   [rows, scales, expert ids, weights] of every rank, padded
  *               to the most rows any rank has under CUDA-graph padding
  *               (use_dp_padding), or at each rank's count (allgatherv)
  *   fused_moe   this rank's experts over every gathered row: the pairs of
- *               its experts sorted, expanded, FC1, activation, FC2, and
+ *               its experts sorted, expanded (the quantised rows copied),
+ *               FC1, activation, FC2, and
  *               finalize writing every gathered row (zero where none of
  *               its experts was chosen)
  *   reducescatter  (reducescatter_or_allreduce) the partial outputs in the
@@ -77,20 +79,27 @@ static void agrs_compute(const nvl_engine_t *e, uint32_t li,
 }
 
 /* Bits a gathered value carries on the wire, averaged over a row of
- * hidden activations quantised as the weights' format and top_k (int32
- * id, fp32 weight) pairs: NVFP4 4 bits and an E4M3 scale per 16 values
- * (TensorRT-LLM's fp4_quantize, scaling_vector_size 16), MX-FP4 an E8M0
- * per 32, FP8 8 bits (static_quantize_e4m3_per_tensor), FP8 blocks an
- * fp32 per 128, else bf16. */
+ * hidden activations quantised as the experts' input
+ * (nvl_engine_moe_act_bits) and top_k (int32 id, fp32 weight) pairs. */
 static double agrs_row_bits(const nvl_engine_t *e)
 {
-    static const double act_bits[NVL_WDT_COUNT] = {
-        [NVL_WDT_BF16] = 16.0, [NVL_WDT_FP8] = 8.0, [NVL_WDT_FP4] = 4.25,
-        [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25};
     double hid = (double)e->cfg.hidden, k = (double)e->cfg.top_k;
-    double act = act_bits[nvl_engine_opts_gemm_dtype(&e->opts,
-                                                     NVL_QCLASS_EXPERTS)];
-    return (hid * act + k * 64.0) / (hid + 2.0 * k);
+    return (hid * nvl_engine_moe_act_bits(e) + k * 64.0) / (hid + 2.0 * k);
+}
+
+/* The quantisation of this rank's P rows before the allgather, a kernel
+ * of its own: forward_chunk's fp4_quantize (NVFP4, with its E4M3 scales)
+ * or static_quantize_e4m3_per_tensor (FP8) on the layer's input, Qwen3's
+ * RMSNorm not fusing it; bf16 rows read, the quantised rows written. */
+static void agrs_quantize(nvl_engine_t *e, int32_t L, uint64_t P)
+{
+    double bits = nvl_engine_moe_act_bits(e);
+    if (bits >= 16.0 || P == 0)
+        return;
+    nvl_cost_cfg_t c = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
+    nvl_engine_kernel(e, "moe_quantize", NVL_PART_OTHER, L,
+                      nvl_cost_memory(&c, (double)P * (double)e->cfg.hidden *
+                                              (2.0 + bits / 8.0)));
 }
 
 /* The allgather of the quantised rows, timed at their wire width (the
@@ -128,11 +137,13 @@ nvl_status_t nvl_engine_moe_agrs(nvl_engine_t *e, uint32_t li,
         part = nvl_engine_moe_alloc(N * hid, sizeof *part);
         mine = nvl_engine_moe_alloc(a->P * hid, sizeof *mine);
     }
+    agrs_quantize(e, L, a->P);
     nvl_status_t st = agrs_gather(e, L, send, recv, a->P * pay);
     if (st == NVL_OK) {
         if (e->data)
             agrs_compute(e, li, recv, N, part);
-        nvl_engine_moe_expert_kernels(e, L, a->held_count, N);
+        nvl_engine_moe_expert_kernels(e, L, a->held_count, N,
+                                      nvl_engine_moe_act_bits(e) < 16.0);
         nvl_coll_info_t info;
         int64_t entry = nvl_engine_coll_begin(e, L);
         st = nvl_reducescatter(e->tp, part, mine, a->P * hid, NVL_DT_F32,

@@ -459,7 +459,8 @@ static void ep_compute(nvl_engine_t *e, uint32_t li, ep_layer_t *s)
         nvl_engine_moe_compute(e, li, s->xin, s->xin, s->nrecv, s->idin,
                                s->win);
     }
-    nvl_engine_moe_expert_kernels(e, (int32_t)li, held_count, s->nrecv);
+    nvl_engine_moe_expert_kernels(e, (int32_t)li, held_count, s->nrecv,
+                                  false);
     free(held_count);
 }
 

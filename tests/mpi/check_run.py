@@ -70,6 +70,11 @@ CHECK is one of
                FULL full-attention layers x the positions and SLIDING
                layers x at most WINDOW positions, KV_BYTES a position
                and layer (both runs)
+  moe-quant TOP_K HIDDEN
+               a mixture of experts (top-TOP_K, HIDDEN wide; FP8 experts
+               under DEP in the command) with --trace, and with bf16 and
+               tensor-parallel experts: each MoE layer's moe_quantize and
+               expand_rows bytes (check_run_moe.py)
   pp-moe       a mixture of experts with the command's --pp: experts.moe_layers
                and the per-layer expert tokens equal those of --pp 1 (every
                stage's MoE layers, not stage 0's)
@@ -86,6 +91,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+from check_run_moe import check_moe_quant
 
 KEYS = ["ttft_ms", "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu",
         "decode_step_breakdown", "prefill_breakdown", "tpot_ms_steps", "inputs"]
@@ -567,6 +574,8 @@ CHECKS = {
     "pp-layout": check_pp_layout,
     "pp-moe": pp_moe,
     "gemm-formats": check_gemm_formats,
+    "moe-quant": lambda cmd: check_moe_quant(cmd, run, int(sys.argv[2]),
+                                             int(sys.argv[3])),
 }
 
 
