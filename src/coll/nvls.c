@@ -240,27 +240,6 @@ out:
  * charges it, whatever the topology's fitted nvls.simple.nvlink_lat. */
 #define NCCL_NVLS_TUNING_LAT_S 25e-6
 
-/* NCCL's own time for allgather or reduce-scatter of `bytes` on the ring
- * with proto (tuning.cc ncclTopoTuneModel, ncclTopoGetAlgoTime): the
- * graph's bus bandwidth (maxBw: nvlink_bw x NVL_NVLINK_DATA_EFF) at the
- * protocol's efficiency under its ceiling over nChannels (the protocols'
- * table: LL half under llMaxBw, LL128 0.92 under nChannels x
- * perChMaxRingLL128Bw); an algorithm bandwidth of N/(N-1) of that; base +
- * (N-1) per-step latencies. */
-static double nccl_ring_rating_s(const nvl_comm_t *c, nvl_proto_t proto,
-                                 double bytes)
-{
-    const nvl_nccl_spec_t *n = &c->topo->nccl;
-    const nvl_coll_proto_t *row = &nvl_coll_protos[proto];
-    double bus = c->nvlink_bw * NVL_NVLINK_DATA_EFF * row->eff;
-    if (row->max_bw != NULL && bus > row->max_bw(n, n->channels))
-        bus = row->max_bw(n, n->channels);
-    int steps = c->size - 1;
-    double lat = 1e-12 * ((double)n->base_lat_ps[NVL_ALGO_RING][proto] +
-                          steps * (double)n->nvlink_lat_ps[NVL_ALGO_RING][proto]);
-    return lat + bytes / (bus * c->size / steps);
-}
-
 /* NCCL never runs NVLS allgather or reduce-scatter where its rating puts
  * an enabled ring protocol first (docs/collectives.md, "Which algorithm
  * NCCL runs for allgather and reduce-scatter").  Its NVLS graph has one
@@ -281,7 +260,7 @@ static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
     double nvls = NCCL_NVLS_TUNING_LAT_S + (double)bytes / rate;
     for (int p = 0; p < NVL_PROTO_COUNT; p++)
         if (c->tuner.proto_enabled[p] &&
-            nccl_ring_rating_s(c, (nvl_proto_t)p, (double)bytes) < nvls)
+            nvl_coll_ring_rating_s(c, coll, bytes, (nvl_proto_t)p) < nvls)
             return true;
     return false;
 }
