@@ -113,15 +113,23 @@ nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out)
     return NVL_OK;
 }
 
-/* Oversubscribed, MPI_Finalize's teardown (unmapping the peers' shared
+/* From this many ranks on one host, mpiexec's answers to the ranks'
+ * finalize come late (scripts/nvlrun: its threshold for the ranks' idle
+ * class is the same). */
+#define NVL_CROWD_RANKS 256
+
+/* In a crowd, MPI_Finalize's teardown (unmapping the peers' shared
  * memory, closing Open MPI's components) runs on every rank at once, just
  * when mpiexec must answer each rank's PMIx finalize within the 2 s that
  * PMIx 4.2's client waits (scripts/nvlrun says what a late answer costs).
  * The rank's own thread yields to everything else meanwhile (SCHED_IDLE;
- * the rank's PMIx thread, which receives the answer, keeps its class). */
+ * the rank's PMIx thread, which receives the answer, keeps its class).
+ * Smaller oversubscribed jobs keep their class: idle ranks there only
+ * wait for whatever else the host runs (a test suite's other jobs). */
 void nvl_runtime_finalize(void)
 {
-    if (runtime_up && runtime.wait == NVL_WAIT_BLOCK)
+    if (runtime_up && runtime.wait == NVL_WAIT_BLOCK &&
+        runtime.local_size >= NVL_CROWD_RANKS)
         sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){0});
     if (runtime_up)
         MPI_Finalize();
