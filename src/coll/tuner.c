@@ -173,9 +173,11 @@ double nvl_coll_nccl_rating_s(const nvl_comm_t *comm, nvl_coll_t coll,
 
 /* The protocol NCCL runs algo with for coll of `bytes`: the enabled one
  * of lowest NCCL rating where the algorithm has one (rating_s), else of
- * lowest modeled time; its prediction in *info_out.  False: none. */
+ * lowest modeled time; its prediction in *info_out, its rating in
+ * *rating_out (negative: none).  False: none. */
 static bool best_proto(const nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
-                       nvl_algo_t algo, nvl_coll_info_t *info_out)
+                       nvl_algo_t algo, nvl_coll_info_t *info_out,
+                       double *rating_out)
 {
     double best_key = 0;
     bool found = false;
@@ -191,6 +193,7 @@ static bool best_proto(const nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
         if (!found || key < best_key) {
             best_key = key;
             *info_out = info;
+            *rating_out = rating;
             found = true;
         }
     }
@@ -207,12 +210,11 @@ nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
     int found = 0;
     for (int a = 0; a < NVL_ALGO_COUNT; a++) {
         nvl_coll_info_t info = {0};
+        double r;
         if (!comm->tuner.algo_enabled[a] ||
             nvl_coll_nccl_declines(comm, coll, bytes, (nvl_algo_t)a) ||
-            !best_proto(comm, coll, bytes, (nvl_algo_t)a, &info))
+            !best_proto(comm, coll, bytes, (nvl_algo_t)a, &info, &r))
             continue;
-        double r = nvl_coll_nccl_rating_s(comm, coll, bytes, info.algo,
-                                          info.proto);
         if (r >= 0) {
             if (rated_key < 0 || r < rated_key) {
                 rated = info;
