@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,14 +52,72 @@ static bool launched_alone(void)
     return true;
 }
 
+/* One host's MPI start-up, lean, as scripts/nvlrun sets it (its comments
+ * give the measurements): shared memory (vader) and ob1 only, so no rank
+ * opens UCX, libfabric or InfiniBand verbs to find no device; only the
+ * collective, one-sided, process-topology and file components nvlemu uses;
+ * hwloc without its PCI, OpenCL, GL and XML plugins (3 MB of each rank's
+ * resident set) and without its Linux backend's I/O phase (every PCI
+ * device's config space read once per rank).  A job started by a plain
+ * `mpirun` on one host gets the same: a 72-rank `nvlemu topo` took 15.4 s
+ * of CPU that way, 8.3 s through nvlrun (2-core machine, loaded).  A
+ * variable the user set is kept. */
+static const struct {
+    const char *name, *value;
+} one_host_env[] = {
+    {.name = "OMPI_MCA_pml", .value = "ob1"},
+    {.name = "OMPI_MCA_btl", .value = "self,vader"},
+    {.name = "OMPI_MCA_coll", .value = "basic,libnbc,self,sm,tuned"},
+    {.name = "OMPI_MCA_osc", .value = "sm"},
+    {.name = "OMPI_MCA_topo", .value = "basic"},
+    {.name = "OMPI_MCA_io", .value = "ompio"},
+    {.name = "HWLOC_COMPONENTS", .value = "-linuxio"},
+    {.name = "HWLOC_PLUGINS_BLACKLIST",
+     .value = "hwloc_pci.so,hwloc_opencl.so,hwloc_gl.so,hwloc_xml_libxml.so"},
+};
+
+static void lean_one_host_env(void)
+{
+    for (size_t i = 0; i < sizeof one_host_env / sizeof one_host_env[0]; i++)
+        setenv(one_host_env[i].name, one_host_env[i].value, 0);
+}
+
+/* Every rank of the job on this host, from Open MPI's launcher variables
+ * (set before the rank starts): the one-host settings apply. */
+static bool launched_on_one_host(void)
+{
+    const char *world = getenv("OMPI_COMM_WORLD_SIZE");
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    return world != NULL && local != NULL && atoi(world) > 0 &&
+           atoi(world) == atoi(local);
+}
+
+/* Oversubscribed ranks wait by sleeping and polling; each wake-up takes
+ * CPU from the ranks they wait for.  A timer slack of 10 us per rank per
+ * core lets the kernel batch those wake-ups (scripts/nvlrun's rule and
+ * measurements: 72 ranks on 2 cores, MPI_Init 0.47-0.95 -> 0.11 s of CPU
+ * per rank); below the kernel's default 50 us it is left alone, and a
+ * slack the launcher or the user set (NVL_TIMERSLACK_NS) is kept. */
+static void oversubscribed_slack(unsigned local_ranks)
+{
+    if (getenv("NVL_TIMERSLACK_NS") != NULL)
+        return;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        cores = CPU_COUNT(&set);
+    unsigned long slack_ns =
+        10000ul * local_ranks / (unsigned long)(cores > 0 ? cores : 1);
+    if (slack_ns > 50000ul && prctl(PR_GET_TIMERSLACK) <= 50000)
+        prctl(PR_SET_TIMERSLACK, slack_ns);
+}
+
 /* A singleton's MPI start-up, lean: Open MPI 4.1 otherwise forks a daemon
  * (orted) so that the process could spawn or connect to others later,
- * which nvlemu never does (ess_singleton_isolated), loads hwloc's PCI,
- * OpenCL, GL and XML plugins and reads every PCI device through them, and
- * opens its network transports to find that it has no peer (scripts/nvlrun
- * gives a job of several ranks the same settings).  Measured on the 2-core machine, MPI_Init of a one-rank
- * job: 0.20-0.69 s -> 0.05 s (bench/mpi_floor run without mpiexec).
- * A variable the user set is kept. */
+ * which nvlemu never does (ess_singleton_isolated), and does what the
+ * one-host settings above avoid.  Measured on the 2-core machine, MPI_Init
+ * of a one-rank job: 0.20-0.69 s -> 0.05 s (bench/mpi_floor run without
+ * mpiexec). */
 static char singleton_dir[256];
 
 static void lean_singleton_env(void)
@@ -73,18 +132,18 @@ static void lean_singleton_env(void)
         setenv("OMPI_MCA_orte_tmpdir_base", singleton_dir, 1);
     }
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
-    setenv("OMPI_MCA_pml", "ob1", 0);
-    setenv("OMPI_MCA_btl", "self,vader", 0);
-    setenv("HWLOC_COMPONENTS", "-linuxio", 0);
-    setenv("HWLOC_PLUGINS_BLACKLIST",
-           "hwloc_pci.so,hwloc_opencl.so,hwloc_gl.so,hwloc_xml_libxml.so", 0);
+    lean_one_host_env();
 }
 
 nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out)
 {
     nvl_runtime_t rt = {0};
-    if (launched_alone())
+    if (launched_alone()) {
         lean_singleton_env();
+    } else if (launched_on_one_host()) {
+        lean_one_host_env();
+        oversubscribed_slack(launcher_local_size());
+    }
     nvl_status_t st = nvl_host_probe(&rt.host);
     if (st != NVL_OK)
         return st;

@@ -3,7 +3,7 @@
  * accepted one the topology exports and reloads to an equal one. */
 #include "fuzz.h"
 
-static nvl_topo_t *base;
+static char *base_text; /* the base topology, exported once */
 
 static void reload_equal(const nvl_topo_t *t)
 {
@@ -20,17 +20,19 @@ static void reload_equal(const nvl_topo_t *t)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_quiet();
-    if (base == NULL) {
+    if (base_text == NULL) {
         const char *path = getenv("NVL_FUZZ_TOPO");
+        nvl_topo_t *base = NULL;
         FUZZ_REQUIRE(path != NULL && nvl_topo_load(path, &base) == NVL_OK,
                      "NVL_FUZZ_TOPO names a topology file");
+        base_text = fuzz_topo_export(base);
+        nvl_topo_free(base);
     }
     char *text = fuzz_string(data, size);
-    /* a private copy of the base: export and reload */
-    char *buf = fuzz_topo_export(base);
+    /* a private copy of the base: its export reloaded */
     nvl_topo_t *t = NULL;
-    FUZZ_REQUIRE(nvl_topo_load_string(buf, "base", &t) == NVL_OK, "base");
-    free(buf);
+    FUZZ_REQUIRE(nvl_topo_load_string(base_text, "base", &t) == NVL_OK,
+                 "base");
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
