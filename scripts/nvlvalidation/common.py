@@ -3,7 +3,10 @@ root and data paths, running a tool, the error measures and the Markdown
 table."""
 import math
 import os
+import shlex
+import shutil
 import subprocess
+import tempfile
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -82,6 +85,45 @@ def run_all(cmds, env=None):
     """run() of each command of CMDS at once (up to JOBS together): their
     outputs in CMDS's order."""
     return parallel(lambda c: run(c, env), cmds)
+
+
+def run_json_points(cmds, env=None):
+    """What each `LAUNCHER N NVLEMU run ... --json -` command of CMDS
+    prints (its JSON), in CMDS's order.  The commands that share a launcher
+    and rank count run as the lines of `nvlemu run --points` files, one MPI
+    job for up to a JOBS-th of them, so that each job's start-up (most of a
+    small run's cost) is paid once per file instead of once per row; each
+    point writes its JSON to a file of its own.  Same numbers as the
+    separate runs (tests/mpi/cases.txt: mpi.run.points_equal_runs)."""
+    groups = {}
+    for i, cmd in enumerate(cmds):
+        j = cmd.index("--json")
+        if cmd[3] != "run" or cmd[j + 1] != "-":
+            die("run_json_points: not an 'nvlemu run ... --json -' command: %s"
+                % " ".join(cmd))
+        groups.setdefault(tuple(cmd[:4]), []).append(i)
+    tmp = tempfile.mkdtemp(prefix="nvl-points-")
+    outs = [None] * len(cmds)
+    try:
+        jobs = []
+        for prefix, members in groups.items():
+            n_files = min(len(members), JOBS)
+            for f in range(n_files):
+                part = members[f::n_files]
+                path = os.path.join(tmp, "points-%d.txt" % len(jobs))
+                with open(path, "w") as fp:
+                    for i in part:
+                        opts = list(cmds[i][4:])
+                        opts[opts.index("--json") + 1] = os.path.join(tmp, "%d.json" % i)
+                        fp.write(" ".join(shlex.quote(o) for o in opts) + "\n")
+                jobs.append(list(prefix) + ["--points", path])
+        parallel(lambda c: run(c, env), jobs)
+        for i in range(len(cmds)):
+            with open(os.path.join(tmp, "%d.json" % i)) as f:
+                outs[i] = f.read()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return outs
 
 
 def parallel(fn, items):

@@ -7,7 +7,7 @@ import json
 import os
 
 from .common import (E2E_TOPO, H100, H100_TOPO, ROOT, die, e2e_table, error, parallel,
-                     parallel_dict, pct, run, run_all, table)
+                     parallel_dict, pct, run, run_all, run_json_points, table)
 from .families import regions, summary_row
 from .hgx_h200 import serve_doc as h200_serve_doc, serve_summary as h200_serve_summary
 from .tools import end_to_end
@@ -86,7 +86,7 @@ def _serve_rows(build, name, known=None, data=HGX, topo=HGX_TOPO):
                          "--model", r["model"], "--layers", r["layers"],
                          "--stack", "fused", "--allreduce", ar,
                          "--batch", r["batch"], "--ctx", r["ctx"], "--json", "-"]
-    for key, out in zip(cmds, run_all(list(cmds.values()))):
+    for key, out in zip(cmds, run_json_points(list(cmds.values()))):
         preds[key] = 1e3 * float(json.loads(out)["tpot_ms"])
     rows = []
     for r in src:

@@ -9,7 +9,7 @@ import os
 import re
 
 from .common import (C2C_COPIES, E2E_TOPO, GEMMS, H100, H100_OPS, H100_TOPO, ROOT, SERVING,
-                     die, error, run, run_all, topo_name)
+                     die, error, run, run_all, run_json_points, topo_name)
 
 
 # ---- the tools' outputs -----------------------------------------------------
@@ -112,7 +112,7 @@ def end_to_end(build, steps, stack, topo=None, extra=()):
                 cmd += ["--prompt-len", row["q_len"], "--gen-len", "1"]
             rows.append(row)
             cmds.append(cmd)
-    for row, out in zip(rows, run_all(cmds)):
+    for row, out in zip(rows, run_json_points(cmds)):
         key = "tpot_ms" if row["phase"] == "decode" else "ttft_ms"
         pred_us, meas_us = 1e3 * float(json.loads(out)[key]), float(row["measured_us"])
         phases[row["phase"]].append(dict(row, pred_us=pred_us, error=error(pred_us, meas_us)))

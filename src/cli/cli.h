@@ -26,6 +26,8 @@ typedef struct {
     int help;             /* --help */
     int rank_plays;       /* --rank-plays (nvl_rank_plays_t): the skeleton
                              loads the die view for NVL_PLAYS_DIE */
+    const char *points;   /* --points FILE (commands with .points): set
+                             only when a point's own line names it */
 } nvl_cli_common_t;
 
 #define NVL_CLI_DEFAULT_TOPO "topology/gb200-nvl72.topo"
@@ -59,6 +61,16 @@ typedef struct {
 #define NVL_CLI_OPT_HELP(type)                                              \
     {.name = "help", .kind = NVL_OPT_HELP,                                  \
      .offset = offsetof(type, common.help), .doc = "this help"}
+
+/* --points FILE: the command once per line of FILE, in one MPI job (the
+ * skeleton takes it off the command line before parsing; the row documents
+ * it and catches a point's line that names it again). */
+#define NVL_CLI_OPT_POINTS(type)                                            \
+    {.name = "points", .kind = NVL_OPT_STRING,                              \
+     .offset = offsetof(type, common.points), .arg = "FILE",                \
+     .doc = "run once per line of FILE, each line's options added to the "  \
+            "others (split as the shell splits words; '#' comments), in "   \
+            "one MPI job: the job's start-up paid once"}
 
 /* --rank-plays gpu|die (the benches' table has the same row). */
 #define NVL_CLI_OPT_RANK_PLAYS(type)                                        \
@@ -133,6 +145,7 @@ typedef struct {
     bool world_is_job;    /* the MPI ranks are the job (run, generate):
                              under --rank-plays die they must fill whole
                              packages (nvl_topo_check_die_ranks) */
+    bool points;          /* takes --points FILE (NVL_CLI_OPT_POINTS) */
     /* After parsing, before the topology: the arguments that are not
      * options (argv[first..argc-1]) and what no single row checks.  May be
      * NULL. */
@@ -152,8 +165,12 @@ extern const nvl_cli_command_t nvl_cli_run_command, nvl_cli_topo_command,
     nvl_cli_table_command, nvl_cli_gen_command, nvl_cli_cost_command,
     nvl_cli_serve_command;
 
-/* args: the command's arguments struct, zeroed by the caller (fields
- * without a row default keep that zero). */
+/* args: the command's arguments struct (zeroed here before each run;
+ * fields without a row default keep that zero).  With --points FILE (a
+ * command with .points) the command runs once per line of FILE, in order,
+ * inside the one MPI job: the line's words follow the other arguments; the
+ * job stops at the first point that fails, rank 0 naming FILE:LINE, and
+ * exits non-zero on every rank. */
 int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
                         char **argv);
 

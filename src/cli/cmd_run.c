@@ -80,6 +80,7 @@ static const nvl_opt_t run_opts[] = {
     {.name = "trace-steps", .kind = NVL_OPT_LONG, .offset = AT(trace_steps),
      .arg = "N", .def = "2", .min = 1, .max = 1 << 20,
      .doc = "decode steps in the trace after the prefill"},
+    NVL_CLI_OPT_POINTS(nvl_run_args_t),
     NVL_CLI_OPT_HELP(nvl_run_args_t),
 };
 #undef AT
@@ -310,6 +311,7 @@ const nvl_cli_command_t nvl_cli_run_command = {
     .common_offset = offsetof(run_cmd_t, a.common),
     .check_ranks = true,
     .world_is_job = true,
+    .points = true,
     .provenance = true,
     .prepare = prepare,
     .body = body,

@@ -1,8 +1,12 @@
 /* The skeleton every MPI command of nvlemu runs in (cli.h): start, capture,
- * parse, load, check, agree, run, agree, finalize. */
+ * parse, load, check, agree, run, agree, finalize; with --points, the middle
+ * once per line of a file. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wordexp.h>
 
 #include "cli.h"
 
@@ -36,24 +40,30 @@ static nvl_status_t load_topo(nvl_cli_common_t *common, int ranks,
     return NVL_OK;
 }
 
-int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
-                        char **argv)
+/* One run of the command on argv: parse, check, topology, families,
+ * prepare (reports captured and agreed), body; the exit code every rank
+ * agrees on (0: each rank succeeded). */
+static int run_once(const nvl_cli_command_t *cmd, void *args,
+                    const nvl_runtime_t *rt, int argc, char **argv)
 {
-    nvl_runtime_t rt;
-    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
-        return 1;
+    memset(args, 0, cmd->args_size);
     nvl_cli_common_t *common =
         (nvl_cli_common_t *)((char *)args + cmd->common_offset);
-    nvl_cli_ctx_t ctx = {.rt = &rt, .topo = NULL, .validation = NULL};
+    nvl_cli_ctx_t ctx = {.rt = rt, .topo = NULL, .validation = NULL};
     int code = 1, first;
 
     nvl_runtime_capture_begin();
     nvl_status_t st = nvl_opts_parse(&cmd->opts, argc, argv, args, &first);
+    if (st == NVL_OK && common->points != NULL) {
+        nvl_report("--points %s: a point's line may not name --points",
+                   common->points);
+        st = NVL_ERR_INVALID;
+    }
     bool go = st == NVL_OK && !common->help;
     if (go && cmd->check != NULL)
         st = cmd->check(args, argc, argv, first);
     if (go && st == NVL_OK && common->topo != NULL)
-        st = load_topo(common, cmd->world_is_job ? rt.size : 0, &ctx.topo);
+        st = load_topo(common, cmd->world_is_job ? rt->size : 0, &ctx.topo);
     if (go && st == NVL_OK && cmd->provenance)
         st = nvl_validation_load(NULL, NVL_SOURCE_DIR, &ctx.validation);
     if (go && st == NVL_OK && cmd->prepare != NULL)
@@ -61,7 +71,7 @@ int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
     if (nvl_runtime_capture_end(st) != NVL_OK)
         goto out;
     if (common->help) {
-        if (rt.rank == 0)
+        if (rt->rank == 0)
             nvl_opts_help(&cmd->opts, stdout);
         code = 0;
         goto out;
@@ -79,6 +89,151 @@ out:
     nvl_opts_free(&cmd->opts, args);
     nvl_topo_free(ctx.topo);
     nvl_validation_free(ctx.validation);
+    return code;
+}
+
+/* The FILE of --points FILE or --points=FILE in argv, which is then taken
+ * off argv (*argc shrinks); NULL when argv has none. */
+static const char *take_points(int *argc, char **argv)
+{
+    for (int i = 1; i < *argc; i++) {
+        const char *file = NULL;
+        int n = 0;
+        if (strcmp(argv[i], "--points") == 0 && i + 1 < *argc)
+            file = argv[i + 1], n = 2;
+        else if (strncmp(argv[i], "--points=", 9) == 0)
+            file = argv[i] + 9, n = 1;
+        if (file == NULL)
+            continue;
+        memmove(argv + i, argv + i + n,
+                (size_t)(*argc - i - n + 1) * sizeof *argv);
+        *argc -= n;
+        return file;
+    }
+    return NULL;
+}
+
+/* The lines of path, in *lines_out (each without its newline; blank
+ * lines and '#' comment lines kept empty so that numbers stay the file's);
+ * reports an unreadable file. */
+static nvl_status_t read_points(const char *path, char ***lines_out,
+                                size_t *n_out)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        nvl_report("--points %s: cannot open: %s", path, strerror(errno));
+        return NVL_ERR_IO;
+    }
+    char **lines = NULL, *line = NULL;
+    size_t n = 0, cap = 0, len = 0;
+    nvl_status_t st = NVL_OK;
+    while (st == NVL_OK && getline(&line, &len, f) >= 0) {
+        line[strcspn(line, "\r\n")] = '\0';
+        const char *p = line + strspn(line, " \t");
+        char **grown = n < cap ? lines
+                               : realloc(lines, (cap = 2 * cap + 16) *
+                                                    sizeof *lines);
+        char *copy = strdup(*p == '#' ? "" : line);
+        if (grown == NULL || copy == NULL) {
+            free(copy);
+            nvl_report("--points %s: out of memory", path);
+            st = NVL_ERR_NOMEM;
+            break;
+        }
+        lines = grown;
+        lines[n++] = copy;
+    }
+    free(line);
+    fclose(f);
+    *lines_out = lines;
+    *n_out = n;
+    return st;
+}
+
+/* Point `line` (number lineno of file) as an argv: argv's argc words, then
+ * the line's words (shell word splitting, no command substitution);
+ * reports a line that does not split. */
+static nvl_status_t point_argv(const char *file, size_t lineno,
+                               const char *line, int argc, char **argv,
+                               wordexp_t *we, char ***pargv_out)
+{
+    int rc = wordexp(line, we, WRDE_NOCMD | WRDE_UNDEF);
+    if (rc != 0) {
+        nvl_report("--points %s:%zu: cannot split the line into words (%s)",
+                   file, lineno,
+                   rc == WRDE_BADCHAR ? "an unquoted |&;<>(){}"
+                   : rc == WRDE_CMDSUB ? "a command substitution"
+                   : rc == WRDE_BADVAL ? "an unset variable"
+                   : rc == WRDE_SYNTAX ? "unbalanced quotes"
+                                       : "out of memory");
+        if (rc == WRDE_NOSPACE)
+            wordfree(we);
+        return NVL_ERR_INVALID;
+    }
+    char **pargv = malloc(((size_t)argc + we->we_wordc + 1) * sizeof *pargv);
+    if (pargv == NULL) {
+        wordfree(we);
+        nvl_report("--points %s: out of memory", file);
+        return NVL_ERR_NOMEM;
+    }
+    memcpy(pargv, argv, (size_t)argc * sizeof *pargv);
+    memcpy(pargv + argc, we->we_wordv, we->we_wordc * sizeof *pargv);
+    pargv[(size_t)argc + we->we_wordc] = NULL;
+    *pargv_out = pargv;
+    return NVL_OK;
+}
+
+/* The command once per non-blank line of file (take_points). */
+static int run_points(const nvl_cli_command_t *cmd, void *args,
+                      const nvl_runtime_t *rt, int argc, char **argv,
+                      const char *file)
+{
+    char **lines = NULL;
+    size_t n = 0;
+    nvl_runtime_capture_begin();
+    nvl_status_t st = read_points(file, &lines, &n);
+    int code = nvl_runtime_capture_end(st) == NVL_OK ? 0 : 1;
+    for (size_t i = 0; code == 0 && i < n; i++) {
+        if (lines[i][strspn(lines[i], " \t")] == '\0')
+            continue;
+        wordexp_t we;
+        char **pargv = NULL;
+        nvl_runtime_capture_begin();
+        st = point_argv(file, i + 1, lines[i], argc, argv, &we, &pargv);
+        if (nvl_runtime_capture_end(st) != NVL_OK) {
+            if (st == NVL_OK) { /* another rank failed */
+                free(pargv);
+                wordfree(&we);
+            }
+            code = 1;
+            break;
+        }
+        if (rt->rank == 0) {
+            printf("# point %s:%zu: %s\n", file, i + 1, lines[i]);
+            fflush(stdout);
+        }
+        code = run_once(cmd, args, rt, argc + (int)we.we_wordc, pargv);
+        if (code != 0 && rt->rank == 0)
+            nvl_report("--points %s:%zu: this point failed (above); the "
+                       "points after it were not run", file, i + 1);
+        free(pargv);
+        wordfree(&we);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    return code;
+}
+
+int nvl_cli_command_run(const nvl_cli_command_t *cmd, void *args, int argc,
+                        char **argv)
+{
+    nvl_runtime_t rt;
+    if (nvl_runtime_init(&argc, &argv, &rt) != NVL_OK)
+        return 1;
+    const char *points = cmd->points ? take_points(&argc, argv) : NULL;
+    int code = points != NULL ? run_points(cmd, args, &rt, argc, argv, points)
+                              : run_once(cmd, args, &rt, argc, argv);
     nvl_runtime_finalize();
     return code;
 }

@@ -93,6 +93,7 @@ import sys
 import tempfile
 
 from check_run_moe import check_moe_quant
+from check_points import check_points
 
 KEYS = ["ttft_ms", "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu",
         "decode_step_breakdown", "prefill_breakdown", "tpot_ms_steps", "inputs"]
@@ -574,6 +575,7 @@ CHECKS = {
     "pp-layout": check_pp_layout,
     "pp-moe": pp_moe,
     "gemm-formats": check_gemm_formats,
+    "points": lambda cmd: check_points(cmd, run),
     "moe-quant": lambda cmd: check_moe_quant(cmd, run, int(sys.argv[2]),
                                              int(sys.argv[3])),
 }
