@@ -153,6 +153,13 @@ typedef struct {
      * pipeline_parallel_size, TensorRT-LLM's num_micro_batches =
      * pp_size); 0 or 1: one step at a time */
     uint32_t in_flight;
+    /* the output path's time a token (--stream-us; 0: none): the API
+     * server's output handler takes each sampled token in turn (vLLM
+     * V1's AsyncLLM output_handler: OutputProcessor.process_outputs, the
+     * chat chunk, its send), one queue per replica behind the engine,
+     * which never waits for it (docs/serve.md, "The output path"); a
+     * token reaches the client when its turn is done */
+    int64_t stream_token_ps;
 } nvl_serve_policy_t;
 
 /* trtllm-bench's own limits (tensorrt_llm/bench/build/tuning.py

@@ -48,6 +48,12 @@ static const nvl_opt_t serve_opts[] = {
             "per request, shared round-robin by the requests it holds; a "
             "request reaches the scheduler when its share is done (0: on "
             "arrival; open arrivals only)"},
+    {.name = "stream-us", .kind = NVL_OPT_DOUBLE, .offset = AT(stream_us),
+     .arg = "T", .def = "0", .min_d = 0, .max_d = 1e6,
+     .doc = "the output path (vLLM's API server streaming each token) "
+            "takes T us per output token, one token after another behind "
+            "each replica's engine; a token reaches the client when its "
+            "turn is done (0: at its step's end)"},
     {.name = "isl", .kind = NVL_OPT_CUSTOM, .offset = AT(isl),
      .arg = "N|uniform:LO:HI|normal:M:SD|lognormal:MED:S", .def = "1024",
      .parse = nvl_serve_len_parse, .doc = "generator: input tokens"},
@@ -193,7 +199,8 @@ static nvl_status_t serving_config(const nvl_serve_args_t *a,
         .chunk = (uint32_t)a->chunk, .block_tokens = (uint32_t)a->block,
         .preempt = (nvl_preempt_t)a->preempt,
         .prefix_caching = a->prefix_caching != 0,
-        .in_flight = c->engine.pp > 1 ? c->engine.pp : 1};
+        .in_flight = c->engine.pp > 1 ? c->engine.pp : 1,
+        .stream_token_ps = nvl_ps_from_s(a->stream_us / 1e6)};
     c->mem_fraction = a->mem_fraction;
     c->keep_steps = a->trace != NULL;
     return NVL_OK;
@@ -215,7 +222,8 @@ static nvl_status_t load_workload(const nvl_serve_args_t *a,
     return nvl_serve_generate(&g, w);
 }
 
-/* The front end's hold on each request (--frontend-ms). */
+/* The front end's hold on each request (--frontend-ms); --stream-us's
+ * layouts checked. */
 static nvl_status_t frontend(const nvl_serve_args_t *a,
                              nvl_serve_workload_t *w)
 {
@@ -223,6 +231,16 @@ static nvl_status_t frontend(const nvl_serve_args_t *a,
         nvl_report("--frontend-ms with --attn-parallel dp: the attention-DP "
                    "ranks' loop (src/serve/adp.c) takes requests at arrival; "
                    "leave --frontend-ms at 0 there");
+        return NVL_ERR_INVALID;
+    }
+    if (a->stream_us > 0 &&
+        (a->engine.attn_dp || a->layout.prefill_gpus > 0)) {
+        nvl_report("--stream-us with %s: the output path is modelled behind "
+                   "one replica's own loop (src/serve/run.c), not the "
+                   "attention-DP ranks' or a disaggregated prefill pool's; "
+                   "leave --stream-us at 0 there",
+                   a->engine.attn_dp ? "--attn-parallel dp"
+                                     : "--prefill-gpus");
         return NVL_ERR_INVALID;
     }
     return nvl_serve_frontend(w, a->frontend_ms / 1e3);

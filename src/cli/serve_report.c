@@ -161,6 +161,9 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
     if (r->args->frontend_ms > 0)
         fprintf(out, "; front end %g ms a request, shared round-robin",
                 r->args->frontend_ms);
+    if (r->args->stream_us > 0)
+        fprintf(out, "; output path %g us a token, in turn",
+                r->args->stream_us);
     fputc('\n', out);
     policy_line(r, out);
     char weights[160];
@@ -304,6 +307,7 @@ static json_t *json_inputs(const nvl_serve_report_t *r)
     json_object_set_new(in, "system_replicas",
                         json_integer(r->res->pools[0].system_replicas));
     json_object_set_new(in, "frontend_ms", json_real(a->frontend_ms));
+    json_object_set_new(in, "stream_us", json_real(a->stream_us));
     if (a->workload != NULL)
         json_object_set_new(in, "workload", json_string(a->workload));
     else

@@ -22,6 +22,7 @@ typedef struct {
     double rate;
     nvl_serve_len_t isl, osl;
     double frontend_ms;   /* the front end's time per request (0: none) */
+    double stream_us;     /* the output path's time per token (0: none) */
     /* the policy (0s: the scheduler's defaults) */
     int scheduler;
     long max_batch, max_tokens, chunk, block;

@@ -326,6 +326,18 @@ void nvl_loop_account(loop_t *L, int64_t busy, uint64_t tokens,
     s->step_no++;
 }
 
+/* When a token sampled at ready_ps reaches the client: the output path
+ * takes the tokens in the order they come, stream_token_ps each, after
+ * the one before it (at ready_ps itself when it has none). */
+static int64_t delivered(loop_t *L, int64_t ready_ps)
+{
+    int64_t per = L->s.p->stream_token_ps;
+    if (per <= 0)
+        return ready_ps;
+    L->stream_ps = (L->stream_ps > ready_ps ? L->stream_ps : ready_ps) + per;
+    return L->stream_ps;
+}
+
 /* The oldest step in flight ends (at its ready_ps): its tokens are computed,
  * each sequence whose known tokens are all computed samples its next
  * token; the finished ones leave (a closed loop lets the next request
@@ -350,16 +362,17 @@ void nvl_loop_sample(loop_t *L)
         if (r->computed < known(s, k))
             continue;
         r->generated++;
+        int64_t at = delivered(L, f->ready_ps);
         nvl_serve_outcome_t *o = &s->out[s->which[k]];
         if (r->generated == 1)
-            o->first_token_ps = f->ready_ps;
+            o->first_token_ps = at;
         if (r->generated < req(s, k)->output_tokens)
             continue;
-        finish(s, k, f->ready_ps);
+        finish(s, k, at);
         L->done++;
         for (size_t j = L->next; L->conc > 0 && j < s->n; j++)
             if (L->arrive[j] < 0) {
-                L->arrive[j] = f->ready_ps;
+                L->arrive[j] = at;
                 break;
             }
     }

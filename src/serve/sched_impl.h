@@ -129,6 +129,8 @@ typedef struct {
     } *fl;
     size_t depth, fl_head, fl_len, fl_cap;
     int64_t last_ps; /* the latest end of a step sampled */
+    int64_t stream_ps; /* the output path busy until (policy's
+                          stream_token_ps) */
 } loop_t;
 
 /* Reports an internal error (a broken invariant); returns its status. */
