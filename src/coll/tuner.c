@@ -251,6 +251,16 @@ nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
     return st;
 }
 
+int64_t nvl_coll_kernel_time_ps(const nvl_comm_t *comm, nvl_coll_t coll,
+                                size_t bytes)
+{
+    nvl_coll_info_t info;
+    if (coll > NVL_COLL_ALLREDUCE ||
+        nvl_coll_choose_quiet(comm, coll, bytes, &info) != NVL_OK)
+        return -1;
+    return info.time_ps;
+}
+
 int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
                               const nvl_coll_info_t *info, int host_gpus,
                               int graph_calls)

@@ -174,6 +174,31 @@ static void test_ring_rating_by_hand(void **state)
     nvl_topo_free(topo);
 }
 
+/* The kernel a CUDA graph launches: the chosen (algorithm, protocol)'s
+ * time with no host cost; nothing for no bytes; -1 outside the five tuned
+ * collectives. */
+static void test_kernel_time(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("hgx-h100.topo");
+    nvl_comm_t *comm = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, 3, NULL, &comm), NVL_OK);
+    for (size_t bytes = 1024; bytes <= ((size_t)1 << 30); bytes *= 32) {
+        nvl_coll_info_t info;
+        assert_int_equal(nvl_coll_choose(comm, NVL_COLL_ALLGATHER, bytes, &info),
+                         NVL_OK);
+        int64_t k = nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLGATHER, bytes);
+        assert_true(k > 0);
+        assert_int_equal(k, info.time_ps);
+        /* a harness's loop never beats its kernel */
+        assert_true(nvl_coll_loop_time_ps(comm, &info, 3, 20) >= k);
+    }
+    assert_int_equal(nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLREDUCE, 0), 0);
+    assert_int_equal(nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLTOALL, 1024), -1);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -181,6 +206,7 @@ int main(void)
         T(test_choice_is_fastest_enabled),
         T(test_nccl_log_choices),
         T(test_ring_rating_by_hand),
+        T(test_kernel_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
