@@ -13,7 +13,8 @@
  *          the group's virtual end - start (nvl_coll_info_t.time_ps), but
  *          never less than the host's enqueue time of a call
  *          (nvl_coll_loop_time_ps: [nccl] launch_overhead), as a loop of
- *          back-to-back calls measures it
+ *          back-to-back calls measures it; under -G the NCCL call's
+ *          device time is its kernel alone (nvl_coll_kernel_time_ps)
  *   algbw  size / time;  busbw = algbw x the collective's factor
  *          (nccl-tests: allreduce 2(n-1)/n, allgather, reduce-scatter and
  *          alltoall (n-1)/n, broadcast, reduce and sendrecv 1)

@@ -150,7 +150,8 @@ static const nvl_opt_t opts[] = {
      .offset = AT(graph_calls), .arg = "N", .def = "0", .min = 0,
      .max = MAX_COUNT,
      .doc = "capture N calls per CUDA graph launch: the host's launch "
-            "floor is paid once per graph, N calls (0: no graphs)"},
+            "floor is paid once per graph, N calls, and each NCCL call "
+            "costs its kernel alone (0: no graphs)"},
     {.name = "help", .short_name = 'h', .kind = NVL_OPT_HELP,
      .offset = AT(help), .doc = "this help"},
 };

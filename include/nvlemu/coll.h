@@ -213,6 +213,19 @@ nvl_status_t nvl_coll_predict(const nvl_comm_t *comm, nvl_coll_t coll,
                               size_t bytes, nvl_algo_t algo,
                               nvl_proto_t proto, nvl_coll_info_t *info_out);
 
+/* GPU time of one NCCL collective launched from a CUDA graph, no host
+ * cost: the kernel of the (algorithm, protocol) nvl_coll_choose picks for
+ * coll (broadcast, reduce, allgather, reduce-scatter, allreduce) moving
+ * `bytes` (NCCL's nBytes) on comm -- NCCL's per-step latencies and its
+ * bytes over the protocol's bandwidth on the channels NCCL runs
+ * (docs/collectives.md, "The kernel and its harness").  A harness adds its
+ * host cost apart (nvl_coll_loop_time_ps, nvl_coll_blocking_time_ps, the
+ * launch stream of cost.h).  0 for one rank or no bytes (NCCL launches no
+ * kernel); -1 (no report) when coll is not one of those five or nothing
+ * enabled can run it. */
+int64_t nvl_coll_kernel_time_ps(const nvl_comm_t *comm, nvl_coll_t coll,
+                                size_t bytes);
+
 /* The time one call takes in a back-to-back loop such as nccl-tests': the
  * device time, but never less than the host's enqueue time of the call
  * ([nccl] launch_overhead) on each of host_gpus GPUs one host thread drives

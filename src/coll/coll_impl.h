@@ -123,6 +123,12 @@ typedef struct {
     /* modeled duration in seconds of coll moving `bytes` (NCCL nBytes) */
     double (*predict_s)(const nvl_comm_t *comm, nvl_coll_t coll,
                         size_t bytes, nvl_proto_t proto, double channels);
+    /* the GPU time in seconds of the kernel alone, launched from a CUDA
+     * graph (nvl_coll_kernel_time_ps): NCCL's step latencies and the
+     * bytes over the channels, without the eager call's costs predict_s
+     * carries; NULL: predict_s is the kernel's time too */
+    double (*kernel_s)(const nvl_comm_t *comm, nvl_coll_t coll,
+                       size_t bytes, nvl_proto_t proto, double channels);
     /* moves the data of a call (data mode only) */
     nvl_status_t (*run)(const nvl_coll_call_t *call);
     /* the share of a channel's rate a protocol carries, where this
@@ -320,6 +326,15 @@ double nvl_coll_model_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
 double nvl_coll_model_ring_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
                                  nvl_proto_t proto, int intra_steps,
                                  int inter_steps);
+
+/* The latency of a ring's or tree's steps: an eager call's
+ * (nvl_coll_model_ring_lat_s) or, when kernel, the kernel's alone in a
+ * CUDA graph (nvl_coll_model_nccl_lat_s: NCCL's base and per-step
+ * latencies, no kernel overhead or hop_lat; docs/collectives.md, "The
+ * kernel and its harness"). */
+double nvl_coll_model_steps_lat_s(const nvl_comm_t *comm, nvl_algo_t algo,
+                                  nvl_proto_t proto, int intra_steps,
+                                  int inter_steps, bool kernel);
 
 /* NCCL's own latency of a call (tuning.cc ncclTopoTuneModel): baseLat +
  * intra_steps x hwLat[NVLINK] + inter_steps x (hwLat[NET] + the

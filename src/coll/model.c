@@ -67,6 +67,16 @@ double nvl_coll_model_ring_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
            die * die_ps * 1e-12;
 }
 
+double nvl_coll_model_steps_lat_s(const nvl_comm_t *c, nvl_algo_t algo,
+                                  nvl_proto_t proto, int intra_steps,
+                                  int inter_steps, bool kernel)
+{
+    return kernel ? nvl_coll_model_nccl_lat_s(c, algo, proto, intra_steps,
+                                              inter_steps)
+                  : nvl_coll_model_ring_lat_s(c, algo, proto, intra_steps,
+                                              inter_steps);
+}
+
 double nvl_coll_model_intra_bw(const nvl_comm_t *c)
 {
     if (c->die_edges == 0)

@@ -55,13 +55,14 @@ static bool ring_supports(const nvl_comm_t *c, nvl_coll_t coll,
 /* Broadcast and reduce: the first chunk's latency crosses N-1 hops
  * (NCCL's tuning charges one, tuning.cc "waiting for proper chunk
  * modeling"); the last chunk's transfer the N-2 hops after the root's. */
-static double chain_predict(const nvl_comm_t *c, nvl_coll_t coll,
-                            size_t bytes, nvl_proto_t proto, double channels)
+static double chain_time_s(const nvl_comm_t *c, nvl_coll_t coll,
+                           size_t bytes, nvl_proto_t proto, double channels,
+                           bool kernel)
 {
     int n = c->size, hops = n - 1;
     int inter = c->domains > 1 ? c->domains - 1 : 0;
-    double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_RING, proto,
-                                           hops - inter, inter);
+    double lat = nvl_coll_model_steps_lat_s(c, NVL_ALGO_RING, proto,
+                                            hops - inter, inter, kernel);
     double s = (double)bytes, x = s / channels;
     double chunk = (double)nvl_coll_protos[proto].chunk_bytes;
     double busbw = nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
@@ -132,18 +133,32 @@ double nvl_coll_ring_rating_s(const nvl_comm_t *c, nvl_coll_t coll,
                      ring_nccl_bus_bw(c, proto);
 }
 
-static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
-                           size_t bytes, nvl_proto_t proto, double channels)
+/* The call's time (kernel false: the eager call as predict_s times it)
+ * or its kernel's alone (kernel_s). */
+static double ring_time_s(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                          nvl_proto_t proto, double channels, bool kernel)
 {
     int nsteps, inter;
     if (!ring_steps(c, coll, &nsteps, &inter)) /* the chain's pipeline */
-        return chain_predict(c, coll, bytes, proto, channels);
-    double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_RING, proto,
-                                           nsteps - inter, inter);
+        return chain_time_s(c, coll, bytes, proto, channels, kernel);
+    double lat = nvl_coll_model_steps_lat_s(c, NVL_ALGO_RING, proto,
+                                            nsteps - inter, inter, kernel);
     double wire = (double)bytes * nsteps / c->size;
     return lat + wire / nvl_coll_model_bus_bw(c, coll, NVL_ALGO_RING, proto,
                                               nvl_coll_model_path_bw(c),
                                               channels, wire);
+}
+
+static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
+                           size_t bytes, nvl_proto_t proto, double channels)
+{
+    return ring_time_s(c, coll, bytes, proto, channels, false);
+}
+
+static double ring_kernel(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                          nvl_proto_t proto, double channels)
+{
+    return ring_time_s(c, coll, bytes, proto, channels, true);
 }
 
 static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,
@@ -255,6 +270,7 @@ const nvl_coll_algo_t nvl_coll_algo_ring = {
     .algo = NVL_ALGO_RING,
     .supports = ring_supports,
     .predict_s = ring_predict,
+    .kernel_s = ring_kernel,
     .run = ring_run,
     /* Ring LL: NCCL_LL_THREAD_THRESHOLD (8 bytes per thread) x nRanks
      * (tuning.cc; "16/8/64" at 2 ranks, "32/8/64" at 4 in NCCL 2.28's

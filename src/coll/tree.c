@@ -27,18 +27,32 @@ static bool tree_supports(const nvl_comm_t *c, nvl_coll_t coll,
     return coll == NVL_COLL_ALLREDUCE;
 }
 
-static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
-                           nvl_proto_t proto, double channels)
+/* The call's time (kernel false: the eager call, predict_s) or its
+ * kernel's alone (kernel_s). */
+static double tree_time_s(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                          nvl_proto_t proto, double channels, bool kernel)
 {
-
     int ppn = c->max_per_domain;
-    double lat = nvl_coll_model_ring_lat_s(c, NVL_ALGO_TREE, proto,
-                                           2 * (ppn - 1), 2 * c->log2_domains);
+    double lat = nvl_coll_model_steps_lat_s(c, NVL_ALGO_TREE, proto,
+                                            2 * (ppn - 1),
+                                            2 * c->log2_domains, kernel);
     double path = nvl_coll_model_path_bw(c);
     double busbw =
         0.92 * nvl_coll_model_bus_bw(c, coll, NVL_ALGO_TREE, proto, path, channels,
                                 (double)bytes);
     return lat + (double)bytes / (0.5 * busbw);
+}
+
+static double tree_predict(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                           nvl_proto_t proto, double channels)
+{
+    return tree_time_s(c, coll, bytes, proto, channels, false);
+}
+
+static double tree_kernel(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
+                          nvl_proto_t proto, double channels)
+{
+    return tree_time_s(c, coll, bytes, proto, channels, true);
 }
 
 /* NCCL's correction of its tree bandwidth at mid sizes (tuning.cc
@@ -159,6 +173,7 @@ const nvl_coll_algo_t nvl_coll_algo_tree = {
     .algo = NVL_ALGO_TREE,
     .supports = tree_supports,
     .predict_s = tree_predict,
+    .kernel_s = tree_kernel,
     .run = tree_run,
     /* NCCL tuning.cc: Tree LL at 1/3.8, LL128 at 7/9 */
     .proto_eff = {[NVL_PROTO_LL] = 1.0 / 3.8, [NVL_PROTO_LL128] = 7.0 / 9.0},

@@ -251,6 +251,41 @@ nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
     return st;
 }
 
+/* The kernel's own time of the NCCL call info describes: its algorithm's
+ * kernel_s on NCCL's channels where the row has one, else the modeled
+ * time (a serving engine's kernel: its own). */
+static int64_t kernel_ps(const nvl_comm_t *comm, const nvl_coll_info_t *info)
+{
+    const nvl_coll_algo_t *a = info->algo < NVL_ALGO_COUNT
+                                   ? nvl_coll_algo(info->algo)
+                                   : NULL;
+    if (a == NULL || a->kernel_s == NULL || info->impl != NVL_AR_NCCL ||
+        comm->size < 2 || info->bytes == 0)
+        return info->time_ps;
+    double channels = nvl_coll_model_channels(comm, info->algo, info->proto,
+                                              info->bytes);
+    return nvl_ps_from_s(a->kernel_s(comm, info->coll, info->bytes,
+                                     info->proto, channels));
+}
+
+int64_t nvl_coll_kernel_time_ps(const nvl_comm_t *comm, nvl_coll_t coll,
+                                size_t bytes)
+{
+    nvl_coll_info_t info;
+    if (coll > NVL_COLL_ALLREDUCE ||
+        nvl_coll_choose_quiet(comm, coll, bytes, &info) != NVL_OK)
+        return -1;
+    return kernel_ps(comm, &info);
+}
+
+/* A call's device time under a harness: the kernel's alone when graph_calls
+ * calls are captured in one CUDA graph, else the eager call's. */
+static int64_t device_ps(const nvl_comm_t *comm, const nvl_coll_info_t *info,
+                         int graph_calls)
+{
+    return graph_calls > 1 ? kernel_ps(comm, info) : info->time_ps;
+}
+
 int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
                               const nvl_coll_info_t *info, int host_gpus,
                               int graph_calls)
@@ -264,7 +299,8 @@ int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
         return host_gpus * n->empty_call_ps;
     int64_t host = host_gpus * n->launch_overhead_ps /
                    (graph_calls > 1 ? graph_calls : 1);
-    return info->time_ps > host ? info->time_ps : host;
+    int64_t device = device_ps(comm, info, graph_calls);
+    return device > host ? device : host;
 }
 
 int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
@@ -279,7 +315,7 @@ int64_t nvl_coll_blocking_time_ps(const nvl_comm_t *comm,
                       : torch +
                             host_gpus * n->launch_overhead_ps /
                                 (graph_calls > 1 ? graph_calls : 1) +
-                            info->time_ps;
+                            device_ps(comm, info, graph_calls);
     /* torch records the end after the call returns: never before its
      * whole host path */
     return torch_eager && t < n->torch_call_ps ? n->torch_call_ps : t;

@@ -174,6 +174,43 @@ static void test_ring_rating_by_hand(void **state)
     nvl_topo_free(topo);
 }
 
+/* The kernel a CUDA graph launches: the chosen (algorithm, protocol)'s
+ * kernel, NCCL's latencies without the eager call's kernel overhead and
+ * hop latencies, no host cost; nothing for no bytes; -1 outside the five
+ * tuned collectives.  At 1 KB (Ring LL, 4 steps at 3 ranks) it has NCCL's
+ * rating's latency, 6.6 us + 4 x 0.6 us. */
+static void test_kernel_time(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("hgx-h100.topo");
+    nvl_comm_t *comm = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, 3, NULL, &comm), NVL_OK);
+    for (size_t bytes = 1024; bytes <= ((size_t)1 << 30); bytes *= 32) {
+        nvl_coll_info_t info;
+        assert_int_equal(nvl_coll_choose(comm, NVL_COLL_ALLGATHER, bytes, &info),
+                         NVL_OK);
+        int64_t k = nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLGATHER, bytes);
+        assert_true(k > 0);
+        /* the eager call pays the GPU's kernel overhead on top */
+        assert_true(k + topo->gpu.kernel_overhead_ps <= info.time_ps);
+        /* a CUDA graph's loop never beats its kernel */
+        assert_true(nvl_coll_loop_time_ps(comm, &info, 3, 20) >= k);
+    }
+    double rating = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE, 1024,
+                                           NVL_ALGO_RING, NVL_PROTO_LL);
+    int64_t k = nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLREDUCE, 1024);
+    assert_true(rating > 9.0e-6 && rating < 9.01e-6);
+    /* NCCL's channel rule runs 1 KB on one channel: 370.8 / 24 GB/s, half
+     * of it LL's data */
+    double want = 9.0e-6 + 1024.0 * 4 / 3 / (370.8e9 / 24 * 0.5);
+    assert_true(k > nvl_ps_from_s(want * 0.999) &&
+                k < nvl_ps_from_s(want * 1.001));
+    assert_int_equal(nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLREDUCE, 0), 0);
+    assert_int_equal(nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLTOALL, 1024), -1);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -181,6 +218,7 @@ int main(void)
         T(test_choice_is_fastest_enabled),
         T(test_nccl_log_choices),
         T(test_ring_rating_by_hand),
+        T(test_kernel_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
