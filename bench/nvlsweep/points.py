@@ -149,8 +149,10 @@ def run_points_job(a, group, ctx, done):
         done(job, judged(job, rc, why), wall)
 
     pj = PointsJob(path, group, prog, finish)
-    _, rc = stream(cmd, dict(env0, **group[0].env), a.timeout * len(group), pj.on_line)
-    os.remove(path)
+    try:
+        _, rc = stream(cmd, dict(env0, **group[0].env), a.timeout * len(group), pj.on_line)
+    finally:
+        os.remove(path)
     pj.end_point(rc)  # the last point seen, or the first when none was
     ran = set(pj.seen or [0])
     return [j for i, j in enumerate(group) if i not in ran]
