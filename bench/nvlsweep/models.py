@@ -101,7 +101,7 @@ def sweep_models(a):
     rows, failed, reused = [], 0, 0
     jobs = jobs_of(a, runs, ids, rdir, nvlemu, mpirun)
     for job, got in run_jobs(a, rdir, jobs, sum(run_weight(ranks_of(r)) for r in runs),
-                             len(runs), keep_result):
+                             len(runs), keep_result, nvlemu):
         failed += got.status != "ok"
         reused += not got.fresh
         rows.append(row_of(a, job, got, axes))

@@ -182,9 +182,12 @@ def launch_args(l):
                    help="nvlemu binary (default $NVL_BUILD_DIR/nvlemu or build/nvlemu)")
     l.add_argument("--timeout", type=float, default=1800,
                    help="seconds before one run is stopped and recorded as failed "
-                        "(default 1800)")
+                        "(default 1800); the runs of an `nvlemu run` grid that share "
+                        "a launcher run as one --points job, stopped after this times "
+                        "its number of runs")
     l.add_argument("--dry-run", action="store_true",
-                   help="print the commands, run nothing")
+                   help="print the commands, run nothing (an `nvlemu run` grid: "
+                        "one line per job, a --points job's file above it as comments)")
     l.add_argument("--rerun", action="store_true",
                    help="run again even the runs whose results exist")
 

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from . import points
 from .launch import (dry_run_note, find_binary, find_mpirun, launch, launcher_env,
                      rel_to_repo, sh_quote, error_text)
 
@@ -109,13 +110,9 @@ class Outcome:
         self.res, self.status, self.err, self.fresh = res, status, err, fresh
 
 
-def run_one(a, job, rdir, env0, judge):
-    """Runs a job whose results are missing; judge(res, rc, job) keeps or
-    drops the JSON it wrote (None: the run failed)."""
-    if os.path.exists(job.jpath):
-        os.remove(job.jpath)
-    outtext, rc = launch(a, job.cmd, dict(env0, **job.env), job.env, rdir, job.rid,
-                         time.time())
+def judged(job, judge, rc, outtext):
+    """The Outcome of a job that ran: judge(res, rc, job) keeps or drops
+    the JSON it wrote (None: the run failed, why taken from outtext)."""
     res = judge(load_json(job.jpath), rc, job)
     if res is not None:
         return Outcome(res, "ok", "", True)
@@ -125,31 +122,53 @@ def run_one(a, job, rdir, env0, judge):
     return Outcome(None, "failed", err, True)
 
 
-def run_jobs(a, rdir, jobs, total_weight, total, judge):
-    """Runs the jobs (an iterable of Job) in order, reusing each whose JSON
-    exists and parses; yields (job, Outcome) for each, or prints each
-    command under --dry-run and yields nothing.  The progress line goes to
-    stderr; the caller shows the final one."""
+def run_one(a, job, rdir, env0, judge):
+    """Runs a job whose results are missing, alone (judged)."""
+    if os.path.exists(job.jpath):
+        os.remove(job.jpath)
+    outtext, rc = launch(a, job.cmd, dict(env0, **job.env), job.env, rdir, job.rid,
+                         time.time())
+    return judged(job, judge, rc, outtext)
+
+
+def run_jobs(a, rdir, jobs, total_weight, total, judge, nvlemu=None):
+    """Runs the jobs (an iterable of Job), reusing each whose JSON exists
+    and parses; yields (job, Outcome) for each in the jobs' order, or
+    prints the commands under --dry-run and yields nothing.  With nvlemu
+    (`nvlemu run` grids), the pending jobs that share a launcher run as
+    one points job per group (points.py), otherwise one job each.  The
+    progress line goes to stderr, a step per run; the caller shows the
+    final one."""
     prog = Progress(total_weight, total)
     env0 = launcher_env()
-    if not a.dry_run:
-        prog.show("starting")
-    else:
+    if a.dry_run:
         dry_run_note()
+    else:
+        prog.show("starting")
+    jobs, got = list(jobs), {}
+    pending = [j for j in jobs if a.rerun or a.dry_run or load_json(j.jpath) is None]
+    pending_ids = {j.rid for j in pending}
+
+    def done(job, outcome, seconds):
+        got[job.rid] = outcome
+        prog.step(job.weight, seconds, outcome.fresh)
+        prog.show(job.label + (" FAILED" if outcome.status != "ok" else ""))
+
     for job in jobs:
+        if job.rid not in pending_ids:
+            done(job, Outcome(load_json(job.jpath), "ok", "", False), 0.0)
+    groups = points.group_jobs(pending, nvlemu) if nvlemu else [[j] for j in pending]
+    ctx = (rdir, env0, lambda job, rc, text: judged(job, judge, rc, text), prog, nvlemu)
+    for group in groups:
         if a.dry_run:
-            print(" ".join("%s=%s" % kv for kv in job.env.items()) +
-                  (" " if job.env else "") + sh_quote(job.cmd))
+            points.print_group(group, nvlemu, rdir)
             continue
-        res = None if a.rerun else load_json(job.jpath)
-        t0 = time.time()
-        if res is None:
+        for job in points.run_group(a, group, ctx, done):
             prog.show("running " + job.label)
-            got = run_one(a, job, rdir, env0, judge)
-        else:
-            got = Outcome(res, "ok", "", False)
-        prog.step(job.weight, time.time() - t0, got.fresh)
-        yield job, got
-        prog.show(job.label + (" FAILED" if got.status != "ok" else ""))
-    if not a.dry_run:
-        prog.show("", final=True)
+            t0 = time.time()
+            done(job, run_one(a, job, rdir, env0, judge), time.time() - t0)
+    if a.dry_run:
+        return
+    for job in jobs:
+        yield job, got[job.rid]
+    prog.show("", final=True)

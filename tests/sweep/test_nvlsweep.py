@@ -9,7 +9,7 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from nvlsweep import families, grid, options, outputs, serve, serve_grid  # noqa: E402
+from nvlsweep import families, grid, options, outputs, points, runs, serve, serve_grid  # noqa: E402
 
 NVLEMU = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
 
@@ -72,6 +72,51 @@ class Grid(unittest.TestCase):
             grid.build_grid(parse("--ctx", "16", "--prompt-len", "8"))
         runs = grid.build_grid(parse("--tp", "2", "--prompt-len", "8"))
         self.assertEqual((runs[0]["prompt_len"], runs[0]["gen_len"]), (8, 16))
+
+
+class Points(unittest.TestCase):
+    def jobs(self, *args):
+        a = parse(*args)
+        jobs = []
+        for r in grid.build_grid(a):
+            rid = grid.run_id(r, None, None)
+            cmd, env = grid.run_command(a, r, "nvlemu", "mpirun", rid + ".json")
+            jobs.append(runs.Job(rid, rid + ".json", cmd, env, rid, 1))
+        return jobs
+
+    def test_groups_share_ranks_and_variables(self):
+        """One group per rank count and NCCL_* setting, the grid's order
+        kept; each point's line is its run's options after `nvlemu run`."""
+        jobs = self.jobs("--model", "qwen2.5-7b", "--tp", "2,3", "--batch", "1,8",
+                         "--nccl-algo", "default,Ring")
+        groups = points.group_jobs(jobs, "nvlemu")
+        self.assertEqual([len(g) for g in groups], [2, 2, 2, 2])
+        self.assertEqual([j for g in groups for j in g], sorted(
+            jobs, key=lambda j: (j.cmd[2], "NCCL_ALGO" in j.env, jobs.index(j))))
+        path, text, cmd = points.points_command(groups[0], "nvlemu", "runs")
+        self.assertEqual(cmd[:3] + cmd[-4:],
+                         ["mpirun", "-n", "2", "nvlemu", "run", "--points", path])
+        self.assertEqual(text.splitlines()[1].split()[-1], groups[0][1].rid + ".json")
+
+    def test_cut_at_point_lines(self):
+        """A points job's output cut at its `# point FILE:LINE` lines: the
+        text before the first goes to it, a point ends when the next
+        starts (exit code 0) or with the job."""
+        class Quiet:
+            def show(self, label):
+                pass
+        ended = []
+        pj = points.PointsJob("p.txt", [runs.Job("a", "", [], {}, "a", 1)] * 3, Quiet(),
+                              lambda k, rc, wall, text: ended.append((k, rc, text)))
+        for line in ("warm-up\n", "# point p.txt:1: --batch 1\n", "one\n",
+                     "# point other.txt:2: x\n", "# point p.txt:2: --batch 8\n", "bad\n"):
+            pj.on_line(line)
+        pj.end_point(1)
+        self.assertEqual([(k, rc) for k, rc, _ in ended], [(0, 0), (1, 1)])
+        self.assertEqual(ended[0][2], "warm-up\n# point p.txt:1: --batch 1\none\n"
+                         "# point other.txt:2: x\n")
+        self.assertEqual(ended[1][2], "# point p.txt:2: --batch 8\nbad\n")
+        self.assertEqual(pj.seen, [0, 1])
 
 
 class Serve(unittest.TestCase):

@@ -3,7 +3,8 @@
 # batch 1,2 at context 16 on hgx-h200) into a temporary folder; checks the
 # CSV, JSON and Markdown rows, that a second run resumes without running
 # anything again, a what-if axis recorded in every row, a failing run
-# recorded and reported, expert placements side by side (--ep,
+# recorded and reported (its points job stops there, the run after it
+# still runs), the dry run's 2 points jobs for 2 rank counts, expert placements side by side (--ep,
 # --attn-parallel), a run that does not fit in HBM marked and not ranked,
 # regeneration from saved runs rewriting nothing, a --rank-plays axis (GPU
 # runs keep their ids), and the plots when gnuplot is installed.
@@ -35,12 +36,22 @@ grep -q '1 new, 3 reused' "$tmp/err3" || { cat "$tmp/err3"; fail "resume did not
 # 4. what-if axis and --set in every row; a failing what-if is recorded
 (cd "$repo" && "$sweep" --model tests/data/hf/qwen2-tiny --tp 2 --batch 1 --ctx 16 \
     --topo hgx-h200 --nvlemu "$nvlemu" --no-plots --set 'gpu[1].clock_scale=0.8' \
-    --what-if slow=nvlink.link_bw=10GB/s --what-if bad=nvlink.no_such_key=1 \
+    --what-if bad=nvlink.no_such_key=1 --what-if slow=nvlink.link_bw=10GB/s \
     --out "$tmp/w") 2>"$tmp/err4" && fail "a sweep with a failing run exited 0"
 python3 - "$tmp/w" <<'PY' || fail "what-if rows"
-import csv, sys
+import csv, glob, json, sys
 rows = list(csv.DictReader(open(sys.argv[1] + "/results.csv")))
-assert [r["what_if"] for r in rows] == ["baseline", "slow", "bad"], rows
+assert [r["what_if"] for r in rows] == ["baseline", "bad", "slow"], rows
+# the three share one points job: it stops at 'bad', 'slow' runs after it;
+# each run's own command, exit code and part of the output
+for r in rows:
+    sj = json.load(open("%s/runs/%s.sweep.json" % (sys.argv[1], r["run_id"])))
+    assert "--points" not in sj["command"] and r["run_id"] + ".json" in sj["command"][-1]
+    assert (sj["exit_code"] == 0) == (r["what_if"] != "bad"), sj
+    log = open("%s/runs/%s.log" % (sys.argv[1], r["run_id"])).read()
+    assert ("no_such_key" in log) == (r["what_if"] == "bad"), (r["what_if"], log)
+assert "points_job" in json.load(open("%s/runs/%s.sweep.json" % (sys.argv[1], rows[0]["run_id"])))
+assert not glob.glob(sys.argv[1] + "/runs/*.points")
 assert all("gpu[1].clock_scale=0.8" in r["set"] for r in rows)
 ok = {r["what_if"]: r for r in rows}
 assert ok["baseline"]["status"] == ok["slow"]["status"] == "ok"
@@ -50,9 +61,12 @@ assert float(ok["slow"]["tpot_ms"]) > float(ok["baseline"]["tpot_ms"])
 md = open(sys.argv[1] + "/summary.md").read()
 assert "FAILED" in md and "slow" in md
 PY
-# 5. --dry-run prints the commands and runs nothing
+# 5. --dry-run prints the commands and runs nothing: the runs of one rank
+# count share a points job (2 jobs of 2 points), each point a comment line
 (cd "$repo" && "$sweep" $args --dry-run --out "$tmp/d") >"$tmp/dry" || fail "dry run"
-[ "$(grep -c ' run --model ' "$tmp/dry")" -eq 4 ] || fail "dry run: expected 4 commands"
+[ "$(grep -c '^#   --model ' "$tmp/dry")" -eq 4 ] || fail "dry run: expected 4 points"
+[ "$(grep -c '^scripts/nvlrun [12] .*nvlemu run --points ' "$tmp/dry")" -eq 2 ] \
+    || { cat "$tmp/dry"; fail "dry run: expected 2 points jobs"; }
 [ ! -e "$tmp/d" ] || fail "dry run wrote $tmp/d"
 # 6. --hostfile: the same numbers whatever the hosts (hostfiles/README.md)
 (cd "$repo" && "$sweep" --model tests/data/hf/qwen2-tiny --tp 2 --batch 1,2 --ctx 16 \
