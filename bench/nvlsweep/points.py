@@ -2,8 +2,10 @@
 N or mpirun -n N, hostfile and environment variables) run as ONE
 `nvlemu run --points FILE` job, so that the MPI start-up of N ranks is
 paid once per group instead of once per run.  The job prints a
-`# point FILE:LINE` line before each point: that is where the progress
-line moves on and where each run's runs/<id>.log starts.  The job stops
+`# point FILE:LINE` line before each point, on standard error with the
+point's errors (Open MPI forwards a rank's standard output apart, so a
+report's lines may arrive after the next point's header): that is where
+the progress line moves on and where each run's runs/<id>.log starts.  The job stops
 at the first failing point; the group's points after it run again as a
 new points job.  Each run still gets runs/<id>.json (its own --json),
 runs/<id>.sweep.json (the command that reruns it alone) and runs/<id>.log

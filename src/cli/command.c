@@ -208,9 +208,13 @@ static int run_points(const nvl_cli_command_t *cmd, void *args,
             code = 1;
             break;
         }
+        /* on standard error, as the point's reports: Open MPI forwards a
+         * rank's two streams apart, so only there is the header sure to
+         * come before what the point reports */
         if (rt->rank == 0) {
-            printf("# point %s:%zu: %s\n", file, i + 1, lines[i]);
             fflush(stdout);
+            fprintf(stderr, "# point %s:%zu: %s\n", file, i + 1, lines[i]);
+            fflush(stderr);
         }
         code = run_once(cmd, args, rt, argc + (int)we.we_wordc, pargv);
         if (code != 0 && rt->rank == 0)
