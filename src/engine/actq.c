@@ -47,6 +47,8 @@ static void quant_rows(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g,
         float *o = out + r * K;
         if (e->actq == NVL_ACT_NVFP4)
             nvl_act_quant_nvfp4(in, K, s, o);
+        else if (e->actq == NVL_ACT_NVFP4_GS)
+            nvl_act_quant_nvfp4_gs(in, K, s, o);
         else if (e->actq == NVL_ACT_FP8_TENSOR)
             nvl_act_quant_fp8_tensor(in, K, s, o);
         else if (e->actq == NVL_ACT_FP8_TOKEN)
@@ -96,12 +98,23 @@ void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
         memcpy(dst, src, n * sizeof *dst);
 }
 
-/* A per-tensor scale `name` (F32, one value, finite and positive) into
- * *v; absent: *v unchanged. */
+/* A per-tensor scale `name` (one F32 or BF16 value, finite and positive)
+ * into *v; absent: *v unchanged.  compressed-tensors stores NVFP4's input
+ * scale as the global scale, "<module>.input_global_scale" (448 x 6 /
+ * amax, generate_gparam): read in its place, as it is (the largest of a
+ * fused GEMM's parts, as vLLM's CompressedTensorsW4A4Fp4 takes it, and
+ * NVL_ACT_NVFP4_GS's rule). */
 static nvl_status_t read_scale(const nvl_weights_t *w, const char *dir,
                                const char *name, float *v)
 {
-    if (!nvl_weights_has(w, name))
+    static const char in[] = "input_scale";
+    char alt[256];
+    size_t len = strlen(name), k = len > sizeof in ? len - (sizeof in - 1) : 0;
+    snprintf(alt, sizeof alt, "%.*sinput_global_scale", (int)k, name);
+    if (!nvl_weights_has(w, name) && strcmp(name + k, in) == 0 &&
+        nvl_weights_has(w, alt))
+        name = alt;
+    else if (!nvl_weights_has(w, name))
         return NVL_OK;
     unsigned char *bytes = NULL;
     uint64_t n = 0;
@@ -112,10 +125,12 @@ static nvl_status_t read_scale(const nvl_weights_t *w, const char *dir,
     float f = NAN;
     if (strcmp(dt, "F32") == 0 && n == 4)
         f = nvl_quant_scale_value(NVL_QCODE_F32, bytes);
+    else if (strcmp(dt, "BF16") == 0 && n == 2)
+        f = nvl_quant_scale_value(NVL_QCODE_BF16, bytes);
     free(bytes);
     if (!(f > 0.0f) || isinf(f)) {
-        nvl_report("%s: scale '%s' must be one finite positive F32 value "
-                   "(dtype %s, %llu bytes, value %g)", dir, name, dt,
+        nvl_report("%s: scale '%s' must be one finite positive F32 or BF16 "
+                   "value (dtype %s, %llu bytes, value %g)", dir, name, dt,
                    (unsigned long long)n, (double)f);
         return NVL_ERR_INVALID;
     }
