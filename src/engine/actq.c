@@ -36,6 +36,19 @@ static int calib_point(nvl_gemm_in_t g)
     return NVL_CALIB_QKV + (int)(g - NVL_GEMM_IN_QKV);
 }
 
+/* Whether GEMM input g of this stage's layer li feeds weights the
+ * checkpoint keeps in bf16 in that layer (a per-layer exclusion: the
+ * input stays unquantized, as the engines run an unquantized Linear). */
+static bool layer_bf16(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g)
+{
+    nvl_quant_class_t c =
+        g <= NVL_GEMM_IN_O ? NVL_QCLASS_ATTN
+        : nvl_model_layer_is_moe(&e->cfg, e->layer0 + li) ? NVL_QCLASS_EXPERTS
+                                         : NVL_QCLASS_MLP;
+    return nvl_model_layer_bf16(e->opts.gemm_bf16_layers[c],
+                                (int64_t)e->layer0 + li);
+}
+
 /* Each of the M rows of x (K values) as the GEMM reads it, into out
  * (which may be x). */
 static void quant_rows(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g,
@@ -63,7 +76,7 @@ const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    uint64_t M, uint64_t K)
 {
     calib_collect(e, li, calib_point(g), x, M * K);
-    if (e->actq == NVL_ACT_NONE || M * K == 0)
+    if (e->actq == NVL_ACT_NONE || M * K == 0 || layer_bf16(e, li, g))
         return x;
     if (M * K > e->actq_cap) {
         free(e->actq_buf);
@@ -84,7 +97,7 @@ void nvl_engine_gemm_input_inplace(const nvl_engine_t *e, uint32_t li,
                                    uint64_t K)
 {
     calib_collect(e, li, calib_point(g), x, M * K);
-    if (e->actq != NVL_ACT_NONE)
+    if (e->actq != NVL_ACT_NONE && !layer_bf16(e, li, g))
         quant_rows(e, li, g, x, x, M, K);
 }
 
