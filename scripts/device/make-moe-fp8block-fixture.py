@@ -52,19 +52,8 @@ def make():
         attention_bias=False, tie_word_embeddings=False,
         initializer_range=0.08, bos_token_id=1, eos_token_id=2,
         pad_token_id=0, output_router_logits=False)
-    model = Qwen3MoeForCausalLM(cfg).eval().float()
-    with torch.no_grad():
-        for layer in model.model.layers:
-            for norm in (layer.self_attn.q_norm, layer.self_attn.k_norm,
-                         layer.input_layernorm,
-                         layer.post_attention_layernorm):
-                norm.weight.uniform_(0.5, 1.5)
-            layer.mlp.gate.weight.normal_(0.0, 0.5)  # decisive routing
-        for p in model.parameters():
-            p.copy_(p.bfloat16().float())
-    model.generation_config.eos_token_id = None
-    model.generation_config.pad_token_id = 0
-    return model
+    # norms U(0.5, 1.5), a decisive router N(0, 0.5), bf16-rounded
+    return NV.draw(Qwen3MoeForCausalLM(cfg).eval().float())
 
 
 def main():
