@@ -120,6 +120,9 @@ typedef struct {
      * and experts, bf16 for the router and lm_head
      * (nvl_engine_opts_gemm_dtype). */
     nvl_wdtype_t gemm_dtype[NVL_QCLASS_COUNT];
+    /* The checkpoint layers whose class c stays bf16 although gemm_dtype[c]
+     * is quantized (nvl_model_formats_t's bf16_layers; zero: none). */
+    uint64_t gemm_bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
     /* The tensor-parallel allreduce: NCCL's (the default) or a serving
      * engine's kernel; nvl_engine_create sets it on its communicators
      * (nvl_comm_set_allreduce, which reports what the topology cannot
@@ -186,6 +189,10 @@ void nvl_engine_opts_default(nvl_engine_opts_t *opts_out,
 /* The weight type GEMMs of class c read under opts (.gemm_dtype). */
 nvl_wdtype_t nvl_engine_opts_gemm_dtype(const nvl_engine_opts_t *opts,
                                         nvl_quant_class_t c);
+/* The same in checkpoint layer `layer` (bf16 where .gemm_bf16_layers says
+ * so; layer < 0: the class's). */
+nvl_wdtype_t nvl_engine_opts_layer_dtype(const nvl_engine_opts_t *opts,
+                                         nvl_quant_class_t c, int64_t layer);
 
 /* The rule between options that no single option checks: reports and
  * returns NVL_ERR_INVALID for fuse_allreduce_norm with NCCL's allreduce

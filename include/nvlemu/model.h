@@ -45,14 +45,26 @@ typedef enum {
 extern const nvl_family_t nvl_model_type_family;
 extern const nvl_family_t nvl_model_preset_family;
 
+/* Layers 0 .. 64 x NVL_FORMAT_LAYER_WORDS - 1 may keep a quantized class
+ * in bf16 on their own (a bit each). */
+#define NVL_FORMAT_LAYER_WORDS 4
+
 /* The weight format of each GEMM class (nvl_quant_class_t) in a
  * checkpoint: quantized[c] when class c is stored in `format` (any
- * false: nothing quantized, every class bf16). */
+ * false: nothing quantized, every class bf16), except in the layers
+ * bf16_layers[c] names (bit l % 64 of word l / 64: an exclusion list that
+ * leaves whole layers' attention or dense MLP in bf16). */
 typedef struct {
     bool any;
     nvl_quant_format_t format;
     bool quantized[NVL_QCLASS_COUNT];
+    uint64_t bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
 } nvl_model_formats_t;
+
+/* Whether bit `layer` of a bf16_layers mask is set (layer < 0 or past the
+ * mask: false). */
+bool nvl_model_layer_bf16(const uint64_t mask[NVL_FORMAT_LAYER_WORDS],
+                          int64_t layer);
 
 #define NVL_MOE_MAX_MLP_ONLY 128 /* mlp_only_layers entries kept */
 #define NVL_MODEL_MAX_LAYER_TYPES 256 /* layer_types entries kept */
@@ -132,9 +144,12 @@ typedef struct {
  * those whose modules its exclusion list names (nvl_quant_module_
  * excluded, over every layer's modules; an entry naming no module of the
  * model is ignored, as vLLM and transformers ignore it); q NULL or not
- * quantized: cfg->release.  Reports a class the list excludes in some of
- * its modules and not in others (one format per class), naming q's file,
- * the key and the entry: NVL_ERR_INVALID. */
+ * quantized: cfg->release.  A list that excludes every module of a class
+ * in some layers and none in the others keeps those layers' class in
+ * bf16 (bf16_layers: the attention and dense MLP classes, layers below
+ * 64 x NVL_FORMAT_LAYER_WORDS); any other split (part of a layer's
+ * modules, per-layer experts) is reported naming q's file, the key and
+ * the entry: NVL_ERR_INVALID. */
 /* Whether cfg has GEMMs of class c: attention and lm_head always, a
  * dense MLP when some layer is dense, experts and a router when some
  * layer is a mixture of experts. */

@@ -35,7 +35,9 @@ typedef enum {
     NVL_QCODE_E4M3, /* OCP FP8 E4M3 "fn": bias 7, no infinities,
                        S.1111.111 NaN */
     NVL_QCODE_E8M0, /* OCP MX scale: 2^(code - 127), 0xFF NaN */
-    NVL_QCODE_F32   /* IEEE binary32, little-endian */
+    NVL_QCODE_F32,  /* IEEE binary32, little-endian */
+    NVL_QCODE_BF16  /* bfloat16, little-endian (compressed-tensors' scales
+                       in a bf16 model's dtype) */
 } nvl_qcode_t;
 
 /* A stored tensor of a quantized weight "P.weight": "P." + suffix. */
@@ -43,6 +45,10 @@ typedef struct {
     const char *suffix; /* "weight", "weight_scale", ...; NULL: none */
     const char *dtype;  /* its safetensors dtype: "U8", "F8_E4M3", "F32" */
     nvl_qcode_t code;
+    /* another dtype the writer may store it in (NULL: none) and its code:
+     * compressed-tensors writes FP8 scales in the model's dtype */
+    const char *dtype_alt;
+    nvl_qcode_t code_alt;
 } nvl_quant_part_t;
 
 /* What a format's quantizer writes for one weight: its parts in the
@@ -73,6 +79,9 @@ typedef struct nvl_quant_row {
     nvl_quant_part_t scale;  /* per block */
     nvl_quant_part_t scale2; /* per tensor, multiplied in last; suffix NULL
                                 (left out of a row): none */
+    /* scale2 divides instead (compressed-tensors' weight_global_scale,
+     * 448 x 6 / amax, the reciprocal of ModelOpt's weight_scale_2) */
+    bool scale2_divides;
     /* ModelOpt's export gives the parts of a fused GEMM (q/k/v, gate/up)
      * one per-tensor amax, the largest of theirs (NVFP4's weight_scale_2;
      * FP8 per tensor is left out of that fusion, and the block formats
@@ -118,13 +127,15 @@ float nvl_e8m0_decode(uint8_t c);
 /* A scale's value from its stored bytes (code: E4M3, E8M0 or F32). */
 float nvl_quant_scale_value(nvl_qcode_t code, const unsigned char *bytes);
 
-/* Columns [col0, col0 + cols) of one row of a weight in format f:
- * `data` holds that row's codes from column col0 on (col0 even for E2M1),
- * scales[k] the value of the scale of columns col0 + k * block_cols ..
- * (scales[0] only for a per-tensor scale), scale2 the per-tensor second
- * scale (1 when the format has none).  Each value is the exact product
- * code x scale x scale2 rounded once to float32. */
-void nvl_quant_dequant_row(nvl_quant_format_t f, const unsigned char *data,
+/* Columns [col0, col0 + cols) of one row of a weight stored as row r
+ * describes (nvl_quant_row, or a checkpoint's own layout: the config's
+ * `stored`): `data` holds that row's codes from column col0 on (col0 even
+ * for E2M1), scales[k] the value of the scale of columns
+ * col0 + k * block_cols .. (scales[0] only for one scale a row or a
+ * tensor), scale2 the per-tensor second scale (1 when the format has
+ * none).  Each value is the exact code x scale x scale2 (code x scale /
+ * scale2 where r->scale2_divides) rounded once to float32. */
+void nvl_quant_dequant_row(const nvl_quant_row_t *r, const unsigned char *data,
                            uint64_t col0, uint64_t cols, const float *scales,
                            float scale2, float *out);
 
@@ -200,11 +211,18 @@ typedef struct {
     /* compressed-tensors (quant_method "compressed-tensors"): exclude is
      * its `ignore` list, target its groups' targets, each a module name
      * matched whole, "re:" and a regular expression matched from the
-     * name's start, or "Linear" (targets: every GEMM); data mode does not
-     * read its tensors */
+     * name's start, or "Linear" (targets: every GEMM); its tensors are
+     * read in the layout `stored` names */
     bool compressed_tensors;
     int n_target;
     char target[NVL_QUANT_EXCLUDE_MAX][160];
+    /* how a weight's tensors are stored where they differ from the
+     * format's own row (compressed-tensors' layouts, src/quant/
+     * ct_layout.c); NULL: nvl_quant_row(format) */
+    const nvl_quant_row_t *stored;
+    /* the checkpoint quantizes weights only (compressed-tensors'
+     * input_activations null: W4A16, W8A16): --act-quant auto is none */
+    bool weight_only;
 } nvl_quant_config_t;
 
 /* Whether q leaves module `name` unquantized: an entry of its exclusion
@@ -252,6 +270,8 @@ typedef enum {
     NVL_ACT_FP8_TENSOR,  /* E4M3 x the static per-tensor input_scale */
     NVL_ACT_FP8_GROUP,   /* E4M3 x a dynamic scale per 1 x 128 group */
     NVL_ACT_FP8_TOKEN,   /* E4M3 x a dynamic scale per token (row) */
+    NVL_ACT_NVFP4_GS,    /* NVFP4 with compressed-tensors' input_global_scale
+                            (the global scale itself, not its reciprocal) */
     NVL_ACT_COUNT
 } nvl_act_quant_t;
 
@@ -264,10 +284,12 @@ extern const nvl_family_t nvl_act_quant_family;
 
 /* The activation scheme the serving engines run with the weights of the
  * checkpoint q declares: NVFP4 W4A4 (vLLM ModelOptNvFp4LinearMethod,
- * TensorRT-LLM NVFP4 Linear), ModelOpt FP8 W8A8 with static input scales,
+ * TensorRT-LLM NVFP4 Linear; compressed-tensors' NVFP4 with its global
+ * scales, CompressedTensorsW4A4Fp4), ModelOpt FP8 W8A8 with static input scales,
  * FP8 per tensor with activation_scheme "dynamic" per token and FP8
  * blocks with dynamic 1 x 128 groups (vLLM Fp8LinearMethod); MX-FP4
- * weight-only; NVL_ACT_NONE when q is not quantized. */
+ * weight-only; NVL_ACT_NONE when q is not quantized or quantizes weights
+ * only (q->weight_only). */
 nvl_act_quant_t nvl_act_quant_of(const nvl_quant_config_t *q);
 
 /* E4M3 rounding of x saturated at +-448 (CUDA's __NV_SATFINITE cast), as
@@ -281,6 +303,12 @@ float nvl_e4m3_round_sat(float x);
  * and out may be the same. */
 void nvl_act_quant_nvfp4(const float *x, uint64_t n, float input_scale,
                          float *out);
+/* NVFP4 with the global scale gs itself (compressed-tensors'
+ * input_global_scale, which vLLM's CompressedTensorsW4A4Fp4 hands
+ * scaled_fp4_quant as is): the blocks as nvl_act_quant_nvfp4 with
+ * input_scale 1 / gs, without rounding gs through its reciprocal. */
+void nvl_act_quant_nvfp4_gs(const float *x, uint64_t n, float gs,
+                            float *out);
 void nvl_act_quant_fp8_tensor(const float *x, uint64_t n, float scale,
                               float *out);
 void nvl_act_quant_fp8_group(const float *x, uint64_t n, uint64_t group,

@@ -55,7 +55,12 @@ def make():
         attention_bias=False, tie_word_embeddings=False,
         initializer_range=0.08, bos_token_id=1, eos_token_id=2,
         pad_token_id=0, output_router_logits=False)
-    model = Qwen3MoeForCausalLM(cfg).eval().float()
+    return draw(Qwen3MoeForCausalLM(cfg).eval().float())
+
+
+def draw(model):
+    """Norm weights from U(0.5, 1.5), the router from N(0, 0.5), every
+    weight rounded to bf16; greedy generation without an end token."""
     with torch.no_grad():
         for layer in model.model.layers:
             for norm in (layer.self_attn.q_norm, layer.self_attn.k_norm,

@@ -174,6 +174,8 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
                            : fixed ? NVL_WDT_BF16
                                    : m->dtype;
     }
+    if (follow)
+        memcpy(m->gemm_bf16_layers, f.bf16_layers, sizeof f.bf16_layers);
     if (m->kv_dtype == NVL_CLI_DTYPE_AUTO)
         m->kv_dtype = q.kv_fp8 ? NVL_WDT_FP8 : NVL_WDT_BF16;
     return NVL_OK;
@@ -190,18 +192,26 @@ void nvl_cli_weights_name(const nvl_model_config_t *cfg,
         uniform = uniform && (!nvl_model_has_class(cfg, (nvl_quant_class_t)c) ||
                               m->gemm_dtype[c] == want);
     }
-    if (uniform) {
-        snprintf(buf, len, "%s", nvl_wdtype_name(m->dtype));
-        return;
-    }
     size_t used = 0;
     buf[0] = '\0';
-    for (int c = 0; c < NVL_QCLASS_COUNT && used < len; c++)
+    if (uniform)
+        used = (size_t)snprintf(buf, len, "%s", nvl_wdtype_name(m->dtype));
+    for (int c = 0; c < NVL_QCLASS_COUNT && used < len && !uniform; c++)
         if (nvl_model_has_class(cfg, (nvl_quant_class_t)c))
             used += (size_t)snprintf(
                 buf + used, len - used, "%s%s %s", used ? " / " : "",
                 nvl_family_name(&nvl_quant_class_family, c),
                 nvl_wdtype_name(m->gemm_dtype[c]));
+    /* the layers a checkpoint keeps in bf16 in a quantized class */
+    for (int c = 0; c < NVL_QCLASS_COUNT && used < len; c++) {
+        int n = 0;
+        for (int i = 0; i < NVL_FORMAT_LAYER_WORDS; i++)
+            n += __builtin_popcountll(m->gemm_bf16_layers[c][i]);
+        if (n > 0)
+            used += (size_t)snprintf(
+                buf + used, len - used, " (%s bf16 in %d of %u layers)",
+                nvl_family_name(&nvl_quant_class_family, c), n, cfg->layers);
+    }
 }
 
 nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
@@ -217,6 +227,8 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
     }
     o.cost.weight_dtype = m->dtype;
     memcpy(o.gemm_dtype, m->gemm_dtype, sizeof o.gemm_dtype);
+    memcpy(o.gemm_bf16_layers, m->gemm_bf16_layers,
+           sizeof o.gemm_bf16_layers);
     o.cost.kv_dtype = m->kv_dtype;
     o.stack = m->stack;
     nvl_stack_cost(m->stack, &o.cost);

@@ -42,6 +42,8 @@ typedef struct {
     int act_quant;         /* --act-quant: 0 auto, 1 none */
     /* each GEMM class's weight type (nvl_cli_model_opts_resolve) */
     nvl_wdtype_t gemm_dtype[NVL_QCLASS_COUNT];
+    /* the layers whose class stays bf16 (nvl_model_formats_t's) */
+    uint64_t gemm_bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
 } nvl_cli_model_opts_t;
 
 /* Parsers of the rows below (cost's parsers under the option's label; an

@@ -36,6 +36,19 @@ static int calib_point(nvl_gemm_in_t g)
     return NVL_CALIB_QKV + (int)(g - NVL_GEMM_IN_QKV);
 }
 
+/* Whether GEMM input g of this stage's layer li feeds weights the
+ * checkpoint keeps in bf16 in that layer (a per-layer exclusion: the
+ * input stays unquantized, as the engines run an unquantized Linear). */
+static bool layer_bf16(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g)
+{
+    nvl_quant_class_t c =
+        g <= NVL_GEMM_IN_O ? NVL_QCLASS_ATTN
+        : nvl_model_layer_is_moe(&e->cfg, e->layer0 + li) ? NVL_QCLASS_EXPERTS
+                                         : NVL_QCLASS_MLP;
+    return nvl_model_layer_bf16(e->opts.gemm_bf16_layers[c],
+                                (int64_t)e->layer0 + li);
+}
+
 /* Each of the M rows of x (K values) as the GEMM reads it, into out
  * (which may be x). */
 static void quant_rows(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g,
@@ -47,6 +60,8 @@ static void quant_rows(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g,
         float *o = out + r * K;
         if (e->actq == NVL_ACT_NVFP4)
             nvl_act_quant_nvfp4(in, K, s, o);
+        else if (e->actq == NVL_ACT_NVFP4_GS)
+            nvl_act_quant_nvfp4_gs(in, K, s, o);
         else if (e->actq == NVL_ACT_FP8_TENSOR)
             nvl_act_quant_fp8_tensor(in, K, s, o);
         else if (e->actq == NVL_ACT_FP8_TOKEN)
@@ -61,7 +76,7 @@ const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    uint64_t M, uint64_t K)
 {
     calib_collect(e, li, calib_point(g), x, M * K);
-    if (e->actq == NVL_ACT_NONE || M * K == 0)
+    if (e->actq == NVL_ACT_NONE || M * K == 0 || layer_bf16(e, li, g))
         return x;
     if (M * K > e->actq_cap) {
         free(e->actq_buf);
@@ -82,7 +97,7 @@ void nvl_engine_gemm_input_inplace(const nvl_engine_t *e, uint32_t li,
                                    uint64_t K)
 {
     calib_collect(e, li, calib_point(g), x, M * K);
-    if (e->actq != NVL_ACT_NONE)
+    if (e->actq != NVL_ACT_NONE && !layer_bf16(e, li, g))
         quant_rows(e, li, g, x, x, M, K);
 }
 
@@ -96,12 +111,23 @@ void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
         memcpy(dst, src, n * sizeof *dst);
 }
 
-/* A per-tensor scale `name` (F32, one value, finite and positive) into
- * *v; absent: *v unchanged. */
+/* A per-tensor scale `name` (one F32 or BF16 value, finite and positive)
+ * into *v; absent: *v unchanged.  compressed-tensors stores NVFP4's input
+ * scale as the global scale, "<module>.input_global_scale" (448 x 6 /
+ * amax, generate_gparam): read in its place, as it is (the largest of a
+ * fused GEMM's parts, as vLLM's CompressedTensorsW4A4Fp4 takes it, and
+ * NVL_ACT_NVFP4_GS's rule). */
 static nvl_status_t read_scale(const nvl_weights_t *w, const char *dir,
                                const char *name, float *v)
 {
-    if (!nvl_weights_has(w, name))
+    static const char in[] = "input_scale";
+    char alt[256];
+    size_t len = strlen(name), k = len > sizeof in ? len - (sizeof in - 1) : 0;
+    snprintf(alt, sizeof alt, "%.*sinput_global_scale", (int)k, name);
+    if (!nvl_weights_has(w, name) && strcmp(name + k, in) == 0 &&
+        nvl_weights_has(w, alt))
+        name = alt;
+    else if (!nvl_weights_has(w, name))
         return NVL_OK;
     unsigned char *bytes = NULL;
     uint64_t n = 0;
@@ -112,10 +138,12 @@ static nvl_status_t read_scale(const nvl_weights_t *w, const char *dir,
     float f = NAN;
     if (strcmp(dt, "F32") == 0 && n == 4)
         f = nvl_quant_scale_value(NVL_QCODE_F32, bytes);
+    else if (strcmp(dt, "BF16") == 0 && n == 2)
+        f = nvl_quant_scale_value(NVL_QCODE_BF16, bytes);
     free(bytes);
     if (!(f > 0.0f) || isinf(f)) {
-        nvl_report("%s: scale '%s' must be one finite positive F32 value "
-                   "(dtype %s, %llu bytes, value %g)", dir, name, dt,
+        nvl_report("%s: scale '%s' must be one finite positive F32 or BF16 "
+                   "value (dtype %s, %llu bytes, value %g)", dir, name, dt,
                    (unsigned long long)n, (double)f);
         return NVL_ERR_INVALID;
     }

@@ -36,15 +36,24 @@ nvl_wdtype_t nvl_engine_opts_gemm_dtype(const nvl_engine_opts_t *o,
                : o->cost.weight_dtype;
 }
 
-/* Bytes an element of each GEMM class's matrices and of the small tensors
- * (norms, biases: bf16), or all float32 (f32). */
-static double class_bytes(const nvl_engine_t *e, bool f32,
+nvl_wdtype_t nvl_engine_opts_layer_dtype(const nvl_engine_opts_t *o,
+                                         nvl_quant_class_t c, int64_t layer)
+{
+    return nvl_model_layer_bf16(o->gemm_bf16_layers[c], layer)
+               ? NVL_WDT_BF16
+               : nvl_engine_opts_gemm_dtype(o, c);
+}
+
+/* Bytes an element of each GEMM class's matrices in checkpoint layer
+ * `layer` (-1: the classes' own) and of the small tensors (norms, biases:
+ * bf16), or all float32 (f32). */
+static double class_bytes(const nvl_engine_t *e, int64_t layer, bool f32,
                           double wb_out[NVL_QCLASS_COUNT])
 {
     for (int c = 0; c < NVL_QCLASS_COUNT; c++)
         wb_out[c] = f32 ? 4.0
-                        : nvl_wdtype_bytes(nvl_engine_opts_gemm_dtype(
-                              &e->opts, (nvl_quant_class_t)c));
+                        : nvl_wdtype_bytes(nvl_engine_opts_layer_dtype(
+                              &e->opts, (nvl_quant_class_t)c, layer));
     return f32 ? 4.0 : 2.0;
 }
 
@@ -52,7 +61,8 @@ double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, bool f32)
 {
     const nvl_model_config_t *c = &e->cfg;
     const nvl_shard_t *s = &e->shard;
-    double wb[NVL_QCLASS_COUNT], sb = class_bytes(e, f32, wb);
+    double wb[NVL_QCLASS_COUNT],
+        sb = class_bytes(e, (int64_t)e->layer0 + li, f32, wb);
     double hid = c->hidden;
     double in = s->intermediate.count;
     double sn = s->moe_intermediate.count, ne = s->experts.count;
@@ -80,7 +90,7 @@ double nvl_engine_layer_bytes(const nvl_engine_t *e, uint32_t li, bool f32)
 static double shard_bytes(const nvl_engine_t *e, bool f32)
 {
     const nvl_model_config_t *c = &e->cfg;
-    double wb[NVL_QCLASS_COUNT], sb = class_bytes(e, f32, wb);
+    double wb[NVL_QCLASS_COUNT], sb = class_bytes(e, -1, f32, wb);
     double hid = c->hidden, vn = e->shard.vocab.count;
     double total = 0;
     for (uint32_t i = 0; i < e->layers; i++)

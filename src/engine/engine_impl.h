@@ -273,8 +273,10 @@ void nvl_engine_free_weights(nvl_engine_t *e);
  * kernel without work is skipped). */
 void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                        int32_t layer, nvl_kernel_cost_t c);
-/* A GEMM of class c's cost configuration: its type, weight-only if so. */
+/* Class c's GEMM cost configuration (type, weight-only), or in `layer`. */
 nvl_cost_cfg_t nvl_engine_gemm_cost(const nvl_engine_t *e, nvl_quant_class_t c);
+nvl_cost_cfg_t nvl_engine_layer_gemm_cost(const nvl_engine_t *e,
+                                          nvl_quant_class_t c, int32_t layer);
 void nvl_engine_matmul(nvl_engine_t *e, const char *name, nvl_quant_class_t c,
                        int32_t layer, uint64_t m, uint64_t n, uint64_t k);
 /* A memory-bound kernel moving `elems` bf16 elements through HBM. */
@@ -385,10 +387,8 @@ void nvl_engine_rope(float *v, uint64_t d, uint64_t pos,
 int32_t nvl_engine_argmax(const float *v, uint32_t n);
 
 /* actq.c: the M x K input x of layer li's GEMM `g` as the GEMM reads it:
- * x itself without activation quantization (e->actq NONE), else each row
- * quantized (the rank's K columns start on a block boundary: the weights'
- * whole-block rule) into a scratch buffer of the engine, valid until the
- * next call. */
+ * x itself (e->actq NONE, or weights the layer keeps in bf16), else each
+ * row quantized (from a block boundary) into the engine's scratch. */
 const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    nvl_gemm_in_t g, const float *x,
                                    uint64_t M, uint64_t K);

@@ -145,20 +145,27 @@ void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
                        c.bytes);
 }
 
+nvl_cost_cfg_t nvl_engine_layer_gemm_cost(const nvl_engine_t *e,
+                                          nvl_quant_class_t c, int32_t layer)
+{
+    nvl_cost_cfg_t cfg = e->opts.cost;
+    cfg.weight_dtype = nvl_engine_opts_layer_dtype(
+        &e->opts, c, layer < 0 ? -1 : (int64_t)e->layer0 + layer);
+    cfg.weight_only = cfg.weight_only && cfg.weight_dtype != NVL_WDT_BF16;
+    return cfg;
+}
+
 nvl_cost_cfg_t nvl_engine_gemm_cost(const nvl_engine_t *e,
                                     nvl_quant_class_t c)
 {
-    nvl_cost_cfg_t cfg = e->opts.cost;
-    cfg.weight_dtype = nvl_engine_opts_gemm_dtype(&e->opts, c);
-    cfg.weight_only = cfg.weight_only && cfg.weight_dtype != NVL_WDT_BF16;
-    return cfg;
+    return nvl_engine_layer_gemm_cost(e, c, -1);
 }
 
 void nvl_engine_matmul(nvl_engine_t *e, const char *name,
                        nvl_quant_class_t c, int32_t layer, uint64_t m,
                        uint64_t n, uint64_t k)
 {
-    nvl_cost_cfg_t cfg = nvl_engine_gemm_cost(e, c);
+    nvl_cost_cfg_t cfg = nvl_engine_layer_gemm_cost(e, c, layer);
     nvl_engine_kernel(e, name, NVL_PART_GEMM, layer,
                       nvl_cost_matmul(&cfg, m, n, k));
 }

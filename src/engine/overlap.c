@@ -97,7 +97,7 @@ static nvl_status_t async_tp(nvl_engine_t *e, const char *name,
                              nvl_quant_class_t c, int32_t layer, uint64_t m,
                              uint64_t n, uint64_t k, float *buf)
 {
-    nvl_cost_cfg_t cfg = nvl_engine_gemm_cost(e, c);
+    nvl_cost_cfg_t cfg = nvl_engine_layer_gemm_cost(e, c, layer);
     int chunks = n < NVL_OVERLAP_CHUNKS ? (int)n : NVL_OVERLAP_CHUNKS;
     nvl_vclock_t *clk = nvl_engine_clock(e);
     int members = nvl_comm_size(e->ovl);

@@ -1,7 +1,9 @@
 /* A checkpoint's weight format per GEMM class: the classes its format's
- * engines quantize, less the modules its exclusion list names
- * (docs/quantization.md, "A format per GEMM class"). */
+ * engines quantize, less the modules its exclusion list names, and the
+ * layers that keep a class in bf16 (docs/quantization.md, "A format per
+ * GEMM class", "Per layer"). */
 #include <stdio.h>
+#include <string.h>
 
 #include "nvlemu/model.h"
 
@@ -32,44 +34,85 @@ static int class_modules(const nvl_model_config_t *cfg, nvl_quant_class_t c,
     return n;
 }
 
-/* Whether class c stays quantized under q's exclusions: none of its
- * modules excluded; all of them: not; some: reported. */
-static nvl_status_t class_kept(const nvl_model_config_t *cfg,
-                               const nvl_quant_config_t *q,
-                               nvl_quant_class_t c, bool *quantized_out)
+/* The first module of class c that q skips, over layers [0, layers):
+ * hit/total modules skipped and counted, *whole whether each layer's
+ * modules are all skipped or none, *entry the list entry, first its name;
+ * mask: the layers skipped whole. */
+typedef struct {
+    uint32_t total, hit;
+    bool whole;
+    int entry;
+    char first[400];
+    uint64_t mask[NVL_FORMAT_LAYER_WORDS];
+} skips_t;
+
+static void class_skips(const nvl_model_config_t *cfg,
+                        const nvl_quant_config_t *q, nvl_quant_class_t c,
+                        skips_t *k)
 {
-    uint32_t total = 0, hit = 0;
-    int entry = -1;
-    char first[400] = "";
+    *k = (skips_t){.whole = true, .entry = -1};
     for (uint32_t li = 0; li < cfg->layers; li++) {
         char names[4][96];
-        int n = class_modules(cfg, c, li, names);
+        int n = class_modules(cfg, c, li, names), in_layer = 0;
         for (int i = 0; i < n; i++) {
-            total++;
             int e;
-            if (nvl_quant_config_skips(q, names[i], &e) && hit++ == 0) {
-                entry = e;
-                snprintf(first, sizeof first, "%s", names[i]);
+            if (!nvl_quant_config_skips(q, names[i], &e))
+                continue;
+            in_layer++;
+            if (k->hit++ == 0) {
+                k->entry = e;
+                snprintf(k->first, sizeof k->first, "%s", names[i]);
             }
         }
+        k->total += (uint32_t)n;
+        k->whole = k->whole && (in_layer == 0 || in_layer == n);
+        if (in_layer > 0 && li < 64 * NVL_FORMAT_LAYER_WORDS)
+            k->mask[li / 64] |= 1ull << (li % 64);
+        else if (in_layer > 0)
+            k->whole = false;
     }
-    if (hit > 0 && hit < total) {
+}
+
+/* Whether class c stays quantized under q's exclusions: none of its
+ * modules excluded; all of them: not; whole layers of attention or a
+ * dense MLP: quantized but those layers (*mask_out); else reported. */
+static nvl_status_t class_kept(const nvl_model_config_t *cfg,
+                               const nvl_quant_config_t *q,
+                               nvl_quant_class_t c, bool *quantized_out,
+                               uint64_t mask_out[NVL_FORMAT_LAYER_WORDS])
+{
+    skips_t k;
+    class_skips(cfg, q, c, &k);
+    bool per_layer = k.whole && (c == NVL_QCLASS_ATTN || c == NVL_QCLASS_MLP);
+    if (k.hit > 0 && k.hit < k.total && !per_layer) {
         char what[200];
-        if (entry >= 0)
+        if (k.entry >= 0)
             snprintf(what, sizeof what, "%s entry '%s'", q->exclude_key,
-                     q->exclude[entry]);
+                     q->exclude[k.entry]);
         else
             snprintf(what, sizeof what, "config_groups' targets");
         const char *cls = nvl_family_name(&nvl_quant_class_family, (int)c);
         nvl_report("%s: %s leaves %u of the %u %s modules of %s "
                    "unquantized (%s first): nvlemu prices one weight format "
-                   "per GEMM class, not per layer or per projection; leave "
-                   "every layer's %s modules quantized, or none",
-                   q->file, what, hit, total, cls, cfg->name, first, cls);
+                   "per GEMM class and layer, and a layer's attention or "
+                   "dense MLP whole (not some of its projections, not the "
+                   "experts of some layers); leave every %s module of a "
+                   "layer quantized, or none",
+                   q->file, what, k.hit, k.total, cls, cfg->name, k.first,
+                   cls);
         return NVL_ERR_INVALID;
     }
-    *quantized_out = hit == 0;
+    *quantized_out = k.hit < k.total;
+    if (k.hit > 0 && k.hit < k.total)
+        memcpy(mask_out, k.mask, sizeof k.mask);
     return NVL_OK;
+}
+
+bool nvl_model_layer_bf16(const uint64_t mask[NVL_FORMAT_LAYER_WORDS],
+                          int64_t layer)
+{
+    return layer >= 0 && layer < 64 * NVL_FORMAT_LAYER_WORDS &&
+           (mask[layer / 64] >> (layer % 64) & 1) != 0;
 }
 
 bool nvl_model_has_class(const nvl_model_config_t *cfg, nvl_quant_class_t c)
@@ -96,8 +139,8 @@ nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
     for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
         if (!nvl_quant_class_covered(q->format, (nvl_quant_class_t)c))
             continue;
-        if (class_kept(cfg, q, (nvl_quant_class_t)c, &f.quantized[c]) !=
-            NVL_OK)
+        if (class_kept(cfg, q, (nvl_quant_class_t)c, &f.quantized[c],
+                       f.bf16_layers[c]) != NVL_OK)
             return NVL_ERR_INVALID;
     }
     *formats_out = f;

@@ -15,6 +15,7 @@ typedef struct {
     const nvl_quant_row_t *row;
     char dname[256], sname[256];
     nvl_st_ref_t data, scale;
+    nvl_qcode_t scale_code; /* as stored (a part's dtype or dtype_alt) */
     uint64_t rows, cols;
     float scale2; /* 1 where the format has none */
 } qt_t;
@@ -35,10 +36,10 @@ static void shape_text(const nvl_st_ref_t *r, char *buf, size_t len)
                  (unsigned long long)r->shape[d]);
 }
 
-/* A stored part: present and of its dtype. */
+/* A stored part: present and of its dtype (or its other dtype: *code). */
 static nvl_status_t get_part(const nvl_weights_t *w, const qt_t *q,
                              const nvl_quant_part_t *p, const char *name,
-                             nvl_st_ref_t *ref)
+                             nvl_st_ref_t *ref, nvl_qcode_t *code)
 {
     if (!nvl_st_find(w, name, ref)) {
         nvl_report("%s: no tensor '%s' for the %s weight '%s' (%s)",
@@ -46,9 +47,13 @@ static nvl_status_t get_part(const nvl_weights_t *w, const qt_t *q,
                    nvl_st_quant(w)->file);
         return NVL_ERR_INVALID;
     }
-    if (strcmp(ref->dtype, p->dtype) != 0) {
-        nvl_report("%s: tensor '%s' has dtype %s; %s stores it as %s",
-                   ref->file, name, ref->dtype, q->row->m.name, p->dtype);
+    *code = p->code;
+    if (p->dtype_alt != NULL && strcmp(ref->dtype, p->dtype_alt) == 0)
+        *code = p->code_alt;
+    else if (strcmp(ref->dtype, p->dtype) != 0) {
+        nvl_report("%s: tensor '%s' has dtype %s; %s stores it as %s%s%s",
+                   ref->file, name, ref->dtype, q->row->m.name, p->dtype,
+                   p->dtype_alt ? " or " : "", p->dtype_alt ? p->dtype_alt : "");
         return NVL_ERR_INVALID;
     }
     return NVL_OK;
@@ -102,9 +107,10 @@ static nvl_status_t logical_shape(qt_t *q)
 static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
                                  qt_t *q)
 {
-    uint64_t g[2];
-    nvl_quant_scale_grid(q->f, q->rows, q->cols, g);
-    bool per_tensor = q->row->block_cols == 0;
+    uint32_t br = q->row->block_rows, bc = q->row->block_cols;
+    uint64_t g[2] = {br ? (q->rows + br - 1) / br : 1,
+                     bc ? (q->cols + bc - 1) / bc : 1};
+    bool per_tensor = bc == 0 && br == 0;
     const nvl_st_ref_t *s = &q->scale, *d = &q->data;
     bool experts = mx_blocks(q) && d->ndim == 4;
     bool ok = per_tensor ? elems(s) == 1 && s->ndim <= 1
@@ -131,6 +137,7 @@ static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
                    (unsigned long long)q->cols, need,
                    per_tensor ? "one per tensor"
                    : experts  ? "one per block of each expert's rows"
+                   : bc == 0  ? "one per row"
                               : "one per block");
         return NVL_ERR_INVALID;
     }
@@ -139,9 +146,10 @@ static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
         return NVL_OK;
     char n2[256];
     nvl_st_ref_t r2;
+    nvl_qcode_t c2;
     unsigned char b[4];
     snprintf(n2, sizeof n2, "%s%s", prefix, q->row->scale2.suffix);
-    nvl_status_t st = get_part(w, q, &q->row->scale2, n2, &r2);
+    nvl_status_t st = get_part(w, q, &q->row->scale2, n2, &r2, &c2);
     if (st == NVL_OK && (elems(&r2) != 1 || r2.ndim > 1)) {
         nvl_report("%s: tensor '%s' must hold one float (the per-tensor "
                    "scale)", r2.file, n2);
@@ -151,7 +159,7 @@ static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
         st = nvl_st_pread(&r2, n2, 0, 4, b);
     if (st != NVL_OK)
         return st;
-    q->scale2 = nvl_quant_scale_value(NVL_QCODE_F32, b);
+    q->scale2 = nvl_quant_scale_value(c2, b);
     if (!isfinite(q->scale2) || q->scale2 <= 0.0f) {
         nvl_report("%s: scale '%s' is %g (a per-tensor scale must be finite "
                    "and positive)", r2.file, n2, (double)q->scale2);
@@ -195,9 +203,9 @@ static nvl_status_t fused_scale2(const nvl_weights_t *w, const char *name,
         if (!scalar(w, other, &v) || v == mine)
             continue;
         nvl_report("%s: '%s' is %g but '%s' is %g: the parts of one fused "
-                   "GEMM share one %s (ModelOpt writes it so; TensorRT-LLM "
-                   "refuses parts that differ, vLLM would scale them "
-                   "wrongly)", q->data.file, own, (double)mine, other,
+                   "GEMM share one %s (ModelOpt and llm-compressor write it "
+                   "so; TensorRT-LLM refuses parts that differ, vLLM would "
+                   "scale them wrongly)", q->data.file, own, (double)mine, other,
                    (double)v, suffix);
         return NVL_ERR_INVALID;
     }
@@ -215,7 +223,7 @@ static nvl_status_t quantized(const nvl_weights_t *w, const char *name,
     if (!qc->quantized)
         return NVL_OK;
     q->f = qc->format;
-    q->row = nvl_quant_row(q->f);
+    q->row = qc->stored != NULL ? qc->stored : nvl_quant_row(q->f);
     /* a parameter P is stored as P + the parts' suffixes past "weight"
      * ("P.weight" -> "P.weight_blocks"; gpt-oss's "P.gate_up_proj" ->
      * "P.gate_up_proj_blocks"); a format whose codes keep the name
@@ -237,7 +245,8 @@ static nvl_status_t quantized(const nvl_weights_t *w, const char *name,
     *is = true;
     nvl_status_t st = logical_shape(q);
     if (st == NVL_OK)
-        st = get_part(w, q, &q->row->scale, q->sname, &q->scale);
+        st = get_part(w, q, &q->row->scale, q->sname, &q->scale,
+                      &q->scale_code);
     if (st == NVL_OK)
         st = check_scales(w, prefix, q);
     if (st == NVL_OK)
@@ -272,7 +281,9 @@ static bool whole_blocks(uint64_t at, uint64_t count, uint64_t n, uint32_t b)
 static nvl_status_t read_scales(const qt_t *q, uint64_t sr, uint64_t c0,
                                 uint64_t n, float *out)
 {
-    uint64_t esz = q->row->scale.code == NVL_QCODE_F32 ? 4 : 1;
+    uint64_t esz = q->scale_code == NVL_QCODE_F32    ? 4
+                   : q->scale_code == NVL_QCODE_BF16 ? 2
+                                                     : 1;
     uint64_t gcols = q->scale.ndim >= 2 ? q->scale.shape[q->scale.ndim - 1]
                                          : 1;
     unsigned char b[4 * 64];
@@ -283,7 +294,7 @@ static nvl_status_t read_scales(const qt_t *q, uint64_t sr, uint64_t c0,
         if (st != NVL_OK)
             return st;
         for (uint64_t i = 0; i < m; i++) {
-            float v = nvl_quant_scale_value(q->row->scale.code, b + i * esz);
+            float v = nvl_quant_scale_value(q->scale_code, b + i * esz);
             if (!isfinite(v) || signbit(v)) {
                 nvl_report("%s: scale '%s' holds %g at [%llu, %llu] (a scale "
                            "must be finite and not negative)", q->scale.file,
@@ -322,7 +333,7 @@ static nvl_status_t read_rows(const qt_t *q, uint64_t row0, uint64_t rows,
                                   nvl_quant_data_bytes(q->f, col0),
                               nb, data);
         if (st == NVL_OK)
-            nvl_quant_dequant_row(q->f, data, col0, cols, scales, q->scale2,
+            nvl_quant_dequant_row(q->row, data, col0, cols, scales, q->scale2,
                                   out + r * cols);
     }
     free(scales);

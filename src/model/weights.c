@@ -226,23 +226,6 @@ void nvl_weights_close(nvl_weights_t *w)
     free(w);
 }
 
-/* The checkpoint's quantization (nvl_quant_config_read), refused when
- * data mode cannot read its tensors: compressed-tensors' formats per
- * class are read (timing mode), its weight_packed, weight_global_scale and
- * per-block weight_scale tensors are not. */
-static nvl_status_t quant_read(const char *dir, nvl_quant_config_t *q)
-{
-    nvl_status_t st = nvl_quant_config_read(dir, q);
-    if (st == NVL_OK && q->compressed_tensors) {
-        nvl_report("%s: quantization_config.quant_method "
-                   "\"compressed-tensors\": data mode does not read this "
-                   "format's tensors; run it in timing mode (--mode timing)",
-                   q->file);
-        return NVL_ERR_INVALID;
-    }
-    return st;
-}
-
 nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **weights_out)
 {
     nvl_weights_t *w = calloc(1, sizeof *w);
@@ -314,7 +297,7 @@ nvl_status_t nvl_weights_open(const char *dir, nvl_weights_t **weights_out)
         st = open_file(path, &w->files[0]);
     }
     if (st == NVL_OK)
-        st = quant_read(dir, &w->quant);
+        st = nvl_quant_config_read(dir, &w->quant);
     if (st != NVL_OK) {
         nvl_weights_close(w);
         return st;

@@ -21,12 +21,11 @@ float nvl_e4m3_round_sat(float x)
     return nvl_e4m3_decode(nvl_e4m3_encode(x));
 }
 
-void nvl_act_quant_nvfp4(const float *x, uint64_t n, float input_scale,
+/* NVFP4 blocks with the global scale gs (SFScaleVal); the GEMM reads
+ * e2m1 x SFValue x post (post: ModelOpt's input_scale, alpha's part) */
+static void nvfp4_blocks(const float *x, uint64_t n, float gs, float post,
                          float *out)
 {
-    /* vLLM process_weights_after_loading: input_scale_inv = 1 /
-     * input_scale (the global scale, SFScaleVal) */
-    float gs = 1.0f / input_scale;
     for (uint64_t b0 = 0; b0 < n; b0 += NVL_NVFP4_ACT_BLOCK) {
         uint64_t nb = n - b0 < NVL_NVFP4_ACT_BLOCK ? n - b0
                                                    : NVL_NVFP4_ACT_BLOCK;
@@ -41,9 +40,26 @@ void nvl_act_quant_nvfp4(const float *x, uint64_t n, float input_scale,
         for (uint64_t i = 0; i < nb; i++) {
             float e = nvl_e2m1_decode(nvl_e2m1_encode(x[b0 + i] * inv));
             /* the GEMM: e2m1 x block scale, times alpha's input_scale */
-            out[b0 + i] = e * sf * input_scale;
+            out[b0 + i] = e * sf * post;
         }
     }
+}
+
+void nvl_act_quant_nvfp4(const float *x, uint64_t n, float input_scale,
+                         float *out)
+{
+    /* vLLM process_weights_after_loading: input_scale_inv = 1 /
+     * input_scale (the global scale, SFScaleVal) */
+    nvfp4_blocks(x, n, 1.0f / input_scale, input_scale, out);
+}
+
+void nvl_act_quant_nvfp4_gs(const float *x, uint64_t n, float gs, float *out)
+{
+    /* vLLM compressed_tensors_w4a4_nvfp4.py, process_weights_after_loading:
+     * input_global_scale = its .max() over the fused parts, passed to
+     * scaled_fp4_quant as is; alpha = 1 / (input_global_scale x
+     * weight_global_scale) */
+    nvfp4_blocks(x, n, gs, 1.0f / gs, out);
 }
 
 void nvl_act_quant_fp8_tensor(const float *x, uint64_t n, float scale,
@@ -111,11 +127,13 @@ const nvl_family_t nvl_act_quant_family =
 
 nvl_act_quant_t nvl_act_quant_of(const nvl_quant_config_t *q)
 {
-    if (!q->quantized)
+    if (!q->quantized || q->weight_only)
         return NVL_ACT_NONE;
     switch (q->format) {
     case NVL_QUANT_NVFP4:
-        return NVL_ACT_NVFP4;
+        return q->stored != NULL && q->stored->scale2_divides
+                   ? NVL_ACT_NVFP4_GS
+                   : NVL_ACT_NVFP4;
     case NVL_QUANT_FP8:
         return q->act_dynamic ? NVL_ACT_FP8_TOKEN : NVL_ACT_FP8_TENSOR;
     case NVL_QUANT_FP8_BLOCK:

@@ -104,6 +104,8 @@ float nvl_quant_scale_value(nvl_qcode_t code, const unsigned char *b)
     case NVL_QCODE_F32:
         return float_of((uint32_t)b[0] | (uint32_t)b[1] << 8 |
                         (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+    case NVL_QCODE_BF16:
+        return float_of((uint32_t)b[0] << 16 | (uint32_t)b[1] << 24);
     case NVL_QCODE_E2M1:
         break;
     }

@@ -14,9 +14,10 @@
  *
  * Targets name modules the same way, or a module class ("Linear": every
  * GEMM).  nvlemu maps a group's weights onto its formats: float 8 bits
- * per tensor FP8, float 8 bits in [128, 128] blocks FP8 blocks, float 4
- * bits per group of 16 NVFP4; anything else is refused, naming the file
- * and the key. */
+ * per tensor or per channel FP8, float 8 bits in [128, 128] blocks FP8
+ * blocks, float 4 bits per group of 16 NVFP4, and the group's (or the
+ * config's) "format" onto how the tensors are stored (ct_layout.c);
+ * anything else is refused, naming the file and the key. */
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,8 +34,10 @@ static nvl_status_t group_format(const char *file, const char *g,
     json_int_t gs = json_integer_value(json_object_get(w, "group_size"));
     const json_t *bs = json_object_get(w, "block_structure");
     bool fl = type != NULL && strcmp(type, "float") == 0;
+    bool per_tensor_or_row = strat != NULL && (strcmp(strat, "tensor") == 0 ||
+                                               strcmp(strat, "channel") == 0);
     nvl_quant_format_t f = NVL_QUANT_COUNT;
-    if (fl && bits == 8 && strat != NULL && strcmp(strat, "tensor") == 0)
+    if (fl && bits == 8 && per_tensor_or_row)
         f = NVL_QUANT_FP8;
     else if (fl && bits == 8 && strat != NULL &&
              strcmp(strat, "block") == 0 && json_array_size(bs) == 2 &&
@@ -47,14 +50,49 @@ static nvl_status_t group_format(const char *file, const char *g,
     if (f == NVL_QUANT_COUNT) {
         nvl_report("%s: quantization_config.config_groups.%s.weights "
                    "(num_bits %lld, type '%s', strategy '%s') is not a "
-                   "scheme nvlemu reads: float 8 bits per tensor (FP8), in "
-                   "[128, 128] blocks (FP8 blocks) or 4 bits per "
+                   "scheme nvlemu reads: float 8 bits per tensor or channel "
+                   "(FP8), in [128, 128] blocks (FP8 blocks) or 4 bits per "
                    "tensor_group of 16 (NVFP4)",
                    file, g, (long long)bits, type ? type : "?",
                    strat ? strat : "?");
         return NVL_ERR_INVALID;
     }
     *f_out = f;
+    return NVL_OK;
+}
+
+/* How group `g` (format f, weights w) stores its tensors: the group's
+ * "format", else the config's (q), else the one compressed-tensors
+ * infers for the scheme (nvfp4-pack-quantized for NVFP4, float-quantized
+ * for FP8: compressed_tensors/config/format.py); a format string that
+ * names no layout of f is reported naming the file and the key. */
+static nvl_status_t group_layout(const char *file, const char *g,
+                                 const json_t *q, const json_t *grp,
+                                 nvl_quant_format_t f,
+                                 const nvl_quant_row_t **row_out)
+{
+    const char *gf = json_string_value(json_object_get(grp, "format"));
+    const char *top = json_string_value(json_object_get(q, "format"));
+    const char *strat = json_string_value(
+        json_object_get(json_object_get(grp, "weights"), "strategy"));
+    const char *fmt = gf != NULL ? gf
+                      : top != NULL && strcmp(top, "mixed-precision") != 0
+                          ? top
+                      : f == NVL_QUANT_NVFP4 ? "nvfp4-pack-quantized"
+                                             : "float-quantized";
+    *row_out = nvl_quant_ct_layout(fmt, strat, f);
+    if (*row_out == NULL) {
+        char key[200] = "quantization_config.format";
+        if (gf != NULL)
+            snprintf(key, sizeof key,
+                     "quantization_config.config_groups.%s.format", g);
+        nvl_report("%s: %s '%s' is not a compressed-tensors format nvlemu "
+                   "reads for %s weights (strategy '%s'): "
+                   "nvfp4-pack-quantized (NVFP4) or float-quantized (FP8 "
+                   "per tensor, per channel or in [128, 128] blocks)",
+                   file, key, fmt, nvl_quant_row(f)->m.name, strat);
+        return NVL_ERR_INVALID;
+    }
     return NVL_OK;
 }
 
@@ -112,8 +150,8 @@ bool nvl_quant_ct_match(const char *entry, const char *name)
 
 /* The groups: one format for all, their targets; the activations'
  * scheme of FP8 per tensor (dynamic: per token). */
-static nvl_status_t groups(const char *file, const json_t *cg,
-                           nvl_quant_config_t *out)
+static nvl_status_t groups(const char *file, const json_t *q,
+                           const json_t *cg, nvl_quant_config_t *out)
 {
     const char *g, *first = NULL;
     const json_t *v;
@@ -139,10 +177,22 @@ static nvl_status_t groups(const char *file, const json_t *cg,
                        "weight format per checkpoint", file, first, g);
             return NVL_ERR_INVALID;
         }
+        const nvl_quant_row_t *stored;
+        if (group_layout(file, g, q, v, f, &stored) != NVL_OK)
+            return NVL_ERR_INVALID;
+        if (first != NULL && stored != out->stored) {
+            nvl_report("%s: quantization_config.config_groups.%s and .%s "
+                       "store their weights differently (%s, %s): nvlemu "
+                       "reads one layout per checkpoint", file, first, g,
+                       out->stored->m.name, stored->m.name);
+            return NVL_ERR_INVALID;
+        }
+        /* input_activations null: weights only (W4A16, W8A16) */
         const json_t *a = json_object_get(v, "input_activations");
+        out->weight_only = !json_is_object(a);
         out->act_dynamic = f == NVL_QUANT_FP8 && json_is_object(a) &&
                            json_is_true(json_object_get(a, "dynamic"));
-        first = first ? first : g, out->format = f;
+        first = first ? first : g, out->format = f, out->stored = stored;
     }
     return NVL_OK;
 }
@@ -151,7 +201,7 @@ nvl_status_t nvl_quant_ct_read(const char *file, const json_t *q,
                                nvl_quant_config_t *out)
 {
     out->compressed_tensors = true;
-    if (groups(file, json_object_get(q, "config_groups"), out) != NVL_OK)
+    if (groups(file, q, json_object_get(q, "config_groups"), out) != NVL_OK)
         return NVL_ERR_INVALID;
     const json_t *kv = json_object_get(q, "kv_cache_scheme");
     if (kv != NULL && !json_is_null(kv)) {

@@ -7,31 +7,31 @@ static const nvl_quant_row_t rows[NVL_QUANT_COUNT] = {
         .m = {"nvfp4", "NVIDIA ModelOpt NVFP4: E2M1 pairs, an E4M3 scale per "
                        "16, an FP32 scale per tensor (NVFP4QTensor)"},
         .algo = "NVFP4", .block_rows = 1, .block_cols = 16,
-        .data = {"weight", "U8", NVL_QCODE_E2M1},
-        .scale = {"weight_scale", "F8_E4M3", NVL_QCODE_E4M3},
-        .scale2 = {"weight_scale_2", "F32", NVL_QCODE_F32},
+        .data = {.suffix = "weight", .dtype = "U8", .code = NVL_QCODE_E2M1},
+        .scale = {.suffix = "weight_scale", .dtype = "F8_E4M3", .code = NVL_QCODE_E4M3},
+        .scale2 = {.suffix = "weight_scale_2", .dtype = "F32", .code = NVL_QCODE_F32},
         .fused_amax = true, .quantize = nvl_qz_nvfp4, .write_config = nvl_qc_nvfp4},
     [NVL_QUANT_MXFP4] = {
         .m = {"mxfp4", "OCP MX-FP4 (MX v1.0): E2M1 pairs, an E8M0 scale per "
                        "32, in gpt-oss's _blocks/_scales tensors"},
         .algo = "mxfp4", .block_rows = 1, .block_cols = 32,
-        .data = {"weight_blocks", "U8", NVL_QCODE_E2M1},
-        .scale = {"weight_scales", "U8", NVL_QCODE_E8M0},
+        .data = {.suffix = "weight_blocks", .dtype = "U8", .code = NVL_QCODE_E2M1},
+        .scale = {.suffix = "weight_scales", .dtype = "U8", .code = NVL_QCODE_E8M0},
         .quantize = nvl_qz_mxfp4, .write_config = nvl_qc_mxfp4},
     [NVL_QUANT_FP8] = {
         .m = {"fp8", "NVIDIA ModelOpt FP8: E4M3 with one FP32 scale per "
                      "tensor (amax / 448)"},
         .algo = "FP8", .block_rows = 0, .block_cols = 0,
-        .data = {"weight", "F8_E4M3", NVL_QCODE_E4M3},
-        .scale = {"weight_scale", "F32", NVL_QCODE_F32},
+        .data = {.suffix = "weight", .dtype = "F8_E4M3", .code = NVL_QCODE_E4M3},
+        .scale = {.suffix = "weight_scale", .dtype = "F32", .code = NVL_QCODE_F32},
         .quantize = nvl_qz_fp8, .write_config = nvl_qc_fp8},
     [NVL_QUANT_FP8_BLOCK] = {
         .m = {"fp8-block", "FP8 E4M3 with an FP32 weight_scale_inv per 128 x "
                            "128 block (Qwen's and DeepSeek's FP8 releases)"},
         .algo = "fp8", .block_rows = 128, .block_cols = 128,
         .partial_blocks = true,
-        .data = {"weight", "F8_E4M3", NVL_QCODE_E4M3},
-        .scale = {"weight_scale_inv", "F32", NVL_QCODE_F32},
+        .data = {.suffix = "weight", .dtype = "F8_E4M3", .code = NVL_QCODE_E4M3},
+        .scale = {.suffix = "weight_scale_inv", .dtype = "F32", .code = NVL_QCODE_F32},
         .quantize = nvl_qz_fp8_block, .write_config = nvl_qc_fp8_block},
 };
 
@@ -63,11 +63,11 @@ uint64_t nvl_quant_data_bytes(nvl_quant_format_t f, uint64_t cols)
     return rows[f].data.code == NVL_QCODE_E2M1 ? cols / 2 : cols;
 }
 
-void nvl_quant_dequant_row(nvl_quant_format_t f, const unsigned char *data,
-                           uint64_t col0, uint64_t cols, const float *scales,
-                           float scale2, float *out)
+void nvl_quant_dequant_row(const nvl_quant_row_t *r,
+                           const unsigned char *data, uint64_t col0,
+                           uint64_t cols, const float *scales, float scale2,
+                           float *out)
 {
-    const nvl_quant_row_t *r = &rows[f];
     uint64_t bc = r->block_cols, first = bc ? col0 / bc : 0;
     for (uint64_t j = 0; j < cols; j++) {
         float v = r->data.code == NVL_QCODE_E2M1
@@ -75,10 +75,10 @@ void nvl_quant_dequant_row(nvl_quant_format_t f, const unsigned char *data,
                       : nvl_e4m3_decode(data[j]);
         /* one rounding: an E2M1 code times an E4M3 or E8M0 scale is exact
          * in float32 (at most 2 + 4 significant bits), and NVFP4's
-         * x scale2 rounds; an E4M3 code times an FP32 scale rounds, and
-         * x 1 is exact */
+         * x scale2 (or / global scale) rounds; an E4M3 code times an FP32
+         * scale rounds, and x 1 is exact */
         float s = scales[bc ? (col0 + j) / bc - first : 0];
-        out[j] = v * s * scale2;
+        out[j] = r->scale2_divides ? v * s / scale2 : v * s * scale2;
     }
 }
 

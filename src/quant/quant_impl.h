@@ -28,6 +28,14 @@ float nvl_qt_amax(const float *w, uint64_t n);
 nvl_status_t nvl_quant_ct_read(const char *file, const json_t *q,
                                nvl_quant_config_t *out);
 
+/* How compressed-tensors stores a weight of format f quantized with the
+ * weights' `strategy` under the compression format `compression`
+ * ("nvfp4-pack-quantized", "float-quantized"): its row (names, dtypes,
+ * blocks; ct_layout.c); NULL where it has none. */
+const nvl_quant_row_t *nvl_quant_ct_layout(const char *compression,
+                                           const char *strategy,
+                                           nvl_quant_format_t f);
+
 /* Whether a compressed-tensors target / ignore entry names module `name`
  * (whole, "re:" from its start, "Linear" any). */
 bool nvl_quant_ct_match(const char *entry, const char *name);

@@ -125,15 +125,28 @@ static void test_exclusions(void **state)
     assert_false(f.quantized[NVL_QCLASS_ATTN]);
     assert_true(f.quantized[NVL_QCLASS_MLP]);
     assert_int_equal(reports.count, 0);
-    /* one layer's attention, or one projection: refused, naming the
+    /* whole layers' attention or MLP: the class quantized but in those
+     * layers (0 and 27; the layers' bits, nothing else) */
+    static const char *const one[] = {"model.layers.0.self_attn",
+                                      "model.layers.27.mlp*"};
+    assert_int_equal(dense_formats(one, 2, &f), NVL_OK);
+    assert_true(f.quantized[NVL_QCLASS_ATTN] && f.quantized[NVL_QCLASS_MLP]);
+    for (int64_t l = -1; l < 30; l++) {
+        assert_int_equal(nvl_model_layer_bf16(f.bf16_layers[NVL_QCLASS_ATTN], l),
+                         l == 0);
+        assert_int_equal(nvl_model_layer_bf16(f.bf16_layers[NVL_QCLASS_MLP], l),
+                         l == 27);
+    }
+    assert_int_equal(reports.count, 0);
+    /* one projection of one layer, or of every layer: refused, naming the
      * file, the key and the entry */
-    static const char *const one[] = {"model.layers.0.self_attn"};
-    assert_int_equal(dense_formats(one, 1, &f), NVL_ERR_INVALID);
+    static const char *const q0[] = {"model.layers.0.self_attn.q_proj"};
+    assert_int_equal(dense_formats(q0, 1, &f), NVL_ERR_INVALID);
     assert_int_equal(reports.count, 1);
     assert_non_null(strstr(reports.last, "DIR/hf_quant_config.json"));
     assert_non_null(strstr(reports.last, "exclude_modules"));
-    assert_non_null(strstr(reports.last, "'model.layers.0.self_attn'"));
-    assert_non_null(strstr(reports.last, "4 of the 112 attention"));
+    assert_non_null(strstr(reports.last, "'model.layers.0.self_attn.q_proj'"));
+    assert_non_null(strstr(reports.last, "1 of the 112 attention"));
     static const char *const proj[] = {"*.q_proj"};
     assert_int_equal(dense_formats(proj, 1, &f), NVL_ERR_INVALID);
     assert_int_equal(reports.count, 2);

@@ -1,0 +1,152 @@
+/* Unit tests of compressed-tensors checkpoints in data mode (src/quant/
+ * ct_layout.c, ct_config.c; src/model/qweights.c): NVFP4's weight_packed
+ * (nibble order, a group scale per 16, the global scale dividing), FP8 per
+ * channel with bf16 scales (the model's dtype), the activation rule each
+ * group's input_activations gives, and the global-scale NVFP4 rule against
+ * ModelOpt's where the reciprocal is exact. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nvlemu/quant.h"
+#include "nvlemu/weights.h"
+
+static char tmp[64];
+
+/* A checkpoint in tmp: the n tensors e, config.json's quantization_config
+ * `qc` (JSON text). */
+static void write_ckpt(const nvl_st_entry_t *e, int n, const char *qc)
+{
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-ct-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+    assert_int_equal(nvl_st_write(path, e, n), NVL_OK);
+    snprintf(path, sizeof path, "%s/config.json", tmp);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"quantization_config\": {\"quant_method\": "
+               "\"compressed-tensors\", %s}}", qc);
+    fclose(f);
+}
+
+static void remove_tmp(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    assert_int_equal(system(cmd), 0);
+}
+
+#define NVFP4_GROUP                                                           \
+    "\"format\": \"nvfp4-pack-quantized\", \"config_groups\": {\"g\": "       \
+    "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 4, \"type\": "   \
+    "\"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}, "
+
+/* m.weight_packed U8 [2, 16] (2 x 32 values: element j of a row has code
+ * (j + row) % 16, element 2i in the low nibble), weight_scale E4M3 [2, 2]
+ * of 1, 2, 0.5, 4 (0x38, 0x40, 0x30, 0x48), weight_global_scale 3: each
+ * value code x scale / 3, rounded once. */
+static void nvfp4_packed(void **state)
+{
+    (void)state;
+    static unsigned char packed[32];
+    static const unsigned char sc[4] = {0x38, 0x40, 0x30, 0x48};
+    const float s[4] = {1.0f, 2.0f, 0.5f, 4.0f}, gs = 3.0f;
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 16; i++)
+            packed[r * 16 + i] = (unsigned char)(((2 * i + r) % 16) |
+                                                 ((2 * i + 1 + r) % 16) << 4);
+    nvl_st_entry_t e[3] = {
+        {.name = "m.weight_packed", .dtype = "U8", .ndim = 2,
+         .shape = {2, 16}, .bytes = packed, .n_bytes = 32},
+        {.name = "m.weight_scale", .dtype = "F8_E4M3", .ndim = 2,
+         .shape = {2, 2}, .bytes = sc, .n_bytes = 4},
+        {.name = "m.weight_global_scale", .dtype = "F32", .ndim = 1,
+         .shape = {1}, .bytes = (const unsigned char *)&gs, .n_bytes = 4}};
+    write_ckpt(e, 3, NVFP4_GROUP "\"input_activations\": null}}");
+    nvl_weights_t *w;
+    assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+    assert_int_equal(nvl_act_quant_of(nvl_weights_quant(w)), NVL_ACT_NONE);
+    float v[64];
+    assert_int_equal(nvl_weights_read_f32(w, "m.weight", 0, 2, 0, 32, v),
+                     NVL_OK);
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < 32; j++) {
+            float want = nvl_e2m1_decode((uint8_t)((j + r) % 16)) *
+                         s[r * 2 + j / 16] / gs;
+            if (v[r * 32 + j] != want)
+                fail_msg("[%d, %d]: %g, want %g", r, j, (double)v[r * 32 + j],
+                         (double)want);
+        }
+    nvl_weights_close(w);
+    remove_tmp();
+}
+
+/* FP8 per channel: m.weight E4M3 [3, 4] all 1.5 (0x3C), weight_scale BF16
+ * [3, 1] of 0.5, 0.25, 3 (0x3F00, 0x3E80, 0x4040); input_activations
+ * dynamic per token: each row 1.5 x its scale, FP8 per token. */
+static void fp8_channel_bf16(void **state)
+{
+    (void)state;
+    static unsigned char q[12];
+    static const unsigned char sc[6] = {0x00, 0x3F, 0x80, 0x3E, 0x40, 0x40};
+    memset(q, 0x3C, sizeof q);
+    nvl_st_entry_t e[2] = {
+        {.name = "m.weight", .dtype = "F8_E4M3", .ndim = 2, .shape = {3, 4},
+         .bytes = q, .n_bytes = 12},
+        {.name = "m.weight_scale", .dtype = "BF16", .ndim = 2,
+         .shape = {3, 1}, .bytes = sc, .n_bytes = 6}};
+    write_ckpt(e, 2,
+               "\"format\": \"float-quantized\", \"config_groups\": {\"g\": "
+               "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, "
+               "\"type\": \"float\", \"strategy\": \"channel\"}, "
+               "\"input_activations\": {\"num_bits\": 8, \"type\": "
+               "\"float\", \"strategy\": \"token\", \"dynamic\": true}}}");
+    nvl_weights_t *w;
+    assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+    const nvl_quant_config_t *q8 = nvl_weights_quant(w);
+    assert_int_equal(q8->format, NVL_QUANT_FP8);
+    assert_int_equal(nvl_act_quant_of(q8), NVL_ACT_FP8_TOKEN);
+    float v[12];
+    assert_int_equal(nvl_weights_read_f32(w, "m.weight", 1, 2, 0, 4, v),
+                     NVL_OK);
+    for (int j = 0; j < 4; j++) {
+        assert_true(v[j] == 0.375f);
+        assert_true(v[4 + j] == 4.5f);
+    }
+    nvl_weights_close(w);
+    remove_tmp();
+}
+
+/* NVFP4 with input activations: the global-scale rule; with gs a power of
+ * two (an exact reciprocal) it is ModelOpt's rule with 1 / gs, bit for
+ * bit. */
+static void nvfp4_global_rule(void **state)
+{
+    (void)state;
+    nvl_quant_config_t q = {.quantized = true, .format = NVL_QUANT_NVFP4};
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_NVFP4);
+    float x[40], a[40], b[40];
+    for (int i = 0; i < 40; i++)
+        x[i] = sinf((float)i * 0.7f) * (float)(i % 9 + 1);
+    nvl_act_quant_nvfp4_gs(x, 40, 256.0f, a);
+    nvl_act_quant_nvfp4(x, 40, 1.0f / 256.0f, b);
+    assert_memory_equal(a, b, sizeof a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(nvfp4_packed),
+        cmocka_unit_test(fp8_channel_bf16),
+        cmocka_unit_test(nvfp4_global_rule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
