@@ -102,6 +102,7 @@ typedef struct {
     double fp8_matmul_efficiency; /* of the FP8 peak (0: matmul_efficiency) */
     double fp4_matmul_efficiency; /* of the FP4 peak (0: matmul_efficiency) */
     uint32_t matmul_k_pad;      /* per-tile fixed work, in k steps */
+    uint32_t fp8_matmul_k_pad;  /* the same on FP8 tensor cores (0: matmul_k_pad) */
     double hbm_efficiency;      /* streaming reads: fraction of hbm_bw */
     uint32_t matmul_cols_per_sm; /* output columns per SM to stream at full rate */
     double matmul_width_exp;    /* how bandwidth falls with fewer columns */

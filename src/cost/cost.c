@@ -96,7 +96,14 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     }
     if (c.flops <= 0)
         return c;
-    double e_c = eff * K / (K + (double)g->matmul_k_pad);
+    /* a tile's fixed work in steps of k: FP8's own where the topology
+     * gives it (one k block holds twice BF16's elements at twice the
+     * rate, so the same fixed time is more steps of k) */
+    double k_pad = (double)g->matmul_k_pad;
+    if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
+        g->fp8_matmul_k_pad > 0)
+        k_pad = (double)g->fp8_matmul_k_pad;
+    double e_c = eff * K / (K + k_pad);
     double width =
         tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
     /* beside another kernel: the tensor cores of the SMs left, at most

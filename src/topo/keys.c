@@ -110,6 +110,10 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(gpu.matmul_k_pad), "64", 0, 1000000, "64",
      "fixed work of one output tile, in steps of k (short k runs below "
      "matmul_efficiency)"},
+    {"gpu", "fp8_matmul_k_pad", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(gpu.fp8_matmul_k_pad), "0", 0, 1000000, "220",
+     "fixed work of one output tile of an FP8 matmul on FP8 tensor cores, "
+     "in steps of k (0: matmul_k_pad)"},
     {"gpu", "hbm_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
      F(gpu.hbm_efficiency), "0.8", 0.05, 1, "0.8",
      "fraction of hbm_bw a kernel streaming weights or KV reaches"},

@@ -119,6 +119,45 @@ static void test_matmul_dtypes(void **state)
     assert_true(t4 >= tb * 99 / 100);
 }
 
+/* An FP8 tile's fixed work is the topology's fp8_matmul_k_pad steps of k
+ * (h200-nvl2.topo: 220, fit to per-tensor FP8 cuBLASLt on an H200), BF16's
+ * stays matmul_k_pad; 0 falls back to matmul_k_pad.  A compute-bound
+ * 32768 x 4096 x K GEMM takes (K + pad) / K of its peak-rate time, by
+ * hand. */
+static void test_matmul_fp8_k_pad(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    nvl_gpu_spec_t *g = &topo->gpu;
+    assert_int_equal(g->fp8_matmul_k_pad, 220);
+    double over_s = (double)g->kernel_overhead_ps * 1e-12;
+    c.weight_dtype = NVL_WDT_FP8;
+    for (uint64_t k = 1024; k <= 8192; k *= 8) {
+        double flops = 2.0 * 32768 * 4096 * (double)k;
+        double t_s = flops / (g->fp8_flops_per_s * g->matmul_efficiency) *
+                         ((double)k + 220) / (double)k + over_s;
+        double got_s =
+            (double)nvl_cost_matmul(&c, 32768, 4096, k).time_ps * 1e-12;
+        assert_true(fabs(got_s / t_s - 1) < 1e-6);
+    }
+    uint32_t saved = g->fp8_matmul_k_pad;
+    int64_t with_pad = nvl_cost_matmul(&c, 32768, 4096, 1024).time_ps;
+    g->fp8_matmul_k_pad = 0; /* unset: the shared matmul_k_pad */
+    int64_t shared = nvl_cost_matmul(&c, 32768, 4096, 1024).time_ps;
+    g->fp8_matmul_k_pad = saved;
+    double flops = 2.0 * 32768 * 4096 * 1024;
+    double t_s = flops / (g->fp8_flops_per_s * g->matmul_efficiency) *
+                     (1024.0 + g->matmul_k_pad) / 1024.0 + over_s;
+    assert_true(fabs((double)shared * 1e-12 / t_s - 1) < 1e-6);
+    assert_true(with_pad > shared);
+    /* BF16 keeps matmul_k_pad */
+    c.weight_dtype = NVL_WDT_BF16;
+    t_s = flops / (g->bf16_flops_per_s * g->matmul_efficiency) *
+              (1024.0 + g->matmul_k_pad) / 1024.0 + over_s;
+    assert_true(fabs((double)nvl_cost_matmul(&c, 32768, 4096, 1024).time_ps *
+                         1e-12 / t_s - 1) < 1e-6);
+}
+
 /* Decode attention reads the KV cache; FA4 relieves the SFUs; an idle rank
  * costs nothing; fp8 KV halves the bytes. */
 /* Low-precision grouped GEMMs: block-scaled FP4 on FP4 tensor cores pads
@@ -484,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_matmul_regimes),
         cmocka_unit_test(test_matmul_shared),
         cmocka_unit_test(test_matmul_dtypes),
+        cmocka_unit_test(test_matmul_fp8_k_pad),
         cmocka_unit_test(test_gemm_library),
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_grouped_matmul_lowp),
