@@ -165,6 +165,15 @@ void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
  * widths.  0 (the default) restores set_time_dtype's rule.  Must be the
  * same on every member. */
 void nvl_comm_set_time_bits(nvl_comm_t *comm, double bits);
+/* graph true: every later NCCL collective of comm is a node of a CUDA
+ * graph beside the caller's kernels (a serving step's graph replay), and
+ * costs the GPU time of its kernel: NCCL's own rating of the algorithm and
+ * protocol it runs (nvl_coll_nccl_rating_s, where the algorithm has one)
+ * after the graph's edge into NCCL's node ([nccl] graph_edge), with no
+ * host enqueue.  false (the default): the model's time of a call the host
+ * launches.  A serving engine's own allreduce kernels and point-to-point
+ * groups are timed as before.  Must be the same on every member. */
+void nvl_comm_set_graph(nvl_comm_t *comm, bool graph);
 /* How data mode moves a collective's data; the modeled time is the same
  * either way.  NVL_DATA_PATH_FAST (the default): the host's quickest
  * exchange whatever algorithm the tuner chose -- member to member in

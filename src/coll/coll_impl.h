@@ -18,6 +18,7 @@ struct nvl_comm {
     double time_bits;        /* bits a value for collectives; 0: unused */
     nvl_tuner_cfg_t tuner;
     nvl_ar_impl_t ar_impl;   /* allreduce implementation (allreduce.c) */
+    bool graph;              /* NCCL calls are CUDA graph nodes (graph.c) */
     nvl_coll_info_t choice;  /* the tuner's last answer (coll, bytes: key) */
     bool choice_valid;       /* cleared when the tuner changes */
     /* derived from the members' GPUs (same on every member) */
@@ -574,5 +575,12 @@ int64_t nvl_coll_signature(const nvl_coll_call_t *call);
 /* "allreduce(count=..., bf16, sum)" or "nvl_group_end (...)": a call as
  * reports name it, into buf (len bytes). */
 void nvl_coll_describe(const nvl_coll_call_t *call, char *buf, size_t len);
+
+/* The tuner's choice *info for a call of `bytes` made a CUDA graph node
+ * (nvl_comm_set_graph): its time_ps becomes the graph's edge plus NCCL's
+ * rating of info's algorithm and protocol; unchanged where the algorithm
+ * carries no rating (graph.c). */
+void nvl_coll_graph_time(const nvl_comm_t *comm, nvl_coll_t coll,
+                         size_t bytes, nvl_coll_info_t *info);
 
 #endif

@@ -106,6 +106,8 @@ static int predict(const nvl_coll_call_t *call, size_t bytes,
                      comm->size);
             return 0;
         }
+        if (comm->graph)
+            nvl_coll_graph_time(comm, call->coll, bytes, info);
     } else {
         info->time_ps = nvl_p2p_predict_ps(call);
     }

@@ -199,6 +199,8 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
     e->opts.cost.gpu = nvl_comm_gpu(tp, nvl_comm_rank(tp));
     nvl_comm_set_mode(tp, opts->mode);
     nvl_comm_set_time_dtype(tp, NVL_DT_BF16);
+    /* a step launched as a CUDA graph replays NCCL's kernels in it */
+    nvl_comm_set_graph(tp, opts->cost.launch == NVL_LAUNCH_GRAPH);
     nvl_stream_init(&e->stream, &e->opts.cost, nvl_comm_clock(tp));
 
     /* the same on every rank: the lowest rank reports */
@@ -238,6 +240,7 @@ nvl_status_t nvl_engine_create(const nvl_model_config_t *cfg,
             nvl_comm_set_mode(e->ovl, opts->mode);
             nvl_comm_set_time_dtype(e->ovl, NVL_DT_BF16);
             nvl_comm_set_tuner(e->ovl, nvl_comm_tuner(e->dense));
+            nvl_comm_set_graph(e->ovl, opts->cost.launch == NVL_LAUNCH_GRAPH);
             /* its chunks' allreduces: the same implementation */
             st = nvl_comm_set_allreduce(e->ovl, opts->allreduce);
         }

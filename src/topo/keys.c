@@ -290,6 +290,11 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "host time of one torch.distributed collective call, back to back "
      "(measured: lent HGX H100, eager all_reduce at 8 B - 256 KB on 2 GPUs, "
      "median; read by the benches' --caller torch)"},
+    {"nccl", "graph_edge", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.graph_edge_ps), "2.4us", 0, PS(100.0), "2.4us",
+     "from the kernel before an NCCL call captured in a CUDA graph to the "
+     "start of NCCL's kernel (measured: profiled serving steps on H200 and "
+     "H100, 2.3-2.6 us where two compute kernels are 0.4 us apart)"},
     {"nccl", "ll_max_bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(nccl.ll_max_bw_bytes_per_s), "141GB/s", 1e9, 1e14, "141GB/s",
      "LL protocol ceiling over all channels (NCCL llMaxBws)"},

@@ -8,7 +8,9 @@
  * topology cannot run (NVLS without switches) must be refused.  With
  * `messages` the data moves by MPI messages (ar_data.c, the path of
  * members on several hosts) instead of the one host's shared window
- * (ar_window.c).
+ * (ar_window.c).  Last, a call made a CUDA graph node (nvl_comm_set_graph)
+ * costs NCCL's rating of its algorithm and protocol after [nccl]
+ * graph_edge, and an engine kernel's time does not change.
  *   mpirun -np N test_ar_impls TOPO [nvls|no-nvls|messages] */
 #include <math.h>
 #include <stdio.h>
@@ -107,6 +109,54 @@ static void check_call(nvl_comm_t *comm, nvl_ar_impl_t impl, nvl_dtype_t dt,
     free(recv);
 }
 
+/* One allreduce of count bf16 values in timing mode, under impl, with the
+ * graph flag as given: its info. */
+static nvl_coll_info_t timed(nvl_comm_t *comm, nvl_ar_impl_t impl,
+                             size_t count, bool graph)
+{
+    nvl_coll_info_t info = {0};
+    nvl_comm_set_graph(comm, graph);
+    if (nvl_comm_set_allreduce(comm, impl) != NVL_OK ||
+        nvl_allreduce(comm, NULL, NULL, count, NVL_DT_BF16, NVL_OP_SUM,
+                      &info) != NVL_OK)
+        failures++;
+    nvl_comm_set_graph(comm, false);
+    return info;
+}
+
+/* In a CUDA graph, NCCL's call costs graph_edge + its rating (where its
+ * algorithm has one), the model's time outside; oneshot's is the same
+ * either way.  114,688 B is a TP 4 decode's allreduce of 16 rows. */
+static void check_graph(nvl_comm_t *comm, const nvl_topo_t *topo)
+{
+    const size_t counts[] = {1000, 57344, 4194304};
+    nvl_comm_set_mode(comm, NVL_MODE_TIMING);
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        size_t bytes = counts[c] * 2;
+        nvl_coll_info_t off = timed(comm, NVL_AR_NCCL, counts[c], false);
+        nvl_coll_info_t on = timed(comm, NVL_AR_NCCL, counts[c], true);
+        double r = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE, bytes,
+                                          on.algo, on.proto);
+        int64_t want = r < 0 ? off.time_ps
+                             : topo->nccl.graph_edge_ps + nvl_ps_from_s(r);
+        if (on.time_ps != want || (r >= 0 && on.time_ps == off.time_ps)) {
+            fprintf(stderr, "rank %d: NCCL in a graph, %zu B: %lld ps, want "
+                    "%lld (outside: %lld)\n", rank_, bytes,
+                    (long long)on.time_ps, (long long)want,
+                    (long long)off.time_ps);
+            failures++;
+        }
+        nvl_ar_impl_t one;
+        if (nvl_ar_impl_parse("oneshot", &one) != NVL_OK ||
+            timed(comm, one, counts[c], true).time_ps !=
+                timed(comm, one, counts[c], false).time_ps) {
+            fprintf(stderr, "rank %d: oneshot's time moved in a graph\n",
+                    rank_);
+            failures++;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     nvl_runtime_t rt;
@@ -177,6 +227,7 @@ int main(int argc, char **argv)
             }
         }
     }
+    check_graph(comm, topo);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank_ == 0)
