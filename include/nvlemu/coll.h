@@ -212,6 +212,9 @@ typedef struct {
     int64_t time_ps;   /* modeled duration */
     int impl;          /* allreduce: the nvl_ar_impl_t that ran it
                           (NVL_AR_NCCL: algo and proto say how) */
+    int64_t rating_ps; /* the tuner's choice: NCCL's rating of algo with
+                          proto for this call (nvl_coll_nccl_rating_s);
+                          0 where the algorithm has none */
 } nvl_coll_info_t;
 
 /* Predicted duration of one call of coll moving `bytes` (NCCL's nBytes) on

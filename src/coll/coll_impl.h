@@ -576,11 +576,10 @@ int64_t nvl_coll_signature(const nvl_coll_call_t *call);
  * reports name it, into buf (len bytes). */
 void nvl_coll_describe(const nvl_coll_call_t *call, char *buf, size_t len);
 
-/* The tuner's choice *info for a call of `bytes` made a CUDA graph node
+/* The tuner's choice *info for a call made a CUDA graph node
  * (nvl_comm_set_graph): its time_ps becomes the graph's edge plus NCCL's
- * rating of info's algorithm and protocol; unchanged where the algorithm
- * carries no rating (graph.c). */
-void nvl_coll_graph_time(const nvl_comm_t *comm, nvl_coll_t coll,
-                         size_t bytes, nvl_coll_info_t *info);
+ * rating of info's algorithm and protocol (info->rating_ps, kept by the
+ * tuner); unchanged where the algorithm carries no rating (graph.c). */
+void nvl_coll_graph_time(const nvl_comm_t *comm, nvl_coll_info_t *info);
 
 #endif

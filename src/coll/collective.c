@@ -107,7 +107,7 @@ static int predict(const nvl_coll_call_t *call, size_t bytes,
             return 0;
         }
         if (comm->graph)
-            nvl_coll_graph_time(comm, call->coll, bytes, info);
+            nvl_coll_graph_time(comm, info);
     } else {
         info->time_ps = nvl_p2p_predict_ps(call);
     }

@@ -28,12 +28,9 @@ void nvl_comm_set_graph(nvl_comm_t *comm, bool graph)
     comm->graph = graph;
 }
 
-void nvl_coll_graph_time(const nvl_comm_t *comm, nvl_coll_t coll,
-                         size_t bytes, nvl_coll_info_t *info)
+void nvl_coll_graph_time(const nvl_comm_t *comm, nvl_coll_info_t *info)
 {
-    double rating = nvl_coll_nccl_rating_s(comm, coll, bytes, info->algo,
-                                           info->proto);
-    if (rating < 0 || comm->size < 2 || bytes == 0)
-        return;
-    info->time_ps = comm->topo->nccl.graph_edge_ps + nvl_ps_from_s(rating);
+    /* the rating the tuner chose by, kept with its choice */
+    if (info->rating_ps > 0)
+        info->time_ps = comm->topo->nccl.graph_edge_ps + info->rating_ps;
 }

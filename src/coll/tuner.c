@@ -192,6 +192,7 @@ static bool best_proto(const nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
         double key = rating >= 0 ? rating : (double)info.time_ps;
         if (!found || key < best_key) {
             best_key = key;
+            info.rating_ps = rating > 0 ? nvl_ps_from_s(rating) : 0;
             *info_out = info;
             *rating_out = rating;
             found = true;
