@@ -144,7 +144,6 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
 {
     const nvl_shard_t *s = &e->shard;
     const nvl_cost_cfg_t *cost = &e->opts.cost;
-    nvl_cost_cfg_t experts = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
     uint64_t hd = e->cfg.head_dim, hid = e->cfg.hidden;
     uint64_t q = s->q_heads.count * hd, kv = s->kv_heads.count * hd;
     uint64_t in = step == NVL_STEP_EXPERTS_GATE_UP
@@ -172,12 +171,17 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
                                               : NVL_QCLASS_MLP,
                               layer, (uint64_t)rows, width, hid);
             break;
-        case NVL_K_GROUPED:
+        case NVL_K_GROUPED: {
+            /* only the experts' steps have grouped kernels: their cost
+             * configuration is built for them alone */
+            nvl_cost_cfg_t experts =
+                nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
             nvl_engine_kernel(e, k->name, NVL_PART_GEMM, layer,
                               nvl_cost_grouped_matmul(
                                   &experts, s->experts.count, count, width,
                                   hid));
             break;
+        }
         case NVL_K_ELEMENTWISE:
         case NVL_K_STRIDED:
         case NVL_K_INDEXED:
