@@ -58,6 +58,8 @@ void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
     }
     fprintf(out, "%s\n", r->args->engine.act_quant == 1
                              ? "; activations bf16 (--act-quant none)"
+                         : nvl_wdtype_weight_only(r->args->engine.dtype)
+                             ? "; activations bf16 (a weight-only format)"
                              : "; a quantized GEMM's activations "
                                "quantized alike");
 }
@@ -92,5 +94,7 @@ json_t *nvl_run_gemm_json(const nvl_run_result_t *r,
     const char *f = nvl_wdtype_format(r->args->engine.dtype);
     return json_pack("{s:s, s:o, s:b, s:o}", "format", f ? f : "bf16",
                      "classes", classes, "weight_only",
-                     r->args->engine.act_quant == 1, "gemms", rows);
+                     r->args->engine.act_quant == 1 ||
+                         nvl_wdtype_weight_only(r->args->engine.dtype),
+                     "gemms", rows);
 }
