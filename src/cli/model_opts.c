@@ -166,6 +166,11 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
         memcpy(m->gemm_bf16_layers, f.bf16_layers, sizeof f.bf16_layers);
     if (m->kv_dtype == NVL_CLI_DTYPE_AUTO)
         m->kv_dtype = q.kv_fp8 ? NVL_WDT_FP8 : NVL_WDT_BF16;
+    /* a weight-only checkpoint (compressed-tensors' input_activations
+     * null: W4A16, W8A16): --act-quant auto is none, in timing mode too
+     * (its GEMMs read bf16 inputs at BF16's rate) */
+    if (q.quantized && q.weight_only)
+        m->act_quant = 1;
     return NVL_OK;
 }
 

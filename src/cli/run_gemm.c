@@ -57,7 +57,9 @@ void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                 b.scale_bytes / 1e6);
     }
     fprintf(out, "%s\n", r->args->engine.act_quant == 1
-                             ? "; activations bf16 (--act-quant none)"
+                             ? "; activations bf16 (weight-only: --act-quant "
+                               "none, or a checkpoint without input "
+                               "quantization)"
                          : nvl_wdtype_weight_only(r->args->engine.dtype)
                              ? "; activations bf16 (a weight-only format)"
                              : "; a quantized GEMM's activations "

@@ -67,7 +67,7 @@ static nvl_status_t get_part(const nvl_weights_t *w, const qt_t *q,
  * front, [E, R, C/32, 16] (gpt-oss's experts), read as [E x R, C]. */
 static bool mx_blocks(const qt_t *q)
 {
-    return q->row->data.code == NVL_QCODE_E2M1 && q->row->block_cols == 32;
+    return q->row == nvl_quant_row(NVL_QUANT_MXFP4);
 }
 
 /* The logical shape from the codes: E2M1 packs two a byte (MX-FP4's

@@ -54,12 +54,16 @@ static nvl_status_t group_format(const char *file, const char *g,
     else if (fl && bits == 4 && gs == 16 && strat != NULL &&
              strcmp(strat, "tensor_group") == 0)
         f = NVL_QUANT_NVFP4;
+    else if (fl && bits == 4 && gs == 32 && strat != NULL &&
+             strcmp(strat, "group") == 0)
+        f = NVL_QUANT_MXFP4;
     if (f == NVL_QUANT_COUNT) {
         nvl_report("%s: quantization_config.config_groups.%s.weights "
                    "(num_bits %lld, type '%s', strategy '%s'%s) is not a "
                    "scheme nvlemu reads: float 8 bits per tensor or channel "
                    "(FP8), in [128, 128] blocks (FP8 blocks) or 4 bits per "
-                   "tensor_group of 16 (NVFP4); symmetric int 8 bits per "
+                   "tensor_group of 16 (NVFP4) or group of 32 (MX-FP4); "
+                   "symmetric int 8 bits per "
                    "channel (int8) or 4 bits per group of 128 (int4)",
                    file, g, (long long)bits, type ? type : "?",
                    strat ? strat : "?",
@@ -72,15 +76,17 @@ static nvl_status_t group_format(const char *file, const char *g,
     return NVL_OK;
 }
 
-/* The activations of an integer scheme: int4 weights run weight-only
- * (vLLM's CompressedTensorsWNA16), int8 weights weight-only or with
+/* The activations of an integer or MX-FP4 scheme: int4 weights run
+ * weight-only (vLLM's CompressedTensorsWNA16), MX-FP4 too
+ * (CompressedTensorsW4A16Mxfp4), int8 weights weight-only or with
  * dynamic symmetric int8 per token (CompressedTensorsW8A8Int8 with
  * input_symmetric and dynamic, the W8A8 preset); a static or asymmetric
  * int8 input is refused. */
 static nvl_status_t int_acts(const char *file, const char *g,
                              nvl_quant_format_t f, const json_t *a)
 {
-    if ((f != NVL_QUANT_INT8 && f != NVL_QUANT_INT4) || !json_is_object(a))
+    if ((f != NVL_QUANT_INT8 && f != NVL_QUANT_INT4 && f != NVL_QUANT_MXFP4) ||
+        !json_is_object(a))
         return NVL_OK;
     const char *type = json_string_value(json_object_get(a, "type"));
     const char *strat = json_string_value(json_object_get(a, "strategy"));
@@ -93,7 +99,7 @@ static nvl_status_t int_acts(const char *file, const char *g,
     nvl_report("%s: quantization_config.config_groups.%s.input_activations "
                "is not one nvlemu runs with %s weights: %s", file, g,
                nvl_quant_row(f)->m.name,
-               f == NVL_QUANT_INT4 ? "null (W4A16, weight-only)"
+               f != NVL_QUANT_INT8 ? "null (W4A16, weight-only)"
                                    : "null (W8A16) or int 8 bits, strategy "
                                      "token, dynamic, symmetric (W8A8)");
     return NVL_ERR_INVALID;
@@ -119,6 +125,7 @@ static nvl_status_t group_layout(const char *file, const char *g,
                       : f == NVL_QUANT_NVFP4 ? "nvfp4-pack-quantized"
                       : f == NVL_QUANT_INT8  ? "int-quantized"
                       : f == NVL_QUANT_INT4  ? "pack-quantized"
+                      : f == NVL_QUANT_MXFP4 ? "mxfp4-pack-quantized"
                                              : "float-quantized";
     *row_out = nvl_quant_ct_layout(fmt, strat, f);
     if (*row_out == NULL) {
@@ -131,7 +138,8 @@ static nvl_status_t group_layout(const char *file, const char *g,
                    "nvfp4-pack-quantized (NVFP4), float-quantized or "
                    "naive-quantized (FP8 per tensor, per channel or in "
                    "[128, 128] blocks), int-quantized or naive-quantized "
-                   "(int8 per channel), pack-quantized (int4 per group)",
+                   "(int8 per channel), pack-quantized (int4 per group), "
+                   "mxfp4-pack-quantized (MX-FP4)",
                    file, key, fmt, nvl_quant_row(f)->m.name, strat);
         return NVL_ERR_INVALID;
     }

@@ -68,6 +68,20 @@ static const ct_layout_t layouts[] = {
              .scale2 = {.suffix = "weight_global_scale", .dtype = "F32",
                         .code = NVL_QCODE_F32},
              .scale2_divides = true, .fused_amax = true}},
+    /* fp4_quantized.py: MXFP4PackedCompressor ("mxfp4-pack-quantized") is
+     * NVFP4PackedCompressor's alias (pack_fp4_to_uint8, element 2i low);
+     * its weight_scale one E8M0 byte per 32 (calculate_qparams, is_mxfp4:
+     * the biased exponent as uint8), no global scale */
+    {.compression = "mxfp4-pack-quantized", .strategy = "group",
+     .format = NVL_QUANT_MXFP4,
+     .row = {.m = {"mxfp4-pack-quantized", "compressed-tensors MX-FP4: "
+                   "weight_packed E2M1 pairs, an E8M0 weight_scale per 32"},
+             .algo = "mxfp4-pack-quantized", .block_rows = 1,
+             .block_cols = 32,
+             .data = {.suffix = "weight_packed", .dtype = "U8",
+                      .code = NVL_QCODE_E2M1},
+             .scale = {.suffix = "weight_scale", .dtype = "U8",
+                       .code = NVL_QCODE_E8M0}}},
 #define FP8_LAYOUTS(c)                                                        \
     {.compression = c, .strategy = "tensor", .format = NVL_QUANT_FP8,         \
      .row = FP8_ROW("float-quantized/tensor", "compressed-tensors FP8: "     \
