@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "nvlemu/family.h"
+#include "nvlemu/quant.h"
 #include "nvlemu/status.h"
 #include "nvlemu/topo.h"
 #include "nvlemu/vclock.h"
@@ -54,13 +55,22 @@ typedef enum {
     NVL_WDT_FP4,
     NVL_WDT_NVFP4,
     NVL_WDT_FP8_BLOCK,
+    NVL_WDT_FP8_CHANNEL, /* FP8 with an FP32 scale per output channel */
+    NVL_WDT_INT8,        /* int8 per channel, int8 inputs per token */
+    NVL_WDT_INT4,        /* int4 per group of 128, weight-only (W4A16) */
     NVL_WDT_COUNT
 } nvl_wdtype_t;
 
-/* The tensor-core type of dt: NVL_WDT_BF16, NVL_WDT_FP8 or NVL_WDT_FP4. */
+/* Whether dt is a weight-only format (int4, W4A16): its GEMMs read bf16
+ * inputs whatever --act-quant says. */
+bool nvl_wdtype_weight_only(nvl_wdtype_t dt);
+/* The tensor-core type of dt: NVL_WDT_BF16, NVL_WDT_FP8 or NVL_WDT_FP4
+ * (int8's is FP8's: the same 8-bit pipeline and peak, see families.c). */
 nvl_wdtype_t nvl_wdtype_core(nvl_wdtype_t dt);
 /* The dense peak FLOP rate of gpu's tensor cores for dt (its [gpu]
- * bf16/fp8/fp4_flops; 0 where the GPU has none of that type). */
+ * bf16/fp8/fp4_flops; int8 at fp8_flops; 0 where the GPU has none of
+ * that type, and for int4, which no engine runs on integer tensor cores:
+ * W4A16 dequantizes in the GEMM's mainloop and runs at BF16's rate). */
 double nvl_wdtype_peak_flops_per_s(const nvl_gpu_spec_t *gpu,
                                    nvl_wdtype_t dt);
 
@@ -78,8 +88,17 @@ nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
 nvl_gemm_bytes_t nvl_cost_input_bytes(nvl_wdtype_t dt, uint64_t m,
                                       uint64_t k);
 
-/* The stored format's name of dt (src/quant's family), NULL for bf16. */
+/* The stored format's name of dt (src/quant's family, or the
+ * compressed-tensors layout it prices: "float-quantized/channel"), NULL
+ * for bf16. */
 const char *nvl_wdtype_format(nvl_wdtype_t dt);
+
+/* The weight dtype timing mode charges for a checkpoint of format f
+ * stored as `stored` lays it out (a compressed-tensors layout row, or
+ * NULL: the format's own): the row that prices that layout (FP8 per
+ * channel: fp8-channel), else the format's (MX-FP4: fp4). */
+nvl_wdtype_t nvl_wdtype_of_quant(nvl_quant_format_t f,
+                                 const nvl_quant_row_t *stored);
 
 /* fa3, fa4: FlashAttention 3 / 4 (serving engines); sdpa: PyTorch's
  * scaled_dot_product_attention as the torch stack calls it (cuDNN's fused

@@ -26,6 +26,10 @@ typedef enum {
     NVL_QUANT_MXFP4,     /* OCP MX-FP4: E2M1 x E8M0 per 32 */
     NVL_QUANT_FP8,       /* ModelOpt FP8: E4M3 x FP32 per tensor */
     NVL_QUANT_FP8_BLOCK, /* E4M3 x FP32 weight_scale_inv per 128 x 128 */
+    NVL_QUANT_INT8,      /* compressed-tensors W8A8 int8: int8 x a scale
+                            per output channel */
+    NVL_QUANT_INT4,      /* compressed-tensors W4A16 int4 (pack-quantized):
+                            int4 x a scale per 1 x 128 group */
     NVL_QUANT_COUNT
 } nvl_quant_format_t;
 
@@ -36,8 +40,14 @@ typedef enum {
                        S.1111.111 NaN */
     NVL_QCODE_E8M0, /* OCP MX scale: 2^(code - 127), 0xFF NaN */
     NVL_QCODE_F32,  /* IEEE binary32, little-endian */
-    NVL_QCODE_BF16  /* bfloat16, little-endian (compressed-tensors' scales
+    NVL_QCODE_BF16, /* bfloat16, little-endian (compressed-tensors' scales
                        in a bf16 model's dtype) */
+    NVL_QCODE_F16,  /* IEEE binary16, little-endian (a float16 model's) */
+    NVL_QCODE_I8,   /* two's complement int8 */
+    NVL_QCODE_I4    /* int4 as compressed-tensors' pack_to_int32 stores it:
+                       q + 8 in 4 bits, eight to a little-endian int32,
+                       element 8w + j in bits 4j..4j+3 of word w (so
+                       element 2i in the low nibble of byte i) */
 } nvl_qcode_t;
 
 /* A stored tensor of a quantized weight "P.weight": "P." + suffix. */
@@ -45,10 +55,10 @@ typedef struct {
     const char *suffix; /* "weight", "weight_scale", ...; NULL: none */
     const char *dtype;  /* its safetensors dtype: "U8", "F8_E4M3", "F32" */
     nvl_qcode_t code;
-    /* another dtype the writer may store it in (NULL: none) and its code:
-     * compressed-tensors writes FP8 scales in the model's dtype */
-    const char *dtype_alt;
-    nvl_qcode_t code_alt;
+    /* other dtypes the writer may store it in (NULL: none) and their
+     * codes: compressed-tensors writes scales in the model's dtype */
+    const char *dtype_alt, *dtype_alt2;
+    nvl_qcode_t code_alt, code_alt2;
 } nvl_quant_part_t;
 
 /* What a format's quantizer writes for one weight: its parts in the
@@ -124,8 +134,24 @@ float nvl_e8m0_decode(uint8_t c);
 
 /* ---- dequantizing ---- */
 
-/* A scale's value from its stored bytes (code: E4M3, E8M0 or F32). */
+/* A scale's value from its stored bytes (code: E4M3, E8M0, F32, BF16 or
+ * F16). */
 float nvl_quant_scale_value(nvl_qcode_t code, const unsigned char *bytes);
+
+/* Bytes of one stored scale of code c (F32 4, BF16 and F16 2, else 1). */
+uint32_t nvl_quant_code_bytes(nvl_qcode_t c);
+
+/* Codes per stored element of a row's data: 2 for E2M1 (U8), 8 for I4
+ * (I32), else 1. */
+uint32_t nvl_quant_codes_per_elem(const nvl_quant_row_t *r);
+
+/* The scale grid of a rows x cols weight stored as row r lays it out. */
+void nvl_quant_row_grid(const nvl_quant_row_t *r, uint64_t rows,
+                        uint64_t cols, uint64_t grid_out[2]);
+
+/* A compressed-tensors layout's row by its name ("float-quantized/channel",
+ * `nvl_quant_ct_layout`'s rows, src/quant/ct_layout.c); NULL: none. */
+const nvl_quant_row_t *nvl_quant_ct_row(const char *name);
 
 /* Columns [col0, col0 + cols) of one row of a weight stored as row r
  * describes (nvl_quant_row, or a checkpoint's own layout: the config's
@@ -139,7 +165,8 @@ void nvl_quant_dequant_row(const nvl_quant_row_t *r, const unsigned char *data,
                            uint64_t col0, uint64_t cols, const float *scales,
                            float scale2, float *out);
 
-/* Bytes of `cols` codes of a row (cols even for E2M1). */
+/* Bytes of `cols` codes of a row (cols even for E2M1, a multiple of 8
+ * for I4). */
 uint64_t nvl_quant_data_bytes(nvl_quant_format_t f, uint64_t cols);
 
 /* The scale grid of a rows x cols weight in format f: rows and columns of
@@ -272,6 +299,7 @@ typedef enum {
     NVL_ACT_FP8_TOKEN,   /* E4M3 x a dynamic scale per token (row) */
     NVL_ACT_NVFP4_GS,    /* NVFP4 with compressed-tensors' input_global_scale
                             (the global scale itself, not its reciprocal) */
+    NVL_ACT_INT8_TOKEN,  /* int8 x a dynamic scale per token (W8A8 int8) */
     NVL_ACT_COUNT
 } nvl_act_quant_t;
 
@@ -317,6 +345,11 @@ void nvl_act_quant_fp8_group(const float *x, uint64_t n, uint64_t group,
  * dynamic scale max(amax / 448, 1 / (448 x 512)), as vLLM's per-token FP8
  * quantization (QuantFP8, dynamic_per_token_scaled_fp8_quant). */
 void nvl_act_quant_fp8_token(const float *x, uint64_t n, float *out);
+/* One token's n input elements in int8 with its own dynamic scale
+ * amax / 127, as vLLM's dynamic_scaled_int8_quant (x x (127 / amax)
+ * rounded to nearest even and saturated to int8; the GEMM reads
+ * q x amax / 127); a zero row gives zeros. */
+void nvl_act_quant_int8_token(const float *x, uint64_t n, float *out);
 
 /* The values an FP8 (E4M3) KV cache returns for n keys or values stored
  * with scale (k_scale / v_scale; 1.0 without calibrated scales). */

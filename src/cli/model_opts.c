@@ -117,19 +117,6 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
     return NVL_OK;
 }
 
-/* The weight type timing mode charges for a checkpoint of format f:
- * MX-FP4's bytes are fp4's. */
-static nvl_wdtype_t format_dtype(nvl_quant_format_t f)
-{
-    static const nvl_wdtype_t of[NVL_QUANT_COUNT] = {
-        [NVL_QUANT_NVFP4] = NVL_WDT_NVFP4,
-        [NVL_QUANT_MXFP4] = NVL_WDT_FP4,
-        [NVL_QUANT_FP8] = NVL_WDT_FP8,
-        [NVL_QUANT_FP8_BLOCK] = NVL_WDT_FP8_BLOCK,
-    };
-    return of[f];
-}
-
 /* The model's configuration and its weight formats per GEMM class
  * (model NULL: none, every class bf16). */
 static nvl_status_t model_formats(const char *model,
@@ -155,7 +142,8 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
          nvl_quant_config_read(model, &q) != NVL_OK) ||
         model_formats(model, &q, &f) != NVL_OK)
         return NVL_ERR_INVALID;
-    nvl_wdtype_t want = f.any ? format_dtype(f.format) : NVL_WDT_BF16;
+    nvl_wdtype_t want = f.any ? nvl_wdtype_of_quant(f.format, q.stored)
+                              : NVL_WDT_BF16;
     bool follow = m->dtype == NVL_CLI_DTYPE_AUTO || q.quantized;
     if (m->dtype == NVL_CLI_DTYPE_AUTO) {
         m->dtype = want;
@@ -178,6 +166,11 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
         memcpy(m->gemm_bf16_layers, f.bf16_layers, sizeof f.bf16_layers);
     if (m->kv_dtype == NVL_CLI_DTYPE_AUTO)
         m->kv_dtype = q.kv_fp8 ? NVL_WDT_FP8 : NVL_WDT_BF16;
+    /* a weight-only checkpoint (compressed-tensors' input_activations
+     * null: W4A16, W8A16): --act-quant auto is none, in timing mode too
+     * (its GEMMs read bf16 inputs at BF16's rate) */
+    if (q.quantized && q.weight_only)
+        m->act_quant = 1;
     return NVL_OK;
 }
 

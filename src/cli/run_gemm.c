@@ -57,7 +57,11 @@ void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                 b.scale_bytes / 1e6);
     }
     fprintf(out, "%s\n", r->args->engine.act_quant == 1
-                             ? "; activations bf16 (--act-quant none)"
+                             ? "; activations bf16 (weight-only: --act-quant "
+                               "none, or a checkpoint without input "
+                               "quantization)"
+                         : nvl_wdtype_weight_only(r->args->engine.dtype)
+                             ? "; activations bf16 (a weight-only format)"
                              : "; a quantized GEMM's activations "
                                "quantized alike");
 }
@@ -92,5 +96,7 @@ json_t *nvl_run_gemm_json(const nvl_run_result_t *r,
     const char *f = nvl_wdtype_format(r->args->engine.dtype);
     return json_pack("{s:s, s:o, s:b, s:o}", "format", f ? f : "bf16",
                      "classes", classes, "weight_only",
-                     r->args->engine.act_quant == 1, "gemms", rows);
+                     r->args->engine.act_quant == 1 ||
+                         nvl_wdtype_weight_only(r->args->engine.dtype),
+                     "gemms", rows);
 }

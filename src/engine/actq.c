@@ -66,6 +66,8 @@ static void quant_rows(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g,
             nvl_act_quant_fp8_tensor(in, K, s, o);
         else if (e->actq == NVL_ACT_FP8_TOKEN)
             nvl_act_quant_fp8_token(in, K, o);
+        else if (e->actq == NVL_ACT_INT8_TOKEN)
+            nvl_act_quant_int8_token(in, K, o);
         else
             nvl_act_quant_fp8_group(in, K, NVL_FP8_ACT_GROUP, o);
     }

@@ -132,7 +132,8 @@ double nvl_engine_moe_act_bits(const nvl_engine_t *e)
      * (per-token groups of 128) */
     static const double act_bits[NVL_WDT_COUNT] = {
         [NVL_WDT_BF16] = 16.0, [NVL_WDT_FP8] = 8.0, [NVL_WDT_FP4] = 4.25,
-        [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25};
+        [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25,
+        [NVL_WDT_FP8_CHANNEL] = 8.0, [NVL_WDT_INT8] = 8.0};
     nvl_cost_cfg_t c = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
     nvl_wdtype_t dt = c.weight_dtype < NVL_WDT_COUNT ? c.weight_dtype
                                                      : NVL_WDT_BF16;

@@ -137,7 +137,12 @@ nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
     }
     nvl_model_formats_t f = {.any = true, .format = q->format};
     for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
-        if (!nvl_quant_class_covered(q->format, (nvl_quant_class_t)c))
+        /* compressed-tensors' groups name their GEMMs themselves (targets,
+         * ignore): every class but the router and lm_head, as vLLM
+         * applies a scheme to each targeted Linear */
+        bool ct = q->compressed_tensors && c != NVL_QCLASS_ROUTER &&
+                  c != NVL_QCLASS_LM_HEAD;
+        if (!ct && !nvl_quant_class_covered(q->format, (nvl_quant_class_t)c))
             continue;
         if (class_kept(cfg, q, (nvl_quant_class_t)c, &f.quantized[c],
                        f.bf16_layers[c]) != NVL_OK)

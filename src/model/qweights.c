@@ -50,10 +50,14 @@ static nvl_status_t get_part(const nvl_weights_t *w, const qt_t *q,
     *code = p->code;
     if (p->dtype_alt != NULL && strcmp(ref->dtype, p->dtype_alt) == 0)
         *code = p->code_alt;
+    else if (p->dtype_alt2 != NULL && strcmp(ref->dtype, p->dtype_alt2) == 0)
+        *code = p->code_alt2;
     else if (strcmp(ref->dtype, p->dtype) != 0) {
-        nvl_report("%s: tensor '%s' has dtype %s; %s stores it as %s%s%s",
+        nvl_report("%s: tensor '%s' has dtype %s; %s stores it as %s%s%s%s%s",
                    ref->file, name, ref->dtype, q->row->m.name, p->dtype,
-                   p->dtype_alt ? " or " : "", p->dtype_alt ? p->dtype_alt : "");
+                   p->dtype_alt ? ", " : "", p->dtype_alt ? p->dtype_alt : "",
+                   p->dtype_alt2 ? " or " : "",
+                   p->dtype_alt2 ? p->dtype_alt2 : "");
         return NVL_ERR_INVALID;
     }
     return NVL_OK;
@@ -63,7 +67,7 @@ static nvl_status_t get_part(const nvl_weights_t *w, const qt_t *q,
  * front, [E, R, C/32, 16] (gpt-oss's experts), read as [E x R, C]. */
 static bool mx_blocks(const qt_t *q)
 {
-    return q->row->data.code == NVL_QCODE_E2M1 && q->row->block_cols == 32;
+    return q->row == nvl_quant_row(NVL_QUANT_MXFP4);
 }
 
 /* The logical shape from the codes: E2M1 packs two a byte (MX-FP4's
@@ -71,7 +75,7 @@ static bool mx_blocks(const qt_t *q)
 static nvl_status_t logical_shape(qt_t *q)
 {
     const nvl_st_ref_t *d = &q->data;
-    bool fp4 = q->row->data.code == NVL_QCODE_E2M1;
+    uint32_t per = nvl_quant_codes_per_elem(q->row);
     bool blocks3 = mx_blocks(q);
     char s[64];
     shape_text(d, s, sizeof s);
@@ -82,8 +86,9 @@ static nvl_status_t logical_shape(qt_t *q)
                    q->dname, s, q->row->m.name,
                    blocks3 ? "[rows, columns / 32, 16] bytes (or [experts, "
                              "rows, columns / 32, 16])"
-                           : fp4 ? "[rows, columns / 2] bytes"
-                                 : "[rows, columns]");
+                           : per == 2 ? "[rows, columns / 2] bytes"
+                           : per == 8 ? "[rows, columns / 8] int32"
+                                      : "[rows, columns]");
         return NVL_ERR_INVALID;
     }
     q->rows = d->shape[0] * (d->ndim == 4 ? d->shape[1] : 1);
@@ -91,7 +96,7 @@ static nvl_status_t logical_shape(qt_t *q)
         q->cols = d->shape[2] * 32;
         return NVL_OK;
     }
-    q->cols = blocks3 ? d->shape[1] * 32 : fp4 ? d->shape[1] * 2 : d->shape[1];
+    q->cols = blocks3 ? d->shape[1] * 32 : d->shape[1] * per;
     uint32_t bc = q->row->block_cols;
     if (bc != 0 && !q->row->partial_blocks && q->cols % bc != 0) {
         nvl_report("%s: tensor '%s' [%s]: its %llu columns do not divide into "
@@ -281,9 +286,7 @@ static bool whole_blocks(uint64_t at, uint64_t count, uint64_t n, uint32_t b)
 static nvl_status_t read_scales(const qt_t *q, uint64_t sr, uint64_t c0,
                                 uint64_t n, float *out)
 {
-    uint64_t esz = q->scale_code == NVL_QCODE_F32    ? 4
-                   : q->scale_code == NVL_QCODE_BF16 ? 2
-                                                     : 1;
+    uint64_t esz = nvl_quant_code_bytes(q->scale_code);
     uint64_t gcols = q->scale.ndim >= 2 ? q->scale.shape[q->scale.ndim - 1]
                                          : 1;
     unsigned char b[4 * 64];

@@ -37,7 +37,8 @@ static const struct {
     uint64_t size;
 } st_dtypes[] = {{"F32", NVL_DT_F32, 4},        {"BF16", NVL_DT_BF16, 2},
                  {"F16", NVL_DT_F16, 2},        {"U8", NVL_DT_COUNT, 1},
-                 {"F8_E4M3", NVL_DT_COUNT, 1}};
+                 {"F8_E4M3", NVL_DT_COUNT, 1},  {"I8", NVL_DT_COUNT, 1},
+                 {"I32", NVL_DT_COUNT, 4},      {"I64", NVL_DT_COUNT, 8}};
 #define N_READABLE 3 /* the first rows */
 
 static nvl_status_t check_tensors(st_file_t *f, const char *path);

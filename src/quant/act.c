@@ -121,6 +121,24 @@ static const struct {
               "weight-only"}},
     {{"none", "weight-only: activations stay float32 (W4A16 / W8A16)"}},
 };
+void nvl_act_quant_int8_token(const float *x, uint64_t n, float *out)
+{
+    /* vLLM dynamic_scaled_int8_quant_kernel (csrc/quantization/
+     * compressed_tensors/int8_quant_kernels.cu): scale = absmax / 127,
+     * q = cvt.rni.sat.s8.f32(x * (127 / absmax)); the GEMM's epilogue
+     * multiplies by scale.  absmax 0: x * inf is NaN for x = 0, which the
+     * saturating convert makes 0 */
+    float amax = 0.0f;
+    for (uint64_t i = 0; i < n; i++)
+        amax = fmaxf(amax, fabsf(x[i]));
+    float scale = amax / 127.0f, inv = 127.0f / amax;
+    for (uint64_t i = 0; i < n; i++) {
+        float q = amax > 0.0f ? rintf(fminf(fmaxf(x[i] * inv, -128.0f), 127.0f))
+                              : 0.0f;
+        out[i] = q * scale;
+    }
+}
+
 const nvl_family_t nvl_act_quant_family =
     NVL_FAMILY("act-quant", "activation quantization before a quantized "
                             "GEMM (--act-quant)", act_choices);
@@ -138,7 +156,10 @@ nvl_act_quant_t nvl_act_quant_of(const nvl_quant_config_t *q)
         return q->act_dynamic ? NVL_ACT_FP8_TOKEN : NVL_ACT_FP8_TENSOR;
     case NVL_QUANT_FP8_BLOCK:
         return NVL_ACT_FP8_GROUP;
+    case NVL_QUANT_INT8:
+        return NVL_ACT_INT8_TOKEN;
     case NVL_QUANT_MXFP4:
+    case NVL_QUANT_INT4: /* W4A16 */
     case NVL_QUANT_COUNT:
         break;
     }

@@ -24,6 +24,8 @@ float nvl_quant_input_scale(nvl_quant_format_t f, float amax)
         return amax / E4M3_MAX;
     case NVL_QUANT_MXFP4:
     case NVL_QUANT_FP8_BLOCK:
+    case NVL_QUANT_INT8: /* dynamic per token */
+    case NVL_QUANT_INT4: /* weight-only */
     case NVL_QUANT_COUNT:
         break;
     }

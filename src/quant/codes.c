@@ -89,6 +89,18 @@ uint8_t nvl_e4m3_encode(float x)
     return (uint8_t)(r | sign);
 }
 
+/* IEEE binary16: 1 sign, 5 exponent (bias 15), 10 fraction bits; every
+ * value is exact in float32 */
+static float half_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1F;
+    float m = (float)(h & 0x3FF);
+    float v = e == 0    ? ldexpf(m, -24)
+              : e == 31 ? (m != 0.0f ? NAN : INFINITY)
+                        : ldexpf(m + 1024.0f, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
 float nvl_e8m0_decode(uint8_t c)
 {
     return c == 0xFF ? NAN : ldexpf(1.0f, (int)c - 127);
@@ -106,8 +118,21 @@ float nvl_quant_scale_value(nvl_qcode_t code, const unsigned char *b)
                         (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
     case NVL_QCODE_BF16:
         return float_of((uint32_t)b[0] << 16 | (uint32_t)b[1] << 24);
+    case NVL_QCODE_F16:
+        return half_value((uint16_t)(b[0] | b[1] << 8));
+    case NVL_QCODE_I8:
+        return (float)(int8_t)b[0];
+    case NVL_QCODE_I4:
+        return (float)((b[0] & 0x0F) - 8);
     case NVL_QCODE_E2M1:
         break;
     }
     return nvl_e2m1_decode(b[0]);
+}
+
+uint32_t nvl_quant_code_bytes(nvl_qcode_t c)
+{
+    return c == NVL_QCODE_F32                          ? 4
+           : c == NVL_QCODE_BF16 || c == NVL_QCODE_F16 ? 2
+                                                       : 1;
 }

@@ -192,7 +192,10 @@ static nvl_status_t hf_config(const char *file, const json_t *q,
             return NVL_ERR_INVALID;
         }
     }
-    if (f == NVL_QUANT_COUNT || f == NVL_QUANT_NVFP4) {
+    /* NVFP4 is read through ModelOpt's keys, int8 and int4 through
+     * compressed-tensors' */
+    if (f == NVL_QUANT_COUNT || f == NVL_QUANT_NVFP4 || f == NVL_QUANT_INT8 ||
+        f == NVL_QUANT_INT4) {
         nvl_report("%s: quantization_config.quant_method %s%s%s is not one "
                    "nvlemu reads (modelopt, fp8, mxfp4 or "
                    "compressed-tensors)",

@@ -36,8 +36,15 @@ static nvl_status_t group_format(const char *file, const char *g,
     bool fl = type != NULL && strcmp(type, "float") == 0;
     bool per_tensor_or_row = strat != NULL && (strcmp(strat, "tensor") == 0 ||
                                                strcmp(strat, "channel") == 0);
+    bool in = type != NULL && strcmp(type, "int") == 0 &&
+              !json_is_false(json_object_get(w, "symmetric"));
     nvl_quant_format_t f = NVL_QUANT_COUNT;
-    if (fl && bits == 8 && per_tensor_or_row)
+    if (in && bits == 8 && strat != NULL && strcmp(strat, "channel") == 0)
+        f = NVL_QUANT_INT8;
+    else if (in && bits == 4 && gs == 128 && strat != NULL &&
+             strcmp(strat, "group") == 0)
+        f = NVL_QUANT_INT4;
+    else if (fl && bits == 8 && per_tensor_or_row)
         f = NVL_QUANT_FP8;
     else if (fl && bits == 8 && strat != NULL &&
              strcmp(strat, "block") == 0 && json_array_size(bs) == 2 &&
@@ -47,18 +54,55 @@ static nvl_status_t group_format(const char *file, const char *g,
     else if (fl && bits == 4 && gs == 16 && strat != NULL &&
              strcmp(strat, "tensor_group") == 0)
         f = NVL_QUANT_NVFP4;
+    else if (fl && bits == 4 && gs == 32 && strat != NULL &&
+             strcmp(strat, "group") == 0)
+        f = NVL_QUANT_MXFP4;
     if (f == NVL_QUANT_COUNT) {
         nvl_report("%s: quantization_config.config_groups.%s.weights "
-                   "(num_bits %lld, type '%s', strategy '%s') is not a "
+                   "(num_bits %lld, type '%s', strategy '%s'%s) is not a "
                    "scheme nvlemu reads: float 8 bits per tensor or channel "
                    "(FP8), in [128, 128] blocks (FP8 blocks) or 4 bits per "
-                   "tensor_group of 16 (NVFP4)",
+                   "tensor_group of 16 (NVFP4) or group of 32 (MX-FP4); "
+                   "symmetric int 8 bits per "
+                   "channel (int8) or 4 bits per group of 128 (int4)",
                    file, g, (long long)bits, type ? type : "?",
-                   strat ? strat : "?");
+                   strat ? strat : "?",
+                   json_is_false(json_object_get(w, "symmetric"))
+                       ? ", asymmetric: zero points"
+                       : "");
         return NVL_ERR_INVALID;
     }
     *f_out = f;
     return NVL_OK;
+}
+
+/* The activations of an integer or MX-FP4 scheme: int4 weights run
+ * weight-only (vLLM's CompressedTensorsWNA16), MX-FP4 too
+ * (CompressedTensorsW4A16Mxfp4), int8 weights weight-only or with
+ * dynamic symmetric int8 per token (CompressedTensorsW8A8Int8 with
+ * input_symmetric and dynamic, the W8A8 preset); a static or asymmetric
+ * int8 input is refused. */
+static nvl_status_t int_acts(const char *file, const char *g,
+                             nvl_quant_format_t f, const json_t *a)
+{
+    if ((f != NVL_QUANT_INT8 && f != NVL_QUANT_INT4 && f != NVL_QUANT_MXFP4) ||
+        !json_is_object(a))
+        return NVL_OK;
+    const char *type = json_string_value(json_object_get(a, "type"));
+    const char *strat = json_string_value(json_object_get(a, "strategy"));
+    if (f == NVL_QUANT_INT8 && type != NULL && strcmp(type, "int") == 0 &&
+        json_integer_value(json_object_get(a, "num_bits")) == 8 &&
+        strat != NULL && strcmp(strat, "token") == 0 &&
+        json_is_true(json_object_get(a, "dynamic")) &&
+        !json_is_false(json_object_get(a, "symmetric")))
+        return NVL_OK;
+    nvl_report("%s: quantization_config.config_groups.%s.input_activations "
+               "is not one nvlemu runs with %s weights: %s", file, g,
+               nvl_quant_row(f)->m.name,
+               f != NVL_QUANT_INT8 ? "null (W4A16, weight-only)"
+                                   : "null (W8A16) or int 8 bits, strategy "
+                                     "token, dynamic, symmetric (W8A8)");
+    return NVL_ERR_INVALID;
 }
 
 /* How group `g` (format f, weights w) stores its tensors: the group's
@@ -79,6 +123,9 @@ static nvl_status_t group_layout(const char *file, const char *g,
                       : top != NULL && strcmp(top, "mixed-precision") != 0
                           ? top
                       : f == NVL_QUANT_NVFP4 ? "nvfp4-pack-quantized"
+                      : f == NVL_QUANT_INT8  ? "int-quantized"
+                      : f == NVL_QUANT_INT4  ? "pack-quantized"
+                      : f == NVL_QUANT_MXFP4 ? "mxfp4-pack-quantized"
                                              : "float-quantized";
     *row_out = nvl_quant_ct_layout(fmt, strat, f);
     if (*row_out == NULL) {
@@ -88,8 +135,11 @@ static nvl_status_t group_layout(const char *file, const char *g,
                      "quantization_config.config_groups.%s.format", g);
         nvl_report("%s: %s '%s' is not a compressed-tensors format nvlemu "
                    "reads for %s weights (strategy '%s'): "
-                   "nvfp4-pack-quantized (NVFP4) or float-quantized (FP8 "
-                   "per tensor, per channel or in [128, 128] blocks)",
+                   "nvfp4-pack-quantized (NVFP4), float-quantized or "
+                   "naive-quantized (FP8 per tensor, per channel or in "
+                   "[128, 128] blocks), int-quantized or naive-quantized "
+                   "(int8 per channel), pack-quantized (int4 per group), "
+                   "mxfp4-pack-quantized (MX-FP4)",
                    file, key, fmt, nvl_quant_row(f)->m.name, strat);
         return NVL_ERR_INVALID;
     }
@@ -189,6 +239,8 @@ static nvl_status_t groups(const char *file, const json_t *q,
         }
         /* input_activations null: weights only (W4A16, W8A16) */
         const json_t *a = json_object_get(v, "input_activations");
+        if (int_acts(file, g, f, a) != NVL_OK)
+            return NVL_ERR_INVALID;
         out->weight_only = !json_is_object(a);
         out->act_dynamic = f == NVL_QUANT_FP8 && json_is_object(a) &&
                            json_is_true(json_object_get(a, "dynamic"));

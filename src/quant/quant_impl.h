@@ -56,6 +56,14 @@ nvl_status_t nvl_qz_fp8_block(const nvl_quant_row_t *r, const char *name,
                               const float *w, uint64_t rows, uint64_t cols,
                               float amax, nvl_quant_tensor_t *out);
 
+/* compressed-tensors' int8 (per channel) and int4 (per group of 128,
+ * packed) writers (int.c; the row's data code picks which) */
+nvl_status_t nvl_qz_int(const nvl_quant_row_t *r, const char *name,
+                        const float *w, uint64_t rows, uint64_t cols,
+                        float amax, nvl_quant_tensor_t *out);
+void nvl_qc_int8(json_t *exclude, json_t *qconfig, json_t **hf_out);
+void nvl_qc_int4(json_t *exclude, json_t *qconfig, json_t **hf_out);
+
 void nvl_qc_nvfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);
 void nvl_qc_mxfp4(json_t *exclude, json_t *qconfig, json_t **hf_out);
 void nvl_qc_fp8(json_t *exclude, json_t *qconfig, json_t **hf_out);

@@ -92,4 +92,5 @@ def main():
         f.write(struct.pack("<Q", len(text)) + text + bytes(data))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -172,6 +172,29 @@ static void fp8_token(void **state)
     assert_true(out[0] != 1e-7f);
 }
 
+static void int8_token(void **state)
+{
+    (void)state;
+    /* vLLM's dynamic_scaled_int8_quant: amax 254 -> scale 2, x x 127 / 254
+     * = x / 2 rounded to nearest even (3 -> 1.5 -> 2, 5 -> 2.5 -> 2, 1 ->
+     * 0.5 -> 0), read back x 2 */
+    float x[5] = {254.0f, 3.0f, 5.0f, -254.0f, 1.0f}, out[5];
+    nvl_act_quant_int8_token(x, 5, out);
+    assert_true(out[0] == 254.0f && out[1] == 4.0f && out[2] == 4.0f);
+    assert_true(out[3] == -254.0f && out[4] == 0.0f);
+    /* a zero row stays zero (no NaN from 0 x 127 / 0) */
+    float z[2] = {0.0f, -0.0f};
+    nvl_act_quant_int8_token(z, 2, out);
+    assert_true(out[0] == 0.0f && out[1] == 0.0f);
+    /* compressed-tensors int8 W8A8 runs it; W8A16 and int4 (W4A16) none */
+    nvl_quant_config_t q = {.quantized = true, .format = NVL_QUANT_INT8};
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_INT8_TOKEN);
+    q.weight_only = true;
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_NONE);
+    q = (nvl_quant_config_t){.quantized = true, .format = NVL_QUANT_INT4};
+    assert_int_equal(nvl_act_quant_of(&q), NVL_ACT_NONE);
+}
+
 static void calibrated_scales(void **state)
 {
     (void)state;
@@ -217,6 +240,7 @@ int main(void)
         cmocka_unit_test(fp8_tensor),     cmocka_unit_test(fp8_groups),
         cmocka_unit_test(kv_cache_rule),  cmocka_unit_test(default_schemes),
         cmocka_unit_test(fp8_token),      cmocka_unit_test(calibrated_scales),
+        cmocka_unit_test(int8_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

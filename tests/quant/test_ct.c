@@ -125,6 +125,72 @@ static void fp8_channel_bf16(void **state)
     remove_tmp();
 }
 
+/* int4 pack-quantized: m.weight_packed I32 [2, 16] (2 x 128 values:
+ * element j of row r stored as (j + r) % 16, i.e. q + 8, eight to a
+ * little-endian int32, element 8w + k in bits 4k of word w), weight_scale
+ * F16 [2, 1] of 0.5 and 3 (0x3800, 0x4200): each value (code - 8) x its
+ * row's scale.  int8 naive-quantized: m.weight I8 [2, 4] of -128, -1, 0,
+ * 127 (both rows), weight_scale F16 [2, 1] of 2^-10 and 2^-24 (0x1400,
+ * 0x0001, a subnormal). */
+static void int_f16_scales(void **state)
+{
+    (void)state;
+    static unsigned char packed[128];
+    static const unsigned char sc[4] = {0x00, 0x38, 0x00, 0x42};
+    static const int64_t shape[2] = {2, 128};
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 64; i++)
+            packed[r * 64 + i] = (unsigned char)(((2 * i + r) % 16) |
+                                                 ((2 * i + 1 + r) % 16) << 4);
+    nvl_st_entry_t e[3] = {
+        {.name = "m.weight_packed", .dtype = "I32", .ndim = 2,
+         .shape = {2, 16}, .bytes = packed, .n_bytes = 128},
+        {.name = "m.weight_scale", .dtype = "F16", .ndim = 2,
+         .shape = {2, 1}, .bytes = sc, .n_bytes = 4},
+        {.name = "m.weight_shape", .dtype = "I64", .ndim = 1,
+         .shape = {2}, .bytes = (const unsigned char *)shape, .n_bytes = 16}};
+    write_ckpt(e, 3,
+               "\"format\": \"pack-quantized\", \"config_groups\": {\"g\": "
+               "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 4, "
+               "\"type\": \"int\", \"strategy\": \"group\", "
+               "\"group_size\": 128}, \"input_activations\": null}}");
+    nvl_weights_t *w;
+    float v[256];
+    assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+    assert_int_equal(nvl_weights_quant(w)->format, NVL_QUANT_INT4);
+    assert_int_equal(nvl_weights_read_f32(w, "m.weight", 0, 2, 0, 128, v),
+                     NVL_OK);
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < 128; j++)
+            assert_true(v[r * 128 + j] ==
+                        (float)((j + r) % 16 - 8) * (r ? 3.0f : 0.5f));
+    nvl_weights_close(w);
+    remove_tmp();
+    static const unsigned char q8[8] = {0x80, 0xFF, 0x00, 0x7F,
+                                        0x80, 0xFF, 0x00, 0x7F};
+    static const unsigned char sc8[4] = {0x00, 0x14, 0x01, 0x00};
+    nvl_st_entry_t e8[2] = {
+        {.name = "m.weight", .dtype = "I8", .ndim = 2, .shape = {2, 4},
+         .bytes = q8, .n_bytes = 8},
+        {.name = "m.weight_scale", .dtype = "F16", .ndim = 2,
+         .shape = {2, 1}, .bytes = sc8, .n_bytes = 4}};
+    write_ckpt(e8, 2,
+               "\"format\": \"naive-quantized\", \"config_groups\": {\"g\": "
+               "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, "
+               "\"type\": \"int\", \"strategy\": \"channel\"}, "
+               "\"input_activations\": null}}");
+    assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+    assert_int_equal(nvl_weights_read_f32(w, "m.weight", 0, 2, 0, 4, v),
+                     NVL_OK);
+    static const float code[4] = {-128.0f, -1.0f, 0.0f, 127.0f};
+    for (int j = 0; j < 4; j++) {
+        assert_true(v[j] == code[j] * 0x1p-10f);
+        assert_true(v[4 + j] == code[j] * 0x1p-24f);
+    }
+    nvl_weights_close(w);
+    remove_tmp();
+}
+
 /* NVFP4 with input activations: the global-scale rule; with gs a power of
  * two (an exact reciprocal) it is ModelOpt's rule with 1 / gs, bit for
  * bit. */
@@ -146,6 +212,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nvfp4_packed),
         cmocka_unit_test(fp8_channel_bf16),
+        cmocka_unit_test(int_f16_scales),
         cmocka_unit_test(nvfp4_global_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

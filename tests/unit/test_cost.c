@@ -433,7 +433,8 @@ static void test_names(void **state)
     assert_int_equal(nvl_wdtype_parse("--dtype", "int3", &dt),
                      NVL_ERR_INVALID);
     assert_string_equal(reports.last, "--dtype: unknown value 'int3' "
-                                      "(expected one of: bf16, fp8, fp4, nvfp4, fp8-block)");
+                                      "(expected one of: bf16, fp8, fp4, nvfp4, fp8-block, "
+                                      "fp8-channel, int8, int4)");
 }
 
 /* --rank-plays die: a die of a GB200 package (half the SMs, FLOP rates and
