@@ -178,9 +178,12 @@ static const double grouped_rel[NVL_WDT_COUNT] = {
     [NVL_WDT_BF16] = 1.0, [NVL_WDT_FP8] = 0.70, [NVL_WDT_FP4] = 0.39};
 /* A grouped GEMM's weight panel (its group's n_tile columns over all of
  * K) is latency-bound on its SM, however few its rows: CUTLASS's
- * ptr-array grouped kernel reloads the group's TMA descriptors when a CTA
- * moves to another group's tile (the tensormap update and its fences), so
- * the CTA starts each panel with an empty pipeline, then streams it with
+ * ptr-array grouped kernel rewrites the CTA's TMA descriptors when it
+ * moves to another group's tile and fences them before its loads (CUTLASS
+ * include/cutlass/gemm/collective/
+ * sm90_mma_array_tma_gmma_ss_warpspecialized.hpp, tensormaps_perform_update
+ * and, on did_batch_change, tensormaps_fence_acquire), so the CTA
+ * starts each panel with an empty pipeline, then streams it with
  * about NVL_GROUPED_PANEL_BYTES_PER_TRIP bytes of weights a memory round
  * trip: the panel takes NVL_GROUPED_PANEL_TRIPS + panel_bytes /
  * NVL_GROUPED_PANEL_BYTES_PER_TRIP round trips (mem_latency), a wave of
@@ -221,10 +224,10 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     double waves = ceil(panels / (double)(g->sm_count ? g->sm_count : 1));
     nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
         dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k);
-    double t_panel = waves *
-                     (NVL_GROUPED_PANEL_TRIPS +
-                      (pb.data_bytes + pb.scale_bytes) / NVL_GROUPED_PANEL_BYTES_PER_TRIP) *
-                     (double)g->mem_latency_ps * 1e-12;
+    double trips = NVL_GROUPED_PANEL_TRIPS +
+                   (pb.data_bytes + pb.scale_bytes) /
+                       NVL_GROUPED_PANEL_BYTES_PER_TRIP;
+    double t_panel = waves * trips * (double)g->mem_latency_ps * 1e-12;
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
                               fmax(t_s, t_panel));
     return c;
