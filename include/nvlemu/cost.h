@@ -242,10 +242,11 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  * the overhead once.  Groups with m[i] == 0 cost nothing (their weights
  * are not read).  As a CUTLASS grouped GEMM runs (64 x 128 CTA tiles):
  * the compute term counts each group's rows padded to 64, and the body
- * takes at least ceil(panels / sm_count) x 5.5 x mem_latency, panels =
- * sum over the groups with rows of ceil(n / 128) (each weight panel's
- * short K loop is latency-bound; docs/cost-model.md "Mixture of
- * experts"). */
+ * takes at least ceil(panels / sm_count) x (3.0 + panel_bytes / 20,000)
+ * x mem_latency, panels = sum over the groups with rows of ceil(n / 128),
+ * panel_bytes one panel's weights (128 columns x k): a weight panel
+ * starts with an empty pipeline and streams at about 20,000 bytes a
+ * round trip on its SM (docs/cost-model.md "Mixture of experts"). */
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k);

@@ -13,7 +13,8 @@ def write_doc(out, res, summary):
     doc = _head(summary) + _bench_tools(res) + _published(res) + _h100(res)
     if res.nccl:
         doc += nccl_doc(res.nccl)
-    doc += _serving(res.serves, res.serves_skipped) + _end_to_end(res) + res.prefill[1]
+    doc += (_serving(res.serves, res.serves_skipped) + _end_to_end(res) + res.prefill[1]
+            + res.moe[1])
     if res.hgx is not None:
         doc += res.hgx[1]
     with open(out, "w") as f:

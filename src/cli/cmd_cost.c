@@ -43,6 +43,8 @@ static const nvl_opt_t cost_opts[] = {
      .doc = "gemm: the GEMM library (default: the one nvlemu run's fused "
             "stack calls for --dtype; docs/cost-model.md \"GEMM "
             "libraries\")"},
+    OP_LONG("groups", groups, "grouped: the groups (experts) the M rows are "
+                              "spread over, as evenly as they go"),
     OP_LONG("batch", batch, "attention: sequences in the kernel"),
     OP_LONG("q-len", q_len, "attention: new (query) tokens per sequence "
                             "(default 1: a decode step)"),
@@ -82,7 +84,7 @@ static const struct {
     long unset;
 } op_options[] = {
     {"--dtype", AT(dtype), true, 0},       {"--library", AT(library), true, 0},
-    {"--batch", AT(batch), false, 0},
+    {"--batch", AT(batch), false, 0},      {"--groups", AT(groups), false, 0},
     {"--q-len", AT(q_len), false, 0},      {"--ctx", AT(ctx), false, 0},
     {"--heads", AT(heads), false, 0},      {"--kv-heads", AT(kv_heads), false, 0},
     {"--head-dim", AT(head_dim), false, 0}, {"--kernel", AT(kernel), true, 0},

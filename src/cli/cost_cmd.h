@@ -15,10 +15,10 @@ typedef struct {
     long gpu, peer;
     /* op-specific options; NULL or 0 when not given */
     const char *dtype, *library, *kernel, *kv_dtype, *path;
-    long batch, q_len, ctx, heads, kv_heads, head_dim;
+    long batch, q_len, ctx, heads, kv_heads, head_dim, groups;
     /* from the arguments (check) */
     const struct nvl_cli_cost_op *op;
-    double size[3]; /* gemm: m, n, k; elementwise, copy: bytes */
+    double size[3]; /* gemm, grouped: m, n, k; elementwise, copy: bytes */
     nvl_wdtype_t wdtype, kv_wdtype;
     nvl_gemm_lib_t gemm_lib;
     nvl_attn_impl_t attn;
@@ -34,6 +34,7 @@ typedef struct {
  * family (cmd_cost.c), so --help lists its members and a new member
  * needs no edit here. */
 #define GEMM_USAGE "gemm M N K [--dtype DTYPE] [--library LIBRARY]"
+#define GROUPED_USAGE "grouped M N K --groups G [--dtype DTYPE]"
 #define ATTENTION_USAGE                                                     \
     "attention --batch B [--q-len Q] [--ctx C] --heads H --kv-heads K "     \
     "--head-dim D [--kernel KERNEL] [--kv-dtype KV_DTYPE]"
@@ -42,7 +43,7 @@ typedef struct {
 #define COST_USAGE                                                          \
     "[mpirun -np N] nvlemu cost [--topo FILE] [--gpu N] [--json FILE] "     \
     "[--set K=V]... OP, where OP is one of: " GEMM_USAGE "; "                \
-    ATTENTION_USAGE "; " ELEMENTWISE_USAGE "; " COPY_USAGE
+    GROUPED_USAGE "; " ATTENTION_USAGE "; " ELEMENTWISE_USAGE "; " COPY_USAGE
 
 /* One operation: its name, its arguments, the options that are its own,
  * how it reads them, its cost, its inputs for the report, its rate, its

@@ -41,14 +41,21 @@ static void describe_gemm(const nvl_cli_cost_args_t *a, const nvl_cost_cfg_t *cf
              nvl_wdtype_name(cfg->weight_dtype), gemm_library(cfg));
 }
 
-static void json_gemm_op(const nvl_cli_cost_args_t *a, const nvl_cost_cfg_t *cfg,
-                      json_t *in)
+/* m, n, k and the type: gemm's and grouped's inputs. */
+static void json_mnk(const nvl_cli_cost_args_t *a, const nvl_cost_cfg_t *cfg,
+                     json_t *in)
 {
     static const char *const dims[] = {"m", "n", "k"};
     for (int i = 0; i < 3; i++)
         json_object_set_new(in, dims[i], json_integer((json_int_t)a->size[i]));
     json_object_set_new(in, "dtype",
                         json_string(nvl_wdtype_name(cfg->weight_dtype)));
+}
+
+static void json_gemm_op(const nvl_cli_cost_args_t *a, const nvl_cost_cfg_t *cfg,
+                      json_t *in)
+{
+    json_mnk(a, cfg, in);
     json_object_set_new(in, "library", json_string(gemm_library(cfg)));
 }
 
@@ -67,6 +74,57 @@ static void query_gemm(const nvl_cli_cost_args_t *a, char *cls, size_t len,
     q->attrs[0].value = gemm_library(&a->cfg);
     q->attrs[1].key = "dtype";
     q->attrs[1].value = nvl_wdtype_name(a->cfg.weight_dtype);
+}
+
+/* grouped: --groups is required and at most M (every group gets rows). */
+static nvl_status_t read_grouped(nvl_cli_cost_args_t *a)
+{
+    if (a->groups == 0) {
+        nvl_report("cost grouped: --groups is required (usage: nvlemu cost "
+                   "%s)", GROUPED_USAGE);
+        return NVL_ERR_INVALID;
+    }
+    if ((double)a->groups > a->size[0]) {
+        nvl_report("cost grouped: --groups %ld: expected 1 to M = %.0f (every "
+                   "group gets a row)", a->groups, a->size[0]);
+        return NVL_ERR_INVALID;
+    }
+    return a->dtype == NULL
+               ? NVL_OK
+               : nvl_wdtype_parse("--dtype", a->dtype, &a->wdtype);
+}
+
+/* M rows over G groups: the first M mod G groups one row more. */
+static nvl_kernel_cost_t cost_grouped(const nvl_cli_cost_args_t *a,
+                                      const nvl_cost_cfg_t *cfg)
+{
+    size_t g = (size_t)a->groups;
+    uint64_t rows = (uint64_t)a->size[0];
+    uint64_t *m = malloc(g * sizeof *m);
+    if (m == NULL)
+        return (nvl_kernel_cost_t){0};
+    for (size_t i = 0; i < g; i++)
+        m[i] = rows / g + (i < rows % g ? 1 : 0);
+    nvl_kernel_cost_t c = nvl_cost_grouped_matmul(cfg, g, m,
+                                                  (uint64_t)a->size[1],
+                                                  (uint64_t)a->size[2]);
+    free(m);
+    return c;
+}
+
+static void describe_grouped(const nvl_cli_cost_args_t *a,
+                             const nvl_cost_cfg_t *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "m=%.0f n=%.0f k=%.0f groups=%ld dtype=%s",
+             a->size[0], a->size[1], a->size[2], a->groups,
+             nvl_wdtype_name(cfg->weight_dtype));
+}
+
+static void json_grouped_op(const nvl_cli_cost_args_t *a,
+                            const nvl_cost_cfg_t *cfg, json_t *in)
+{
+    json_mnk(a, cfg, in);
+    json_object_set_new(in, "groups", json_integer((json_int_t)a->groups));
 }
 
 static nvl_status_t read_attention(nvl_cli_cost_args_t *a)
@@ -264,6 +322,10 @@ const nvl_cli_cost_op_t nvl_cli_cost_ops[] = {
      .read = read_gemm, .cost = cost_gemm, .describe = describe_gemm,
      .inputs_json = json_gemm_op, .flops_rate = true,
      .prepare = prepare_gemm, .query = query_gemm},
+    {.name = "grouped", .usage = GROUPED_USAGE, .args = "M N K", .n_args = 3,
+     .options = "--groups --dtype", .read = read_grouped, .cost = cost_grouped,
+     .describe = describe_grouped, .inputs_json = json_grouped_op,
+     .flops_rate = true},
     {.name = "attention", .usage = ATTENTION_USAGE, .args = "", .n_args = 0,
      .options = "--batch --q-len --ctx --heads --kv-heads --head-dim "
                 "--kernel --kv-dtype",

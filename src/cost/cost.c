@@ -176,11 +176,28 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  *         measured layer is 0.36-0.41 of it (geomean 0.39). */
 static const double grouped_rel[NVL_WDT_COUNT] = {
     [NVL_WDT_BF16] = 1.0, [NVL_WDT_FP8] = 0.70, [NVL_WDT_FP4] = 0.39};
-/* Dependent memory round trips (mem_latency) one weight panel of a grouped
- * GEMM takes on an SM at the least, however short its K loop: fit to half
- * of tests/data/calibration/h100-moe/grouped.csv (Qwen3-30B-A3B's shards;
- * docs/cost-model.md "Mixture of experts"). */
-#define NVL_GROUPED_PANEL_TRIPS 5.5
+/* A grouped GEMM's weight panel (its group's n_tile columns over all of
+ * K) is latency-bound on its SM, however few its rows: CUTLASS's
+ * ptr-array grouped kernel rewrites the CTA's TMA descriptors when it
+ * moves to another group's tile and fences them before its loads (CUTLASS
+ * include/cutlass/gemm/collective/
+ * sm90_mma_array_tma_gmma_ss_warpspecialized.hpp, tensormaps_perform_update
+ * and, on did_batch_change, tensormaps_fence_acquire), so the CTA
+ * starts each panel with an empty pipeline, then streams it with
+ * about NVL_GROUPED_PANEL_BYTES_PER_TRIP bytes of weights a memory round
+ * trip: the panel takes NVL_GROUPED_PANEL_TRIPS + panel_bytes /
+ * NVL_GROUPED_PANEL_BYTES_PER_TRIP round trips (mem_latency), a wave of
+ * sm_count panels at a time.  Both fit by
+ * scripts/calibration/fit-moe-grouped.py to torch._grouped_mm (bf16) on
+ * the uniform rows of tests/data/calibration/h100-moe/grouped.csv and the
+ * gate+up rows of h200-fp8-k/grouped-decode.csv (the H100's HBM rate and
+ * the kernel's per-SM rate nearly coincide, the H200's do not); the
+ * routed rows, the H200's down rows, prefill shapes and MoE decode step
+ * are held out (docs/cost-model.md, "Mixture of experts").  20,000 bytes
+ * a round trip is about 0.6 of one 128 x 128 bf16 k-block of weights:
+ * the pipeline holds about one k-block in flight, not its four stages. */
+#define NVL_GROUPED_PANEL_TRIPS 3.0
+#define NVL_GROUPED_PANEL_BYTES_PER_TRIP 20000.0
 
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
@@ -205,8 +222,12 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     for (size_t i = 0; i < groups; i++)
         panels += m[i] > 0 ? ceil((double)n / NVL_GROUPED_TILE_N) : 0;
     double waves = ceil(panels / (double)(g->sm_count ? g->sm_count : 1));
-    double t_panel = waves * NVL_GROUPED_PANEL_TRIPS *
-                     (double)g->mem_latency_ps * 1e-12;
+    nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
+        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k);
+    double trips = NVL_GROUPED_PANEL_TRIPS +
+                   (pb.data_bytes + pb.scale_bytes) /
+                       NVL_GROUPED_PANEL_BYTES_PER_TRIP;
+    double t_panel = waves * trips * (double)g->mem_latency_ps * 1e-12;
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
                               fmax(t_s, t_panel));
     return c;

@@ -1,0 +1,205 @@
+"""A MoE layer's parts against measured kernels and a measured step (issue
+32): torch's grouped GEMMs (h100-moe, h200-moe-prefill, h200-fp8-k)
+against `nvlemu cost grouped`, torch's routing kernels (h100-moe/route.csv)
+and the parts of a torch MoE decode step on one H200 (h200-moe-step)
+against the kernels of `nvlemu run --stack torch`, and that step end to
+end.  Summary rows and the document's section."""
+import collections
+import csv
+import json
+import os
+import shutil
+import tempfile
+
+from .common import ROOT, error, geomean, pct, run, run_all, table
+from .families import regions, summary_row
+from .tools import end_to_end
+
+CAL = "tests/data/calibration"
+H100_TOPO, H200_TOPO = "topology/hgx-h100.topo", "topology/hgx-h200.topo"
+GROUPED = CAL + "/h100-moe/grouped.csv"
+ROUTE = CAL + "/h100-moe/route.csv"
+PREFILL = CAL + "/h200-moe-prefill/grouped-prefill.csv"
+DEP8 = CAL + "/h200-fp8-k/grouped-decode.csv"
+STEP = CAL + "/h200-moe-step"
+# the fit rule (scripts/calibration/fit-moe-grouped.py): the grouped GEMM's
+# panel constants on h100-moe's uniform rows and the DEP8 file's gate+up
+# rows (K 4,096); everything else here is held out, the step included
+DEP8_FIT_K = "4096"
+# route.csv's kernels and the step's parts -> the kernels nvlemu run
+# --stack torch issues for them (src/engine/moe.c, moe_route.c)
+ROUTE_KERNELS = {"router": ("router",), "topk_softmax": ("topk_softmax",),
+                 "sort+counts_offsets": ("sort_pairs",), "permute": ("expand_rows",),
+                 "silu_mul": ("silu", "mul"), "unpermute": ("moe_sum",)}
+STEP_PARTS = {"sort": ("sort_pairs",), "permute": ("expand_rows",),
+              "gate_up": ("experts_gate_up",), "silu_mul": ("silu", "mul"),
+              "down": ("experts_down",), "unpermute": ("moe_sum",),
+              "lm_head": ("lm_head", "sample")}
+
+
+def _read(path):
+    with open(os.path.join(ROOT, path)) as f:
+        return list(csv.DictReader(f))
+
+
+def _compare(build, topo, src, groups_key, meas_key, dtype):
+    """Each row of SRC (measured MEAS_KEY us) against nvlemu cost grouped
+    rows N K --groups G: the rows spread evenly over the groups that got
+    any (a routed row's active experts)."""
+    src = [r for r in src if r[meas_key] not in ("", "nan")]
+    outs = run_all([[os.path.join(build, "nvlemu"), "cost", "--topo", topo, "--json", "-",
+                     "grouped", r["rows"], r["n"], r["k"], "--groups", r[groups_key],
+                     "--dtype", dtype] for r in src])
+    got = []
+    for r, out in zip(src, outs):
+        j = json.loads(out)
+        pred, meas = float(j["time_us"]), float(r[meas_key])
+        got.append(dict(r, pred_us=pred, meas_us=meas, error=error(pred, meas),
+                        flops=j.get("flops"), topo=topo))
+    return got
+
+
+def _trace_kernels(build, topo, model, batch, layers, ctx):
+    """{kernel: us} of one decode step of nvlemu run --stack torch, summed
+    over its layers (the trace's second pass)."""
+    tmp = tempfile.mkdtemp(prefix="nvl-moe-")
+    try:
+        path = os.path.join(tmp, "t.json")
+        run([os.path.join(ROOT, "scripts", "nvlrun"), "1", os.path.join(build, "nvlemu"),
+             "run", "--topo", topo, "--model", model, "--layers", str(layers), "--stack",
+             "torch", "--batch", str(batch), "--ctx", str(ctx), "--trace", path,
+             "--trace-steps", "1"])
+        with open(path) as f:
+            d = json.load(f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sums = collections.defaultdict(float)
+    for e in d["traceEvents"] if isinstance(d, dict) else d:
+        if e.get("ph") == "X" and e.get("pid", 0) == 0 and e["args"].get("pass") == 1:
+            sums[e["name"]] += float(e["dur"])
+    return sums
+
+
+def _parts(measured, kernels, mapping, keys):
+    """One row per (KEYS of a measured row, part): measured us against the
+    sum of the part's modeled kernels."""
+    out = []
+    for r, ks in zip(measured, kernels):
+        for part, names in mapping.items():
+            meas = sum(float(r[k]) for k in part.split("+")) if "+" in part else float(r[part])
+            pred = sum(ks.get(n, 0.0) for n in names)
+            if meas > 0 and pred > 0:
+                out.append(dict({k: r[k] for k in keys}, part=part, meas_us=meas,
+                                pred_us=pred, error=error(pred, meas)))
+    return out
+
+
+def _route_rows(build):
+    by = collections.OrderedDict()
+    for r in _read(ROUTE):
+        by.setdefault((r["model"], int(r["batch"])), {})[r["kernel"]] = r["us"]
+    meas = [dict(v, model=m, batch=b) for (m, b), v in by.items()]
+    kern = [_trace_kernels(build, H100_TOPO, r["model"], r["batch"], 1, 16) for r in meas]
+    return _parts(meas, kern, ROUTE_KERNELS, ("model", "batch"))
+
+
+def _step_parts(build):
+    by = collections.OrderedDict()
+    for r in _read(STEP + "/parts.csv"):
+        by.setdefault((r["model"], int(r["layers"]), int(r["batch"])), {})[r["part"]] = r["us"]
+    meas = [dict(v, model=m, layers=n, batch=b) for (m, n, b), v in by.items()]
+    kern = [_trace_kernels(build, H200_TOPO, r["model"], r["batch"], r["layers"], 512)
+            for r in meas]
+    return _parts(meas, kern, STEP_PARTS, ("model", "batch"))
+
+
+def _family(rows, name, source, held, topo):
+    return summary_row(name, [r["error"] for r in rows], source, held_out=held,
+                       where=regions(rows, "grouped", topo, 1, size_key="flops", unit="FLOP"))
+
+
+def moe_kernels(build):
+    """(summary rows, document lines) of the MoE families."""
+    h100 = _read(GROUPED)
+    uni = _compare(build, H100_TOPO, [r for r in h100 if r["kind"] == "uniform"],
+                   "active_experts", "bf16_us", "bf16")
+    routed = _compare(build, H100_TOPO, [r for r in h100 if r["kind"] == "routed"],
+                      "active_experts", "bf16_us", "bf16")
+    fp8 = _compare(build, H100_TOPO, h100, "active_experts", "fp8_us", "fp8")
+    pre = {dt: _compare(build, H200_TOPO, _read(PREFILL), "experts", dt + "_grouped_us", dt)
+           for dt in ("bf16", "fp8")}
+    dep = {dt: _compare(build, H200_TOPO, _read(DEP8), "experts", dt + "_grouped_us", dt)
+           for dt in ("bf16", "fp8")}
+    route, parts = _route_rows(build), _step_parts(build)
+    steps = end_to_end(build, STEP + "/steps.csv", "torch")["decode"]
+    fams = [(uni, "MoE grouped GEMM on H100: torch._grouped_mm bf16, uniform rows (fit)",
+             GROUPED, False, H100_TOPO),
+            (routed, "MoE grouped GEMM on H100: torch._grouped_mm bf16, routed rows",
+             GROUPED, True, H100_TOPO),
+            (fp8, "MoE grouped GEMM on H100: torch._scaled_grouped_mm fp8", GROUPED, True,
+             H100_TOPO)]
+    fams += [(pre["bf16"], "MoE grouped GEMM on H200 at prefill shapes: torch bf16",
+              PREFILL, True, H200_TOPO),
+             ([r for r in dep["bf16"] if r["k"] == DEP8_FIT_K], "MoE grouped GEMM on H200 at "
+              "DEP8 decode shapes: torch bf16, gate+up (fit)", DEP8, False, H200_TOPO),
+             ([r for r in dep["bf16"] if r["k"] != DEP8_FIT_K], "MoE grouped GEMM on H200 at "
+              "DEP8 decode shapes: torch bf16, down", DEP8, True, H200_TOPO),
+             (pre["fp8"], "MoE grouped GEMM on H200 at prefill shapes: torch fp8", PREFILL,
+              True, H200_TOPO),
+             (dep["fp8"], "MoE grouped GEMM on H200 at DEP8 decode shapes: torch fp8", DEP8,
+              True, H200_TOPO)]
+    rows = [_family(*f) for f in fams]
+    rows.append(summary_row("MoE routing kernels on H100 (torch, --stack torch)",
+                            [r["error"] for r in route], ROUTE, held_out=True))
+    rows.append(summary_row("MoE decode step's parts on H200 (--stack torch)",
+                            [r["error"] for r in parts], STEP + "/parts.csv", held_out=True))
+    for model in ("qwen3-30b-a3b", "qwen3-235b-a22b"):
+        sel = [dict(r, ranks=1) for r in steps if r["model"] == model]
+        rows.append(summary_row("end to end: MoE decode on H200, %s (--stack torch)" % model,
+                                [r["error"] for r in sel], STEP + "/steps.csv",
+                                held_out=True, attributes={"stack": "torch"},
+                                where=regions(sel, "decode", H200_TOPO, 1, size_key="batch",
+                                              unit="sequences")))
+    return rows, _doc(fams, route, parts, steps)
+
+
+def _signed(r):
+    return "%+.1f%%" % (100 * (r["pred_us"] / r["meas_us"] - 1))
+
+
+def _doc(fams, route, parts, steps):
+    doc = ["## A MoE layer's parts (issue 32)\n",
+           "Torch's grouped GEMMs against `nvlemu cost grouped M N K --groups G --dtype D` "
+           "on the measuring machine's topology (M rows spread evenly over G groups: a "
+           "routed row's active experts), torch's routing kernels and the parts of a torch "
+           "MoE decode step against the kernels `nvlemu run --stack torch` issues for them "
+           "(`--trace`, the decode step's sum over its layers), and that step end to end. "
+           "Model minus measured, signed, in the detailed tables: negative is too fast. "
+           "Fit rule (`scripts/calibration/fit-moe-grouped.py`): the grouped GEMM's two "
+           "panel constants (src/cost/cost.c) on the H100's uniform rows and the H200 "
+           "DEP8 file's gate+up rows (K 4,096); every other row held out, the step "
+           "included.\n"]
+    for rows, name, _src, _held, _topo in fams:
+        doc.append("### %s\n" % name)
+        doc.append("%d rows: %s geomean, worst %s.\n" % (
+            len(rows), pct(geomean([r["error"] for r in rows])),
+            pct(max(r["error"] for r in rows))))
+        doc.append(table(["groups", "rows", "n", "k", "measured (us)", "model (us)", "error"],
+                         [[r.get("active_experts") or r.get("experts"), r["rows"], r["n"],
+                           r["k"], "%.1f" % r["meas_us"], "%.1f" % r["pred_us"], _signed(r)]
+                          for r in rows]))
+    for title, rows in (("Routing kernels on H100 (" + ROUTE + ")", route),
+                        ("The MoE decode step's parts on H200 (" + STEP + "/parts.csv, "
+                         "4 layers)", parts)):
+        doc.append("### %s\n" % title)
+        doc.append(table(["model", "batch", "part", "measured (us)", "model (us)", "error"],
+                         [[r["model"], r["batch"], r["part"], "%.1f" % r["meas_us"],
+                           "%.1f" % r["pred_us"], _signed(r)] for r in rows]))
+    doc.append("### MoE decode on H200, end to end (--stack torch)\n")
+    doc.append(table(["model", "layers", "batch", "ctx", "measured (us)", "predicted (us)",
+                      "error"],
+                     [[r["model"], r["layers"], r["batch"], r["ctx"], r["measured_us"],
+                       "%.1f" % r["pred_us"], "%+.1f%%" % (100 * (r["pred_us"] /
+                                                                  float(r["measured_us"]) - 1))]
+                      for r in steps]))
+    return doc
