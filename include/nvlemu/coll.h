@@ -167,8 +167,8 @@ void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
 void nvl_comm_set_time_bits(nvl_comm_t *comm, double bits);
 /* graph true: every later NCCL collective of comm is a node of a CUDA
  * graph beside the caller's kernels (a serving step's graph replay), and
- * costs the GPU time of its kernel: NCCL's own rating of the algorithm and
- * protocol it runs (nvl_coll_nccl_rating_s, where the algorithm has one)
+ * costs the GPU time of its kernel, the one nccl-tests -G is timed by
+ * (nvl_coll_kernel_time_ps, where the algorithm has one: Ring, Tree)
  * after the graph's edge into NCCL's node ([nccl] graph_edge), with no
  * host enqueue.  false (the default): the model's time of a call the host
  * launches.  A serving engine's own allreduce kernels and point-to-point
@@ -212,9 +212,6 @@ typedef struct {
     int64_t time_ps;   /* modeled duration */
     int impl;          /* allreduce: the nvl_ar_impl_t that ran it
                           (NVL_AR_NCCL: algo and proto say how) */
-    int64_t rating_ps; /* the tuner's choice: NCCL's rating of algo with
-                          proto for this call (nvl_coll_nccl_rating_s);
-                          0 where the algorithm has none */
 } nvl_coll_info_t;
 
 /* Predicted duration of one call of coll moving `bytes` (NCCL's nBytes) on

@@ -6,8 +6,9 @@ import csv
 import json
 import os
 
-from .common import (E2E_TOPO, H100, H100_TOPO, ROOT, die, e2e_table, error, parallel,
-                     parallel_dict, pct, run, run_all, run_json_points, table)
+from .common import (E2E_TOPO, EMPTY_FAMILIES, H100, H100_TOPO, ROOT, die, e2e_table,
+                     error, parallel, parallel_dict, pct, run, run_all, run_json_points,
+                     table)
 from .families import regions, summary_row
 from .hgx_h200 import serve_doc as h200_serve_doc, serve_summary as h200_serve_summary
 from .tools import end_to_end
@@ -28,14 +29,15 @@ HGX_SYMM = [("one_shot_cudagraph", "oneshot"), ("two_shot_inplace_cudagraph", "t
 HGX_SYMM_PAIR = os.path.join(H100, "symm.csv")   # the 2 x H100 NV18 pair
 
 
-def bench_rows(build, topo, n, op, extra, hi):
+def bench_rows(build, topo, n, op, extra, hi, env=None):
     """{size: predicted us} of build/bench/OP_perf at n ranks, sizes 8 B to
     HI, timing mode, bf16; EXTRA options after the defaults (-g N wins over
-    the default -g 1).  scripts/calibration/fit-hgx-small.py calls it too."""
+    the default -g 1); ENV as run() takes it.
+    scripts/calibration/fit-hgx-small.py calls it too."""
     out = run([os.path.join(ROOT, "scripts", "nvlrun"), str(n),
                os.path.join(build, "bench", op + "_perf"), "-g", "1", "--topo",
                os.path.join(ROOT, topo), "-b", "8", "-e", hi, "-f", "2",
-               "--mode", "timing", "-d", "bfloat16"] + extra)
+               "--mode", "timing", "-d", "bfloat16"] + extra, env)
     pred = {}
     for line in out.splitlines():
         f = line.split()
@@ -163,6 +165,44 @@ def _g_colls(build, graph="0"):
     return gcoll
 
 
+# nccl-harness.csv's harnesses as the *_perf benches' options: (a) mpirun
+# -np N, one process per GPU, eager; (c) one process -g N -G 20, the kernels
+# alone (the README there; (b) and (d) are the other two pairings)
+HARNESS = {"a": ("mpirun -np N (one process per GPU), eager", lambda n: []),
+           "c": ("-g N -G 20 (CUDA graph)", lambda n: ["-g", str(n), "-G", "20"])}
+
+
+def _harness_rows(build):
+    """The lent 4 x H200's nccl-tests under harnesses (a) and (c), Ring,
+    NVLS off (HGX_H200/nccl-harness.csv, out of place) against the benches
+    on HGX_H200_TOPO with the same options."""
+    meas = {}
+    with open(os.path.join(ROOT, HGX_H200, "nccl-harness.csv")) as f:
+        for r in csv.DictReader(f):
+            if r["harness"] in HARNESS and r["place"] == "oop":
+                meas[(r["harness"], int(r["gpus"]), r["op"], int(r["size_bytes"]))] = \
+                    float(r["time_us"])
+    env = dict(os.environ, NCCL_ALGO="Ring", NCCL_NVLS_ENABLE="0", **EMPTY_FAMILIES)
+    cases = sorted({k[:3] for k in meas})
+    preds = parallel(lambda c: bench_rows(build, HGX_H200_TOPO, c[1], c[2],
+                                          HARNESS[c[0]][1](c[1]), "16M", env), cases)
+    return [dict(harness=h, gpus=n, op=op, size=size, meas=meas[(h, n, op, size)], pred=p,
+                 error=error(p, meas[(h, n, op, size)]))
+            for (h, n, op), pred in zip(cases, preds) for size, p in sorted(pred.items())
+            if (h, n, op, size) in meas]
+
+
+def _harness_summary(rows):
+    """One held-out family per harness and GPU count (nothing fit to them)."""
+    return [summary_row(
+        "held-out machine: nccl-tests %s, Ring, %d GPUs on HGX H200" % (HARNESS[h][0], n),
+        [r["error"] for r in sel], HGX_H200 + "/nccl-harness.csv", held_out=True,
+        where=regions(sel, topo="hgx-h200-x4", cls_key="op"))
+        for h in sorted(HARNESS) for n in sorted({r["gpus"] for r in rows})
+        for sel in [[dict(r, ranks=n) for r in rows if r["harness"] == h and r["gpus"] == n]]
+        if sel]
+
+
 def hgx_h100(build, steps=True):
     """(summary rows, document sections) of the HGX H100 x4 families; the
     step families (minutes of emulation) only with STEPS."""
@@ -175,6 +215,7 @@ def hgx_h100(build, steps=True):
     d = parallel_dict({
         "coll": lambda: _colls(build), "gcoll": lambda: _g_colls(build),
         "gcoll_graph": lambda: _g_colls(build, "20"),
+        "harness_h200": lambda: _harness_rows(build),
         "coll_h200": lambda: _colls(build, HGX_H200, HGX_H200_TOPO),
         "symm_pair": lambda: _symm_rows(build, HGX_SYMM_PAIR, H100_TOPO),
         "symm": lambda: _symm_rows(build, os.path.join(HGX, "symm.csv"), HGX_TOPO),
@@ -190,7 +231,8 @@ def hgx_h100(build, steps=True):
     d["serve"], d["serve_rep"] = d["serve"]
     d["ratios"], d["ratios_rep"] = _ratios(d["serve"]), _ratios(d["serve_rep"])
     h200 = [(rows, _ratios(rows)) for rows in d["h200"]]
-    summary = (_coll_summary(d) + _step_summary(d, steps) + _pair_summary(d["pair"]) +
+    summary = (_coll_summary(d) + _harness_summary(d["harness_h200"]) +
+               _step_summary(d, steps) + _pair_summary(d["pair"]) +
                h200_serve_summary(h200))
     doc = _coll_doc(d)
     if steps:

@@ -374,6 +374,12 @@ double nvl_coll_model_bus_bw(const nvl_comm_t *comm, nvl_coll_t coll,
  * NCCL_MAX_NCHANNELS. */
 int nvl_coll_model_max_channels(const nvl_comm_t *comm);
 
+/* A kernel's `channels` counted in shares of the path (1 / [nccl]
+ * channels each): a channel is one SM's block, moving up to [nvlink]
+ * sm_peer_bw while few run, until together they fill the path. */
+double nvl_coll_model_kernel_channels(const nvl_comm_t *comm,
+                                      double channels);
+
 /* The NVLS allreduce pipeline of one NVLink domain of `members` GPUs on
  * `channels` NVLS channels, for s bytes: the chunk transfers, the fill
  * and the loop iterations' switch syncs, without the call's latency
@@ -576,10 +582,17 @@ int64_t nvl_coll_signature(const nvl_coll_call_t *call);
  * reports name it, into buf (len bytes). */
 void nvl_coll_describe(const nvl_coll_call_t *call, char *buf, size_t len);
 
+/* The kernel's own time of the NCCL call info describes (tuner.c): its
+ * row's kernel_s on NCCL's channels at nvl_coll_model_kernel_channels'
+ * rate; info->time_ps where the row has no kernel_s (NVLS, NVLSTree, PAT)
+ * or the call is a serving engine's kernel. */
+int64_t nvl_coll_kernel_ps(const nvl_comm_t *comm,
+                           const nvl_coll_info_t *info);
+
 /* The tuner's choice *info for a call made a CUDA graph node
- * (nvl_comm_set_graph): its time_ps becomes the graph's edge plus NCCL's
- * rating of info's algorithm and protocol (info->rating_ps, kept by the
- * tuner); unchanged where the algorithm carries no rating (graph.c). */
+ * (nvl_comm_set_graph): its time_ps becomes the graph's edge plus the
+ * kernel's time (nvl_coll_kernel_ps, the one nccl-tests -G is timed by)
+ * where the algorithm has one; unchanged elsewhere (graph.c). */
 void nvl_coll_graph_time(const nvl_comm_t *comm, nvl_coll_info_t *info);
 
 #endif

@@ -179,6 +179,17 @@ int nvl_coll_model_max_channels(const nvl_comm_t *c)
                : nc;
 }
 
+double nvl_coll_model_kernel_channels(const nvl_comm_t *c, double channels)
+{
+    double sm = c->topo->nvlink.sm_peer_bw_bytes_per_s;
+    double share = nvl_coll_model_path_bw(c) * NVL_NVLINK_DATA_EFF /
+                   c->topo->nccl.channels;
+    if (sm <= share)
+        return channels;
+    double nc = nvl_coll_model_max_channels(c);
+    return fmin(nc, channels * sm / share);
+}
+
 /* NCCL's channel count (enqueue.cc topoGetAlgoInfo, "Ring/Tree channel
  * tuning"): from nChannels, drop one while nBytes < nc x nt x threshold,
  * nt the protocol's threads (protos.c) and threshold its bytes per thread

@@ -192,7 +192,6 @@ static bool best_proto(const nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
         double key = rating >= 0 ? rating : (double)info.time_ps;
         if (!found || key < best_key) {
             best_key = key;
-            info.rating_ps = rating > 0 ? nvl_ps_from_s(rating) : 0;
             *info_out = info;
             *rating_out = rating;
             found = true;
@@ -252,10 +251,8 @@ nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
     return st;
 }
 
-/* The kernel's own time of the NCCL call info describes: its algorithm's
- * kernel_s on NCCL's channels where the row has one, else the modeled
- * time (a serving engine's kernel: its own). */
-static int64_t kernel_ps(const nvl_comm_t *comm, const nvl_coll_info_t *info)
+int64_t nvl_coll_kernel_ps(const nvl_comm_t *comm,
+                           const nvl_coll_info_t *info)
 {
     const nvl_coll_algo_t *a = info->algo < NVL_ALGO_COUNT
                                    ? nvl_coll_algo(info->algo)
@@ -263,8 +260,9 @@ static int64_t kernel_ps(const nvl_comm_t *comm, const nvl_coll_info_t *info)
     if (a == NULL || a->kernel_s == NULL || info->impl != NVL_AR_NCCL ||
         comm->size < 2 || info->bytes == 0)
         return info->time_ps;
-    double channels = nvl_coll_model_channels(comm, info->algo, info->proto,
-                                              info->bytes);
+    double channels = nvl_coll_model_kernel_channels(
+        comm, nvl_coll_model_channels(comm, info->algo, info->proto,
+                                      info->bytes));
     return nvl_ps_from_s(a->kernel_s(comm, info->coll, info->bytes,
                                      info->proto, channels));
 }
@@ -276,7 +274,7 @@ int64_t nvl_coll_kernel_time_ps(const nvl_comm_t *comm, nvl_coll_t coll,
     if (coll > NVL_COLL_ALLREDUCE ||
         nvl_coll_choose_quiet(comm, coll, bytes, &info) != NVL_OK)
         return -1;
-    return kernel_ps(comm, &info);
+    return nvl_coll_kernel_ps(comm, &info);
 }
 
 /* A call's device time under a harness: the kernel's alone when graph_calls
@@ -284,7 +282,7 @@ int64_t nvl_coll_kernel_time_ps(const nvl_comm_t *comm, nvl_coll_t coll,
 static int64_t device_ps(const nvl_comm_t *comm, const nvl_coll_info_t *info,
                          int graph_calls)
 {
-    return graph_calls > 1 ? kernel_ps(comm, info) : info->time_ps;
+    return graph_calls > 1 ? nvl_coll_kernel_ps(comm, info) : info->time_ps;
 }
 
 int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,

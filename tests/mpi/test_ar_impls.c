@@ -124,8 +124,9 @@ static nvl_coll_info_t timed(nvl_comm_t *comm, nvl_ar_impl_t impl,
     return info;
 }
 
-/* In a CUDA graph, NCCL's call costs graph_edge + its rating (where its
- * algorithm has one), the model's time outside; oneshot's is the same
+/* In a CUDA graph, NCCL's call costs graph_edge + its kernel's time (the
+ * one nccl-tests -G is timed by, where its algorithm has one: Ring and
+ * Tree, the rated ones), the model's time outside; oneshot's is the same
  * either way.  114,688 B is a TP 4 decode's allreduce of 16 rows. */
 static void check_graph(nvl_comm_t *comm, const nvl_topo_t *topo)
 {
@@ -137,8 +138,11 @@ static void check_graph(nvl_comm_t *comm, const nvl_topo_t *topo)
         nvl_coll_info_t on = timed(comm, NVL_AR_NCCL, counts[c], true);
         double r = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE, bytes,
                                           on.algo, on.proto);
-        int64_t want = r < 0 ? off.time_ps
-                             : topo->nccl.graph_edge_ps + nvl_ps_from_s(r);
+        int64_t want =
+            r < 0 ? off.time_ps
+                  : topo->nccl.graph_edge_ps +
+                        nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLREDUCE,
+                                                bytes);
         if (on.time_ps != want || (r >= 0 && on.time_ps == off.time_ps)) {
             fprintf(stderr, "rank %d: NCCL in a graph, %zu B: %lld ps, want "
                     "%lld (outside: %lld)\n", rank_, bytes,

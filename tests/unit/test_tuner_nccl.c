@@ -200,9 +200,10 @@ static void test_kernel_time(void **state)
                                            NVL_ALGO_RING, NVL_PROTO_LL);
     int64_t k = nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLREDUCE, 1024);
     assert_true(rating > 9.0e-6 && rating < 9.01e-6);
-    /* NCCL's channel rule runs 1 KB on one channel: 370.8 / 24 GB/s, half
-     * of it LL's data */
-    double want = 9.0e-6 + 1024.0 * 4 / 3 / (370.8e9 / 24 * 0.5);
+    /* NCCL's channel rule runs 1 KB on one channel, one SM: it moves at
+     * the SM's peer rate ([nvlink] sm_peer_bw, 50 GB/s) rather than one
+     * share of the path (370.8 / 24 GB/s), half of it LL's data */
+    double want = 9.0e-6 + 1024.0 * 4 / 3 / (50e9 * 0.5);
     assert_true(k > nvl_ps_from_s(want * 0.999) &&
                 k < nvl_ps_from_s(want * 1.001));
     assert_int_equal(nvl_coll_kernel_time_ps(comm, NVL_COLL_ALLREDUCE, 0), 0);
