@@ -10,8 +10,11 @@
  *                          them: cuBLASLt's; rel from the GEMM library
  *                          table, 1 for cuBLASLt)
  *              e_m(m, n) = hbm_efficiency x
- *                          min(1, n ceil(m/64) / (sms x matmul_cols_per_sm))
+ *                          min(1, n ceil(m/128) / (sms x matmul_cols_per_sm))
  *                              ^ matmul_width_exp
+ *              a narrow n with a long k: the best split of the K loop
+ *              into s parts (s x the width, fp32 partials, a reduction
+ *              kernel after; docs/cost-model.md "Split-K")
  *   grouped matmul (experts): the matmul formula over the groups' summed
  *              FLOPs and bytes, e_m over all their n ceil(m_i/64) tiles
  *   attention  t = overhead + max(FLOPs / (bf16 peak x attn_efficiency),
