@@ -207,6 +207,12 @@ typedef struct {
 nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k);
 
+/* The parts nvl_cost_matmul splits the GEMM's K loop into (1: not split;
+ * docs/cost-model.md "Split-K"): the split cuBLAS's heuristics would take
+ * as the model sees it, for a narrow n with a long k. */
+uint32_t nvl_cost_matmul_split_k(const nvl_cost_cfg_t *cfg, uint64_t m,
+                                 uint64_t n, uint64_t k);
+
 /* nvl_cost_matmul while another kernel shares the GPU (async tensor
  * parallelism's communication, docs/cost-model.md "Overlap"): that kernel
  * holds `sms` SMs and uses hbm_bytes_per_s of the HBM bandwidth; the

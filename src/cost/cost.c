@@ -80,7 +80,7 @@ typedef struct {
  * reduction kernel (a simple kernel: its fixed cost, then the s partials
  * read and the output written) follows.  s = 1 is the plain kernel. */
 static double split_k_body_s(const nvl_cost_cfg_t *cfg, const split_k_t *p,
-                             double flops, double bytes)
+                             double flops, double bytes, uint32_t *parts_out)
 {
     double out = 2.0 * p->m * p->n, best = 0;
     double s_max = p->width > 0 ? fmin(ceil(p->cap / p->width), p->sms) : 1;
@@ -92,8 +92,10 @@ static double split_k_body_s(const nvl_cost_cfg_t *cfg, const split_k_t *p,
         double t = fmax(t_c, (bytes - out + part) / (p->hbm * e_w));
         if (s > 1)
             t += simple_fixed_s(cfg) + (part + out) / p->hbm;
-        if (s == 1 || t < best)
+        if (s == 1 || t < best) {
             best = t;
+            *parts_out = (uint32_t)s;
+        }
     }
     return best;
 }
@@ -112,15 +114,18 @@ typedef struct {
     double hbm_bytes_per_s;
 } gpu_taken_t;
 
-static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
-                                     const uint64_t *m, uint64_t n,
-                                     uint64_t k, uint32_t m_tile,
-                                     double grouped_rel,
-                                     const gpu_taken_t *taken,
-                                     double *t_s_out)
+/* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
+ * split) */
+static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
+                                      size_t groups, const uint64_t *m,
+                                      uint64_t n, uint64_t k, uint32_t m_tile,
+                                      double grouped_rel,
+                                      const gpu_taken_t *taken,
+                                      double *t_s_out, uint32_t *parts_out)
 {
     nvl_kernel_cost_t c = {0, 0, 0};
     *t_s_out = 0;
+    *parts_out = 1;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
@@ -188,7 +193,7 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
                         .width = width, .cap = sm_left,
                         .exp = g->matmul_width_exp,
                         .sms = (double)g->sm_count};
-        *t_s_out = split_k_body_s(cfg, &sk, tile_flops, c.bytes);
+        *t_s_out = split_k_body_s(cfg, &sk, tile_flops, c.bytes, parts_out);
     } else {
         double e_c = eff * K / (K + k_pad);
         double e_w = pow(fmin(sm_left, width), g->matmul_width_exp);
@@ -199,11 +204,32 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     return c;
 }
 
+static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
+                                     const uint64_t *m, uint64_t n,
+                                     uint64_t k, uint32_t m_tile,
+                                     double grouped_rel,
+                                     const gpu_taken_t *taken,
+                                     double *t_s_out)
+{
+    uint32_t parts;
+    return matmul_parts(cfg, groups, m, n, k, m_tile, grouped_rel, taken,
+                        t_s_out, &parts);
+}
+
 nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k)
 {
     double t_s;
     return matmul_work(cfg, 1, &m, n, k, 0, 1.0, NULL, &t_s);
+}
+
+uint32_t nvl_cost_matmul_split_k(const nvl_cost_cfg_t *cfg, uint64_t m,
+                                 uint64_t n, uint64_t k)
+{
+    double t_s;
+    uint32_t parts;
+    matmul_parts(cfg, 1, &m, n, k, 0, 1.0, NULL, &t_s, &parts);
+    return parts;
 }
 
 nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,

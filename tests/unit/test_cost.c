@@ -124,6 +124,8 @@ static void test_matmul_split_k(void **state)
     double body = (double)(q.time_ps - g->kernel_overhead_ps) * 1e-12;
     assert_true(fabs(body - t_split) < 2e-12);
     assert_true(t_split < t_plain);
+    assert_int_equal(nvl_cost_matmul_split_k(&c, 1, 1280, 8192), 4);
+    assert_int_equal(nvl_cost_matmul_split_k(&c, 1, 1280, 1536), 1);
     /* k = 1536: one part, the plain formula */
     q = nvl_cost_matmul(&c, 1, 1280, 1536);
     body = (double)(q.time_ps - g->kernel_overhead_ps) * 1e-12;
