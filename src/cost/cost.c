@@ -185,8 +185,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         hbm = fmax(hbm - taken->hbm_bytes_per_s, 0.1 * hbm);
     }
     double rate = nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left;
-    if (m_tile == 0 && groups == 1) {
-        /* a dense GEMM: its best split of the K loop */
+    if (m_tile == 0 && groups == 1) { /* dense: its best K split */
         split_k_t sk = {.m = (double)m[0], .n = N, .k = K,
                         .k_bytes = wb.data_bytes / N, .k_pad = k_pad,
                         .flops_per_s = rate * eff, .hbm = hbm,
