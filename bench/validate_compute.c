@@ -6,6 +6,10 @@
  *                    (scripts/calibration/fit-gemm.py)
  *   gemm (check)     h200-ops/gemm_qwen2.5-72b.csv: Qwen2.5-72B shard
  *                    shapes, not used in the fit
+ *   gemm (check)     h200-narrow-gemm/narrow-gemm.csv: TP 2, 4 and 8
+ *                    shards of Qwen2.5-7B, 32B and 72B at m 1-256, with
+ *                    the kernels cuBLAS picked (split-K or not); not
+ *                    used in the fit
  *   attention decode h200-ops/attention_decode.csv, cuDNN with GQA rows
  *   attention prefill h200-ops/attention_prefill.csv, cuDNN with GQA rows
  *   element-wise     h200-ops/elementwise.csv: the single-kernel rows
@@ -47,6 +51,8 @@ static const group_t groups[] = {
      G_GEMM, NULL, 0.10},
     {"gemm, Qwen2.5-72B shapes (check)", "h200-ops/gemm_qwen2.5-72b.csv",
      G_GEMM, NULL, 0.15},
+    {"gemm, narrow TP 2-8 shards (check)",
+     "h200-narrow-gemm/narrow-gemm.csv", G_GEMM, NULL, 0.15},
     {"attention decode (cuDNN, GQA)", "h200-ops/attention_decode.csv",
      G_DECODE, "sdpa-cudnn/gqa", 0.20},
     {"attention prefill (cuDNN, GQA)", "h200-ops/attention_prefill.csv",

@@ -10,8 +10,11 @@
  *                          them: cuBLASLt's; rel from the GEMM library
  *                          table, 1 for cuBLASLt)
  *              e_m(m, n) = hbm_efficiency x
- *                          min(1, n ceil(m/64) / (sms x matmul_cols_per_sm))
+ *                          min(1, n ceil(m/128) / (sms x matmul_cols_per_sm))
  *                              ^ matmul_width_exp
+ *              a narrow n with a long k: the best split of the K loop
+ *              into s parts (s x the width, fp32 partials, a reduction
+ *              kernel after; docs/cost-model.md "Split-K")
  *   grouped matmul (experts): the matmul formula over the groups' summed
  *              FLOPs and bytes, e_m over all their n ceil(m_i/64) tiles
  *   attention  t = overhead + max(FLOPs / (bf16 peak x attn_efficiency),
@@ -222,6 +225,12 @@ typedef struct {
  * (bf16 for bf16 weights), y in bf16.  m, n or k == 0 costs nothing. */
 nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k);
+
+/* The parts nvl_cost_matmul splits the GEMM's K loop into (1: not split;
+ * docs/cost-model.md "Split-K"): the split cuBLAS's heuristics would take
+ * as the model sees it, for a narrow n with a long k. */
+uint32_t nvl_cost_matmul_split_k(const nvl_cost_cfg_t *cfg, uint64_t m,
+                                 uint64_t n, uint64_t k);
 
 /* nvl_cost_matmul while another kernel shares the GPU (async tensor
  * parallelism's communication, docs/cost-model.md "Overlap"): that kernel

@@ -33,12 +33,25 @@ static nvl_kernel_cost_t cost_gemm(const nvl_cli_cost_args_t *a,
                            (uint64_t)a->size[2]);
 }
 
+/* The parts the model splits the GEMM's K loop into (1: not split). */
+static uint32_t gemm_split_k(const nvl_cli_cost_args_t *a,
+                             const nvl_cost_cfg_t *cfg)
+{
+    return nvl_cost_matmul_split_k(cfg, (uint64_t)a->size[0],
+                                   (uint64_t)a->size[1],
+                                   (uint64_t)a->size[2]);
+}
+
 static void describe_gemm(const nvl_cli_cost_args_t *a, const nvl_cost_cfg_t *cfg,
                           char *buf, size_t len)
 {
-    snprintf(buf, len, "m=%.0f n=%.0f k=%.0f dtype=%s library=%s",
-             a->size[0], a->size[1], a->size[2],
-             nvl_wdtype_name(cfg->weight_dtype), gemm_library(cfg));
+    uint32_t parts = gemm_split_k(a, cfg);
+    int n = snprintf(buf, len, "m=%.0f n=%.0f k=%.0f dtype=%s library=%s",
+                     a->size[0], a->size[1], a->size[2],
+                     nvl_wdtype_name(cfg->weight_dtype), gemm_library(cfg));
+    if (parts > 1 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n,
+                 " split-k=%u (+ a reduction kernel)", parts);
 }
 
 /* m, n, k and the type: gemm's and grouped's inputs. */

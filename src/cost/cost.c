@@ -32,16 +32,81 @@ static double overhead_s(const nvl_cost_cfg_t *cfg, int64_t ps)
     return (double)ps * 1e-12;
 }
 
+/* What a simple kernel that reads and writes global memory costs before
+ * its bytes: an empty kernel (kernel_floor) plus its first dependent load
+ * and the completion of its stores (mem_latency). */
+static double simple_fixed_s(const nvl_cost_cfg_t *cfg)
+{
+    return overhead_s(cfg, cfg->topo->gpu.kernel_floor_ps) +
+           (double)cfg->topo->gpu.mem_latency_ps * 1e-12;
+}
+
 static double hbm_rate(const nvl_cost_cfg_t *cfg)
 {
     return nvl_topo_hbm_bw(cfg->topo, cfg->gpu) * cfg->topo->gpu.hbm_efficiency;
 }
 
+/* The rows of a dense GEMM's CTA tile at most: Hopper's WGMMA computes 64
+ * rows a warpgroup and CUTLASS's SM90 TMA kernels run two consumer
+ * warpgroups (a 128-row tile), Blackwell's 1-SM UMMA is 128 rows; cuBLAS's
+ * kernels on an H200 take min(m, 64) rows at m <= 64 and 64-128 rows at
+ * m = 128-256 (nvjet_sm90_tst_64x8, _64x32, _144x64, _144x128 in
+ * tests/data/calibration/h200-narrow-gemm), narrowing the tile's columns
+ * instead: more rows add no weight streams until a tile is full. */
+#define NVL_DENSE_TILE_M 128.0
+/* The K of a weight row one split-K part holds at least, in bytes: the
+ * K loop's pipeline, 16 stages of a 128-byte K block (the TMA 128-byte
+ * swizzle: 64 bf16 or 128 FP8 elements; nvjet_sm90_tst_64x8_64x16 and
+ * nvjet_sm90_qqtst_64x8_128x16, the K block x stages of the split-K
+ * kernels in h200-narrow-gemm); a shorter part never fills it. */
+#define NVL_SPLIT_K_MIN_BYTES 2048.0
+
+/* A dense GEMM as the split-K choice sees it: its shape, a weight row's
+ * bytes (k_bytes), the tile's fixed work in steps of k, the tensor cores'
+ * rate at the library's efficiency, the HBM rate, the width term's column
+ * share (width), its cap (the SMs' share left) and exponent, the SMs. */
+typedef struct {
+    double m, n, k, k_bytes, k_pad, flops_per_s, hbm, width, cap, exp, sms;
+} split_k_t;
+
+/* The body of a dense GEMM (without the kernel overhead) at its best split
+ * of the K loop into s parts, as cuBLAS's heuristics pick one
+ * (docs/cost-model.md, "Split-K"): s x the CTAs stream weights at once, so
+ * the width term sees s x width, up to its cap; s stops where the columns
+ * fill the GPU, at one part per SM, and while each part holds a full
+ * pipeline of K (NVL_SPLIT_K_MIN_BYTES of a weight row).  Each part pays
+ * the tile's fixed work (s x k_pad steps of k in all) and writes its fp32
+ * partial outputs (4 m n bytes) instead of the bf16 output (2 m n), and a
+ * reduction kernel (a simple kernel: its fixed cost, then the s partials
+ * read and the output written) follows.  s = 1 is the plain kernel. */
+static double split_k_body_s(const nvl_cost_cfg_t *cfg, const split_k_t *p,
+                             double flops, double bytes, uint32_t *parts_out)
+{
+    double out = 2.0 * p->m * p->n, best = 0;
+    double s_max = p->width > 0 ? fmin(ceil(p->cap / p->width), p->sms) : 1;
+    s_max = fmax(1.0, fmin(s_max, floor(p->k_bytes / NVL_SPLIT_K_MIN_BYTES)));
+    for (double s = 1; s <= s_max; s++) {
+        double part = s > 1 ? 2.0 * s * out : out;
+        double t_c = flops / (p->flops_per_s * p->k / (p->k + s * p->k_pad));
+        double e_w = pow(fmin(p->cap, s * p->width), p->exp);
+        double t = fmax(t_c, (bytes - out + part) / (p->hbm * e_w));
+        if (s > 1)
+            t += simple_fixed_s(cfg) + (part + out) / p->hbm;
+        if (s == 1 || t < best) {
+            best = t;
+            *parts_out = (uint32_t)s;
+        }
+    }
+    return best;
+}
+
 /* Matmuls of groups[i] = (m[i] rows) x n x k sharing one kernel: their
  * work, and the time of its body (without the kernel overhead).  The
  * groups' tiles fill the GPU together, so the width term e_m counts the
- * n ceil(m/64) output tiles of all of them; with m_tile > 0 the compute
- * term counts each group's rows padded to whole tiles of m_tile rows. */
+ * n ceil(m/64) output tiles of all of them (n ceil(m/128) for one
+ * dense GEMM, whose K loop may be split: split_k_body_s); with m_tile > 0
+ * the compute term counts each group's rows padded to whole tiles of
+ * m_tile rows. */
 /* What another kernel running beside a matmul holds (nvl_cost_matmul_
  * shared): SMs, and HBM bandwidth in bytes/s. */
 typedef struct {
@@ -49,15 +114,18 @@ typedef struct {
     double hbm_bytes_per_s;
 } gpu_taken_t;
 
-static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
-                                     const uint64_t *m, uint64_t n,
-                                     uint64_t k, uint32_t m_tile,
-                                     double grouped_rel,
-                                     const gpu_taken_t *taken,
-                                     double *t_s_out)
+/* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
+ * split) */
+static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
+                                      size_t groups, const uint64_t *m,
+                                      uint64_t n, uint64_t k, uint32_t m_tile,
+                                      double grouped_rel,
+                                      const gpu_taken_t *taken,
+                                      double *t_s_out, uint32_t *parts_out)
 {
     nvl_kernel_cost_t c = {0, 0, 0};
     *t_s_out = 0;
+    *parts_out = 1;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
@@ -92,7 +160,10 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
         tile_flops += 2.0 * (m_tile ? ceil(M / m_tile) * m_tile : M) * N * K;
         c.bytes += wb.data_bytes + wb.scale_bytes + ib.data_bytes +
                    ib.scale_bytes + M * N * 2.0;
-        tiles += N * ceil(M / 64.0);
+        /* the weight columns streaming at once: a grouped kernel's CTAs
+         * walk 64-row tiles of each group; a dense kernel's tile holds
+         * up to NVL_DENSE_TILE_M rows */
+        tiles += N * ceil(M / (m_tile ? 64.0 : NVL_DENSE_TILE_M));
     }
     if (c.flops <= 0)
         return c;
@@ -103,7 +174,6 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
     if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
         g->fp8_matmul_k_pad > 0)
         k_pad = (double)g->fp8_matmul_k_pad;
-    double e_c = eff * K / (K + k_pad);
     double width =
         tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
     /* beside another kernel: the tensor cores of the SMs left, at most
@@ -114,14 +184,35 @@ static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
         sm_left = (double)(g->sm_count - held) / (double)g->sm_count;
         hbm = fmax(hbm - taken->hbm_bytes_per_s, 0.1 * hbm);
     }
-    double e_w = pow(fmin(sm_left, width), g->matmul_width_exp);
-    double t_c = tile_flops /
-                 (nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left * e_c);
-    double t_m = c.bytes / (hbm * e_w);
-    *t_s_out = fmax(t_c, t_m);
+    double rate = nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left;
+    if (m_tile == 0 && groups == 1) { /* dense: its best K split */
+        split_k_t sk = {.m = (double)m[0], .n = N, .k = K,
+                        .k_bytes = wb.data_bytes / N, .k_pad = k_pad,
+                        .flops_per_s = rate * eff, .hbm = hbm,
+                        .width = width, .cap = sm_left,
+                        .exp = g->matmul_width_exp,
+                        .sms = (double)g->sm_count};
+        *t_s_out = split_k_body_s(cfg, &sk, tile_flops, c.bytes, parts_out);
+    } else {
+        double e_c = eff * K / (K + k_pad);
+        double e_w = pow(fmin(sm_left, width), g->matmul_width_exp);
+        *t_s_out = fmax(tile_flops / (rate * e_c), c.bytes / (hbm * e_w));
+    }
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
                              *t_s_out);
     return c;
+}
+
+static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
+                                     const uint64_t *m, uint64_t n,
+                                     uint64_t k, uint32_t m_tile,
+                                     double grouped_rel,
+                                     const gpu_taken_t *taken,
+                                     double *t_s_out)
+{
+    uint32_t parts;
+    return matmul_parts(cfg, groups, m, n, k, m_tile, grouped_rel, taken,
+                        t_s_out, &parts);
 }
 
 nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
@@ -129,6 +220,15 @@ nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
 {
     double t_s;
     return matmul_work(cfg, 1, &m, n, k, 0, 1.0, NULL, &t_s);
+}
+
+uint32_t nvl_cost_matmul_split_k(const nvl_cost_cfg_t *cfg, uint64_t m,
+                                 uint64_t n, uint64_t k)
+{
+    double t_s;
+    uint32_t parts;
+    matmul_parts(cfg, 1, &m, n, k, 0, 1.0, NULL, &t_s, &parts);
+    return parts;
 }
 
 nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
@@ -325,15 +425,6 @@ nvl_kernel_cost_t nvl_cost_attention_geom(const nvl_cost_cfg_t *cfg,
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, gpu->attn_overhead_ps) +
                               fmax(t_mma, fmax(t_exp, t_mem)));
     return c;
-}
-
-/* What a simple kernel that reads and writes global memory costs before
- * its bytes: an empty kernel (kernel_floor) plus its first dependent load
- * and the completion of its stores (mem_latency). */
-static double simple_fixed_s(const nvl_cost_cfg_t *cfg)
-{
-    return overhead_s(cfg, cfg->topo->gpu.kernel_floor_ps) +
-           (double)cfg->topo->gpu.mem_latency_ps * 1e-12;
 }
 
 nvl_kernel_cost_t nvl_cost_memory_access(const nvl_cost_cfg_t *cfg,

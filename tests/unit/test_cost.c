@@ -96,6 +96,49 @@ static void test_matmul_shared(void **state)
     assert_true(fabs((double)(dsh.time_ps - dec.time_ps) - extra_ps) < 2);
 }
 
+/* A narrow dense GEMM with a long K loop splits it (docs/cost-model.md,
+ * "Split-K"): Qwen2.5-72B's TP 8 qkv shard (n = 1280, k = 8192) at m = 1
+ * fills a third of the columns the SMs stream (width 0.32), so four parts
+ * fill them all, each writing fp32 partials that a reduction kernel sums.
+ * By hand from the topology's constants; a short K (k = 1536, 3 KB of a
+ * weight row: one pipeline of 2 KB) is not split; rows up to a dense
+ * tile's 128 add no weight streams. */
+static void test_matmul_split_k(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    const nvl_gpu_spec_t *g = &topo->gpu;
+    double rate = g->hbm_bw_bytes_per_s * g->hbm_efficiency;
+    double width = 1280.0 / (g->sm_count * g->matmul_cols_per_sm);
+    double w_bytes = 1280.0 * 8192 * 2, x_bytes = 8192.0 * 2;
+    double out = 1280.0 * 2;
+    double fixed =
+        ((double)g->kernel_floor_ps + (double)g->mem_latency_ps) * 1e-12;
+    double s = ceil(1.0 / width);
+    assert_true(s == 4);
+    double t_split = (w_bytes + x_bytes + 2 * s * out) / rate + fixed +
+                     (2 * s * out + out) / rate;
+    double t_plain = (w_bytes + x_bytes + out) /
+                     (rate * pow(width, g->matmul_width_exp));
+    nvl_kernel_cost_t q = nvl_cost_matmul(&c, 1, 1280, 8192);
+    double body = (double)(q.time_ps - g->kernel_overhead_ps) * 1e-12;
+    assert_true(fabs(body - t_split) < 2e-12);
+    assert_true(t_split < t_plain);
+    assert_int_equal(nvl_cost_matmul_split_k(&c, 1, 1280, 8192), 4);
+    assert_int_equal(nvl_cost_matmul_split_k(&c, 1, 1280, 1536), 1);
+    /* k = 1536: one part, the plain formula */
+    q = nvl_cost_matmul(&c, 1, 1280, 1536);
+    body = (double)(q.time_ps - g->kernel_overhead_ps) * 1e-12;
+    t_plain = (1280.0 * 1536 * 2 + 1536.0 * 2 + out) /
+              (rate * pow(width, g->matmul_width_exp));
+    assert_true(fabs(body - t_plain) < 2e-12);
+    /* m = 128 streams the same weights as m = 1: at most its extra rows'
+     * bytes slower */
+    nvl_kernel_cost_t m1 = nvl_cost_matmul(&c, 1, 37888, 3584);
+    nvl_kernel_cost_t m128 = nvl_cost_matmul(&c, 128, 37888, 3584);
+    assert_true(us(m128) < 1.05 * us(m1));
+}
+
 /* FP8 halves the weight bytes; FP4 on a GPU without FP4 units runs as
  * weight-only quantization at the BF16 rate with MX scales counted. */
 static void test_matmul_dtypes(void **state)
@@ -527,6 +570,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_regimes),
         cmocka_unit_test(test_matmul_shared),
+        cmocka_unit_test(test_matmul_split_k),
         cmocka_unit_test(test_matmul_dtypes),
         cmocka_unit_test(test_matmul_fp8_k_pad),
         cmocka_unit_test(test_gemm_library),
