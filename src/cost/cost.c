@@ -279,8 +279,8 @@ static const double grouped_rel[NVL_WDT_COUNT] = {
 /* A grouped GEMM's weight panel (its group's n_tile columns over all of
  * K) is latency-bound on its SM, however few its rows: CUTLASS's
  * ptr-array grouped kernel rewrites the CTA's TMA descriptors when it
- * moves to another group's tile and fences them before its loads (CUTLASS
- * include/cutlass/gemm/collective/
+ * moves to another group's tile and fences them before its loads
+ * (CUTLASS's include/cutlass/gemm/collective/
  * sm90_mma_array_tma_gmma_ss_warpspecialized.hpp, tensormaps_perform_update
  * and, on did_batch_change, tensormaps_fence_acquire), so the CTA
  * starts each panel with an empty pipeline, then streams it with
