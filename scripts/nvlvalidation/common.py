@@ -88,19 +88,20 @@ def run_all(cmds, env=None):
 
 
 def run_json_points(cmds, env=None):
-    """What each `LAUNCHER N NVLEMU run ... --json -` command of CMDS
-    prints (its JSON), in CMDS's order.  The commands that share a launcher
-    and rank count run as the lines of `nvlemu run --points` files, one MPI
-    job for up to a JOBS-th of them, so that each job's start-up (most of a
-    small run's cost) is paid once per file instead of once per row; each
-    point writes its JSON to a file of its own.  Same numbers as the
-    separate runs (tests/mpi/cases.txt: mpi.run.points_equal_runs)."""
+    """What each `LAUNCHER N NVLEMU run|serve ... --json -` command of CMDS
+    prints (its JSON), in CMDS's order.  The commands that share a launcher,
+    rank count and subcommand run as the lines of `nvlemu run|serve
+    --points` files, one MPI job for up to a JOBS-th of them, so that each
+    job's start-up (most of a small run's cost) is paid once per file
+    instead of once per row; each point writes its JSON to a file of its
+    own.  Same numbers as the separate runs (tests/mpi/cases.txt:
+    mpi.run.points_equal_runs, mpi.serve.points_equal_runs)."""
     groups = {}
     for i, cmd in enumerate(cmds):
         j = cmd.index("--json")
-        if cmd[3] != "run" or cmd[j + 1] != "-":
-            die("run_json_points: not an 'nvlemu run ... --json -' command: %s"
-                % " ".join(cmd))
+        if cmd[3] not in ("run", "serve") or cmd[j + 1] != "-":
+            die("run_json_points: not an 'nvlemu run|serve ... --json -' "
+                "command: %s" % " ".join(cmd))
         groups.setdefault(tuple(cmd[:4]), []).append(i)
     tmp = tempfile.mkdtemp(prefix="nvl-points-")
     outs = [None] * len(cmds)

@@ -235,14 +235,14 @@ def serving(build, slow=False, path=SERVING):
     serve), layout and extra options, every request at time 0; the rows
     marked slow only when SLOW (serving_skipped() lists the others)."""
     src = serving_rows(slow, path)[0]
-    outs = run_all([[os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
-                     os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
-                     "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
-                     row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
-                     "--requests", row["requests"], "--scheduler", row["scheduler"],
-                     "--json", "-"] + layout_args(row["layout"], row["tp"])
-                    + row["options"].split()
-                    for row in src])
+    outs = run_json_points([[os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
+                             os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
+                             "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
+                             row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
+                             "--requests", row["requests"], "--scheduler", row["scheduler"],
+                             "--json", "-"] + layout_args(row["layout"], row["tp"])
+                            + row["options"].split()
+                            for row in src])
     rows = []
     for row, out in zip(src, outs):
         doc = json.loads(out)

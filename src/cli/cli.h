@@ -112,8 +112,8 @@ void nvl_cli_step_queries(const nvl_cli_step_t *s, nvl_cli_queries_t *qs_out);
  * reports captured (each error printed once): parses the options, runs
  * .check, loads common.topo and applies common.sets (and, with
  * --rank-plays die, takes its die view and checks that the ranks fill
- * whole packages when .world_is_job), loads the validation families
- * (.provenance), runs .prepare; agrees
+ * whole packages when .world_is_job), loads the validation families on
+ * rank 0 (.provenance), runs .prepare; agrees
  * on the status; prints --help on rank 0 and stops there; checks that the
  * ranks fit and agree on the topology (.check_ranks); runs .body on every
  * rank and agrees on its status; runs .cleanup and finalizes.  Returns the
@@ -123,7 +123,8 @@ void nvl_cli_step_queries(const nvl_cli_step_t *s, nvl_cli_queries_t *qs_out);
 typedef struct {
     const nvl_runtime_t *rt;
     nvl_topo_t *topo; /* NULL when the command was given none */
-    /* the validation families (.provenance; else NULL) */
+    /* the validation families (.provenance, rank 0 only: the rank that
+     * reports; else NULL) */
     nvl_validation_t *validation;
 } nvl_cli_ctx_t;
 

@@ -171,6 +171,7 @@ static const nvl_opt_t serve_opts[] = {
      .arg = "FILE",
      .doc = "write a Chrome trace (Perfetto): each replica's steps and "
             "each request's queued / prefill / decode spans"},
+    NVL_CLI_OPT_POINTS(nvl_serve_args_t),
     NVL_CLI_OPT_HELP(nvl_serve_args_t),
 };
 #undef AT
@@ -347,6 +348,7 @@ const nvl_cli_command_t nvl_cli_serve_command = {
     .common_offset = offsetof(serve_cmd_t, a.common),
     .check_ranks = true,
     .world_is_job = true,
+    .points = true,
     .provenance = true,
     .prepare = prepare,
     .body = body,

@@ -85,6 +85,10 @@ CHECK is one of
                take the same time whichever stage runs the layer (1e-9
                relative; a layer's work does not depend on its stage),
                and a mixture of experts' experts cut over the stage's TP
+  points, serve-points
+               the command (run, serve) with --points FILE: each point's
+               JSON equals its own job's, bad lines and failing points
+               stop the job naming FILE:LINE (check_points.py)
 """
 import json
 import os
@@ -93,7 +97,7 @@ import sys
 import tempfile
 
 from check_run_moe import check_moe_quant
-from check_points import check_points
+from check_points import RUN, SERVE, check_points
 
 KEYS = ["ttft_ms", "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu",
         "decode_step_breakdown", "prefill_breakdown", "tpot_ms_steps", "inputs"]
@@ -575,7 +579,8 @@ CHECKS = {
     "pp-layout": check_pp_layout,
     "pp-moe": pp_moe,
     "gemm-formats": check_gemm_formats,
-    "points": lambda cmd: check_points(cmd, run),
+    "points": lambda cmd: check_points(cmd, run, RUN),
+    "serve-points": lambda cmd: check_points(cmd, run, SERVE),
     "moe-quant": lambda cmd: check_moe_quant(cmd, run, int(sys.argv[2]),
                                              int(sys.argv[3])),
 }
