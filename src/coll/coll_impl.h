@@ -582,10 +582,12 @@ int64_t nvl_coll_signature(const nvl_coll_call_t *call);
  * reports name it, into buf (len bytes). */
 void nvl_coll_describe(const nvl_coll_call_t *call, char *buf, size_t len);
 
+/* Whether info's NCCL call has a kernel time of its own (tuner.c). */
+bool nvl_coll_has_kernel(const nvl_comm_t *comm, const nvl_coll_info_t *info);
+
 /* The kernel's own time of the NCCL call info describes (tuner.c): its
  * row's kernel_s on NCCL's channels at nvl_coll_model_kernel_channels'
- * rate; info->time_ps where the row has no kernel_s (NVLS, NVLSTree, PAT)
- * or the call is a serving engine's kernel. */
+ * rate; info->time_ps where it has none (nvl_coll_has_kernel). */
 int64_t nvl_coll_kernel_ps(const nvl_comm_t *comm,
                            const nvl_coll_info_t *info);
 

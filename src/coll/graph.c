@@ -32,10 +32,7 @@ void nvl_comm_set_graph(nvl_comm_t *comm, bool graph)
 
 void nvl_coll_graph_time(const nvl_comm_t *comm, nvl_coll_info_t *info)
 {
-    const nvl_coll_algo_t *a = info->algo < NVL_ALGO_COUNT
-                                   ? nvl_coll_algo(info->algo)
-                                   : NULL;
-    if (a != NULL && a->kernel_s != NULL && comm->size > 1 && info->bytes > 0)
+    if (nvl_coll_has_kernel(comm, info))
         info->time_ps = comm->topo->nccl.graph_edge_ps +
                         nvl_coll_kernel_ps(comm, info);
 }

@@ -251,14 +251,32 @@ nvl_status_t nvl_coll_choose(const nvl_comm_t *comm, nvl_coll_t coll,
     return st;
 }
 
-int64_t nvl_coll_kernel_ps(const nvl_comm_t *comm,
-                           const nvl_coll_info_t *info)
+/* The algorithm row that gives info's call a kernel time of its own, or
+ * NULL: a row with kernel_s (Ring, Tree; not NVLS, NVLSTree, PAT), run by
+ * NCCL (not a serving engine's kernel), on more than one rank, for some
+ * bytes. */
+static const nvl_coll_algo_t *kernel_row(const nvl_comm_t *comm,
+                                         const nvl_coll_info_t *info)
 {
     const nvl_coll_algo_t *a = info->algo < NVL_ALGO_COUNT
                                    ? nvl_coll_algo(info->algo)
                                    : NULL;
     if (a == NULL || a->kernel_s == NULL || info->impl != NVL_AR_NCCL ||
         comm->size < 2 || info->bytes == 0)
+        return NULL;
+    return a;
+}
+
+bool nvl_coll_has_kernel(const nvl_comm_t *comm, const nvl_coll_info_t *info)
+{
+    return kernel_row(comm, info) != NULL;
+}
+
+int64_t nvl_coll_kernel_ps(const nvl_comm_t *comm,
+                           const nvl_coll_info_t *info)
+{
+    const nvl_coll_algo_t *a = kernel_row(comm, info);
+    if (a == NULL)
         return info->time_ps;
     double channels = nvl_coll_model_kernel_channels(
         comm, nvl_coll_model_channels(comm, info->algo, info->proto,
