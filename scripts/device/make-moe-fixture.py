@@ -19,20 +19,27 @@ import transformers
 from safetensors.torch import save_file
 
 
-def make(mlp_only):
-    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+# The tiny models' shared settings; each fixture script overrides widths.
+TINY = dict(
+    vocab_size=256, hidden_size=64, intermediate_size=64,
+    moe_intermediate_size=24,  # 2 x 24 != 64: no layout ambiguity below
+    num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+    head_dim=16, num_experts=8, num_experts_per_tok=2,
+    norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+    max_position_embeddings=512, rope_theta=1000000.0, rms_norm_eps=1e-6,
+    attention_bias=False, tie_word_embeddings=False,
+    initializer_range=0.08, bos_token_id=1, eos_token_id=2,
+    pad_token_id=0, output_router_logits=False)
 
-    cfg = Qwen3MoeConfig(
-        vocab_size=256, hidden_size=64, intermediate_size=64,
-        moe_intermediate_size=24,  # 2 x 24 != 64: no layout ambiguity below
-        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
-        head_dim=16, num_experts=8, num_experts_per_tok=2,
-        norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=mlp_only,
-        max_position_embeddings=512, rope_theta=1000000.0, rms_norm_eps=1e-6,
-        attention_bias=False, tie_word_embeddings=False,
-        initializer_range=0.08, bos_token_id=1, eos_token_id=2,
-        pad_token_id=0, output_router_logits=False)
-    return Qwen3MoeForCausalLM(cfg)
+
+def tiny_model(**widths):
+    """A Qwen3MoeForCausalLM of TINY's settings with WIDTHS overriding them."""
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+    return Qwen3MoeForCausalLM(Qwen3MoeConfig(**dict(TINY, **widths)))
+
+
+def make(mlp_only):
+    return tiny_model(mlp_only_layers=mlp_only)
 
 
 def hub_state_dict(model):

@@ -14,7 +14,7 @@ needs torch, transformers and safetensors.
 
     python3 scripts/device/make-moe-fp8block-fixture.py OUTDIR
 """
-import importlib.util
+import importlib
 import json
 import os
 import sys
@@ -23,37 +23,21 @@ import torch
 import transformers
 from safetensors.torch import save_file
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(
-        name.replace("-", "_"), os.path.join(HERE, name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-MOE = load("make-moe-fixture")
-QUANT = load("make-quant-fixture")
-NV = load("make-moe-nvfp4-fixture")
+# the scripts beside this one (sys.path[0] is this folder when it runs)
+MOE = importlib.import_module("make-moe-fixture")
+QUANT = importlib.import_module("make-quant-fixture")
+NV = importlib.import_module("make-moe-nvfp4-fixture")
 
 
 def make():
-    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
     torch.manual_seed(35)
-    cfg = Qwen3MoeConfig(
+    # norms U(0.5, 1.5), a decisive router N(0, 0.5), bf16-rounded
+    return NV.draw(MOE.tiny_model(
         vocab_size=128, hidden_size=128, intermediate_size=128,
         moe_intermediate_size=256, num_hidden_layers=1,
         num_attention_heads=2, num_key_value_heads=2, head_dim=128,
-        num_experts=3, num_experts_per_tok=2, norm_topk_prob=True,
-        decoder_sparse_step=1, mlp_only_layers=[],
-        max_position_embeddings=512, rope_theta=1000000.0, rms_norm_eps=1e-6,
-        attention_bias=False, tie_word_embeddings=False,
-        initializer_range=0.08, bos_token_id=1, eos_token_id=2,
-        pad_token_id=0, output_router_logits=False)
-    # norms U(0.5, 1.5), a decisive router N(0, 0.5), bf16-rounded
-    return NV.draw(Qwen3MoeForCausalLM(cfg).eval().float())
+        num_experts=3).eval().float())
 
 
 def main():

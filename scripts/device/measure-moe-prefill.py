@@ -9,6 +9,8 @@ import time
 
 import torch
 
+from measure_common import graph_median_us
+
 OUT = sys.argv[1]
 C, BF, F8 = "cuda", torch.bfloat16, torch.float8_e4m3fn
 # (model, layout, experts on the GPU, gemm, n, k)
@@ -20,25 +22,8 @@ ROWS = (256, 512, 1024, 2048, 4096)
 FAIL = []
 
 
-def timed(fn, reps=20):
-    try:
-        fn()
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        ts = []
-        for _ in range(reps):
-            a.record()
-            g.replay()
-            b.record()
-            b.synchronize()
-            ts.append(a.elapsed_time(b) * 1e3)
-        return "%.2f" % sorted(ts)[reps // 2]
-    except Exception as x:  # recorded, not fatal
-        FAIL.append(str(x)[:200])
-        return "nan"
+def timed(fn):
+    return graph_median_us(fn, FAIL)
 
 
 def main():

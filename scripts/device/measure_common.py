@@ -1,7 +1,7 @@
 """What the device measurement scripts (measure-steps.py, measure-ops.py)
 share: the run's clock and log lines, the GPU and library versions that
 env.json records, an nvidia-smi query, and the capture of a step in a CUDA
-graph.  Standard library at import; torch is imported where it is used, so
+graph, and a graph's median replay time.  Standard library at import; torch is imported where it is used, so
 that the scripts' paths without a GPU (measure-steps.py --relabel) need no
 torch."""
 import datetime
@@ -70,3 +70,28 @@ def capture_graph(run, warm):
     g.replay()
     torch.cuda.synchronize()
     return g
+
+
+def graph_median_us(fn, fail, reps=20):
+    """fn() once, then captured in a CUDA graph replayed REPS times, each
+    replay timed by CUDA events; the median in us as "%.2f".  An exception
+    is appended to FAIL (its first 200 characters) and gives "nan"."""
+    import torch
+    try:
+        fn()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
+        ts = []
+        for _ in range(reps):
+            a.record()
+            g.replay()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) * 1e3)
+        return "%.2f" % sorted(ts)[reps // 2]
+    except Exception as x:  # noqa: BLE001 -- recorded, not fatal
+        fail.append(str(x)[:200])
+        return "nan"
