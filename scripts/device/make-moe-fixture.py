@@ -71,6 +71,18 @@ def hub_state_dict(model):
     return out
 
 
+def save_config(model, out):
+    """OUT/config.json and generation_config.json of MODEL (transformers'
+    own weight files removed: each fixture writes its own); returns the
+    state dict with the hub's names."""
+    os.makedirs(out, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    for f in os.listdir(out):
+        if f.endswith(".safetensors") or f.endswith(".index.json"):
+            os.remove(os.path.join(out, f))
+    return hub_state_dict(model)
+
+
 def build(out, mlp_only):
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
@@ -89,11 +101,7 @@ def build(out, mlp_only):
                 gate.weight.normal_(0.0, 0.5)
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
-    model.save_pretrained(out, safe_serialization=True)
-    for f in os.listdir(out):
-        if f.endswith(".safetensors") or f.endswith(".index.json"):
-            os.remove(os.path.join(out, f))
-    sd = hub_state_dict(model)
+    sd = save_config(model, out)
     save_file(sd, os.path.join(out, "model.safetensors"),
               metadata={"format": "pt"})
     print(out, "tensors:", len(sd), sorted(sd)[:6])

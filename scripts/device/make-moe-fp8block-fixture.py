@@ -42,15 +42,10 @@ def make():
 
 def main():
     d = os.path.join(sys.argv[1], "qwen3-moe-fp8block")
-    os.makedirs(d, exist_ok=True)
     note = "transformers %s, torch %s" % (transformers.__version__,
                                           torch.__version__)
     model = make()
-    model.save_pretrained(d, safe_serialization=True)
-    for f in os.listdir(d):
-        if f.endswith(".safetensors") or f.endswith(".index.json"):
-            os.remove(os.path.join(d, f))
-    sd = MOE.hub_state_dict(model)
+    sd = MOE.save_config(model, d)
     stored, deq = {}, {}
     with torch.no_grad():
         for n, w in sd.items():

@@ -96,15 +96,10 @@ def set_experts(model, sd):
 def main():
     out = sys.argv[1]
     d = os.path.join(out, "qwen3-moe-tiny16")
-    os.makedirs(d, exist_ok=True)
     note = "transformers %s, torch %s" % (transformers.__version__,
                                           torch.__version__)
     model = make()
-    model.save_pretrained(d, safe_serialization=True)
-    for f in os.listdir(d):
-        if f.endswith(".safetensors") or f.endswith(".index.json"):
-            os.remove(os.path.join(d, f))
-    sd = MOE.hub_state_dict(model)
+    sd = MOE.save_config(model, d)
     save_file({k: v.bfloat16() for k, v in sd.items()},
               os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
     gen = torch.Generator().manual_seed(1)

@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from measure_common import graph_median_us
+from measure_common import gpu_environment, graph_median_us
 
 OUT = sys.argv[1]
 C, BF, F8 = "cuda", torch.bfloat16, torch.float8_e4m3fn
@@ -53,10 +53,9 @@ def main():
             del a, a8
         del wt, w8
         torch.cuda.empty_cache()
-    p = torch.cuda.get_device_properties(0)
-    json.dump({"gpu": p.name, "sms": p.multi_processor_count, "torch": torch.__version__,
-               "cuda": torch.version.cuda, "seconds": round(time.time() - t0, 1),
-               "failures": FAIL[:20]}, open(OUT + "/env.json", "w"), indent=1)
+    env = gpu_environment()
+    env.update(seconds=round(time.time() - t0, 1), failures=FAIL[:20])
+    json.dump(env, open(OUT + "/env.json", "w"), indent=1)
 
 
 if __name__ == "__main__":
