@@ -203,7 +203,10 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
      * (its GEMMs read bf16 inputs at BF16's rate) */
     if (q.quantized && weight_only(&q) != NVL_OK)
         return NVL_ERR_INVALID;
-    if (q.quantized && q.weight_only && !nvl_quant_config_mixed(&q))
+    bool all = q.weight_only; /* and every group's */
+    for (int g = 0; g < q.n_group; g++)
+        all = all && q.group[g].weight_only;
+    if (q.quantized && all)
         m->act_quant = 1;
     return NVL_OK;
 }
