@@ -53,11 +53,15 @@ extern const nvl_family_t nvl_model_preset_family;
  * checkpoint: quantized[c] when class c is stored in `format` (any
  * false: nothing quantized, every class bf16), except in the layers
  * bf16_layers[c] names (bit l % 64 of word l / 64: an exclusion list that
- * leaves whole layers' attention or dense MLP in bf16). */
+ * leaves whole layers' attention, dense MLP or experts in bf16); for a
+ * compressed-tensors checkpoint of several config groups, group[c] is the
+ * group whose scheme class c takes (-1: none; read only when the
+ * checkpoint's n_group > 1). */
 typedef struct {
     bool any;
     nvl_quant_format_t format;
     bool quantized[NVL_QCLASS_COUNT];
+    int group[NVL_QCLASS_COUNT];
     uint64_t bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
 } nvl_model_formats_t;
 

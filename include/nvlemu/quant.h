@@ -218,6 +218,19 @@ extern const nvl_family_t nvl_quant_class_family;
 bool nvl_quant_class_covered(nvl_quant_format_t f, nvl_quant_class_t c);
 
 #define NVL_QUANT_EXCLUDE_MAX 64
+#define NVL_QUANT_GROUP_MAX 8
+
+/* One compressed-tensors config group as nvlemu reads it: its weights'
+ * format, their layout, its activations (weight_only: input_activations
+ * null; act_dynamic: FP8 per token) and its targets, entries
+ * target0 .. target0 + n_target - 1 of its config's target list. */
+typedef struct {
+    char name[64];
+    nvl_quant_format_t format;
+    const nvl_quant_row_t *stored;
+    bool weight_only, act_dynamic;
+    int target0, n_target;
+} nvl_quant_group_t;
 
 typedef struct {
     bool quantized;
@@ -250,7 +263,33 @@ typedef struct {
     /* the checkpoint quantizes weights only (compressed-tensors'
      * input_activations null: W4A16, W8A16): --act-quant auto is none */
     bool weight_only;
+    /* compressed-tensors' config groups in the file's order (format,
+     * stored, weight_only and act_dynamic above are the first's; groups
+     * of other schemes make the checkpoint mixed, each module read and
+     * priced in its own group's: nvl_quant_config_group) */
+    int n_group;
+    nvl_quant_group_t group[NVL_QUANT_GROUP_MAX];
 } nvl_quant_config_t;
+
+/* The config group of q that quantizes module `name` ("model.layers.0.
+ * self_attn.q_proj"), as compressed-tensors' find_name_or_class_matches
+ * orders a module's matching targets (whole names, then "re:"
+ * expressions, each sorted, then a class name, "Linear"): its index, or
+ * -1 (not compressed-tensors, no group targets it, or q ignores it).
+ * *other_out: the group vLLM's find_matched_target picks instead (the
+ * first matching target in the file's order) where the two differ, else
+ * -1. */
+int nvl_quant_config_group(const nvl_quant_config_t *q, const char *name,
+                           int *other_out);
+
+/* q read as its group g alone (0 <= g < q->n_group): g's format, layout
+ * and activations in place of the first group's. */
+void nvl_quant_config_as_group(const nvl_quant_config_t *q, int g,
+                               nvl_quant_config_t *out);
+
+/* Whether q's groups quantize in more than one scheme (format, layout or
+ * activations). */
+bool nvl_quant_config_mixed(const nvl_quant_config_t *q);
 
 /* Whether q leaves module `name` unquantized: an entry of its exclusion
  * list names it (*entry_out its index; nvl_quant_module_excluded, or
@@ -271,8 +310,9 @@ bool nvl_quant_module_excluded(const char *pattern, const char *name);
  * hf_quant_config.json ("quantization": {"quant_algo": "NVFP4" | "FP8",
  * "group_size"}), else config.json's "quantization_config" (quant_method
  * "modelopt" with quant_algo, "fp8" with or without weight_block_size
- * [128, 128], "mxfp4", "compressed-tensors" with config_groups of one
- * scheme: src/quant/ct_config.c); neither: not quantized.  The exclusion list
+ * [128, 128], "mxfp4", "compressed-tensors" with up to
+ * NVL_QUANT_GROUP_MAX config_groups, each of a scheme nvlemu reads:
+ * src/quant/ct_config.c); neither: not quantized.  The exclusion list
  * (exclude_modules / modules_to_not_convert; null or absent: none) must
  * be an array of strings of fewer than 160 characters, at most
  * NVL_QUANT_EXCLUDE_MAX of them.  Reports an unknown

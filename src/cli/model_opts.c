@@ -133,6 +133,33 @@ static nvl_status_t model_formats(const char *model,
     return st == NVL_OK ? nvl_model_gemm_formats(&cfg, q, f_out) : st;
 }
 
+/* compressed-tensors' groups of several schemes: a weight-only group
+ * (input_activations null) beside one that quantizes its inputs is priced
+ * by its weight type alone, so that type must be weight-only itself (int4:
+ * W4A16); W8A16 or FP4 weights with bf16 inputs beside W8A8 are
+ * reported, naming both groups. */
+static nvl_status_t weight_only(const nvl_quant_config_t *q)
+{
+    int wo = -1, acts = -1;
+    for (int g = 0; g < q->n_group && nvl_quant_config_mixed(q); g++) {
+        nvl_wdtype_t dt =
+            nvl_wdtype_of_quant(q->group[g].format, q->group[g].stored);
+        if (!q->group[g].weight_only)
+            acts = g;
+        else if (!nvl_wdtype_weight_only(dt))
+            wo = g;
+    }
+    if (wo < 0 || acts < 0)
+        return NVL_OK;
+    nvl_report("%s: quantization_config.config_groups.%s runs %s weights "
+               "with bf16 inputs (input_activations null) and .%s quantizes "
+               "its inputs: nvlemu prices weight-only GEMMs per run, not per "
+               "class, except int4 (W4A16)", q->file, q->group[wo].name,
+               nvl_quant_row(q->group[wo].format)->m.name,
+               q->group[acts].name);
+    return NVL_ERR_INVALID;
+}
+
 nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
                                         const char *model)
 {
@@ -158,7 +185,12 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
     }
     for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
         bool fixed = c == NVL_QCLASS_ROUTER || c == NVL_QCLASS_LM_HEAD;
-        m->gemm_dtype[c] = follow ? (f.quantized[c] ? want : NVL_WDT_BF16)
+        /* compressed-tensors' groups: each class its own group's type */
+        int g = q.n_group > 1 ? f.group[c] : -1;
+        nvl_wdtype_t own = g >= 0 ? nvl_wdtype_of_quant(q.group[g].format,
+                                                        q.group[g].stored)
+                                  : want;
+        m->gemm_dtype[c] = follow ? (f.quantized[c] ? own : NVL_WDT_BF16)
                            : fixed ? NVL_WDT_BF16
                                    : m->dtype;
     }
@@ -169,7 +201,12 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
     /* a weight-only checkpoint (compressed-tensors' input_activations
      * null: W4A16, W8A16): --act-quant auto is none, in timing mode too
      * (its GEMMs read bf16 inputs at BF16's rate) */
-    if (q.quantized && q.weight_only)
+    if (q.quantized && weight_only(&q) != NVL_OK)
+        return NVL_ERR_INVALID;
+    bool all = q.weight_only; /* and every group's */
+    for (int g = 0; g < q.n_group; g++)
+        all = all && q.group[g].weight_only;
+    if (q.quantized && all)
         m->act_quant = 1;
     return NVL_OK;
 }

@@ -36,17 +36,28 @@ static int calib_point(nvl_gemm_in_t g)
     return NVL_CALIB_QKV + (int)(g - NVL_GEMM_IN_QKV);
 }
 
-/* Whether GEMM input g of this stage's layer li feeds weights the
- * checkpoint keeps in bf16 in that layer (a per-layer exclusion: the
- * input stays unquantized, as the engines run an unquantized Linear). */
-static bool layer_bf16(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g)
+/* The GEMM class GEMM input g of this stage's layer li feeds. */
+static nvl_quant_class_t class_of(const nvl_engine_t *e, uint32_t li,
+                                  nvl_gemm_in_t g)
 {
-    nvl_quant_class_t c =
-        g <= NVL_GEMM_IN_O ? NVL_QCLASS_ATTN
-        : nvl_model_layer_is_moe(&e->cfg, e->layer0 + li) ? NVL_QCLASS_EXPERTS
-                                         : NVL_QCLASS_MLP;
+    return g <= NVL_GEMM_IN_O ? NVL_QCLASS_ATTN
+           : nvl_model_layer_is_moe(&e->cfg, e->layer0 + li)
+               ? NVL_QCLASS_EXPERTS
+               : NVL_QCLASS_MLP;
+}
+
+/* How GEMM input g of this stage's layer li is quantized: its class's
+ * rule, none where the checkpoint keeps the layer's weights of that
+ * class in bf16 (a per-layer exclusion: the input stays unquantized, as
+ * the engines run an unquantized Linear). */
+static nvl_act_quant_t rule_of(const nvl_engine_t *e, uint32_t li,
+                               nvl_gemm_in_t g)
+{
+    nvl_quant_class_t c = class_of(e, li, g);
     return nvl_model_layer_bf16(e->opts.gemm_bf16_layers[c],
-                                (int64_t)e->layer0 + li);
+                                (int64_t)e->layer0 + li)
+               ? NVL_ACT_NONE
+               : e->actq[c];
 }
 
 /* Each of the M rows of x (K values) as the GEMM reads it, into out
@@ -55,18 +66,19 @@ static void quant_rows(const nvl_engine_t *e, uint32_t li, nvl_gemm_in_t g,
                        const float *x, float *out, uint64_t M, uint64_t K)
 {
     float s = e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + g];
+    nvl_act_quant_t a = rule_of(e, li, g);
     for (uint64_t r = 0; r < M; r++) {
         const float *in = x + r * K;
         float *o = out + r * K;
-        if (e->actq == NVL_ACT_NVFP4)
+        if (a == NVL_ACT_NVFP4)
             nvl_act_quant_nvfp4(in, K, s, o);
-        else if (e->actq == NVL_ACT_NVFP4_GS)
+        else if (a == NVL_ACT_NVFP4_GS)
             nvl_act_quant_nvfp4_gs(in, K, s, o);
-        else if (e->actq == NVL_ACT_FP8_TENSOR)
+        else if (a == NVL_ACT_FP8_TENSOR)
             nvl_act_quant_fp8_tensor(in, K, s, o);
-        else if (e->actq == NVL_ACT_FP8_TOKEN)
+        else if (a == NVL_ACT_FP8_TOKEN)
             nvl_act_quant_fp8_token(in, K, o);
-        else if (e->actq == NVL_ACT_INT8_TOKEN)
+        else if (a == NVL_ACT_INT8_TOKEN)
             nvl_act_quant_int8_token(in, K, o);
         else
             nvl_act_quant_fp8_group(in, K, NVL_FP8_ACT_GROUP, o);
@@ -78,7 +90,7 @@ const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    uint64_t M, uint64_t K)
 {
     calib_collect(e, li, calib_point(g), x, M * K);
-    if (e->actq == NVL_ACT_NONE || M * K == 0 || layer_bf16(e, li, g))
+    if (rule_of(e, li, g) == NVL_ACT_NONE || M * K == 0)
         return x;
     if (M * K > e->actq_cap) {
         free(e->actq_buf);
@@ -99,7 +111,7 @@ void nvl_engine_gemm_input_inplace(const nvl_engine_t *e, uint32_t li,
                                    uint64_t K)
 {
     calib_collect(e, li, calib_point(g), x, M * K);
-    if (e->actq != NVL_ACT_NONE && !layer_bf16(e, li, g))
+    if (rule_of(e, li, g) != NVL_ACT_NONE)
         quant_rows(e, li, g, x, x, M, K);
 }
 
@@ -241,13 +253,39 @@ static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
     return st;
 }
 
+/* e->actq: each class's rule, the checkpoint's (nvl_act_quant_of), or
+ * for compressed-tensors' groups of several schemes the rule of the
+ * group each class takes (nvl_model_gemm_formats); none with
+ * --act-quant none, without a checkpoint, and for a class the checkpoint
+ * leaves unquantized (bf16 weights: the engines run an unquantized
+ * Linear on unquantized inputs). */
+static nvl_status_t act_rules(nvl_engine_t *e, const nvl_quant_config_t *q)
+{
+    nvl_model_formats_t f;
+    bool mixed = q != NULL && q->quantized && nvl_quant_config_mixed(q);
+    if (mixed && nvl_model_gemm_formats(&e->cfg, q, &f) != NVL_OK)
+        return NVL_ERR_INVALID;
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
+        nvl_quant_config_t own;
+        e->actq[c] = NVL_ACT_NONE;
+        if (q == NULL || e->opts.act_quant_none ||
+            e->opts.gemm_dtype[c] == NVL_WDT_BF16 || (mixed && f.group[c] < 0))
+            continue;
+        if (mixed)
+            nvl_quant_config_as_group(q, f.group[c], &own);
+        e->actq[c] = nvl_act_quant_of(mixed ? &own : q);
+    }
+    return NVL_OK;
+}
+
 nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
                                    const nvl_weights_t *w,
                                    const char *dir)
 {
     const nvl_quant_config_t *q = w != NULL ? nvl_weights_quant(w) : NULL;
-    e->actq = q != NULL && !e->opts.act_quant_none ? nvl_act_quant_of(q)
-                                                   : NVL_ACT_NONE;
+    nvl_status_t st = act_rules(e, q);
+    if (st != NVL_OK)
+        return st;
     e->kv_fp8 = e->opts.cost.kv_dtype == NVL_WDT_FP8;
     e->in_scale = malloc(((size_t)e->layers * NVL_GEMM_IN_COUNT + 1) *
                          sizeof *e->in_scale);
@@ -260,7 +298,7 @@ nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
         nvl_report("out of memory for %u layers' scales", e->layers);
         return NVL_ERR_NOMEM;
     }
-    nvl_status_t st = NVL_OK;
+    st = NVL_OK;
     for (uint32_t li = 0; li < e->layers && st == NVL_OK; li++) {
         for (int g = 0; g < NVL_GEMM_IN_COUNT; g++)
             e->in_scale[(size_t)li * NVL_GEMM_IN_COUNT + (size_t)g] = 1.0f;

@@ -127,11 +127,11 @@ struct nvl_engine {
     float *lm_head; /* [vocab shard, hidden] (the embedding when tied) */
     float *norm;    /* [hidden] */
     nvl_layer_weights_t *lw;
-    /* quantized numerics (actq.c): the GEMMs' input quantization, per
-     * layer the input scales of its GEMMs (nvl_gemm_in_t order) and the
-     * KV cache's k_scale, v_scale (1.0 where the checkpoint has none), a
-     * scratch row buffer; kv_fp8: keys and values stored as E4M3 */
-    nvl_act_quant_t actq;
+    /* quantized numerics (actq.c): the GEMMs' input quantization per
+     * GEMM class, per layer its GEMMs' input scales (nvl_gemm_in_t) and
+     * the KV cache's k_scale, v_scale (1.0 where the checkpoint has none),
+     * a scratch row buffer; kv_fp8: keys and values stored as E4M3 */
+    nvl_act_quant_t actq[NVL_QCLASS_COUNT];
     float *in_scale;  /* [layers][NVL_GEMM_IN_COUNT] */
     float *kv_scale;  /* [layers][2] */
     float *actq_buf;
@@ -387,7 +387,7 @@ void nvl_engine_rope(float *v, uint64_t d, uint64_t pos,
 int32_t nvl_engine_argmax(const float *v, uint32_t n);
 
 /* actq.c: the M x K input x of layer li's GEMM `g` as the GEMM reads it:
- * x itself (e->actq NONE, or weights the layer keeps in bf16), else each
+ * x itself (its class's e->actq NONE, or weights the layer keeps in bf16), else each
  * row quantized (from a block boundary) into the engine's scratch. */
 const float *nvl_engine_gemm_input(nvl_engine_t *e, uint32_t li,
                                    nvl_gemm_in_t g, const float *x,
@@ -402,7 +402,7 @@ void nvl_engine_gemm_input_inplace(const nvl_engine_t *e, uint32_t li,
 void nvl_engine_kv_store(const nvl_engine_t *e, uint32_t li, int which,
                          float *dst, const float *src, uint64_t n);
 /* actq.c: after the weights: resolves e->actq from the checkpoint's
- * format and the options, reads the input scales and KV scales (w: the
+ * format (each class's group's) and the options, reads the input scales and KV scales (w: the
  * open checkpoint, NULL for synthetic weights); reports a bad scale or an
  * unsupported combination, naming the tensor and the file. */
 nvl_status_t nvl_engine_load_quant(nvl_engine_t *e,
@@ -509,7 +509,7 @@ void nvl_engine_moe(nvl_engine_t *e, uint32_t li, uint64_t M, float *h);
 
 /* moe.c, shared with moe_ep.c: held experts over M rows with ids, weights
  * (data mode; in may be out; inputs quantized as layer li's); router, top-k
- * over M rows; bits of an expert-input value with scales (16: BF16); expert
+ * over M rows; bits of layer L's expert-input values with scales (16: BF16); expert
  * kernels, count[i] tokens for held expert i over `rows` rows (quantized_rows:
  * in that format already); layer li's MoE numbers since `before` into its
  * decode totals (decode passes; exchanges' times: nvl_engine_account_ep). */
@@ -517,7 +517,7 @@ void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
                             const float *in, float *out, uint64_t M,
                             const uint32_t *ids, const float *w);
 void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M);
-double nvl_engine_moe_act_bits(const nvl_engine_t *e);
+double nvl_engine_moe_act_bits(const nvl_engine_t *e, int32_t L);
 void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L,
                                    const uint64_t *count, uint64_t rows,
                                    bool quantized_rows);

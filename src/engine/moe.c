@@ -124,7 +124,7 @@ void nvl_engine_moe_compute(const nvl_engine_t *e, uint32_t li,
     free(xs);
 }
 
-double nvl_engine_moe_act_bits(const nvl_engine_t *e)
+double nvl_engine_moe_act_bits(const nvl_engine_t *e, int32_t L)
 {
     /* NVFP4: 4 bits and an E4M3 scale per 16 values (TensorRT-LLM's
      * fp4_quantize, scaling_vector_size 16); MX-FP4: an E8M0 per 32; FP8:
@@ -134,7 +134,7 @@ double nvl_engine_moe_act_bits(const nvl_engine_t *e)
         [NVL_WDT_BF16] = 16.0, [NVL_WDT_FP8] = 8.0, [NVL_WDT_FP4] = 4.25,
         [NVL_WDT_NVFP4] = 4.5, [NVL_WDT_FP8_BLOCK] = 8.25,
         [NVL_WDT_FP8_CHANNEL] = 8.0, [NVL_WDT_INT8] = 8.0};
-    nvl_cost_cfg_t c = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
+    nvl_cost_cfg_t c = nvl_engine_layer_gemm_cost(e, NVL_QCLASS_EXPERTS, L);
     nvl_wdtype_t dt = c.weight_dtype < NVL_WDT_COUNT ? c.weight_dtype
                                                      : NVL_WDT_BF16;
     if (c.weight_only || act_bits[dt] <= 0 ||
@@ -166,7 +166,9 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
     double pairs = 0;
     for (uint32_t i = 0; i < ne; i++)
         pairs += (double)count[i];
-    nvl_cost_cfg_t experts = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
+    /* the layer's own: a checkpoint may keep some layers' experts bf16 */
+    nvl_cost_cfg_t experts =
+        nvl_engine_layer_gemm_cost(e, NVL_QCLASS_EXPERTS, L);
     const nvl_cost_cfg_t *cc = &experts;
     if (pairs > 0) {
         /* each pair's expert id read, its sorted position and source row
@@ -177,7 +179,7 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
         /* each pair's row gathered into its expert's block in the
          * experts' input format: one index a row, whole rows loaded and
          * stored vectorised */
-        double bits = nvl_engine_moe_act_bits(e);
+        double bits = nvl_engine_moe_act_bits(e, L);
         double in_bytes = quantized_rows ? bits / 8.0 : 2.0;
         nvl_engine_kernel(e, "expand_rows", NVL_PART_OTHER, L,
                           nvl_cost_memory(cc, ((double)rows * in_bytes +

@@ -81,10 +81,10 @@ static void agrs_compute(const nvl_engine_t *e, uint32_t li,
 /* Bits a gathered value carries on the wire, averaged over a row of
  * hidden activations quantised as the experts' input
  * (nvl_engine_moe_act_bits) and top_k (int32 id, fp32 weight) pairs. */
-static double agrs_row_bits(const nvl_engine_t *e)
+static double agrs_row_bits(const nvl_engine_t *e, int32_t L)
 {
     double hid = (double)e->cfg.hidden, k = (double)e->cfg.top_k;
-    return (hid * nvl_engine_moe_act_bits(e) + k * 64.0) / (hid + 2.0 * k);
+    return (hid * nvl_engine_moe_act_bits(e, L) + k * 64.0) / (hid + 2.0 * k);
 }
 
 /* The quantisation of this rank's P rows before the allgather, a kernel
@@ -93,10 +93,10 @@ static double agrs_row_bits(const nvl_engine_t *e)
  * RMSNorm not fusing it; bf16 rows read, the quantised rows written. */
 static void agrs_quantize(nvl_engine_t *e, int32_t L, uint64_t P)
 {
-    double bits = nvl_engine_moe_act_bits(e);
+    double bits = nvl_engine_moe_act_bits(e, L);
     if (bits >= 16.0 || P == 0)
         return;
-    nvl_cost_cfg_t c = nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
+    nvl_cost_cfg_t c = nvl_engine_layer_gemm_cost(e, NVL_QCLASS_EXPERTS, L);
     nvl_engine_kernel(e, "moe_quantize", NVL_PART_OTHER, L,
                       nvl_cost_memory(&c, (double)P * (double)e->cfg.hidden *
                                               (2.0 + bits / 8.0)));
@@ -108,7 +108,7 @@ static nvl_status_t agrs_gather(nvl_engine_t *e, int32_t L, const float *send,
                                 float *recv, uint64_t count)
 {
     nvl_coll_info_t info;
-    double bits = agrs_row_bits(e);
+    double bits = agrs_row_bits(e, L);
     int64_t entry = nvl_engine_coll_begin(e, L);
     nvl_comm_set_time_bits(e->tp, bits);
     nvl_status_t st = nvl_allgather(e->tp, send, recv, count, NVL_DT_F32,
@@ -143,7 +143,7 @@ nvl_status_t nvl_engine_moe_agrs(nvl_engine_t *e, uint32_t li,
         if (e->data)
             agrs_compute(e, li, recv, N, part);
         nvl_engine_moe_expert_kernels(e, L, a->held_count, N,
-                                      nvl_engine_moe_act_bits(e) < 16.0);
+                                      nvl_engine_moe_act_bits(e, L) < 16.0);
         nvl_coll_info_t info;
         int64_t entry = nvl_engine_coll_begin(e, L);
         st = nvl_reducescatter(e->tp, part, mine, a->P * hid, NVL_DT_F32,

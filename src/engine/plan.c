@@ -173,9 +173,10 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
             break;
         case NVL_K_GROUPED: {
             /* only the experts' steps have grouped kernels: their cost
-             * configuration is built for them alone */
+             * configuration (the layer's own format) is built for them
+             * alone */
             nvl_cost_cfg_t experts =
-                nvl_engine_gemm_cost(e, NVL_QCLASS_EXPERTS);
+                nvl_engine_layer_gemm_cost(e, NVL_QCLASS_EXPERTS, layer);
             nvl_engine_kernel(e, k->name, NVL_PART_GEMM, layer,
                               nvl_cost_grouped_matmul(
                                   &experts, s->experts.count, count, width,

@@ -74,8 +74,9 @@ static void class_skips(const nvl_model_config_t *cfg,
 }
 
 /* Whether class c stays quantized under q's exclusions: none of its
- * modules excluded; all of them: not; whole layers of attention or a
- * dense MLP: quantized but those layers (*mask_out); else reported. */
+ * modules excluded; all of them: not; whole layers of attention, a
+ * dense MLP or the experts: quantized but those layers (*mask_out); else
+ * reported. */
 static nvl_status_t class_kept(const nvl_model_config_t *cfg,
                                const nvl_quant_config_t *q,
                                nvl_quant_class_t c, bool *quantized_out,
@@ -83,7 +84,8 @@ static nvl_status_t class_kept(const nvl_model_config_t *cfg,
 {
     skips_t k;
     class_skips(cfg, q, c, &k);
-    bool per_layer = k.whole && (c == NVL_QCLASS_ATTN || c == NVL_QCLASS_MLP);
+    bool per_layer = k.whole && (c == NVL_QCLASS_ATTN || c == NVL_QCLASS_MLP ||
+                                 c == NVL_QCLASS_EXPERTS);
     if (k.hit > 0 && k.hit < k.total && !per_layer) {
         char what[200];
         if (k.entry >= 0)
@@ -94,10 +96,10 @@ static nvl_status_t class_kept(const nvl_model_config_t *cfg,
         const char *cls = nvl_family_name(&nvl_quant_class_family, (int)c);
         nvl_report("%s: %s leaves %u of the %u %s modules of %s "
                    "unquantized (%s first): nvlemu prices one weight format "
-                   "per GEMM class and layer, and a layer's attention or "
-                   "dense MLP whole (not some of its projections, not the "
-                   "experts of some layers); leave every %s module of a "
-                   "layer quantized, or none",
+                   "per GEMM class and layer, and a layer's attention, "
+                   "dense MLP or experts whole (not some of its "
+                   "projections); leave every %s module of a layer "
+                   "quantized, or none",
                    q->file, what, k.hit, k.total, cls, cfg->name, k.first,
                    cls);
         return NVL_ERR_INVALID;
@@ -105,6 +107,74 @@ static nvl_status_t class_kept(const nvl_model_config_t *cfg,
     *quantized_out = k.hit < k.total;
     if (k.hit > 0 && k.hit < k.total)
         memcpy(mask_out, k.mask, sizeof k.mask);
+    return NVL_OK;
+}
+
+/* Whether groups a and b of q quantize in one scheme. */
+static bool same_scheme(const nvl_quant_config_t *q, int a, int b)
+{
+    const nvl_quant_group_t *x = &q->group[a], *y = &q->group[b];
+    return x->format == y->format && x->stored == y->stored &&
+           x->weight_only == y->weight_only &&
+           x->act_dynamic == y->act_dynamic;
+}
+
+/* The config group whose scheme class c's modules take (*g_out; -1: none
+ * targeted), one for the whole class: the engines run q/k/v_proj and
+ * gate/up_proj as one GEMM of one scheme (vLLM's compressed_tensors/
+ * utils.py, should_ignore_layer: "Found a different quantization schemes
+ * for [...] in ...qkv_proj. vLLM requires all to use the same scheme"),
+ * and nvlemu prices one format a class; a module two groups' targets
+ * match alike is ambiguous (compressed-tensors sorts the targets, vLLM's
+ * find_matched_target takes the file's order).  Else reported, naming
+ * the file, both groups and both modules. */
+static nvl_status_t class_group(const nvl_model_config_t *cfg,
+                                const nvl_quant_config_t *q,
+                                nvl_quant_class_t c, int *g_out)
+{
+    char first[400] = "";
+    *g_out = -1;
+    for (uint32_t li = 0; li < cfg->layers; li++) {
+        char names[4][96], parts[3][256];
+        int n = class_modules(cfg, c, li, names), other;
+        for (int i = 0; i < n; i++) {
+            int g = nvl_quant_config_group(q, names[i], &other);
+            if (g < 0 && other < 0)
+                continue;
+            if (other >= 0) {
+                nvl_report("%s: module '%s' is a target of "
+                           "quantization_config.config_groups.%s, which "
+                           "compressed-tensors applies (whole names, then "
+                           "sorted expressions), and of .%s, which vLLM "
+                           "applies (the file's order): give it one group",
+                           q->file, names[i], g >= 0 ? q->group[g].name : "?",
+                           q->group[other].name);
+                return NVL_ERR_INVALID;
+            }
+            if (*g_out < 0)
+                *g_out = g, snprintf(first, sizeof first, "%s", names[i]);
+            if (same_scheme(q, *g_out, g))
+                continue;
+            char w[512];
+            snprintf(w, sizeof w, "%s.weight", names[i]);
+            int np = nvl_quant_fused_parts(w, parts);
+            bool fused = false;
+            for (int k = 0; k < np && np > 1; k++)
+                fused = fused || (strncmp(parts[k], first, strlen(first)) ==
+                                      0 && parts[k][strlen(first)] == '.');
+            nvl_report("%s: quantization_config.config_groups.%s quantizes "
+                       "'%s' and .%s '%s' in other schemes: %s", q->file,
+                       q->group[*g_out].name, first, q->group[g].name,
+                       names[i],
+                       fused ? "vLLM runs them as one fused GEMM and "
+                               "refuses parts of different schemes "
+                               "(\"vLLM requires all to use the same "
+                               "scheme\")"
+                             : "nvlemu prices one weight format per GEMM "
+                               "class (attention, mlp, experts)");
+            return NVL_ERR_INVALID;
+        }
+    }
     return NVL_OK;
 }
 
@@ -136,6 +206,8 @@ nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
         return NVL_OK;
     }
     nvl_model_formats_t f = {.any = true, .format = q->format};
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++)
+        f.group[c] = -1;
     for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
         /* compressed-tensors' groups name their GEMMs themselves (targets,
          * ignore): every class but the router and lm_head, as vLLM
@@ -144,8 +216,12 @@ nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
                   c != NVL_QCLASS_LM_HEAD;
         if (!ct && !nvl_quant_class_covered(q->format, (nvl_quant_class_t)c))
             continue;
+        f.group[c] = -1;
         if (class_kept(cfg, q, (nvl_quant_class_t)c, &f.quantized[c],
-                       f.bf16_layers[c]) != NVL_OK)
+                       f.bf16_layers[c]) != NVL_OK ||
+            (ct && q->n_group > 1 &&
+             class_group(cfg, q, (nvl_quant_class_t)c, &f.group[c]) !=
+                 NVL_OK))
             return NVL_ERR_INVALID;
     }
     *formats_out = f;

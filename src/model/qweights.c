@@ -229,6 +229,20 @@ static nvl_status_t quantized(const nvl_weights_t *w, const char *name,
         return NVL_OK;
     q->f = qc->format;
     q->row = qc->stored != NULL ? qc->stored : nvl_quant_row(q->f);
+    /* compressed-tensors' groups of several schemes: the module's own
+     * group's format and layout (a module no group targets is stored
+     * plainly, which the dtype check below finds) */
+    char module[256];
+    int other, g = -1;
+    if (qc->n_group > 1 && n > 7 && strcmp(name + n - 7, ".weight") == 0) {
+        snprintf(module, sizeof module, "%.*s", (int)(n - 7), name);
+        g = nvl_quant_config_group(qc, module, &other);
+    }
+    if (g >= 0) {
+        q->f = qc->group[g].format;
+        q->row = qc->group[g].stored != NULL ? qc->group[g].stored
+                                             : nvl_quant_row(q->f);
+    }
     /* a parameter P is stored as P + the parts' suffixes past "weight"
      * ("P.weight" -> "P.weight_blocks"; gpt-oss's "P.gate_up_proj" ->
      * "P.gate_up_proj_blocks"); a format whose codes keep the name

@@ -17,7 +17,9 @@
  * per tensor or per channel FP8, float 8 bits in [128, 128] blocks FP8
  * blocks, float 4 bits per group of 16 NVFP4, and the group's (or the
  * config's) "format" onto how the tensors are stored (ct_layout.c);
- * anything else is refused, naming the file and the key. */
+ * anything else is refused, naming the file and the key.  Groups may
+ * differ in scheme (an llm-compressor recipe of several): each module
+ * takes its group's (nvl_quant_config_group). */
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
@@ -198,55 +200,144 @@ bool nvl_quant_ct_match(const char *entry, const char *name)
     return hit;
 }
 
-/* The groups: one format for all, their targets; the activations'
- * scheme of FP8 per tensor (dynamic: per token). */
+/* Group g's entry of out->group: its scheme (format, layout,
+ * activations) and its targets, appended to out->target. */
+static nvl_status_t one_group(const char *file, const json_t *q,
+                              const char *g, const json_t *v,
+                              nvl_quant_config_t *out)
+{
+    nvl_quant_group_t *gr = &out->group[out->n_group];
+    char key[200];
+    snprintf(key, sizeof key, "quantization_config.config_groups.%s.targets",
+             g);
+    snprintf(gr->name, sizeof gr->name, "%s", g);
+    gr->target0 = out->n_target;
+    if (group_format(file, g, json_object_get(v, "weights"), &gr->format) !=
+            NVL_OK ||
+        name_list(file, key, json_object_get(v, "targets"), &out->n_target,
+                  out->target) != NVL_OK ||
+        group_layout(file, g, q, v, gr->format, &gr->stored) != NVL_OK)
+        return NVL_ERR_INVALID;
+    gr->n_target = out->n_target - gr->target0;
+    /* input_activations null: weights only (W4A16, W8A16) */
+    const json_t *a = json_object_get(v, "input_activations");
+    if (int_acts(file, g, gr->format, a) != NVL_OK)
+        return NVL_ERR_INVALID;
+    gr->weight_only = !json_is_object(a);
+    gr->act_dynamic = gr->format == NVL_QUANT_FP8 && json_is_object(a) &&
+                      json_is_true(json_object_get(a, "dynamic"));
+    out->n_group++;
+    return NVL_OK;
+}
+
+/* The groups, each with its own scheme (llm-compressor writes a recipe's
+ * schemes as groups of their own: attention FP8 and the MLP int4, say);
+ * format, stored and the activations of q are the first group's. */
 static nvl_status_t groups(const char *file, const json_t *q,
                            const json_t *cg, nvl_quant_config_t *out)
 {
-    const char *g, *first = NULL;
+    const char *g;
     const json_t *v;
-    if (!json_is_object(cg) || json_object_size(cg) == 0) {
+    if (!json_is_object(cg) || json_object_size(cg) == 0 ||
+        json_object_size(cg) > NVL_QUANT_GROUP_MAX) {
         nvl_report("%s: quantization_config.config_groups must be an object "
-                   "of at least one group", file);
+                   "of 1 to %d groups", file, NVL_QUANT_GROUP_MAX);
         return NVL_ERR_INVALID;
     }
     json_object_foreach((json_t *)cg, g, v)
     {
-        nvl_quant_format_t f;
-        char key[200];
-        snprintf(key, sizeof key, "quantization_config.config_groups.%s."
-                 "targets", g);
-        if (group_format(file, g, json_object_get(v, "weights"), &f) !=
-                NVL_OK ||
-            name_list(file, key, json_object_get(v, "targets"),
-                      &out->n_target, out->target) != NVL_OK)
+        if (one_group(file, q, g, v, out) != NVL_OK)
             return NVL_ERR_INVALID;
-        if (first != NULL && f != out->format) {
-            nvl_report("%s: quantization_config.config_groups.%s and .%s "
-                       "quantize in different formats: nvlemu prices one "
-                       "weight format per checkpoint", file, first, g);
-            return NVL_ERR_INVALID;
-        }
-        const nvl_quant_row_t *stored;
-        if (group_layout(file, g, q, v, f, &stored) != NVL_OK)
-            return NVL_ERR_INVALID;
-        if (first != NULL && stored != out->stored) {
-            nvl_report("%s: quantization_config.config_groups.%s and .%s "
-                       "store their weights differently (%s, %s): nvlemu "
-                       "reads one layout per checkpoint", file, first, g,
-                       out->stored->m.name, stored->m.name);
-            return NVL_ERR_INVALID;
-        }
-        /* input_activations null: weights only (W4A16, W8A16) */
-        const json_t *a = json_object_get(v, "input_activations");
-        if (int_acts(file, g, f, a) != NVL_OK)
-            return NVL_ERR_INVALID;
-        out->weight_only = !json_is_object(a);
-        out->act_dynamic = f == NVL_QUANT_FP8 && json_is_object(a) &&
-                           json_is_true(json_object_get(a, "dynamic"));
-        first = first ? first : g, out->format = f, out->stored = stored;
     }
+    nvl_quant_config_as_group(out, 0, out);
     return NVL_OK;
+}
+
+void nvl_quant_config_as_group(const nvl_quant_config_t *q, int g,
+                               nvl_quant_config_t *out)
+{
+    if (out != q)
+        *out = *q;
+    out->format = q->group[g].format;
+    out->stored = q->group[g].stored;
+    out->weight_only = q->group[g].weight_only;
+    out->act_dynamic = q->group[g].act_dynamic;
+}
+
+bool nvl_quant_config_mixed(const nvl_quant_config_t *q)
+{
+    for (int g = 1; g < q->n_group; g++)
+        if (q->group[g].format != q->group[0].format ||
+            q->group[g].stored != q->group[0].stored ||
+            q->group[g].weight_only != q->group[0].weight_only ||
+            q->group[g].act_dynamic != q->group[0].act_dynamic)
+            return true;
+    return false;
+}
+
+/* The group whose scheme target string t applies: the last group that
+ * lists it (compressed-tensors' target_to_scheme and vLLM's
+ * target_scheme_map are dicts filled group by group). */
+static int group_of_target(const nvl_quant_config_t *q, const char *t)
+{
+    int g_out = -1;
+    for (int g = 0; g < q->n_group; g++)
+        for (int i = 0; i < q->group[g].n_target; i++)
+            if (strcmp(q->target[q->group[g].target0 + i], t) == 0)
+                g_out = g;
+    return g_out;
+}
+
+/* The target that applies to module `name`, in compressed-tensors' order
+ * (sorted: whole names, then "re:" expressions, each alphabetically) or
+ * vLLM's (the file's); a class target ("Linear") only when no name or
+ * expression matches; NULL: none. */
+static const char *first_target(const nvl_quant_config_t *q,
+                                const char *name, bool sorted)
+{
+    const char *best = NULL, *cls = NULL;
+    for (int i = 0; i < q->n_target; i++) {
+        const char *t = q->target[i];
+        if (strcmp(t, "Linear") == 0) {
+            cls = cls != NULL ? cls : t;
+            continue;
+        }
+        if (!nvl_quant_ct_match(t, name))
+            continue;
+        if (!sorted && best == NULL)
+            best = t;
+        bool re = strncmp(t, "re:", 3) == 0;
+        bool best_re = best != NULL && strncmp(best, "re:", 3) == 0;
+        if (sorted && (best == NULL || re < best_re ||
+                       (re == best_re && strcmp(t, best) < 0)))
+            best = t;
+    }
+    return best != NULL ? best : cls;
+}
+
+/* compressed_tensors/quantization/lifecycle/apply.py: a module takes the
+ * scheme of the first of its matching targets as
+ * find_name_or_class_matches sorts them (whole names, then "re:"
+ * expressions, then its class's name) and _scheme_from_targets takes it;
+ * vLLM's CompressedTensorsConfig.get_scheme takes find_matched_target's
+ * (compressed_tensors/utils.py: the first target in the file's order that
+ * equals or matches the name, else the class). */
+int nvl_quant_config_group(const nvl_quant_config_t *q, const char *name,
+                           int *other_out)
+{
+    *other_out = -1;
+    for (int i = 0; i < q->n_exclude && q->compressed_tensors; i++)
+        if (nvl_quant_ct_match(q->exclude[i], name))
+            return -1; /* ignored */
+    if (!q->compressed_tensors)
+        return -1;
+    const char *ct = first_target(q, name, true);
+    const char *vllm = first_target(q, name, false);
+    int g = ct != NULL ? group_of_target(q, ct) : -1;
+    int v = vllm != NULL ? group_of_target(q, vllm) : -1;
+    if (v != g)
+        *other_out = v;
+    return g;
 }
 
 nvl_status_t nvl_quant_ct_read(const char *file, const json_t *q,

@@ -1,14 +1,17 @@
-"""Leaves layer 0's dense MLP of an NVFP4 checkpoint that `nvlemu
-quantize` wrote (IN_DIR, ModelOpt's layout) in float, as ModelOpt and
-llm-compressor leave an excluded module: its gate/up/down_proj.weight
-stored F32 without scales, and "model.layers.0.mlp*" added to
-exclude_modules in hf_quant_config.json and config.json.  HOW: "dequant"
+"""Leaves layer 0's dense MLP (or the modules under PREFIX, default
+"model.layers.0.mlp.": "model.layers.0.mlp.experts." for a mixture of
+experts' layer 0 experts) of an NVFP4 checkpoint that `nvlemu quantize`
+wrote (IN_DIR, ModelOpt's layout) in float, as ModelOpt and
+llm-compressor leave an excluded module: each quantized weight under it
+stored F32 without scales, and PREFIX less its dot plus "*"
+("model.layers.0.mlp*") added to exclude_modules in hf_quant_config.json
+and config.json.  HOW: "dequant"
 stores the NVFP4 weights' own dequantized values (code x weight_scale x
 weight_scale_2, one float32 rounding: the weights nvlemu would compute,
 so a weight-only run must give IN_DIR's numbers), "float" the original
 float32 weights of FLOAT_DIR.  Standard library only.
 
-Usage: mix_layers.py IN_DIR FLOAT_DIR OUT_DIR dequant|float
+Usage: mix_layers.py IN_DIR FLOAT_DIR OUT_DIR dequant|float [PREFIX]
 """
 import json
 import os
@@ -58,6 +61,7 @@ def dequant(h, d, p):
 
 def main():
     src, flt, dst, how = sys.argv[1:5]
+    prefix = sys.argv[5] if len(sys.argv) > 5 else "model.layers.0.mlp."
     os.makedirs(dst, exist_ok=True)
     for f in os.listdir(src):
         if f.endswith(".json"):
@@ -66,12 +70,14 @@ def main():
                    ("config.json", lambda c: c["quantization_config"])):
         path = os.path.join(dst, f)
         cfg = json.load(open(path))
-        get(cfg)["exclude_modules"].append("model.layers.0.mlp*")
+        get(cfg)["exclude_modules"].append(prefix[:-1] + "*")
         json.dump(cfg, open(path, "w"), indent=2)
     h, d = read(os.path.join(src, "model.safetensors"))
     fh, fd = read(os.path.join(flt, "model.safetensors"))
     out, data = {}, bytearray()
-    mlp = ["model.layers.0.mlp.%s_proj." % m for m in ("gate", "up", "down")]
+    # the quantized modules under prefix (those with an NVFP4 scale_2)
+    mlp = set(n[:-len("weight_scale_2")] for n in h
+              if n.startswith(prefix) and n.endswith(".weight_scale_2"))
     for name, t in h.items():
         if name == "__metadata__":
             continue

@@ -2,8 +2,9 @@
  * ct_layout.c, ct_config.c; src/model/qweights.c): NVFP4's weight_packed
  * (nibble order, a group scale per 16, the global scale dividing), FP8 per
  * channel with bf16 scales (the model's dtype), the activation rule each
- * group's input_activations gives, and the global-scale NVFP4 rule against
- * ModelOpt's where the reciprocal is exact. */
+ * group's input_activations gives, the global-scale NVFP4 rule against
+ * ModelOpt's where the reciprocal is exact, and groups of several schemes
+ * (each module's group, read in its own layout). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -207,6 +208,77 @@ static void nvfp4_global_rule(void **state)
     assert_memory_equal(a, b, sizeof a);
 }
 
+/* Groups of several schemes (llm-compressor's recipes): the group each
+ * module takes (compressed-tensors' order: whole names, then sorted
+ * expressions, then "Linear"; vLLM's file order named where it differs),
+ * ignore first, and each module read in its own group's layout: FP8 per
+ * channel (E4M3 1.5 x 0.25 and x 3) and int8 per channel (-128, -1, 0,
+ * 127 x 0.5 and x 2). */
+static void mixed_groups(void **state)
+{
+    (void)state;
+    static unsigned char f8[8];
+    /* int8 codes -128, -1, 0, 127; F32 scales 0.25, 3 and 0.5, 2 */
+    static const unsigned char i8[8] = {0x80, 0xFF, 0x00, 0x7F,
+                                        0x80, 0xFF, 0x00, 0x7F};
+    static const unsigned char s8[8] = {0, 0, 0x80, 0x3E, 0, 0, 0x40, 0x40};
+    static const unsigned char si[8] = {0, 0, 0, 0x3F, 0, 0, 0, 0x40};
+    memset(f8, 0x3C, sizeof f8);
+    nvl_st_entry_t e[4] = {
+        {.name = "a.self_attn.q_proj.weight", .dtype = "F8_E4M3", .ndim = 2,
+         .shape = {2, 4}, .bytes = f8, .n_bytes = 8},
+        {.name = "a.self_attn.q_proj.weight_scale", .dtype = "F32",
+         .ndim = 2, .shape = {2, 1}, .bytes = s8, .n_bytes = 8},
+        {.name = "a.mlp.up_proj.weight", .dtype = "I8", .ndim = 2,
+         .shape = {2, 4}, .bytes = i8, .n_bytes = 8},
+        {.name = "a.mlp.up_proj.weight_scale", .dtype = "F32", .ndim = 2,
+         .shape = {2, 1}, .bytes = si, .n_bytes = 8}};
+#define FP8_CH                                                                    "\"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": "    \
+    "\"channel\"}, \"input_activations\": {\"num_bits\": 8, \"type\": "    \
+    "\"float\", \"strategy\": \"token\", \"dynamic\": true}"
+    write_ckpt(e, 4,
+               "\"format\": \"mixed-precision\", \"ignore\": [\"a.mlp.skip\"], "
+               "\"config_groups\": {\"attn\": {\"targets\": "
+               "[\"re:.*self_attn.*\"], \"format\": \"float-quantized\", "
+               FP8_CH "}, \"mlp\": {\"targets\": [\"re:.*mlp.*\", "
+               "\"a.self_attn.o_proj\"], \"format\": \"int-quantized\", "
+               "\"weights\": {\"num_bits\": 8, \"type\": \"int\", "
+               "\"strategy\": \"channel\"}, \"input_activations\": null}, "
+               "\"rest\": {\"targets\": [\"Linear\"], " FP8_CH "}}");
+#undef FP8_CH
+    nvl_weights_t *w;
+    assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+    const nvl_quant_config_t *q = nvl_weights_quant(w);
+    int other;
+    assert_int_equal(q->n_group, 3);
+    assert_true(nvl_quant_config_mixed(q));
+    assert_int_equal(nvl_quant_config_group(q, "a.self_attn.q_proj", &other),
+                     0);
+    assert_int_equal(other, -1);
+    /* a whole name before an expression; vLLM takes the file's first */
+    assert_int_equal(nvl_quant_config_group(q, "a.self_attn.o_proj", &other),
+                     1);
+    assert_int_equal(other, 0);
+    assert_int_equal(nvl_quant_config_group(q, "a.mlp.up_proj", &other), 1);
+    assert_int_equal(nvl_quant_config_group(q, "b.dense", &other), 2);
+    assert_int_equal(nvl_quant_config_group(q, "a.mlp.skip", &other), -1);
+    float v[8];
+    assert_int_equal(nvl_weights_read_f32(w, "a.self_attn.q_proj.weight", 0,
+                                          2, 0, 4, v),
+                     NVL_OK);
+    for (int j = 0; j < 4; j++)
+        assert_true(v[j] == 0.375f && v[4 + j] == 4.5f);
+    assert_int_equal(
+        nvl_weights_read_f32(w, "a.mlp.up_proj.weight", 0, 2, 0, 4, v),
+        NVL_OK);
+    static const float want[8] = {-64.0f, -0.5f, 0.0f, 63.5f,
+                                   -256.0f, -2.0f, 0.0f, 254.0f};
+    for (int j = 0; j < 8; j++)
+        assert_true(v[j] == want[j]);
+    nvl_weights_close(w);
+    remove_tmp();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +286,7 @@ int main(void)
         cmocka_unit_test(fp8_channel_bf16),
         cmocka_unit_test(int_f16_scales),
         cmocka_unit_test(nvfp4_global_rule),
+        cmocka_unit_test(mixed_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -266,6 +266,46 @@ static void test_compressed_tensors(void **state)
     assert_int_equal(reports.count, 3);
 }
 
+/* compressed-tensors on the tiny MoE: layer 0's experts ignored whole
+ * (the class stays NVFP4, layer 0 in bf16, priced per layer), and two
+ * groups of two schemes (each class its group's). */
+static void test_ct_layers_and_groups(void **state)
+{
+    (void)state;
+    nvl_model_config_t c;
+    assert_int_equal(
+        nvl_model_config_load(NVL_TEST_DATA "/hf/qwen3-moe-tiny16", &c),
+        NVL_OK);
+    char text[1024];
+    nvl_quant_config_t q;
+    nvl_model_formats_t f;
+    snprintf(text, sizeof text, CT_NVFP4, "\"Linear\"",
+             "\"lm_head\", \"re:model[.]layers[.]0[.]mlp[.]experts.*\"");
+    assert_int_equal(ct_read(text, &q), NVL_OK);
+    assert_int_equal(nvl_model_gemm_formats(&c, &q, &f), NVL_OK);
+    assert_true(f.quantized[NVL_QCLASS_EXPERTS]);
+    assert_true(nvl_model_layer_bf16(f.bf16_layers[NVL_QCLASS_EXPERTS], 0));
+    assert_false(nvl_model_layer_bf16(f.bf16_layers[NVL_QCLASS_EXPERTS], 1));
+    assert_int_equal(
+        ct_read("\"format\": \"mixed-precision\", \"config_groups\": "
+                "{\"attn\": {\"targets\": [\"re:.*self_attn.*\"], "
+                "\"weights\": {\"num_bits\": 8, \"type\": \"float\", "
+                "\"strategy\": \"channel\"}, \"input_activations\": "
+                "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": "
+                "\"token\", \"dynamic\": true}}, \"moe\": {\"targets\": "
+                "[\"re:.*experts.*\"], \"weights\": {\"num_bits\": 4, "
+                "\"type\": \"float\", \"strategy\": \"tensor_group\", "
+                "\"group_size\": 16}, \"input_activations\": null}}",
+                &q),
+        NVL_OK);
+    assert_true(nvl_quant_config_mixed(&q));
+    assert_int_equal(nvl_model_gemm_formats(&c, &q, &f), NVL_OK);
+    assert_int_equal(f.group[NVL_QCLASS_ATTN], 0);
+    assert_int_equal(f.group[NVL_QCLASS_EXPERTS], 1);
+    assert_int_equal(q.group[1].format, NVL_QUANT_NVFP4);
+    assert_int_equal(reports.count, 0);
+}
+
 /* compressed-tensors' integer schemes and FP8 per channel: the format,
  * the activations and the weight type timing mode charges; the schemes
  * vLLM runs otherwise (static int8 inputs, int4 with activations)
@@ -339,6 +379,7 @@ int main(void)
         TEST(test_ct_int),
         TEST(test_gptoss_fixture), TEST(test_exclusions),
         TEST(test_bad_lists), TEST(test_compressed_tensors),
+        TEST(test_ct_layers_and_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
