@@ -1,6 +1,7 @@
-"""Pending `nvlemu run` jobs that share a launcher (the same scripts/nvlrun
-N or mpirun -n N, hostfile and environment variables) run as ONE
-`nvlemu run --points FILE` job, so that the MPI start-up of N ranks is
+"""Pending `nvlemu run` or `nvlemu serve` jobs that share a launcher (the
+same scripts/nvlrun N or mpirun -n N, hostfile and environment variables)
+run as ONE `nvlemu run --points FILE` (or `serve --points FILE`) job, so
+that the MPI start-up of N ranks is
 paid once per group instead of once per run.  The job prints a
 `# point FILE:LINE` line before each point, on standard error with the
 point's errors (Open MPI forwards a rank's standard output apart, so a

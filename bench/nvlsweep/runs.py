@@ -135,8 +135,9 @@ def run_jobs(a, rdir, jobs, total_weight, total, judge, nvlemu=None):
     """Runs the jobs (an iterable of Job), reusing each whose JSON exists
     and parses; yields (job, Outcome) for each in the jobs' order, or
     prints the commands under --dry-run and yields nothing.  With nvlemu
-    (`nvlemu run` grids), the pending jobs that share a launcher run as
-    one points job per group (points.py), otherwise one job each.  The
+    (`nvlemu run` and `nvlemu serve` grids), the pending jobs that share a
+    launcher run as one points job per group (points.py), otherwise one
+    job each.  The
     progress line goes to stderr, a step per run; the caller shows the
     final one."""
     prog = Progress(total_weight, total)

@@ -156,7 +156,7 @@ def sweep_serve(a):
     rows, failed, reused = [], 0, 0
     jobs = jobs_of(a, runs, ids, rdir, nvlemu, mpirun)
     for job, got in run_jobs(a, rdir, jobs, sum(run_weight(r["ranks"]) for r in runs),
-                             len(runs), keep_requests):
+                             len(runs), keep_requests, nvlemu):
         reused += not got.fresh
         rows.append(row_of(a, rdir, job, got))
         failed += rows[-1]["status"] != "ok"

@@ -49,6 +49,13 @@ nvl_status_t nvl_runtime_capture_end(nvl_status_t local);
 /* As nvl_runtime_capture_end, over the ranks of comm only. */
 nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local);
 
+/* Mutes (quiet true) or restores this rank's reports: a muted rank's
+ * reports are dropped, inside a capture too (its capture still agrees on
+ * the status, and a muted first failing rank prints nothing).  For ranks
+ * that repeat another rank's work (`run`'s replicas after the first: an
+ * error they find is the first replica's, reported there once). */
+void nvl_runtime_set_quiet(bool quiet);
+
 /* As nvl_runtime_capture_end_on, agreeing in the same reduction on the
  * largest *value_ps over comm (a rank with nothing to say passes -1;
  * values >= -1): *value_ps is that maximum on every rank, on success and

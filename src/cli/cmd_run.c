@@ -23,6 +23,8 @@ typedef struct {
     nvl_mode_t mode;
     const char *weights_dir; /* data mode with a checkpoint */
     FILE *trace;             /* --trace, opened on rank 0 */
+    MPI_Comm replica;        /* this rank's replica's ranks (--tp) */
+    int replica_index, replicas;
 } run_cmd_t;
 
 static const nvl_opt_name_t mode_names[] = {
@@ -50,6 +52,11 @@ static const nvl_opt_t run_opts[] = {
     {.name = "gen-len", .alias = "max-new-tokens", .kind = NVL_OPT_LONG,
      .offset = AT(gen_len), .arg = "G", .min = 1, .max = MAX_TOKENS,
      .doc = "new tokens per sequence, the first from prefill (default 128)"},
+    {.name = "tp", .kind = NVL_OPT_LONG, .offset = AT(tp), .arg = "T",
+     .def = "0", .min = 0, .max = NVL_TOPO_MAX_GPUS,
+     .doc = "tensor-parallel ranks per stage (0: the ranks / --pp); the "
+            "job runs ranks / (T x --pp) replicas, data-parallel copies "
+            "that never talk (one report: the first's, checked equal)"},
     {.name = "ctx", .kind = NVL_OPT_LONG, .offset = AT(ctx), .arg = "C",
      .min = 1, .max = MAX_TOKENS,
      .doc = "instead of --prompt-len/--gen-len: one steady-state decode "
@@ -84,8 +91,8 @@ static const nvl_opt_t run_opts[] = {
     NVL_CLI_OPT_HELP(nvl_run_args_t),
 };
 #undef AT
-#define USAGE "mpirun -np TP nvlemu run [--model NAME|DIR] [--topo FILE] " \
-              "[--batch B] [--prompt-len P --gen-len G | --ctx C] ..."
+#define USAGE "mpirun -np N nvlemu run [--model NAME|DIR] [--topo FILE] " \
+              "[--tp T] [--batch B] [--prompt-len P --gen-len G | --ctx C] ..."
 
 /* Whether a model directory holds safetensors weights. */
 static bool has_weights(const char *dir)
@@ -113,11 +120,43 @@ static int32_t *prompt_ids(const nvl_run_args_t *a, uint64_t len,
     return ids;
 }
 
+/* Collective over the job: the largest difference, over the passes,
+ * between the replicas' latest pass ends (end_max: n of them on each
+ * replica's first rank), on rank 0; 0 with one replica. */
+static int64_t replica_spread_ps(const run_cmd_t *c, const int64_t *end_max,
+                                 size_t n)
+{
+    if (c->replicas == 1)
+        return 0;
+    int first;
+    MPI_Comm_rank(c->replica, &first);
+    first = first == 0;
+    /* each pass's end and its negation: one MAX gives max and min */
+    int64_t *mine = malloc(4 * (n + 1) * sizeof *mine);
+    if (mine == NULL) {
+        nvl_report("out of memory for the replicas' comparison");
+        nvl_runtime_abort(1);
+    }
+    int64_t *all = mine + 2 * (n + 1);
+    for (size_t i = 0; i < n; i++) {
+        mine[2 * i] = first ? end_max[i] : INT64_MIN;
+        mine[2 * i + 1] = first ? -end_max[i] : INT64_MIN;
+    }
+    MPI_Reduce(mine, all, (int)(2 * n), MPI_INT64_T, MPI_MAX, 0,
+               MPI_COMM_WORLD);
+    int64_t spread = 0;
+    for (size_t i = 0; nvl_runtime()->rank == 0 && i < n; i++)
+        if (all[2 * i] + all[2 * i + 1] > spread)
+            spread = all[2 * i] + all[2 * i + 1];
+    free(mine);
+    return spread;
+}
+
 /* Collective: rank 0 prints and writes the report of the generation e
- * ran (r's inputs set), every rank's numbers gathered; the trace when
- * asked. */
-static nvl_status_t report(nvl_engine_t *e, nvl_run_result_t *r,
-                           FILE *trace)
+ * ran (r's inputs set), its replica's numbers gathered (every replica's
+ * pass ends compared); the trace when asked. */
+static nvl_status_t report(const run_cmd_t *c, nvl_engine_t *e,
+                           nvl_run_result_t *r)
 {
     const nvl_run_args_t *a = r->args;
     size_t n;
@@ -133,8 +172,14 @@ static nvl_status_t report(nvl_engine_t *e, nvl_run_result_t *r,
         end[i] = p[i].end_ps;
         pw[i] = p[i].wall_s;
     }
-    MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0,
-               MPI_COMM_WORLD);
+    MPI_Reduce(end, end_max, (int)n, MPI_INT64_T, MPI_MAX, 0, c->replica);
+    r->replica_spread_ps = replica_spread_ps(c, end_max, n);
+    if (c->replica_index > 0) { /* the first replica reports */
+        free(end);
+        free(end_max);
+        free(pw);
+        return NVL_OK;
+    }
     /* a pipeline's step: its microbatches' passes, ending with the last */
     nvl_engine_pipe_t pp;
     nvl_engine_pipeline(e, &pp);
@@ -152,7 +197,7 @@ static nvl_status_t report(nvl_engine_t *e, nvl_run_result_t *r,
     }
     n /= g;
     nvl_run_totals_t totals;
-    if (nvl_run_stats_reduce(e, MPI_COMM_WORLD, &totals) != NVL_OK)
+    if (nvl_run_stats_reduce(e, c->replica, &totals) != NVL_OK)
         nvl_runtime_abort(1);
     r->pass_end_ps = end_max;
     r->pass_wall_s = pw;
@@ -169,13 +214,30 @@ static nvl_status_t report(nvl_engine_t *e, nvl_run_result_t *r,
             st = nvl_run_report_json(r, a->common.json);
     }
     if (a->trace != NULL &&
-        nvl_run_trace_write(e, MPI_COMM_WORLD, r->topo, trace) != NVL_OK)
+        nvl_run_trace_write(e, c->replica, r->topo, c->trace) != NVL_OK)
         st = NVL_ERR_IO;
     nvl_run_totals_free(&totals);
     free(end);
     free(end_max);
     free(pw);
     return st;
+}
+
+/* Collective over the job: st on a replica's rank, failed on every rank
+ * when any replica failed (a replica after the first is muted: when it
+ * alone failed, rank 0 says so). */
+static nvl_status_t replicas_agree(const run_cmd_t *c, nvl_status_t st)
+{
+    if (c->replicas == 1)
+        return st;
+    int ok[2] = {st == NVL_OK, c->replica_index > 0 || st == NVL_OK};
+    int all[2];
+    MPI_Allreduce(ok, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all[1] && !all[0] && nvl_runtime()->rank == 0)
+        nvl_report("a replica after the first failed where the first did "
+                   "not (their reports are muted: run its %d ranks alone "
+                   "to see it)", nvl_runtime()->size / c->replicas);
+    return all[0] ? st : st != NVL_OK ? st : NVL_ERR_MISMATCH;
 }
 
 /* Runs the generation on engine e and reports it; returns this rank's
@@ -210,6 +272,7 @@ static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
     double t0 = MPI_Wtime();
     nvl_status_t st = nvl_engine_generate(e, ids, lens, (int)a->batch,
                                           (int)glen, out, NULL);
+    st = replicas_agree(c, st);
     nvl_engine_pipe_t pipe;
     nvl_engine_pipeline(e, &pipe);
     nvl_run_result_t r = {
@@ -218,7 +281,8 @@ static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
         .weights = !data                 ? "none (timing mode)"
                    : c->weights_dir != NULL ? c->weights_dir
                                             : "synthetic",
-        .tp = ctx->rt->size, .layers = pipe.layers_total, .pipe = pipe,
+        .tp = ctx->rt->size / c->replicas, .replicas = c->replicas,
+        .layers = pipe.layers_total, .pipe = pipe,
         .prompt_len = plen, .gen_len = glen, .tuner = nvl_comm_tuner(tp),
         .mem = nvl_engine_memory(e), .wall_s = MPI_Wtime() - t0,
         .tokens = data ? out : NULL, .validation = ctx->validation};
@@ -228,7 +292,7 @@ static nvl_status_t generate(run_cmd_t *c, nvl_engine_t *e, nvl_comm_t *tp,
         ctx->rt->rank == 0 && a->common.json != NULL)
         nvl_run_report_unfit_json(&r, a->common.json);
     if (st == NVL_OK)
-        st = report(e, &r, c->trace);
+        st = report(c, e, &r);
     free(lens);
     free(out);
     free(ids);
@@ -246,6 +310,13 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
                    "not both", a->ctx, a->ctx - 1);
         return NVL_ERR_INVALID;
     }
+    long group = a->tp * a->engine.pp, ranks = ctx->rt->size;
+    if (a->tp > 0 && (group > ranks || ranks % group != 0)) {
+        nvl_report("--tp %ld x --pp %ld: %ld ranks are not a whole number "
+                   "of replicas of %ld", a->tp, a->engine.pp, ranks, group);
+        return NVL_ERR_INVALID;
+    }
+    c->replicas = a->tp > 0 ? (int)(ranks / group) : 1;
     if (nvl_cli_model_opts_resolve(&a->engine, a->model) != NVL_OK ||
         nvl_cli_model_opts_engine(&a->engine, ctx->topo, &c->engine) !=
             NVL_OK)
@@ -282,19 +353,30 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
     return NVL_OK;
 }
 
+/* The job as replicas of --tp x --pp ranks, each its own engine on its
+ * own communicator; the replicas after the first muted. */
 static nvl_status_t body(void *args, const nvl_cli_ctx_t *ctx)
 {
     run_cmd_t *c = args;
     nvl_vclock_t clock = {0};
     nvl_comm_t *tp = NULL;
     nvl_engine_t *e = NULL;
-    nvl_status_t st = nvl_comm_create(MPI_COMM_WORLD, ctx->topo, &clock, &tp);
+    int size = ctx->rt->size / c->replicas;
+    c->replica_index = ctx->rt->rank / size;
+    MPI_Comm_split(MPI_COMM_WORLD, c->replica_index, ctx->rt->rank,
+                   &c->replica);
+    nvl_runtime_set_quiet(c->replica_index > 0);
+    nvl_status_t st = nvl_comm_create(c->replica, ctx->topo, &clock, &tp);
     if (st == NVL_OK)
         st = nvl_engine_create(&c->cfg, &c->engine, tp, &e);
     if (st == NVL_OK)
         st = generate(c, e, tp, ctx);
+    else
+        st = replicas_agree(c, st);
     nvl_engine_free(e);
     nvl_comm_destroy(tp);
+    nvl_runtime_set_quiet(false);
+    MPI_Comm_free(&c->replica);
     return st;
 }
 

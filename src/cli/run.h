@@ -18,6 +18,7 @@ typedef struct {
     nvl_cli_common_t common; /* --topo, --set, --json, --help */
     const char *model, *trace;
     long batch, prompt_len, gen_len, ctx, trace_steps, seed;
+    long tp; /* --tp: ranks per stage (0: the ranks / --pp) */
     nvl_cli_model_opts_t engine; /* the engine's options (model_opts.h) */
     int mode;          /* --mode: -1 auto, else nvl_mode_t */
     double rope_yarn;  /* --rope-scaling yarn:F (0: none) */
@@ -32,12 +33,15 @@ typedef struct {
     const nvl_topo_t *topo;
     nvl_mode_t mode;
     const char *weights;      /* "checkpoint DIR", "synthetic", "none" */
-    int tp;                   /* ranks (GPUs) of the job */
+    int tp;                   /* ranks (GPUs) of a replica: TP x PP */
+    int replicas;             /* the job's copies of it (--tp), >= 1 */
     uint32_t layers;          /* layers run, every stage's */
     nvl_engine_pipe_t pipe;   /* rank 0's place in the pipeline */
     uint64_t prompt_len, gen_len; /* after --ctx */
     int64_t *pass_end_ps;     /* latest end over the ranks, per pass */
     double *pass_wall_s;      /* rank 0's wall time per pass */
+    int64_t replica_spread_ps; /* largest difference of a pass's end
+                                  between replicas (0: none, or one) */
     size_t n_passes;
     const nvl_run_totals_t *totals; /* every rank's numbers, reduced */
     const nvl_tuner_cfg_t *tuner;   /* the run's NCCL settings */

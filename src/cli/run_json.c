@@ -271,6 +271,11 @@ nvl_status_t nvl_run_report_json(const nvl_run_result_t *r, const char *path)
     json_object_set_new(root, "tokens_per_s_per_gpu", json_real(d.tokens_per_s_per_gpu));
     json_object_set_new(root, "tokens_per_s_rack", json_real(d.tokens_per_s_rack));
     json_object_set_new(root, "replicas_per_system", json_integer(d.replicas));
+    if (r->replicas > 1) /* --tp: the job's copies, the figures the first's */
+        json_object_set_new(root, "job_replicas", json_pack(
+            "{s:i, s:f, s:f}", "count", r->replicas, "tokens_per_s",
+            d.tokens_per_s * r->replicas, "pass_end_spread_us",
+            (double)r->replica_spread_ps / 1e6));
     json_object_set_new(root, KEY(NVL_RS_DECODE_FLOPS),
                         json_real(d.decode_tflops_per_gpu));
     json_object_set_new(root, KEY(NVL_RS_DECODE_HBM_BYTES),

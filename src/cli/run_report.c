@@ -168,6 +168,13 @@ static void header_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
                  "weights: %s\n", r->cfg->name, r->layers, r->cfg->layers,
             r->topo->name, place,
             r->mode == NVL_MODE_DATA ? "data" : "timing", r->weights);
+    if (r->replicas > 1)
+        fprintf(out, "# --tp: %d replicas of these %d ranks (ranks 0-%d "
+                     "the first), data-parallel copies that never talk; the "
+                     "figures are the first's, the replicas' pass ends %s "
+                     "(largest difference %.3f us)\n", r->replicas, r->tp,
+                r->tp - 1, r->replica_spread_ps == 0 ? "equal" : "differ",
+                (double)r->replica_spread_ps / 1e6);
     if (r->topo->die_view)
         fprintf(out, "# --rank-plays die: each rank plays one of the %u dies "
                      "of a GPU package, %d ranks on %d GPUs; per-GPU "
@@ -249,6 +256,9 @@ static void decode_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
     fprintf(out, "rack        %10.1f tokens/s with %d group(s) of %d "
                  "on the %u GPUs\n", d->tokens_per_s_rack, d->replicas,
             r->tp, r->topo->gpus);
+    if (r->replicas > 1)
+        fprintf(out, "job         %10.1f tokens/s from its %d replicas\n",
+                d->tokens_per_s * r->replicas, r->replicas);
     fprintf(out, "decode      %10.2f TFLOP/s and %.2f TB/s of HBM per "
                  "GPU\n", d->decode_tflops_per_gpu, d->decode_hbm_tb_per_s);
     breakdown_text(out, "decode step (mean over steps and ranks)",

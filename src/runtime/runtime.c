@@ -14,6 +14,19 @@ static int runtime_up;
 
 static char captured[4096];
 static size_t captured_len;
+static bool quiet; /* nvl_runtime_set_quiet */
+
+static void quiet_sink(void *ctx, const char *message)
+{
+    (void)ctx;
+    (void)message;
+}
+
+void nvl_runtime_set_quiet(bool q)
+{
+    quiet = q;
+    nvl_report_set_sink(q ? quiet_sink : NULL, NULL);
+}
 
 static void capture_sink(void *ctx, const char *message)
 {
@@ -229,7 +242,7 @@ static nvl_status_t capture_finish(MPI_Comm comm, nvl_status_t local,
         return NVL_OK;
     int status = (int)local;
     MPI_Bcast(&status, 1, MPI_INT, first, comm);
-    if (rank == first) {
+    if (rank == first && !quiet) {
         /* print line by line, through the normal prefix */
         char *save = NULL;
         for (char *line = strtok_r(captured, "\n", &save); line != NULL;
@@ -243,7 +256,7 @@ static nvl_status_t capture_finish(MPI_Comm comm, nvl_status_t local,
 
 nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
 {
-    nvl_report_set_sink(NULL, NULL);
+    nvl_report_set_sink(quiet ? quiet_sink : NULL, NULL);
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -260,7 +273,7 @@ nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
 nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
                                          int64_t *value_ps)
 {
-    nvl_report_set_sink(NULL, NULL);
+    nvl_report_set_sink(quiet ? quiet_sink : NULL, NULL);
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);

@@ -85,10 +85,10 @@ CHECK is one of
                take the same time whichever stage runs the layer (1e-9
                relative; a layer's work does not depend on its stage),
                and a mixture of experts' experts cut over the stage's TP
+  replicas T   --tp T's replicas report as one alone (check_replicas.py)
   points, serve-points
-               the command (run, serve) with --points FILE: each point's
-               JSON equals its own job's, bad lines and failing points
-               stop the job naming FILE:LINE (check_points.py)
+               each --points FILE point's JSON equals its own job's; a bad
+               line or failing point stops it at FILE:LINE (check_points.py)
 """
 import json
 import os
@@ -98,6 +98,7 @@ import tempfile
 
 from check_run_moe import check_moe_quant
 from check_points import RUN, SERVE, check_points
+from check_replicas import check_replicas
 
 KEYS = ["ttft_ms", "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu",
         "decode_step_breakdown", "prefill_breakdown", "tpot_ms_steps", "inputs"]
@@ -577,6 +578,7 @@ CHECKS = {
     "overlap": check_async_tp,
     "tier-hand": tier_hand,
     "pp-layout": check_pp_layout,
+    "replicas": lambda cmd: check_replicas(cmd, run, int(sys.argv[2])),
     "pp-moe": pp_moe,
     "gemm-formats": check_gemm_formats,
     "points": lambda cmd: check_points(cmd, run, RUN),

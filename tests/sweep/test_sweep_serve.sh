@@ -2,7 +2,9 @@
 # Usage: test_sweep_serve.sh NVLEMU: a tiny bench/sweep --serve (qwen2-tiny
 # on hgx-h200 as a 2-GPU system: aggregated TP 1 x 2 replicas and a
 # disaggregated 1:1 layout, at two Poisson rates) into a temporary folder;
-# checks the tables, front.csv, summary.md and the plots exist, that the
+# checks the tables, front.csv, summary.md and the plots exist, that each
+# layout's loads ran as one `serve --points` job whose point gives the JSON
+# of its command run alone, that the
 # Pareto front is the non-dominated set of the runs meeting the SLO (and
 # dominates every other feasible run), that a second sweep reuses every
 # run, that another SLO reuses them too and changes which runs are
@@ -37,12 +39,32 @@ grep -q '0 new, 4 reused' "$tmp/err2" || { cat "$tmp/err2"; fail "the second swe
 grep -q '0 new, 4 reused, 0 failed, 4 miss the SLO; 0 on the front' "$tmp/err3" \
     || { cat "$tmp/err3"; fail "another SLO: expected the runs reused, all infeasible"; }
 python3 "$here/check_serve.py" "$tmp/s" 4 none || fail "results under an SLO no run meets"
-# 4. the dry run's commands: replicas for the aggregated layout, the pools
+# 3b. the runs of step 1 ran as one `serve --points` job per launcher, each run's
+# JSON that of its command run alone (every number but the wall time)
+grep -q '"points_line": 2' "$tmp"/s/runs/serve-tp1-*-r2000-*.sweep.json \
+    || fail "the TP 1 layout's second load did not run as a point"
+python3 - "$tmp" "$repo" <<'PY' || fail "a point's JSON differs from its run alone"
+import glob, json, subprocess, sys
+tmp, repo = sys.argv[1:3]
+run = json.load(open(glob.glob(tmp + "/s/runs/serve-tp1x1-tp1x1-*-r2000-*.sweep.json")[0]))
+cmd = run["command"]
+mine = cmd[cmd.index("--json") + 1]
+cmd[cmd.index("--json") + 1] = tmp + "/alone.json"
+cmd[cmd.index("--csv") + 1] = tmp + "/alone.csv"
+subprocess.run(cmd, cwd=repo, check=True, stdout=subprocess.DEVNULL)
+a, b = json.load(open(mine)), json.load(open(tmp + "/alone.json"))
+a.pop("wall_s"), b.pop("wall_s")
+sys.exit(a != b)
+PY
+# 4. the dry run's commands: one points job per launcher, its points file's
+# lines above it (replicas for the aggregated layout, the pools)
 (cd "$repo" && "$sweep" $args --dry-run --out "$tmp/d") >"$tmp/dry" || fail "dry run"
 [ ! -e "$tmp/d" ] || fail "dry run wrote $tmp/d"
-grep -q 'scripts/nvlrun 1 .* serve .*--tp 1 --replicas 2 --rate 100 --requests 100 ' "$tmp/dry" \
+grep -q '^#   .*--tp 1 --replicas 2 --rate 100 --requests 100 ' "$tmp/dry" \
+    && grep -q '^scripts/nvlrun 1 .* serve --points .*/serve-tp1-[^ ]*\.points$' "$tmp/dry" \
     || { cat "$tmp/dry"; fail "aggregated command"; }
-grep -q 'scripts/nvlrun 2 .* serve .*--prefill-gpus 1 --decode-gpus 1 --prefill-tp 1 --decode-tp 1 --rate 2000 ' "$tmp/dry" \
+grep -q '^#   .*--prefill-gpus 1 --decode-gpus 1 --prefill-tp 1 --decode-tp 1 --rate 2000 ' "$tmp/dry" \
+    && grep -q '^scripts/nvlrun 2 .* serve --points .*/serve-tp1x1-tp1x1-[^ ]*\.points$' "$tmp/dry" \
     || { cat "$tmp/dry"; fail "disaggregated command"; }
 # 4b. --loads: a layout's own load points, the others keep the list
 (cd "$repo" && "$sweep" $args --loads tp1=50 --dry-run --out "$tmp/d") >"$tmp/dry2" || fail "dry run --loads"
@@ -51,7 +73,7 @@ grep -q 'scripts/nvlrun 2 .* serve .*--prefill-gpus 1 --decode-gpus 1 --prefill-
 # 4c. --pp: a pipeline's layout (TP 1 x PP 2 on 2 ranks) beside TP 1, whose
 # run id stays the one without --pp
 (cd "$repo" && "$sweep" $args --pp 1,2 --dry-run --out "$tmp/d") >"$tmp/dry3" || fail "dry run --pp"
-grep -q 'scripts/nvlrun 2 .* serve .*--tp 1 --pp 2 --rate 100 .*serve-tp1pp2-' "$tmp/dry3" \
+grep -q '^#   .*--tp 1 --pp 2 --rate 100 .*serve-tp1pp2-' "$tmp/dry3" \
     || { cat "$tmp/dry3"; fail "--pp 2 command"; }
 grep -- '--tp 1 --replicas 2 --rate 100 ' "$tmp/dry" | sed 's/.*--json //' >"$tmp/id1"
 grep -- '--tp 1 --replicas 2 --rate 100 ' "$tmp/dry3" | sed 's/.*--json //' >"$tmp/id3"
