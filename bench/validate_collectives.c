@@ -52,35 +52,66 @@ typedef struct {
     int host_gpus;
     const char *source;
     double bound; /* 0: the default 10 %; else this row's own, explained */
+    /* a topology what-if for the NCCL version the source ran where its
+     * tuning tables differ from the topology's (NULL: none): Hopper's Ring
+     * LL ceiling before NCCL 2.21 (scripts/nvlvalidation/nccl.py
+     * NCCL_VERSION_SETS, the same for the published-nccl families) */
+    const char *set;
 } published_t;
 
 static const published_t published[] = {
-    {"gb200-nvl72.topo", 4, "Ring", 1e3, 0.10, 4, "Azure ND GB200 v6, 1 KB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 16e3, 1.46, 4, "Azure ND GB200 v6, 16 KB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 1e6, 80.5, 4, "Azure ND GB200 v6, 1 MB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 16e6, 331, 4, "Azure ND GB200 v6, 16 MB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 128e6, 574, 4, "Azure ND GB200 v6, 128 MB", 0},
-    {"gb200-nvl72.topo", 4, "Ring", 8e9, 680, 4, "Azure ND GB200 v6, 8 GB", 0},
-    {"gb200-nvl72.topo", 8, NULL, 8e9, 811, 1, "GB200 MNNVL two trays, large", 0},
-    {"gb200-nvl72.topo", 72, NULL, 8e9, 850, 1, "GTC 2025: NVL72 with NVLS", 0},
-    {"gb200-nvl72.topo", 72, "Ring", 8e9, 680, 1, "GTC 2025: NVL72 without NVLS", 0},
-    {"hgx-h200.topo", 8, "NVLS", 1e3, 0.06, 8, "Azure ND H200 v5, 1 KB", 0},
-    {"hgx-h200.topo", 8, "NVLS", 16e3, 0.98, 8, "Azure ND H200 v5, 16 KB", 0},
-    {"hgx-h200.topo", 8, "NVLS", 1e6, 57, 8, "Azure ND H200 v5, 1 MB", 0},
-    {"hgx-h200.topo", 8, "NVLS", 16e6, 240, 8, "Azure ND H200 v5, 16 MB", 0},
-    {"hgx-h200.topo", 8, "NVLS", 128e6, 413, 8, "Azure ND H200 v5, 128 MB", 0},
-    {"hgx-h200.topo", 8, "NVLS", 1e9, 468, 8, "Azure ND H200 v5, 1 GB", 0},
-    {"hgx-h200.topo", 8, "NVLS", 8e9, 481, 8, "Azure ND H200 v5, 8 GB", 0},
-    {"hgx-h200.topo", 4, NULL, 8e9, 363, 1, "ml-engineering, 4 GPUs (ring)", 0},
-    {"hgx-h200.topo", 5, NULL, 8e9, 414, 1, "ml-engineering, 5 GPUs (NVLS)", 0},
-    {"hgx-h200.topo", 6, NULL, 8e9, 436, 1, "ml-engineering, 6 GPUs", 0},
-    {"hgx-h200.topo", 7, NULL, 8e9, 460, 1, "ml-engineering, 7 GPUs", 0},
-    {"hgx-h200.topo", 8, NULL, 8e9, 473, 1, "ml-engineering, 8 GPUs", 0},
-    {"hgx-h200.topo", 8, "Ring", 8e9, 365, 1, "ml-engineering, NVLS off", 0},
-    {"hgx-b200.topo", 4, NULL, 8e9, 673, 1, "ml-engineering, 4 GPUs", 0},
-    {"hgx-b200.topo", 6, NULL, 8e9, 778, 1, "ml-engineering, 6 GPUs", 0},
-    {"hgx-b200.topo", 8, NULL, 8e9, 838, 1, "ml-engineering, 8 GPUs (NVLS)", 0},
-    {"hgx-b200.topo", 8, "Ring", 8e9, 682, 1, "ml-engineering, ring", 0},
+    {.topo = "gb200-nvl72.topo", .ranks = 4, .algo = "Ring", .bytes = 1e3, .busbw_gbs = 0.10,
+     .host_gpus = 4, .source = "Azure ND GB200 v6, 1 KB", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 4, .algo = "Ring", .bytes = 16e3, .busbw_gbs = 1.46,
+     .host_gpus = 4, .source = "Azure ND GB200 v6, 16 KB", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 4, .algo = "Ring", .bytes = 1e6, .busbw_gbs = 80.5,
+     .host_gpus = 4, .source = "Azure ND GB200 v6, 1 MB", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 4, .algo = "Ring", .bytes = 16e6, .busbw_gbs = 331,
+     .host_gpus = 4, .source = "Azure ND GB200 v6, 16 MB", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 4, .algo = "Ring", .bytes = 128e6, .busbw_gbs = 574,
+     .host_gpus = 4, .source = "Azure ND GB200 v6, 128 MB", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 4, .algo = "Ring", .bytes = 8e9, .busbw_gbs = 680,
+     .host_gpus = 4, .source = "Azure ND GB200 v6, 8 GB", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 8, .algo = NULL, .bytes = 8e9, .busbw_gbs = 811,
+     .host_gpus = 1, .source = "GB200 MNNVL two trays, large", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 72, .algo = NULL, .bytes = 8e9, .busbw_gbs = 850,
+     .host_gpus = 1, .source = "GTC 2025: NVL72 with NVLS", .bound = 0, .set = NULL},
+    {.topo = "gb200-nvl72.topo", .ranks = 72, .algo = "Ring", .bytes = 8e9, .busbw_gbs = 680,
+     .host_gpus = 1, .source = "GTC 2025: NVL72 without NVLS", .bound = 0, .set = NULL},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "NVLS", .bytes = 1e3, .busbw_gbs = 0.06,
+     .host_gpus = 8, .source = "Azure ND H200 v5, 1 KB", .bound = 0, .set = "nccl.ll_max_bw=87.7GB/s"},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "NVLS", .bytes = 16e3, .busbw_gbs = 0.98,
+     .host_gpus = 8, .source = "Azure ND H200 v5, 16 KB", .bound = 0, .set = "nccl.ll_max_bw=87.7GB/s"},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "NVLS", .bytes = 1e6, .busbw_gbs = 57,
+     .host_gpus = 8, .source = "Azure ND H200 v5, 1 MB", .bound = 0, .set = "nccl.ll_max_bw=87.7GB/s"},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "NVLS", .bytes = 16e6, .busbw_gbs = 240,
+     .host_gpus = 8, .source = "Azure ND H200 v5, 16 MB", .bound = 0, .set = "nccl.ll_max_bw=87.7GB/s"},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "NVLS", .bytes = 128e6, .busbw_gbs = 413,
+     .host_gpus = 8, .source = "Azure ND H200 v5, 128 MB", .bound = 0, .set = "nccl.ll_max_bw=87.7GB/s"},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "NVLS", .bytes = 1e9, .busbw_gbs = 468,
+     .host_gpus = 8, .source = "Azure ND H200 v5, 1 GB", .bound = 0, .set = "nccl.ll_max_bw=87.7GB/s"},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "NVLS", .bytes = 8e9, .busbw_gbs = 481,
+     .host_gpus = 8, .source = "Azure ND H200 v5, 8 GB", .bound = 0, .set = "nccl.ll_max_bw=87.7GB/s"},
+    {.topo = "hgx-h200.topo", .ranks = 4, .algo = NULL, .bytes = 8e9, .busbw_gbs = 363,
+     .host_gpus = 1, .source = "ml-engineering, 4 GPUs (ring)", .bound = 0, .set = NULL},
+    {.topo = "hgx-h200.topo", .ranks = 5, .algo = NULL, .bytes = 8e9, .busbw_gbs = 414,
+     .host_gpus = 1, .source = "ml-engineering, 5 GPUs (NVLS)", .bound = 0, .set = NULL},
+    {.topo = "hgx-h200.topo", .ranks = 6, .algo = NULL, .bytes = 8e9, .busbw_gbs = 436,
+     .host_gpus = 1, .source = "ml-engineering, 6 GPUs", .bound = 0, .set = NULL},
+    {.topo = "hgx-h200.topo", .ranks = 7, .algo = NULL, .bytes = 8e9, .busbw_gbs = 460,
+     .host_gpus = 1, .source = "ml-engineering, 7 GPUs", .bound = 0, .set = NULL},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = NULL, .bytes = 8e9, .busbw_gbs = 473,
+     .host_gpus = 1, .source = "ml-engineering, 8 GPUs", .bound = 0, .set = NULL},
+    {.topo = "hgx-h200.topo", .ranks = 8, .algo = "Ring", .bytes = 8e9, .busbw_gbs = 365,
+     .host_gpus = 1, .source = "ml-engineering, NVLS off", .bound = 0, .set = NULL},
+    {.topo = "hgx-b200.topo", .ranks = 4, .algo = NULL, .bytes = 8e9, .busbw_gbs = 673,
+     .host_gpus = 1, .source = "ml-engineering, 4 GPUs", .bound = 0, .set = NULL},
+    {.topo = "hgx-b200.topo", .ranks = 6, .algo = NULL, .bytes = 8e9, .busbw_gbs = 778,
+     .host_gpus = 1, .source = "ml-engineering, 6 GPUs", .bound = 0, .set = NULL},
+    {.topo = "hgx-b200.topo", .ranks = 8, .algo = NULL, .bytes = 8e9, .busbw_gbs = 838,
+     .host_gpus = 1, .source = "ml-engineering, 8 GPUs (NVLS)", .bound = 0, .set = NULL},
+    {.topo = "hgx-b200.topo", .ranks = 8, .algo = "Ring", .bytes = 8e9, .busbw_gbs = 682,
+     .host_gpus = 1, .source = "ml-engineering, ring", .bound = 0, .set = NULL},
 };
 
 static double busbw_factor(nvl_coll_t coll, int n)
@@ -195,6 +226,8 @@ static int part_published(const char *topo_dir, double max_err)
         snprintf(path, sizeof path, "%s/%s", topo_dir, p->topo);
         nvl_topo_t *topo;
         if (nvl_topo_load(path, &topo) != NVL_OK)
+            return 2;
+        if (p->set != NULL && nvl_topo_set(topo, p->set) != NVL_OK)
             return 2;
         nvl_comm_t *comm;
         if (nvl_comm_create_virtual(topo, p->ranks, NULL, &comm) != NVL_OK)

@@ -15,10 +15,29 @@ from .common import (NCCL_COLLS, PUBLISHED_NCCL, ROOT, die, error, geomean, para
 # torch's eager launch comes before NCCL's enqueue.
 HARNESS_ARGS = {"nccl-tests": [], "torch-one-call": ["-z", "1", "--caller", "torch"]}
 
+# What NCCL's tuning tables were before a version, where a source ran one
+# older than the topology's [nccl] keys assume (their values are NCCL
+# 2.21-2.28's): (system prefix, first version without it, --set what-ifs).
+# Hopper's Ring LL ceiling, tuning.cc llMaxBws "Hopper-N1", is 87.7 GB/s in
+# 2.18.5-2.20.5 and 141 from 2.21.5 (docs/collectives.md, "When NCCL runs
+# NVLS allreduce"); it decides where NVLS takes over from Ring LL.
+NCCL_VERSION_SETS = [("hgx-h", (2, 21), ["nccl.ll_max_bw=87.7GB/s"])]
+
+
+def version_sets(system, nccl_version):
+    """The --set what-ifs of NCCL_VERSION_SETS for SYSTEM under
+    NCCL_VERSION (sources.csv's text; none when it states no version)."""
+    head = nccl_version.split()[0].split(".")
+    if len(head) < 2 or not all(x.isdigit() for x in head):
+        return []
+    version = tuple(int(x) for x in head)
+    return [s for prefix, before, sets in NCCL_VERSION_SETS
+            if system.startswith(prefix) and version < before for s in sets]
+
 
 def read_published_nccl(folder):
     """The rows of the files FOLDER/sources.csv lists, grouped by (topology,
-    collective, ranks, -g, NVLS, harness): {key: [row dicts with system,
+    collective, ranks, -g, NVLS, harness, the version's --set what-ifs): {key: [row dicts with system,
     topology, role, file, harness, collective, gpus, g, nvls, size, pub]}.
     sources.csv's optional column `harness` names how the source timed a
     call (HARNESS_ARGS; nccl-tests when absent or empty).  Dies naming file
@@ -46,7 +65,8 @@ def read_published_nccl(folder):
         for n, r in rows_of(path, data_fields):
             try:
                 key = (src["topology"], r["collective"], int(r["gpus"]),
-                       int(r["gpus_per_process"]), r["nvls"], harness)
+                       int(r["gpus_per_process"]), r["nvls"], harness,
+                       tuple(version_sets(src["system"], src["nccl_version"])))
                 size, pub = int(r["size_bytes"]), float(r["busbw_gb_per_s"])
             except ValueError:
                 die("%s:%d: expected whole numbers of GPUs and bytes and a bandwidth"
@@ -75,13 +95,14 @@ def published_nccl(build, groups):
     bench of its collective on the file's topology: [row dicts with system,
     topology, role, collective, gpus, g, nvls, size, pub, pred, error]."""
     def one(group):
-        (topo, coll, gpus, g, nvls, harness), rows = group
+        (topo, coll, gpus, g, nvls, harness, sets), rows = group
         sizes = sorted(r["size"] for r in rows)
         env = dict(os.environ, NCCL_ALGO="Ring") if nvls == "off" else dict(os.environ)
         cmd = [os.path.join(ROOT, "scripts", "nvlrun"), str(gpus),
                os.path.join(build, "bench", coll + "_perf"), "-g", str(g), "--topo",
                os.path.join(ROOT, topo), "-b", str(sizes[0]), "-e", str(sizes[-1]),
-               "-f", "2", "--mode", "timing"] + HARNESS_ARGS[harness]
+               "-f", "2", "--mode", "timing"] + HARNESS_ARGS[harness] + \
+            [a for s in sets for a in ("--set", s)]
         return cmd, run(cmd, env)
     out = []
     for (_, rows), (cmd, stdout) in zip(groups.items(), parallel(one, groups.items())):

@@ -265,6 +265,28 @@ static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
     return false;
 }
 
+/* NCCL's rating of an NVLS allreduce, by which it chooses between NVLS
+ * and the ring (tuning.cc ncclTopoTuneModel, 2.28 on): a channel of its
+ * NVLS graph rates bwIntra x nvlsEfficiency x (nCh-1)/nCh, twice for
+ * allreduce ("AllReduce pipelines two operations"), the algorithm
+ * bandwidth nCh times that x N / (2 (N-1)), at hwLat's 25 us.  The graph's
+ * nCh x bwIntra is maxBw with nCh = H (nvls_nccl_declines), so
+ * algBw = maxBw x nvlsEfficiency x (H-1)/H x N/(N-1).  NCCL 2.18-2.27 rate
+ * maxBw x 5/6 at 23-25 us: within 13 % of this at 8 ranks, on Hopper and
+ * Blackwell (docs/collectives.md, "When NCCL runs NVLS allreduce").
+ * Allgather and reduce-scatter: none here (nvls_nccl_declines). */
+static double nvls_rating_s(const nvl_comm_t *c, nvl_coll_t coll,
+                            size_t bytes, nvl_proto_t proto)
+{
+    (void)proto;
+    if (coll != NVL_COLL_ALLREDUCE)
+        return -1.0;
+    double h = nvls_nccl_heads(c), n = c->size;
+    double rate = c->nvlink_bw * NVL_NVLINK_DATA_EFF *
+                  c->topo->nccl.nvls_efficiency * (h - 1) / h * n / (n - 1);
+    return NCCL_NVLS_TUNING_LAT_S + (double)bytes / rate;
+}
+
 const char nvl_coll_algo_doc_nvls[] =
     "NVLink SHARP: the switch reduces and multicasts, one NVLink domain: "
     "allreduce, allgather, reduce-scatter (nvls.c)";
@@ -285,6 +307,7 @@ const nvl_coll_algo_t nvl_coll_algo_nvls = {
     .predict_s = nvls_predict,
     .run = nvls_run,
     .channels = nvls_channels,
+    .rating_s = nvls_rating_s,
     .enable_env = "NCCL_NVLS_ENABLE",
     .nccl_declines = nvls_nccl_declines,
 };

@@ -149,10 +149,15 @@ static double ring_time_s(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,
                                               channels, wire);
 }
 
+/* The eager call: its bytes move at the kernel's rate, a lone channel at
+ * one SM's peer rate (nvl_coll_model_kernel_channels), as in a CUDA graph;
+ * the eager latencies stay (docs/collectives.md, "When NCCL runs NVLS
+ * allreduce"). */
 static double ring_predict(const nvl_comm_t *c, nvl_coll_t coll,
                            size_t bytes, nvl_proto_t proto, double channels)
 {
-    return ring_time_s(c, coll, bytes, proto, channels, false);
+    return ring_time_s(c, coll, bytes, proto,
+                       nvl_coll_model_kernel_channels(c, channels), false);
 }
 
 static double ring_kernel(const nvl_comm_t *c, nvl_coll_t coll, size_t bytes,

@@ -1,10 +1,11 @@
 /* Choosing like NCCL: the environment decides what is enabled; within an
  * algorithm whose row carries NCCL's own rating (rating_s: Ring and Tree,
- * tuning.cc's formula) the protocol NCCL's rating puts first runs, as in
- * NCCL's topoGetAlgoInfo; otherwise the protocol the cost model predicts
- * fastest.  The rated algorithms compete by their ratings (NCCL's own
- * pick among them); that pick and the algorithms without a rating (NVLS,
- * NVLSTree, PAT) by the cost model's predictions, the fastest wins (ties
+ * NVLS allreduce, tuning.cc's formula) the protocol NCCL's rating puts
+ * first runs, as in NCCL's topoGetAlgoInfo; otherwise the protocol the
+ * cost model predicts fastest.  The rated algorithms compete by their
+ * ratings (NCCL's own pick among them); that pick and the algorithms
+ * without a rating (NVLS allgather and reduce-scatter, NVLSTree, PAT) by
+ * the cost model's predictions, the fastest wins (ties
  * go to the earlier algorithm, then protocol, as in NCCL's loop).  An
  * algorithm that NCCL's own rating never picks for a call (its row's
  * nccl_declines: NVLS allgather and reduce-scatter where a ring protocol

@@ -126,8 +126,9 @@ static nvl_coll_info_t timed(nvl_comm_t *comm, nvl_ar_impl_t impl,
 
 /* In a CUDA graph, NCCL's call costs graph_edge + its kernel's time (the
  * one nccl-tests -G is timed by, where its algorithm has one: Ring and
- * Tree, the rated ones), the model's time outside; oneshot's is the same
- * either way.  114,688 B is a TP 4 decode's allreduce of 16 rows. */
+ * Tree; NVLS, rated too, keeps its modeled time), the model's time
+ * outside; oneshot's is the same either way.  114,688 B is a TP 4
+ * decode's allreduce of 16 rows. */
 static void check_graph(nvl_comm_t *comm, const nvl_topo_t *topo)
 {
     const size_t counts[] = {1000, 57344, 4194304};
@@ -136,8 +137,10 @@ static void check_graph(nvl_comm_t *comm, const nvl_topo_t *topo)
         size_t bytes = counts[c] * 2;
         nvl_coll_info_t off = timed(comm, NVL_AR_NCCL, counts[c], false);
         nvl_coll_info_t on = timed(comm, NVL_AR_NCCL, counts[c], true);
-        double r = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE, bytes,
-                                          on.algo, on.proto);
+        double r = on.algo == NVL_ALGO_RING || on.algo == NVL_ALGO_TREE
+                       ? nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE,
+                                                bytes, on.algo, on.proto)
+                       : -1.0;
         int64_t want =
             r < 0 ? off.time_ps
                   : topo->nccl.graph_edge_ps +

@@ -167,9 +167,52 @@ static void test_ring_rating_by_hand(void **state)
                                         (size_t)bytes, NVL_ALGO_RING,
                                         NVL_PROTO_LL128);
     assert_true(got > 0 && got < want * (1 + 1e-9) && got > want * (1 - 1e-9));
-    /* algorithms without a rating (NVLS: the model times it) say so */
+    /* algorithms without a rating (NVLS below its 5 ranks) say so */
     assert_true(nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE, 1024,
                                        NVL_ALGO_NVLS, NVL_PROTO_SIMPLE) < 0);
+    nvl_comm_destroy(comm);
+    nvl_topo_free(topo);
+}
+
+/* NCCL's NVLS allreduce rating by hand (tuning.cc 2.28: 25 us, maxBw x
+ * nvlsEfficiency x (H-1)/H x N/(N-1)) on 8 x H200, none for allgather,
+ * and the switch it makes at 8 ranks: Ring LL to 1 MiB, NVLS from 2 MiB
+ * on Hopper (the 2.27.7 sweep's page, published-nccl/README.md), Ring LL
+ * to 2 MiB and NVLS from 4 MiB on B200. */
+static void test_nvls_rating(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("hgx-h200.topo");
+    nvl_comm_t *comm = NULL;
+    assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &comm), NVL_OK);
+    double bytes = 1 << 20;
+    double rate = 18 * 26.5625e9 * (370.8 / 478.116) * 0.85 * 7 / 8 * 8 / 7;
+    double want = 25e-6 + bytes / rate;
+    double got = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE,
+                                        (size_t)bytes, NVL_ALGO_NVLS,
+                                        NVL_PROTO_SIMPLE);
+    assert_true(got < want * (1 + 1e-6) && got > want * (1 - 1e-6));
+    assert_true(nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLGATHER, 1 << 20,
+                                       NVL_ALGO_NVLS, NVL_PROTO_SIMPLE) < 0);
+    const char *topos[] = {"hgx-h200.topo", "hgx-b200.topo"};
+    const size_t last_ring[] = {(size_t)1 << 20, (size_t)2 << 20};
+    for (int t = 0; t < 2; t++) {
+        nvl_comm_t *c = NULL;
+        nvl_topo_t *tp = t == 0 ? topo : load(topos[t]);
+        assert_int_equal(nvl_comm_create_virtual(tp, 8, NULL, &c), NVL_OK);
+        for (size_t b = 16384; b <= ((size_t)64 << 20); b *= 2) {
+            nvl_coll_info_t info;
+            assert_int_equal(nvl_coll_choose(c, NVL_COLL_ALLREDUCE, b, &info),
+                             NVL_OK);
+            bool ring_ll = info.algo == NVL_ALGO_RING &&
+                           info.proto == NVL_PROTO_LL;
+            assert_true(b <= last_ring[t] ? ring_ll
+                                           : info.algo == NVL_ALGO_NVLS);
+        }
+        nvl_comm_destroy(c);
+        if (t > 0)
+            nvl_topo_free(tp);
+    }
     nvl_comm_destroy(comm);
     nvl_topo_free(topo);
 }
@@ -219,6 +262,7 @@ int main(void)
         T(test_choice_is_fastest_enabled),
         T(test_nccl_log_choices),
         T(test_ring_rating_by_hand),
+        T(test_nvls_rating),
         T(test_kernel_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
