@@ -63,7 +63,7 @@ void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
                            nvl_serve_step_time_t *t)
 {
     int64_t host_ps = nvl_ps_from_s((double)requests *
-                                    c->sched->host_us_per_request * 1e-6);
+                                    c->host_us_per_request * 1e-6);
     if (c->sched->host_serial) {
         c->part_ps[NVL_PART_LAUNCH] += host_ps;
         t->dur_ps += host_ps;
@@ -127,6 +127,8 @@ nvl_status_t nvl_serving_replica_setup(nvl_serving_job_t *j,
     nvl_status_t st = make_engine(j);
     j->sc.e = j->e;
     j->sc.sched = nvl_serve_scheduler(j->c->policy.sched);
+    j->sc.host_us_per_request = nvl_serve_host_us_per_request(
+        j->sc.sched, j->topo->host.torch_op_ps);
     nvl_runtime_capture_begin();
     st = nvl_runtime_capture_end_on(MPI_COMM_WORLD, st);
     if (st != NVL_OK)

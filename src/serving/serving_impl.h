@@ -14,6 +14,7 @@
 typedef struct {
     nvl_engine_t *e;
     const nvl_serve_scheduler_t *sched; /* its CUDA-graph padding */
+    double host_us_per_request; /* its engine's, on this topology's host */
     uint64_t *past, *newt;         /* the padded step (pad_cap rows) */
     size_t pad_cap;
     int64_t part_ps[NVL_PART_COUNT];
