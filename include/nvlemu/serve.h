@@ -266,6 +266,9 @@ typedef struct {
      * 0: not known (the figure holds on every host) */
     double host_ref_torch_op_us;
     bool host_serial;
+    /* a step without a CUDA graph has its kernels launched one by one by
+     * the same host thread, before its loop's work for the requests */
+    bool eager_without_graph;
 } nvl_serve_scheduler_t;
 
 /* TensorRT-LLM's PyTorch executor (PyExecutor._executor_loop_overlap):
@@ -291,6 +294,19 @@ typedef struct {
  * pull request 11133), 5.5 ms / 256 a request; docs/serve.md, "vLLM's
  * host time". */
 #define NVL_VLLM_HOST_US_PER_REQUEST (5500.0 / 256.0)
+
+/* An eager tiny kernel's host time over one torch.nn.Linear forward's,
+ * on one host: 6.93 / 18.22 us and 10.25 / 28.26 us in two processes on
+ * the lent H200's host (tests/data/calibration/h200-host-torch), 0.38
+ * and 0.36. */
+#define NVL_EAGER_LAUNCH_PER_TORCH_OP 0.37
+
+/* The host time of one eager kernel launch on a host whose CPU spends
+ * torch_op_ps on one torch.nn.Linear forward call (the topology's [host]
+ * torch_op): NVL_EAGER_LAUNCH_PER_TORCH_OP of it; the topology's own
+ * [gpu] launch_overhead_ps where torch_op is not given (0). */
+double nvl_serve_eager_launch_us(int64_t torch_op_ps,
+                                 int64_t launch_overhead_ps);
 
 /* The host time per scheduled request and step of `row`'s engine on a
  * host whose CPU spends torch_op_ps on one torch.nn.Linear forward call

@@ -81,7 +81,8 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .graph_rows = trtllm_graph_rows,
         .preemption_text = "no preemption (no-evict admission)",
         .host_us_per_request = NVL_TRTLLM_HOST_US_PER_REQUEST,
-        .host_ref_torch_op_us = NVL_TRTLLM_HOST_REF_TORCH_OP_US},
+        .host_ref_torch_op_us = NVL_TRTLLM_HOST_REF_TORCH_OP_US,
+        .eager_without_graph = true},
 };
 
 const nvl_family_t nvl_serve_sched_family =

@@ -19,7 +19,8 @@
                          tests/data/serve/pp3-tp2.json (--update rewrites it)
   check.py host-loop     --scheduler trtllm: a step of n requests lasts at
                          least n x the executor's host time a request (45.11
-                         ms / 1536); on one layer every decode step is that
+                         ms / 1536), a step without a CUDA graph its eager
+                         launches too; on one layer every decode step is that
                          long, and under DEP the busiest rank's count sets it;
                          --scheduler vllm: n x 5.5 ms / 256 adds to a step
   check.py frontend      --frontend-ms with every request at time 0: the run
@@ -339,6 +340,24 @@ def host_loop(a, tmp):
         if not (abs(tpot["min"] - ms) <= 1e-6 * ms and abs(tpot["max"] - ms) <= 1e-6 * ms):
             errors.append(f"{sched} on {ranks} rank(s): TPOT {tpot['min']!r}..{tpot['max']!r} "
                           f"ms, expected {ms!r} (the host's loop)")
+    # The prefill step (all 600 prompts, no CUDA graph) is eager: before
+    # its requests the host launches its k kernels, 0.37 x torch_op each
+    # (7.2 us, [gpu] launch_overhead, where torch_op is 0).  Two runs give
+    # k twice; both must be the same whole number.
+    ks = []
+    for torch_op, launch_us in (("37.08us", 0.37 * 37.08), ("0us", 7.2)):
+        out = os.path.join(tmp, f"eager-{torch_op}.json")
+        job(a.root, [a.nvlemu, "serve", "--scheduler", "trtllm", "--model",
+                     "qwen3-30b-a3b", "--layers", "1", "--requests", "600",
+                     "--isl", "16", "--osl", "8", "--set",
+                     f"host.torch_op={torch_op}", "--json", out])
+        ttft = json.load(open(out))["ttft_ms"]
+        ks.append((ttft["max"] - 600 * per_req_ms) * 1e3 / launch_us)
+    seen.append(f"eager prefill: {ks[0]:.6f} and {ks[1]:.6f} kernels")
+    if not (ks[0] >= 10 and abs(ks[0] - round(ks[0])) < 1e-3 and
+            abs(ks[1] - ks[0]) < 1e-3):
+        errors.append(f"eager prefill step: {ks!r} kernels launched, expected "
+                      f"one whole number (at least 10) from both hosts")
     return verdict(errors, "host-loop: " + "; ".join(seen))
 
 
