@@ -296,6 +296,8 @@ typedef struct {
     int64_t part_ps[NVL_PART_COUNT];       /* the whole pass */
     int64_t layers_part_ps[NVL_PART_COUNT]; /* inside the transformer layers */
     uint64_t tokens;            /* new tokens the pass ran (matmul rows) */
+    uint32_t kernels;           /* kernels it ran (an eager host's launches,
+                                   collectives not counted) */
     uint64_t context;           /* longest sequence after the pass */
     double flops, hbm_bytes, coll_bytes;
     /* NVLink-C2C: bytes each way, and the host-to-device queue's busy

@@ -261,7 +261,14 @@ typedef struct {
      * two) or serial (true: schedule, input preparation and output update
      * run while the GPU waits, so they add to every step) */
     double host_us_per_request;
+    /* the CPU time of one torch.nn.Linear forward call (the topology's
+     * [host] torch_op) on the host host_us_per_request was measured on;
+     * 0: not known (the figure holds on every host) */
+    double host_ref_torch_op_us;
     bool host_serial;
+    /* a step without a CUDA graph has its kernels launched one by one by
+     * the same host thread, before its loop's work for the requests */
+    bool eager_without_graph;
 } nvl_serve_scheduler_t;
 
 /* TensorRT-LLM's PyTorch executor (PyExecutor._executor_loop_overlap):
@@ -272,6 +279,13 @@ typedef struct {
  * docs/serve.md, "The executor's host loop". */
 #define NVL_TRTLLM_HOST_US_PER_REQUEST (45110.0 / 1536.0)
 
+/* That run's host, a GB200's Grace (72 Neoverse V2 cores): one
+ * torch.nn.Linear forward (BF16, hidden 2048, 8192 tokens) costs its CPU
+ * 37.08 us, against 13.48 us on a DGX H100's Xeon Platinum 8480C
+ * (github.com/NVIDIA/TransformerEngine/issues/2053, the issue's table);
+ * docs/serve.md, "The host's CPU". */
+#define NVL_TRTLLM_HOST_REF_TORCH_OP_US 37.08
+
 /* vLLM V1's engine core without async scheduling (EngineCore.step:
  * schedule, execute the model, update from its output, one after the
  * other; --async-scheduling off by default in v0.11.0): the GPU's gap
@@ -280,6 +294,28 @@ typedef struct {
  * pull request 11133), 5.5 ms / 256 a request; docs/serve.md, "vLLM's
  * host time". */
 #define NVL_VLLM_HOST_US_PER_REQUEST (5500.0 / 256.0)
+
+/* An eager tiny kernel's host time over one torch.nn.Linear forward's,
+ * on one host: 6.93 / 18.22 us and 10.25 / 28.26 us in two processes on
+ * the lent H200's host (tests/data/calibration/h200-host-torch), 0.38
+ * and 0.36. */
+#define NVL_EAGER_LAUNCH_PER_TORCH_OP 0.37
+
+/* The host time of one eager kernel launch on a host whose CPU spends
+ * torch_op_ps on one torch.nn.Linear forward call (the topology's [host]
+ * torch_op): NVL_EAGER_LAUNCH_PER_TORCH_OP of it; the topology's own
+ * [gpu] launch_overhead_ps where torch_op is not given (0). */
+double nvl_serve_eager_launch_us(int64_t torch_op_ps,
+                                 int64_t launch_overhead_ps);
+
+/* The host time per scheduled request and step of `row`'s engine on a
+ * host whose CPU spends torch_op_ps on one torch.nn.Linear forward call
+ * (the topology's [host] torch_op; 0: not given): the row's figure, times
+ * torch_op / the row's reference host's when both are known (the
+ * executor's loop is Python and PyTorch calls on one thread, so it
+ * scales with that thread's speed at them). */
+double nvl_serve_host_us_per_request(const nvl_serve_scheduler_t *row,
+                                     int64_t torch_op_ps);
 
 /* The schedulers: --scheduler's values, `nvlemu --list scheduler`. */
 extern const nvl_family_t nvl_serve_sched_family;

@@ -148,6 +148,15 @@ typedef struct {
     double bw_bytes_per_s;
 } nvl_host_memory_spec_t;
 
+/* The host CPU's speed at an inference engine's Python/PyTorch work, one
+ * thread: the CPU time of one torch.nn.Linear forward call (BF16, hidden
+ * 2048, 8192 tokens; TransformerEngine issue 2053's benchmark).  0: not
+ * given (a serving engine's host time stays the figure it was measured
+ * at). */
+typedef struct {
+    int64_t torch_op_ps;
+} nvl_host_cpu_spec_t;
+
 typedef struct {
     double nic_bw_bytes_per_s; /* per GPU, per direction; 0: no scale-out */
     int64_t lat_ps;
@@ -200,6 +209,7 @@ typedef struct {
     nvl_nvlink_spec_t nvlink;
     nvl_c2c_spec_t c2c;
     nvl_host_memory_spec_t host_memory;
+    nvl_host_cpu_spec_t host;
     nvl_scaleout_spec_t scaleout;
     nvl_node_spec_t node;
     nvl_nccl_spec_t nccl;

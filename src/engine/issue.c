@@ -134,6 +134,7 @@ void nvl_engine_kernel(nvl_engine_t *e, const char *name, nvl_part_t part,
         shadow_check(e);
         return;
     }
+    e->cur.kernels++;
     int64_t before = nvl_engine_clock(e)->now_ps;
     int64_t start = nvl_stream_kernel(&e->stream, nvl_engine_clock(e), c.time_ps);
     if (!clock_in_range(e, name, layer, c.time_ps))

@@ -80,7 +80,9 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .mem_fraction = 0.90, .mem_of_free = true,
         .graph_rows = trtllm_graph_rows,
         .preemption_text = "no preemption (no-evict admission)",
-        .host_us_per_request = NVL_TRTLLM_HOST_US_PER_REQUEST},
+        .host_us_per_request = NVL_TRTLLM_HOST_US_PER_REQUEST,
+        .host_ref_torch_op_us = NVL_TRTLLM_HOST_REF_TORCH_OP_US,
+        .eager_without_graph = true},
 };
 
 const nvl_family_t nvl_serve_sched_family =

@@ -22,7 +22,11 @@
  *   max_batch), so the longest prompt runs in one iteration.
  *
  * param_count is the checkpoint's safetensors element count, so an nvfp4
- * checkpoint's packed weights count half (nvl_serve_checkpoint_params). */
+ * checkpoint's packed weights count half (nvl_serve_checkpoint_params).
+ *
+ * And the executor's host time a request and an eager launch on a
+ * topology's host (nvl_serve_host_us_per_request,
+ * nvl_serve_eager_launch_us; docs/serve.md, "The host's CPU"). */
 #include <math.h>
 
 #include "nvlemu/serve.h"
@@ -94,4 +98,23 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
     *max_batch_out = bs;
     *max_tokens_out = tok;
     return NVL_OK;
+}
+
+double nvl_serve_host_us_per_request(const nvl_serve_scheduler_t *row,
+                                     int64_t torch_op_ps)
+{
+    if (torch_op_ps <= 0 || row->host_ref_torch_op_us <= 0)
+        return row->host_us_per_request;
+    /* in picoseconds both, so that the reference host's own value
+     * gives the figure unchanged */
+    return row->host_us_per_request *
+           ((double)torch_op_ps / (row->host_ref_torch_op_us * 1e6));
+}
+
+double nvl_serve_eager_launch_us(int64_t torch_op_ps,
+                                 int64_t launch_overhead_ps)
+{
+    if (torch_op_ps <= 0)
+        return (double)launch_overhead_ps * 1e-6;
+    return NVL_EAGER_LAUNCH_PER_TORCH_OP * (double)torch_op_ps * 1e-6;
 }

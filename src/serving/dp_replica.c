@@ -61,7 +61,7 @@ static nvl_status_t dp_step(void *ctx, const nvl_serve_batch_t *b,
         most_requests = (uint64_t)b[r].n > most_requests ? (uint64_t)b[r].n
                                                          : most_requests;
     if (st == NVL_OK)
-        nvl_serving_host_loop(c->sc, most_requests, &t);
+        nvl_serving_host_loop(c->sc, most_requests, gen_rows == 0, &t);
     *dur_ps_out = t.dur_ps;
     return st;
 }

@@ -56,14 +56,16 @@ nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
     if (st == NVL_OK)
         for (int i = 0; i < NVL_PART_COUNT; i++)
             c->part_ps[i] += ps.part_ps[i];
+    c->kernels = ps.kernels;
     return st;
 }
 
 void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
-                           nvl_serve_step_time_t *t)
+                           bool eager, nvl_serve_step_time_t *t)
 {
-    int64_t host_ps = nvl_ps_from_s((double)requests *
-                                    c->sched->host_us_per_request * 1e-6);
+    double launches_us = eager ? c->kernels * c->launch_us : 0;
+    int64_t host_ps = nvl_ps_from_s(
+        ((double)requests * c->host_us_per_request + launches_us) * 1e-6);
     if (c->sched->host_serial) {
         c->part_ps[NVL_PART_LAUNCH] += host_ps;
         t->dur_ps += host_ps;
@@ -86,7 +88,7 @@ static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
                                          b->prefill_tokens);
     nvl_status_t st = nvl_serving_run_step(c, b, rows, time_out);
     if (st == NVL_OK)
-        nvl_serving_host_loop(c, (uint64_t)b->n, time_out);
+        nvl_serving_host_loop(c, (uint64_t)b->n, rows == 0, time_out);
     return st;
 }
 
@@ -127,6 +129,13 @@ nvl_status_t nvl_serving_replica_setup(nvl_serving_job_t *j,
     nvl_status_t st = make_engine(j);
     j->sc.e = j->e;
     j->sc.sched = nvl_serve_scheduler(j->c->policy.sched);
+    j->sc.host_us_per_request = nvl_serve_host_us_per_request(
+        j->sc.sched, j->topo->host.torch_op_ps);
+    j->sc.launch_us = j->sc.sched->eager_without_graph
+                          ? nvl_serve_eager_launch_us(
+                                j->topo->host.torch_op_ps,
+                                j->topo->gpu.launch_overhead_ps)
+                          : 0;
     nvl_runtime_capture_begin();
     st = nvl_runtime_capture_end_on(MPI_COMM_WORLD, st);
     if (st != NVL_OK)

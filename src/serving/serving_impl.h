@@ -14,6 +14,10 @@
 typedef struct {
     nvl_engine_t *e;
     const nvl_serve_scheduler_t *sched; /* its CUDA-graph padding */
+    double host_us_per_request; /* its engine's, on this topology's host */
+    double launch_us;       /* an eager launch's host time; 0: graphs or
+                               not, the host launches nothing a kernel */
+    uint32_t kernels;       /* the last step's kernels */
     uint64_t *past, *newt;         /* the padded step (pad_cap rows) */
     size_t pad_cap;
     int64_t part_ps[NVL_PART_COUNT];
@@ -56,12 +60,14 @@ nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
                                   nvl_serve_step_time_t *time_out);
 
 /* The engine's host loop (the scheduler row's host_us_per_request):
- * overlapped, when the host's work for `requests` scheduled requests is
- * longer than the step's GPU time, the step (and the time until the next
- * may start) lasts that long; serial (host_serial), that work adds to
- * both.  The GPU's wait counts as the launch part. */
+ * overlapped, when the host's work for `requests` scheduled requests
+ * (and, for a step without a CUDA graph under eager_without_graph, its
+ * kernels' launches first) is longer than the step's GPU time, the step
+ * (and the time until the next may start) lasts that long; serial
+ * (host_serial), that work adds to both.  The GPU's wait counts as the
+ * launch part. */
 void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
-                           nvl_serve_step_time_t *t);
+                           bool eager, nvl_serve_step_time_t *t);
 
 /* dp_replica.c: a replica under data-parallel attention (TensorRT-LLM's DEP) */
 /* Whether the job can serve as its engine places attention: reports why

@@ -22,7 +22,7 @@
 #define PS(us) ((us) * 1e6)
 
 const char *const nvl_topo_sections[] = {
-    "system", "gpu", "nvlink", "c2c", "host_memory",
+    "system", "gpu", "nvlink", "c2c", "host_memory", "host",
     "scaleout", "node", "nccl", NULL};
 
 /* NCCL latency rows: base latency per call, per-step latency over NVLink
@@ -228,6 +228,11 @@ const nvl_topo_key_t nvl_topo_keys[] = {
     {"host_memory", "bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(host_memory.bw_bytes_per_s), "0B/s", 0, 1e14, "256GB/s",
      "host memory bandwidth per GPU"},
+
+    {"host", "torch_op", NVL_QTY_TIME, NVL_FIELD_I64, F(host.torch_op_ps),
+     "0us", 0, PS(10000.0), "37.08us",
+     "host CPU time of one torch.nn.Linear forward call, one thread: its "
+     "speed at an engine's Python work (0: the engine's measured figure)"},
 
     {"scaleout", "nic_bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(scaleout.nic_bw_bytes_per_s), "0B/s", 0, 1e13, "400Gb/s",

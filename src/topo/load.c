@@ -65,7 +65,8 @@ static char *reader(char *str, int num, void *stream)
 
 static const char *section_list(void)
 {
-    return "system, gpu, nvlink, c2c, host_memory, scaleout, node, nccl, or "
+    return "system, gpu, nvlink, c2c, host_memory, host, scaleout, node, "
+           "nccl, or "
            "gpu.N / gpu.A-B for per-GPU overrides";
 }
 

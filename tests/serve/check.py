@@ -19,7 +19,8 @@
                          tests/data/serve/pp3-tp2.json (--update rewrites it)
   check.py host-loop     --scheduler trtllm: a step of n requests lasts at
                          least n x the executor's host time a request (45.11
-                         ms / 1536); on one layer every decode step is that
+                         ms / 1536), a step without a CUDA graph its eager
+                         launches too; on one layer every decode step is that
                          long, and under DEP the busiest rank's count sets it;
                          --scheduler vllm: n x 5.5 ms / 256 adds to a step
   check.py frontend      --frontend-ms with every request at time 0: the run
@@ -306,18 +307,24 @@ def host_loop(a, tmp):
     rank) it is 200 x that.  vLLM's engine core runs its host work
     between steps (5.5 ms / 256 a request): each request is in 8 steps
     (its prompt of 16, 7 decodes), so the run's launch part is 600 x 8 x
-    that, plus at most 1 ms of the GPU's own launches."""
+    that, plus at most 1 ms of the GPU's own launches.  The executor's
+    figure was measured on a GB200's Grace; on the DGX B200's Xeon
+    (hgx-b200.topo's [host] torch_op, 13.48 us a PyTorch call against
+    Grace's 37.08) a request costs 13.48 / 37.08 of it."""
     per_req_ms = 45.11 / 1536
     vllm_ms = 5.5 / 256
-    cases = [("trtllm", 1, 600 * per_req_ms), ("trtllm", 3, 200 * per_req_ms),
-             ("vllm", 1, None)]
+    xeon = ["--topo", os.path.join(a.root, "topology", "hgx-b200.topo")]
+    cases = [("trtllm", 1, 600 * per_req_ms, []),
+             ("trtllm", 3, 200 * per_req_ms, []),
+             ("trtllm", 1, 600 * per_req_ms * 13.48 / 37.08, xeon),
+             ("vllm", 1, None, [])]
     errors, seen = [], []
-    for sched, ranks, ms in cases:
-        out = os.path.join(tmp, f"{sched}{ranks}.json")
+    for i, (sched, ranks, ms, topo) in enumerate(cases):
+        out = os.path.join(tmp, f"{sched}{ranks}-{i}.json")
         lay = ["--ep", "3", "--attn-parallel", "dp"] if ranks == 3 else []
         job(a.root, [a.nvlemu, "serve", "--scheduler", sched, "--model", "qwen3-30b-a3b",
                      "--layers", "1", "--requests", "600", "--isl", "16", "--osl", "8",
-                     "--json", out] + lay, ranks=ranks)
+                     "--json", out] + lay + topo, ranks=ranks)
         res = json.load(open(out))
         tpot = res["tpot_ms"]
         if ms is None:
@@ -328,10 +335,29 @@ def host_loop(a, tmp):
                 errors.append(f"vllm: launch part {launch!r} ms, expected {host!r} "
                               f"ms of host time plus at most 1 ms")
             continue
-        seen.append(f"{sched} on {ranks}: {tpot['min']:.6f}..{tpot['max']:.6f} ms")
+        seen.append(f"{sched} on {ranks}{' (Xeon)' if topo else ''}: "
+                    f"{tpot['min']:.6f}..{tpot['max']:.6f} ms")
         if not (abs(tpot["min"] - ms) <= 1e-6 * ms and abs(tpot["max"] - ms) <= 1e-6 * ms):
             errors.append(f"{sched} on {ranks} rank(s): TPOT {tpot['min']!r}..{tpot['max']!r} "
                           f"ms, expected {ms!r} (the host's loop)")
+    # The prefill step (all 600 prompts, no CUDA graph) is eager: before
+    # its requests the host launches its k kernels, 0.37 x torch_op each
+    # (7.2 us, [gpu] launch_overhead, where torch_op is 0).  Two runs give
+    # k twice; both must be the same whole number.
+    ks = []
+    for torch_op, launch_us in (("37.08us", 0.37 * 37.08), ("0us", 7.2)):
+        out = os.path.join(tmp, f"eager-{torch_op}.json")
+        job(a.root, [a.nvlemu, "serve", "--scheduler", "trtllm", "--model",
+                     "qwen3-30b-a3b", "--layers", "1", "--requests", "600",
+                     "--isl", "16", "--osl", "8", "--set",
+                     f"host.torch_op={torch_op}", "--json", out])
+        ttft = json.load(open(out))["ttft_ms"]
+        ks.append((ttft["max"] - 600 * per_req_ms) * 1e3 / launch_us)
+    seen.append(f"eager prefill: {ks[0]:.6f} and {ks[1]:.6f} kernels")
+    if not (ks[0] >= 10 and abs(ks[0] - round(ks[0])) < 1e-3 and
+            abs(ks[1] - ks[0]) < 1e-3):
+        errors.append(f"eager prefill step: {ks!r} kernels launched, expected "
+                      f"one whole number (at least 10) from both hosts")
     return verdict(errors, "host-loop: " + "; ".join(seen))
 
 
