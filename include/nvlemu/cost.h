@@ -314,8 +314,11 @@ double nvl_attn_kv_head_bytes(const nvl_attn_geom_t *g,
  * 1.  Reads the whole KV (past + new positions, nvl_attn_kv_pos_bytes in
  * cfg->kv_dtype; under g->window, the positions some query's window
  * holds, and each query scores at most window keys), writes the new KV, reads Q (qk_dim per head) and writes
- * O (v_dim per head) in bf16.  g->q_heads == 0 (a rank idle in attention)
- * costs nothing. */
+ * O (v_dim per head) in bf16.  The tensor-core time is the list schedule
+ * of its tiles (128 query rows of one sequence and query head, the keys
+ * they see in whole blocks of 128) over the SMs, each tile with two memory
+ * round trips of fixed work (docs/cost-model.md, "Attention").
+ * g->q_heads == 0 (a rank idle in attention) costs nothing. */
 nvl_kernel_cost_t nvl_cost_attention_geom(const nvl_cost_cfg_t *cfg,
                                           size_t n_seqs,
                                           const uint64_t *new_tokens,
@@ -339,10 +342,12 @@ typedef enum {
 } nvl_access_t;
 
 /* A memory-bound kernel moving `bytes` through HBM (read + written):
- *   kernel_floor + L x mem_latency + bytes / (hbm_bw x hbm_efficiency x s)
+ *   kernel_floor + L x mem_latency + bytes / (hbm_bw x e x s)
  * with L = 1 dependent round trip (2 when indexed: the index, then the
- * data) and s = strided_efficiency for strided and indexed access, 1 for
- * contiguous (the floor only under persistent launch). */
+ * data), e = stream_efficiency for contiguous access where the topology
+ * gives it, else hbm_efficiency, and s = strided_efficiency for strided
+ * and indexed access, 1 for contiguous (the floor only under persistent
+ * launch). */
 nvl_kernel_cost_t nvl_cost_memory_access(const nvl_cost_cfg_t *cfg,
                                          double bytes, nvl_access_t access);
 /* The contiguous case. */

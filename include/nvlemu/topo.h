@@ -114,6 +114,7 @@ typedef struct {
     int64_t mem_latency_ps;     /* a memory kernel's dependent load + store completion */
     int64_t norm_step_ps;       /* one step of a one-CTA-per-row norm over its row */
     double strided_efficiency;  /* non-vectorised element-wise: share of the HBM rate */
+    double stream_efficiency;   /* contiguous element-wise: share of the HBM rate (0: hbm_efficiency) */
 } nvl_gpu_spec_t;
 
 typedef struct {

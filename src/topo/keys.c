@@ -154,6 +154,10 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(gpu.strided_efficiency), "0.4", 0.05, 1, "0.4",
      "share of the HBM rate an element-wise kernel over strided views "
      "reaches (PyTorch's non-vectorised path)"},
+    {"gpu", "stream_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.stream_efficiency), "0", 0, 1, "0.9",
+     "share of the HBM rate a contiguous element-wise kernel streams at "
+     "(0: hbm_efficiency's)"},
     {"gpu", "dies", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.dies), "1", 1, 8,
      "2", "compute dies per GPU package"},
     {"gpu", "die_link_bw", NVL_QTY_BW, NVL_FIELD_F64,
