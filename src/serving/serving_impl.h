@@ -14,6 +14,7 @@
 typedef struct {
     nvl_engine_t *e;
     const nvl_serve_scheduler_t *sched; /* its CUDA-graph padding */
+    uint32_t graph_cap; /* the largest decode batch: min(max batch, tokens) */
     uint64_t *past, *newt;         /* the padded step (pad_cap rows) */
     size_t pad_cap;
     int64_t part_ps[NVL_PART_COUNT];
