@@ -250,9 +250,11 @@ typedef struct {
     double sampler_logit_bytes;
     /* CUDA graphs: the rows a step of `seqs` sequences, `tokens` tokens
      * (`prefill` of them prefill) runs, padded to the graph replayed for
-     * it; 0: no graph, the step runs as scheduled */
+     * it; 0: no graph, the step runs as scheduled.  `cap`: the largest
+     * decode batch the engine runs, min(max batch, max tokens a step),
+     * which bounds the graphs an engine captures where it says so */
     uint32_t (*graph_rows)(uint32_t seqs, uint64_t tokens,
-                           uint64_t prefill);
+                           uint64_t prefill, uint32_t cap);
     /* the report's preemption phrase; NULL: --preempt's choice */
     const char *preemption_text;
     /* the engine's host work per scheduled request and step; 0: none

@@ -233,16 +233,21 @@ def serving(build, slow=False, path=SERVING):
     """The published serving throughputs against nvlemu serve with the
     row's scheduler (trtllm: trtllm-bench throughput; vllm: vllm bench
     serve), layout and extra options, every request at time 0; the rows
-    marked slow only when SLOW (serving_skipped() lists the others)."""
+    marked slow only when SLOW (serving_skipped() lists the others).  Rows
+    with the same command (one shape published by several releases) share
+    one emulation: the same command gives the same numbers."""
     src = serving_rows(slow, path)[0]
-    outs = run_json_points([[os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
-                             os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
-                             "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
-                             row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
-                             "--requests", row["requests"], "--scheduler", row["scheduler"],
-                             "--json", "-"] + layout_args(row["layout"], row["tp"])
-                            + row["options"].split()
-                            for row in src])
+    cmds = [(os.path.join(ROOT, "scripts", "nvlrun"), row["tp"],
+             os.path.join(build, "nvlemu"), "serve", "--model", row["model"],
+             "--topo", row["topology"], "--dtype", row["dtype"], "--kv-dtype",
+             row["kv_dtype"], "--isl", row["isl"], "--osl", row["osl"],
+             "--requests", row["requests"], "--scheduler", row["scheduler"],
+             "--json", "-", *layout_args(row["layout"], row["tp"]),
+             *row["options"].split())
+            for row in src]
+    unique = list(dict.fromkeys(cmds))
+    out_of = dict(zip(unique, run_json_points([list(c) for c in unique])))
+    outs = [out_of[c] for c in cmds]
     rows = []
     for row, out in zip(src, outs):
         doc = json.loads(out)

@@ -12,10 +12,11 @@
  * CompilationConfig cudagraph_capture_sizes, piecewise graphs for mixed
  * steps too). */
 static uint32_t vllm_graph_rows(uint32_t seqs, uint64_t tokens,
-                                uint64_t prefill)
+                                uint64_t prefill, uint32_t cap)
 {
     (void)seqs;
     (void)prefill;
+    (void)cap;
     if (tokens > 512)
         return 0;
     if (tokens <= 4)
@@ -26,19 +27,25 @@ static uint32_t vllm_graph_rows(uint32_t seqs, uint64_t tokens,
 /* TensorRT-LLM's PyTorch backend replays a graph for a generation-only
  * batch only, padded to the next of cuda_graph_config's batch_sizes with
  * enable_padding (the list TensorRT-LLM's performance overview
- * benchmarks with); a step with a context runs eagerly. */
+ * benchmarks with); a step with a context runs eagerly.  The executor
+ * keeps the sizes up to the largest decode batch it can run, CAP =
+ * min(max_batch_size, max_num_tokens), and with padding adds CAP itself
+ * in place of the first size above it, so a batch between the last size
+ * kept and CAP pads to CAP, not to the list's next size
+ * (tensorrt_llm/_torch/pyexecutor/model_engine.py,
+ * _filter_cuda_graph_batch_sizes). */
 static uint32_t trtllm_graph_rows(uint32_t seqs, uint64_t tokens,
-                                  uint64_t prefill)
+                                  uint64_t prefill, uint32_t cap)
 {
     static const uint32_t sizes[] = {1,   2,   4,    8,    16,   32,  64,
                                      128, 256, 384,  512,  1024, 2048,
                                      4096, 8192};
     (void)tokens;
-    if (prefill > 0)
+    if (prefill > 0 || seqs > cap)
         return 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         if (sizes[i] >= seqs)
-            return sizes[i];
+            return sizes[i] < cap ? sizes[i] : cap;
     return 0;
 }
 

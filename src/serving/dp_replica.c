@@ -46,7 +46,8 @@ static nvl_status_t dp_step(void *ctx, const nvl_serve_batch_t *b,
         most = (uint32_t)b[r].n > most ? (uint32_t)b[r].n : most;
     }
     uint32_t gen_rows =
-        gen_only ? c->sc->sched->graph_rows(most, most, 0) : 0;
+        gen_only ? c->sc->sched->graph_rows(most, most, 0, c->sc->graph_cap)
+                 : 0;
     uint64_t row0 = 0;
     for (int r = 0; r < c->rank; r++)
         row0 += rank_rows(&b[r], gen_rows);

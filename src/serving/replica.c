@@ -85,7 +85,7 @@ static nvl_status_t engine_step(void *ctx, const nvl_serve_batch_t *b,
 {
     nvl_serving_step_t *c = ctx;
     uint32_t rows = c->sched->graph_rows((uint32_t)b->n, b->tokens,
-                                         b->prefill_tokens);
+                                         b->prefill_tokens, c->graph_cap);
     nvl_status_t st = nvl_serving_run_step(c, b, rows, time_out);
     if (st == NVL_OK)
         nvl_serving_host_loop(c, (uint64_t)b->n, rows == 0, time_out);
@@ -128,7 +128,11 @@ nvl_status_t nvl_serving_replica_setup(nvl_serving_job_t *j,
 {
     nvl_status_t st = make_engine(j);
     j->sc.e = j->e;
-    j->sc.sched = nvl_serve_scheduler(j->c->policy.sched);
+    const nvl_serve_policy_t *p = &j->c->policy;
+    j->sc.sched = nvl_serve_scheduler(p->sched);
+    j->sc.graph_cap = p->max_batch < p->max_tokens_per_step
+                          ? p->max_batch
+                          : p->max_tokens_per_step;
     j->sc.host_us_per_request = nvl_serve_host_us_per_request(
         j->sc.sched, j->topo->host.torch_op_ps);
     j->sc.launch_us = j->sc.sched->eager_without_graph

@@ -18,6 +18,7 @@ typedef struct {
     double launch_us;       /* an eager launch's host time; 0: graphs or
                                not, the host launches nothing a kernel */
     uint32_t kernels;       /* the last step's kernels */
+    uint32_t graph_cap; /* the largest decode batch: min(max batch, tokens) */
     uint64_t *past, *newt;         /* the padded step (pad_cap rows) */
     size_t pad_cap;
     int64_t part_ps[NVL_PART_COUNT];

@@ -198,14 +198,18 @@ static void test_scheduler_rows(void **state)
     assert_string_equal(names, "vllm|trtllm");
     /* vLLM pads steps of up to 512 tokens to 1, 2, 4, 8k */
     const nvl_serve_scheduler_t *vllm = nvl_serve_scheduler(NVL_SCHED_VLLM);
-    assert_int_equal(vllm->graph_rows(3, 3, 0), 4);
-    assert_int_equal(vllm->graph_rows(2, 300, 290), 304);
-    assert_int_equal(vllm->graph_rows(2, 513, 500), 0);
-    /* TensorRT-LLM: decode-only steps, padded to its batch sizes */
+    assert_int_equal(vllm->graph_rows(3, 3, 0, 1024), 4);
+    assert_int_equal(vllm->graph_rows(2, 300, 290, 1024), 304);
+    assert_int_equal(vllm->graph_rows(2, 513, 500, 1024), 0);
+    /* TensorRT-LLM: decode-only steps, padded to its batch sizes, the
+     * first size above the engine's largest decode batch replaced by it */
     const nvl_serve_scheduler_t *trt = nvl_serve_scheduler(trtllm());
-    assert_int_equal(trt->graph_rows(300, 300, 0), 384);
-    assert_int_equal(trt->graph_rows(3, 40, 37), 0);
-    assert_int_equal(trt->graph_rows(9000, 9000, 0), 0);
+    assert_int_equal(trt->graph_rows(300, 300, 0, 4096), 384);
+    assert_int_equal(trt->graph_rows(3, 40, 37, 4096), 0);
+    assert_int_equal(trt->graph_rows(9000, 9000, 0, 16384), 0);
+    assert_int_equal(trt->graph_rows(3000, 3000, 0, 3840), 3840);
+    assert_int_equal(trt->graph_rows(1500, 1500, 0, 3840), 2048);
+    assert_int_equal(trt->graph_rows(3841, 3841, 0, 3840), 0);
     assert_true(trt->admit_to_completion && !trt->preempts);
     assert_true(!vllm->admit_to_completion && vllm->preempts);
 }
