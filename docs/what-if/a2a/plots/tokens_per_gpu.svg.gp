@@ -7,7 +7,7 @@ set logscale x 2
 set xtics ("8" 8, "16" 16, "72" 72)
 set xrange [6.15385:93.6]
 set logscale y
-set yrange [4.8644:2126.89]
+set yrange [2.61313:1403.6]
 set grid
 set key outside right top
 plot "data/series00_batch_8_a2a_nccl.dat" using 1:2 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "batch 8, a2a nccl", \

@@ -2,11 +2,12 @@ set terminal pngcairo size 900,560 font 'sans,11' noenhanced
 set output "tpot.png"
 set title "Time per output token vs TP\nQwen2.5-72B decode, batch 128: allreduce implementations (batch 128, bf16)"
 set xlabel 'tensor-parallel degree (TP = GPUs per model copy)'
-set ylabel "TPOT (ms per output token)"
+set ylabel "TPOT (ms per output token) (log scale)"
 set logscale x 2
 set xtics ("8" 8, "16" 16, "72" 72)
 set xrange [6.15385:93.6]
-set yrange [0:58.8506]
+set logscale y
+set yrange [5.55287:234.871]
 set grid
 set key outside right top
 plot "data/series00_allreduce_nccl.dat" using 1:3 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "allreduce nccl", \

@@ -6,7 +6,7 @@ set ylabel "TPOT (ms per output token)"
 set logscale x 2
 set xtics ("8" 8, "16" 16, "72" 72)
 set xrange [6.15385:93.6]
-set yrange [0:11.5001]
+set yrange [0:19.2858]
 set grid
 set key outside right top
 plot "data/series00_allreduce_nccl.dat" using 1:3 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "allreduce nccl", \

@@ -7,7 +7,7 @@ set logscale x 2
 set xtics ("8" 8, "16" 16, "72" 72)
 set xrange [6.15385:93.6]
 set logscale y
-set yrange [2.46409:161.939]
+set yrange [2.57524:462.546]
 set grid
 set key outside right top
 plot "data/series00_batch_1_allreduce_nccl_fused_norm_no.dat" using 1:3 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "batch 1, allreduce nccl, fused norm no", \

@@ -5,7 +5,7 @@ set ylabel "decode tokens/s per GPU"
 set style data histogram
 set style fill solid 0.8 border -1
 set boxwidth 0.7
-set yrange [0:233.521]
+set yrange [0:239.698]
 set grid ytics
 set xtics rotate by -20
 set key off

@@ -5,7 +5,7 @@ set ylabel "TPOT (ms per output token)"
 set style data histogram
 set style fill solid 0.8 border -1
 set boxwidth 0.7
-set yrange [0:1946.6]
+set yrange [0:2189.7]
 set grid ytics
 set xtics rotate by -20
 set key off

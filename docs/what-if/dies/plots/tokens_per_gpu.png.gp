@@ -7,7 +7,7 @@ set logscale x 2
 set xtics ("4" 4, "8" 8, "16" 16, "36" 36, "72" 72)
 set xrange [3.07692:93.6]
 set logscale y
-set yrange [7.18606:2064.76]
+set yrange [7.51548:2085.39]
 set grid
 set key outside right top
 plot "data/series00_batch_8_ranks_play_gpu.dat" using 1:2 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "batch 8, ranks play gpu", \

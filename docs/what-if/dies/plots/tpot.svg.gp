@@ -6,7 +6,7 @@ set ylabel "TPOT (ms per output token)"
 set logscale x 2
 set xtics ("4" 4, "8" 8, "16" 16, "36" 36, "72" 72)
 set xrange [3.07692:93.6]
-set yrange [0:27.7727]
+set yrange [0:27.4979]
 set grid
 set key outside right top
 plot "data/series00_batch_8_ranks_play_gpu.dat" using 1:3 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "batch 8, ranks play gpu", \

@@ -6,7 +6,7 @@ set ylabel "TPOT (ms per output token)"
 set logscale x 2
 set xtics ("4" 4, "8" 8, "16" 16)
 set xrange [3.07692:20.8]
-set yrange [0:14.4938]
+set yrange [0:13.8805]
 set grid
 set key outside right top
 plot "data/series00_bf16.dat" using 1:3 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "bf16", \

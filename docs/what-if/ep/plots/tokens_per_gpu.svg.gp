@@ -6,7 +6,7 @@ set ylabel "decode tokens/s per GPU"
 set logscale x 2
 set xtics ("8" 8, "72" 72)
 set xrange [6.15385:93.6]
-set yrange [0:3219.33]
+set yrange [0:2061.09]
 set grid
 set key outside right top
 plot "data/series00_EP_1_attention_tp.dat" using 1:2 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "EP 1, attention tp", \

@@ -7,7 +7,7 @@ set logscale x 2
 set xtics ("8" 8, "16" 16, "72" 72)
 set xrange [6.15385:93.6]
 set logscale y
-set yrange [5.66683:518.586]
+set yrange [5.74768:542.067]
 set grid
 set key outside right top
 plot "data/series00_batch_16_ctx_32768.dat" using 1:2 with linespoints lw 2 dt 1 pt 7 ps 1.3 title "batch 16, ctx 32768", \

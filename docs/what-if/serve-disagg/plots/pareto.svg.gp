@@ -4,8 +4,8 @@ set title "Output tokens/s per GPU vs tokens/s per user\nQwen3-235B-A22B on 16 G
 set xlabel 'tokens/s per user (1 / TPOT)'
 set ylabel 'output tokens/s per GPU'
 set grid
-set xrange [0:71.8454]
-set yrange [0:389.122]
+set xrange [0:66]
+set yrange [0:293.287]
 set arrow from 20, graph 0 to 20, graph 1 nohead dt 3 lc rgb '#888888'
 set arrow from 40, graph 0 to 40, graph 1 nohead dt 3 lc rgb '#888888'
 set arrow from 60, graph 0 to 60, graph 1 nohead dt 3 lc rgb '#888888'

@@ -4,8 +4,8 @@ set title "Output tokens/s per GPU vs tokens/s per user\nQwen2.5-72B on the GB20
 set xlabel 'tokens/s per user (1 / TPOT)'
 set ylabel 'output tokens/s per GPU'
 set grid
-set xrange [0:268.782]
-set yrange [0:801.498]
+set xrange [0:253.156]
+set yrange [0:707.532]
 set arrow from 20, graph 0 to 20, graph 1 nohead dt 3 lc rgb '#888888'
 set arrow from 50, graph 0 to 50, graph 1 nohead dt 3 lc rgb '#888888'
 set arrow from 100, graph 0 to 100, graph 1 nohead dt 3 lc rgb '#888888'
