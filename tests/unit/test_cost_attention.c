@@ -9,34 +9,7 @@
 
 #include <cmocka.h>
 
-#include "nvlemu/cost.h"
-#include "nvlemu/engine.h"
-
-static nvl_topo_t *topo;
-
-static int load(void **state)
-{
-    (void)state;
-    return nvl_topo_load(NVL_TOPOLOGY_DIR "/h200-nvl2.topo", &topo) == NVL_OK
-               ? 0
-               : -1;
-}
-
-static int unload(void **state)
-{
-    (void)state;
-    nvl_topo_free(topo);
-    return 0;
-}
-
-static nvl_cost_cfg_t cfg_of(nvl_launch_t launch)
-{
-    nvl_cost_cfg_t c = {.topo = topo, .gpu = 0, .weight_dtype = NVL_WDT_BF16,
-                        .kv_dtype = NVL_WDT_BF16, .attn = NVL_ATTN_FA3,
-                        .launch = launch};
-    nvl_stack_cost(NVL_STACK_FUSED, &c);
-    return c;
-}
+#include "cost_fixture.h"
 
 static void test_attention(void **state)
 {
