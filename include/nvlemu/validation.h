@@ -63,11 +63,19 @@ typedef struct {
                              or no family covers it */
     char covers[200];     /* the region: "decode on hgx-h200, 1 rank, 1 - 64
                              sequences"; the query's when none covers it */
+    /* When none covers it: the family of the query's class and attributes
+     * whose region lies closest (the same hardware first, then the
+     * nearest rank count, then the nearest sizes), for the reader to judge
+     * how far the answer reaches; nearest NULL when the class has none. */
+    const char *nearest;
+    double nearest_geomean_error, nearest_worst_error;
+    bool nearest_held_out;
+    char nearest_covers[200];
 } nvl_vmatch_t;
 
 /* The families covering q, at most cap of them, into out; when none
- * covers it, one entry with family NULL and extrapolated.  Returns the
- * count.  A family covers q when one of its regions has q's class and
+ * covers it, one entry with family NULL, extrapolated and the nearest
+ * family (see nvl_vmatch_t).  Returns the count.  A family covers q when one of its regions has q's class and
  * hardware, q's rank count lies in its rank range and, when both are
  * sized, the size ranges overlap, and each of its attributes is one of
  * q's.  extrapolated: q's size range is not inside the region's. */
@@ -76,7 +84,9 @@ size_t nvl_validation_match(const nvl_validation_t *v, const nvl_vquery_t *q,
 
 /* The families of n queries: "# validation:" lines on out (text), or a
  * JSON array of objects {query, family, geomean_error, worst_error,
- * held_out, covers, extrapolated} (NULL when out of memory). */
+ * held_out, covers, extrapolated}, where family is null, with `nearest`:
+ * {family, geomean_error, worst_error, held_out, covers} or null (NULL
+ * when out of memory). */
 void nvl_validation_print(const nvl_validation_t *v, const nvl_vquery_t *qs,
                           size_t n, FILE *out);
 json_t *nvl_validation_json(const nvl_validation_t *v, const nvl_vquery_t *qs,

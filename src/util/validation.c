@@ -256,8 +256,11 @@ static void size_text(const char *unit, double v, char *buf, size_t len)
         b++;
     while (d < 4 && v >= 1e3 * pow(1e3, d))
         d++;
-    if (b > 0 || d == 0)
-        snprintf(buf, len, "%g %s", v / (double)(1ull << (10 * b)), bin[b]);
+    /* a binary unit only where it reads as one: 8e9 B is "8 GB", not
+     * "7.8125e+06 KiB" */
+    double in_bin = v / (double)(1ull << (10 * b));
+    if (d == 0 || (b > 0 && in_bin < 1024.0))
+        snprintf(buf, len, "%g %s", in_bin, bin[b]);
     else
         snprintf(buf, len, "%.4g %s", v / pow(1e3, d), dec[d]);
 }
@@ -284,11 +287,73 @@ static void ranks_text(uint32_t lo, uint32_t hi, char *buf, size_t len)
         snprintf(buf, len, "%u-%u ranks", lo, hi);
 }
 
+/* "all_reduce on hgx-h100, 8 ranks, 1 KiB - 8 GiB" */
+static void region_text(const region_t *r, char *buf, size_t len)
+{
+    char ranks[32], sizes[112] = "";
+    ranks_text(r->ranks_lo, r->ranks_hi, ranks, sizeof ranks);
+    if (r->sized) {
+        sizes[0] = ',';
+        sizes[1] = ' ';
+        range_text(r->unit, r->size_lo, r->size_hi, sizes + 2,
+                   sizeof sizes - 2);
+    }
+    snprintf(buf, len, "%s on %s, %s%s", r->cls, r->hardware, ranks, sizes);
+}
+
+/* How far x lies outside [lo, hi], in natural-log units (0 inside). */
+static double log_outside(double x, double lo, double hi)
+{
+    if (x < lo)
+        return log(lo / x);
+    return x > hi ? log(x / hi) : 0.0;
+}
+
+/* The nearest region of q's class among families with q's attributes: a
+ * region on other hardware ranks after every one on q's own; then the
+ * rank count's distance, then the sizes' (both in log units, so 4 -> 8
+ * ranks weighs as 8 -> 16).  Fills m's nearest fields. */
+static void nearest(const nvl_validation_t *v, const nvl_vquery_t *q,
+                    nvl_vmatch_t *m)
+{
+    const family_t *best_f = NULL;
+    const region_t *best_r = NULL;
+    double best = INFINITY;
+    for (size_t i = 0; i < v->n_families; i++) {
+        const family_t *f = &v->families[i];
+        if (!has_attrs(f, q))
+            continue;
+        for (size_t j = 0; j < f->n_regions; j++) {
+            const region_t *r = &f->regions[j];
+            if (strcmp(r->cls, q->cls) != 0)
+                continue;
+            double d = log_outside(q->ranks, r->ranks_lo, r->ranks_hi);
+            if (r->sized && q->sized)
+                d += 0.5 * (log_outside(q->size_lo, r->size_lo, r->size_hi) +
+                            log_outside(q->size_hi, r->size_lo, r->size_hi));
+            if (strcmp(r->hardware, q->hardware) != 0)
+                d += 1e6;
+            if (d < best) {
+                best = d;
+                best_f = f;
+                best_r = r;
+            }
+        }
+    }
+    if (best_f == NULL)
+        return;
+    m->nearest = best_f->name;
+    m->nearest_geomean_error = best_f->geomean_error;
+    m->nearest_worst_error = best_f->worst_error;
+    m->nearest_held_out = best_f->held_out;
+    region_text(best_r, m->nearest_covers, sizeof m->nearest_covers);
+}
+
 size_t nvl_validation_match(const nvl_validation_t *v, const nvl_vquery_t *q,
                             nvl_vmatch_t *out, size_t cap)
 {
     size_t n = 0;
-    char ranks[32], sizes[112];
+    char ranks[32];
     for (size_t i = 0; i < v->n_families && n < cap; i++) {
         const family_t *f = &v->families[i];
         if (!has_attrs(f, q))
@@ -309,25 +374,19 @@ size_t nvl_validation_match(const nvl_validation_t *v, const nvl_vquery_t *q,
                                 .held_out = f->held_out,
                                 .extrapolated = both && (q->size_lo < r->size_lo ||
                                                          q->size_hi > r->size_hi)};
-            ranks_text(r->ranks_lo, r->ranks_hi, ranks, sizeof ranks);
-            sizes[0] = '\0';
-            if (r->sized) {
-                sizes[0] = ',';
-                sizes[1] = ' ';
-                range_text(r->unit, r->size_lo, r->size_hi, sizes + 2,
-                           sizeof sizes - 2);
-            }
-            snprintf(m->covers, sizeof m->covers, "%s on %s, %s%s", r->cls,
-                     r->hardware, ranks, sizes);
+            region_text(r, m->covers, sizeof m->covers);
         }
     }
     if (n == 0 && cap > 0) {
         nvl_vmatch_t *m = &out[n++];
         *m = (nvl_vmatch_t){.query = q, .geomean_error = NAN,
-                            .worst_error = NAN, .extrapolated = true};
+                            .worst_error = NAN, .extrapolated = true,
+                            .nearest_geomean_error = NAN,
+                            .nearest_worst_error = NAN};
         ranks_text(q->ranks, q->ranks, ranks, sizeof ranks);
         snprintf(m->covers, sizeof m->covers, "%s on %s, %s", q->cls,
                  q->hardware, ranks);
+        nearest(v, q, m);
     }
     return n;
 }
@@ -352,12 +411,20 @@ void nvl_validation_print(const nvl_validation_t *v, const nvl_vquery_t *qs,
     for (size_t i = 0; i < n; i++) {
         size_t k = nvl_validation_match(v, &qs[i], m, MATCHES_PER_QUERY);
         for (size_t j = 0; j < k; j++) {
+            char geo[16], worst[16];
             if (m[j].family == NULL) {
                 fprintf(out, "#   %s: extrapolated: no validation family "
                         "covers %s\n", qs[i].what, m[j].covers);
+                if (m[j].nearest == NULL)
+                    continue;
+                error_text(m[j].nearest_geomean_error, geo, sizeof geo);
+                error_text(m[j].nearest_worst_error, worst, sizeof worst);
+                fprintf(out, "#     nearest: \"%s\"%s: geomean error %s, "
+                        "worst %s (covers %s)\n", m[j].nearest,
+                        m[j].nearest_held_out ? " (held out)" : "", geo,
+                        worst, m[j].nearest_covers);
                 continue;
             }
-            char geo[16], worst[16];
             error_text(m[j].geomean_error, geo, sizeof geo);
             error_text(m[j].worst_error, worst, sizeof worst);
             fprintf(out, "#   %s: \"%s\"%s: geomean error %s, worst %s "
@@ -372,6 +439,17 @@ void nvl_validation_print(const nvl_validation_t *v, const nvl_vquery_t *qs,
 static json_t *error_json(double e)
 {
     return isnan(e) ? json_null() : json_real(e);
+}
+
+static json_t *nearest_json(const nvl_vmatch_t *m)
+{
+    if (m->nearest == NULL)
+        return json_null();
+    return json_pack("{s:s, s:o, s:o, s:b, s:s}", "family", m->nearest,
+                     "geomean_error", error_json(m->nearest_geomean_error),
+                     "worst_error", error_json(m->nearest_worst_error),
+                     "held_out", m->nearest_held_out, "covers",
+                     m->nearest_covers);
 }
 
 json_t *nvl_validation_json(const nvl_validation_t *v, const nvl_vquery_t *qs,
@@ -394,6 +472,8 @@ json_t *nvl_validation_json(const nvl_validation_t *v, const nvl_vquery_t *qs,
             json_object_set_new(o, "covers", json_string(m[j].covers));
             json_object_set_new(o, "extrapolated",
                                 json_boolean(m[j].extrapolated));
+            if (m[j].family == NULL)
+                json_object_set_new(o, "nearest", nearest_json(&m[j]));
             if (json_array_append_new(list, o) != 0) {
                 json_decref(list);
                 return NULL;

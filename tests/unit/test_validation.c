@@ -118,6 +118,67 @@ static void test_extrapolated(void **state)
         assert_true(isnan(m[0].geomean_error));
     }
     assert_string_equal(m[0].covers, "decode on hgx-h200, 1 rank");
+    /* the nearest family of the class: "ar" for each all_reduce query,
+     * other rank count, sizes and machine alike; none for the decode
+     * query that lacks the family's attribute */
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(nvl_validation_match(v, &qs[i], m, 4), 1);
+        assert_string_equal(m[0].nearest, "ar");
+        assert_string_equal(m[0].nearest_covers,
+                            "all_reduce on h200-nvl2, 2 ranks, 8 B - 4 GiB");
+        assert_true(fabs(m[0].nearest_worst_error - 0.152) < 1e-12);
+        assert_false(m[0].nearest_held_out);
+    }
+    assert_int_equal(nvl_validation_match(v, &qs[3], m, 4), 1);
+    assert_null(m[0].nearest);
+    nvl_validation_free(v);
+}
+
+/* The nearest family: the query's own hardware before any other, then
+ * the closest rank count; decimal sizes print as decimal units. */
+static void test_nearest(void **state)
+{
+    (void)state;
+    static const char two[] =
+        "{\"families\": ["
+        " {\"family\": \"far\", \"comparisons\": 1, \"geomean_error\": 0.1,"
+        "  \"worst_error\": 0.1, \"source\": \"s\", \"held_out\": false,"
+        "  \"attributes\": {}, \"regions\": [{\"class\": \"all_reduce\","
+        "  \"hardware\": \"hgx-h100\", \"ranks\": [8, 8], \"sizes\": [1024, "
+        "  8e9], \"size_unit\": \"bytes\"}]},"
+        " {\"family\": \"four\", \"comparisons\": 1, \"geomean_error\": 0.2,"
+        "  \"worst_error\": 0.3, \"source\": \"s\", \"held_out\": true,"
+        "  \"attributes\": {}, \"regions\": [{\"class\": \"all_reduce\","
+        "  \"hardware\": \"gb200-nvl72\", \"ranks\": [4, 4], \"sizes\": [1000, "
+        "  8e9], \"size_unit\": \"bytes\"}]},"
+        " {\"family\": \"big\", \"comparisons\": 1, \"geomean_error\": 0.05,"
+        "  \"worst_error\": 0.06, \"source\": \"s\", \"held_out\": true,"
+        "  \"attributes\": {}, \"regions\": [{\"class\": \"all_reduce\","
+        "  \"hardware\": \"gb200-nvl72\", \"ranks\": [72, 72], \"sizes\": "
+        "  [536870912, 8e9], \"size_unit\": \"bytes\"}]}]}";
+    nvl_validation_t *v = load_text(two);
+    nvl_vmatch_t m[4];
+    nvl_vquery_t q = {.what = "q", .cls = "all_reduce",
+                      .hardware = "gb200-nvl72", .ranks = 8, .sized = true,
+                      .size_lo = 1 << 20, .size_hi = 1 << 20};
+    /* 8 ranks: 4 is one doubling away, 72 more than three */
+    assert_int_equal(nvl_validation_match(v, &q, m, 4), 1);
+    assert_null(m[0].family);
+    assert_string_equal(m[0].nearest, "four");
+    assert_true(m[0].nearest_held_out);
+    assert_string_equal(m[0].nearest_covers,
+                        "all_reduce on gb200-nvl72, 4 ranks, 1 KB - 8 GB");
+    /* 64 ranks at 1 GB: the 72-rank family */
+    q.ranks = 64;
+    q.size_lo = q.size_hi = 1e9;
+    nvl_validation_match(v, &q, m, 4);
+    assert_string_equal(m[0].nearest, "big");
+    /* another machine: hgx-h100's own family, though gb200's lie nearer
+     * in ranks */
+    q.hardware = "hgx-h100";
+    q.ranks = 4;
+    nvl_validation_match(v, &q, m, 4);
+    assert_string_equal(m[0].nearest, "far");
     nvl_validation_free(v);
 }
 
@@ -134,6 +195,11 @@ static void test_json(void **state)
     assert_true(json_is_null(json_object_get(b, "family")));
     assert_true(json_is_null(json_object_get(b, "worst_error")));
     assert_true(json_is_true(json_object_get(b, "extrapolated")));
+    json_t *near = json_object_get(b, "nearest");
+    assert_string_equal(json_string_value(json_object_get(near, "family")),
+                        "ar");
+    assert_true(json_is_false(json_object_get(near, "held_out")));
+    assert_null(json_object_get(a, "nearest"));
     json_decref(list);
     nvl_validation_free(v);
 }
@@ -180,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_covered),
         cmocka_unit_test(test_edge),
         cmocka_unit_test(test_extrapolated),
+        cmocka_unit_test(test_nearest),
         cmocka_unit_test(test_json),
         cmocka_unit_test_setup_teardown(test_malformed, capture_reports,
                                         release_reports),
