@@ -196,6 +196,7 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
     }
     if (follow)
         memcpy(m->gemm_bf16_layers, f.bf16_layers, sizeof f.bf16_layers);
+    m->weight_scale_bytes = q.quantized ? q.scale_bytes : 0;
     if (m->kv_dtype == NVL_CLI_DTYPE_AUTO)
         m->kv_dtype = q.kv_fp8 ? NVL_WDT_FP8 : NVL_WDT_BF16;
     /* a weight-only checkpoint (compressed-tensors' input_activations
@@ -256,6 +257,7 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
         return NVL_ERR_INVALID;
     }
     o.cost.weight_dtype = m->dtype;
+    o.cost.weight_scale_bytes = m->weight_scale_bytes;
     memcpy(o.gemm_dtype, m->gemm_dtype, sizeof o.gemm_dtype);
     memcpy(o.gemm_bf16_layers, m->gemm_bf16_layers,
            sizeof o.gemm_bf16_layers);

@@ -148,7 +148,8 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
     eff *= rel * grouped_rel;
-    nvl_gemm_bytes_t wb = nvl_cost_weight_bytes(dt, n, k);
+    nvl_gemm_bytes_t wb =
+        nvl_cost_weight_bytes(dt, n, k, cfg->weight_scale_bytes);
     double N = (double)n, K = (double)k, tiles = 0, tile_flops = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)
@@ -323,7 +324,8 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
         panels += m[i] > 0 ? ceil((double)n / NVL_GROUPED_TILE_N) : 0;
     double waves = ceil(panels / (double)(g->sm_count ? g->sm_count : 1));
     nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
-        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k);
+        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k,
+        cfg->weight_scale_bytes);
     double trips = NVL_GROUPED_PANEL_TRIPS +
                    (pb.data_bytes + pb.scale_bytes) /
                        NVL_GROUPED_PANEL_BYTES_PER_TRIP;
