@@ -132,6 +132,9 @@ struct nvl_engine {
      * the KV cache's k_scale, v_scale (1.0 where the checkpoint has none),
      * a scratch row buffer; kv_fp8: keys and values stored as E4M3 */
     nvl_act_quant_t actq[NVL_QCLASS_COUNT];
+    /* a checkpoint layer whose class takes another config group's scheme
+     * (opts.gemm_layer_dtype): that group's rule + 1 (0: actq[c]) */
+    uint8_t actq_layer[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
     float *in_scale;  /* [layers][NVL_GEMM_IN_COUNT] */
     float *kv_scale;  /* [layers][2] */
     float *actq_buf;
