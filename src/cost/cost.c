@@ -129,7 +129,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
-    double peak = nvl_wdtype_peak_flops_per_s(g, dt);
+    double peak = nvl_wdtype_peak_flops_per_s(g, dt), rel;
     nvl_wdtype_t core = nvl_wdtype_core(dt), in_dt = dt;
     /* the tensor cores' type sets cuBLASLt's efficiency, the library
      * its share of it */
@@ -144,7 +144,6 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         eff = g->fp8_matmul_efficiency;
     else if (core == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
         eff = g->fp4_matmul_efficiency;
-    double rel;
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
     eff *= rel * grouped_rel;

@@ -57,8 +57,8 @@ static nvl_act_quant_t rule_of(const nvl_engine_t *e, uint32_t li,
     uint32_t gl = e->layer0 + li;
     if (nvl_model_layer_bf16(e->opts.gemm_bf16_layers[c], (int64_t)gl))
         return NVL_ACT_NONE;
-    return gl < NVL_FORMAT_LAYERS && e->actq_layer[c][gl] > 0
-               ? (nvl_act_quant_t)(e->actq_layer[c][gl] - 1)
+    return gl < NVL_FORMAT_LAYERS && e->actq_layer[c][gl] < NVL_ACT_COUNT
+               ? e->actq_layer[c][gl]
                : e->actq[c];
 }
 
@@ -271,6 +271,8 @@ static nvl_status_t act_rules(nvl_engine_t *e, const nvl_quant_config_t *q)
     for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
         nvl_quant_config_t own;
         e->actq[c] = NVL_ACT_NONE;
+        for (int l = 0; l < NVL_FORMAT_LAYERS; l++)
+            e->actq_layer[c][l] = NVL_ACT_COUNT;
         if (q == NULL || e->opts.act_quant_none ||
             e->opts.gemm_dtype[c] == NVL_WDT_BF16 || (mixed && f.group[c] < 0))
             continue;
@@ -278,11 +280,10 @@ static nvl_status_t act_rules(nvl_engine_t *e, const nvl_quant_config_t *q)
             nvl_quant_config_as_group(q, f.group[c], &own);
         e->actq[c] = nvl_act_quant_of(mixed ? &own : q);
         for (int l = 0; l < NVL_FORMAT_LAYERS && mixed; l++) {
-            e->actq_layer[c][l] = 0;
             if (f.layer_group[c][l] == 0)
                 continue;
             nvl_quant_config_as_group(q, f.layer_group[c][l] - 1, &own);
-            e->actq_layer[c][l] = (uint8_t)(nvl_act_quant_of(&own) + 1);
+            e->actq_layer[c][l] = nvl_act_quant_of(&own);
         }
     }
     return NVL_OK;

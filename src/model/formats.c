@@ -128,10 +128,10 @@ static bool same_scheme(const nvl_quant_config_t *q, int a, int b)
  * the class, and another scheme's group in a later layer below
  * NVL_FORMAT_LAYERS in layer_out (group + 1), as vLLM gives each Linear
  * the scheme of its own target (CompressedTensorsConfig.get_scheme), but
- * not each MoE layer (get_moe_method: one scheme).  A module two groups' targets match
- * alike is ambiguous (compressed-tensors sorts the targets, vLLM's
- * find_matched_target takes the file's order).  Else reported, naming
- * the file, both groups and both modules. */
+ * not each MoE layer (get_moe_method: one scheme).  A module two groups'
+ * targets match alike is ambiguous (compressed-tensors sorts the targets,
+ * vLLM's find_matched_target takes the file's order).  Else reported,
+ * naming the file, both groups and both modules. */
 static nvl_status_t class_group(const nvl_model_config_t *cfg,
                                 const nvl_quant_config_t *q,
                                 nvl_quant_class_t c, int *g_out,
