@@ -79,7 +79,10 @@ double nvl_wdtype_peak_flops_per_s(const nvl_gpu_spec_t *gpu,
 
 /* The bytes a GEMM reads of one weight W[n, k] stored in dt: its elements
  * (data_bytes) and its scales (scale_bytes: the format's block scales
- * from its src/quant row, and its per-tensor scales); and of an input
+ * from its src/quant row, each of scale_elem_bytes where the row lets
+ * the checkpoint choose the scale's dtype (compressed-tensors' F32,
+ * BF16 or F16 weight_scale; 0: the row's own, FP32), and its per-tensor
+ * scales); and of an input
  * x[m, k] quantized as the format's activations are (the elements, and
  * the scales: one per 1 x 16 for nvfp4, 1 x 32 for fp4, 1 x 128 for
  * fp8-block, one per tensor for fp8).  bf16: no scales. */
@@ -87,7 +90,7 @@ typedef struct {
     double data_bytes, scale_bytes;
 } nvl_gemm_bytes_t;
 nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
-                                       uint64_t k);
+                                       uint64_t k, uint32_t scale_elem_bytes);
 nvl_gemm_bytes_t nvl_cost_input_bytes(nvl_wdtype_t dt, uint64_t m,
                                       uint64_t k);
 
@@ -183,6 +186,9 @@ typedef struct {
     const nvl_topo_t *topo;
     uint32_t gpu;              /* topology index (what-if overrides apply) */
     nvl_wdtype_t weight_dtype; /* matmul weights and inputs */
+    uint32_t weight_scale_bytes; /* a stored block scale's bytes where the
+                                    checkpoint sets them (BF16 scales: 2);
+                                    0: the format's own */
     bool weight_only;          /* quantized weights, bf16 inputs: the GEMM
                                   dequantizes to BF16 and runs at BF16's
                                   rate (--act-quant none) */

@@ -123,6 +123,10 @@ typedef struct {
     /* The checkpoint layers whose class c stays bf16 although gemm_dtype[c]
      * is quantized (nvl_model_formats_t's bf16_layers; zero: none). */
     uint64_t gemm_bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
+    /* The checkpoint layers whose class c takes another weight type than
+     * gemm_dtype[c] (compressed-tensors' config groups by layer): that
+     * type + 1 (zero: gemm_dtype[c]'s). */
+    uint8_t gemm_layer_dtype[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
     /* The tensor-parallel allreduce: NCCL's (the default) or a serving
      * engine's kernel; nvl_engine_create sets it on its communicators
      * (nvl_comm_set_allreduce, which reports what the topology cannot

@@ -44,6 +44,12 @@ typedef struct {
     nvl_wdtype_t gemm_dtype[NVL_QCLASS_COUNT];
     /* the layers whose class stays bf16 (nvl_model_formats_t's) */
     uint64_t gemm_bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
+    /* the layers whose class takes another group's type (the engine's
+     * gemm_layer_dtype: type + 1, 0 none) */
+    uint8_t gemm_layer_dtype[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
+    /* a block scale's bytes as the checkpoint stores them (its
+     * nvl_quant_config_t's scale_bytes; 0: the format's own) */
+    uint32_t weight_scale_bytes;
 } nvl_cli_model_opts_t;
 
 /* Parsers of the rows below (cost's parsers under the option's label; an

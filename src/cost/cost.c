@@ -129,7 +129,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
-    double peak = nvl_wdtype_peak_flops_per_s(g, dt);
+    double peak = nvl_wdtype_peak_flops_per_s(g, dt), rel;
     nvl_wdtype_t core = nvl_wdtype_core(dt), in_dt = dt;
     /* the tensor cores' type sets cuBLASLt's efficiency, the library
      * its share of it */
@@ -144,11 +144,11 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         eff = g->fp8_matmul_efficiency;
     else if (core == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
         eff = g->fp4_matmul_efficiency;
-    double rel;
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
     eff *= rel * grouped_rel;
-    nvl_gemm_bytes_t wb = nvl_cost_weight_bytes(dt, n, k);
+    nvl_gemm_bytes_t wb =
+        nvl_cost_weight_bytes(dt, n, k, cfg->weight_scale_bytes);
     double N = (double)n, K = (double)k, tiles = 0, tile_flops = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)
@@ -323,7 +323,8 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
         panels += m[i] > 0 ? ceil((double)n / NVL_GROUPED_TILE_N) : 0;
     double waves = ceil(panels / (double)(g->sm_count ? g->sm_count : 1));
     nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
-        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k);
+        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k,
+        cfg->weight_scale_bytes);
     double trips = NVL_GROUPED_PANEL_TRIPS +
                    (pb.data_bytes + pb.scale_bytes) /
                        NVL_GROUPED_PANEL_BYTES_PER_TRIP;

@@ -127,11 +127,11 @@ struct nvl_engine {
     float *lm_head; /* [vocab shard, hidden] (the embedding when tied) */
     float *norm;    /* [hidden] */
     nvl_layer_weights_t *lw;
-    /* quantized numerics (actq.c): the GEMMs' input quantization per
-     * GEMM class, per layer its GEMMs' input scales (nvl_gemm_in_t) and
-     * the KV cache's k_scale, v_scale (1.0 where the checkpoint has none),
-     * a scratch row buffer; kv_fp8: keys and values stored as E4M3 */
+    /* quantized numerics (actq.c): input quantization per GEMM class and
+     * layer (NVL_ACT_COUNT: the class's), per layer the GEMMs' input and
+     * k/v scales (1.0: none), a row buffer; kv_fp8: E4M3 keys and values */
     nvl_act_quant_t actq[NVL_QCLASS_COUNT];
+    nvl_act_quant_t actq_layer[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
     float *in_scale;  /* [layers][NVL_GEMM_IN_COUNT] */
     float *kv_scale;  /* [layers][2] */
     float *actq_buf;
