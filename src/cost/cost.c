@@ -165,6 +165,10 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
          * up to NVL_DENSE_TILE_M rows */
         tiles += N * ceil(M / (m_tile ? 64.0 : NVL_DENSE_TILE_M));
     }
+    /* a kernel of one fixed tile (nvl_gemm_lib_fixed_tile_n): its CTAs
+     * stream at most an SM's share of columns each, and its K loop is
+     * not split */
+    double tile_n = nvl_gemm_lib_fixed_tile_n(cfg, dt);
     if (c.flops <= 0)
         return c;
     /* a tile's fixed work in steps of k: FP8's own where the topology
@@ -174,8 +178,11 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
         g->fp8_matmul_k_pad > 0)
         k_pad = (double)g->fp8_matmul_k_pad;
-    double width =
-        tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
+    double cols = (double)g->matmul_cols_per_sm;
+    if (tile_n > 0 && m_tile == 0 && groups == 1)
+        tiles = ceil((double)m[0] / NVL_DENSE_TILE_M) * ceil(N / tile_n) *
+                fmin(tile_n, cols);
+    double width = tiles / ((double)g->sm_count * cols);
     /* beside another kernel: the tensor cores of the SMs left, at most
      * their share of the columns in flight, the HBM bandwidth left */
     double sm_left = 1.0, hbm = hbm_rate(cfg);
@@ -185,7 +192,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         hbm = fmax(hbm - taken->hbm_bytes_per_s, 0.1 * hbm);
     }
     double rate = nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left;
-    if (m_tile == 0 && groups == 1) { /* dense: its best K split */
+    if (m_tile == 0 && groups == 1 && tile_n <= 0) { /* its best K split */
         split_k_t sk = {.m = (double)m[0], .n = N, .k = K,
                         .k_bytes = wb.data_bytes / N, .k_pad = k_pad,
                         .flops_per_s = rate * eff, .hbm = hbm,
