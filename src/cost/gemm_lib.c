@@ -85,7 +85,7 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
 
 /* The one tile of cuBLASLt's outer-vector-scaled FP8 kernel on Hopper: the
  * kernel name's 128x128 CTA tile and 1x1 cluster, the same at every m, n
- * and k measured (64-512 rows, 448-59,136 columns, K 448-29,568; torch
+ * and k measured (64-512 rows, 576-59,136 columns, K 448-29,568; torch
  * 2.11 with CUDA 13.0, torch._scaled_mm with a scale per row of x and per
  * column of W^T: tests/data/calibration/h200-fp8-scaled-mm), where the
  * per-tensor-scaled kernels of the same runs change tile and split K by
