@@ -215,6 +215,15 @@ typedef struct {
 nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
                                    double *rel_out);
 
+/* The output columns of the one CTA tile the library's kernel for weight
+ * type `dt` takes whatever the shape (its rows: NVL_DENSE_TILE_M), with no
+ * split of its K loop; 0 where the library picks its tile and split by
+ * shape.  One such kernel: cuBLASLt's outer-vector-scaled FP8 GEMM on
+ * Hopper (per-channel weight and per-token input scales, fp8-channel:
+ * nvjet_sm90_qqtst_128x128_128x6_1x1_h_bz_coopA_algo2_ovscale_TNT at every
+ * shape of tests/data/calibration/h200-fp8-scaled-mm): 128. */
+double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt);
+
 /* NVL_OK when cfg's library has a kernel for its weight type on cfg's GPU;
  * else reports "what LIB: no TYPE GEMM kernel (...)" and returns
  * NVL_ERR_INVALID. */

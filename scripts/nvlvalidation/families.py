@@ -6,6 +6,7 @@ import os
 import re
 
 from .common import (C2C_COPIES, COLL_SOURCE, COMPUTE_SOURCE, E2E_TOPO, GEMMS, H100,
+                     SCALED_MM,
                      H100_STEPS, H100_TOPO, H100_TP2_STEPS, PUBLISHED_NCCL, PUBLISHED_SOURCE,
                      SERVING, geomean, pct, topo_name)
 from .nccl import nccl_families
@@ -144,6 +145,14 @@ def _measured_rows(res):
                                    [r["error"] for r in rows], GEMMS,
                                    held_out=role == "check",
                                    attributes={"library": lib, "dtype": dt},
+                                   where=regions(rows, "gemm", unit="FLOP")))
+    for scaling in ("tensor", "row"):
+        rows = [r for r in res.scaled if r["scaling"] == scaling]
+        summary.append(summary_row("H200 FP8 GEMMs: torch._scaled_mm, %swise scales (check)"
+                                   % scaling, [r["error"] for r in rows], SCALED_MM,
+                                   held_out=True,
+                                   attributes={"library": "cublaslt",
+                                               "dtype": rows[0]["dtype"] if rows else ""},
                                    where=regions(rows, "gemm", unit="FLOP")))
     for big in (True, False):
         rows = [r for r in res.h100 if (r["size"] >= (1 << 20)) == big]

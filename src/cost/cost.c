@@ -114,6 +114,26 @@ typedef struct {
     double hbm_bytes_per_s;
 } gpu_taken_t;
 
+/* The width term's share of the weight columns streaming at once: TILES
+ * (the columns of the GEMM's tiles), or for a dense GEMM of m rows (0: a
+ * grouped one) whose library kernel takes one fixed tile
+ * (nvl_gemm_lib_fixed_tile_n, its columns into *tile_n_out, else 0) its
+ * CTAs, each at most an SM's share (matmul_cols_per_sm); such a kernel
+ * does not split its K loop. */
+static double stream_width(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
+                           uint64_t m, double n, double tiles,
+                           double *tile_n_out)
+{
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    double cols = (double)g->matmul_cols_per_sm;
+    double tile_n = m > 0 ? nvl_gemm_lib_fixed_tile_n(cfg, dt) : 0;
+    if (tile_n > 0)
+        tiles = ceil((double)m / NVL_DENSE_TILE_M) * ceil(n / tile_n) *
+                fmin(tile_n, cols);
+    *tile_n_out = tile_n;
+    return tiles / ((double)g->sm_count * cols);
+}
+
 /* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
  * split) */
 static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
@@ -165,6 +185,8 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
          * up to NVL_DENSE_TILE_M rows */
         tiles += N * ceil(M / (m_tile ? 64.0 : NVL_DENSE_TILE_M));
     }
+    double tile_n, width = stream_width(
+        cfg, dt, m_tile || groups > 1 ? 0 : m[0], N, tiles, &tile_n);
     if (c.flops <= 0)
         return c;
     /* a tile's fixed work in steps of k: FP8's own where the topology
@@ -174,8 +196,6 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
         g->fp8_matmul_k_pad > 0)
         k_pad = (double)g->fp8_matmul_k_pad;
-    double width =
-        tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
     /* beside another kernel: the tensor cores of the SMs left, at most
      * their share of the columns in flight, the HBM bandwidth left */
     double sm_left = 1.0, hbm = hbm_rate(cfg);
@@ -185,7 +205,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         hbm = fmax(hbm - taken->hbm_bytes_per_s, 0.1 * hbm);
     }
     double rate = nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left;
-    if (m_tile == 0 && groups == 1) { /* dense: its best K split */
+    if (m_tile == 0 && groups == 1 && tile_n <= 0) { /* its best K split */
         split_k_t sk = {.m = (double)m[0], .n = N, .k = K,
                         .k_bytes = wb.data_bytes / N, .k_pad = k_pad,
                         .flops_per_s = rate * eff, .hbm = hbm,
