@@ -516,7 +516,8 @@ static void test_gemm_library(void **state)
     double width = 10.0 * (double)g->matmul_cols_per_sm /
             (g->sm_count * g->matmul_cols_per_sm);
     nvl_gemm_bytes_t wb =
-        nvl_cost_weight_bytes(NVL_WDT_FP8_CHANNEL, 1280, 8192);
+        nvl_cost_weight_bytes(NVL_WDT_FP8_CHANNEL, 1280, 8192,
+                              h.weight_scale_bytes);
     nvl_gemm_bytes_t ib = nvl_cost_input_bytes(NVL_WDT_FP8_CHANNEL, 64, 8192);
     double bytes = wb.data_bytes + wb.scale_bytes + ib.data_bytes +
                    ib.scale_bytes + 64.0 * 1280 * 2;
