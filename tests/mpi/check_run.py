@@ -8,7 +8,9 @@ CHECK is one of
                every decode step, every breakdown) must be identical, and the
                stable keys present and consistent
   trace        run with --trace: the file must be a Chrome trace with one
-               track per rank and complete events of kernels and collectives
+               track per rank and complete events of kernels and collectives;
+               the stack's and the all-reduce's own kernels where the
+               command names them (check_trace_stack)
   tp-invariant run as given and again with -n 1: the same greedy tokens
                (synthetic weights do not depend on the TP degree)
   route-skew   a mixture of experts in timing mode, routed uniformly and
@@ -303,6 +305,30 @@ def check_modes(cmd):
     print("check_run.py: data and timing mode agree on every time")
 
 
+def check_trace_stack(cmd, ev, names):
+    """What the command's options say the trace's kernels are: under
+    --stack compiled, Inductor's three RoPE / KV-write kernels; with a
+    symmetric-memory all-reduce (--allreduce oneshot|twoshot, unfused),
+    the copy into its buffer before every all-reduce of a layer (the
+    attention's and the MLP's)."""
+    opt = lambda o: cmd[cmd.index(o) + 1] if o in cmd else None
+    if opt("--stack") == "compiled":
+        for need in ("rope_q", "rope_k_kv_write", "v_kv_write"):
+            if need not in names:
+                sys.exit("check_run.py: --stack compiled, no '%s' in the trace" % need)
+        if "rope_kv_write" in names:
+            sys.exit("check_run.py: --stack compiled ran the fused RoPE kernel")
+    if opt("--allreduce") in ("oneshot", "twoshot") and "--fuse-allreduce-norm" not in cmd:
+        count = {}
+        for e in ev:
+            if e["tid"] == 0 and e["args"].get("layer", -1) >= 0 and \
+                    e["name"] in ("allreduce", "symm_copy_in"):
+                count[e["name"]] = count.get(e["name"], 0) + 1
+        if not count.get("allreduce") or count.get("symm_copy_in") != count["allreduce"]:
+            sys.exit("check_run.py: rank 0's layers ran %s: a copy into the symmetric "
+                     "buffer before every all-reduce expected" % count)
+
+
 def check_trace(cmd):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "trace.json")
@@ -323,6 +349,7 @@ def check_trace(cmd):
         sys.exit("check_run.py: no allreduce in the trace")
     if any(e["dur"] < 0 for e in ev):
         sys.exit("check_run.py: negative duration")
+    check_trace_stack(cmd, ev, names)
     meta = [e for e in trace["traceEvents"] if e["ph"] == "M"
             and e["name"] == "thread_name"]
     if len(meta) != ranks:
