@@ -70,13 +70,22 @@ typedef enum {
  * torch.cat of rotated halves, separate residual adds, SDPA attention);
  * fused: a serving engine's kernel list (TensorRT-LLM: fused QKV bias +
  * RoPE + KV write, fused residual add + RMSNorm, fused SwiGLU,
- * FlashAttention).  A row each of nvl_stack_family (src/engine/
- * options.c), which also carries what the cost model reads of a stack:
- * its default attention kernel and its GEMM libraries. */
-typedef enum { NVL_STACK_TORCH, NVL_STACK_FUSED, NVL_STACK_COUNT } nvl_stack_t;
+ * FlashAttention); compiled: the torch layer compiled by torch.compile
+ * (Inductor's Triton kernels around cuBLAS GEMMs and cuDNN SDPA, the
+ * serving-like steps of tests/data/calibration/hgx-h*-x4).  A row each
+ * of nvl_stack_family (src/engine/options.c), which also carries what
+ * the cost model reads of a stack: its default attention kernel and its
+ * GEMM libraries. */
+typedef enum {
+    NVL_STACK_TORCH,
+    NVL_STACK_FUSED,
+    NVL_STACK_COMPILED,
+    NVL_STACK_COUNT
+} nvl_stack_t;
 
-/* The stacks as families: stack ("torch", "fused") and fusion, --fusion's
- * older names ("none", "typical"), a row per nvl_stack_t. */
+/* The stacks as families: stack ("torch", "fused", "compiled") and
+ * fusion, --fusion's older names ("none", "typical") of the first two
+ * stacks, a row per nvl_stack_t it names. */
 extern const nvl_family_t nvl_stack_family, nvl_fusion_family;
 const char *nvl_stack_name(nvl_stack_t stack);
 /* The attention kernel stack runs on topo's GPUs when none is asked for:

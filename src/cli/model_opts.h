@@ -103,8 +103,9 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
      .offset = NVL_CLI_MO_AT(type, m, stack), .def = "fused",               \
      .family = &nvl_stack_family,                                           \
      .doc = "the software stack whose kernels a step runs: torch "          \
-            "(PyTorch with CUDA graphs, one kernel per F.* call) or fused "  \
-            "(a serving engine's fused kernels)"},                          \
+            "(PyTorch with CUDA graphs, one kernel per F.* call), fused "    \
+            "(a serving engine's fused kernels) or compiled (the torch "     \
+            "layer under torch.compile: Inductor's kernels)"},              \
     {.name = "fusion", .kind = NVL_OPT_ENUM,                                \
      .offset = NVL_CLI_MO_AT(type, m, stack),                               \
      .family = &nvl_fusion_family,                                          \

@@ -171,8 +171,9 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
             nvl_stack_name(a->engine.stack),
-            a->engine.stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
-                                        : "a serving engine's fused kernels",
+            a->engine.stack == NVL_STACK_TORCH      ? "PyTorch with CUDA graphs"
+            : a->engine.stack == NVL_STACK_COMPILED ? "torch.compile'd layers"
+                                                    : "a serving engine's fused kernels",
             weights, nvl_wdtype_name(a->engine.kv_dtype));
 }
 

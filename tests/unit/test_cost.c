@@ -375,12 +375,13 @@ static void test_norm_waves(void **state)
     assert_int_equal(nvl_cost_norm(&c, 0, 8192, 16, 128, 4, 2).time_ps, 0);
 }
 
-/* --attn auto: the torch stack calls SDPA; a serving engine FA4 on GPUs
- * with FP4 tensor cores, FA3 elsewhere. */
+/* --attn auto: the torch stack and its compiled form call SDPA; a
+ * serving engine FA4 on GPUs with FP4 tensor cores, FA3 elsewhere. */
 static void test_attn_auto(void **state)
 {
     (void)state;
     assert_int_equal(nvl_stack_attn(topo, NVL_STACK_TORCH), NVL_ATTN_SDPA);
+    assert_int_equal(nvl_stack_attn(topo, NVL_STACK_COMPILED), NVL_ATTN_SDPA);
     nvl_attn_impl_t want = topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
                                                           : NVL_ATTN_FA3;
     assert_int_equal(nvl_stack_attn(topo, NVL_STACK_FUSED), want);
@@ -389,6 +390,9 @@ static void test_attn_auto(void **state)
     assert_int_equal(nvl_family_parse(&nvl_stack_family, "torch", &st),
                      NVL_OK);
     assert_int_equal(st, NVL_STACK_TORCH);
+    assert_int_equal(nvl_family_parse(&nvl_stack_family, "compiled", &st),
+                     NVL_OK);
+    assert_int_equal(st, NVL_STACK_COMPILED);
     assert_int_equal(nvl_family_parse(&nvl_stack_family, "vllm", &st),
                      NVL_ERR_INVALID);
     /* SDPA's prefill runs at sdpa_efficiency instead of attn_efficiency
