@@ -68,6 +68,10 @@ struct nvl_comm {
     size_t n_dcalls, cap_dcalls, settled_next;
     int64_t next_a_ps, next_b_ps; /* the next call's entry */
     long defer_fail;         /* this member's first failing call (-1) */
+    size_t settle_guess;     /* calls the last settlement counted (the
+                                same on every member) */
+    int64_t ride;            /* nvl_comm_defer_ride's value; settled: the
+                                members' largest */
     char defer_what[160], defer_why[256];
 };
 

@@ -468,14 +468,18 @@ void nvl_engine_pipe_free(nvl_engine_t *e);
  * the other stages.  The wait for the partner is the bubble; the
  * transfer is timed on the topology's point-to-point path (NCCL's
  * send/recv: the receive completes no earlier than the sender's entry
- * plus latency plus bytes over the pair's port).  The sender's status st
- * goes first, and a failure goes alone: nvl_engine_pipe_send returns st,
- * and nvl_engine_pipe_recv returns the failure (the worst over the
- * stage's ranks; collective over e->tp) without waiting for rows, so that
- * an error on one stage reaches the later ones instead of hanging them
- * (its report stays on the failing rank: generate.c captures a pass over
- * the job).  A stage before the last calls nvl_engine_pipe_send after
- * every pass, failed or not. */
+ * plus latency plus bytes over the pair's port).  nvl_engine_pipe_send
+ * first settles the stage's deferred pass (nvl_engine_settle, collective
+ * over e->tp: the rows' start needs the settled clock), agreeing in the
+ * same exchange on the stage's worst status; the sender's status goes
+ * first, and a failure goes alone: nvl_engine_pipe_send returns st (or
+ * the settlement's failure), and nvl_engine_pipe_recv returns the failure
+ * (the worst over the sending stage's ranks: agreed there when it
+ * settled, else over the receiving stage's, collective over e->tp)
+ * without waiting for rows, so that an error on one stage reaches the
+ * later ones instead of hanging them (its report stays on the failing
+ * rank: generate.c captures a pass over the job).  A stage before the
+ * last calls nvl_engine_pipe_send after every pass, failed or not. */
 nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
 nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
                                   nvl_status_t st);
