@@ -191,9 +191,14 @@ def _run_rows(res):
                                    held_out=f["role"] == "held-out",
                                    where=regions(rows, f["collective"])))
     for name, rows in serving_families(res.serves or []):
+        # a served answer shares the family's scheduler and model class
+        # (src/cli/serve_report.c's query): a MoE serve is not covered by
+        # the dense rows of the same GPUs
         summary.append(summary_row(name, [r["error"] for r in rows], SERVING,
                                    held_out=rows[0]["role"] == "held-out",
-                                   attributes={"stack": "fused"},
+                                   attributes={"stack": "fused",
+                                               "scheduler": rows[0]["scheduler"],
+                                               "model_class": rows[0]["class"]},
                                    where=regions(rows, "serving", size_key=None)))
     stack = res.stack
     if res.e2e is None:
