@@ -154,8 +154,17 @@ nvl_status_t nvl_launch_parse(const char *what, const char *name,
  * FlashAttention-3 elsewhere (and when topo is NULL). */
 nvl_attn_impl_t nvl_attn_flash(const nvl_topo_t *topo);
 
-/* Bytes per element, block scales included. */
+/* Bytes a stored element of dt takes, its share of a block scale included
+ * (a scale per row or per tensor, under 1/K of an element, is not), the
+ * scale in the format's own width: bf16 2, fp8 1, nvfp4 0.5 + 1/16,
+ * mxfp4 0.5 + 1/32, fp8-block 1 + 4/128^2, int4 0.5 + 4/128. */
 double nvl_wdtype_bytes(nvl_wdtype_t dt);
+
+/* The same with the checkpoint's scale width where the format lets the
+ * writer choose it (compressed-tensors: scale_elem_bytes 2 for BF16 or
+ * F16 scales, 4 for F32; 0: the format's own): int4 with BF16 scales
+ * 0.5 + 2/128. */
+double nvl_wdtype_stored_bytes(nvl_wdtype_t dt, uint32_t scale_elem_bytes);
 
 /* The library a matrix product runs in (src/cost/gemm_lib.c,
  * docs/cost-model.md "GEMM libraries").  NVL_GEMM_STACK: the one the

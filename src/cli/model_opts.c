@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model_opts.h"
 #include "nvlemu/model.h"
+#include "nvlemu/weights.h"
 
 nvl_status_t nvl_cli_parse_wdtype(const char *label, const char *text,
                                   void *dtype_out)
@@ -160,13 +162,51 @@ static nvl_status_t weight_only(const nvl_quant_config_t *q)
     return NVL_ERR_INVALID;
 }
 
+/* The first "*.weight_scale" tensor of an open checkpoint (foreach's
+ * callback): its name into ctx, then stop. */
+static nvl_status_t find_scale(const char *name, void *ctx)
+{
+    static const char suffix[] = ".weight_scale";
+    size_t n = strlen(name), k = sizeof suffix - 1;
+    if (n <= k || strcmp(name + n - k, suffix) != 0 || n >= 256)
+        return NVL_OK;
+    memcpy(ctx, name, n + 1);
+    return NVL_ERR_INVALID; /* found: ends the walk, not an error */
+}
+
+/* A compressed-tensors checkpoint's scale width as its safetensors
+ * header stores it (the bytes of the first weight_scale's dtype: what
+ * data mode reads and a GPU holds), where dir has its weights; else
+ * q->scale_bytes, config.json's dtype.  A checkpoint that does not open
+ * is reported (nvl_weights_open names the file) and fails. */
+static nvl_status_t stored_scale_bytes(const char *dir,
+                                       nvl_quant_config_t *q)
+{
+    char path[4096], name[256] = "";
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    bool one = access(path, F_OK) == 0;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (!q->compressed_tensors || (!one && access(path, F_OK) != 0))
+        return NVL_OK;
+    nvl_weights_t *w;
+    if (nvl_weights_open(dir, &w) != NVL_OK)
+        return NVL_ERR_INVALID;
+    nvl_tensor_info_t info;
+    if (nvl_weights_foreach(w, find_scale, name) != NVL_OK && name[0] &&
+        nvl_weights_info(w, name, &info) == NVL_OK)
+        q->scale_bytes = (uint32_t)nvl_dtype_size(info.dtype);
+    nvl_weights_close(w);
+    return NVL_OK;
+}
+
 nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
                                         const char *model)
 {
     nvl_quant_config_t q = {0};
     nvl_model_formats_t f;
     if ((model != NULL && !nvl_model_is_preset(model) &&
-         nvl_quant_config_read(model, &q) != NVL_OK) ||
+         (nvl_quant_config_read(model, &q) != NVL_OK ||
+          stored_scale_bytes(model, &q) != NVL_OK)) ||
         model_formats(model, &q, &f) != NVL_OK)
         return NVL_ERR_INVALID;
     nvl_wdtype_t want = f.any ? nvl_wdtype_of_quant(f.format, q.stored)

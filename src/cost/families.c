@@ -10,15 +10,15 @@
 
 #include "nvlemu/quant.h"
 
-/* Weight dtypes: bytes per element (block scales included, for memory
- * sizes), the tensor-core type and peak they run at, the stored format
- * (its row in src/quant gives the weight scales' blocks, or the
- * compressed-tensors layout `layout` names) and the activations' scale
+/* Weight dtypes: bytes per stored element (the block scales' share comes
+ * from the format's row: nvl_wdtype_stored_bytes), the tensor-core type
+ * and peak they run at, the stored format (its row in src/quant gives
+ * the weight scales' blocks, or the compressed-tensors layout `layout`
+ * names) and the activations' scale
  * block (elements per scale, its bytes; 0: one per tensor; act_token: one
  * per row). */
 static const struct {
     nvl_member_t id;
-    double bytes;
     size_t peak_offset; /* into nvl_gpu_spec_t */
     nvl_wdtype_t core;
     int format;         /* nvl_quant_format_t; -1: none */
@@ -29,20 +29,19 @@ static const struct {
     bool weight_only;   /* no tensor cores of its own: BF16's (peak 0) */
 } wdtypes[NVL_WDT_COUNT] = {
     [NVL_WDT_BF16] = {
-        .id = {"bf16", "bfloat16, 2 bytes an element"}, .bytes = 2.0,
+        .id = {"bf16", "bfloat16, 2 bytes an element"},
         .peak_offset = offsetof(nvl_gpu_spec_t, bf16_flops_per_s),
         .core = NVL_WDT_BF16, .format = -1, .elem_bytes = 2.0},
     [NVL_WDT_FP8] = {
         .id = {"fp8", "FP8 E4M3, 1 byte an element, an FP32 scale per "
                       "tensor (ModelOpt FP8)"},
-        .bytes = 1.0, .peak_offset = offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
+        .peak_offset = offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
         .core = NVL_WDT_FP8, .format = NVL_QUANT_FP8, .elem_bytes = 1.0,
         .act_scale_bytes = 4},
     /* MXFP4: 32 four-bit elements share one 8-bit scale (OCP MX spec) */
     [NVL_WDT_FP4] = {
         .id = {"fp4", "MXFP4: 4-bit elements, an 8-bit scale per 32 (OCP MX "
                       "spec)"},
-        .bytes = 0.5 + 1.0 / 32.0,
         .peak_offset = offsetof(nvl_gpu_spec_t, fp4_flops_per_s),
         .core = NVL_WDT_FP4, .format = NVL_QUANT_MXFP4, .elem_bytes = 0.5,
         .act_block = 32, .act_scale_bytes = 1},
@@ -51,7 +50,6 @@ static const struct {
     [NVL_WDT_NVFP4] = {
         .id = {"nvfp4", "NVFP4: 4-bit elements, an E4M3 scale per 16 and an "
                         "FP32 per tensor (ModelOpt)"},
-        .bytes = 0.5 + 1.0 / 16.0,
         .peak_offset = offsetof(nvl_gpu_spec_t, fp4_flops_per_s),
         .core = NVL_WDT_FP4, .format = NVL_QUANT_NVFP4, .elem_bytes = 0.5,
         .act_block = 16, .act_scale_bytes = 1},
@@ -60,7 +58,6 @@ static const struct {
     [NVL_WDT_FP8_BLOCK] = {
         .id = {"fp8-block", "FP8 E4M3 with an FP32 scale per 128 x 128 block "
                             "(Qwen's and DeepSeek's FP8 releases)"},
-        .bytes = 1.0 + 4.0 / (128.0 * 128.0),
         .peak_offset = offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
         .core = NVL_WDT_FP8, .format = NVL_QUANT_FP8_BLOCK, .elem_bytes = 1.0,
         .act_block = 128, .act_scale_bytes = 4},
@@ -71,7 +68,7 @@ static const struct {
         .id = {"fp8-channel", "FP8 E4M3 with an FP32 scale per output "
                               "channel, inputs per token (compressed-"
                               "tensors float-quantized, strategy channel)"},
-        .bytes = 1.0, .peak_offset = offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
+        .peak_offset = offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
         .core = NVL_WDT_FP8, .format = NVL_QUANT_FP8, .elem_bytes = 1.0,
         .act_scale_bytes = 4, .layout = "float-quantized/channel",
         .act_token = true},
@@ -86,7 +83,7 @@ static const struct {
         .id = {"int8", "W8A8 int8: int8 weights with a scale per output "
                        "channel, int8 inputs per token (compressed-tensors "
                        "int-quantized)"},
-        .bytes = 1.0, .peak_offset = offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
+        .peak_offset = offsetof(nvl_gpu_spec_t, fp8_flops_per_s),
         .core = NVL_WDT_FP8, .format = NVL_QUANT_INT8, .elem_bytes = 1.0,
         .act_scale_bytes = 4, .act_token = true},
     /* W4A16 int4 (CompressedTensorsWNA16): 4-bit weights and a scale per
@@ -96,7 +93,6 @@ static const struct {
         .id = {"int4", "W4A16 int4: 4-bit weights, a scale per 128, "
                        "weight-only at BF16's rate (compressed-tensors "
                        "pack-quantized)"},
-        .bytes = 0.5 + 4.0 / 128.0,
         .peak_offset = offsetof(nvl_gpu_spec_t, bf16_flops_per_s),
         .core = NVL_WDT_BF16, .format = NVL_QUANT_INT4, .elem_bytes = 0.5,
         .weight_only = true},
@@ -189,9 +185,36 @@ nvl_attn_impl_t nvl_attn_flash(const nvl_topo_t *topo)
                                                           : NVL_ATTN_FA3;
 }
 
+static const nvl_quant_row_t *weight_row(nvl_wdtype_t dt);
+
+/* A block scale's bytes: the checkpoint's where the row lets it choose
+ * (compressed-tensors writes weight_scale in the model's dtype: BF16 two,
+ * F32 four), else the row's own code (E4M3 and E8M0 one, FP32 four). */
+static double scale_bytes(const nvl_quant_row_t *row,
+                          uint32_t scale_elem_bytes)
+{
+    return scale_elem_bytes > 0 && row->scale.dtype_alt != NULL
+               ? (double)scale_elem_bytes
+               : (double)nvl_quant_code_bytes(row->scale.code);
+}
+
+double nvl_wdtype_stored_bytes(nvl_wdtype_t dt, uint32_t scale_elem_bytes)
+{
+    if (dt >= NVL_WDT_COUNT)
+        dt = NVL_WDT_BF16;
+    if (wdtypes[dt].format < 0)
+        return wdtypes[dt].elem_bytes;
+    const nvl_quant_row_t *row = weight_row(dt);
+    /* a scale per block of rows x cols; one per row or per tensor is
+     * left out (a row's is 1/K of an element) */
+    double block = (double)row->block_rows * row->block_cols;
+    return wdtypes[dt].elem_bytes +
+           (block > 0 ? scale_bytes(row, scale_elem_bytes) / block : 0.0);
+}
+
 double nvl_wdtype_bytes(nvl_wdtype_t dt)
 {
-    return dt < NVL_WDT_COUNT ? wdtypes[dt].bytes : 2.0;
+    return nvl_wdtype_stored_bytes(dt, 0);
 }
 
 bool nvl_wdtype_weight_only(nvl_wdtype_t dt)
@@ -262,13 +285,8 @@ nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
     const nvl_quant_row_t *row = weight_row(dt);
     uint64_t grid[2];
     nvl_quant_row_grid(row, n, k, grid);
-    /* E4M3 and E8M0 scales are a byte, FP32 ones four (the row's own
-     * dtype), or the checkpoint's where the row lets it choose
-     * (compressed-tensors' BF16 scales: two) */
-    double sb = scale_elem_bytes > 0 && row->scale.dtype_alt != NULL
-                    ? (double)scale_elem_bytes
-                    : (double)nvl_quant_code_bytes(row->scale.code);
-    b.scale_bytes = (double)grid[0] * (double)grid[1] * sb +
+    b.scale_bytes = (double)grid[0] * (double)grid[1] *
+                        scale_bytes(row, scale_elem_bytes) +
                     (row->scale2.suffix != NULL ? 4.0 : 0.0);
     return b;
 }

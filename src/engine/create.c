@@ -48,15 +48,17 @@ nvl_wdtype_t nvl_engine_opts_layer_dtype(const nvl_engine_opts_t *o,
 }
 
 /* Bytes an element of each GEMM class's matrices in checkpoint layer
- * `layer` (-1: the classes' own) and of the small tensors (norms, biases:
- * bf16), or all float32 (f32). */
+ * `layer` (-1: the classes' own), block scales in the checkpoint's width,
+ * and of the small tensors (norms, biases: bf16), or all float32 (f32). */
 static double class_bytes(const nvl_engine_t *e, int64_t layer, bool f32,
                           double wb_out[NVL_QCLASS_COUNT])
 {
     for (int c = 0; c < NVL_QCLASS_COUNT; c++)
         wb_out[c] = f32 ? 4.0
-                        : nvl_wdtype_bytes(nvl_engine_opts_layer_dtype(
-                              &e->opts, (nvl_quant_class_t)c, layer));
+                        : nvl_wdtype_stored_bytes(
+                              nvl_engine_opts_layer_dtype(
+                                  &e->opts, (nvl_quant_class_t)c, layer),
+                              e->opts.cost.weight_scale_bytes);
     return f32 ? 4.0 : 2.0;
 }
 

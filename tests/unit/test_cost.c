@@ -127,6 +127,17 @@ static void test_matmul_dtypes(void **state)
     assert_true(f4.bytes < 0.28 * bf.bytes && f4.bytes > 0.26 * bf.bytes);
     assert_true(us(f4) < us(f8) && us(f8) < us(bf));
     assert_float_equal(nvl_wdtype_bytes(NVL_WDT_FP4), 0.53125, 1e-12);
+    /* a block scale's share from the format's row, in the checkpoint's
+     * width where the layout lets the writer choose it */
+    assert_float_equal(nvl_wdtype_bytes(NVL_WDT_NVFP4), 0.5625, 1e-12);
+    assert_float_equal(nvl_wdtype_bytes(NVL_WDT_INT4), 0.5 + 4.0 / 128, 1e-12);
+    assert_float_equal(nvl_wdtype_stored_bytes(NVL_WDT_INT4, 2),
+                       0.5 + 2.0 / 128, 1e-12);
+    assert_float_equal(nvl_wdtype_stored_bytes(NVL_WDT_NVFP4, 2), 0.5625,
+                       1e-12);
+    assert_float_equal(nvl_wdtype_bytes(NVL_WDT_FP8_BLOCK),
+                       1.0 + 4.0 / (128.0 * 128.0), 1e-12);
+    assert_float_equal(nvl_wdtype_bytes(NVL_WDT_BF16), 2.0, 1e-12);
     /* compute-bound: FP4 on Hopper is no faster than BF16 */
     c.weight_dtype = NVL_WDT_FP4;
     int64_t t4 = nvl_cost_matmul(&c, 8192, 8192, 8192).time_ps;
