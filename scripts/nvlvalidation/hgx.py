@@ -430,8 +430,11 @@ def _coll_doc(d):
                "3- and 4-GPU rows, -g 3 and -g 4 and every step are their check. "
                "Collectives: torch.distributed + "
                "NCCL 2.28.9, one process per GPU, bf16, NCCL's own choice, the lower of the "
-               "eager call and the CUDA-graph replay (as for the pair above); sendrecv was "
-               "measured 0 -> 1 only, the bench shifts around the ring. Engine kernels: "
+               "eager call and the CUDA-graph replay (as for the pair above), against the "
+               "lower of the benches' predictions under the same two harnesses (eager: "
+               "`--caller torch`, torch's host path per call; graph: the device time); "
+               "sendrecv, eager only (torch's point-to-point path, host-bound below ~1 "
+               "MB), was measured 0 -> 1 only, the bench shifts around the ring. Engine kernels: "
                "torch symmetric memory's one-shot and in-place two-shot, CUDA-graph "
                "replays, against `all_reduce_perf --impl oneshot|twoshot -G 20`. Time per "
                "call in us.\n")
