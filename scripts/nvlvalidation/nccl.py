@@ -15,6 +15,10 @@ from .common import (NCCL_COLLS, PUBLISHED_NCCL, ROOT, die, error, geomean, para
 # torch's eager launch comes before NCCL's enqueue.
 HARNESS_ARGS = {"nccl-tests": [], "torch-one-call": ["-z", "1", "--caller", "torch"]}
 
+# The NCCL_ALGO names a source may have forced (sources.csv `nccl_algo`):
+# NCCL's own, those the benches model.
+NCCL_ALGOS = ["Tree", "Ring", "NVLS", "NVLSTree", "PAT"]
+
 # What NCCL's tuning tables were before a version, where a source ran one
 # older than the topology's [nccl] keys assume (their values are NCCL
 # 2.21-2.28's): (system prefix, first version without it, --set what-ifs).
@@ -69,13 +73,16 @@ def read_published_nccl(folder):
         if harness not in HARNESS_ARGS:
             die("%s:%d: unknown harness '%s' (expected %s)"
                 % (sources, src_line, harness, ", ".join(HARNESS_ARGS)))
+        algo = src.get("nccl_algo") or ""
+        if algo and algo.lower() not in [a.lower() for a in NCCL_ALGOS]:
+            die("%s:%d: unknown nccl_algo '%s' (expected one of %s, or empty)"
+                % (sources, src_line, algo, ", ".join(NCCL_ALGOS)))
         path = os.path.join(folder, src["file"])
         for n, r in rows_of(path, data_fields):
             try:
                 key = (src["topology"], r["collective"], int(r["gpus"]),
                        int(r["gpus_per_process"]), r["nvls"], harness,
-                       tuple(version_sets(src["system"], src["nccl_version"])),
-                       src.get("nccl_algo") or "")
+                       tuple(version_sets(src["system"], src["nccl_version"])), algo)
                 size, pub = int(r["size_bytes"]), float(r["busbw_gb_per_s"])
             except ValueError:
                 die("%s:%d: expected whole numbers of GPUs and bytes and a bandwidth"
