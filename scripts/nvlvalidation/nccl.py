@@ -15,6 +15,10 @@ from .common import (NCCL_COLLS, PUBLISHED_NCCL, ROOT, die, error, geomean, para
 # torch's eager launch comes before NCCL's enqueue.
 HARNESS_ARGS = {"nccl-tests": [], "torch-one-call": ["-z", "1", "--caller", "torch"]}
 
+# The NCCL_ALGO names a source may have forced (sources.csv `nccl_algo`):
+# NCCL's own, those the benches model.
+NCCL_ALGOS = ["Tree", "Ring", "NVLS", "NVLSTree", "PAT"]
+
 # What NCCL's tuning tables were before a version, where a source ran one
 # older than the topology's [nccl] keys assume (their values are NCCL
 # 2.21-2.28's): (system prefix, first version without it, --set what-ifs).
@@ -24,7 +28,11 @@ HARNESS_ARGS = {"nccl-tests": [], "torch-one-call": ["-z", "1", "--caller", "tor
 # baseLat (2.18.5) or hwLat NVLINK (2.19-2.20.5) NVLS Simple 23 us, 25 from
 # 2.21.5, it decides where NVLS takes over from Ring LL.
 NCCL_VERSION_SETS = [("hgx-h", (2, 21), ["nccl.ll_max_bw=87.7GB/s",
-                                         "nccl.nvls_tuning_lat=23us"])]
+                                         "nccl.nvls_tuning_lat=23us"]),
+                     # NVLS allreduce before 2.20 fills the first channel's
+                     # heads in whole chunks (docs/collectives.md, "NVLS in
+                     # whole chunks before NCCL 2.20")
+                     ("hgx-h", (2, 20), ["nccl.nvls_whole_chunks=yes"])]
 
 
 def version_sets(system, nccl_version):
@@ -43,8 +51,9 @@ def read_published_nccl(folder):
     collective, ranks, -g, NVLS, harness, the version's --set what-ifs): {key: [row dicts with system,
     topology, role, file, harness, collective, gpus, g, nvls, size, pub]}.
     sources.csv's optional column `harness` names how the source timed a
-    call (HARNESS_ARGS; nccl-tests when absent or empty).  Dies naming file
-    and line at the first malformed row."""
+    call (HARNESS_ARGS; nccl-tests when absent or empty), its optional
+    column `nccl_algo` the NCCL_ALGO the source ran with (NCCL's choice
+    when empty).  Dies naming file and line at the first malformed row."""
     def rows_of(path, fields):
         if not os.path.exists(os.path.join(ROOT, path)):
             die("%s: no such file" % path)
@@ -64,12 +73,16 @@ def read_published_nccl(folder):
         if harness not in HARNESS_ARGS:
             die("%s:%d: unknown harness '%s' (expected %s)"
                 % (sources, src_line, harness, ", ".join(HARNESS_ARGS)))
+        algo = src.get("nccl_algo") or ""
+        if algo and algo.lower() not in [a.lower() for a in NCCL_ALGOS]:
+            die("%s:%d: unknown nccl_algo '%s' (expected one of %s, or empty)"
+                % (sources, src_line, algo, ", ".join(NCCL_ALGOS)))
         path = os.path.join(folder, src["file"])
         for n, r in rows_of(path, data_fields):
             try:
                 key = (src["topology"], r["collective"], int(r["gpus"]),
                        int(r["gpus_per_process"]), r["nvls"], harness,
-                       tuple(version_sets(src["system"], src["nccl_version"])))
+                       tuple(version_sets(src["system"], src["nccl_version"])), algo)
                 size, pub = int(r["size_bytes"]), float(r["busbw_gb_per_s"])
             except ValueError:
                 die("%s:%d: expected whole numbers of GPUs and bytes and a bandwidth"
@@ -98,9 +111,11 @@ def published_nccl(build, groups):
     bench of its collective on the file's topology: [row dicts with system,
     topology, role, collective, gpus, g, nvls, size, pub, pred, error]."""
     def one(group):
-        (topo, coll, gpus, g, nvls, harness, sets), rows = group
+        (topo, coll, gpus, g, nvls, harness, sets, algo), rows = group
         sizes = sorted(r["size"] for r in rows)
-        env = dict(os.environ, NCCL_ALGO="Ring") if nvls == "off" else dict(os.environ)
+        env = dict(os.environ)
+        if algo or nvls == "off":
+            env["NCCL_ALGO"] = algo or "Ring"
         cmd = [os.path.join(ROOT, "scripts", "nvlrun"), str(gpus),
                os.path.join(build, "bench", coll + "_perf"), "-g", str(g), "--topo",
                os.path.join(ROOT, topo), "-b", str(sizes[0]), "-e", str(sizes[-1]),
@@ -153,7 +168,8 @@ def nccl_doc(rows):
            "Other people's nccl-tests bus bandwidths (" + PUBLISHED_NCCL + "/README.md: "
            "sources, NCCL versions, NVLS on or off, -g) against the `*_perf` benches "
            "in timing mode on the topology `sources.csv` names, the same ranks and "
-           "-g, `NCCL_ALGO=Ring` where the source ran with NVLS off, and `-z 1 "
+           "-g, `NCCL_ALGO=Ring` where the source ran with NVLS off (its "
+           "`nccl_algo` column's algorithm where it names one), and `-z 1 "
            "--caller torch` where it timed one torch.distributed call at a time on "
            "an idle device (harness `torch-one-call`). Role `fit`: a "
            "shipped constant was fit to that file (no check); `held-out`: nothing "

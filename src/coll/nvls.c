@@ -37,7 +37,10 @@
  *     the first iteration's two later stages (scatter -> reduce ->
  *     gather, each posting only after the whole iteration,
  *     prims_simple.h ScatterGatherOp) the pipeline's fill, and
- *     F = 2 NCCL_STEPS - 1 syncs while the two slot rings fill. */
+ *     F = 2 NCCL_STEPS - 1 syncs while the two slot rings fill;
+ *   S / C is the busiest channel's bytes: before NCCL 2.20 ([nccl]
+ *     nvls_whole_chunks) max(S / C, min(S, H c)) in whole chunks
+ *     (nvls_channel_bytes). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,16 +112,39 @@ static double nvls_chunk_bytes(double bytes, double ops)
     return c;
 }
 
-/* The chunk pipeline's time for `s` bytes in chunks of `chunk` (none
- * larger than a head's share): (S / (C c) + F) chunk transfers and
- * (S / (C N c) + F) loop iterations' synchronisations. */
+/* The bytes the busiest channel carries of an NVLS allreduce of `s`
+ * bytes in chunks of `chunk` (*chunk cut to a head's share where NCCL
+ * cuts it).  NCCL 2.20 on splits the call over the channels and cuts the
+ * last loop's chunk to its share (2.20.3 enqueue.cc
+ * computeCollLastChunkInfo, device/all_reduce.h `oneNode`): S / C.
+ * Before 2.20 every channel loops over the whole call, channel b's loop
+ * taking the b-th H chunks (2.18.5 collectives/device/all_reduce.h
+ * RunWorkElement NVLS: offset = gridOffset + bid nHeads chunkSize, the
+ * chunk enqueue.cc's, at least 16 KB), so a call of less than one loop
+ * of all channels puts up to H whole chunks on the first ([nccl]
+ * nvls_whole_chunks). */
+static double nvls_channel_bytes(const nvl_comm_t *c, double s,
+                                 double *chunk, double channels, double heads)
+{
+    double per_channel = s / channels;
+    if (c->topo->nccl.nvls_whole_chunks) {
+        double first = s < heads * *chunk ? s : heads * *chunk;
+        return first > per_channel ? first : per_channel;
+    }
+    double share = s / (channels * heads);
+    if (*chunk > share)
+        *chunk = share;
+    return per_channel;
+}
+
+/* The chunk pipeline's time for `s` bytes in chunks of `chunk`, on the
+ * busiest channel (nvls_channel_bytes, B bytes): (B / c + F) chunk
+ * transfers and (B / (N c) + F) loop iterations' synchronisations. */
 static double nvls_pipe_s(const nvl_comm_t *c, double s, double chunk,
                           double channels, double algbw, double heads)
 {
-    double share = s / (channels * heads);
-    if (chunk > share)
-        chunk = share;
-    double chunks = s / (channels * chunk);
+    double chunks =
+        nvls_channel_bytes(c, s, &chunk, channels, heads) / chunk;
     /* a loop iteration is one chunk per head (N chunks) and crosses three
      * stages, scatter -> the heads' multimem reduce -> gather, each taking
      * the whole iteration before the next stage has it: the first

@@ -291,6 +291,10 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "NCCL's latency of an NVLS call in its rating, by which it chooses "
      "(tuning.cc NVLS Simple on NVLink: 23 us in 2.18.5-2.20.5, 25 us "
      "from 2.21.5)"},
+    {"nccl", "nvls_whole_chunks", NVL_QTY_BOOL, NVL_FIELD_BOOL,
+     F(nccl.nvls_whole_chunks), "no", 0, 1, "no",
+     "NVLS allreduce in whole chunks from the first channel, as NCCL "
+     "before 2.20 places it (2.20 on splits a call over the channels)"},
     {"nccl", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
      F(nccl.launch_overhead_ps), "8.5us", 0, PS(1000.0), "8.5us",
      "host time to enqueue one NCCL call on one GPU (fit to the "

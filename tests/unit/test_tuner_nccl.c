@@ -249,6 +249,43 @@ static void test_nvls_tuning_lat(void **state)
     }
 }
 
+/* NVLS allreduce before NCCL 2.20 ([nccl] nvls_whole_chunks): every
+ * channel loops over the whole call in whole chunks (at least 16 KB), so
+ * on 8 Hopper ranks (16 channels x 8 heads) a call from 128 KB to 2 MB is
+ * one loop of full 16 KB chunks on its busiest channel and takes what 2 MB
+ * takes; from 2.20 the call is split over the channels, and 128 KB takes
+ * less than half of 2 MB's loop time. */
+static void test_nvls_whole_chunks(void **state)
+{
+    (void)state;
+    for (int whole = 0; whole < 2; whole++) {
+        nvl_topo_t *topo = load("hgx-h200.topo");
+        assert_int_equal(nvl_topo_set(topo, whole
+                                                ? "nccl.nvls_whole_chunks=yes"
+                                                : "nccl.nvls_whole_chunks=no"),
+                         NVL_OK);
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &comm),
+                         NVL_OK);
+        double t[2];
+        size_t sizes[2] = {(size_t)128 << 10, (size_t)2 << 20};
+        for (int i = 0; i < 2; i++) {
+            nvl_coll_info_t info;
+            assert_int_equal(nvl_coll_predict(comm, NVL_COLL_ALLREDUCE,
+                                              sizes[i], NVL_ALGO_NVLS,
+                                              NVL_PROTO_SIMPLE, &info),
+                             NVL_OK);
+            t[i] = (double)info.time_ps;
+        }
+        if (whole)
+            assert_true(t[0] > 0.99 * t[1] && t[0] <= t[1]);
+        else
+            assert_true(t[0] < 0.8 * t[1]);
+        nvl_comm_destroy(comm);
+        nvl_topo_free(topo);
+    }
+}
+
 /* The kernel a CUDA graph launches: the chosen (algorithm, protocol)'s
  * kernel, NCCL's latencies without the eager call's kernel overhead and
  * hop latencies, no host cost; nothing for no bytes; -1 outside the five
@@ -296,6 +333,7 @@ int main(void)
         T(test_ring_rating_by_hand),
         T(test_nvls_rating),
         T(test_nvls_tuning_lat),
+        T(test_nvls_whole_chunks),
         T(test_kernel_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
