@@ -134,6 +134,30 @@ static double stream_width(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
     return tiles / ((double)g->sm_count * cols);
 }
 
+/* A short wave keeps the SM clock at its boost where a full GPU of tensor
+ * work runs at the power cap's: one H200 replaying cuBLASLt's fixed 128 x
+ * 128 FP8 tile (torch._scaled_mm, a scale per row and per column) on 8 and
+ * 32 CTAs of K = 16,384 held 1,980 MHz at 245-508 W, each CTA at 0.96 and
+ * 0.92 of an SM's FP8 peak after the tile's k_pad (0.94 their mean), where
+ * 8192^3 ran at 1,350 MHz at the 700 W cap, 0.62 of the GPU's peak
+ * (tests/data/calibration/h200-gemm-clocks, its README). */
+#define NVL_WAVE_SM_EFFICIENCY 0.94
+
+/* The compute time of a kernel of ctas fixed tiles of tile_flops each
+ * (the tile's rows padded), in waves of one tile per SM: a CTA runs at
+ * its SM's share of the rate at NVL_WAVE_SM_EFFICIENCY, unless the wave's
+ * CTAs together would pass the whole GPU's rate at the matmul efficiency
+ * e_c (the power cap holds the GPU's tensor work, not each SM's). */
+static double fixed_tile_waves_s(double ctas, double tile_flops, double sms,
+                                 double rate, double e_c, double k_share)
+{
+    double t_sm = tile_flops / (rate / sms * NVL_WAVE_SM_EFFICIENCY * k_share);
+    double t_gpu = tile_flops / (rate * e_c);
+    double full = floor(ctas / sms), rest = ctas - full * sms;
+    return full * fmax(t_sm, sms * t_gpu) +
+           (rest > 0 ? fmax(t_sm, rest * t_gpu) : 0.0);
+}
+
 /* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
  * split) */
 static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
@@ -217,6 +241,15 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         double e_c = eff * K / (K + k_pad);
         double e_w = pow(fmin(sm_left, width), g->matmul_width_exp);
         *t_s_out = fmax(tile_flops / (rate * e_c), c.bytes / (hbm * e_w));
+        if (tile_n > 0) { /* one fixed tile: its waves on the SMs left */
+            double sms = (double)g->sm_count * sm_left;
+            double ctas = ceil((double)m[0] / NVL_DENSE_TILE_M) *
+                          ceil(N / tile_n);
+            double t_w = fixed_tile_waves_s(
+                ctas, 2.0 * NVL_DENSE_TILE_M * tile_n * K, sms, rate, e_c,
+                K / (K + k_pad));
+            *t_s_out = fmax(*t_s_out, t_w);
+        }
     }
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
                              *t_s_out);
