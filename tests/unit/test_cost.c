@@ -531,6 +531,23 @@ static void test_gemm_library(void **state)
                 1e-3);
     h.weight_dtype = NVL_WDT_FP8;
     assert_true(t_row > 1.5 * us(nvl_cost_matmul(&h, 64, 1280, 8192)));
+    /* and its CTAs run in waves of one a SM: Qwen2.5-7B's TP 1 qkv (n =
+     * 4608, k = 3584) has 72 CTAs at m = 256, one short wave at an SM's
+     * boost rate (0.94 of its share of the peak after k_pad), and 144 at
+     * m = 512: a full wave at the GPU's matmul efficiency, then 12 CTAs at
+     * the boost rate (measured 13.1 and 23.3 us,
+     * tests/data/calibration/h200-fp8-scaled-mm) */
+    h.weight_dtype = NVL_WDT_FP8_CHANNEL;
+    double k_share = 3584.0 / (3584.0 + (double)g->fp8_matmul_k_pad);
+    double sm_peak = g->fp8_flops_per_s / g->sm_count;
+    double tile = 2.0 * 128 * 128 * 3584;
+    double t_boost = tile / (sm_peak * 0.94 * k_share) * 1e6;
+    double t_full = tile / (sm_peak * g->matmul_efficiency * k_share) * 1e6;
+    double ovh = g->kernel_overhead_ps * 1e-6;
+    assert_true(fabs(us(nvl_cost_matmul(&h, 256, 4608, 3584)) -
+                     (ovh + t_boost)) < 1e-3);
+    assert_true(fabs(us(nvl_cost_matmul(&h, 512, 4608, 3584)) -
+                     (ovh + t_full + t_boost)) < 1e-3);
     nvl_topo_free(gb);
 }
 
