@@ -98,7 +98,9 @@ def _scaled_mm(rows):
            "shapes are the four projections of Qwen2.5-7B and 72B at TP 1, 2, 4 and 8; "
            "nothing was fit to these rows. Per-tensor scales run cuBLASLt's nvjet "
            "kernels, tile and split-K picked by shape; per-row scales one 128 x 128 "
-           "`ovscale` kernel at every shape (docs/cost-model.md, \"GEMM libraries\").\n"]
+           "`ovscale` kernel at every shape, its CTAs in waves of one an SM (an SM "
+           "of a short wave at its boost clock: tests/data/calibration/"
+           "h200-gemm-clocks; docs/cost-model.md, \"GEMM libraries\").\n"]
     body = []
     for scaling in ("tensor", "row"):
         for m in sorted({int(r["m"]) for r in rows}):

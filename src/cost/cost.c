@@ -134,6 +134,33 @@ static double stream_width(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
     return tiles / ((double)g->sm_count * cols);
 }
 
+/* A short wave keeps the SM clock at its boost where a full GPU of tensor
+ * work runs at the power cap's: one H200 replaying cuBLASLt's fixed 128 x
+ * 128 FP8 tile (torch._scaled_mm, a scale per row and per column) on 8 and
+ * 32 CTAs of K = 16,384 held 1,980 MHz at 245-508 W, each CTA at 0.96 and
+ * 0.92 of an SM's FP8 peak after the tile's k_pad (0.94 their mean), where
+ * 8192^3 ran at 1,350 MHz at the 700 W cap, 0.62 of the GPU's peak
+ * (tests/data/calibration/h200-gemm-clocks, its README). */
+#define NVL_WAVE_SM_EFFICIENCY 0.94
+
+/* The compute time of a fixed-tile kernel (tile_n columns, the tile's
+ * rows padded) for m rows: its CTAs in waves of one an SM, each at its
+ * SM's share of the rate at NVL_WAVE_SM_EFFICIENCY, unless a wave's CTAs
+ * together pass the GPU's rate at the matmul efficiency e_c (the power
+ * cap holds the GPU's tensor work, not each SM's). */
+static double fixed_tile_waves_s(double m, double n, double k, double tile_n,
+                                 double sms, double rate, double e_c,
+                                 double k_share)
+{
+    double ctas = ceil(m / NVL_DENSE_TILE_M) * ceil(n / tile_n);
+    double tile_flops = 2.0 * NVL_DENSE_TILE_M * tile_n * k;
+    double t_sm = tile_flops / (rate / sms * NVL_WAVE_SM_EFFICIENCY * k_share);
+    double t_gpu = tile_flops / (rate * e_c);
+    double full = floor(ctas / sms), rest = ctas - full * sms;
+    return full * fmax(t_sm, sms * t_gpu) +
+           (rest > 0 ? fmax(t_sm, rest * t_gpu) : 0.0);
+}
+
 /* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
  * split) */
 static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
@@ -151,13 +178,11 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
                                                         : NVL_WDT_BF16;
     double peak = nvl_wdtype_peak_flops_per_s(g, dt), rel;
     nvl_wdtype_t core = nvl_wdtype_core(dt), in_dt = dt;
-    /* the tensor cores' type sets cuBLASLt's efficiency, the library
-     * its share of it */
+    /* cuBLASLt's efficiency on the tensor cores, the library's share */
     double eff = g->matmul_efficiency;
     if (peak <= 0 || cfg->weight_only) {
-        /* no tensor cores for this type (FP4 on Hopper), or weight-only
-         * quantisation: dequantised to BF16 in the kernel, BF16 inputs,
-         * at BF16's rate and efficiency */
+        /* no tensor cores for the type (FP4 on Hopper) or weight-only:
+         * dequantised in the kernel, BF16 inputs at BF16's rate */
         peak = g->bf16_flops_per_s;
         in_dt = NVL_WDT_BF16;
     } else if (core == NVL_WDT_FP8 && g->fp8_matmul_efficiency > 0)
@@ -180,18 +205,16 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         tile_flops += 2.0 * (m_tile ? ceil(M / m_tile) * m_tile : M) * N * K;
         c.bytes += wb.data_bytes + wb.scale_bytes + ib.data_bytes +
                    ib.scale_bytes + M * N * 2.0;
-        /* the weight columns streaming at once: a grouped kernel's CTAs
-         * walk 64-row tiles of each group; a dense kernel's tile holds
-         * up to NVL_DENSE_TILE_M rows */
+        /* the weight columns streaming at once: a grouped kernel walks
+         * 64-row tiles of each group, a dense one NVL_DENSE_TILE_M rows */
         tiles += N * ceil(M / (m_tile ? 64.0 : NVL_DENSE_TILE_M));
     }
     double tile_n, width = stream_width(
         cfg, dt, m_tile || groups > 1 ? 0 : m[0], N, tiles, &tile_n);
     if (c.flops <= 0)
         return c;
-    /* a tile's fixed work in steps of k: FP8's own where the topology
-     * gives it (one k block holds twice BF16's elements at twice the
-     * rate, so the same fixed time is more steps of k) */
+    /* a tile's fixed work in steps of k: FP8's own where given (a k
+     * block of twice BF16's elements at twice the rate: more steps) */
     double k_pad = (double)g->matmul_k_pad;
     if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
         g->fp8_matmul_k_pad > 0)
@@ -217,6 +240,10 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         double e_c = eff * K / (K + k_pad);
         double e_w = pow(fmin(sm_left, width), g->matmul_width_exp);
         *t_s_out = fmax(tile_flops / (rate * e_c), c.bytes / (hbm * e_w));
+        if (tile_n > 0) /* one fixed tile: its waves on the SMs left */
+            *t_s_out = fmax(*t_s_out, fixed_tile_waves_s(
+                (double)m[0], N, K, tile_n, g->sm_count * sm_left, rate,
+                e_c, K / (K + k_pad)));
     }
     c.time_ps = nvl_ps_from_s(overhead_s(cfg, g->kernel_overhead_ps) +
                              *t_s_out);

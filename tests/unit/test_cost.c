@@ -545,6 +545,30 @@ static void test_gemm_library(void **state)
     nvl_topo_free(gb);
 }
 
+/* cuBLASLt's per-row-scaled FP8 tile on Hopper runs in waves of one CTA
+ * an SM: Qwen2.5-7B's TP 1 qkv (n = 4608, k = 3584) has 72 CTAs at
+ * m = 256, one short wave at an SM's boost rate (0.94 of its share of the
+ * peak after k_pad), and 144 at m = 512: a full wave at the GPU's matmul
+ * efficiency, then 12 CTAs at the boost rate (measured 13.1 and 23.3 us,
+ * tests/data/calibration/h200-fp8-scaled-mm).  By hand. */
+static void test_fixed_tile_waves(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t h = cfg_of(NVL_LAUNCH_GRAPH);
+    const nvl_gpu_spec_t *g = &topo->gpu;
+    h.weight_dtype = NVL_WDT_FP8_CHANNEL;
+    double k_share = 3584.0 / (3584.0 + (double)g->fp8_matmul_k_pad);
+    double sm_peak = g->fp8_flops_per_s / g->sm_count;
+    double tile = 2.0 * 128 * 128 * 3584;
+    double t_boost = tile / (sm_peak * 0.94 * k_share) * 1e6;
+    double t_full = tile / (sm_peak * g->matmul_efficiency * k_share) * 1e6;
+    double ovh = g->kernel_overhead_ps * 1e-6;
+    assert_true(fabs(us(nvl_cost_matmul(&h, 256, 4608, 3584)) -
+                     (ovh + t_boost)) < 1e-3);
+    assert_true(fabs(us(nvl_cost_matmul(&h, 512, 4608, 3584)) -
+                     (ovh + t_full + t_boost)) < 1e-3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_matmul_dtypes),
         cmocka_unit_test(test_matmul_fp8_k_pad),
         cmocka_unit_test(test_gemm_library),
+        cmocka_unit_test(test_fixed_tile_waves),
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_grouped_matmul_lowp),
         cmocka_unit_test(test_launch_modes),
