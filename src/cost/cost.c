@@ -143,6 +143,21 @@ static double stream_width(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
     return tiles / ((double)g->sm_count * cols);
 }
 
+/* A tile's fixed work in steps of k: a grouped kernel's own where it
+ * has one, else FP8's where the topology gives it (one k block holds
+ * twice BF16's elements at twice the rate, so the same fixed time is
+ * more steps of k), else the topology's. */
+static double tile_k_pad(const nvl_gpu_spec_t *g, nvl_wdtype_t in_dt,
+                         nvl_wdtype_t core, const grouped_kernel_t *gk)
+{
+    if (gk != NULL && gk->tile_k_pad > 0)
+        return gk->tile_k_pad;
+    if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
+        g->fp8_matmul_k_pad > 0)
+        return (double)g->fp8_matmul_k_pad;
+    return (double)g->matmul_k_pad;
+}
+
 /* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
  * split) */
 static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
@@ -198,15 +213,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         cfg, dt, m_tile || groups > 1 ? 0 : m[0], N, tiles, &tile_n);
     if (c.flops <= 0)
         return c;
-    /* a tile's fixed work in steps of k: FP8's own where the topology
-     * gives it (one k block holds twice BF16's elements at twice the
-     * rate, so the same fixed time is more steps of k) */
-    double k_pad = (double)g->matmul_k_pad;
-    if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
-        g->fp8_matmul_k_pad > 0)
-        k_pad = (double)g->fp8_matmul_k_pad;
-    if (gk != NULL && gk->tile_k_pad > 0)
-        k_pad = gk->tile_k_pad;
+    double k_pad = tile_k_pad(g, in_dt, core, gk);
     /* beside another kernel: the tensor cores of the SMs left, at most
      * their share of the columns in flight, the HBM bandwidth left */
     double sm_left = 1.0, hbm = hbm_rate(cfg);
