@@ -114,6 +114,15 @@ typedef struct {
     double hbm_bytes_per_s;
 } gpu_taken_t;
 
+/* A grouped GEMM kernel's departures from the dense GEMM on the same
+ * tensor cores (grouped_kernel below): its compute rate against the
+ * dense one, and the fixed work of one output tile in steps of k where
+ * it replaces the topology's (0: the dense kernel's). */
+typedef struct {
+    double rel;
+    double tile_k_pad;
+} grouped_kernel_t;
+
 /* The width term's share of the weight columns streaming at once: TILES
  * (the columns of the GEMM's tiles), or for a dense GEMM of m rows (0: a
  * grouped one) whose library kernel takes one fixed tile
@@ -161,12 +170,27 @@ static double fixed_tile_waves_s(double m, double n, double k, double tile_n,
            (rest > 0 ? fmax(t_sm, rest * t_gpu) : 0.0);
 }
 
+/* A tile's fixed work in steps of k: a grouped kernel's own where it
+ * has one, else FP8's where the topology gives it (one k block holds
+ * twice BF16's elements at twice the rate, so the same fixed time is
+ * more steps of k), else the topology's. */
+static double tile_k_pad(const nvl_gpu_spec_t *g, nvl_wdtype_t in_dt,
+                         nvl_wdtype_t core, const grouped_kernel_t *gk)
+{
+    if (gk != NULL && gk->tile_k_pad > 0)
+        return gk->tile_k_pad;
+    if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
+        g->fp8_matmul_k_pad > 0)
+        return (double)g->fp8_matmul_k_pad;
+    return (double)g->matmul_k_pad;
+}
+
 /* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
  * split) */
 static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
                                       size_t groups, const uint64_t *m,
                                       uint64_t n, uint64_t k, uint32_t m_tile,
-                                      double grouped_rel,
+                                      const grouped_kernel_t *gk,
                                       const gpu_taken_t *taken,
                                       double *t_s_out, uint32_t *parts_out)
 {
@@ -191,7 +215,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         eff = g->fp4_matmul_efficiency;
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
-    eff *= rel * grouped_rel;
+    eff *= rel * (gk != NULL ? gk->rel : 1.0);
     nvl_gemm_bytes_t wb =
         nvl_cost_weight_bytes(dt, n, k, cfg->weight_scale_bytes);
     double N = (double)n, K = (double)k, tiles = 0, tile_flops = 0;
@@ -213,12 +237,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         cfg, dt, m_tile || groups > 1 ? 0 : m[0], N, tiles, &tile_n);
     if (c.flops <= 0)
         return c;
-    /* a tile's fixed work in steps of k: FP8's own where given (a k
-     * block of twice BF16's elements at twice the rate: more steps) */
-    double k_pad = (double)g->matmul_k_pad;
-    if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
-        g->fp8_matmul_k_pad > 0)
-        k_pad = (double)g->fp8_matmul_k_pad;
+    double k_pad = tile_k_pad(g, in_dt, core, gk);
     /* beside another kernel: the tensor cores of the SMs left, at most
      * their share of the columns in flight, the HBM bandwidth left */
     double sm_left = 1.0, hbm = hbm_rate(cfg);
@@ -253,12 +272,12 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
 static nvl_kernel_cost_t matmul_work(const nvl_cost_cfg_t *cfg, size_t groups,
                                      const uint64_t *m, uint64_t n,
                                      uint64_t k, uint32_t m_tile,
-                                     double grouped_rel,
+                                     const grouped_kernel_t *gk,
                                      const gpu_taken_t *taken,
                                      double *t_s_out)
 {
     uint32_t parts;
-    return matmul_parts(cfg, groups, m, n, k, m_tile, grouped_rel, taken,
+    return matmul_parts(cfg, groups, m, n, k, m_tile, gk, taken,
                         t_s_out, &parts);
 }
 
@@ -266,7 +285,7 @@ nvl_kernel_cost_t nvl_cost_matmul(const nvl_cost_cfg_t *cfg, uint64_t m,
                                   uint64_t n, uint64_t k)
 {
     double t_s;
-    return matmul_work(cfg, 1, &m, n, k, 0, 1.0, NULL, &t_s);
+    return matmul_work(cfg, 1, &m, n, k, 0, NULL, NULL, &t_s);
 }
 
 uint32_t nvl_cost_matmul_split_k(const nvl_cost_cfg_t *cfg, uint64_t m,
@@ -274,7 +293,7 @@ uint32_t nvl_cost_matmul_split_k(const nvl_cost_cfg_t *cfg, uint64_t m,
 {
     double t_s;
     uint32_t parts;
-    matmul_parts(cfg, 1, &m, n, k, 0, 1.0, NULL, &t_s, &parts);
+    matmul_parts(cfg, 1, &m, n, k, 0, NULL, NULL, &t_s, &parts);
     return parts;
 }
 
@@ -285,7 +304,7 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
 {
     double t_s;
     gpu_taken_t taken = {sms, hbm_bytes_per_s};
-    return matmul_work(cfg, 1, &m, n, k, 0, 1.0, &taken, &t_s);
+    return matmul_work(cfg, 1, &m, n, k, 0, NULL, &taken, &t_s);
 }
 
 /* A grouped GEMM's CTA tile (PyTorch aten/src/ATen/native/cuda/GroupMM.cu:
@@ -300,29 +319,42 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
 #define NVL_GROUPED_TILE_M 64
 #define NVL_GROUPED_TILE_M_FP4 128
 #define NVL_GROUPED_TILE_N 128
-/* A grouped GEMM's compute rate against the dense GEMM of the same rows
+/* A grouped GEMM's compute term against the dense GEMM of the same rows
  * on the same tensor cores, per tensor-core type (docs/cost-model.md,
- * "Mixture of experts"; the grouped kernel's own tile walk, expert by
- * expert, with its problem-shape and pointer loads and an epilogue per
- * expert tile, keeps the faster low-precision MMAs further from their
- * peak than the dense kernel):
- *   bf16  1: torch._grouped_mm within 7 % of the model at 256-4,096 rows
- *         an expert on an H200 (tests/data/calibration/h200-moe-prefill/);
- *   fp8   0.70: on that H200 the CUTLASS SM90 FP8 grouped GEMM
+ * "Mixture of experts"): the grouped kernel walks the experts' problems
+ * one output tile at a time, and a tile that starts another expert's
+ * problem loads its shape and pointers, rewrites and fences the CTA's
+ * TMA descriptors (for block-scaled FP4 those of the scale factors too)
+ * and stores its own epilogue, a fixed work per tile that the faster
+ * low-precision MMAs do not hide:
+ *   bf16  rate 1: torch._grouped_mm within 7 % of the model at 256-4,096
+ *         rows an expert on an H200 (tests/data/calibration/
+ *         h200-moe-prefill/);
+ *   fp8   rate 0.70: on that H200 the CUTLASS SM90 FP8 grouped GEMM
  *         (torch._scaled_grouped_mm) takes 1.42x cuBLASLt's dense FP8
  *         time for the same rows, geomean of the 8 shapes at 2,048 and
  *         4,096 rows an expert (grouped-prefill.csv; below 2,048 torch's
  *         FP8 tile is slower than its own BF16 one, so left out);
- *   fp4   0.39: a whole NVFP4 MoE layer on a B200 (32 experts, top-4,
- *         hidden 2,880, intermediate 7,680, 4,096 tokens: 512 rows an
- *         expert) at 1,117-1,262 TFLOP/s across vLLM, FlashInfer CuTe DSL
- *         and SGLang (huggingface.co/blog/apsys/blackwell-nvfp4-comparison):
- *         1.72-1.95 ms, where this model's layer takes 0.81 ms of which
- *         0.63 ms are the two grouped GEMMs at the dense CUTLASS rate; the
- *         rest of the layer as modeled, the GEMMs' rate that gives the
- *         measured layer is 0.36-0.41 of it (geomean 0.39). */
-static const double grouped_rel[NVL_WDT_COUNT] = {
-    [NVL_WDT_BF16] = 1.0, [NVL_WDT_FP8] = 0.70, [NVL_WDT_FP4] = 0.39};
+ *   fp4   the dense rate, and NVL_GROUPED_FP4_TILE_K_PAD elements of k
+ *         of fixed work a 128 x 128 tile (in place of the dense kernel's
+ *         matmul_k_pad): a whole NVFP4 MoE layer on a B200 (32 experts,
+ *         top-4, hidden 2,880, intermediate 7,680, 4,096 tokens: 512 rows
+ *         an expert) at 1,117-1,262 TFLOP/s across vLLM, FlashInfer CuTe
+ *         DSL and SGLang (huggingface.co/blog/apsys/blackwell-nvfp4-
+ *         comparison): 1.72-1.95 ms, where this model's layer takes 0.81
+ *         ms of which 0.63 ms are the two grouped GEMMs at the dense
+ *         CUTLASS rate; the rest of the layer as modeled, the two GEMMs
+ *         take 1.43 ms there (their rate 0.39 of the dense one, geomean of
+ *         the three), which this fixed work per tile gives (FC1's K 2,880
+ *         and FC2's 7,680 over the same tiles' MMAs).  A tile's fixed work
+ *         rather than a rate: the layer's one measurement cannot tell them
+ *         apart, the kernel's tile walk says which (a shape of smaller K,
+ *         Qwen3's 768-4,096, spends more of each tile on it). */
+#define NVL_GROUPED_FP4_TILE_K_PAD 5854.0
+static const grouped_kernel_t grouped_kernel[NVL_WDT_COUNT] = {
+    [NVL_WDT_BF16] = {.rel = 1.0},
+    [NVL_WDT_FP8] = {.rel = 0.70},
+    [NVL_WDT_FP4] = {.rel = 1.0, .tile_k_pad = NVL_GROUPED_FP4_TILE_K_PAD}};
 /* A grouped GEMM's weight panel (its group's n_tile columns over all of
  * K) is latency-bound on its SM, however few its rows: CUTLASS's
  * ptr-array grouped kernel rewrites the CTA's TMA descriptors when it
@@ -361,7 +393,7 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     nvl_kernel_cost_t c = matmul_work(
         cfg, groups, m, n, k,
         core == NVL_WDT_FP4 ? NVL_GROUPED_TILE_M_FP4 : NVL_GROUPED_TILE_M,
-        grouped_rel[core], NULL, &t_s);
+        &grouped_kernel[core], NULL, &t_s);
     if (c.flops <= 0)
         return c;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;

@@ -188,7 +188,9 @@ static void test_matmul_fp8_k_pad(void **state)
 /* Decode attention reads the KV cache; FA4 relieves the SFUs; an idle rank
  * costs nothing; fp8 KV halves the bytes. */
 /* Low-precision grouped GEMMs: block-scaled FP4 on FP4 tensor cores pads
- * each expert's rows to 128 (no 64-row mxf4nvf4 MMA); without FP4 cores
+ * each expert's rows to 128 (no 64-row mxf4nvf4 MMA) and pays a fixed
+ * work a tile (5,854 elements of k), so a compute-bound FP4 grouped
+ * GEMM's time grows as K + 5,854, not as K + matmul_k_pad; without FP4 cores
  * the weights are dequantised to BF16 and the 64-row tile stays; a
  * compute-bound grouped FP8 GEMM runs at 0.70 of the dense FP8 rate on
  * the same rows, a BF16 one at the dense rate. */
@@ -209,6 +211,12 @@ static void test_grouped_matmul_lowp(void **state)
                               .time_ps);
     assert_true(nvl_cost_grouped_matmul(&c, 1, &r129, 4096, 4096).time_ps >
                 1.9 * (double)t65);
+    double k4 = (double)nvl_cost_grouped_matmul(&c, 1, &r128, 4096, 4096)
+                    .time_ps,
+           k1 = (double)nvl_cost_grouped_matmul(&c, 1, &r128, 4096, 1024)
+                    .time_ps;
+    assert_true(fabs(k4 / k1 - (4096.0 + 5854.0) / (1024.0 + 5854.0)) <
+                0.01);
     topo->gpu.fp4_flops_per_s = 0;
     topo->gpu.bf16_flops_per_s = peak / 1e5;
     assert_true(nvl_cost_grouped_matmul(&c, 1, &r65, 4096, 4096).time_ps >
