@@ -387,6 +387,11 @@ double nvl_coll_model_kernel_channels(const nvl_comm_t *comm,
 double nvl_nvls_allreduce_pipe_s(const nvl_comm_t *comm, double s,
                                  double channels, double members);
 
+/* The same pipeline as one domain's part of an NVLSTree allreduce across
+ * `domains` domains: NCCL's NVLSTree chunk (nvls.c says which). */
+double nvl_nvls_tree_pipe_s(const nvl_comm_t *comm, double s,
+                            double channels, double members, int domains);
+
 /* Channels NCCL would use for nBytes (fewer for small messages), before
  * rounding down to whole channels: the bandwidth's channel count (model.c
  * says why); its integer part is the count NCCL reports. */
