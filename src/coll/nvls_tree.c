@@ -121,7 +121,8 @@ const char nvl_coll_algo_doc_nvlstree[] =
 /* NCCL runs NVLSTree on its NVLS channels, a communicator spanning
  * domains on nvls.cc's multi-node count (NVLS_NCHANNELS_SM100 = 32 on
  * Blackwell: v2.26.2-1 nvls.cc line 176 for every Blackwell communicator,
- * later ncclNvlsTuning where nNodes > 1), within NCCL_MAX_NCHANNELS. */
+ * 2.27-2.29 where it spans nodes, 2.30 ncclNvlsTreeSm100Tuning by nodes
+ * and NIC rate), within NCCL_MAX_NCHANNELS. */
 static double nvlstree_channels(const nvl_comm_t *c, int max_nc, int min_nc)
 {
     (void)max_nc;
