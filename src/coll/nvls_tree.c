@@ -48,8 +48,8 @@ static double nvlstree_predict(const nvl_comm_t *c, nvl_coll_t coll,
     double heads = per < NVL_NVLS_MAX_ARITY ? per : NVL_NVLS_MAX_ARITY;
     double nic = c->domains <= 2 ? c->nic_bw : c->nic_bw / 2;
     double inter_s = (double)bytes / (heads * nic * 5.0 / 6.0);
-    double intra_s = nvl_nvls_tree_pipe_s(c, (double)bytes, channels, per,
-                                          c->domains);
+    double intra_s = nvl_nvls_allreduce_pipe_s(c, (double)bytes, channels,
+                                               per, c->domains);
     return lat + (intra_s > inter_s ? intra_s : inter_s);
 }
 
