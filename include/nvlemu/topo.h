@@ -182,6 +182,7 @@ typedef struct {
     double gather_scatter_efficiency; /* allgather/reduce-scatter vs allreduce */
     uint32_t nvls_min_ranks;  /* NVLS only for groups at least this large */
     uint32_t nvls_channels;     /* NCCL's nvlsChannels (nvls.cc) */
+    uint32_t nvls_tree_channels; /* the same across domains (0: as above) */
     int64_t nvls_chunk_lat_ps;  /* NVLS: one chunk's sync through the switch */
     double nvls_efficiency;     /* NCCL's nvlsEfficiency (tuning.cc): its NVLS rating */
     int64_t nvls_tuning_lat_ps; /* NCCL's NVLS latency in its rating (tuning.cc) */

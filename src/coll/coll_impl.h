@@ -383,9 +383,9 @@ double nvl_coll_model_kernel_channels(const nvl_comm_t *comm,
 /* The NVLS allreduce pipeline of one NVLink domain of `members` GPUs on
  * `channels` NVLS channels, for s bytes: the chunk transfers, the fill
  * and the loop iterations' switch syncs, without the call's latency
- * (nvls.c; NVLSTree times its domains with it). */
+ * (nvls.c; NVLSTree times each of its `domains` > 1 with it). */
 double nvl_nvls_allreduce_pipe_s(const nvl_comm_t *comm, double s,
-                                 double channels, double members);
+                                 double channels, double members, int domains);
 
 /* Channels NCCL would use for nBytes (fewer for small messages), before
  * rounding down to whole channels: the bandwidth's channel count (model.c

@@ -178,23 +178,59 @@ static double nvls_predict(const nvl_comm_t *c, nvl_coll_t coll,
         return lat + (double)bytes / r;
     }
     return lat + nvl_nvls_allreduce_pipe_s(c, (double)bytes, channels,
-                                           nvls_heads(c));
+                                           nvls_heads(c), 1);
+}
+
+/* A domain's NVLS allreduce rate, every port direction carrying S + S/H
+ * (see nvl_nvls_allreduce_pipe_s) under the switch's rate. */
+static double nvls_allreduce_bw(const nvl_comm_t *c, double members)
+{
+    double sw = c->topo->nvlink.nvls_bw_bytes_per_s * 5.0 / 6.0;
+    double algbw = c->nvlink_bw * NVL_NVLINK_DATA_EFF * members /
+                   (members + 1);
+    return sw < algbw ? sw : algbw;
+}
+
+/* NCCL's NVLSTree chunk for a call of `bytes` between two domains
+ * (enqueue.cc calcCollChunking, NCCL_ALGO_NVLS_TREE; v2.26.2-1 lines
+ * 1888-1900): nvlsChunkSize 128 KB (NCCL_NVLSTREE_MAX_CHUNKSIZE caps it
+ * at 64 KB from 4 domains), cut to 64 KB below 4 x concurrentOps x
+ * chunk and to 32 KB below 1 x: the NVLS allreduce's cuts (at 64, 8 and
+ * 2 x) do not apply, so from 4 x concurrentOps x 128 KB on NVLSTree
+ * moves its domain's data in 128 KB chunks where NVLS would use 64 KB. */
+static double nvls_tree_chunk_bytes(double bytes, double ops, int domains)
+{
+    double c = domains >= 4 ? 65536 : 128 * 1024;
+    if (bytes < 4 * ops * c && c > 65536)
+        c = 65536;
+    if (bytes < ops * c && c > 32768)
+        c = 32768;
+    return c;
+}
+
+static double nvls_tree_pipe_s(const nvl_comm_t *c, double s, double channels,
+                               double members, int domains)
+{
+    double algbw = nvls_allreduce_bw(c, members);
+    double nccl_heads = members < NVL_NVLS_MAX_ARITY ? members
+                                                      : NVL_NVLS_MAX_ARITY;
+    double chunk = nvls_tree_chunk_bytes(s, channels * nccl_heads, domains);
+    return nvls_pipe_s(c, s, chunk, channels, algbw, members);
 }
 
 double nvl_nvls_allreduce_pipe_s(const nvl_comm_t *c, double s,
-                                 double channels, double members)
+                                 double channels, double members, int domains)
 {
+    if (domains > 1)
+        return nvls_tree_pipe_s(c, s, channels, members, domains);
     /* Each port direction carries S + S/H (read responses and the head's
      * multicast store out; the multicast copies and the head's reduced
      * share in, H = heads), and the switch sums S and copies S per port:
      * A = min(sw, port H/(H+1)) on all of the port (NVLS channels, not
      * the ring's), the switch's rate where it is the lower (every
      * topology: nvls_bw is fit to allreduce). */
-    double sw = c->topo->nvlink.nvls_bw_bytes_per_s * 5.0 / 6.0;
     double h = members;
-    double algbw = c->nvlink_bw * NVL_NVLINK_DATA_EFF * h / (h + 1);
-    if (sw < algbw)
-        algbw = sw;
+    double algbw = nvls_allreduce_bw(c, members);
     double nccl_heads = members < NVL_NVLS_MAX_ARITY ? members
                                                       : NVL_NVLS_MAX_ARITY;
     double ops = channels * nccl_heads;

@@ -49,7 +49,7 @@ static double nvlstree_predict(const nvl_comm_t *c, nvl_coll_t coll,
     double nic = c->domains <= 2 ? c->nic_bw : c->nic_bw / 2;
     double inter_s = (double)bytes / (heads * nic * 5.0 / 6.0);
     double intra_s = nvl_nvls_allreduce_pipe_s(c, (double)bytes, channels,
-                                               per);
+                                               per, c->domains);
     return lat + (intra_s > inter_s ? intra_s : inter_s);
 }
 
@@ -118,12 +118,20 @@ const char nvl_coll_algo_doc_nvlstree[] =
     "NVLink SHARP within each domain, a tree across domains: allreduce "
     "(nvls_tree.c)";
 
-/* NCCL runs NVLS on its fixed set of NVLS channels. */
+/* NCCL runs NVLSTree on its NVLS channels, a communicator spanning
+ * domains on nvls.cc's multi-node count (NVLS_NCHANNELS_SM100 = 32 on
+ * Blackwell: v2.26.2-1 nvls.cc line 176 for every Blackwell communicator,
+ * 2.27-2.29 where it spans nodes, 2.30 ncclNvlsTreeSm100Tuning by nodes
+ * and NIC rate), within NCCL_MAX_NCHANNELS. */
 static double nvlstree_channels(const nvl_comm_t *c, int max_nc, int min_nc)
 {
-    (void)c;
-    (void)min_nc;
-    return max_nc;
+    (void)max_nc;
+    const nvl_nccl_spec_t *k = &c->topo->nccl;
+    int nv = (int)(k->nvls_tree_channels > 0 ? k->nvls_tree_channels
+                                             : k->nvls_channels);
+    if (c->tuner.max_channels > 0 && c->tuner.max_channels < nv)
+        nv = c->tuner.max_channels;
+    return nv < min_nc ? min_nc : nv;
 }
 
 const nvl_coll_algo_t nvl_coll_algo_nvlstree = {

@@ -134,6 +134,24 @@ static double nvlink_dir_s(const nvl_nccl_spec_t *n, double b, double ch,
     return dir_time_s(b, ch, most, bw_ch, port, ramp);
 }
 
+/* The share of the p2p channels' warps an alltoall's self block holds.
+ * A channel runs the works of its batch (up to
+ * NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 rounds, the self copy being round
+ * 0) at once, nWarps / nWorks warps each; the self work copies with its
+ * own warps, which then wait for the batch's end (device/sendrecv.h
+ * run(): nWarpPerWork, isCopy; enqueue.cc scheduleP2pTasksToPlan, a
+ * round's base channel ncclP2pChannelBaseForRound).  Where the works'
+ * channel parts outnumber the p2pnChannels `most`, channels are shared and
+ * the self parts hold their count's share of the warp time; where they
+ * do not, every part has a channel of its own and the peers lose none. */
+static double self_copy_share(const port_load_t *l, int most)
+{
+    double parts = 0;
+    for (int f = 0; f < NVL_FABRIC_COUNT; f++)
+        parts += l->ch_out[f];
+    return parts > most ? l->ch_out[NVL_FABRIC_LOCAL] / parts : 0;
+}
+
 static int64_t port_time_at_ps(const nvl_comm_t *c, int member,
                                const port_load_t *l)
 {
@@ -168,9 +186,10 @@ static int64_t port_time_at_ps(const nvl_comm_t *c, int member,
      * only when the work has both) */
     const nvl_fabric_t nv = NVL_FABRIC_NVLINK;
     double split = o[nv] > 0 && i[nv] > 0 ? 2 : 1;
-    double sm_ch = t->nvlink.sm_peer_bw_bytes_per_s > 0
-                       ? t->nvlink.sm_peer_bw_bytes_per_s / split
-                       : nv_ch;
+    double sm_ch = (t->nvlink.sm_peer_bw_bytes_per_s > 0
+                        ? t->nvlink.sm_peer_bw_bytes_per_s / split
+                        : nv_ch) *
+                   (1 - self_copy_share(l, most));
     double nic = nvl_topo_nic_bw(t, me) / t->scaleout.oversubscription;
     double hbm = nvl_topo_hbm_bw(t, me) / 2; /* a copy reads and writes */
     double ts = fmax(

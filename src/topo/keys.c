@@ -278,6 +278,11 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(nccl.nvls_channels), "16", 2, 64, "16",
      "channels NCCL runs NVLS on (nvls.cc ncclNvlsTuning: 16 on Hopper, "
      "24 on Blackwell within one NVLink domain)"},
+    {"nccl", "nvls_tree_channels", NVL_QTY_COUNT, NVL_FIELD_U32,
+     F(nccl.nvls_tree_channels), "0", 0, 64, "32",
+     "channels NCCL runs NVLS on in a communicator spanning NVLink domains "
+     "(NVLSTree; nvls.cc: NVLS_NCHANNELS_SM100 32 on Blackwell, 16 on "
+     "Hopper; 0: nvls_channels)"},
     {"nccl", "nvls_chunk_lat", NVL_QTY_TIME, NVL_FIELD_I64,
      F(nccl.nvls_chunk_lat_ps), "0.48us", 0, PS(100.0), "0.48us",
      "NVLS: time one chunk's synchronisation through the switch adds (fit "

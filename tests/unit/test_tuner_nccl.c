@@ -324,6 +324,30 @@ static void test_kernel_time(void **state)
     nvl_topo_free(topo);
 }
 
+/* NVLSTree between two GB200 racks runs on NCCL's multi-node NVLS channels
+ * ([nccl] nvls_tree_channels, 32: nvls.cc NVLS_NCHANNELS_SM100), not the
+ * one domain's 24; 0 falls back to nvls_channels. */
+static void test_nvlstree_channels(void **state)
+{
+    (void)state;
+    nvl_topo_t *topo = load("gb200-nvl72x2-ib.topo");
+    for (int pass = 0; pass < 2; pass++) {
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(topo, 144, NULL, &comm),
+                         NVL_OK);
+        nvl_coll_info_t info;
+        assert_int_equal(nvl_coll_choose(comm, NVL_COLL_ALLREDUCE,
+                                         (size_t)1 << 33, &info),
+                         NVL_OK);
+        assert_int_equal(info.algo, NVL_ALGO_NVLS_TREE);
+        assert_int_equal(info.channels, pass == 0 ? 32 : 24);
+        nvl_comm_destroy(comm);
+        assert_int_equal(nvl_topo_set(topo, "nccl.nvls_tree_channels=0"),
+                         NVL_OK);
+    }
+    nvl_topo_free(topo);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -335,6 +359,7 @@ int main(void)
         T(test_nvls_tuning_lat),
         T(test_nvls_whole_chunks),
         T(test_kernel_time),
+        T(test_nvlstree_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
