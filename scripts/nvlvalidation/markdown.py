@@ -204,9 +204,12 @@ def _serving(serves, skipped):
                    "random dataset with every request sent at once (request rate inf), "
                    "predicted by `nvlemu serve --scheduler vllm` with vLLM's defaults and "
                    "the row's own options. Both with the default `fused` stack "
-                   "(`docs/serve.md`, \"The schedulers\"). Every row is held out: no "
-                   "constant of the model was fit to any of them (the split allows half of a "
-                   "class's rows as fit rows; none is used). The batch column is the mean "
+                   "(`docs/serve.md`, \"The schedulers\"). No constant of the model was fit "
+                   "to any row; the rows the csv marks fit (the vLLM 128/4 rows, at most "
+                   "half of a class) are those a row option is fit to: `--frontend-ms`, and "
+                   "for the Qwen3 rows of GPUStack's single-H100 host its device rate "
+                   "(`--set gpu.0.clock_scale`, `hbm_bw_scale`; `docs/serve.md`, \"The "
+                   "lab host's device rate\"); every other row is held out. The batch column is the mean "
                    "decode sequences per step of the emulated run; pred/pub below 1 is "
                    "too slow, above 1 too fast.\n" % SERVING)
         doc.append(table(["family", "TP", "rows", "geomean error", "worst error",
