@@ -27,13 +27,18 @@ STEP = CAL + "/h200-moe-step"
 # rows (K 4,096); everything else here is held out, the step included
 DEP8_FIT_K = "4096"
 # route.csv's kernels and the step's parts -> the kernels nvlemu run
-# --stack torch issues for them (src/engine/moe.c, moe_route.c)
-ROUTE_KERNELS = {"router": ("router",), "topk_softmax": ("topk_softmax",),
-                 "sort+counts_offsets": ("sort_pairs",), "permute": ("expand_rows",),
-                 "silu_mul": ("silu", "mul"), "unpermute": ("moe_sum",)}
-STEP_PARTS = {"sort": ("sort_pairs",), "permute": ("expand_rows",),
+# --stack torch issues for them (src/engine/moe.c, moe_torch.c)
+TOPK = ("topk_float", "topk_softmax", "topk_select", "topk_sort", "topk_sum", "topk_div")
+SORT = ("sort_arange", "sort_index_copy", "sort_ids_copy", "sort_block", "sort_histogram",
+        "sort_digit_offsets", "sort_onesweep", "sort_token", "counts_zeros", "counts_ones",
+        "counts_scatter_add", "counts_scan_init", "counts_cumsum", "counts_int")
+UNPERMUTE = ("unpermute_zeros", "unpermute_weights", "unpermute_scale", "unpermute_index_add")
+ROUTE_KERNELS = {"router": ("router",), "topk_softmax": TOPK,
+                 "sort+counts_offsets": SORT, "permute": ("expand_rows",),
+                 "silu_mul": ("silu", "mul"), "unpermute": UNPERMUTE}
+STEP_PARTS = {"sort": SORT, "permute": ("expand_rows",),
               "gate_up": ("experts_gate_up",), "silu_mul": ("silu", "mul"),
-              "down": ("experts_down",), "unpermute": ("moe_sum",),
+              "down": ("experts_down",), "unpermute": UNPERMUTE,
               "lm_head": ("lm_head", "sample")}
 
 
