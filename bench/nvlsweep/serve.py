@@ -36,17 +36,33 @@ def slo_attainment(a, rdir, rid):
 
 def serve_flat(res):
     """nvlemu serve's JSON as one flat row: nested keys joined with '.',
-    each pool under pool.<name>."""
+    each pool under pool.<name>; step_ms.<part>: the mean step of one
+    replica over every step of the run (all pools), in ms, and
+    pool.<name>.ms_per_step.<part> the same for one pool."""
     res = dict(res)
     pools = res.pop("pools", []) or []
     row = flatten(res)
     for p in pools:
         row.update(flatten(p, "pool.%s." % p.get("name", "?")))
-    # the step time of all pools, by part
+    # a pool's step_time_ms_by_part is one replica's time over its steps
+    # (the mean over the pool's ranks) while its steps are summed over its
+    # replicas: x replicas / steps is the mean step of one replica
+    steps = sum(p.get("steps") or 0 for p in pools)
     for part in SERVE_PARTS:
-        row["step_ms." + part] = sum((p.get("step_time_ms_by_part") or {}).get(part, 0)
-                                     for p in pools)
+        for p in pools:
+            n = p.get("steps") or 0
+            row["pool.%s.ms_per_step.%s" % (p.get("name", "?"), part)] = (
+                replica_ms(p, part) / n if n else None)
+        row["step_ms." + part] = (sum(replica_ms(p, part) for p in pools) / steps
+                                  if steps else None)
     return row
+
+
+def replica_ms(pool, part):
+    """The time of all a pool's replicas in PART (ms): one replica's
+    (step_time_ms_by_part, the mean over the pool's ranks) x replicas."""
+    return ((pool.get("step_time_ms_by_part") or {}).get(part, 0) *
+            (pool.get("replicas") or 1))
 
 
 def pareto(points):

@@ -484,8 +484,15 @@ void nvl_comm_defer_entry(nvl_comm_t *comm, int64_t a_ps, int64_t b_ps,
 /* Calls recorded since nvl_comm_defer (the index the next one gets). */
 size_t nvl_comm_deferred_calls(const nvl_comm_t *comm);
 
+/* A value of this member's that the settlement's exchange carries (the
+ * largest over the members is read back with nvl_comm_settled_ride after
+ * nvl_comm_settle); INT64_MIN when not called since nvl_comm_defer. */
+void nvl_comm_defer_ride(nvl_comm_t *comm, int64_t value);
+int64_t nvl_comm_settled_ride(const nvl_comm_t *comm);
+
 /* Collective: ends recording and agrees on every recorded call in one
- * exchange (two small allreduces).  A wrong call, or calls that differ
+ * exchange (one small allreduce when the members recorded no more calls
+ * than the last settlement counted, else a second one for the rest).  A wrong call, or calls that differ
  * between the members (their kinds, sizes, or how many there were), fail
  * on every member with the report the per-call agreement gives for the
  * first such call (NVL_ERR_INVALID, NVL_ERR_MISMATCH).  On success the

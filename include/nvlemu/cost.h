@@ -79,7 +79,10 @@ double nvl_wdtype_peak_flops_per_s(const nvl_gpu_spec_t *gpu,
 
 /* The bytes a GEMM reads of one weight W[n, k] stored in dt: its elements
  * (data_bytes) and its scales (scale_bytes: the format's block scales
- * from its src/quant row, and its per-tensor scales); and of an input
+ * from its src/quant row, each of scale_elem_bytes where the row lets
+ * the checkpoint choose the scale's dtype (compressed-tensors' F32,
+ * BF16 or F16 weight_scale; 0: the row's own, FP32), and its per-tensor
+ * scales); and of an input
  * x[m, k] quantized as the format's activations are (the elements, and
  * the scales: one per 1 x 16 for nvfp4, 1 x 32 for fp4, 1 x 128 for
  * fp8-block, one per tensor for fp8).  bf16: no scales. */
@@ -87,7 +90,7 @@ typedef struct {
     double data_bytes, scale_bytes;
 } nvl_gemm_bytes_t;
 nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
-                                       uint64_t k);
+                                       uint64_t k, uint32_t scale_elem_bytes);
 nvl_gemm_bytes_t nvl_cost_input_bytes(nvl_wdtype_t dt, uint64_t m,
                                       uint64_t k);
 
@@ -183,6 +186,9 @@ typedef struct {
     const nvl_topo_t *topo;
     uint32_t gpu;              /* topology index (what-if overrides apply) */
     nvl_wdtype_t weight_dtype; /* matmul weights and inputs */
+    uint32_t weight_scale_bytes; /* a stored block scale's bytes where the
+                                    checkpoint sets them (BF16 scales: 2);
+                                    0: the format's own */
     bool weight_only;          /* quantized weights, bf16 inputs: the GEMM
                                   dequantizes to BF16 and runs at BF16's
                                   rate (--act-quant none) */
@@ -208,6 +214,15 @@ typedef struct {
  * the BF16 cell. */
 nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
                                    double *rel_out);
+
+/* The output columns of the one CTA tile the library's kernel for weight
+ * type `dt` takes whatever the shape (its rows: NVL_DENSE_TILE_M), with no
+ * split of its K loop; 0 where the library picks its tile and split by
+ * shape.  One such kernel: cuBLASLt's outer-vector-scaled FP8 GEMM on
+ * Hopper (per-channel weight and per-token input scales, fp8-channel:
+ * nvjet_sm90_qqtst_128x128_128x6_1x1_h_bz_coopA_algo2_ovscale_TNT at every
+ * shape of tests/data/calibration/h200-fp8-scaled-mm): 128. */
+double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt);
 
 /* NVL_OK when cfg's library has a kernel for its weight type on cfg's GPU;
  * else reports "what LIB: no TYPE GEMM kernel (...)" and returns

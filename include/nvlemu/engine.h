@@ -70,13 +70,22 @@ typedef enum {
  * torch.cat of rotated halves, separate residual adds, SDPA attention);
  * fused: a serving engine's kernel list (TensorRT-LLM: fused QKV bias +
  * RoPE + KV write, fused residual add + RMSNorm, fused SwiGLU,
- * FlashAttention).  A row each of nvl_stack_family (src/engine/
- * options.c), which also carries what the cost model reads of a stack:
- * its default attention kernel and its GEMM libraries. */
-typedef enum { NVL_STACK_TORCH, NVL_STACK_FUSED, NVL_STACK_COUNT } nvl_stack_t;
+ * FlashAttention); compiled: the torch layer compiled by torch.compile
+ * (Inductor's Triton kernels around cuBLAS GEMMs and cuDNN SDPA, the
+ * serving-like steps of tests/data/calibration/hgx-h*-x4).  A row each
+ * of nvl_stack_family (src/engine/options.c), which also carries what
+ * the cost model reads of a stack: its default attention kernel and its
+ * GEMM libraries. */
+typedef enum {
+    NVL_STACK_TORCH,
+    NVL_STACK_FUSED,
+    NVL_STACK_COMPILED,
+    NVL_STACK_COUNT
+} nvl_stack_t;
 
-/* The stacks as families: stack ("torch", "fused") and fusion, --fusion's
- * older names ("none", "typical"), a row per nvl_stack_t. */
+/* The stacks as families: stack ("torch", "fused", "compiled") and
+ * fusion, --fusion's older names ("none", "typical") of the first two
+ * stacks, a row per nvl_stack_t it names. */
 extern const nvl_family_t nvl_stack_family, nvl_fusion_family;
 const char *nvl_stack_name(nvl_stack_t stack);
 /* The attention kernel stack runs on topo's GPUs when none is asked for:
@@ -123,6 +132,10 @@ typedef struct {
     /* The checkpoint layers whose class c stays bf16 although gemm_dtype[c]
      * is quantized (nvl_model_formats_t's bf16_layers; zero: none). */
     uint64_t gemm_bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
+    /* The checkpoint layers whose class c takes another weight type than
+     * gemm_dtype[c] (compressed-tensors' config groups by layer): that
+     * type + 1 (zero: gemm_dtype[c]'s). */
+    uint8_t gemm_layer_dtype[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
     /* The tensor-parallel allreduce: NCCL's (the default) or a serving
      * engine's kernel; nvl_engine_create sets it on its communicators
      * (nvl_comm_set_allreduce, which reports what the topology cannot

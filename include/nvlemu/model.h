@@ -46,8 +46,10 @@ extern const nvl_family_t nvl_model_type_family;
 extern const nvl_family_t nvl_model_preset_family;
 
 /* Layers 0 .. 64 x NVL_FORMAT_LAYER_WORDS - 1 may keep a quantized class
- * in bf16 on their own (a bit each). */
+ * in bf16 on their own (a bit each), or take another config group's
+ * scheme (NVL_FORMAT_LAYERS entries). */
 #define NVL_FORMAT_LAYER_WORDS 4
+#define NVL_FORMAT_LAYERS (64 * NVL_FORMAT_LAYER_WORDS)
 
 /* The weight format of each GEMM class (nvl_quant_class_t) in a
  * checkpoint: quantized[c] when class c is stored in `format` (any
@@ -63,6 +65,10 @@ typedef struct {
     bool quantized[NVL_QCLASS_COUNT];
     int group[NVL_QCLASS_COUNT];
     uint64_t bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
+    /* compressed-tensors' groups by layer: layer_group[c][l] - 1 is the
+     * group whose scheme class c takes in layer l where that is not
+     * group[c]'s scheme (0: group[c]'s) */
+    uint8_t layer_group[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
 } nvl_model_formats_t;
 
 /* Whether bit `layer` of a bf16_layers mask is set (layer < 0 or past the

@@ -269,6 +269,12 @@ typedef struct {
      * priced in its own group's: nvl_quant_config_group) */
     int n_group;
     nvl_quant_group_t group[NVL_QUANT_GROUP_MAX];
+    /* the bytes of one stored scale where the layout takes the model's
+     * dtype (compressed-tensors' weight_scale: F32, BF16 or F16, as
+     * _initialize_scale_zero_point creates it in the weight's dtype):
+     * config.json's "dtype" ("torch_dtype") bfloat16 or float16 2,
+     * float32 4; 0 where the layout fixes it or the config names none */
+    uint32_t scale_bytes;
 } nvl_quant_config_t;
 
 /* The config group of q that quantizes module `name` ("model.layers.0.

@@ -263,6 +263,10 @@ typedef struct {
      * two) or serial (true: schedule, input preparation and output update
      * run while the GPU waits, so they add to every step) */
     double host_us_per_request;
+    /* the same engine's host work per step whatever its requests (the
+     * step's inputs copied and its graph launched: what its loop cannot
+     * overlap even when it overlaps the rest); 0: none modeled */
+    double host_us_per_step;
     /* the CPU time of one torch.nn.Linear forward call (the topology's
      * [host] torch_op) on the host host_us_per_request was measured on;
      * 0: not known (the figure holds on every host) */
@@ -292,10 +296,14 @@ typedef struct {
  * schedule, execute the model, update from its output, one after the
  * other; --async-scheduling off by default in v0.11.0): the GPU's gap
  * between two decode steps, 5-6 ms at 256 sequences (Llama-2-7B on
- * ShareGPT, V1's AsyncLLM; github.com/vllm-project/vllm/issues/10634 and
- * pull request 11133), 5.5 ms / 256 a request; docs/serve.md, "vLLM's
- * host time". */
-#define NVL_VLLM_HOST_US_PER_REQUEST (5500.0 / 256.0)
+ * ShareGPT, V1's AsyncLLM; github.com/vllm-project/vllm/issues/10634),
+ * 5.5 ms.  With the scheduling and the input preparation moved off the
+ * GPU's path the same run's gap fell to 150-170 us, the CUDA-graph
+ * launch and its inputs' copies (pull request 11133, measured at batch
+ * 256): that part is the step's own, the rest, 5.5 ms less it, the 256
+ * requests'.  docs/serve.md, "vLLM's host time". */
+#define NVL_VLLM_HOST_US_PER_STEP 160.0
+#define NVL_VLLM_HOST_US_PER_REQUEST ((5500.0 - NVL_VLLM_HOST_US_PER_STEP) / 256.0)
 
 /* An eager tiny kernel's host time over one torch.nn.Linear forward's,
  * on one host: 6.93 / 18.22 us and 10.25 / 28.26 us in two processes on
@@ -318,6 +326,10 @@ double nvl_serve_eager_launch_us(int64_t torch_op_ps,
  * scales with that thread's speed at them). */
 double nvl_serve_host_us_per_request(const nvl_serve_scheduler_t *row,
                                      int64_t torch_op_ps);
+
+/* The same for the row's host work per step (host_us_per_step). */
+double nvl_serve_host_us_per_step(const nvl_serve_scheduler_t *row,
+                                  int64_t torch_op_ps);
 
 /* The schedulers: --scheduler's values, `nvlemu --list scheduler`. */
 extern const nvl_family_t nvl_serve_sched_family;

@@ -184,6 +184,7 @@ typedef struct {
     uint32_t nvls_channels;     /* NCCL's nvlsChannels (nvls.cc) */
     int64_t nvls_chunk_lat_ps;  /* NVLS: one chunk's sync through the switch */
     double nvls_efficiency;     /* NCCL's nvlsEfficiency (tuning.cc): its NVLS rating */
+    int64_t nvls_tuning_lat_ps; /* NCCL's NVLS latency in its rating (tuning.cc) */
     int64_t launch_overhead_ps; /* host cost of enqueueing one NCCL call */
     int64_t empty_call_ps;      /* host cost of a count-0 call (no kernel) */
     int64_t torch_call_ps; /* host cost of one torch.distributed call */

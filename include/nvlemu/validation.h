@@ -64,8 +64,9 @@ typedef struct {
     char covers[200];     /* the region: "decode on hgx-h200, 1 rank, 1 - 64
                              sequences"; the query's when none covers it */
     /* When none covers it: the family of the query's class and attributes
-     * whose region lies closest (the same hardware first, then the
-     * nearest rank count, then the nearest sizes), for the reader to judge
+     * whose region lies closest (the same hardware first, then hardware
+     * whose name shares the longest beginning, then the nearest rank
+     * count, then the nearest sizes), for the reader to judge
      * how far the answer reaches; nearest NULL when the class has none. */
     const char *nearest;
     double nearest_geomean_error, nearest_worst_error;

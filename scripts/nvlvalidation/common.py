@@ -21,6 +21,10 @@ H100 = "tests/data/calibration/h100-x2"
 H100_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall"]
 SERVING = "tests/data/calibration/published-serving.csv"
 GEMMS = "tests/data/calibration/published-gemm.csv"
+# torch._scaled_mm's FP8 GEMMs on one H200, per-tensor and per-row scales
+SCALED_MM = "tests/data/calibration/h200-fp8-scaled-mm/scaled-mm.csv"
+SCALED_MM_DTYPE = {"tensor": "fp8", "row": "fp8-channel"}
+SCALED_MM_TOPO = "topology/h200-nvl2.topo"
 FAMILIES = os.path.join("tests", "data", "validation", "families.json")
 PUBLISHED_NCCL = "tests/data/calibration/published-nccl"
 NCCL_COLLS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"]

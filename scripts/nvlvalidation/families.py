@@ -6,6 +6,7 @@ import os
 import re
 
 from .common import (C2C_COPIES, COLL_SOURCE, COMPUTE_SOURCE, E2E_TOPO, GEMMS, H100,
+                     SCALED_MM,
                      H100_STEPS, H100_TOPO, H100_TP2_STEPS, PUBLISHED_NCCL, PUBLISHED_SOURCE,
                      SERVING, geomean, pct, topo_name)
 from .nccl import nccl_families
@@ -145,6 +146,14 @@ def _measured_rows(res):
                                    held_out=role == "check",
                                    attributes={"library": lib, "dtype": dt},
                                    where=regions(rows, "gemm", unit="FLOP")))
+    for scaling in ("tensor", "row"):
+        rows = [r for r in res.scaled if r["scaling"] == scaling]
+        summary.append(summary_row("H200 FP8 GEMMs: torch._scaled_mm, %swise scales (check)"
+                                   % scaling, [r["error"] for r in rows], SCALED_MM,
+                                   held_out=True,
+                                   attributes={"library": "cublaslt",
+                                               "dtype": rows[0]["dtype"] if rows else ""},
+                                   where=regions(rows, "gemm", unit="FLOP")))
     for big in (True, False):
         rows = [r for r in res.h100 if (r["size"] >= (1 << 20)) == big]
         summary.append(summary_row("held-out machine: collectives on 2 x H100 NV18, %s 1 MB"
@@ -182,9 +191,14 @@ def _run_rows(res):
                                    held_out=f["role"] == "held-out",
                                    where=regions(rows, f["collective"])))
     for name, rows in serving_families(res.serves or []):
+        # a served answer shares the family's scheduler and model class
+        # (src/cli/serve_report.c's query): a MoE serve is not covered by
+        # the dense rows of the same GPUs
         summary.append(summary_row(name, [r["error"] for r in rows], SERVING,
                                    held_out=rows[0]["role"] == "held-out",
-                                   attributes={"stack": "fused"},
+                                   attributes={"stack": "fused",
+                                               "scheduler": rows[0]["scheduler"],
+                                               "model_class": rows[0]["class"]},
                                    where=regions(rows, "serving", size_key=None)))
     stack = res.stack
     if res.e2e is None:

@@ -22,6 +22,8 @@ HGX_H200_TOPO = "topology/hgx-h200-x4.topo"
 # them), predicted on the H200 end-to-end topology as the torch steps are
 H200_PAIR = "tests/data/calibration/h200-x2-serve"
 H200_PAIR_TOPO = "topology/h200-nvl2.topo"   # its kernels alone: the pair's topology
+# the stack of the serving-like steps: torch.compile'd layers (Inductor)
+SERVE_STACK = "compiled"
 HGX_OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
            "sendrecv", "alltoall"]
 # torch symmetric-memory kernels measured (symm.csv impl) -> nvlemu --impl
@@ -70,7 +72,7 @@ def _symm_rows(build, path, topo):
 def _serve_rows(build, name, known=None, data=HGX, topo=HGX_TOPO):
     """The serving-like steps of DATA/NAME (Inductor-compiled layers, CUDA
     graph, the all-reduce by NCCL or torch symmetric memory) against
-    nvlemu run --stack fused --allreduce nccl|oneshot|twoshot on TOPO;
+    nvlemu run --stack compiled --allreduce nccl|oneshot|twoshot on TOPO;
     a case already predicted in KNOWN (rows of another file) is not rerun."""
     preds = {(r["model"], r["layers"], r["tp"], r["allreduce"], r["batch"], r["ctx"]):
              r["pred_us"] for r in known or []}
@@ -86,7 +88,7 @@ def _serve_rows(build, name, known=None, data=HGX, topo=HGX_TOPO):
             cmds[key] = [os.path.join(ROOT, "scripts", "nvlrun"), r["tp"],
                          os.path.join(build, "nvlemu"), "run", "--topo", topo,
                          "--model", r["model"], "--layers", r["layers"],
-                         "--stack", "fused", "--allreduce", ar,
+                         "--stack", SERVE_STACK, "--allreduce", ar,
                          "--batch", r["batch"], "--ctx", r["ctx"], "--json", "-"]
     for key, out in zip(cmds, run_json_points(list(cmds.values()))):
         preds[key] = 1e3 * float(json.loads(out)["tpot_ms"])
@@ -252,7 +254,7 @@ def _pair_summary(pair):
             if errs:
                 summary.append(summary_row(
                     "held-out machine, serving-like decode on 2 x H200 NV18, TP 2, all-reduce "
-                    "%s%s (--stack fused)" % (ar, tag), errs, H200_PAIR + "/" + name,
+                    "%s%s (--stack compiled)" % (ar, tag), errs, H200_PAIR + "/" + name,
                     held_out=True))
         ratios = _ratios(rows)
         for ar in ("oneshot", "twoshot"):
@@ -379,12 +381,12 @@ def _step_summary(d, steps):
             if errs:
                 summary.append(summary_row(
                     "held-out machine, serving-like decode on HGX H100, TP %d, all-reduce "
-                    "%s (--stack fused)" % (tp, ar), errs, HGX + "/serve-steps.csv"))
+                    "%s (--stack compiled)" % (tp, ar), errs, HGX + "/serve-steps.csv"))
     for tp in ((2, 4) if steps else ()):
         errs = [r["error"] for r in d["serve_rep"] if int(r["tp"]) == tp]
         summary.append(summary_row(
             "held-out machine, serving-like decode on HGX H100, TP %d, repeat run, all "
-            "three all-reduces (--stack fused)" % tp, errs, HGX + "/serve-steps-repeat.csv"))
+            "three all-reduces (--stack compiled)" % tp, errs, HGX + "/serve-steps-repeat.csv"))
     # the engine kernels' gain over NCCL: measured and predicted step ratios
     for tag, rs, path in (("", d["ratios"], "serve-steps.csv"),
                           (", repeat run", d["ratios_rep"],
@@ -451,7 +453,7 @@ def _coll_doc(d):
 def _step_doc(d):
     """The serving-like steps and the engine kernels' step ratios."""
     doc = []
-    doc.append("### Serving-like decode on HGX H100 (--stack fused)\n")
+    doc.append("### Serving-like decode on HGX H100 (--stack compiled)\n")
     doc.append("Inductor-compiled layers in a CUDA graph (`measure-steps.py --serve`), "
                "the all-reduce by NCCL or torch symmetric memory's one-shot / two-shot "
                "(`none` at TP 1, predicted with nccl, which a single rank never calls).\n")

@@ -24,8 +24,8 @@ def serve_summary(runs):
                 if sel:
                     out.append(summary_row(
                         "held-out machine, serving-like decode on HGX H200, TP %d, all-reduce "
-                        "%s%s (--stack fused)" % (tp, ar, tag), [r["error"] for r in sel],
-                        DATA + "/" + name, held_out=True, attributes={"stack": "fused"},
+                        "%s%s (--stack compiled)" % (tp, ar, tag), [r["error"] for r in sel],
+                        DATA + "/" + name, held_out=True, attributes={"stack": "compiled"},
                         where=regions(sel, "decode", "hgx-h200-x4", size_key="batch",
                                       unit="sequences")))
         for tp in ("2", "4"):

@@ -3,7 +3,7 @@ tables, in that order."""
 import os
 
 from .common import (E2E_TOPO, FAMILIES, GEMMS, H100, H100_STEPS, H100_TOPO, H100_TP2_STEPS,
-                     SERVING, e2e_table, geomean, pct, table)
+                     SCALED_MM, SERVING, e2e_table, geomean, pct, table)
 from .families import absent, as_record, serving_families, summary_cells
 from .nccl import nccl_doc
 
@@ -40,8 +40,9 @@ def _head(summary):
            "`serve`, `cost` and the `*_perf` benches read that file at run time "
            "(`$NVLEMU_VALIDATION` names another) and end their report with the families "
            "covering what they answered, or \"extrapolated\" where none does, with "
-           "the nearest family of the answer's class (the same topology first, then "
-           "the nearest rank count, then the nearest sizes, in log units) and its "
+           "the nearest family of the answer's class (the same topology first, then the "
+           "topology whose name shares the longest beginning, then the nearest rank "
+           "count, then the nearest sizes, in log units) and its "
            "error, for the reader to judge how far the answer reaches; their "
            "JSON carries the same list under `validation` (objects with `family`, "
            "`geomean_error`, `worst_error`, `covers`, `extrapolated`, `held_out`, "
@@ -87,6 +88,27 @@ def _bench_tools(res):
     return doc
 
 
+def _scaled_mm(rows):
+    """torch._scaled_mm's FP8 GEMMs on one H200 by scaling and rows m."""
+    doc = ["## FP8 GEMMs on H200 by scaling: torch._scaled_mm\n",
+           "`nvlemu cost gemm M N K --dtype fp8` (per-tensor scales) or `--dtype "
+           "fp8-channel` (a scale per row of x and per column of W^T) on "
+           "topology/h200-nvl2.topo against torch._scaled_mm on one H200, CUDA-graph "
+           "timed over 2-16 weight copies (" + SCALED_MM + ", its README). The "
+           "shapes are the four projections of Qwen2.5-7B and 72B at TP 1, 2, 4 and 8; "
+           "nothing was fit to these rows. Per-tensor scales run cuBLASLt's nvjet "
+           "kernels, tile and split-K picked by shape; per-row scales one 128 x 128 "
+           "`ovscale` kernel at every shape (docs/cost-model.md, \"GEMM libraries\").\n"]
+    body = []
+    for scaling in ("tensor", "row"):
+        for m in sorted({int(r["m"]) for r in rows}):
+            errs = [r["error"] for r in rows if r["scaling"] == scaling and int(r["m"]) == m]
+            if errs:
+                body.append([scaling, m, len(errs), pct(geomean(errs)), pct(max(errs))])
+    doc.append(table(["scales", "m", "GEMMs", "geomean error", "worst error"], body))
+    return doc
+
+
 def _published(res):
     """DeepEP's all-to-all, the GEMM rates by library and the NVLink-C2C
     copies."""
@@ -113,6 +135,7 @@ def _published(res):
                      [[r["system"], r["library"], r["dtype"], r["m"], r["n"], r["k"],
                        "%.0f" % r["pred"], r["tflops"], pct(r["error"]), r["role"],
                        r["source"]] for r in gemms]))
+    doc += _scaled_mm(res.scaled)
     doc.append("## Published NVLink-C2C copy bandwidths\n")
     doc.append("`nvlemu cost copy SIZE --path c2c-h2d|c2c-d2h` (copy_overhead + [c2c] "
                "lat + bytes / min([c2c] bw x line / (line + header), Grace's bandwidth "

@@ -20,8 +20,11 @@ HARNESS_ARGS = {"nccl-tests": [], "torch-one-call": ["-z", "1", "--caller", "tor
 # 2.21-2.28's): (system prefix, first version without it, --set what-ifs).
 # Hopper's Ring LL ceiling, tuning.cc llMaxBws "Hopper-N1", is 87.7 GB/s in
 # 2.18.5-2.20.5 and 141 from 2.21.5 (docs/collectives.md, "When NCCL runs
-# NVLS allreduce"); it decides where NVLS takes over from Ring LL.
-NCCL_VERSION_SETS = [("hgx-h", (2, 21), ["nccl.ll_max_bw=87.7GB/s"])]
+# NVLS allreduce"); with NCCL's NVLS latency in its rating, tuning.cc
+# baseLat (2.18.5) or hwLat NVLINK (2.19-2.20.5) NVLS Simple 23 us, 25 from
+# 2.21.5, it decides where NVLS takes over from Ring LL.
+NCCL_VERSION_SETS = [("hgx-h", (2, 21), ["nccl.ll_max_bw=87.7GB/s",
+                                         "nccl.nvls_tuning_lat=23us"])]
 
 
 def version_sets(system, nccl_version):

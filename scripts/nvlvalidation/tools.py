@@ -8,8 +8,8 @@ import json
 import os
 import re
 
-from .common import (C2C_COPIES, E2E_TOPO, GEMMS, H100, H100_OPS, H100_TOPO, ROOT, SERVING,
-                     die, error, run, run_all, run_json_points, topo_name)
+from .common import (C2C_COPIES, E2E_TOPO, GEMMS, H100, H100_OPS, H100_TOPO, ROOT,
+                     SCALED_MM, SCALED_MM_DTYPE, SCALED_MM_TOPO, SERVING, die, error, run, run_all, run_json_points, topo_name)
 
 
 # ---- the tools' outputs -----------------------------------------------------
@@ -154,6 +154,32 @@ def gemm_libraries(build):
                          topo=topo_name(row["topology"]), ranks=1))
     if not rows:
         die("no rows in " + GEMMS)
+    return rows
+
+
+def scaled_mm(build):
+    """torch._scaled_mm's FP8 GEMMs on one H200 (per-tensor scales:
+    --dtype fp8; a scale per row of x and per column of W^T: fp8-channel)
+    against nvlemu cost gemm on topology/h200-nvl2.topo.  Nothing was fit
+    to them."""
+    with open(os.path.join(ROOT, SCALED_MM)) as f:
+        src = list(csv.DictReader(f))
+    for n, row in enumerate(src, start=2):
+        if row["scaling"] not in SCALED_MM_DTYPE:
+            die("%s:%d: scaling '%s' (expected %s)" % (SCALED_MM, n, row["scaling"],
+                                                      " or ".join(SCALED_MM_DTYPE)))
+    outs = run_all([[os.path.join(build, "nvlemu"), "cost", "--topo", SCALED_MM_TOPO,
+                     "--json", "-", "gemm", row["m"], row["n"], row["k"], "--dtype",
+                     SCALED_MM_DTYPE[row["scaling"]]] for row in src])
+    rows = []
+    for row, out in zip(src, outs):
+        pred, meas = float(json.loads(out)["time_us"]), float(row["us"])
+        flops = 2.0 * int(row["m"]) * int(row["n"]) * int(row["k"])
+        rows.append(dict(row, pred=pred, error=error(pred, meas), size=flops,
+                         dtype=SCALED_MM_DTYPE[row["scaling"]],
+                         topo=topo_name(SCALED_MM_TOPO), ranks=1))
+    if not rows:
+        die("no rows in " + SCALED_MM)
     return rows
 
 

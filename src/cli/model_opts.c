@@ -196,6 +196,17 @@ nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,
     }
     if (follow)
         memcpy(m->gemm_bf16_layers, f.bf16_layers, sizeof f.bf16_layers);
+    /* compressed-tensors' groups by layer: those layers their group's */
+    for (int c = 0; c < NVL_QCLASS_COUNT; c++)
+        for (int l = 0; l < NVL_FORMAT_LAYERS; l++) {
+            int g = q.n_group > 1 && follow ? f.layer_group[c][l] - 1 : -1;
+            m->gemm_layer_dtype[c][l] =
+                g < 0 ? 0
+                      : (uint8_t)(nvl_wdtype_of_quant(q.group[g].format,
+                                                      q.group[g].stored) +
+                                  1);
+        }
+    m->weight_scale_bytes = q.quantized ? q.scale_bytes : 0;
     if (m->kv_dtype == NVL_CLI_DTYPE_AUTO)
         m->kv_dtype = q.kv_fp8 ? NVL_WDT_FP8 : NVL_WDT_BF16;
     /* a weight-only checkpoint (compressed-tensors' input_activations
@@ -242,6 +253,18 @@ void nvl_cli_weights_name(const nvl_model_config_t *cfg,
                 buf + used, len - used, " (%s bf16 in %d of %u layers)",
                 nvl_family_name(&nvl_quant_class_family, c), n, cfg->layers);
     }
+    /* and those another config group's type: each type and its count */
+    for (int c = 0; c < NVL_QCLASS_COUNT && used < len; c++)
+        for (int t = 1; t <= NVL_WDT_COUNT && used < len; t++) {
+            int n = 0;
+            for (int l = 0; l < NVL_FORMAT_LAYERS; l++)
+                n += m->gemm_layer_dtype[c][l] == t;
+            if (n > 0)
+                used += (size_t)snprintf(
+                    buf + used, len - used, " (%s %s in %d of %u layers)",
+                    nvl_family_name(&nvl_quant_class_family, c),
+                    nvl_wdtype_name((nvl_wdtype_t)(t - 1)), n, cfg->layers);
+        }
 }
 
 nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
@@ -256,9 +279,12 @@ nvl_status_t nvl_cli_model_opts_engine(const nvl_cli_model_opts_t *m,
         return NVL_ERR_INVALID;
     }
     o.cost.weight_dtype = m->dtype;
+    o.cost.weight_scale_bytes = m->weight_scale_bytes;
     memcpy(o.gemm_dtype, m->gemm_dtype, sizeof o.gemm_dtype);
     memcpy(o.gemm_bf16_layers, m->gemm_bf16_layers,
            sizeof o.gemm_bf16_layers);
+    memcpy(o.gemm_layer_dtype, m->gemm_layer_dtype,
+           sizeof o.gemm_layer_dtype);
     o.cost.kv_dtype = m->kv_dtype;
     o.stack = m->stack;
     nvl_stack_cost(m->stack, &o.cost);

@@ -44,6 +44,12 @@ typedef struct {
     nvl_wdtype_t gemm_dtype[NVL_QCLASS_COUNT];
     /* the layers whose class stays bf16 (nvl_model_formats_t's) */
     uint64_t gemm_bf16_layers[NVL_QCLASS_COUNT][NVL_FORMAT_LAYER_WORDS];
+    /* the layers whose class takes another group's type (the engine's
+     * gemm_layer_dtype: type + 1, 0 none) */
+    uint8_t gemm_layer_dtype[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
+    /* a block scale's bytes as the checkpoint stores them (its
+     * nvl_quant_config_t's scale_bytes; 0: the format's own) */
+    uint32_t weight_scale_bytes;
 } nvl_cli_model_opts_t;
 
 /* Parsers of the rows below (cost's parsers under the option's label; an
@@ -97,8 +103,9 @@ nvl_status_t nvl_cli_parse_pp_layers(const char *label, const char *text,
      .offset = NVL_CLI_MO_AT(type, m, stack), .def = "fused",               \
      .family = &nvl_stack_family,                                           \
      .doc = "the software stack whose kernels a step runs: torch "          \
-            "(PyTorch with CUDA graphs, one kernel per F.* call) or fused "  \
-            "(a serving engine's fused kernels)"},                          \
+            "(PyTorch with CUDA graphs, one kernel per F.* call), fused "    \
+            "(a serving engine's fused kernels) or compiled (the torch "     \
+            "layer under torch.compile: Inductor's kernels)"},              \
     {.name = "fusion", .kind = NVL_OPT_ENUM,                                \
      .offset = NVL_CLI_MO_AT(type, m, stack),                               \
      .family = &nvl_fusion_family,                                          \

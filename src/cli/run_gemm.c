@@ -48,8 +48,8 @@ void nvl_run_gemm_text(const nvl_run_result_t *r, const nvl_run_derived_t *d,
         fprintf(out, "; an expert's, of %.0f held", d->experts_max);
     fprintf(out, "):");
     for (int i = 0; i < n; i++) {
-        nvl_gemm_bytes_t b = nvl_cost_weight_bytes(dt[g[i].cls], g[i].n,
-                                                   g[i].k);
+        nvl_gemm_bytes_t b = nvl_cost_weight_bytes(
+            dt[g[i].cls], g[i].n, g[i].k, r->args->engine.weight_scale_bytes);
         const char *f = nvl_wdtype_format(dt[g[i].cls]);
         fprintf(out, "%s %s %s [%llu x %llu] %.4g + %.4g MB", i ? ";" : "",
                 g[i].name, f ? f : "bf16", (unsigned long long)g[i].n,
@@ -81,8 +81,8 @@ json_t *nvl_run_gemm_json(const nvl_run_result_t *r,
                                 nvl_family_name(&nvl_quant_class_family, c),
                                 json_string(nvl_wdtype_name(dt[c])));
     for (int i = 0; i < n; i++) {
-        nvl_gemm_bytes_t b = nvl_cost_weight_bytes(dt[g[i].cls], g[i].n,
-                                                   g[i].k);
+        nvl_gemm_bytes_t b = nvl_cost_weight_bytes(
+            dt[g[i].cls], g[i].n, g[i].k, r->args->engine.weight_scale_bytes);
         const char *f = nvl_wdtype_format(dt[g[i].cls]);
         json_array_append_new(
             rows, json_pack("{s:s, s:s, s:s, s:I, s:I, s:f, s:f}", "name",

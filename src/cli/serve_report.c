@@ -91,6 +91,11 @@ static void serve_queries(const nvl_serve_report_t *r, nvl_cli_queries_t *qs)
                               .ranks = (uint32_t)pl->tp};
     qs->q[i].attrs[0].key = "stack";
     qs->q[i].attrs[0].value = nvl_stack_name(a->engine.stack);
+    qs->q[i].attrs[1].key = "scheduler";
+    qs->q[i].attrs[1].value =
+        nvl_serve_scheduler(r->serving->policy.sched)->id.name;
+    qs->q[i].attrs[2].key = "model_class";
+    qs->q[i].attrs[2].value = r->model->num_experts > 0 ? "moe" : "dense";
 }
 
 /* "# policy: ...": the scheduler's row and the resolved knobs. */
@@ -171,8 +176,9 @@ static void text_header(const nvl_serve_report_t *r, FILE *out)
     fprintf(out, "# software: %s stack (%s), weights %s, KV %s; times in "
                  "emulated time\n",
             nvl_stack_name(a->engine.stack),
-            a->engine.stack == NVL_STACK_TORCH ? "PyTorch with CUDA graphs"
-                                        : "a serving engine's fused kernels",
+            a->engine.stack == NVL_STACK_TORCH      ? "PyTorch with CUDA graphs"
+            : a->engine.stack == NVL_STACK_COMPILED ? "torch.compile'd layers"
+                                                    : "a serving engine's fused kernels",
             weights, nvl_wdtype_name(a->engine.kv_dtype));
 }
 

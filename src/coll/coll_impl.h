@@ -59,15 +59,15 @@ struct nvl_comm {
     double *op_time_bytes;   /* owned: per queued op, the bytes its time
                                 counts (at the time dtype) */
     size_t n_ops, cap_ops;
-    /* deferred agreement (defer.c): the calls recorded since
-     * nvl_comm_defer, and how the batch settled */
-    bool defer;              /* recording */
-    bool defer_exact;        /* every entry stated exactly */
+    /* deferred agreement (defer.c): the recorded calls, their outcome */
+    bool defer, defer_exact; /* recording; every entry stated exactly */
     bool defer_per_call;     /* settled: agree call by call on replay */
     struct nvl_defer_call *dcalls; /* owned */
     size_t n_dcalls, cap_dcalls, settled_next;
+    size_t settle_guess;     /* calls the last settlement counted */
     int64_t next_a_ps, next_b_ps; /* the next call's entry */
     long defer_fail;         /* this member's first failing call (-1) */
+    int64_t ride;            /* nvl_comm_defer_ride's; settled: the max */
     char defer_what[160], defer_why[256];
 };
 

@@ -38,6 +38,11 @@ static int64_t entry_of(int64_t x, int64_t a_ps, int64_t b_ps)
 /* The exchanged numbers of one call. */
 enum { DV_A, DV_B, DV_T, DV_SIG, DV_NEG_SIG, DV_ERR, DV_N };
 
+/* The exchange's head: the members' call counts (max and, negated, min),
+ * whether any stated an entry inexactly, the caller's value
+ * (nvl_comm_defer_ride) and the end's a and b; the calls follow. */
+enum { DH_N, DH_NEG_N, DH_INEXACT, DH_RIDE, DH_END_A, DH_END_B, DH_N_ALL };
+
 nvl_status_t nvl_comm_defer(nvl_comm_t *c)
 {
     if (c->mode != NVL_MODE_TIMING) {
@@ -52,8 +57,13 @@ nvl_status_t nvl_comm_defer(nvl_comm_t *c)
     c->defer_fail = -1;
     c->next_a_ps = c->clock->now_ps;
     c->next_b_ps = NVL_DEFER_NO_BOUND;
+    c->ride = INT64_MIN;
     return NVL_OK;
 }
+
+void nvl_comm_defer_ride(nvl_comm_t *c, int64_t value) { c->ride = value; }
+
+int64_t nvl_comm_settled_ride(const nvl_comm_t *c) { return c->ride; }
 
 bool nvl_comm_deferring(const nvl_comm_t *c) { return c->defer; }
 
@@ -128,41 +138,63 @@ static nvl_status_t report_call(nvl_comm_t *c, size_t k)
     return st;
 }
 
+/* Call k's numbers into x; INT64_MIN (neutral to max) past this member's
+ * calls. */
+static void put_call(const nvl_comm_t *c, size_t k, int64_t *x)
+{
+    if (k >= c->n_dcalls) {
+        for (int i = 0; i < DV_N; i++)
+            x[i] = INT64_MIN;
+        return;
+    }
+    const nvl_defer_call_t *d = &c->dcalls[k];
+    x[DV_A] = d->a_ps;
+    x[DV_B] = d->b_ps;
+    x[DV_T] = d->info.time_ps;
+    x[DV_SIG] = d->signature;
+    x[DV_NEG_SIG] = -d->signature;
+    x[DV_ERR] = !d->ok;
+}
+
 nvl_status_t nvl_comm_settle(nvl_comm_t *c, int64_t *end_out)
 {
     c->defer = false;
     c->settled_next = 0;
-    int64_t head[3] = {(int64_t)c->n_dcalls, -(int64_t)c->n_dcalls,
-                       !c->defer_exact};
-    MPI_Allreduce(MPI_IN_PLACE, head, 3, MPI_INT64_T, MPI_MAX, c->mpi);
-    size_t m = (size_t)-head[1]; /* calls every member recorded */
-    c->defer_per_call = head[2] != 0;
-    /* the members' ends ride along as one more call's a and b */
-    size_t len = m * DV_N + (end_out != NULL ? 2 : 0);
-    int64_t *v = malloc((len ? len : 1) * sizeof *v);
+    /* one allreduce of the head and of as many calls as the last batch
+     * agreed (the same number on every member: a pass repeats its calls),
+     * a second one only for the calls beyond them */
+    size_t g = c->settle_guess;
+    size_t cap = g > c->n_dcalls ? g : c->n_dcalls;
+    int64_t *v = malloc((DH_N_ALL + cap * DV_N) * sizeof *v);
     if (v == NULL) {
-        nvl_report("out of memory settling %zu calls", m);
+        nvl_report("out of memory settling %zu calls", cap);
         nvl_runtime_abort(1);
     }
-    for (size_t k = 0; k < m; k++) {
-        const nvl_defer_call_t *d = &c->dcalls[k];
-        int64_t *x = v + DV_N * k;
-        x[DV_A] = d->a_ps;
-        x[DV_B] = d->b_ps;
-        x[DV_T] = d->info.time_ps;
-        x[DV_SIG] = d->signature;
-        x[DV_NEG_SIG] = -d->signature;
-        x[DV_ERR] = !d->ok;
+    v[DH_N] = (int64_t)c->n_dcalls;
+    v[DH_NEG_N] = -(int64_t)c->n_dcalls;
+    v[DH_INEXACT] = !c->defer_exact;
+    v[DH_RIDE] = c->ride;
+    v[DH_END_A] = end_out != NULL ? c->next_a_ps : INT64_MIN;
+    v[DH_END_B] = end_out != NULL ? c->next_b_ps : INT64_MIN;
+    int64_t *calls = v + DH_N_ALL;
+    for (size_t k = 0; k < g; k++)
+        put_call(c, k, calls + DV_N * k);
+    MPI_Allreduce(MPI_IN_PLACE, v, (int)(DH_N_ALL + g * DV_N), MPI_INT64_T,
+                  MPI_MAX, c->mpi);
+    size_t m = (size_t)-v[DH_NEG_N]; /* calls every member recorded */
+    c->settle_guess = (size_t)v[DH_N];
+    c->defer_per_call = v[DH_INEXACT] != 0;
+    c->ride = v[DH_RIDE];
+    if (m > g) {
+        for (size_t k = g; k < m; k++)
+            put_call(c, k, calls + DV_N * k);
+        MPI_Allreduce(MPI_IN_PLACE, calls + DV_N * g, (int)((m - g) * DV_N),
+                      MPI_INT64_T, MPI_MAX, c->mpi);
     }
-    if (end_out != NULL) {
-        v[m * DV_N] = c->next_a_ps;
-        v[m * DV_N + 1] = c->next_b_ps;
-    }
-    MPI_Allreduce(MPI_IN_PLACE, v, (int)len, MPI_INT64_T, MPI_MAX, c->mpi);
     nvl_status_t st = NVL_OK;
     int64_t x = 0; /* the previous call's end */
     for (size_t k = 0; k < m && st == NVL_OK; k++) {
-        const int64_t *y = v + DV_N * k;
+        const int64_t *y = calls + DV_N * k;
         if (y[DV_ERR] || y[DV_SIG] != -y[DV_NEG_SIG]) {
             st = report_call(c, k);
             break;
@@ -180,14 +212,13 @@ nvl_status_t nvl_comm_settle(nvl_comm_t *c, int64_t *end_out)
         c->dcalls[k].info.time_ps = y[DV_T];
         x = start + y[DV_T];
     }
-    if (end_out != NULL) {
-        const int64_t *y = v + m * DV_N;
-        *end_out = c->defer_per_call || y[0] > NVL_PS_MAX_CLOCK - x
+    if (end_out != NULL)
+        *end_out = c->defer_per_call || v[DH_END_A] > NVL_PS_MAX_CLOCK - x
                        ? -1
-                       : entry_of(x, y[0], y[1]);
-    }
+                       : entry_of(x, v[DH_END_A], v[DH_END_B]);
+    bool counts_differ = v[DH_N] != (int64_t)m;
     free(v);
-    if (st == NVL_OK && head[0] != (int64_t)m)
+    if (st == NVL_OK && counts_differ)
         st = report_call(c, m);
     if (st != NVL_OK)
         c->n_dcalls = 0;

@@ -235,10 +235,14 @@ out:
     return st;
 }
 
-/* NCCL's tuning latency of an NVLS call on NVLink (tuning.cc hwLatencies,
- * NVLINK row, NVLS Simple 25 us; baseLatencies NVLS 0): what NCCL's choice
+/* NCCL's tuning latency of an NVLS call on NVLink, [nccl] nvls_tuning_lat
+ * (tuning.cc: baseLat NVLS Simple 23 us in 2.18.5, hwLat NVLINK NVLS
+ * Simple 23 us in 2.19-2.20.5 and 25 us from 2.21.5): what NCCL's choice
  * charges it, whatever the topology's fitted nvls.simple.nvlink_lat. */
-#define NCCL_NVLS_TUNING_LAT_S 25e-6
+static double nccl_nvls_tuning_lat_s(const nvl_comm_t *c)
+{
+    return (double)c->topo->nccl.nvls_tuning_lat_ps * 1e-12;
+}
 
 /* NCCL never runs NVLS allgather or reduce-scatter where its rating puts
  * an enabled ring protocol first (docs/collectives.md, "Which algorithm
@@ -248,7 +252,8 @@ out:
  * node), each at the fastest step of its speed table that H of them fit
  * in (at most maxBw / H: the model takes maxBw / H, the rating's upper
  * bound); the rating is nChannels x bw x nvlsEfficiency x (H-1)/H x
- * (N-1)/N, used as the algorithm bandwidth, at 25 us (tuning.cc). */
+ * (N-1)/N, used as the algorithm bandwidth, at [nccl] nvls_tuning_lat
+ * (tuning.cc). */
 static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
                                size_t bytes)
 {
@@ -257,7 +262,7 @@ static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
     double h = nvls_nccl_heads(c), n = c->size;
     double rate = c->nvlink_bw * NVL_NVLINK_DATA_EFF *
                   c->topo->nccl.nvls_efficiency * (h - 1) / h * (n - 1) / n;
-    double nvls = NCCL_NVLS_TUNING_LAT_S + (double)bytes / rate;
+    double nvls = nccl_nvls_tuning_lat_s(c) + (double)bytes / rate;
     for (int p = 0; p < NVL_PROTO_COUNT; p++)
         if (c->tuner.proto_enabled[p] &&
             nvl_coll_ring_rating_s(c, coll, bytes, (nvl_proto_t)p) < nvls)
@@ -269,8 +274,8 @@ static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
  * and the ring (tuning.cc ncclTopoTuneModel, 2.28 on): a channel of its
  * NVLS graph rates bwIntra x nvlsEfficiency x (nCh-1)/nCh, twice for
  * allreduce ("AllReduce pipelines two operations"), the algorithm
- * bandwidth nCh times that x N / (2 (N-1)), at hwLat's 25 us.  The graph's
- * nCh x bwIntra is maxBw with nCh = H (nvls_nccl_declines), so
+ * bandwidth nCh times that x N / (2 (N-1)), at hwLat's NVLS latency
+ * ([nccl] nvls_tuning_lat).  The graph's nCh x bwIntra is maxBw with nCh = H (nvls_nccl_declines), so
  * algBw = maxBw x nvlsEfficiency x (H-1)/H x N/(N-1).  NCCL 2.18-2.27 rate
  * maxBw x 5/6 at 23-25 us: within 13 % of this at 8 ranks, on Hopper and
  * Blackwell (docs/collectives.md, "When NCCL runs NVLS allreduce").
@@ -284,7 +289,7 @@ static double nvls_rating_s(const nvl_comm_t *c, nvl_coll_t coll,
     double h = nvls_nccl_heads(c), n = c->size;
     double rate = c->nvlink_bw * NVL_NVLINK_DATA_EFF *
                   c->topo->nccl.nvls_efficiency * (h - 1) / h * n / (n - 1);
-    return NCCL_NVLS_TUNING_LAT_S + (double)bytes / rate;
+    return nccl_nvls_tuning_lat_s(c) + (double)bytes / rate;
 }
 
 const char nvl_coll_algo_doc_nvls[] =

@@ -114,6 +114,26 @@ typedef struct {
     double hbm_bytes_per_s;
 } gpu_taken_t;
 
+/* The width term's share of the weight columns streaming at once: TILES
+ * (the columns of the GEMM's tiles), or for a dense GEMM of m rows (0: a
+ * grouped one) whose library kernel takes one fixed tile
+ * (nvl_gemm_lib_fixed_tile_n, its columns into *tile_n_out, else 0) its
+ * CTAs, each at most an SM's share (matmul_cols_per_sm); such a kernel
+ * does not split its K loop. */
+static double stream_width(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
+                           uint64_t m, double n, double tiles,
+                           double *tile_n_out)
+{
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    double cols = (double)g->matmul_cols_per_sm;
+    double tile_n = m > 0 ? nvl_gemm_lib_fixed_tile_n(cfg, dt) : 0;
+    if (tile_n > 0)
+        tiles = ceil((double)m / NVL_DENSE_TILE_M) * ceil(n / tile_n) *
+                fmin(tile_n, cols);
+    *tile_n_out = tile_n;
+    return tiles / ((double)g->sm_count * cols);
+}
+
 /* matmul_work, and the parts a dense GEMM's K loop runs in (1 if not
  * split) */
 static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
@@ -129,7 +149,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
-    double peak = nvl_wdtype_peak_flops_per_s(g, dt);
+    double peak = nvl_wdtype_peak_flops_per_s(g, dt), rel;
     nvl_wdtype_t core = nvl_wdtype_core(dt), in_dt = dt;
     /* the tensor cores' type sets cuBLASLt's efficiency, the library
      * its share of it */
@@ -144,11 +164,11 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         eff = g->fp8_matmul_efficiency;
     else if (core == NVL_WDT_FP4 && g->fp4_matmul_efficiency > 0)
         eff = g->fp4_matmul_efficiency;
-    double rel;
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
     eff *= rel * grouped_rel;
-    nvl_gemm_bytes_t wb = nvl_cost_weight_bytes(dt, n, k);
+    nvl_gemm_bytes_t wb =
+        nvl_cost_weight_bytes(dt, n, k, cfg->weight_scale_bytes);
     double N = (double)n, K = (double)k, tiles = 0, tile_flops = 0;
     for (size_t i = 0; i < groups; i++) {
         if (m[i] == 0 || n == 0 || k == 0)
@@ -165,6 +185,8 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
          * up to NVL_DENSE_TILE_M rows */
         tiles += N * ceil(M / (m_tile ? 64.0 : NVL_DENSE_TILE_M));
     }
+    double tile_n, width = stream_width(
+        cfg, dt, m_tile || groups > 1 ? 0 : m[0], N, tiles, &tile_n);
     if (c.flops <= 0)
         return c;
     /* a tile's fixed work in steps of k: FP8's own where the topology
@@ -174,8 +196,6 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     if (in_dt != NVL_WDT_BF16 && core == NVL_WDT_FP8 &&
         g->fp8_matmul_k_pad > 0)
         k_pad = (double)g->fp8_matmul_k_pad;
-    double width =
-        tiles / ((double)g->sm_count * (double)g->matmul_cols_per_sm);
     /* beside another kernel: the tensor cores of the SMs left, at most
      * their share of the columns in flight, the HBM bandwidth left */
     double sm_left = 1.0, hbm = hbm_rate(cfg);
@@ -185,7 +205,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         hbm = fmax(hbm - taken->hbm_bytes_per_s, 0.1 * hbm);
     }
     double rate = nvl_topo_gpu_flops(cfg->topo, cfg->gpu, peak) * sm_left;
-    if (m_tile == 0 && groups == 1) { /* dense: its best K split */
+    if (m_tile == 0 && groups == 1 && tile_n <= 0) { /* its best K split */
         split_k_t sk = {.m = (double)m[0], .n = N, .k = K,
                         .k_bytes = wb.data_bytes / N, .k_pad = k_pad,
                         .flops_per_s = rate * eff, .hbm = hbm,
@@ -323,7 +343,8 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
         panels += m[i] > 0 ? ceil((double)n / NVL_GROUPED_TILE_N) : 0;
     double waves = ceil(panels / (double)(g->sm_count ? g->sm_count : 1));
     nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
-        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k);
+        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k,
+        cfg->weight_scale_bytes);
     double trips = NVL_GROUPED_PANEL_TRIPS +
                    (pb.data_bytes + pb.scale_bytes) /
                        NVL_GROUPED_PANEL_BYTES_PER_TRIP;

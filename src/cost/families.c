@@ -252,7 +252,7 @@ static const nvl_quant_row_t *weight_row(nvl_wdtype_t dt)
 }
 
 nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
-                                       uint64_t k)
+                                       uint64_t k, uint32_t scale_elem_bytes)
 {
     if (dt >= NVL_WDT_COUNT)
         dt = NVL_WDT_BF16;
@@ -263,8 +263,11 @@ nvl_gemm_bytes_t nvl_cost_weight_bytes(nvl_wdtype_t dt, uint64_t n,
     uint64_t grid[2];
     nvl_quant_row_grid(row, n, k, grid);
     /* E4M3 and E8M0 scales are a byte, FP32 ones four (the row's own
-     * dtype: compressed-tensors' BF16 scales would be two) */
-    double sb = (double)nvl_quant_code_bytes(row->scale.code);
+     * dtype), or the checkpoint's where the row lets it choose
+     * (compressed-tensors' BF16 scales: two) */
+    double sb = scale_elem_bytes > 0 && row->scale.dtype_alt != NULL
+                    ? (double)scale_elem_bytes
+                    : (double)nvl_quant_code_bytes(row->scale.code);
     b.scale_bytes = (double)grid[0] * (double)grid[1] * sb +
                     (row->scale2.suffix != NULL ? 4.0 : 0.0);
     return b;

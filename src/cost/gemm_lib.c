@@ -82,3 +82,24 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
     *rel_out = libs[best].rel[dt];
     return best;
 }
+
+/* The one tile of cuBLASLt's outer-vector-scaled FP8 kernel on Hopper: the
+ * kernel name's 128x128 CTA tile and 1x1 cluster, the same at every m, n
+ * and k measured (64-512 rows, 576-59,136 columns, K 448-29,568; torch
+ * 2.11 with CUDA 13.0, torch._scaled_mm with a scale per row of x and per
+ * column of W^T: tests/data/calibration/h200-fp8-scaled-mm), where the
+ * per-tensor-scaled kernels of the same runs change tile and split K by
+ * shape. */
+#define NVL_OVSCALE_TILE_N 128.0
+
+double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt)
+{
+    double rel;
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    bool hopper = g->fp8_flops_per_s > 0 && g->fp4_flops_per_s <= 0;
+    if (dt != NVL_WDT_FP8_CHANNEL || cfg->weight_only || !hopper)
+        return 0;
+    return nvl_gemm_lib_choose(cfg, dt, &rel) == NVL_GEMM_CUBLASLT
+               ? NVL_OVSCALE_TILE_N
+               : 0;
+}

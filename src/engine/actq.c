@@ -54,9 +54,11 @@ static nvl_act_quant_t rule_of(const nvl_engine_t *e, uint32_t li,
                                nvl_gemm_in_t g)
 {
     nvl_quant_class_t c = class_of(e, li, g);
-    return nvl_model_layer_bf16(e->opts.gemm_bf16_layers[c],
-                                (int64_t)e->layer0 + li)
-               ? NVL_ACT_NONE
+    uint32_t gl = e->layer0 + li;
+    if (nvl_model_layer_bf16(e->opts.gemm_bf16_layers[c], (int64_t)gl))
+        return NVL_ACT_NONE;
+    return gl < NVL_FORMAT_LAYERS && e->actq_layer[c][gl] < NVL_ACT_COUNT
+               ? e->actq_layer[c][gl]
                : e->actq[c];
 }
 
@@ -255,7 +257,8 @@ static nvl_status_t layer_scales(nvl_engine_t *e, const nvl_weights_t *w,
 
 /* e->actq: each class's rule, the checkpoint's (nvl_act_quant_of), or
  * for compressed-tensors' groups of several schemes the rule of the
- * group each class takes (nvl_model_gemm_formats); none with
+ * group each class takes (nvl_model_gemm_formats), and in e->actq_layer
+ * the rule of the group a later layer's class takes; none with
  * --act-quant none, without a checkpoint, and for a class the checkpoint
  * leaves unquantized (bf16 weights: the engines run an unquantized
  * Linear on unquantized inputs). */
@@ -268,12 +271,20 @@ static nvl_status_t act_rules(nvl_engine_t *e, const nvl_quant_config_t *q)
     for (int c = 0; c < NVL_QCLASS_COUNT; c++) {
         nvl_quant_config_t own;
         e->actq[c] = NVL_ACT_NONE;
+        for (int l = 0; l < NVL_FORMAT_LAYERS; l++)
+            e->actq_layer[c][l] = NVL_ACT_COUNT;
         if (q == NULL || e->opts.act_quant_none ||
             e->opts.gemm_dtype[c] == NVL_WDT_BF16 || (mixed && f.group[c] < 0))
             continue;
         if (mixed)
             nvl_quant_config_as_group(q, f.group[c], &own);
         e->actq[c] = nvl_act_quant_of(mixed ? &own : q);
+        for (int l = 0; l < NVL_FORMAT_LAYERS && mixed; l++) {
+            if (f.layer_group[c][l] == 0)
+                continue;
+            nvl_quant_config_as_group(q, f.layer_group[c][l] - 1, &own);
+            e->actq_layer[c][l] = nvl_act_quant_of(&own);
+        }
     }
     return NVL_OK;
 }

@@ -39,9 +39,12 @@ nvl_wdtype_t nvl_engine_opts_gemm_dtype(const nvl_engine_opts_t *o,
 nvl_wdtype_t nvl_engine_opts_layer_dtype(const nvl_engine_opts_t *o,
                                          nvl_quant_class_t c, int64_t layer)
 {
-    return nvl_model_layer_bf16(o->gemm_bf16_layers[c], layer)
-               ? NVL_WDT_BF16
-               : nvl_engine_opts_gemm_dtype(o, c);
+    if (nvl_model_layer_bf16(o->gemm_bf16_layers[c], layer))
+        return NVL_WDT_BF16;
+    if (layer >= 0 && layer < NVL_FORMAT_LAYERS &&
+        o->gemm_layer_dtype[c][layer] > 0)
+        return (nvl_wdtype_t)(o->gemm_layer_dtype[c][layer] - 1);
+    return nvl_engine_opts_gemm_dtype(o, c);
 }
 
 /* Bytes an element of each GEMM class's matrices in checkpoint layer

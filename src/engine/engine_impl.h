@@ -127,11 +127,11 @@ struct nvl_engine {
     float *lm_head; /* [vocab shard, hidden] (the embedding when tied) */
     float *norm;    /* [hidden] */
     nvl_layer_weights_t *lw;
-    /* quantized numerics (actq.c): the GEMMs' input quantization per
-     * GEMM class, per layer its GEMMs' input scales (nvl_gemm_in_t) and
-     * the KV cache's k_scale, v_scale (1.0 where the checkpoint has none),
-     * a scratch row buffer; kv_fp8: keys and values stored as E4M3 */
+    /* quantized numerics (actq.c): input quantization per GEMM class and
+     * layer (NVL_ACT_COUNT: the class's), per layer the GEMMs' input and
+     * k/v scales (1.0: none), a row buffer; kv_fp8: E4M3 keys and values */
     nvl_act_quant_t actq[NVL_QCLASS_COUNT];
+    nvl_act_quant_t actq_layer[NVL_QCLASS_COUNT][NVL_FORMAT_LAYERS];
     float *in_scale;  /* [layers][NVL_GEMM_IN_COUNT] */
     float *kv_scale;  /* [layers][2] */
     float *actq_buf;
@@ -468,22 +468,22 @@ void nvl_engine_pipe_free(nvl_engine_t *e);
  * the other stages.  The wait for the partner is the bubble; the
  * transfer is timed on the topology's point-to-point path (NCCL's
  * send/recv: the receive completes no earlier than the sender's entry
- * plus latency plus bytes over the pair's port).  The sender's status st
- * goes first, and a failure goes alone: nvl_engine_pipe_send returns st,
- * and nvl_engine_pipe_recv returns the failure (the worst over the
- * stage's ranks; collective over e->tp) without waiting for rows, so that
- * an error on one stage reaches the later ones instead of hanging them
- * (its report stays on the failing rank: generate.c captures a pass over
- * the job).  A stage before the last calls nvl_engine_pipe_send after
- * every pass, failed or not. */
+ * plus latency plus bytes over the pair's port).  nvl_engine_pipe_send
+ * first settles a deferred pass (collective over e->tp), agreeing on the
+ * stage's worst status in the same exchange; the status goes first, a
+ * failure alone: nvl_engine_pipe_send returns st (or the settlement's
+ * failure), nvl_engine_pipe_recv the failure (the sending stage's worst,
+ * else agreed over e->tp) without waiting for rows, so that an error on
+ * one stage reaches the later ones instead of hanging them (its report
+ * stays on the failing rank: generate.c captures a pass over the job).
+ * A stage before the last calls nvl_engine_pipe_send after every pass. */
 nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
 nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
                                   nvl_status_t st);
-/* pipe.c: collective over e->job in data mode: the last stage's logits
- * of n sequences (n x vocab at logits) handed to every rank; end_ps, the
- * clock its pass ended at (already agreed over the job with the pass's
- * status: generate.c), is when stage 0's next pass may start
- * (pp_ready_ps).  A no-op without a pipeline. */
+/* pipe.c, a no-op without a pipeline: collective over e->job in data
+ * mode, the last stage's logits of n sequences (n x vocab) handed to every
+ * rank; end_ps, the clock its pass ended at (agreed over the job with the
+ * pass's status: generate.c), is when stage 0's next pass may start. */
 void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
                              int64_t end_ps);
 /* pipe.c: stage 0 idles until the tokens its pass needs are back (the

@@ -42,15 +42,25 @@ static const struct {
                          .libs = {[NVL_WDT_BF16] = LIB(NVL_GEMM_CUBLASLT),
                                   [NVL_WDT_FP8] = LIB(NVL_GEMM_CUBLASLT),
                                   [NVL_WDT_FP4] = LIB(NVL_GEMM_CUTLASS)}},
+    /* torch.compile'd layers call the same aten ops for their GEMMs
+     * (cuBLAS(Lt)) and attention (SDPA: cuDNN on Hopper) as torch */
+    [NVL_STACK_COMPILED] = {.id = {"compiled", "the torch layer compiled "
+                                               "by torch.compile (Inductor's "
+                                               "Triton kernels)"},
+                            .attn = NVL_ATTN_SDPA, .attn_flash = false,
+                            .libs = {[NVL_WDT_BF16] = LIB(NVL_GEMM_CUBLASLT),
+                                     [NVL_WDT_FP8] = LIB(NVL_GEMM_CUBLASLT),
+                                     [NVL_WDT_FP4] = LIB(NVL_GEMM_CUBLASLT)}},
 };
 const nvl_family_t nvl_stack_family =
     NVL_FAMILY("stack", "software stacks: the kernels a step runs "
                         "(--stack)", stacks);
 
-/* --fusion, the stacks' older names: a row per stack. */
+/* --fusion, the older names of the first two stacks: a row per stack
+ * (compiled came later and has none). */
 static const struct {
     nvl_member_t id;
-} fusions[NVL_STACK_COUNT] = {
+} fusions[] = {
     [NVL_STACK_TORCH] = {{"none", "older name of the torch stack"}},
     [NVL_STACK_FUSED] = {{"typical", "older name of the fused stack"}},
 };

@@ -162,8 +162,11 @@ nvl_status_t nvl_engine_rowpar(nvl_engine_t *e, const char *name,
                                float *buf)
 {
     if (e->ovl == NULL || m == 0 || n < 2) {
+        /* the sum is followed by the residual add and the next norm, as
+         * after attention: the copy into a symmetric buffer and the
+         * fused epilogue are the same as there */
         nvl_engine_matmul(e, name, c, layer, m, n, k);
-        return nvl_engine_allreduce(e, layer, buf, m * n);
+        return nvl_engine_allreduce_add_norm(e, layer, buf, m * n);
     }
     return async_tp(e, name, c, layer, m, n, k, buf);
 }

@@ -281,9 +281,8 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         /* a failure is sent on too: the next stage must not wait */
         if (st == NVL_OK)
             nvl_engine_c2c_drain(e);
-        /* the stage agrees before its rows leave: their arrival is timed
-         * from this rank's settled clock */
-        st = settle(e, st);
+        /* the stage agrees before its rows leave (pipe_send settles):
+         * their arrival is timed from this rank's settled clock */
         st = nvl_engine_pipe_send(e, p.M, &b, st);
         e->norm_fused = false; /* the next stage adds the residual */
     }

@@ -56,10 +56,15 @@ nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
      * stage's work and is passed on (never a wait for rows that will not
      * come); the stage's ranks agree on it, the worst (lowest) winning,
      * as their partners upstream need not have failed alike */
-    int up = 0, worst = 0;
-    MPI_Recv(&up, 1, MPI_INT, 0, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_prev),
+    int up[2] = {0, 0}, worst = 0; /* the status, whether stage-wide */
+    MPI_Recv(up, 2, MPI_INT, 0, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_prev),
              MPI_STATUS_IGNORE);
-    MPI_Allreduce(&up, &worst, 1, MPI_INT, MPI_MIN, nvl_comm_mpi(e->tp));
+    /* the sending stage agreed on it when it settled (every partner sends
+     * the same, and says so alike: deferral is stage-wide), else here */
+    worst = up[0];
+    if (!up[1])
+        MPI_Allreduce(&up[0], &worst, 1, MPI_INT, MPI_MIN,
+                      nvl_comm_mpi(e->tp));
     if (worst != NVL_OK)
         return (nvl_status_t)worst;
     return transfer(e, e->link_prev, false, M, b);
@@ -70,9 +75,26 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
 {
     if (e->link_next == NULL)
         return st;
-    int mine = (int)st;
-    MPI_Send(&mine, 1, MPI_INT, 1, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_next));
-    return st == NVL_OK ? transfer(e, e->link_next, true, M, b) : st;
+    /* a deferred pass settles here, its exchange carrying the stage's
+     * worst status (the lowest: its negation's maximum) */
+    bool stage_wide = e->defer;
+    if (stage_wide)
+        nvl_comm_defer_ride(e->tp, -(int64_t)st);
+    nvl_status_t settled = nvl_engine_settle(e);
+    int out[2] = {(int)st, stage_wide};
+    if (stage_wide) {
+        out[0] = (int)-nvl_comm_settled_ride(e->tp);
+        if (settled != NVL_OK && (int)settled < out[0])
+            out[0] = (int)settled;
+    }
+    if (st == NVL_OK)
+        st = settled;
+    MPI_Send(out, 2, MPI_INT, 1, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_next));
+    /* rows only where the receiver waits for them (its worst is out[0]
+     * when stage-wide, else this rank's st at the least) */
+    if (st != NVL_OK || out[0] != NVL_OK)
+        return st;
+    return transfer(e, e->link_next, true, M, b);
 }
 
 void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,

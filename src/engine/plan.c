@@ -15,6 +15,16 @@
  *   QKV bias, RoPE and the KV-cache write; fused residual add + RMSNorm
  *   with one CTA of up to 1024 threads x 8 elements per row; fused SwiGLU;
  *   Qwen3's q and k norms in one kernel).
+ * compiled: the torch layer under torch.compile, each layer's work between
+ *   all-reduces one Inductor graph, as the kernels of the profiled
+ *   serving-like steps show them (tests/data/calibration/hgx-h100-x4,
+ *   traces-tp4.tar.gz): cuBLAS GEMMs (the bias in the epilogue), cuDNN's
+ *   SDPA, and between them Triton kernels: residual add + RMSNorm in one
+ *   looped reduction (`triton_red_fused__fused_rms_norm_add`, a program
+ *   per row), RoPE and the KV-cache write in three pointwise kernels (q
+ *   rotated; k rotated and written to the cache; v written to the cache;
+ *   Qwen3's q/k norms fused into them, with one kernel more), SiLU x up
+ *   in one.
  *
  * A kernel's size is a sum of the layer's widths times a coefficient:
  *   q  = this rank's query heads x head_dim    kv = its kv heads x head_dim
@@ -65,6 +75,15 @@ typedef struct {
 #define FUSED_NORM(n, t, h, d, head) \
     {n, NVL_K_NORM, 0, 0, 0, h, d, t, head, 1024, 8, 2}
 
+/* Inductor's looped reduction for a norm (`triton_red_...`): one program
+ * of 4 warps per row (128 threads), RBLOCK = 1024 elements a loop
+ * iteration (8 bf16, one 16-byte load, per thread), a loop computing the
+ * sum of squares (and the residual add) and a loop normalising: the
+ * block that matches the norms of the H100 x4 trace (docs/cost-model.md,
+ * "Software stacks") among Inductor's power-of-two blocks */
+#define INDUCTOR_NORM(n, t, h, d, head) \
+    {n, NVL_K_NORM, 0, 0, 0, h, d, t, head, 128, 8, 2}
+
 /* torch's RoPE of one tensor (width coefficients q or kv): q * cos, -x2,
  * cat, rotated * sin, the sum */
 #define TORCH_ROPE(n, q, kv)                                                  \
@@ -77,19 +96,24 @@ static const kernel_t plans[NVL_STEP_COUNT][NVL_STACK_COUNT][NVL_PLAN_MAX] = {
         [NVL_STACK_TORCH] = {IX("rope_cos", 2, 0, 1), IX("rope_sin", 2, 0, 1)},
         /* the fused RoPE kernel computes its angles */
         [NVL_STACK_FUSED] = {{NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        [NVL_STACK_COMPILED] = {IX("rope_cos", 2, 0, 1),
+                                IX("rope_sin", 2, 0, 1)},
     },
     [NVL_STEP_NORM] = {
         [NVL_STACK_TORCH] = {TORCH_NORM("rmsnorm", 2, 1, 0, 0)},
         [NVL_STACK_FUSED] = {FUSED_NORM("rmsnorm", 2, 1, 0, 0)},
+        [NVL_STACK_COMPILED] = {INDUCTOR_NORM("rmsnorm", 2, 1, 0, 0)},
     },
     [NVL_STEP_ADD_NORM] = {
         [NVL_STACK_TORCH] = {EW("residual_add", 3, 0, 0, 0, 1, 0),
                              TORCH_NORM("rmsnorm", 2, 1, 0, 0)},
         [NVL_STACK_FUSED] = {FUSED_NORM("add_rmsnorm", 4, 1, 0, 0)},
+        [NVL_STACK_COMPILED] = {INDUCTOR_NORM("add_rmsnorm", 4, 1, 0, 0)},
     },
     [NVL_STEP_QKV] = {
         [NVL_STACK_TORCH] = {MM("qkv_proj", 1, 2, 0)},
         [NVL_STACK_FUSED] = {MM("qkv_proj", 1, 2, 0)},
+        [NVL_STACK_COMPILED] = {MM("qkv_proj", 1, 2, 0)},
     },
     [NVL_STEP_QK_NORM] = {
         /* F.rms_norm copies a strided view to a contiguous one first */
@@ -99,6 +123,9 @@ static const kernel_t plans[NVL_STEP_COUNT][NVL_STACK_COUNT][NVL_PLAN_MAX] = {
                              TORCH_NORM("k_norm", 2, 0, 1, 2)},
         [NVL_STACK_FUSED] = {FUSED_NORM("q_norm", 2, 0, 1, 1),
                              FUSED_NORM("k_norm", 2, 0, 1, 2)},
+        /* fused into the RoPE kernels, which are then four: a
+         * persistent reduction over each head's row more */
+        [NVL_STACK_COMPILED] = {FUSED_NORM("qk_norm", 2, 0, 1, 1)},
     },
     [NVL_STEP_ROPE_KV] = {
         [NVL_STACK_TORCH] = {TORCH_ROPE("rope_q", 1, 0),
@@ -107,18 +134,27 @@ static const kernel_t plans[NVL_STEP_COUNT][NVL_STACK_COUNT][NVL_PLAN_MAX] = {
                              IX("kv_write_v", 2, 1, 0)},
         /* reads q, k, v; writes q and the cache's k, v */
         [NVL_STACK_FUSED] = {EW("rope_kv_write", 2, 1, 2, 0, 0, 0)},
+        /* q rotated; k rotated into the cache; v into the cache (the
+         * cache position a scalar per token: contiguous stores) */
+        [NVL_STACK_COMPILED] = {EW("rope_q", 2, 1, 0, 0, 0, 0),
+                                EW("rope_k_kv_write", 2, 0, 1, 0, 0, 0),
+                                EW("v_kv_write", 2, 0, 1, 0, 0, 0)},
     },
     [NVL_STEP_GATE_UP] = {
         [NVL_STACK_TORCH] = {MM("gate_up_proj", 0, 0, 2),
                              ST("silu", 2, 0, 0, 1), ST("mul", 3, 0, 0, 1)},
         [NVL_STACK_FUSED] = {MM("gate_up_proj", 0, 0, 2),
                              EW("silu_mul", 3, 0, 0, 1, 0, 0)},
+        [NVL_STACK_COMPILED] = {MM("gate_up_proj", 0, 0, 2),
+                                EW("silu_mul", 3, 0, 0, 1, 0, 0)},
     },
     [NVL_STEP_EXPERTS_GATE_UP] = {
         [NVL_STACK_TORCH] = {GG("experts_gate_up", 2), ST("silu", 2, 0, 0, 1),
                              ST("mul", 3, 0, 0, 1)},
         [NVL_STACK_FUSED] = {GG("experts_gate_up", 2),
                              EW("silu_mul", 3, 0, 0, 1, 0, 0)},
+        [NVL_STACK_COMPILED] = {GG("experts_gate_up", 2),
+                                EW("silu_mul", 3, 0, 0, 1, 0, 0)},
     },
 };
 

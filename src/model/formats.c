@@ -120,23 +120,28 @@ static bool same_scheme(const nvl_quant_config_t *q, int a, int b)
 }
 
 /* The config group whose scheme class c's modules take (*g_out; -1: none
- * targeted), one for the whole class: the engines run q/k/v_proj and
- * gate/up_proj as one GEMM of one scheme (vLLM's compressed_tensors/
+ * targeted): one for a layer's modules, as the engines run q/k/v_proj
+ * and gate/up_proj as one GEMM of one scheme (vLLM's compressed_tensors/
  * utils.py, should_ignore_layer: "Found a different quantization schemes
- * for [...] in ...qkv_proj. vLLM requires all to use the same scheme"),
- * and nvlemu prices one format a class; a module two groups' targets
- * match alike is ambiguous (compressed-tensors sorts the targets, vLLM's
- * find_matched_target takes the file's order).  Else reported, naming
- * the file, both groups and both modules. */
+ * for [...] in ...qkv_proj. vLLM requires all to use the same scheme")
+ * and nvlemu prices one format a class and layer; the first layer's for
+ * the class, and another scheme's group in a later layer below
+ * NVL_FORMAT_LAYERS in layer_out (group + 1), as vLLM gives each Linear
+ * the scheme of its own target (CompressedTensorsConfig.get_scheme), but
+ * not each MoE layer (get_moe_method: one scheme).  A module two groups'
+ * targets match alike is ambiguous (compressed-tensors sorts the targets,
+ * vLLM's find_matched_target takes the file's order).  Else reported,
+ * naming the file, both groups and both modules. */
 static nvl_status_t class_group(const nvl_model_config_t *cfg,
                                 const nvl_quant_config_t *q,
-                                nvl_quant_class_t c, int *g_out)
+                                nvl_quant_class_t c, int *g_out,
+                                uint8_t layer_out[NVL_FORMAT_LAYERS])
 {
     char first[400] = "";
     *g_out = -1;
     for (uint32_t li = 0; li < cfg->layers; li++) {
-        char names[4][96], parts[3][256];
-        int n = class_modules(cfg, c, li, names), other;
+        char names[4][96], parts[3][256], lfirst[400] = "";
+        int n = class_modules(cfg, c, li, names), other, lg = -1;
         for (int i = 0; i < n; i++) {
             int g = nvl_quant_config_group(q, names[i], &other);
             if (g < 0 && other < 0)
@@ -151,28 +156,52 @@ static nvl_status_t class_group(const nvl_model_config_t *cfg,
                            q->group[other].name);
                 return NVL_ERR_INVALID;
             }
-            if (*g_out < 0)
-                *g_out = g, snprintf(first, sizeof first, "%s", names[i]);
-            if (same_scheme(q, *g_out, g))
+            if (lg < 0)
+                lg = g, snprintf(lfirst, sizeof lfirst, "%s", names[i]);
+            if (same_scheme(q, lg, g))
                 continue;
             char w[512];
             snprintf(w, sizeof w, "%s.weight", names[i]);
             int np = nvl_quant_fused_parts(w, parts);
             bool fused = false;
             for (int k = 0; k < np && np > 1; k++)
-                fused = fused || (strncmp(parts[k], first, strlen(first)) ==
-                                      0 && parts[k][strlen(first)] == '.');
+                fused = fused || (strncmp(parts[k], lfirst, strlen(lfirst)) ==
+                                      0 && parts[k][strlen(lfirst)] == '.');
             nvl_report("%s: quantization_config.config_groups.%s quantizes "
                        "'%s' and .%s '%s' in other schemes: %s", q->file,
-                       q->group[*g_out].name, first, q->group[g].name,
+                       q->group[lg].name, lfirst, q->group[g].name,
                        names[i],
                        fused ? "vLLM runs them as one fused GEMM and "
                                "refuses parts of different schemes "
                                "(\"vLLM requires all to use the same "
                                "scheme\")"
                              : "nvlemu prices one weight format per GEMM "
-                               "class (attention, mlp, experts)");
+                               "class (attention, mlp, experts) and layer");
             return NVL_ERR_INVALID;
+        }
+        if (lg < 0)
+            continue;
+        if (*g_out < 0) {
+            *g_out = lg;
+            snprintf(first, sizeof first, "%s", lfirst);
+        } else if (!same_scheme(q, *g_out, lg) && c == NVL_QCLASS_EXPERTS) {
+            nvl_report("%s: quantization_config.config_groups.%s quantizes "
+                       "'%s' and .%s '%s' in other schemes: vLLM's "
+                       "CompressedTensorsMoEMethod.get_moe_method gives "
+                       "every MoE layer one scheme, the one of \"Linear\" "
+                       "or of the experts' projection names", q->file,
+                       q->group[*g_out].name, first, q->group[lg].name,
+                       lfirst);
+            return NVL_ERR_INVALID;
+        } else if (!same_scheme(q, *g_out, lg) && li >= NVL_FORMAT_LAYERS) {
+            nvl_report("%s: quantization_config.config_groups.%s quantizes "
+                       "'%s' and .%s '%s' in other schemes: nvlemu keeps a "
+                       "scheme of its own for layers 0 to %d only", q->file,
+                       q->group[*g_out].name, first, q->group[lg].name,
+                       lfirst, NVL_FORMAT_LAYERS - 1);
+            return NVL_ERR_INVALID;
+        } else if (!same_scheme(q, *g_out, lg)) {
+            layer_out[li] = (uint8_t)(lg + 1);
         }
     }
     return NVL_OK;
@@ -220,8 +249,8 @@ nvl_status_t nvl_model_gemm_formats(const nvl_model_config_t *cfg,
         if (class_kept(cfg, q, (nvl_quant_class_t)c, &f.quantized[c],
                        f.bf16_layers[c]) != NVL_OK ||
             (ct && q->n_group > 1 &&
-             class_group(cfg, q, (nvl_quant_class_t)c, &f.group[c]) !=
-                 NVL_OK))
+             class_group(cfg, q, (nvl_quant_class_t)c, &f.group[c],
+                         f.layer_group[c]) != NVL_OK))
             return NVL_ERR_INVALID;
     }
     *formats_out = f;

@@ -173,50 +173,6 @@ static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
     return NVL_OK;
 }
 
-/* An F32 scalar `name` that is finite and positive (*v); false where it
- * is not (its own weight's load reports it). */
-static bool scalar(const nvl_weights_t *w, const char *name, float *v)
-{
-    nvl_st_ref_t r;
-    unsigned char b[4];
-    if (!nvl_st_find(w, name, &r) || strcmp(r.dtype, "F32") != 0 ||
-        r.n_bytes != 4 || nvl_st_pread(&r, name, 0, 4, b) != NVL_OK)
-        return false;
-    *v = nvl_quant_scale_value(NVL_QCODE_F32, b);
-    return isfinite(*v) && *v > 0.0f;
-}
-
-/* The weight's fused GEMM (q/k/v, gate/up) as the engines load it into
- * one layer: NVFP4's parts must share one weight_scale_2 (TensorRT-LLM's
- * NVFP4LinearMethod.load_weight_scales asserts it; vLLM's
- * ModelOptNvFp4LinearMethod would take the largest without requantizing,
- * scaling the other parts' weights), else refused. */
-static nvl_status_t fused_scale2(const nvl_weights_t *w, const char *name,
-                                 const qt_t *q)
-{
-    const char *suffix = q->row->scale2.suffix;
-    char parts[3][256], own[300], other[300];
-    int n = suffix == NULL ? 1 : nvl_quant_fused_parts(name, parts);
-    size_t len = strlen(name) - strlen("weight");
-    float mine, v;
-    snprintf(own, sizeof own, "%.*s%s", (int)len, name, suffix ? suffix : "");
-    if (n == 1 || !scalar(w, own, &mine))
-        return NVL_OK;
-    for (int i = 0; i < n; i++) {
-        snprintf(other, sizeof other, "%.*s%s",
-                 (int)(strlen(parts[i]) - strlen("weight")), parts[i], suffix);
-        if (!scalar(w, other, &v) || v == mine)
-            continue;
-        nvl_report("%s: '%s' is %g but '%s' is %g: the parts of one fused "
-                   "GEMM share one %s (ModelOpt and llm-compressor write it "
-                   "so; TensorRT-LLM refuses parts that differ, vLLM would "
-                   "scale them wrongly)", q->data.file, own, (double)mine, other,
-                   (double)v, suffix);
-        return NVL_ERR_INVALID;
-    }
-    return NVL_OK;
-}
-
 /* Whether `name` is a weight stored in the declared format (*is), and if
  * so its parts, checked. */
 static nvl_status_t quantized(const nvl_weights_t *w, const char *name,
@@ -266,10 +222,11 @@ static nvl_status_t quantized(const nvl_weights_t *w, const char *name,
     if (st == NVL_OK)
         st = get_part(w, q, &q->row->scale, q->sname, &q->scale,
                       &q->scale_code);
+    /* each weight its own second scale, also where the parts of one
+     * fused GEMM (q/k/v, gate/up) differ (docs/quantization.md, *Parts
+     * with their own weight_scale_2*) */
     if (st == NVL_OK)
         st = check_scales(w, prefix, q);
-    if (st == NVL_OK)
-        st = fused_scale2(w, name, q);
     return st;
 }
 

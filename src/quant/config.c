@@ -208,6 +208,21 @@ static nvl_status_t hf_config(const char *file, const json_t *q,
     return exclusions(file, q, "modules_to_not_convert", out);
 }
 
+/* The bytes of an element of config.json's model dtype ("dtype", or
+ * transformers 4's "torch_dtype"): 2 for bfloat16 and float16, 4 for
+ * float32, 0 for anything else. */
+static uint32_t model_dtype_bytes(const json_t *root)
+{
+    const char *d = json_string_value(json_object_get(root, "dtype"));
+    if (d == NULL)
+        d = json_string_value(json_object_get(root, "torch_dtype"));
+    if (d == NULL)
+        return 0;
+    return strcmp(d, "bfloat16") == 0 || strcmp(d, "float16") == 0 ? 2
+           : strcmp(d, "float32") == 0                             ? 4
+                                                                   : 0;
+}
+
 nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -234,6 +249,8 @@ nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)
     } else if (q != NULL) {
         st = hf_quant ? modelopt(out->file, q, out)
                       : hf_config(out->file, q, out);
+        if (st == NVL_OK && out->compressed_tensors)
+            out->scale_bytes = model_dtype_bytes(root);
     } else if (hf_quant) {
         nvl_report("%s: no \"quantization\" object", out->file);
         st = NVL_ERR_INVALID;

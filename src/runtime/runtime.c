@@ -157,6 +157,21 @@ static void lean_singleton_env(void)
     lean_one_host_env();
 }
 
+/* scripts/nvlrun lets Open MPI's launcher take a rank that exits 0
+ * unregistered for a normal end (orte_allowed_exit_without_sync: PMIx's
+ * 2 s finalize deadline, nvlrun says why), so a rank that leaves without
+ * nvl_runtime_finalize fails here instead: it exits 1, which ends the job
+ * (a hang or a lost report otherwise). */
+static void exit_guard(void)
+{
+    if (!runtime_up)
+        return;
+    fprintf(stderr, "nvlemu[rank %d]: internal error: exit without "
+                    "MPI_Finalize\n", runtime.rank);
+    fflush(stderr);
+    _exit(1);
+}
+
 nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out)
 {
     nvl_runtime_t rt = {0};
@@ -189,6 +204,9 @@ nvl_status_t nvl_runtime_init(int *argc, char ***argv, nvl_runtime_t *rt_out)
     MPI_Allreduce(&leader, &rt.hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     rt.wait = nvl_host_wait_policy(&rt.host, (unsigned)rt.local_size);
     runtime = rt;
+    static bool guarded;
+    if (!guarded)
+        guarded = atexit(exit_guard) == 0;
     runtime_up = 1;
     *rt_out = rt;
     return NVL_OK;

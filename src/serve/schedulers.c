@@ -76,6 +76,7 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .sampler_logit_bytes = NVL_VLLM_SAMPLER_LOGIT_BYTES,
         .graph_rows = vllm_graph_rows,
         .host_us_per_request = NVL_VLLM_HOST_US_PER_REQUEST,
+        .host_us_per_step = NVL_VLLM_HOST_US_PER_STEP,
         .host_serial = true},
     {
         .id = {"trtllm", "TensorRT-LLM as trtllm-bench runs it: "

@@ -100,15 +100,27 @@ nvl_status_t nvl_serve_trtllm_bench_limits(
     return NVL_OK;
 }
 
+/* us on the row's reference host, scaled to a host of torch_op_ps */
+static double on_host(const nvl_serve_scheduler_t *row, double us,
+                      int64_t torch_op_ps)
+{
+    if (torch_op_ps <= 0 || row->host_ref_torch_op_us <= 0)
+        return us;
+    /* in picoseconds both, so that the reference host's own value
+     * gives the figure unchanged */
+    return us * ((double)torch_op_ps / (row->host_ref_torch_op_us * 1e6));
+}
+
 double nvl_serve_host_us_per_request(const nvl_serve_scheduler_t *row,
                                      int64_t torch_op_ps)
 {
-    if (torch_op_ps <= 0 || row->host_ref_torch_op_us <= 0)
-        return row->host_us_per_request;
-    /* in picoseconds both, so that the reference host's own value
-     * gives the figure unchanged */
-    return row->host_us_per_request *
-           ((double)torch_op_ps / (row->host_ref_torch_op_us * 1e6));
+    return on_host(row, row->host_us_per_request, torch_op_ps);
+}
+
+double nvl_serve_host_us_per_step(const nvl_serve_scheduler_t *row,
+                                  int64_t torch_op_ps)
+{
+    return on_host(row, row->host_us_per_step, torch_op_ps);
 }
 
 double nvl_serve_eager_launch_us(int64_t torch_op_ps,

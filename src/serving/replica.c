@@ -65,7 +65,8 @@ void nvl_serving_host_loop(nvl_serving_step_t *c, uint64_t requests,
 {
     double launches_us = eager ? c->kernels * c->launch_us : 0;
     int64_t host_ps = nvl_ps_from_s(
-        ((double)requests * c->host_us_per_request + launches_us) * 1e-6);
+        (c->host_us_per_step + (double)requests * c->host_us_per_request +
+         launches_us) * 1e-6);
     if (c->sched->host_serial) {
         c->part_ps[NVL_PART_LAUNCH] += host_ps;
         t->dur_ps += host_ps;
@@ -134,6 +135,8 @@ nvl_status_t nvl_serving_replica_setup(nvl_serving_job_t *j,
                           ? p->max_batch
                           : p->max_tokens_per_step;
     j->sc.host_us_per_request = nvl_serve_host_us_per_request(
+        j->sc.sched, j->topo->host.torch_op_ps);
+    j->sc.host_us_per_step = nvl_serve_host_us_per_step(
         j->sc.sched, j->topo->host.torch_op_ps);
     j->sc.launch_us = j->sc.sched->eager_without_graph
                           ? nvl_serve_eager_launch_us(

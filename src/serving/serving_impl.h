@@ -15,6 +15,7 @@ typedef struct {
     nvl_engine_t *e;
     const nvl_serve_scheduler_t *sched; /* its CUDA-graph padding */
     double host_us_per_request; /* its engine's, on this topology's host */
+    double host_us_per_step;    /* the same, a step's own */
     double launch_us;       /* an eager launch's host time; 0: graphs or
                                not, the host launches nothing a kernel */
     uint32_t kernels;       /* the last step's kernels */
@@ -60,9 +61,9 @@ nvl_status_t nvl_serving_run_step(nvl_serving_step_t *c,
                                   const nvl_serve_batch_t *b, uint32_t rows,
                                   nvl_serve_step_time_t *time_out);
 
-/* The engine's host loop (the scheduler row's host_us_per_request):
- * overlapped, when the host's work for `requests` scheduled requests
- * (and, for a step without a CUDA graph under eager_without_graph, its
+/* The engine's host loop (the scheduler row's host_us_per_step and
+ * host_us_per_request): overlapped, when the host's work for the step
+ * and its `requests` scheduled requests (and, for a step without a CUDA graph under eager_without_graph, its
  * kernels' launches first) is longer than the step's GPU time, the step
  * (and the time until the next may start) lasts that long; serial
  * (host_serial), that work adds to both.  The GPU's wait counts as the

@@ -286,6 +286,11 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(nccl.nvls_efficiency), "0.85", 0.05, 1, "0.85",
      "NCCL's rating of NVLS per byte of the graph's bandwidth, by which it "
      "chooses (tuning.cc nvlsEfficiency: 0.85 Hopper, 0.74 Blackwell)"},
+    {"nccl", "nvls_tuning_lat", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.nvls_tuning_lat_ps), "25us", 0, PS(1000.0), "25us",
+     "NCCL's latency of an NVLS call in its rating, by which it chooses "
+     "(tuning.cc NVLS Simple on NVLink: 23 us in 2.18.5-2.20.5, 25 us "
+     "from 2.21.5)"},
     {"nccl", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
      F(nccl.launch_overhead_ps), "8.5us", 0, PS(1000.0), "8.5us",
      "host time to enqueue one NCCL call on one GPU (fit to the "

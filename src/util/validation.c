@@ -309,8 +309,22 @@ static double log_outside(double x, double lo, double hi)
     return x > hi ? log(x / hi) : 0.0;
 }
 
+/* 0 for the same topology, else 1 less the share of the longer name the
+ * two names begin with: gb200-nvl72x8-ib lies nearer gb200-nvl72 (the same
+ * rack, racks joined) than hgx-h200. */
+static double hardware_distance(const char *a, const char *b)
+{
+    size_t n = 0, la = strlen(a), lb = strlen(b);
+    while (a[n] != '\0' && a[n] == b[n])
+        n++;
+    if (n == la && n == lb)
+        return 0.0;
+    return 1.0 - (double)n / (double)(la > lb ? la : lb);
+}
+
 /* The nearest region of q's class among families with q's attributes: a
- * region on other hardware ranks after every one on q's own; then the
+ * region on other hardware ranks after every one on q's own, and after
+ * one on hardware whose name shares a longer beginning; then the
  * rank count's distance, then the sizes' (both in log units, so 4 -> 8
  * ranks weighs as 8 -> 16).  Fills m's nearest fields. */
 static void nearest(const nvl_validation_t *v, const nvl_vquery_t *q,
@@ -331,8 +345,7 @@ static void nearest(const nvl_validation_t *v, const nvl_vquery_t *q,
             if (r->sized && q->sized)
                 d += 0.5 * (log_outside(q->size_lo, r->size_lo, r->size_hi) +
                             log_outside(q->size_hi, r->size_lo, r->size_hi));
-            if (strcmp(r->hardware, q->hardware) != 0)
-                d += 1e6;
+            d += 1e6 * hardware_distance(r->hardware, q->hardware);
             if (d < best) {
                 best = d;
                 best_f = f;

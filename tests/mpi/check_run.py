@@ -9,6 +9,7 @@ CHECK is one of
                stable keys present and consistent
   trace        run with --trace: the file must be a Chrome trace with one
                track per rank and complete events of kernels and collectives
+               (check_trace.py; with the kernels the options name)
   tp-invariant run as given and again with -n 1: the same greedy tokens
                (synthetic weights do not depend on the TP degree)
   route-skew   a mixture of experts in timing mode, routed uniformly and
@@ -99,6 +100,7 @@ import tempfile
 from check_run_moe import check_moe_quant
 from check_points import RUN, SERVE, check_points
 from check_replicas import check_replicas
+from check_trace import check_trace
 
 KEYS = ["ttft_ms", "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu",
         "decode_step_breakdown", "prefill_breakdown", "tpot_ms_steps", "inputs"]
@@ -301,33 +303,6 @@ def check_modes(cmd):
     if "new_tokens" not in data:
         sys.exit("check_run.py: data mode reported no tokens")
     print("check_run.py: data and timing mode agree on every time")
-
-
-def check_trace(cmd):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "trace.json")
-        doc = run(cmd, ["--trace", path])
-        check_keys(doc)
-        with open(path) as f:
-            trace = json.load(f)
-    ranks = doc["inputs"]["tp"]
-    ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    tids = sorted({e["tid"] for e in ev})
-    if tids != list(range(ranks)):
-        sys.exit("check_run.py: tracks %s, expected one per rank" % tids)
-    names = {e["name"] for e in ev}
-    for need in ("qkv_proj", "attention", "down_proj", "lm_head"):
-        if need not in names:
-            sys.exit("check_run.py: no '%s' event in the trace" % need)
-    if ranks > 1 and "allreduce" not in names:
-        sys.exit("check_run.py: no allreduce in the trace")
-    if any(e["dur"] < 0 for e in ev):
-        sys.exit("check_run.py: negative duration")
-    meta = [e for e in trace["traceEvents"] if e["ph"] == "M"
-            and e["name"] == "thread_name"]
-    if len(meta) != ranks:
-        sys.exit("check_run.py: %d track names for %d ranks" % (len(meta), ranks))
-    print("check_run.py: trace with %d events on %d tracks" % (len(ev), ranks))
 
 
 def check_tp_invariant(cmd):
@@ -565,7 +540,7 @@ def check_pp_layout(cmd):
 # The checks by name (the first argument).
 CHECKS = {
     "modes": check_modes,
-    "trace": check_trace,
+    "trace": lambda cmd: check_trace(cmd, run, check_keys),
     "tp-invariant": check_tp_invariant,
     "route-skew": check_route_skew,
     "ep": check_ep,

@@ -140,7 +140,8 @@ static void replay(nvl_comm_t *comm, int lo, int hi, const nvl_coll_info_t *want
 }
 
 /* Deferred, in two batches, from the same start: the same calls, the same
- * agreed end and the same clock afterwards. */
+ * agreed end and the same clock afterwards; each batch carries a value of
+ * every member but rank 0 (the largest comes back). */
 static void deferred(nvl_comm_t *comm, const nvl_coll_info_t *want,
                      int64_t tail_ps, int64_t want_clock, int64_t want_end)
 {
@@ -149,6 +150,8 @@ static void deferred(nvl_comm_t *comm, const nvl_coll_info_t *want,
         if (nvl_comm_defer(comm) != NVL_OK)
             nvl_runtime_abort(1);
         record(comm, lo, hi);
+        if (rank_ != 0)
+            nvl_comm_defer_ride(comm, -7 * (int64_t)rank_ + lo);
         int64_t end = 0;
         if (hi == CALLS) /* the second batch: where the work ends too */
             nvl_comm_defer_entry(comm, tail_ps, NVL_DEFER_NO_BOUND, true);
@@ -156,6 +159,8 @@ static void deferred(nvl_comm_t *comm, const nvl_coll_info_t *want,
             fail("settle failed");
         if (hi == CALLS && end != want_end)
             fail("the agreed end differs");
+        if (nvl_comm_settled_ride(comm) != -7 + lo)
+            fail("the carried value differs");
         replay(comm, lo, hi, want);
     }
     if (t.clock.now_ps + tail_ps != want_clock)

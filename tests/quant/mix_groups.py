@@ -19,6 +19,17 @@ checkpoints: FP8_DIR (make_ct.py's FP8 per channel) and INT4_DIR
             mixed must give its numbers bit for bit (the MLP's inputs stay
             bf16 in both: int4 is W4A16)
 
+and the same by layer, one class in two schemes:
+
+  layered       as mixed, but layer 1's MLP from FP8_DIR in group_0
+                (targets ATTN and "re:model\\.layers\\.1\\.mlp\\..*"),
+                layer 0's alone int4 (group_1, "re:model\\.layers\\.0\\.mlp\\..*")
+  layered-twin  its float twin (weight-only, the same numbers)
+  layered-ref   one FP8 group (the attention, layer 1's MLP) and layer 0's
+                MLP stored as its int4 weights' dequantized values, not a
+                target: with activations, layered's numbers (layer 0's MLP
+                inputs unquantized in both)
+
 Standard library only.  Usage: mix_groups.py FP8_DIR INT4_DIR OUT_DIR
 """
 import json
@@ -53,8 +64,18 @@ def config(groups):
                               for i, (t, s) in enumerate(groups)}}
 
 
+LAYER = "re:model\\.layers\\.%d\\.mlp\\.(gate|up|down)_proj$"
+
+
 def attention(name):
     return ".self_attn." in name and "_proj." in name
+
+
+def fp8_module(name, by_layer):
+    """Whether the module of tensor `name` comes from FP8_DIR: the
+    attention, and by layer layer 1's MLP too."""
+    return attention(name) or (by_layer and name.startswith(
+        "model.layers.1.mlp.") and "_proj." in name)
 
 
 def deq_fp8(h, d, p):
@@ -100,18 +121,17 @@ def write(dst, src_cfg_dir, qc, tensors):
         f.write(struct.pack("<Q", len(text)) + text + bytes(data))
 
 
-def main():
-    fp8_dir, int4_dir, out = sys.argv[1:4]
-    fh, fd = read(os.path.join(fp8_dir, "model.safetensors"))
-    ih, idata = read(os.path.join(int4_dir, "model.safetensors"))
+def checkpoints(fh, fd, ih, idata, by_layer):
+    """(mixed, twin): the two-scheme checkpoint's tensors and its float
+    twin's, the FP8 modules from fh (fp8_module) and the rest from ih."""
     mixed, twin = {}, {}
     for name, t in fh.items():
-        if name != "__metadata__" and attention(name):
+        if name != "__metadata__" and fp8_module(name, by_layer):
             mixed[name] = (t["dtype"], t["shape"], tensor(fh, fd, name))
             if name.endswith(".weight"):
                 twin[name] = ("F32", t["shape"], deq_fp8(fh, fd, name[:-6]))
     for name, t in ih.items():
-        if name == "__metadata__" or attention(name):
+        if name == "__metadata__" or fp8_module(name, by_layer):
             continue
         mixed[name] = (t["dtype"], t["shape"], tensor(ih, idata, name))
         p = name[:name.rfind(".") + 1]
@@ -120,13 +140,26 @@ def main():
             twin[p + "weight"] = ("F32", shape, b)
         elif not name.endswith((".weight_scale", ".weight_shape")):
             twin[name] = mixed[name]
-    fp8_attn = dict((n, v) for n, v in twin.items() if not attention(n))
-    fp8_attn.update((n, v) for n, v in mixed.items() if attention(n))
-    write(os.path.join(out, "mixed"), int4_dir,
-          config([([ATTN], "fp8"), ([MLP], "int4")]), mixed)
-    write(os.path.join(out, "twin"), int4_dir, None, twin)
-    write(os.path.join(out, "fp8-attn"), int4_dir,
-          config([([ATTN], "fp8")]), fp8_attn)
+    return mixed, twin
+
+
+def main():
+    fp8_dir, int4_dir, out = sys.argv[1:4]
+    fh, fd = read(os.path.join(fp8_dir, "model.safetensors"))
+    ih, idata = read(os.path.join(int4_dir, "model.safetensors"))
+    for by_layer, name in ((False, "mixed"), (True, "layered")):
+        mixed, twin = checkpoints(fh, fd, ih, idata, by_layer)
+        ref = dict((n, v) for n, v in twin.items()
+                   if not fp8_module(n, by_layer))
+        ref.update((n, v) for n, v in mixed.items() if fp8_module(n, by_layer))
+        fp8 = [ATTN] + ([LAYER % 1] if by_layer else [])
+        int4 = [LAYER % 0] if by_layer else [MLP]
+        write(os.path.join(out, name), int4_dir,
+              config([(fp8, "fp8"), (int4, "int4")]), mixed)
+        write(os.path.join(out, name + "-twin" if by_layer else "twin"),
+              int4_dir, None, twin)
+        write(os.path.join(out, name + "-ref" if by_layer else "fp8-attn"),
+              int4_dir, config([(fp8, "fp8")]), ref)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
  * channel with bf16 scales (the model's dtype), the activation rule each
  * group's input_activations gives, the global-scale NVFP4 rule against
  * ModelOpt's where the reciprocal is exact, and groups of several schemes
- * (each module's group, read in its own layout). */
+ * (each module's group, read in its own layout), and the scale width the
+ * timing model prices from config.json's dtype. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "nvlemu/cost.h"
 #include "nvlemu/quant.h"
 #include "nvlemu/weights.h"
 
@@ -279,6 +281,45 @@ static void mixed_groups(void **state)
     remove_tmp();
 }
 
+/* A scale's bytes: config.json's dtype (or torch_dtype) for the layouts
+ * whose scale takes the model's dtype (int4's weight_scale: [384, 1] of
+ * them for a [384 x 128] weight), the format's own elsewhere (NVFP4's
+ * E4M3 group scales and FP32 per-tensor scale). */
+static void scale_width(void **state)
+{
+    (void)state;
+    static const char *const dtype[4] = {"\"dtype\": \"bfloat16\", ",
+                                         "\"torch_dtype\": \"float16\", ",
+                                         "\"dtype\": \"float32\", ", ""};
+    static const uint32_t want[4] = {2, 2, 4, 0};
+    for (int i = 0; i < 4; i++) {
+        snprintf(tmp, sizeof tmp, "/tmp/nvl-ct-XXXXXX");
+        assert_non_null(mkdtemp(tmp));
+        char path[128];
+        snprintf(path, sizeof path, "%s/config.json", tmp);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{%s\"quantization_config\": {\"quant_method\": "
+                   "\"compressed-tensors\", \"format\": \"pack-quantized\", "
+                   "\"config_groups\": {\"g\": {\"targets\": [\"Linear\"], "
+                   "\"weights\": {\"num_bits\": 4, \"type\": \"int\", "
+                   "\"strategy\": \"group\", \"group_size\": 128}, "
+                   "\"input_activations\": null}}}}",
+                dtype[i]);
+        fclose(f);
+        nvl_quant_config_t q;
+        assert_int_equal(nvl_quant_config_read(tmp, &q), NVL_OK);
+        assert_int_equal(q.scale_bytes, want[i]);
+        remove_tmp();
+    }
+    assert_true(nvl_cost_weight_bytes(NVL_WDT_INT4, 384, 128, 2).scale_bytes ==
+                768.0);
+    assert_true(nvl_cost_weight_bytes(NVL_WDT_INT4, 384, 128, 0).scale_bytes ==
+                1536.0);
+    assert_true(nvl_cost_weight_bytes(NVL_WDT_NVFP4, 384, 128, 2).scale_bytes ==
+                384.0 * 8.0 + 4.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +328,7 @@ int main(void)
         cmocka_unit_test(int_f16_scales),
         cmocka_unit_test(nvfp4_global_rule),
         cmocka_unit_test(mixed_groups),
+        cmocka_unit_test(scale_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,8 @@
                          ms / 1536), a step without a CUDA graph its eager
                          launches too; on one layer every decode step is that
                          long, and under DEP the busiest rank's count sets it;
-                         --scheduler vllm: n x 5.5 ms / 256 adds to a step
+                         --scheduler vllm: 0.16 ms + n x 5.34 ms / 256 adds
+                         to a step
   check.py frontend      --frontend-ms with every request at time 0: the run
                          without it shifted by requests x time
   check.py dep           attention-DP + EP (TensorRT-LLM's DEP) on 3 ranks:
@@ -65,6 +66,13 @@ def verdict(errors, ok):
     return 1 if errors else 0
 
 
+# vLLM's host time a step and a request (include/nvlemu/serve.h): the gap
+# between two decode steps at 256 requests, 5.5 ms, of which 0.16 ms the
+# step's own
+VLLM_STEP_MS = 0.16
+VLLM_REQUEST_MS = (5.5 - VLLM_STEP_MS) / 256
+
+
 def one_request(a, tmp):
     model = ["--model", "qwen2.5-7b", "--layers", "6"]
     run_json, serve_json = os.path.join(tmp, "run.json"), os.path.join(tmp, "serve.json")
@@ -74,9 +82,10 @@ def one_request(a, tmp):
         ["--workload", "tests/data/serve/one-request.jsonl", "--json", serve_json])
     run, serve = json.load(open(run_json)), json.load(open(serve_json))
     bad = 0
-    # serve's vLLM engine core adds its host time, 5.5 ms / 256 a request,
-    # to each step (include/nvlemu/serve.h); run has none
-    host = 5.5 / 256
+    # serve's vLLM engine core adds its host time, 0.16 ms a step and
+    # (5.5 - 0.16) ms / 256 a request, to each step (include/nvlemu/serve.h);
+    # run has none
+    host = VLLM_STEP_MS + VLLM_REQUEST_MS
     tt_run, tt_serve = run["ttft_ms"] + host, serve["ttft_ms"]["mean"]
     if abs(tt_serve - tt_run) > 1e-9 * tt_run:
         print(f"TTFT: serve {tt_serve!r} ms, run + host {tt_run!r} ms")
@@ -229,8 +238,8 @@ def pipeline(a, tmp):
         ["--workload", "tests/data/serve/one-request.jsonl", "--json", serve_json])
     run, serve = json.load(open(run_json)), json.load(open(serve_json))
     for key in ("ttft_ms", "tpot_ms"):
-        # serve's vLLM host time, 5.5 ms / 256 a request, adds to a step
-        want = run[key] + 5.5 / 256
+        # serve's vLLM host time, a step's and a request's, adds to a step
+        want = run[key] + VLLM_STEP_MS + VLLM_REQUEST_MS
         if abs(serve[key]["mean"] - want) > 1e-9 * want:
             print(f"PP 3, one request: {key} serve {serve[key]['mean']!r}, "
                   f"run + host {want!r}")
@@ -305,14 +314,14 @@ def host_loop(a, tmp):
     (TPOT) is 600 x 45.11 ms / 1536 (the measured host time a request,
     include/nvlemu/serve.h); under DEP on 3 ranks with 600 requests (200 a
     rank) it is 200 x that.  vLLM's engine core runs its host work
-    between steps (5.5 ms / 256 a request): each request is in 8 steps
-    (its prompt of 16, 7 decodes), so the run's launch part is 600 x 8 x
-    that, plus at most 1 ms of the GPU's own launches.  The executor's
+    between steps (0.16 ms a step and 5.34 ms / 256 a request): each
+    request is in 8 steps (its prompt of 16, 7 decodes), so the run's
+    launch part is 600 x 8 x the request's part plus the run's steps x
+    the step's, plus at most 1 ms of the GPU's own launches.  The executor's
     figure was measured on a GB200's Grace; on the DGX B200's Xeon
     (hgx-b200.topo's [host] torch_op, 13.48 us a PyTorch call against
     Grace's 37.08) a request costs 13.48 / 37.08 of it."""
     per_req_ms = 45.11 / 1536
-    vllm_ms = 5.5 / 256
     xeon = ["--topo", os.path.join(a.root, "topology", "hgx-b200.topo")]
     cases = [("trtllm", 1, 600 * per_req_ms, []),
              ("trtllm", 3, 200 * per_req_ms, []),
@@ -329,7 +338,7 @@ def host_loop(a, tmp):
         tpot = res["tpot_ms"]
         if ms is None:
             launch = res["pools"][0]["step_time_ms_by_part"]["launch"]
-            host = 600 * 8 * vllm_ms
+            host = 600 * 8 * VLLM_REQUEST_MS + res["pools"][0]["steps"] * VLLM_STEP_MS
             seen.append(f"{sched}: launch {launch:.6f} ms")
             if not host <= launch <= host + 1.0:
                 errors.append(f"vllm: launch part {launch!r} ms, expected {host!r} "

@@ -147,6 +147,23 @@ class Serve(unittest.TestCase):
         self.assertEqual(serve.pareto([(1, 1)]), [0])
 
 
+    def test_step_of_one_replica(self):
+        # three decode replicas of 10 steps each (30 in all), each 20 ms of
+        # gemm (the mean over the pool's ranks): a step is 2 ms, not 20 / 30;
+        # with a prefill pool of one replica, 5 steps of 4 ms each, the run's
+        # mean step is (3 x 20 + 20) / 35
+        dec = {"name": "decode", "replicas": 3, "steps": 30,
+               "step_time_ms_by_part": {"gemm": 20.0}}
+        row = serve.serve_flat({"pools": [dec]})
+        self.assertAlmostEqual(row["step_ms.gemm"], 2.0)
+        self.assertAlmostEqual(row["pool.decode.ms_per_step.gemm"], 2.0)
+        self.assertEqual(row["step_ms.attention"], 0.0)
+        pre = {"name": "prefill", "replicas": 1, "steps": 5,
+               "step_time_ms_by_part": {"gemm": 20.0}}
+        row = serve.serve_flat({"pools": [pre, dec]})
+        self.assertAlmostEqual(row["pool.prefill.ms_per_step.gemm"], 4.0)
+        self.assertAlmostEqual(row["step_ms.gemm"], 80.0 / 35)
+
 class Families(unittest.TestCase):
     def test_spelled(self):
         self.assertEqual(families.spelled(["tp", "dp"]), "tp or dp")

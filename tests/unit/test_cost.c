@@ -375,12 +375,13 @@ static void test_norm_waves(void **state)
     assert_int_equal(nvl_cost_norm(&c, 0, 8192, 16, 128, 4, 2).time_ps, 0);
 }
 
-/* --attn auto: the torch stack calls SDPA; a serving engine FA4 on GPUs
- * with FP4 tensor cores, FA3 elsewhere. */
+/* --attn auto: the torch stack and its compiled form call SDPA; a
+ * serving engine FA4 on GPUs with FP4 tensor cores, FA3 elsewhere. */
 static void test_attn_auto(void **state)
 {
     (void)state;
     assert_int_equal(nvl_stack_attn(topo, NVL_STACK_TORCH), NVL_ATTN_SDPA);
+    assert_int_equal(nvl_stack_attn(topo, NVL_STACK_COMPILED), NVL_ATTN_SDPA);
     nvl_attn_impl_t want = topo->gpu.fp4_flops_per_s > 0 ? NVL_ATTN_FA4
                                                           : NVL_ATTN_FA3;
     assert_int_equal(nvl_stack_attn(topo, NVL_STACK_FUSED), want);
@@ -389,6 +390,9 @@ static void test_attn_auto(void **state)
     assert_int_equal(nvl_family_parse(&nvl_stack_family, "torch", &st),
                      NVL_OK);
     assert_int_equal(st, NVL_STACK_TORCH);
+    assert_int_equal(nvl_family_parse(&nvl_stack_family, "compiled", &st),
+                     NVL_OK);
+    assert_int_equal(st, NVL_STACK_COMPILED);
     assert_int_equal(nvl_family_parse(&nvl_stack_family, "vllm", &st),
                      NVL_ERR_INVALID);
     /* SDPA's prefill runs at sdpa_efficiency instead of attn_efficiency
@@ -501,6 +505,32 @@ static void test_gemm_library(void **state)
     double a = us(nvl_cost_matmul(&h, 512, 8192, 8192));
     nvl_stack_cost(NVL_STACK_TORCH, &h);
     assert_true(fabs(us(nvl_cost_matmul(&h, 512, 8192, 8192)) - a) < 1e-9);
+    /* cuBLASLt's per-row-scaled FP8 on Hopper: one 128 x 128 tile, no
+     * split-K: Qwen2.5-72B's TP 8 qkv (n = 1280) at m = 64 has 10 CTAs
+     * streaming, slower than the per-tensor kernel, and its body is the
+     * plain formula at 10 CTAs' share of the SMs */
+    const nvl_gpu_spec_t *g = &topo->gpu;
+    assert_true(nvl_gemm_lib_fixed_tile_n(&h, NVL_WDT_FP8_CHANNEL) == 128);
+    assert_true(nvl_gemm_lib_fixed_tile_n(&h, NVL_WDT_FP8) == 0);
+    assert_true(nvl_gemm_lib_fixed_tile_n(&c, NVL_WDT_FP8_CHANNEL) == 0);
+    h.weight_dtype = NVL_WDT_FP8_CHANNEL;
+    double t_row = us(nvl_cost_matmul(&h, 64, 1280, 8192));
+    assert_int_equal(nvl_cost_matmul_split_k(&h, 64, 1280, 8192), 1);
+    assert_true(g->matmul_cols_per_sm <= 128);
+    double width = 10.0 * (double)g->matmul_cols_per_sm /
+            (g->sm_count * g->matmul_cols_per_sm);
+    nvl_gemm_bytes_t wb =
+        nvl_cost_weight_bytes(NVL_WDT_FP8_CHANNEL, 1280, 8192,
+                              h.weight_scale_bytes);
+    nvl_gemm_bytes_t ib = nvl_cost_input_bytes(NVL_WDT_FP8_CHANNEL, 64, 8192);
+    double bytes = wb.data_bytes + wb.scale_bytes + ib.data_bytes +
+                   ib.scale_bytes + 64.0 * 1280 * 2;
+    double body = bytes / (g->hbm_bw_bytes_per_s * g->hbm_efficiency *
+                           pow(width, g->matmul_width_exp));
+    assert_true(fabs(t_row - (body * 1e6 + g->kernel_overhead_ps * 1e-6)) <
+                1e-3);
+    h.weight_dtype = NVL_WDT_FP8;
+    assert_true(t_row > 1.5 * us(nvl_cost_matmul(&h, 64, 1280, 8192)));
     nvl_topo_free(gb);
 }
 

@@ -217,6 +217,38 @@ static void test_nvls_rating(void **state)
     nvl_topo_free(topo);
 }
 
+/* NCCL 2.18-2.20 on 8 Hopper GPUs (tuning.cc: llMaxBws Hopper-N1 87.7 GB/s,
+ * NVLS Simple latency 23 us): Ring LL to 256 KB, NVLS from 512 KB, where
+ * Ring LL rates 25.5 us and NVLS 24.7 us; with 2.21's 25 us NVLS rates
+ * 26.7 us and Ring LL keeps 512 KB. */
+static void test_nvls_tuning_lat(void **state)
+{
+    (void)state;
+    const char *lats[] = {"nccl.nvls_tuning_lat=23us",
+                          "nccl.nvls_tuning_lat=25us"};
+    for (int v = 0; v < 2; v++) {
+        nvl_topo_t *topo = load("hgx-h200.topo");
+        assert_int_equal(nvl_topo_set(topo, "nccl.ll_max_bw=87.7GB/s"),
+                         NVL_OK);
+        assert_int_equal(nvl_topo_set(topo, lats[v]), NVL_OK);
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &comm),
+                         NVL_OK);
+        size_t last_ring = v == 0 ? (size_t)256 << 10 : (size_t)512 << 10;
+        for (size_t b = (size_t)128 << 10; b <= ((size_t)2 << 20); b *= 2) {
+            nvl_coll_info_t info;
+            assert_int_equal(nvl_coll_choose(comm, NVL_COLL_ALLREDUCE, b,
+                                             &info),
+                             NVL_OK);
+            assert_true(b <= last_ring ? info.algo == NVL_ALGO_RING &&
+                                             info.proto == NVL_PROTO_LL
+                                       : info.algo == NVL_ALGO_NVLS);
+        }
+        nvl_comm_destroy(comm);
+        nvl_topo_free(topo);
+    }
+}
+
 /* The kernel a CUDA graph launches: the chosen (algorithm, protocol)'s
  * kernel, NCCL's latencies without the eager call's kernel overhead and
  * hop latencies, no host cost; nothing for no bytes; -1 outside the five
@@ -263,6 +295,7 @@ int main(void)
         T(test_nccl_log_choices),
         T(test_ring_rating_by_hand),
         T(test_nvls_rating),
+        T(test_nvls_tuning_lat),
         T(test_kernel_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -179,6 +179,11 @@ static void test_nearest(void **state)
     q.ranks = 4;
     nvl_validation_match(v, &q, m, 4);
     assert_string_equal(m[0].nearest, "far");
+    /* racks joined: gb200-nvl72's families before hgx-h100's */
+    q.hardware = "gb200-nvl72x8-ib";
+    q.ranks = 8;
+    nvl_validation_match(v, &q, m, 4);
+    assert_string_equal(m[0].nearest, "four");
     nvl_validation_free(v);
 }
 

@@ -1,0 +1,73 @@
+/* mpi_calls: preloaded into every rank of a job (LD_PRELOAD, through
+ * mpiexec -x), it counts the rank's MPI calls that exchange messages
+ * (allreduce, broadcast, blocking and non-blocking sends and receives)
+ * and at MPI_Finalize rank 0 prints the mean over the ranks on standard
+ * error: the number of agreements a run costs, which no load on the host
+ * changes (its wall and CPU times move with it).  Unchanged program
+ * otherwise (the MPI profiling interface).
+ *
+ *   mpiexec -n 8 -x LD_PRELOAD=build/bench/mpi_calls.so build/nvlemu run ... */
+#include <mpi.h>
+#include <stdio.h>
+
+enum { C_ALLREDUCE, C_BCAST, C_SEND, C_RECV, C_ISEND, C_IRECV, C_N };
+static long counts[C_N];
+static const char *const names[C_N] = {"allreduce", "bcast", "send", "recv",
+                                       "isend", "irecv"};
+
+int MPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
+                  MPI_Comm comm)
+{
+    counts[C_ALLREDUCE]++;
+    return PMPI_Allreduce(sb, rb, n, t, op, comm);
+}
+
+int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    counts[C_BCAST]++;
+    return PMPI_Bcast(b, n, t, root, comm);
+}
+
+int MPI_Send(const void *b, int n, MPI_Datatype t, int to, int tag,
+             MPI_Comm comm)
+{
+    counts[C_SEND]++;
+    return PMPI_Send(b, n, t, to, tag, comm);
+}
+
+int MPI_Recv(void *b, int n, MPI_Datatype t, int from, int tag, MPI_Comm comm,
+             MPI_Status *status)
+{
+    counts[C_RECV]++;
+    return PMPI_Recv(b, n, t, from, tag, comm, status);
+}
+
+int MPI_Isend(const void *b, int n, MPI_Datatype t, int to, int tag,
+              MPI_Comm comm, MPI_Request *req)
+{
+    counts[C_ISEND]++;
+    return PMPI_Isend(b, n, t, to, tag, comm, req);
+}
+
+int MPI_Irecv(void *b, int n, MPI_Datatype t, int from, int tag,
+              MPI_Comm comm, MPI_Request *req)
+{
+    counts[C_IRECV]++;
+    return PMPI_Irecv(b, n, t, from, tag, comm, req);
+}
+
+int MPI_Finalize(void)
+{
+    long sum[C_N];
+    int rank, size;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    PMPI_Reduce(counts, sum, C_N, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        fprintf(stderr, "mpi_calls: per rank (mean of %d):", size);
+        for (int i = 0; i < C_N; i++)
+            fprintf(stderr, " %s %.1f", names[i], (double)sum[i] / size);
+        fprintf(stderr, "\n");
+    }
+    return PMPI_Finalize();
+}
