@@ -319,11 +319,56 @@ static const double grouped_rel[NVL_WDT_COUNT] = {
 #define NVL_GROUPED_PANEL_TRIPS 3.0
 #define NVL_GROUPED_PANEL_BYTES_PER_TRIP 20000.0
 
+/* torch._scaled_grouped_mm's tile on Hopper (PyTorch aten/src/ATen/
+ * native/cuda/ScaledGroupMM.cu, dispatch_fp8_grouped_gemm_on_tile_size,
+ * with torch's default slow accumulation; the kernels the profiled calls
+ * ran, tests/data/calibration/h200-moe-compiled/fp8-tile.csv), from M,
+ * the rows over all the groups (idle experts included) / the groups:
+ *   M <= 128 or N <= 128            64 x 128 x 128 ping-pong
+ *   two of M, N, K at least 2,048   128 x 128 x 128 cooperative
+ *   else                            128 x 256 x 64 cooperative
+ * The last holds two fp32 copies of its accumulators (slow accumulation
+ * promotes the MMAs' partial sums into a second copy): 2 x 128 x 256 /
+ * 256 threads = 256 registers a thread, beyond the 255 a thread
+ * addresses, so they spill; the same tile with fast accumulation (one
+ * copy) runs 2.7-3.0x faster (fp8-tile.csv).  Its rate relative to the
+ * other tiles': TORCH_FP8_SPILL_REL, fit to the four slow 128 x 256 rows
+ * of fp8-tile.csv (scripts/calibration/fit-fp8-spill.py); the other FP8
+ * grouped rows are held out. */
+#define TORCH_FP8_LARGE 2048
+#define TORCH_FP8_SMALL 128
+#define TORCH_FP8_SPILL_REL 0.35
+
+/* The grouped kernel's row tile and its rate against grouped_rel's. */
+static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
+                             size_t groups, const uint64_t *m, uint64_t n,
+                             uint64_t k, double *rel_out)
+{
+    *rel_out = 1.0;
+    if (core == NVL_WDT_FP4)
+        return NVL_GROUPED_TILE_M_FP4;
+    /* torch's FP8 kernel on FP8 tensor cores without FP4 ones (SM90) */
+    if (core != NVL_WDT_FP8 || !cfg->torch_grouped || groups == 0 ||
+        nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) > 0)
+        return NVL_GROUPED_TILE_M;
+    double rows = 0;
+    for (size_t i = 0; i < groups; i++)
+        rows += (double)m[i];
+    double M = floor(rows / (double)groups), N = (double)n, K = (double)k;
+    if (M <= TORCH_FP8_SMALL || N <= TORCH_FP8_SMALL)
+        return NVL_GROUPED_TILE_M;
+    int large = (M >= TORCH_FP8_LARGE) + (N >= TORCH_FP8_LARGE) +
+                (K >= TORCH_FP8_LARGE);
+    if (large < 2)
+        *rel_out = TORCH_FP8_SPILL_REL;
+    return 2 * NVL_GROUPED_TILE_M;
+}
+
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k)
 {
-    double t_s;
+    double t_s, rel;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
     /* the weights' own tensor cores, or dequantised to BF16's */
@@ -331,10 +376,9 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     if (cfg->weight_only ||
         nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, dt) <= 0)
         core = NVL_WDT_BF16;
-    nvl_kernel_cost_t c = matmul_work(
-        cfg, groups, m, n, k,
-        core == NVL_WDT_FP4 ? NVL_GROUPED_TILE_M_FP4 : NVL_GROUPED_TILE_M,
-        grouped_rel[core], NULL, &t_s);
+    uint32_t m_tile = grouped_tile(cfg, core, groups, m, n, k, &rel);
+    nvl_kernel_cost_t c = matmul_work(cfg, groups, m, n, k, m_tile,
+                                      grouped_rel[core] * rel, NULL, &t_s);
     if (c.flops <= 0)
         return c;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;

@@ -43,7 +43,8 @@
  *   combine_sum      (expert parallelism) the returned rows added up
  * (--stack torch: silu and mul apart, on strided views; top-k, the sort
  * and counts, and the unpermute as torch's eager ops launch them,
- * moe_torch.c); the routing is moe_route.c's, expert parallelism
+ * moe_torch.c; --stack compiled the same with the top-k's kernels as
+ * Inductor fuses them); the routing is moe_route.c's, expert parallelism
  * moe_ep.c's. */
 #include <math.h>
 #include <stdlib.h>
@@ -155,7 +156,7 @@ void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M)
     nvl_cost_cfg_t router = nvl_engine_gemm_cost(e, NVL_QCLASS_ROUTER);
     nvl_engine_kernel(e, "router", NVL_PART_GEMM, L,
                       nvl_cost_matmul(&router, M, E, e->cfg.hidden));
-    if (e->opts.stack == NVL_STACK_TORCH) {
+    if (nvl_engine_moe_torch_stack(e)) {
         nvl_engine_moe_torch_route(e, L, M);
         return;
     }
@@ -177,7 +178,7 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
     nvl_cost_cfg_t experts =
         nvl_engine_layer_gemm_cost(e, NVL_QCLASS_EXPERTS, L);
     const nvl_cost_cfg_t *cc = &experts;
-    bool torch = e->opts.stack == NVL_STACK_TORCH;
+    bool torch = nvl_engine_moe_torch_stack(e);
     if (pairs > 0 && torch)
         nvl_engine_moe_torch_sort(e, L, pairs);
     if (pairs > 0) {
@@ -197,7 +198,11 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
                                                pairs * bits / 8.0) *
                                                   (double)hid));
     }
+    if (torch && pairs > 0)
+        nvl_engine_moe_torch_prepare(e, L, false);
     nvl_engine_step(e, NVL_STEP_EXPERTS_GATE_UP, L, pairs, count);
+    if (torch && pairs > 0)
+        nvl_engine_moe_torch_prepare(e, L, true);
     nvl_engine_kernel(e, "experts_down", NVL_PART_GEMM, L,
                       nvl_cost_grouped_matmul(cc, ne, count, hid, sn));
     if (torch && pairs > 0)

@@ -1,11 +1,17 @@
-/* The routing kernels of a MoE layer under --stack torch: the kernels
- * PyTorch 2.x launches for the eager ops of a torch MoE layer
+/* The routing kernels of a MoE layer under --stack torch and compiled:
+ * the kernels PyTorch 2.x launches for the eager ops of a torch MoE layer
  * (scripts/device/measure-moe-step.py, measure-moe.py), one row per
  * kernel, priced from its bytes, its access and, for the one-CTA sort and
  * select kernels, its block-synchronous steps (docs/cost-model.md,
- * "Mixture of experts", "Routing under --stack torch").  The fused stack's
- * routing (TensorRT-LLM, vLLM: one top-k kernel, one sort, one finalize)
- * is moe.c's.
+ * "Mixture of experts", "Routing under --stack torch").  --stack compiled
+ * is the same layer with its router region under torch.compile, as the
+ * measured step ran it (tests/data/calibration/h200-moe-compiled/: the
+ * profiled kernels): Inductor fuses the float cast into the softmax and
+ * the sum, division and bf16 cast of the k weights into one kernel each
+ * (persistent reductions, a row per program); topk is not lowered (its
+ * fallback is aten's, the same gatherTopK and sort); the sort, counts and
+ * unpermute stay eager ops.  The fused stack's routing (TensorRT-LLM,
+ * vLLM: one top-k kernel, one sort, one finalize) is moe.c's.
  *
  *   route    lg.float().softmax(-1).topk(k) and w / w.sum(-1): a cast, the
  *            softmax, gatherTopK (aten/src/ATen/native/cuda/TensorTopK.cu:
@@ -23,6 +29,10 @@
  *   counts   zeros(E).scatter_add_(ids, ones_like(ids)).cumsum(0).int():
  *            two fills, the scatter's int64 atomics, cub's scan (an init
  *            and a scan kernel), the cast
+ *   prepare  before each grouped GEMM, torch._grouped_mm's
+ *            prepare_grouped_gemm_data kernel (aten GroupMM.cu,
+ *            ScaledGroupMM.cu: one CTA, a thread per group) writes the
+ *            groups' pointers, shapes and strides
  *   unpermute zeros for the output, each pair's weight gathered in expert
  *            order, the down rows times their weights, index_add_ into the
  *            token rows: one scalar bf16 atomicAdd an element
@@ -53,7 +63,14 @@
  * capabilities": 2048 for 9.0 and 10.0). */
 #define TORCH_THREADS_PER_SM 2048.0
 
-typedef enum { OP_ROUTE, OP_SORT, OP_COUNTS, OP_UNPERMUTE } op_t;
+typedef enum {
+    OP_ROUTE,
+    OP_SORT,
+    OP_COUNTS,
+    OP_PREPARE_GATE_UP,
+    OP_PREPARE_DOWN,
+    OP_UNPERMUTE
+} op_t;
 
 /* What a layer's routing works on: M rows, E experts, k a row, P pairs
  * (this rank's: all M k under tensor parallelism), hidden width h. */
@@ -61,9 +78,15 @@ typedef struct {
     double M, E, k, P, h;
 } shape_t;
 
+/* the stacks a row is issued under */
+#define EAGER (1u << NVL_STACK_TORCH)
+#define COMPILED (1u << NVL_STACK_COMPILED)
+#define BOTH (EAGER | COMPILED)
+
 typedef struct {
     const char *name;
     op_t op;
+    unsigned stacks; /* 0: BOTH */
     nvl_access_t access;
     double (*bytes)(const shape_t *s);
     double (*steps)(const nvl_cost_cfg_t *cfg, const shape_t *s);
@@ -73,6 +96,8 @@ typedef struct {
 
 static double b_cast(const shape_t *s) { return s->M * s->E * (2.0 + 4.0); }
 static double b_softmax(const shape_t *s) { return s->M * s->E * 8.0; }
+/* Inductor's fused cast and softmax: bf16 logits read, fp32 written */
+static double b_softmax_cast(const shape_t *s) { return s->M * s->E * 6.0; }
 static double b_select(const shape_t *s)
 {
     return s->M * s->E * 4.0 + s->M * s->k * 12.0;
@@ -80,6 +105,8 @@ static double b_select(const shape_t *s)
 static double b_topk_sort(const shape_t *s) { return s->M * s->k * 24.0; }
 static double b_sum(const shape_t *s) { return s->M * (s->k + 1.0) * 4.0; }
 static double b_div(const shape_t *s) { return s->M * (2.0 * s->k + 1.0) * 4.0; }
+/* Inductor's fused sum, division and cast: fp32 weights read, bf16 out */
+static double b_renorm(const shape_t *s) { return s->M * s->k * 6.0; }
 /* int64 ids, indices */
 static double b_fill_p(const shape_t *s) { return s->P * 8.0; }
 static double b_copy_p(const shape_t *s) { return s->P * 16.0; }
@@ -90,6 +117,10 @@ static double b_fill_e(const shape_t *s) { return s->E * 8.0; }
 static double b_scatter(const shape_t *s) { return s->P * 16.0 + s->E * 8.0; }
 static double b_scan(const shape_t *s) { return s->E * 16.0; }
 static double b_cast_e(const shape_t *s) { return s->E * 12.0; }
+/* prepare_grouped_gemm_data: one CTA of a thread per group writes its
+ * five pointers (a, b, out and two scales), problem shape (3 int32) and
+ * three strides (int64) */
+static double b_prepare(const shape_t *s) { return s->E * (5.0 * 8.0 + 12.0 + 24.0); }
 static double b_zero_out(const shape_t *s) { return s->M * s->h * 2.0; }
 static double b_gather_w(const shape_t *s) { return s->P * (8.0 + 4.0 + 2.0); }
 static double b_scale(const shape_t *s) { return s->P * s->h * 4.0 + s->P * 2.0; }
@@ -126,13 +157,18 @@ static double st_block_sort(const nvl_cost_cfg_t *cfg, const shape_t *s)
 }
 
 static const torch_kernel_t kernels[] = {
-    {.name = "topk_float", .op = OP_ROUTE, .bytes = b_cast},
-    {.name = "topk_softmax", .op = OP_ROUTE, .bytes = b_softmax},
+    {.name = "topk_float", .op = OP_ROUTE, .stacks = EAGER, .bytes = b_cast},
+    {.name = "topk_softmax", .op = OP_ROUTE, .stacks = EAGER,
+     .bytes = b_softmax},
+    {.name = "topk_softmax", .op = OP_ROUTE, .stacks = COMPILED,
+     .bytes = b_softmax_cast},
     {.name = "topk_select", .op = OP_ROUTE, .bytes = b_select,
      .steps = st_select},
     {.name = "topk_sort", .op = OP_ROUTE, .bytes = b_topk_sort},
-    {.name = "topk_sum", .op = OP_ROUTE, .bytes = b_sum},
-    {.name = "topk_div", .op = OP_ROUTE, .bytes = b_div},
+    {.name = "topk_sum", .op = OP_ROUTE, .stacks = EAGER, .bytes = b_sum},
+    {.name = "topk_div", .op = OP_ROUTE, .stacks = EAGER, .bytes = b_div},
+    {.name = "topk_renorm", .op = OP_ROUTE, .stacks = COMPILED,
+     .bytes = b_renorm},
     {.name = "sort_arange", .op = OP_SORT, .bytes = b_fill_p},
     {.name = "sort_index_copy", .op = OP_SORT, .bytes = b_copy_p, .small = 1},
     {.name = "sort_ids_copy", .op = OP_SORT, .bytes = b_copy_p, .small = 1},
@@ -154,7 +190,13 @@ static const torch_kernel_t kernels[] = {
     {.name = "unpermute_zeros", .op = OP_UNPERMUTE, .bytes = b_zero_out},
     {.name = "unpermute_weights", .op = OP_UNPERMUTE,
      .access = NVL_ACCESS_INDEXED, .bytes = b_gather_w},
-    {.name = "unpermute_scale", .op = OP_UNPERMUTE, .bytes = b_scale},
+    {.name = "gate_up_prepare", .op = OP_PREPARE_GATE_UP, .bytes = b_prepare},
+    {.name = "down_prepare", .op = OP_PREPARE_DOWN, .bytes = b_prepare},
+    /* [P, h] x [P, 1]: a broadcast operand, so TensorIterator's
+     * unvectorised loop (aten Loops.cuh vectorises contiguous operands
+     * only; the profile's elementwise_kernel<128, 4>): the strided rate */
+    {.name = "unpermute_scale", .op = OP_UNPERMUTE,
+     .access = NVL_ACCESS_STRIDED, .bytes = b_scale},
     {.name = "unpermute_index_add", .op = OP_UNPERMUTE,
      .access = NVL_ACCESS_INDEXED, .bytes = b_index_add},
 };
@@ -177,14 +219,22 @@ static void issue(nvl_engine_t *e, int32_t L, op_t op, const shape_t *s)
 {
     const nvl_cost_cfg_t *cfg = &e->opts.cost;
     int small = s->P <= TORCH_SMALL_SORT_MAX ? 1 : -1;
+    unsigned stack = 1u << e->opts.stack;
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         const torch_kernel_t *k = &kernels[i];
-        if (k->op != op || (k->small != 0 && k->small != small))
+        if (k->op != op || (k->small != 0 && k->small != small) ||
+            ((k->stacks ? k->stacks : BOTH) & stack) == 0)
             continue;
         for (double j = 0; j < fmax(1.0, k->passes); j++)
             nvl_engine_kernel(e, k->name, NVL_PART_OTHER, L,
                               kernel_cost(cfg, k, s));
     }
+}
+
+bool nvl_engine_moe_torch_stack(const nvl_engine_t *e)
+{
+    return e->opts.stack == NVL_STACK_TORCH ||
+           e->opts.stack == NVL_STACK_COMPILED;
 }
 
 void nvl_engine_moe_torch_route(nvl_engine_t *e, int32_t L, uint64_t M)
@@ -200,6 +250,12 @@ void nvl_engine_moe_torch_sort(nvl_engine_t *e, int32_t L, double pairs)
                  .h = e->cfg.hidden};
     issue(e, L, OP_SORT, &s);
     issue(e, L, OP_COUNTS, &s);
+}
+
+void nvl_engine_moe_torch_prepare(nvl_engine_t *e, int32_t L, bool down)
+{
+    shape_t s = {.E = e->shard.experts.count};
+    issue(e, L, down ? OP_PREPARE_DOWN : OP_PREPARE_GATE_UP, &s);
 }
 
 void nvl_engine_moe_torch_unpermute(nvl_engine_t *e, int32_t L, double pairs,
