@@ -281,11 +281,10 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  * peak than the dense kernel):
  *   bf16  1: torch._grouped_mm within 7 % of the model at 256-4,096 rows
  *         an expert on an H200 (tests/data/calibration/h200-moe-prefill/);
- *   fp8   0.70: on that H200 the CUTLASS SM90 FP8 grouped GEMM
- *         (torch._scaled_grouped_mm) takes 1.42x cuBLASLt's dense FP8
- *         time for the same rows, geomean of the 8 shapes at 2,048 and
- *         4,096 rows an expert (grouped-prefill.csv; below 2,048 torch's
- *         FP8 tile is slower than its own BF16 one, so left out);
+ *   fp8   0.70: on that H200 torch._scaled_grouped_mm takes 1.42x
+ *         cuBLASLt's dense FP8 time for the same rows, geomean of the 8
+ *         shapes at 2,048 and 4,096 rows an expert (grouped-prefill.csv;
+ *         its tiles below 2,048: grouped_tile);
  *   fp4   0.39: a whole NVFP4 MoE layer on a B200 (32 experts, top-4,
  *         hidden 2,880, intermediate 7,680, 4,096 tokens: 512 rows an
  *         expert) at 1,117-1,262 TFLOP/s across vLLM, FlashInfer CuTe DSL
@@ -313,33 +312,23 @@ static const double grouped_rel[NVL_WDT_COUNT] = {
  * gate+up rows of h200-fp8-k/grouped-decode.csv (the H100's HBM rate and
  * the kernel's per-SM rate nearly coincide, the H200's do not); the
  * routed rows, the H200's down rows, prefill shapes and MoE decode step
- * are held out (docs/cost-model.md, "Mixture of experts").  20,000 bytes
- * a round trip is about 0.6 of one 128 x 128 bf16 k-block of weights:
- * the pipeline holds about one k-block in flight, not its four stages. */
+ * are held out (docs/cost-model.md, "Mixture of experts", says what
+ * 20,000 bytes a round trip means for the pipeline). */
 #define NVL_GROUPED_PANEL_TRIPS 3.0
 #define NVL_GROUPED_PANEL_BYTES_PER_TRIP 20000.0
 
-/* torch._scaled_grouped_mm's tile on Hopper (PyTorch aten/src/ATen/
- * native/cuda/ScaledGroupMM.cu, dispatch_fp8_grouped_gemm_on_tile_size,
- * with torch's default slow accumulation; the kernels the profiled calls
- * ran, tests/data/calibration/h200-moe-compiled/fp8-tile.csv), from M,
- * the rows over all the groups (idle experts included) / the groups:
- *   M <= 128 or N <= 128            64 x 128 x 128 ping-pong
- *   two of M, N, K at least 2,048   128 x 128 x 128 cooperative
- *   else                            128 x 256 x 64 cooperative
- * The last holds two fp32 copies of its accumulators (slow accumulation
- * promotes the MMAs' partial sums into a second copy): 2 x 128 x 256 /
- * 256 threads = 256 registers a thread, beyond the 255 a thread
- * addresses, so they spill; the same tile with fast accumulation (one
- * copy) runs 2.7-3.0x faster (fp8-tile.csv).  Its rate relative to the
- * other tiles': TORCH_FP8_SPILL_REL, fit to the four slow 128 x 256 rows
- * of fp8-tile.csv (scripts/calibration/fit-fp8-spill.py); the other FP8
- * grouped rows are held out. */
+/* torch._scaled_grouped_mm's tile on Hopper (aten ScaledGroupMM.cu,
+ * dispatch_fp8_grouped_gemm_on_tile_size), M = the rows / the groups:
+ * 64 x 128 x 128 when M or N <= 128; 128 x 128 x 128 when two of M, N, K
+ * >= 2,048; else 128 x 256 x 64, whose two slow-accumulation copies (256
+ * registers a thread) spill: TORCH_FP8_SPILL_REL of the rate, fit by
+ * scripts/calibration/fit-fp8-spill.py (docs/cost-model.md). */
 #define TORCH_FP8_LARGE 2048
 #define TORCH_FP8_SMALL 128
 #define TORCH_FP8_SPILL_REL 0.35
 
-/* The grouped kernel's row tile and its rate against grouped_rel's. */
+/* The grouped kernel's row tile, its rate against grouped_rel's in
+ * *rel_out (torch's FP8 on FP8 tensor cores without FP4 ones: SM90). */
 static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
                              size_t groups, const uint64_t *m, uint64_t n,
                              uint64_t k, double *rel_out)
@@ -347,7 +336,6 @@ static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
     *rel_out = 1.0;
     if (core == NVL_WDT_FP4)
         return NVL_GROUPED_TILE_M_FP4;
-    /* torch's FP8 kernel on FP8 tensor cores without FP4 ones (SM90) */
     if (core != NVL_WDT_FP8 || !cfg->torch_grouped || groups == 0 ||
         nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) > 0)
         return NVL_GROUPED_TILE_M;

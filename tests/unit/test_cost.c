@@ -221,11 +221,9 @@ static void test_grouped_matmul_lowp(void **state)
     topo->gpu.bf16_flops_per_s = peak;
 }
 
-/* torch's FP8 grouped GEMM on Hopper (torch_grouped, no FP4 units) takes
- * its tile from the rows an expert averages: to 128 rows the 64-row tile
- * (as a serving engine's), beyond it 128 rows, spilling (at
- * TORCH_FP8_SPILL_REL, 0.35, of the rate) unless two of M, N, K reach
- * 2,048; on Blackwell and in a serving engine no such switch. */
+/* torch's FP8 grouped GEMM on Hopper: the 64-row tile to 128 rows an
+ * expert, beyond 128 rows, spilling (0.35 of the rate) unless two of M,
+ * N, K reach 2,048; on Blackwell and in a serving engine no switch. */
 static void test_grouped_matmul_torch_fp8(void **state)
 {
     (void)state;
@@ -236,11 +234,8 @@ static void test_grouped_matmul_torch_fp8(void **state)
     topo->gpu.fp4_flops_per_s = 0;
     c.weight_dtype = NVL_WDT_FP8;
     uint64_t m128[16], m192[16], m2048[16];
-    for (int i = 0; i < 16; i++) {
-        m128[i] = 128;
-        m192[i] = 192;
-        m2048[i] = 2048;
-    }
+    for (int i = 0; i < 16; i++)
+        m128[i] = 128, m192[i] = 192, m2048[i] = 2048;
     double t[2][3];
     for (int torch = 0; torch < 2; torch++) {
         c.torch_grouped = torch;
@@ -259,8 +254,7 @@ static void test_grouped_matmul_torch_fp8(void **state)
     assert_true(fabs((double)nvl_cost_grouped_matmul(&c, 16, m192, 4096, 1536)
                          .time_ps /
                      t[0][1] - 1) < 1e-6);
-    topo->gpu.fp8_flops_per_s = fp8_peak;
-    topo->gpu.fp4_flops_per_s = fp4_peak;
+    topo->gpu.fp8_flops_per_s = fp8_peak, topo->gpu.fp4_flops_per_s = fp4_peak;
 }
 
 /* One group is the plain matmul; idle groups cost nothing; a grouped
