@@ -209,6 +209,10 @@ typedef struct {
     unsigned stack_libs[NVL_WDT_COUNT];
     nvl_launch_t launch;
     nvl_gemm_lib_t gemm_lib;   /* NVL_GEMM_STACK (0): the stack's library */
+    bool torch_grouped;        /* grouped GEMMs are PyTorch's
+                                  (torch._grouped_mm, _scaled_grouped_mm:
+                                  the tile chosen by shape); false: a
+                                  serving engine's MoE GEMMs */
     uint32_t host_sharers;     /* GPUs of this GPU's superchip reading host
                                   memory at once (0 or 1: this one alone) */
 } nvl_cost_cfg_t;

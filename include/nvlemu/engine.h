@@ -93,7 +93,8 @@ const char *nvl_stack_name(nvl_stack_t stack);
  * (nvl_attn_flash: 4 on GPUs with FP4 tensor cores, else 3). */
 nvl_attn_impl_t nvl_stack_attn(const nvl_topo_t *topo, nvl_stack_t stack);
 /* Writes what the cost model reads of stack into cost: the GEMM
- * libraries it calls per tensor-core type (stack_libs). */
+ * libraries it calls per tensor-core type (stack_libs) and whose grouped
+ * GEMMs it runs (torch_grouped: torch and compiled). */
 void nvl_stack_cost(nvl_stack_t stack, nvl_cost_cfg_t *cost);
 
 /* The families of the engine's options (family.h): overlap (a row per

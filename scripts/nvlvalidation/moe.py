@@ -1,9 +1,11 @@
 """A MoE layer's parts against measured kernels and a measured step (issue
 32): torch's grouped GEMMs (h100-moe, h200-moe-prefill, h200-fp8-k)
-against `nvlemu cost grouped`, torch's routing kernels (h100-moe/route.csv)
-and the parts of a torch MoE decode step on one H200 (h200-moe-step)
-against the kernels of `nvlemu run --stack torch`, and that step end to
-end.  Summary rows and the document's section."""
+against `nvlemu cost grouped --stack torch`, torch's routing kernels
+(h100-moe/route.csv) and the eager parts of a torch MoE decode step on
+one H200 (h200-moe-step) against the kernels of `nvlemu run --stack
+torch`, its compiled attention and routing against `--stack compiled`'s,
+and that step end to end under `--stack compiled` (the stack it ran).
+Summary rows and the document's section."""
 import collections
 import csv
 import json
@@ -27,13 +29,24 @@ STEP = CAL + "/h200-moe-step"
 # rows (K 4,096); everything else here is held out, the step included
 DEP8_FIT_K = "4096"
 # route.csv's kernels and the step's parts -> the kernels nvlemu run
-# --stack torch issues for them (src/engine/moe.c, moe_route.c)
-ROUTE_KERNELS = {"router": ("router",), "topk_softmax": ("topk_softmax",),
-                 "sort+counts_offsets": ("sort_pairs",), "permute": ("expand_rows",),
-                 "silu_mul": ("silu", "mul"), "unpermute": ("moe_sum",)}
-STEP_PARTS = {"sort": ("sort_pairs",), "permute": ("expand_rows",),
-              "gate_up": ("experts_gate_up",), "silu_mul": ("silu", "mul"),
-              "down": ("experts_down",), "unpermute": ("moe_sum",),
+# --stack torch issues for them (src/engine/moe.c, moe_torch.c)
+TOPK = ("topk_float", "topk_softmax", "topk_select", "topk_sort", "topk_sum", "topk_div")
+SORT = ("sort_arange", "sort_index_copy", "sort_ids_copy", "sort_block", "sort_histogram",
+        "sort_digit_offsets", "sort_onesweep", "sort_token", "counts_zeros", "counts_ones",
+        "counts_scatter_add", "counts_scan_init", "counts_cumsum", "counts_int")
+UNPERMUTE = ("unpermute_zeros", "unpermute_weights", "unpermute_scale", "unpermute_index_add")
+# the step's compiled regions (attention, routing) -> the kernels nvlemu
+# run --stack compiled issues for them (plan.c's compiled rows, moe_torch.c)
+COMPILED_PARTS = {"attn+route": (
+    "rmsnorm", "add_rmsnorm", "qkv_proj", "qk_norm", "rope_q", "rope_k_kv_write",
+    "v_kv_write", "attention", "o_proj", "router", "topk_softmax", "topk_select",
+    "topk_sort", "topk_renorm")}
+ROUTE_KERNELS = {"router": ("router",), "topk_softmax": TOPK,
+                 "sort+counts_offsets": SORT, "permute": ("expand_rows",),
+                 "silu_mul": ("silu", "mul"), "unpermute": UNPERMUTE}
+STEP_PARTS = {"sort": SORT, "permute": ("expand_rows",),
+              "gate_up": ("gate_up_prepare", "experts_gate_up"), "silu_mul": ("silu", "mul"),
+              "down": ("down_prepare", "experts_down"), "unpermute": UNPERMUTE,
               "lm_head": ("lm_head", "sample")}
 
 
@@ -49,7 +62,7 @@ def _compare(build, topo, src, groups_key, meas_key, dtype):
     src = [r for r in src if r[meas_key] not in ("", "nan")]
     outs = run_all([[os.path.join(build, "nvlemu"), "cost", "--topo", topo, "--json", "-",
                      "grouped", r["rows"], r["n"], r["k"], "--groups", r[groups_key],
-                     "--dtype", dtype] for r in src])
+                     "--dtype", dtype, "--stack", "torch"] for r in src])
     got = []
     for r, out in zip(src, outs):
         j = json.loads(out)
@@ -59,15 +72,15 @@ def _compare(build, topo, src, groups_key, meas_key, dtype):
     return got
 
 
-def _trace_kernels(build, topo, model, batch, layers, ctx):
-    """{kernel: us} of one decode step of nvlemu run --stack torch, summed
+def _trace_kernels(build, topo, model, batch, layers, ctx, stack="torch"):
+    """{kernel: us} of one decode step of nvlemu run --stack STACK, summed
     over its layers (the trace's second pass)."""
     tmp = tempfile.mkdtemp(prefix="nvl-moe-")
     try:
         path = os.path.join(tmp, "t.json")
         run([os.path.join(ROOT, "scripts", "nvlrun"), "1", os.path.join(build, "nvlemu"),
              "run", "--topo", topo, "--model", model, "--layers", str(layers), "--stack",
-             "torch", "--batch", str(batch), "--ctx", str(ctx), "--trace", path,
+             stack, "--batch", str(batch), "--ctx", str(ctx), "--trace", path,
              "--trace-steps", "1"])
         with open(path) as f:
             d = json.load(f)
@@ -103,14 +116,14 @@ def _route_rows(build):
     return _parts(meas, kern, ROUTE_KERNELS, ("model", "batch"))
 
 
-def _step_parts(build):
+def _step_parts(build, stack, mapping):
     by = collections.OrderedDict()
     for r in _read(STEP + "/parts.csv"):
         by.setdefault((r["model"], int(r["layers"]), int(r["batch"])), {})[r["part"]] = r["us"]
     meas = [dict(v, model=m, layers=n, batch=b) for (m, n, b), v in by.items()]
-    kern = [_trace_kernels(build, H200_TOPO, r["model"], r["batch"], r["layers"], 512)
+    kern = [_trace_kernels(build, H200_TOPO, r["model"], r["batch"], r["layers"], 512, stack)
             for r in meas]
-    return _parts(meas, kern, STEP_PARTS, ("model", "batch"))
+    return _parts(meas, kern, mapping, ("model", "batch"))
 
 
 def _family(rows, name, source, held, topo):
@@ -130,8 +143,10 @@ def moe_kernels(build):
            for dt in ("bf16", "fp8")}
     dep = {dt: _compare(build, H200_TOPO, _read(DEP8), "experts", dt + "_grouped_us", dt)
            for dt in ("bf16", "fp8")}
-    route, parts = _route_rows(build), _step_parts(build)
-    steps = end_to_end(build, STEP + "/steps.csv", "torch")["decode"]
+    route, parts = _route_rows(build), _step_parts(build, "torch", STEP_PARTS)
+    compiled = _step_parts(build, "compiled", COMPILED_PARTS)
+    # the step ran its attention and routing compiled: --stack compiled
+    steps = end_to_end(build, STEP + "/steps.csv", "compiled")["decode"]
     fams = [(uni, "MoE grouped GEMM on H100: torch._grouped_mm bf16, uniform rows (fit)",
              GROUPED, False, H100_TOPO),
             (routed, "MoE grouped GEMM on H100: torch._grouped_mm bf16, routed rows",
@@ -153,14 +168,17 @@ def moe_kernels(build):
                             [r["error"] for r in route], ROUTE, held_out=True))
     rows.append(summary_row("MoE decode step's parts on H200 (--stack torch)",
                             [r["error"] for r in parts], STEP + "/parts.csv", held_out=True))
+    rows.append(summary_row("MoE decode step's compiled attention and routing on H200 "
+                            "(--stack compiled)", [r["error"] for r in compiled],
+                            STEP + "/parts.csv", held_out=True))
     for model in ("qwen3-30b-a3b", "qwen3-235b-a22b"):
         sel = [dict(r, ranks=1) for r in steps if r["model"] == model]
-        rows.append(summary_row("end to end: MoE decode on H200, %s (--stack torch)" % model,
+        rows.append(summary_row("end to end: MoE decode on H200, %s (--stack compiled)" % model,
                                 [r["error"] for r in sel], STEP + "/steps.csv",
-                                held_out=True, attributes={"stack": "torch"},
+                                held_out=True, attributes={"stack": "compiled"},
                                 where=regions(sel, "decode", H200_TOPO, 1, size_key="batch",
                                               unit="sequences")))
-    return rows, _doc(fams, route, parts, steps)
+    return rows, _doc(fams, route, parts + compiled, steps)
 
 
 def _signed(r):
@@ -169,16 +187,19 @@ def _signed(r):
 
 def _doc(fams, route, parts, steps):
     doc = ["## A MoE layer's parts (issue 32)\n",
-           "Torch's grouped GEMMs against `nvlemu cost grouped M N K --groups G --dtype D` "
-           "on the measuring machine's topology (M rows spread evenly over G groups: a "
-           "routed row's active experts), torch's routing kernels and the parts of a torch "
-           "MoE decode step against the kernels `nvlemu run --stack torch` issues for them "
-           "(`--trace`, the decode step's sum over its layers), and that step end to end. "
+           "Torch's grouped GEMMs against `nvlemu cost grouped M N K --groups G --dtype D "
+           "--stack torch` on the measuring machine's topology (M rows spread evenly over G "
+           "groups: a routed row's active experts), torch's routing kernels and the eager "
+           "parts of a torch MoE decode step against the kernels `nvlemu run --stack torch` "
+           "issues for them (`--trace`, the decode step's sum over its layers), its compiled "
+           "attention and routing (attn+route) against `--stack compiled`'s, and that step "
+           "end to end under `--stack compiled`, the stack it ran. "
            "Model minus measured, signed, in the detailed tables: negative is too fast. "
            "Fit rule (`scripts/calibration/fit-moe-grouped.py`): the grouped GEMM's two "
            "panel constants (src/cost/cost.c) on the H100's uniform rows and the H200 "
-           "DEP8 file's gate+up rows (K 4,096); every other row held out, the step "
-           "included.\n"]
+           "DEP8 file's gate+up rows (K 4,096); torch's FP8 spill constant "
+           "(`scripts/calibration/fit-fp8-spill.py`) on the four slow 128 x 256 rows of "
+           "h200-moe-compiled/fp8-tile.csv; every other row held out, the step included.\n"]
     for rows, name, _src, _held, _topo in fams:
         doc.append("### %s\n" % name)
         doc.append("%d rows: %s geomean, worst %s.\n" % (
@@ -195,7 +216,7 @@ def _doc(fams, route, parts, steps):
         doc.append(table(["model", "batch", "part", "measured (us)", "model (us)", "error"],
                          [[r["model"], r["batch"], r["part"], "%.1f" % r["meas_us"],
                            "%.1f" % r["pred_us"], _signed(r)] for r in rows]))
-    doc.append("### MoE decode on H200, end to end (--stack torch)\n")
+    doc.append("### MoE decode on H200, end to end (--stack compiled)\n")
     doc.append(table(["model", "layers", "batch", "ctx", "measured (us)", "predicted (us)",
                       "error"],
                      [[r["model"], r["layers"], r["batch"], r["ctx"], r["measured_us"],

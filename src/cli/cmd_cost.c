@@ -45,6 +45,11 @@ static const nvl_opt_t cost_opts[] = {
             "libraries\")"},
     OP_LONG("groups", groups, "grouped: the groups (experts) the M rows are "
                               "spread over, as evenly as they go"),
+    {.name = "stack", .kind = NVL_OPT_STRING, .offset = AT(stack),
+     .family = &nvl_stack_family,
+     .doc = "grouped: the stack whose grouped GEMM runs (default fused: a "
+            "serving engine's; torch or compiled: torch._grouped_mm and "
+            "_scaled_grouped_mm, their tile chosen by shape)"},
     OP_LONG("batch", batch, "attention: sequences in the kernel"),
     OP_LONG("q-len", q_len, "attention: new (query) tokens per sequence "
                             "(default 1: a decode step)"),
@@ -89,7 +94,7 @@ static const struct {
     {"--heads", AT(heads), false, 0},      {"--kv-heads", AT(kv_heads), false, 0},
     {"--head-dim", AT(head_dim), false, 0}, {"--kernel", AT(kernel), true, 0},
     {"--kv-dtype", AT(kv_dtype), true, 0}, {"--path", AT(path), true, 0},
-    {"--peer", AT(peer), false, -1},
+    {"--peer", AT(peer), false, -1},       {"--stack", AT(stack), true, 0},
 };
 
 static bool option_given(const nvl_cli_cost_args_t *a, size_t i)
@@ -302,6 +307,13 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
     a->cfg.gemm_lib = a->gemm_lib;
     if (a->attn_given)
         a->cfg.attn = a->attn;
+    int stack;
+    if (a->stack != NULL) {
+        if (nvl_family_parse_report(&nvl_stack_family, "--stack", a->stack,
+                                    &stack) != NVL_OK)
+            return NVL_ERR_INVALID;
+        nvl_stack_cost((nvl_stack_t)stack, &a->cfg);
+    }
     return a->op->prepare != NULL ? a->op->prepare(a) : NVL_OK;
 }
 

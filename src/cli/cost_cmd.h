@@ -14,7 +14,7 @@ typedef struct {
     nvl_cli_common_t common;
     long gpu, peer;
     /* op-specific options; NULL or 0 when not given */
-    const char *dtype, *library, *kernel, *kv_dtype, *path;
+    const char *dtype, *library, *kernel, *kv_dtype, *path, *stack;
     long batch, q_len, ctx, heads, kv_heads, head_dim, groups;
     /* from the arguments (check) */
     const struct nvl_cli_cost_op *op;
@@ -34,7 +34,8 @@ typedef struct {
  * family (cmd_cost.c), so --help lists its members and a new member
  * needs no edit here. */
 #define GEMM_USAGE "gemm M N K [--dtype DTYPE] [--library LIBRARY]"
-#define GROUPED_USAGE "grouped M N K --groups G [--dtype DTYPE]"
+#define GROUPED_USAGE \
+    "grouped M N K --groups G [--dtype DTYPE] [--stack STACK]"
 #define ATTENTION_USAGE                                                     \
     "attention --batch B [--q-len Q] [--ctx C] --heads H --kv-heads K "     \
     "--head-dim D [--kernel KERNEL] [--kv-dtype KV_DTYPE]"

@@ -336,7 +336,7 @@ const nvl_cli_cost_op_t nvl_cli_cost_ops[] = {
      .inputs_json = json_gemm_op, .flops_rate = true,
      .prepare = prepare_gemm, .query = query_gemm},
     {.name = "grouped", .usage = GROUPED_USAGE, .args = "M N K", .n_args = 3,
-     .options = "--groups --dtype", .read = read_grouped, .cost = cost_grouped,
+     .options = "--groups --dtype --stack", .read = read_grouped, .cost = cost_grouped,
      .describe = describe_grouped, .inputs_json = json_grouped_op,
      .flops_rate = true},
     {.name = "attention", .usage = ATTENTION_USAGE, .args = "", .n_args = 0,

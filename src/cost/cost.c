@@ -333,8 +333,8 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  *   fp8   rate 0.70: on that H200 the CUTLASS SM90 FP8 grouped GEMM
  *         (torch._scaled_grouped_mm) takes 1.42x cuBLASLt's dense FP8
  *         time for the same rows, geomean of the 8 shapes at 2,048 and
- *         4,096 rows an expert (grouped-prefill.csv; below 2,048 torch's
- *         FP8 tile is slower than its own BF16 one, so left out);
+ *         4,096 rows an expert (grouped-prefill.csv; torch's tiles below
+ *         2,048: grouped_tile);
  *   fp4   the dense rate, and NVL_GROUPED_FP4_TILE_K_PAD elements of k
  *         of fixed work a 128 x 128 tile (in place of the dense kernel's
  *         matmul_k_pad): a whole NVFP4 MoE layer on a B200 (32 experts,
@@ -372,17 +372,51 @@ static const grouped_kernel_t grouped_kernel[NVL_WDT_COUNT] = {
  * gate+up rows of h200-fp8-k/grouped-decode.csv (the H100's HBM rate and
  * the kernel's per-SM rate nearly coincide, the H200's do not); the
  * routed rows, the H200's down rows, prefill shapes and MoE decode step
- * are held out (docs/cost-model.md, "Mixture of experts").  20,000 bytes
- * a round trip is about 0.6 of one 128 x 128 bf16 k-block of weights:
- * the pipeline holds about one k-block in flight, not its four stages. */
+ * are held out (docs/cost-model.md, "Mixture of experts", says what
+ * 20,000 bytes a round trip means for the pipeline). */
 #define NVL_GROUPED_PANEL_TRIPS 3.0
 #define NVL_GROUPED_PANEL_BYTES_PER_TRIP 20000.0
+
+/* torch._scaled_grouped_mm's tile on Hopper (aten ScaledGroupMM.cu,
+ * dispatch_fp8_grouped_gemm_on_tile_size), M = the rows / the groups:
+ * 64 x 128 x 128 when M or N <= 128; 128 x 128 x 128 when two of M, N, K
+ * >= 2,048; else 128 x 256 x 64, whose two slow-accumulation copies (256
+ * registers a thread) spill: TORCH_FP8_SPILL_REL of the rate, fit by
+ * scripts/calibration/fit-fp8-spill.py (docs/cost-model.md). */
+#define TORCH_FP8_LARGE 2048
+#define TORCH_FP8_SMALL 128
+#define TORCH_FP8_SPILL_REL 0.35
+
+/* The grouped kernel's row tile, its rate against grouped_kernel's in
+ * *rel_out (torch's FP8 on FP8 tensor cores without FP4 ones: SM90). */
+static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
+                             size_t groups, const uint64_t *m, uint64_t n,
+                             uint64_t k, double *rel_out)
+{
+    *rel_out = 1.0;
+    if (core == NVL_WDT_FP4)
+        return NVL_GROUPED_TILE_M_FP4;
+    if (core != NVL_WDT_FP8 || !cfg->torch_grouped || groups == 0 ||
+        nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) > 0)
+        return NVL_GROUPED_TILE_M;
+    double rows = 0;
+    for (size_t i = 0; i < groups; i++)
+        rows += (double)m[i];
+    double M = floor(rows / (double)groups), N = (double)n, K = (double)k;
+    if (M <= TORCH_FP8_SMALL || N <= TORCH_FP8_SMALL)
+        return NVL_GROUPED_TILE_M;
+    int large = (M >= TORCH_FP8_LARGE) + (N >= TORCH_FP8_LARGE) +
+                (K >= TORCH_FP8_LARGE);
+    if (large < 2)
+        *rel_out = TORCH_FP8_SPILL_REL;
+    return 2 * NVL_GROUPED_TILE_M;
+}
 
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k)
 {
-    double t_s;
+    double t_s, rel;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
     /* the weights' own tensor cores, or dequantised to BF16's */
@@ -390,10 +424,11 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     if (cfg->weight_only ||
         nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, dt) <= 0)
         core = NVL_WDT_BF16;
-    nvl_kernel_cost_t c = matmul_work(
-        cfg, groups, m, n, k,
-        core == NVL_WDT_FP4 ? NVL_GROUPED_TILE_M_FP4 : NVL_GROUPED_TILE_M,
-        &grouped_kernel[core], NULL, &t_s);
+    uint32_t m_tile = grouped_tile(cfg, core, groups, m, n, k, &rel);
+    grouped_kernel_t gk = grouped_kernel[core];
+    gk.rel *= rel;
+    nvl_kernel_cost_t c =
+        matmul_work(cfg, groups, m, n, k, m_tile, &gk, NULL, &t_s);
     if (c.flops <= 0)
         return c;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;

@@ -21,7 +21,7 @@
  *   moe_ep.c     expert parallelism: the dispatch / combine all-to-alls
  *                around the experts, or moe_agrs.c's allgather and
  *                reduce-scatter (moe_agrs.h; calls moe.c, moe_route.c)
- *   moe.c        the mixture of experts: the experts' maths and kernels
+ *   moe.c        the experts' maths and kernels (--stack torch: moe_torch.c)
  *   moe_route.c  the routing of a layer's rows (real or seeded)
  *   ---------------------------------------------------------------------
  *   plan.c       the stack table: which kernels a step issues under

@@ -41,13 +41,17 @@
  *   experts_down     grouped GEMM: matmul(t_x, hidden, shard) per expert
  *   moe_sum          the weighted sum of each row's pairs
  *   combine_sum      (expert parallelism) the returned rows added up
- * (--stack torch: silu and mul apart, on strided views); the routing
- * is moe_route.c's, expert parallelism moe_ep.c's. */
+ * (--stack torch: silu and mul apart, on strided views; top-k, the sort
+ * and counts, and the unpermute as torch's eager ops launch them,
+ * moe_torch.c; --stack compiled the same with the top-k's kernels as
+ * Inductor fuses them); the routing is moe_route.c's, expert parallelism
+ * moe_ep.c's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_impl.h"
+#include "moe_torch.h"
 #include "nvlemu/runtime.h"
 
 /* Timing mode, experts tensor-parallel: above this many (row, expert)
@@ -152,6 +156,10 @@ void nvl_engine_moe_router_kernels(nvl_engine_t *e, int32_t L, uint64_t M)
     nvl_cost_cfg_t router = nvl_engine_gemm_cost(e, NVL_QCLASS_ROUTER);
     nvl_engine_kernel(e, "router", NVL_PART_GEMM, L,
                       nvl_cost_matmul(&router, M, E, e->cfg.hidden));
+    if (nvl_engine_moe_torch_stack(e)) {
+        nvl_engine_moe_torch_route(e, L, M);
+        return;
+    }
     nvl_engine_elementwise(e, "topk_softmax", L,
                            (double)M * E + 2.0 * (double)M * k);
 }
@@ -170,12 +178,16 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
     nvl_cost_cfg_t experts =
         nvl_engine_layer_gemm_cost(e, NVL_QCLASS_EXPERTS, L);
     const nvl_cost_cfg_t *cc = &experts;
+    bool torch = nvl_engine_moe_torch_stack(e);
+    if (pairs > 0 && torch)
+        nvl_engine_moe_torch_sort(e, L, pairs);
     if (pairs > 0) {
         /* each pair's expert id read, its sorted position and source row
          * written (int32) */
-        nvl_engine_kernel(e, "sort_pairs", NVL_PART_OTHER, L,
-                          nvl_cost_memory_access(cc, pairs * 12.0,
-                                                 NVL_ACCESS_INDEXED));
+        if (!torch)
+            nvl_engine_kernel(e, "sort_pairs", NVL_PART_OTHER, L,
+                              nvl_cost_memory_access(cc, pairs * 12.0,
+                                                     NVL_ACCESS_INDEXED));
         /* each pair's row gathered into its expert's block in the
          * experts' input format: one index a row, whole rows loaded and
          * stored vectorised */
@@ -186,11 +198,18 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
                                                pairs * bits / 8.0) *
                                                   (double)hid));
     }
+    if (torch && pairs > 0)
+        nvl_engine_moe_torch_prepare(e, L, false);
     nvl_engine_step(e, NVL_STEP_EXPERTS_GATE_UP, L, pairs, count);
+    if (torch && pairs > 0)
+        nvl_engine_moe_torch_prepare(e, L, true);
     nvl_engine_kernel(e, "experts_down", NVL_PART_GEMM, L,
                       nvl_cost_grouped_matmul(cc, ne, count, hid, sn));
-    nvl_engine_elementwise(e, "moe_sum", L,
-                           pairs * (double)hid + (double)rows * (double)hid);
+    if (torch && pairs > 0)
+        nvl_engine_moe_torch_unpermute(e, L, pairs, rows);
+    else
+        nvl_engine_elementwise(e, "moe_sum", L,
+                               pairs * (double)hid + (double)rows * (double)hid);
 }
 
 /* Adds what layer li added to the pass's MoE numbers since `before` to

@@ -86,6 +86,7 @@ void nvl_stack_cost(nvl_stack_t stack, nvl_cost_cfg_t *cost)
     if ((unsigned)stack >= NVL_STACK_COUNT)
         stack = NVL_STACK_TORCH;
     memcpy(cost->stack_libs, stacks[stack].libs, sizeof cost->stack_libs);
+    cost->torch_grouped = stack != NVL_STACK_FUSED;
 }
 
 static const struct {

@@ -240,6 +240,42 @@ static void test_grouped_matmul_lowp(void **state)
     topo->gpu.bf16_flops_per_s = peak;
 }
 
+/* torch's FP8 grouped GEMM on Hopper: the 64-row tile to 128 rows an
+ * expert, beyond 128 rows, spilling (0.35 of the rate) unless two of M,
+ * N, K reach 2,048; on Blackwell and in a serving engine no switch. */
+static void test_grouped_matmul_torch_fp8(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    double fp8_peak = topo->gpu.fp8_flops_per_s;
+    double fp4_peak = topo->gpu.fp4_flops_per_s;
+    topo->gpu.fp8_flops_per_s = fp8_peak / 1e5; /* compute-bound */
+    topo->gpu.fp4_flops_per_s = 0;
+    c.weight_dtype = NVL_WDT_FP8;
+    uint64_t m128[16], m192[16], m2048[16];
+    for (int i = 0; i < 16; i++)
+        m128[i] = 128, m192[i] = 192, m2048[i] = 2048;
+    double t[2][3];
+    for (int torch = 0; torch < 2; torch++) {
+        c.torch_grouped = torch;
+        t[torch][0] = (double)nvl_cost_grouped_matmul(&c, 16, m128, 4096, 1536)
+                          .time_ps;
+        t[torch][1] = (double)nvl_cost_grouped_matmul(&c, 16, m192, 4096, 1536)
+                          .time_ps;
+        t[torch][2] = (double)nvl_cost_grouped_matmul(&c, 16, m2048, 4096, 1536)
+                          .time_ps;
+    }
+    assert_true(fabs(t[1][0] / t[0][0] - 1) < 1e-6);
+    /* 192 rows padded to 256, at 0.35 of the rate */
+    assert_true(fabs(t[1][1] / t[0][1] - 256.0 / 192.0 / 0.35) < 0.01);
+    assert_true(fabs(t[1][2] / t[0][2] - 1) < 1e-6);
+    topo->gpu.fp4_flops_per_s = fp4_peak > 0 ? fp4_peak : fp8_peak;
+    assert_true(fabs((double)nvl_cost_grouped_matmul(&c, 16, m192, 4096, 1536)
+                         .time_ps /
+                     t[0][1] - 1) < 1e-6);
+    topo->gpu.fp8_flops_per_s = fp8_peak, topo->gpu.fp4_flops_per_s = fp4_peak;
+}
+
 /* One group is the plain matmul; idle groups cost nothing; a grouped
  * kernel pays its overhead once and fills the GPU with all groups' tiles,
  * so 8 one-token experts cost less than 8 separate matmuls. */
@@ -589,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_fixed_tile_waves),
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_grouped_matmul_lowp),
+        cmocka_unit_test(test_grouped_matmul_torch_fp8),
         cmocka_unit_test(test_launch_modes),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_memory_access),
