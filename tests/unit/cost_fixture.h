@@ -1,4 +1,4 @@
-/* The compute-cost unit tests' fixture (test_cost.c, test_cost_attention.c):
+/* The compute-cost unit tests' fixture (test_cost*.c):
  * the 2 x H200 topology loaded once per group, and a cost configuration of
  * the fused stack on GPU 0 (bf16 weights and KV cache, FlashAttention 3)
  * with a given launch mode.  Header-only: each test file has its own. */

@@ -1,0 +1,169 @@
+/* Unit tests of the grouped GEMM's cost (include/nvlemu/cost.h,
+ * nvl_cost_grouped_matmul): the experts' tiles and weight panels, the
+ * low-precision kernels' rates and fixed work a tile, torch's FP8 tile. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "cost_fixture.h"
+
+/* Decode attention reads the KV cache; FA4 relieves the SFUs; an idle rank
+ * costs nothing; fp8 KV halves the bytes. */
+/* Low-precision grouped GEMMs: block-scaled FP4 on FP4 tensor cores pads
+ * each expert's rows to 128 (no 64-row mxf4nvf4 MMA) and pays a fixed
+ * work a tile (5,854 elements of k), so a compute-bound FP4 grouped
+ * GEMM's time grows as K + 5,854, not as K + matmul_k_pad; without FP4 cores
+ * the weights are dequantised to BF16 and the 64-row tile stays; a
+ * compute-bound grouped FP8 GEMM runs at 0.70 of the dense FP8 rate on
+ * the same rows, a BF16 one at the dense rate. */
+static void test_grouped_matmul_lowp(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    double peak = topo->gpu.bf16_flops_per_s;
+    uint64_t r1 = 1, r64 = 64, r65 = 65;
+    double fp4_peak = topo->gpu.fp4_flops_per_s;
+    topo->gpu.fp4_flops_per_s = peak / 1e5;
+    c.weight_dtype = NVL_WDT_FP4;
+    uint64_t r128 = 128, r129 = 129;
+    int64_t t65 = nvl_cost_grouped_matmul(&c, 1, &r65, 4096, 4096).time_ps;
+    assert_int_equal(t65, nvl_cost_grouped_matmul(&c, 1, &r1, 4096, 4096)
+                              .time_ps);
+    assert_int_equal(t65, nvl_cost_grouped_matmul(&c, 1, &r128, 4096, 4096)
+                              .time_ps);
+    assert_true(nvl_cost_grouped_matmul(&c, 1, &r129, 4096, 4096).time_ps >
+                1.9 * (double)t65);
+    double k4 = (double)nvl_cost_grouped_matmul(&c, 1, &r128, 4096, 4096)
+                    .time_ps,
+           k1 = (double)nvl_cost_grouped_matmul(&c, 1, &r128, 4096, 1024)
+                    .time_ps;
+    assert_true(fabs(k4 / k1 - (4096.0 + 5854.0) / (1024.0 + 5854.0)) <
+                0.01);
+    topo->gpu.fp4_flops_per_s = 0;
+    topo->gpu.bf16_flops_per_s = peak / 1e5;
+    assert_true(nvl_cost_grouped_matmul(&c, 1, &r65, 4096, 4096).time_ps >
+                nvl_cost_grouped_matmul(&c, 1, &r64, 4096, 4096).time_ps);
+    topo->gpu.bf16_flops_per_s = peak;
+    topo->gpu.fp4_flops_per_s = fp4_peak;
+    double fp8_peak = topo->gpu.fp8_flops_per_s;
+    topo->gpu.fp8_flops_per_s = peak / 1e5;
+    c.weight_dtype = NVL_WDT_FP8;
+    uint64_t r4096 = 4096;
+    double g8 = (double)nvl_cost_grouped_matmul(&c, 1, &r4096, 4096, 4096)
+                    .time_ps,
+           d8 = (double)nvl_cost_matmul(&c, 4096, 4096, 4096).time_ps;
+    assert_true(fabs(g8 / d8 - 1.0 / 0.70) < 0.01);
+    topo->gpu.fp8_flops_per_s = fp8_peak;
+    topo->gpu.bf16_flops_per_s = peak / 1e5;
+    c.weight_dtype = NVL_WDT_BF16;
+    assert_true(llabs(nvl_cost_grouped_matmul(&c, 1, &r4096, 4096, 4096)
+                          .time_ps -
+                      nvl_cost_matmul(&c, 4096, 4096, 4096).time_ps) <= 2);
+    topo->gpu.bf16_flops_per_s = peak;
+}
+
+/* torch's FP8 grouped GEMM on Hopper: the 64-row tile to 128 rows an
+ * expert, beyond 128 rows, spilling (0.35 of the rate) unless two of M,
+ * N, K reach 2,048; on Blackwell and in a serving engine no switch. */
+static void test_grouped_matmul_torch_fp8(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    double fp8_peak = topo->gpu.fp8_flops_per_s;
+    double fp4_peak = topo->gpu.fp4_flops_per_s;
+    topo->gpu.fp8_flops_per_s = fp8_peak / 1e5; /* compute-bound */
+    topo->gpu.fp4_flops_per_s = 0;
+    c.weight_dtype = NVL_WDT_FP8;
+    uint64_t m128[16], m192[16], m2048[16];
+    for (int i = 0; i < 16; i++)
+        m128[i] = 128, m192[i] = 192, m2048[i] = 2048;
+    double t[2][3];
+    for (int torch = 0; torch < 2; torch++) {
+        c.torch_grouped = torch;
+        t[torch][0] = (double)nvl_cost_grouped_matmul(&c, 16, m128, 4096, 1536)
+                          .time_ps;
+        t[torch][1] = (double)nvl_cost_grouped_matmul(&c, 16, m192, 4096, 1536)
+                          .time_ps;
+        t[torch][2] = (double)nvl_cost_grouped_matmul(&c, 16, m2048, 4096, 1536)
+                          .time_ps;
+    }
+    assert_true(fabs(t[1][0] / t[0][0] - 1) < 1e-6);
+    /* 192 rows padded to 256, at 0.35 of the rate */
+    assert_true(fabs(t[1][1] / t[0][1] - 256.0 / 192.0 / 0.35) < 0.01);
+    assert_true(fabs(t[1][2] / t[0][2] - 1) < 1e-6);
+    topo->gpu.fp4_flops_per_s = fp4_peak > 0 ? fp4_peak : fp8_peak;
+    assert_true(fabs((double)nvl_cost_grouped_matmul(&c, 16, m192, 4096, 1536)
+                         .time_ps /
+                     t[0][1] - 1) < 1e-6);
+    topo->gpu.fp8_flops_per_s = fp8_peak, topo->gpu.fp4_flops_per_s = fp4_peak;
+}
+
+/* One group is the plain matmul; idle groups cost nothing; a grouped
+ * kernel pays its overhead once and fills the GPU with all groups' tiles,
+ * so 8 one-token experts cost less than 8 separate matmuls. */
+static void test_grouped_matmul(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    uint64_t one = 5;
+    nvl_kernel_cost_t a = nvl_cost_grouped_matmul(&c, 1, &one, 1536, 2048);
+    nvl_kernel_cost_t b = nvl_cost_matmul(&c, 5, 1536, 2048);
+    /* one group: the matmul, or the panel floor where that is longer: a
+     * panel of 128 bf16 columns takes 3.0 round trips and one a 20,000
+     * bytes of it (src/cost/cost.c) */
+    double lat_s = (double)topo->gpu.mem_latency_ps * 1e-12;
+    double floor_s = (3.0 + 128.0 * 2048 * 2 / 20000.0) * lat_s;
+    int64_t over_ps = topo->gpu.kernel_overhead_ps;
+    assert_true(llabs(a.time_ps - (int64_t)fmax((double)b.time_ps,
+                                                 (double)over_ps +
+                                                     floor_s * 1e12)) <= 2);
+    assert_true(a.flops == b.flops && a.bytes == b.bytes);
+    /* 128 experts of one row, n = 2048, k = 96 (Qwen3-30B-A3B's TP 8 down
+     * shard): 16 panels each, in ceil(2048 / sms) waves of the floor */
+    uint64_t rows1[128];
+    for (int i = 0; i < 128; i++)
+        rows1[i] = 1;
+    double waves = ceil(2048.0 / topo->gpu.sm_count);
+    double floor96_s = (3.0 + 128.0 * 96 * 2 / 20000.0) * lat_s;
+    assert_true(llabs(nvl_cost_grouped_matmul(&c, 128, rows1, 2048, 96)
+                          .time_ps -
+                      (over_ps + nvl_ps_from_s(waves * floor96_s))) <= 2);
+    /* compute-bound, rows are padded to whole 64-row tiles */
+    double peak = topo->gpu.bf16_flops_per_s;
+    topo->gpu.bf16_flops_per_s = peak / 1e5;
+    uint64_t r1 = 1, r64 = 64, r65 = 65;
+    int64_t t1 = nvl_cost_grouped_matmul(&c, 1, &r1, 4096, 4096).time_ps;
+    assert_int_equal(t1,
+                     nvl_cost_grouped_matmul(&c, 1, &r64, 4096, 4096).time_ps);
+    assert_true(nvl_cost_grouped_matmul(&c, 1, &r65, 4096, 4096).time_ps >
+                1.9 * (double)t1);
+    topo->gpu.bf16_flops_per_s = peak;
+    uint64_t idle[4] = {0, 0, 0, 0};
+    assert_int_equal(nvl_cost_grouped_matmul(&c, 4, idle, 1536, 2048).time_ps,
+                     0);
+    uint64_t m[8] = {1, 1, 1, 1, 1, 1, 1, 1}, with_idle[9] = {0};
+    nvl_kernel_cost_t g = nvl_cost_grouped_matmul(&c, 8, m, 1536, 2048);
+    nvl_kernel_cost_t s = nvl_cost_matmul(&c, 1, 1536, 2048);
+    assert_true(g.time_ps < 8 * s.time_ps);
+    assert_true(g.flops == 8 * s.flops && g.bytes == 8 * s.bytes);
+    for (int i = 0; i < 8; i++)
+        with_idle[i + 1] = 1;
+    assert_int_equal(nvl_cost_grouped_matmul(&c, 9, with_idle, 1536, 2048)
+                         .time_ps,
+                     g.time_ps);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grouped_matmul_lowp),
+        cmocka_unit_test(test_grouped_matmul_torch_fp8),
+        cmocka_unit_test(test_grouped_matmul),
+    };
+    return cmocka_run_group_tests(tests, load, unload);
+}
