@@ -380,6 +380,17 @@ nvl_kernel_cost_t nvl_cost_memory_access(const nvl_cost_cfg_t *cfg,
                                          double bytes, nvl_access_t access);
 /* The contiguous case. */
 nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes);
+/* A contiguous element-wise kernel over `elements` elements, each thread
+ * loading `per_thread` of them once and exiting (a Triton pointwise
+ * kernel: XBLOCK elements a program of num_warps x 32 threads), so the
+ * GPU holds sms x 2048 x per_thread elements at once and runs the rest in
+ * waves, each wave one more dependent memory round trip:
+ *   nvl_cost_memory(bytes) + (waves - 1) x mem_latency,
+ *   waves = ceil(elements / (sms x 2048 x per_thread))
+ * per_thread == 0 or elements <= 0 is nvl_cost_memory(bytes). */
+nvl_kernel_cost_t nvl_cost_pointwise_waves(const nvl_cost_cfg_t *cfg,
+                                           double bytes, double elements,
+                                           uint32_t per_thread);
 
 /* A normalisation kernel with one CTA of `threads` threads per row
  * (RMSNorm, fused add + RMSNorm): `rows` rows of `width` elements, `bytes`

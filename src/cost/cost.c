@@ -477,6 +477,21 @@ nvl_kernel_cost_t nvl_cost_memory(const nvl_cost_cfg_t *cfg, double bytes)
  * 10.0). */
 #define NVL_THREADS_PER_SM 2048.0
 
+nvl_kernel_cost_t nvl_cost_pointwise_waves(const nvl_cost_cfg_t *cfg,
+                                           double bytes, double elements,
+                                           uint32_t per_thread)
+{
+    nvl_kernel_cost_t c = nvl_cost_memory(cfg, bytes);
+    if (per_thread == 0 || elements <= 0)
+        return c;
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    double waves = ceil(elements / ((double)g->sm_count *
+                                    NVL_THREADS_PER_SM * per_thread));
+    c.time_ps += nvl_ps_from_s((waves - 1.0) * (double)g->mem_latency_ps *
+                               1e-12);
+    return c;
+}
+
 /* The norm's body: the larger of its bytes through HBM and its rows'
  * steps (waves of resident CTAs x steps per row). */
 static double norm_body_s(const nvl_cost_cfg_t *cfg, double rows,

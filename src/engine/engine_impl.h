@@ -141,9 +141,9 @@ struct nvl_engine {
     /* time */
     nvl_stream_t stream;
     int32_t pass;         /* pass being run */
-    /* the last allreduce ran the next residual add + RMSNorm as its
-     * epilogue (opts.fuse_allreduce_norm): that step issues nothing */
-    bool norm_fused;
+    /* norm_fused: the last allreduce ran the next add + RMSNorm as its
+     * epilogue, that step issues nothing; one_token_pass: one row each */
+    bool norm_fused, one_token_pass;
     /* the clock passed NVL_PS_MAX_CLOCK (issue.c): where, first */
     bool time_overflow;
     const char *overflow_name;

@@ -128,6 +128,7 @@ static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
             nvl_engine_kv_reserve(e, &caches[i], T[i]);
     }
     nvl_engine_pass_begin(e, p->M);
+    e->one_token_pass = p->M == (uint64_t)n;
     nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
     /* a pipeline's first stage: the tokens this microbatch needs are
      * those the last stage sampled */

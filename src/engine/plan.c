@@ -43,6 +43,7 @@ typedef enum {
     NVL_K_STRIDED,     /* element-wise over strided views */
     NVL_K_INDEXED,     /* through an index tensor */
     NVL_K_NORM,        /* one CTA per row */
+    NVL_K_POINTWISE,   /* Inductor's 1-D pointwise kernel: contiguous */
 } kind_t;
 
 typedef struct {
@@ -65,6 +66,7 @@ typedef struct {
     {n, NVL_K_ELEMENTWISE, q, kv, i, h, d, t, 0, 0, 0, 0}
 #define ST(n, t, q, kv, i) {n, NVL_K_STRIDED, q, kv, i, 0, 0, t, 0, 0, 0, 0}
 #define IX(n, t, kv, d) {n, NVL_K_INDEXED, 0, kv, 0, 0, d, t, 0, 0, 0, 0}
+#define POI(n, t, i) {n, NVL_K_POINTWISE, 0, 0, i, 0, 0, t, 0, 0, 0, 0}
 /* PyTorch's vectorized layer-norm kernel (aten/src/ATen/native/cuda/
  * layer_norm_kernel.cu): a CTA of 128 threads x 4 elements per row, a
  * statistics pass and a normalise pass */
@@ -146,7 +148,7 @@ static const kernel_t plans[NVL_STEP_COUNT][NVL_STACK_COUNT][NVL_PLAN_MAX] = {
         [NVL_STACK_FUSED] = {MM("gate_up_proj", 0, 0, 2),
                              EW("silu_mul", 3, 0, 0, 1, 0, 0)},
         [NVL_STACK_COMPILED] = {MM("gate_up_proj", 0, 0, 2),
-                                EW("silu_mul", 3, 0, 0, 1, 0, 0)},
+                                POI("silu_mul", 3, 1)},
     },
     [NVL_STEP_EXPERTS_GATE_UP] = {
         [NVL_STACK_TORCH] = {GG("experts_gate_up", 2), ST("silu", 2, 0, 0, 1),
@@ -159,6 +161,21 @@ static const kernel_t plans[NVL_STEP_COUNT][NVL_STACK_COUNT][NVL_PLAN_MAX] = {
                                 ST("silu", 2, 0, 0, 1), ST("mul", 3, 0, 0, 1)},
     },
 };
+
+/* Inductor's launch of a 1-D pointwise kernel (torch/_inductor/runtime/
+ * triton_heuristics.py, pointwise(): XBLOCK bs = max(256, min(numel //
+ * 128, 1024)), autotuned against bs / 2 at 64 elements a warp, at least
+ * 4 warps from XBLOCK 128, both chosen at the size hint of the compile).
+ * The decode step's graph is compiled for a dynamic batch, its configs
+ * tuned at the small batch that made it dynamic: XBLOCK 128 of 4 warps,
+ * one element a thread, at every batch (grid = elements / 128, block 128
+ * in all 18 decode traces of tests/data/calibration/h200-x2-serve), so
+ * the GPU holds sms x 2048 elements at once and a batch-256 SiLU x up
+ * runs 9-14 waves of a memory round trip each. A prefill is tuned at its
+ * own shape (XBLOCK 1024 of 4 warps, or 512 of 8: 8 or 2 elements a
+ * thread, as its traces show), whose waves carry more bytes than HBM
+ * holds in flight (mem_latency x its rate): its bytes bound it. */
+#define NVL_INDUCTOR_DECODE_ELEMS_PER_THREAD 1
 
 static const nvl_access_t access[] = {
     [NVL_K_ELEMENTWISE] = NVL_ACCESS_CONTIGUOUS,
@@ -228,6 +245,16 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
                 nvl_engine_kernel(e, k->name, NVL_PART_OTHER, layer,
                                   nvl_cost_memory_access(cost, bytes,
                                                          access[k->kind]));
+            break;
+        case NVL_K_POINTWISE:
+            if (bytes > 0)
+                nvl_engine_kernel(
+                    e, k->name, NVL_PART_OTHER, layer,
+                    nvl_cost_pointwise_waves(
+                        cost, bytes, r * (double)width,
+                        e->one_token_pass
+                            ? NVL_INDUCTOR_DECODE_ELEMS_PER_THREAD
+                            : 0));
             break;
         case NVL_K_NORM:
             nvl_engine_kernel(e, k->name, NVL_PART_OTHER, layer,

@@ -257,6 +257,33 @@ static void test_memory_access(void **state)
     assert_in_range(nvl_cost_memory(&c, 2).time_ps, fixed, fixed + 10);
 }
 
+/* A pointwise kernel of one element a thread: up to sms x 2048 elements
+ * it costs its bytes; each further wave of them adds one mem_latency
+ * (Qwen2.5-7B's SiLU x up at TP 2, batch 256: 9 waves on 132 SMs). */
+static void test_pointwise_waves(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    const nvl_gpu_spec_t *g = &topo->gpu;
+    double wave = (double)g->sm_count * 2048.0, el = 256.0 * 9472.0;
+    double bytes = el * 6.0;
+    int64_t mem = nvl_cost_memory(&c, bytes).time_ps;
+    assert_int_equal(nvl_cost_pointwise_waves(&c, bytes, wave, 1).time_ps,
+                     nvl_cost_memory(&c, bytes).time_ps);
+    assert_int_equal(nvl_cost_pointwise_waves(&c, bytes, el, 0).time_ps, mem);
+    int64_t w = nvl_cost_pointwise_waves(&c, bytes, el, 1).time_ps;
+    double waves = ceil(el / wave);
+    assert_true(waves >= 2);
+    assert_in_range(w - mem, (int64_t)(waves - 1) * g->mem_latency_ps - 2,
+                    (int64_t)(waves - 1) * g->mem_latency_ps + 2);
+    /* 8 elements a thread: 8 x fewer waves */
+    int64_t w8 = nvl_cost_pointwise_waves(&c, bytes, el, 8).time_ps;
+    assert_in_range(w8 - mem, (int64_t)(ceil(el / (8 * wave)) - 1) *
+                                  g->mem_latency_ps - 2,
+                    (int64_t)(ceil(el / (8 * wave)) - 1) *
+                            g->mem_latency_ps + 2);
+}
+
 /* A norm kernel with one CTA per row: below one wave of resident CTAs the
  * row's steps set the time (not the row count); past it, waves add up. */
 static void test_norm_waves(void **state)
@@ -480,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_launch_modes),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_memory_access),
+        cmocka_unit_test(test_pointwise_waves),
         cmocka_unit_test(test_norm_waves),
         cmocka_unit_test(test_attn_auto),
         cmocka_unit_test(test_die_half_work),
