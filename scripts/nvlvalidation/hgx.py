@@ -69,6 +69,17 @@ def _symm_rows(build, path, topo):
     return rows
 
 
+# what an answer must share with the serving-like steps to be covered by them
+COMPILED = {"stack": "compiled"}
+
+
+def _decode_regions(rows, topo):
+    """The decode region of serving-like step rows on TOPO: their TP
+    degrees and batches (sequences), as the HGX H200 families give theirs."""
+    return regions([dict(r, ranks=int(r["tp"])) for r in rows], "decode", topo,
+                   size_key="batch", unit="sequences")
+
+
 def _serve_rows(build, name, known=None, data=HGX, topo=HGX_TOPO):
     """The serving-like steps of DATA/NAME (Inductor-compiled layers, CUDA
     graph, the all-reduce by NCCL or torch symmetric memory) against
@@ -269,7 +280,9 @@ def _pair_summary(pair):
                 summary.append(summary_row(
                     "held-out machine, serving-like decode on 2 x H200 NV18, TP 2, all-reduce "
                     "%s%s (--stack compiled)" % (ar, tag), errs, H200_PAIR + "/" + name,
-                    held_out=True))
+                    held_out=True, attributes=COMPILED,
+                    where=_decode_regions([r for r in rows if r["allreduce"] == ar],
+                                          "h200-nvl2")))
         ratios = _ratios(rows)
         for ar in ("oneshot", "twoshot"):
             errs = [r["error"] for r in ratios if r["ar"] == ar]
@@ -395,12 +408,17 @@ def _step_summary(d, steps):
             if errs:
                 summary.append(summary_row(
                     "held-out machine, serving-like decode on HGX H100, TP %d, all-reduce "
-                    "%s (--stack compiled)" % (tp, ar), errs, HGX + "/serve-steps.csv"))
+                    "%s (--stack compiled)" % (tp, ar), errs, HGX + "/serve-steps.csv",
+                    attributes=COMPILED,
+                    where=_decode_regions([r for r in serve if int(r["tp"]) == tp and
+                                           r["allreduce"] == ar], "hgx-h100")))
     for tp in ((2, 4) if steps else ()):
-        errs = [r["error"] for r in d["serve_rep"] if int(r["tp"]) == tp]
+        rep = [r for r in d["serve_rep"] if int(r["tp"]) == tp]
         summary.append(summary_row(
             "held-out machine, serving-like decode on HGX H100, TP %d, repeat run, all "
-            "three all-reduces (--stack compiled)" % tp, errs, HGX + "/serve-steps-repeat.csv"))
+            "three all-reduces (--stack compiled)" % tp, [r["error"] for r in rep],
+            HGX + "/serve-steps-repeat.csv", attributes=COMPILED,
+            where=_decode_regions(rep, "hgx-h100")))
     # the engine kernels' gain over NCCL: measured and predicted step ratios
     for tag, rs, path in (("", d["ratios"], "serve-steps.csv"),
                           (", repeat run", d["ratios_rep"],
