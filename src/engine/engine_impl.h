@@ -291,6 +291,10 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
  * agreed call by call), and issues everything recorded, as if issued one
  * by one (a no-op when not recording). */
 void nvl_engine_defer(nvl_engine_t *e);
+/* issue.c: whether nvl_engine_defer records (timing mode, a group of
+ * more than one rank, no overlap stream, no host-memory tier, no other
+ * dense group); the same on every rank of e->tp. */
+bool nvl_engine_records(const nvl_engine_t *e);
 nvl_status_t nvl_engine_settle(nvl_engine_t *e);
 
 /* issue.c: a collective's launch (returns this rank's clock on
@@ -479,6 +483,18 @@ void nvl_engine_pipe_free(nvl_engine_t *e);
  * A stage before the last calls nvl_engine_pipe_send after every pass. */
 nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
 nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
+                                  nvl_status_t st);
+/* pipe.c, the last stage of a pipeline: settles a deferred pass
+ * (collective over e->tp), agreeing in the same exchange on the stage's
+ * worst status, which it returns (the same on every rank of the stage).
+ * Without a recorded pass, nvl_engine_settle's answer and st's worst. */
+nvl_status_t nvl_engine_pipe_settle_last(nvl_engine_t *e, nvl_status_t st);
+/* pipe.c: a pass of M rows that this rank's stage no longer runs, after
+ * failing (status st, the same on every rank of the stage) earlier in the
+ * step: the previous stage's status taken, and its rows where it sent
+ * them, so that it never waits; st passed on to the next stage, which
+ * then skips the pass too.  Returns st. */
+nvl_status_t nvl_engine_pipe_skip(nvl_engine_t *e, uint64_t M,
                                   nvl_status_t st);
 /* pipe.c, a no-op without a pipeline: collective over e->job in data
  * mode, the last stage's logits of n sequences (n x vocab) handed to every
