@@ -248,9 +248,13 @@ static nvl_status_t forward_in_step(nvl_engine_t *e, gen_t *g, int m, int s,
  * over the job, which agrees on the answer. */
 static bool step_agrees_once(nvl_engine_t *e)
 {
-    if (e->data || e->stages == 1)
+    if (e->stages == 1)
         return false;
-    int mine = nvl_engine_records(e) || nvl_comm_size(e->tp) == 1, all = 0;
+    /* asked of every rank, data mode too: a rank of another mode makes
+     * the answer no, and its first collective reports the difference */
+    int mine = !e->data &&
+               (nvl_engine_records(e) || nvl_comm_size(e->tp) == 1),
+        all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, nvl_comm_mpi(e->job));
     return all != 0;
 }

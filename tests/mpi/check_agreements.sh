@@ -8,11 +8,15 @@
 # (src/engine/generate.c, run_steps), not one per microbatch (4).  The
 # counts do not move with the host's load.
 set -u
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
 count() {
-  out=$(env LD_PRELOAD="$3" "$1" 4 "$2" run --model qwen2.5-7b --layers 2 \
-        --topo "$4" --pp 2 --batch 2 --prompt-len 16 --gen-len "$5" 2>&1) ||
+  out=$(env LD_PRELOAD="$3" NVL_MPI_CALLS_OUT="$tmp/calls" "$1" 4 "$2" run \
+        --model qwen2.5-7b --layers 2 --topo "$4" --pp 2 --batch 2 \
+        --prompt-len 16 --gen-len "$5" 2>&1) ||
     { printf '%s\n' "$out" >&2; exit 1; }
-  printf '%s\n' "$out" | sed -n 's/^mpi_calls:.* allreduce \([0-9.]*\) .*/\1/p'
+  sed -n 's/^mpi_calls:.* allreduce \([0-9.]*\) .*/\1/p' "$tmp/calls"
+  rm -f "$tmp/calls"
 }
 two=$(count "$1" "$2" "$3" "$4" 2)
 three=$(count "$1" "$2" "$3" "$4" 3)
