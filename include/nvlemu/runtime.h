@@ -62,6 +62,11 @@ void nvl_runtime_set_quiet(bool quiet);
  * on failure alike.  One MPI_Allreduce when every rank succeeds. */
 nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
                                          int64_t *value_ps);
+/* As nvl_runtime_capture_end_max for n values at once (n >= 0):
+ * values_ps[i] becomes the largest over comm on every rank.  One
+ * MPI_Allreduce when every rank succeeds. */
+nvl_status_t nvl_runtime_capture_end_maxn(MPI_Comm comm, nvl_status_t local,
+                                          int64_t *values_ps, int n);
 
 /* Collective: checks that every rank loaded the same topology (equal
  * nvl_topo_hash) and that it has a GPU for every rank.  On disagreement

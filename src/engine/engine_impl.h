@@ -283,8 +283,8 @@ void nvl_engine_matmul(nvl_engine_t *e, const char *name, nvl_quant_class_t c,
 void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                             double elems);
 /* issue.c, deferred agreement: nvl_engine_defer starts recording the
- * pass's kernels and collectives when this engine can (timing mode, one
- * group, no communication stream, nothing in host memory; else
+ * pass's kernels and collectives when nvl_engine_records (timing mode,
+ * one group, no communication stream, nothing in host memory; else
  * settled_end_ps is left alone); collective over the group,
  * nvl_engine_settle agrees on the recorded collectives and on the latest
  * clock the group's work ends at (settled_end_ps, -1 when the batch is
@@ -292,6 +292,7 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
  * by one (a no-op when not recording). */
 void nvl_engine_defer(nvl_engine_t *e);
 nvl_status_t nvl_engine_settle(nvl_engine_t *e);
+bool nvl_engine_records(const nvl_engine_t *e);
 
 /* issue.c: a collective's launch (returns this rank's clock on
  * entering the collective) and its accounting (the wait for the group,
@@ -463,22 +464,21 @@ bool nvl_engine_layer_is_moe(const nvl_engine_t *e, uint32_t li);
 nvl_status_t nvl_engine_pipe_create(nvl_engine_t *e);
 void nvl_engine_pipe_free(nvl_engine_t *e);
 /* pipe.c: a stage after the first receives the M rows of activations
- * (b->x, the residual stream; b->h, the hidden state) from the previous
- * stage; a stage before the last sends them to the next.  Nothing on
- * the other stages.  The wait for the partner is the bubble; the
- * transfer is timed on the topology's point-to-point path (NCCL's
- * send/recv: the receive completes no earlier than the sender's entry
- * plus latency plus bytes over the pair's port).  nvl_engine_pipe_send
- * first settles a deferred pass (collective over e->tp), agreeing on the
- * stage's worst status in the same exchange; the status goes first, a
- * failure alone: nvl_engine_pipe_send returns st (or the settlement's
- * failure), nvl_engine_pipe_recv the failure (the sending stage's worst,
- * else agreed over e->tp) without waiting for rows, so that an error on
- * one stage reaches the later ones instead of hanging them (its report
- * stays on the failing rank: generate.c captures a pass over the job).
- * A stage before the last calls nvl_engine_pipe_send after every pass. */
+ * (b->x, residual; b->h, hidden state) from the previous stage, a stage
+ * before the last sends them on after every pass, timed on the
+ * topology's point-to-point path, the wait for the partner the bubble.
+ * _send first settles a deferred pass (collective over e->tp),
+ * _settle_last the last stage's, each agreeing on the stage's worst
+ * status in the same exchange (_settle_last returns it); the status
+ * crosses first, a failure alone, which _recv returns (else agreed over
+ * e->tp) without waiting for rows.  _skip: a pass of a stage that failed
+ * earlier in the step (st, the same on its ranks): the previous stage's
+ * status and rows taken, st passed on and returned. */
 nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b);
 nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
+                                  nvl_status_t st);
+nvl_status_t nvl_engine_pipe_settle_last(nvl_engine_t *e, nvl_status_t st);
+nvl_status_t nvl_engine_pipe_skip(nvl_engine_t *e, uint64_t M,
                                   nvl_status_t st);
 /* pipe.c, a no-op without a pipeline: collective over e->job in data
  * mode, the last stage's logits of n sequences (n x vocab) handed to every

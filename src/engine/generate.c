@@ -219,20 +219,71 @@ static void collect_mb(nvl_engine_t *e, gen_t *g, int m, int s)
     }
 }
 
+/* Step s of microbatch m in a step agreed once (run_steps): the pass, or,
+ * once this rank's stage has failed earlier in the step (st), the skip
+ * that keeps its neighbours from waiting; g->end_ps[m] the last stage's
+ * end (-1 elsewhere), agreed at the step's end. */
+static nvl_status_t forward_in_step(nvl_engine_t *e, gen_t *g, int m, int s,
+                                    nvl_status_t st)
+{
+    if (st == NVL_OK) {
+        st = forward_one(e, g, m, s);
+    } else {
+        nvl_range_t r = nvl_range_split((uint32_t)g->nb, g->mbs, m);
+        uint64_t M = 0;
+        for (uint32_t b = r.first; b < r.first + r.count; b++)
+            M += g->T[b];
+        st = nvl_engine_pipe_skip(e, M, st);
+    }
+    if (st != NVL_OK || e->stage != e->stages - 1)
+        g->end_ps[m] = -1;
+    return st;
+}
+
+/* Whether a pipeline's steps end in one agreement over the job each
+ * (timing mode): a pass's status must be the same on every rank of a
+ * stage, so that its ranks skip the step's later passes alike
+ * (forward_in_step): agreed in the stage's settlement when its passes
+ * are recorded (pipe.c), trivially in a stage of one rank.  Collective
+ * over the job, which agrees on the answer. */
+static bool step_agrees_once(nvl_engine_t *e)
+{
+    if (e->stages == 1)
+        return false;
+    /* asked of every rank, data mode too: a rank of another mode makes
+     * the answer no, and its first collective reports the difference */
+    int mine = !e->data &&
+               (nvl_engine_records(e) || nvl_comm_size(e->tp) == 1),
+        all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, nvl_comm_mpi(e->job));
+    return all != 0;
+}
+
 /* The prefill and the decode steps, microbatch after microbatch: with a
  * pipeline each stage works on a different microbatch, and a
  * microbatch's next step starts when the last stage has sampled its
  * tokens (vLLM's virtual engines, one per stage: vllm/engine/
- * llm_engine.py, LLMEngine.step(virtual_engine)). */
+ * llm_engine.py, LLMEngine.step(virtual_engine)).  In timing mode a step's
+ * passes end in one agreement over the job where they can (the last
+ * stage's ends of all its microbatches and the worst status), in data
+ * mode each microbatch's (its logits follow, pipe.c's deliver). */
 static nvl_status_t run_steps(nvl_engine_t *e, gen_t *g)
 {
+    bool once = step_agrees_once(e);
     nvl_status_t st = NVL_OK;
-    for (int s = 0; s < g->max_new && st == NVL_OK; s++)
-        for (int m = 0; m < g->mbs && st == NVL_OK; m++) {
+    for (int s = 0; s < g->max_new && st == NVL_OK; s++) {
+        if (once)
+            nvl_runtime_capture_begin();
+        for (int m = 0; m < g->mbs && (once || st == NVL_OK); m++) {
             if (s > 0)
                 collect_mb(e, g, m, s - 1);
-            st = forward_mb(e, g, m, s);
+            st = once ? forward_in_step(e, g, m, s, st)
+                      : forward_mb(e, g, m, s);
         }
+        if (once)
+            st = nvl_runtime_capture_end_maxn(nvl_comm_mpi(e->job), st,
+                                              g->end_ps, g->mbs);
+    }
     for (int m = 0; m < g->mbs && st == NVL_OK; m++)
         collect_mb(e, g, m, g->max_new - 1);
     return st;

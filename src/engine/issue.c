@@ -95,13 +95,18 @@ static void shadow_entry(nvl_engine_t *e)
     nvl_comm_defer_entry(e->tp, a, b, e->shadow_exact);
 }
 
+bool nvl_engine_records(const nvl_engine_t *e)
+{
+    return !e->data && !(e->dense != e->tp && nvl_comm_size(e->dense) > 1) &&
+           e->ovl == NULL && nvl_comm_size(e->tp) >= 2 &&
+           e->mem.kv_host_share <= 0 && e->mem.weights_host_share <= 0;
+}
+
 void nvl_engine_defer(nvl_engine_t *e)
 {
     /* the same answer on every rank of the stage (e->tp, the whole job
      * without a pipeline): recording is collective over it */
-    if (e->data || (e->dense != e->tp && nvl_comm_size(e->dense) > 1) ||
-        e->ovl != NULL || nvl_comm_size(e->tp) < 2 ||
-        e->mem.kv_host_share > 0 || e->mem.weights_host_share > 0)
+    if (!nvl_engine_records(e))
         return;
     if (nvl_comm_defer(e->tp) != NVL_OK)
         return;

@@ -278,6 +278,10 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         st = layers(e, n, caches, T, &p, &b);
     if (e->stage == e->stages - 1) {
         st = head(e, n, T, &p, &b, st, logits);
+        /* the stage's worst status agreed with its collectives: the same
+         * on all its ranks (generate.c's steps rely on it) */
+        if (e->stages > 1)
+            st = nvl_engine_pipe_settle_last(e, st);
     } else {
         /* a failure is sent on too: the next stage must not wait */
         if (st == NVL_OK)

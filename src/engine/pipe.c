@@ -18,22 +18,31 @@
 #include "engine_impl.h"
 #include "nvlemu/runtime.h"
 
-/* One send/recv group on a link: the pass's rows (x, h) to or from the
- * partner; the wait for the partner counted as the bubble. */
-static nvl_status_t transfer(nvl_engine_t *e, nvl_comm_t *link, bool send,
-                             uint64_t M, nvl_acts_t *b)
+/* One send/recv group on a link: the pass's n rows of x and of h to or
+ * from the partner (NULL in timing mode). */
+static nvl_status_t link_group(nvl_comm_t *link, bool send, size_t n,
+                               float *x, float *h, nvl_coll_info_t *info)
 {
-    size_t n = (size_t)M * e->cfg.hidden;
     int peer = send ? 1 : 0; /* the lower stage is member 0 */
-    float *x = e->data ? b->x : NULL, *h = e->data ? b->h : NULL;
-    int64_t entry = nvl_engine_coll_begin(e, -1);
     nvl_status_t st = nvl_group_start(link);
     for (int i = 0; i < 2 && st == NVL_OK; i++)
         st = send ? nvl_send(link, i ? h : x, n, NVL_DT_F32, peer)
                   : nvl_recv(link, i ? h : x, n, NVL_DT_F32, peer);
-    nvl_coll_info_t info;
     if (st == NVL_OK)
-        st = nvl_group_end(link, &info);
+        st = nvl_group_end(link, info);
+    return st;
+}
+
+/* The pass's rows (x, h) sent to or received from the partner, timed; the
+ * wait for the partner counted as the bubble. */
+static nvl_status_t transfer(nvl_engine_t *e, nvl_comm_t *link, bool send,
+                             uint64_t M, nvl_acts_t *b)
+{
+    size_t n = (size_t)M * e->cfg.hidden;
+    float *x = e->data ? b->x : NULL, *h = e->data ? b->h : NULL;
+    int64_t entry = nvl_engine_coll_begin(e, -1);
+    nvl_coll_info_t info;
+    nvl_status_t st = link_group(link, send, n, x, h, &info);
     if (st != NVL_OK)
         return st;
     nvl_engine_coll_done(e, send ? "pp_send" : "pp_recv", -1, entry, &info);
@@ -95,6 +104,44 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
     if (st != NVL_OK || out[0] != NVL_OK)
         return st;
     return transfer(e, e->link_next, true, M, b);
+}
+
+nvl_status_t nvl_engine_pipe_settle_last(nvl_engine_t *e, nvl_status_t st)
+{
+    bool stage_wide = e->defer;
+    if (stage_wide)
+        nvl_comm_defer_ride(e->tp, -(int64_t)st);
+    nvl_status_t settled = nvl_engine_settle(e);
+    if (stage_wide)
+        st = (nvl_status_t)-nvl_comm_settled_ride(e->tp);
+    return settled != NVL_OK && settled < st ? settled : st;
+}
+
+nvl_status_t nvl_engine_pipe_skip(nvl_engine_t *e, uint64_t M,
+                                  nvl_status_t st)
+{
+    if (e->link_prev != NULL) {
+        /* as nvl_engine_pipe_recv: the partner's status, then its rows
+         * where the stage's worst lets them come */
+        int up[2] = {0, 0}, worst;
+        MPI_Recv(up, 2, MPI_INT, 0, PIPE_TAG_STATUS,
+                 nvl_comm_mpi(e->link_prev), MPI_STATUS_IGNORE);
+        worst = up[0];
+        if (!up[1])
+            MPI_Allreduce(&up[0], &worst, 1, MPI_INT, MPI_MIN,
+                          nvl_comm_mpi(e->tp));
+        nvl_coll_info_t info;
+        if (worst == NVL_OK &&
+            link_group(e->link_prev, false, (size_t)M * e->cfg.hidden, NULL,
+                       NULL, &info) != NVL_OK)
+            nvl_runtime_abort(1); /* the partner sent these very rows */
+    }
+    if (e->link_next != NULL) { /* the same on every rank of the stage */
+        int out[2] = {(int)st, 1};
+        MPI_Send(out, 2, MPI_INT, 1, PIPE_TAG_STATUS,
+                 nvl_comm_mpi(e->link_next));
+    }
+    return st;
 }
 
 void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,

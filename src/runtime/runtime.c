@@ -288,21 +288,39 @@ nvl_status_t nvl_runtime_capture_end_on(MPI_Comm comm, nvl_status_t local)
     return capture_finish(comm, local, all[0], all[1] < 0);
 }
 
-nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
-                                         int64_t *value_ps)
+nvl_status_t nvl_runtime_capture_end_maxn(MPI_Comm comm, nvl_status_t local,
+                                          int64_t *values_ps, int n)
 {
     nvl_report_set_sink(quiet ? quiet_sink : NULL, NULL);
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    /* as capture_end_on's, and the value's negation (its minimum is the
-     * largest value) */
-    int64_t mine[3] = {local == NVL_OK ? size : rank,
-                       nvl_report_printed() > 0 ? -1 : 0, -*value_ps};
-    int64_t all[3];
-    MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MIN, comm);
-    *value_ps = -all[2];
-    return capture_finish(comm, local, (int)all[0], all[1] < 0);
+    /* as capture_end_on's, and the values' negations (their minima are
+     * the largest values) */
+    enum { FIXED = 2 };
+    int64_t *mine = malloc((size_t)(2 * (FIXED + n)) * sizeof *mine);
+    if (n < 0 || mine == NULL) { /* the peers would wait: end the job */
+        nvl_report("out of memory agreeing on %d values", n);
+        nvl_runtime_abort(1);
+    }
+    int64_t *all = mine + FIXED + n;
+    mine[0] = local == NVL_OK ? size : rank;
+    mine[1] = nvl_report_printed() > 0 ? -1 : 0;
+    for (int i = 0; i < n; i++)
+        mine[FIXED + i] = -values_ps[i];
+    MPI_Allreduce(mine, all, FIXED + n, MPI_INT64_T, MPI_MIN, comm);
+    for (int i = 0; i < n; i++)
+        values_ps[i] = -all[FIXED + i];
+    int first = (int)all[0];
+    bool before = all[1] < 0;
+    free(mine);
+    return capture_finish(comm, local, first, before);
+}
+
+nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
+                                         int64_t *value_ps)
+{
+    return nvl_runtime_capture_end_maxn(comm, local, value_ps, 1);
 }
 
 nvl_status_t nvl_runtime_capture_end(nvl_status_t local)
