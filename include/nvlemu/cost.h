@@ -129,7 +129,8 @@ typedef enum {
  * one comes through nvl_cost_cfg_t (its GEMM libraries) and the
  * attention kernel the caller picks. */
 extern const nvl_family_t nvl_wdtype_family, nvl_attn_family,
-    nvl_launch_family, nvl_gemm_lib_family;
+    nvl_launch_family, nvl_gemm_lib_family,
+    nvl_gemm_harness_family;
 /* The KV cache's types (--kv-dtype: "bf16", "fp8"), a row each with its
  * nvl_wdtype_t, and whether dt is one of them. */
 extern const nvl_family_t nvl_kv_dtype_family;
@@ -190,6 +191,27 @@ const char *nvl_gemm_lib_name(nvl_gemm_lib_t lib);
 nvl_status_t nvl_gemm_lib_parse(const char *what, const char *name,
                                 nvl_gemm_lib_t *lib_out);
 
+/* How a benchmark timed the GEMM it published (src/cost/gemm_lib.c,
+ * docs/cost-model.md "GEMM harnesses"): the model's kernel is the one a
+ * step runs, its operands streamed from HBM; a harness that replays one
+ * call on the same operands reads them from L2 where they fit. */
+typedef enum {
+    NVL_HARNESS_KERNEL,     /* a step's kernel (the default) */
+    NVL_HARNESS_EVENTS_LOOP, /* events around back-to-back calls of a
+                                native loop: the kernel's time */
+    NVL_HARNESS_KINETO,     /* the profiler's kernel time, L2 flushed
+                               before each call: the kernel's time */
+    NVL_HARNESS_GRAPH_HOT,  /* one call replayed on the same operands
+                               (triton's do_bench_cudagraph): hot L2 */
+    NVL_HARNESS_COUNT
+} nvl_gemm_harness_t;
+
+/* "kernel", "events-loop", "kineto-flush-l2", "graph-hot-l2", and the
+ * parser (an unknown name is reported with the accepted ones). */
+const char *nvl_gemm_harness_name(nvl_gemm_harness_t h);
+nvl_status_t nvl_gemm_harness_parse(const char *what, const char *name,
+                                    nvl_gemm_harness_t *h_out);
+
 /* How kernels run on one GPU. */
 typedef struct {
     const nvl_topo_t *topo;
@@ -209,6 +231,7 @@ typedef struct {
     unsigned stack_libs[NVL_WDT_COUNT];
     nvl_launch_t launch;
     nvl_gemm_lib_t gemm_lib;   /* NVL_GEMM_STACK (0): the stack's library */
+    nvl_gemm_harness_t gemm_harness; /* NVL_HARNESS_KERNEL (0): a step's */
     bool torch_grouped;        /* grouped GEMMs are PyTorch's
                                   (torch._grouped_mm, _scaled_grouped_mm:
                                   the tile chosen by shape); false: a
@@ -236,6 +259,12 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
  * nvjet_sm90_qqtst_128x128_128x6_1x1_h_bz_coopA_algo2_ovscale_TNT at every
  * shape of tests/data/calibration/h200-fp8-scaled-mm): 128. */
 double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt);
+
+/* The factor on the HBM rate of a dense GEMM that moves `bytes` (operands
+ * and output) under cfg's harness: 1, except under a hot-L2 harness for a
+ * GEMM whose bytes fit in the smallest L2 of the GPUs modelled
+ * (NVL_HOT_L2_BYTES): the topology's [gpu] hot_l2_speedup. */
+double nvl_gemm_harness_mem_factor(const nvl_cost_cfg_t *cfg, double bytes);
 
 /* NVL_OK when cfg's library has a kernel for its weight type on cfg's GPU;
  * else reports "what LIB: no TYPE GEMM kernel (...)" and returns

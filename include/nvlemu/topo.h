@@ -115,6 +115,7 @@ typedef struct {
     int64_t norm_step_ps;       /* one step of a one-CTA-per-row norm over its row */
     double strided_efficiency;  /* non-vectorised element-wise: share of the HBM rate */
     double stream_efficiency;   /* contiguous element-wise: share of the HBM rate (0: hbm_efficiency) */
+    double hot_l2_speedup;      /* a GEMM's weights from a hot L2 against HBM (1: unmeasured) */
 } nvl_gpu_spec_t;
 
 typedef struct {

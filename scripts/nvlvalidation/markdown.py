@@ -126,17 +126,18 @@ def _published(res):
                        "%.2f" % r["pred"], "%.2f" % r["pub"], pct(r["error"]), r["impl"],
                        r["source"]] for r in a2a]))
     doc.append("## Published GEMM rates by library\n")
-    doc.append("`nvlemu cost gemm M N K --dtype D --library L` on the row's topology against "
+    doc.append("`nvlemu cost gemm M N K --dtype D --library L --harness H` on the row's "
+               "topology, H the harness the source timed with (none where it does not say), against "
                "published TFLOP/s (" + GEMMS + "). The topology's [gpu] efficiencies are "
                "cuBLASLt's; each other library's share of them is one cell of the table in "
                "`src/cost/gemm_lib.c` (docs/cost-model.md, \"GEMM libraries\"). \"fit\" rows "
                "set those numbers; \"check\" rows were not used (held out). The H800 rows "
                "run on topology/h100-nvl2.topo (the same tensor cores).\n")
     doc.append(table(["system", "library", "dtype", "m", "n", "k", "predicted TFLOP/s",
-                      "published TFLOP/s", "error", "role", "source"],
+                      "published TFLOP/s", "error", "role", "harness", "source"],
                      [[r["system"], r["library"], r["dtype"], r["m"], r["n"], r["k"],
                        "%.0f" % r["pred"], r["tflops"], pct(r["error"]), r["role"],
-                       r["source"]] for r in gemms]))
+                       r["harness"], r["source"]] for r in gemms]))
     doc += _scaled_mm(res.scaled)
     doc.append("## Published NVLink-C2C copy bandwidths\n")
     doc.append("`nvlemu cost copy SIZE --path c2c-h2d|c2c-d2h` (copy_overhead + [c2c] "

@@ -136,16 +136,46 @@ def c2c_copies(build):
     return rows
 
 
-def gemm_libraries(build):
-    """The published GEMM rates by library against nvlemu cost gemm."""
-    with open(os.path.join(ROOT, GEMMS)) as f:
+GEMM_ROLES = ("fit", "check")
+# how each source timed its GEMMs (nvlemu cost gemm --harness); unstated:
+# the source does not say, predicted as the kernel
+GEMM_HARNESSES = ("events-loop", "kineto-flush-l2", "graph-hot-l2", "unstated")
+GEMM_LIBRARIES = ("cublaslt", "cutlass", "deepgemm", "trtllm-gen")
+
+
+def gemm_rows(path=GEMMS):
+    """PATH's rows (relative to the repository root or absolute), each
+    checked: a bad role, harness or library, a size that is not a positive
+    integer or a rate that is not a positive number stops the report
+    naming the file and line."""
+    with open(os.path.join(ROOT, path)) as f:
         src = list(csv.DictReader(f))
     for n, row in enumerate(src, start=2):
-        if row["role"] not in ("fit", "check"):
-            die("%s:%d: role '%s' (expected fit or check)" % (GEMMS, n, row["role"]))
+        for key, ok in (("role", GEMM_ROLES), ("harness", GEMM_HARNESSES),
+                        ("library", GEMM_LIBRARIES)):
+            if row.get(key) not in ok:
+                die("%s:%d: %s %r (expected one of %s)" % (path, n, key, row.get(key),
+                                                          ", ".join(ok)))
+        for key in ("m", "n", "k", "tflops"):
+            try:
+                v = int(row[key]) if key != "tflops" else float(row[key])
+            except (TypeError, ValueError):
+                v = 0
+            if not v > 0:
+                die("%s:%d: %s %r (expected a positive %s)" % (
+                    path, n, key, row.get(key), "number" if key == "tflops" else "integer"))
+    return src
+
+
+def gemm_libraries(build, path=GEMMS):
+    """The published GEMM rates by library against nvlemu cost gemm, each
+    under its source's harness."""
+    src = gemm_rows(path)
     outs = run_all([[os.path.join(build, "nvlemu"), "cost", "--topo", row["topology"],
                      "--json", "-", "gemm", row["m"], row["n"], row["k"], "--dtype",
-                     row["dtype"], "--library", row["library"]] for row in src])
+                     row["dtype"], "--library", row["library"]]
+                    + ([] if row["harness"] == "unstated" else ["--harness", row["harness"]])
+                    for row in src])
     rows = []
     for row, out in zip(src, outs):
         pred, meas = float(json.loads(out)["tflops"]), float(row["tflops"])
@@ -153,7 +183,7 @@ def gemm_libraries(build):
         rows.append(dict(row, pred=pred, error=error(pred, meas), size=flops,
                          topo=topo_name(row["topology"]), ranks=1))
     if not rows:
-        die("no rows in " + GEMMS)
+        die("no rows in " + path)
     return rows
 
 

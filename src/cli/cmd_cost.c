@@ -43,6 +43,10 @@ static const nvl_opt_t cost_opts[] = {
      .doc = "gemm: the GEMM library (default: the one nvlemu run's fused "
             "stack calls for --dtype; docs/cost-model.md \"GEMM "
             "libraries\")"},
+    {.name = "harness", .kind = NVL_OPT_STRING, .offset = AT(harness),
+     .family = &nvl_gemm_harness_family,
+     .doc = "gemm: how a benchmark timed the GEMM (default kernel: as a "
+            "step runs it; docs/cost-model.md \"GEMM harnesses\")"},
     OP_LONG("groups", groups, "grouped: the groups (experts) the M rows are "
                               "spread over, as evenly as they go"),
     {.name = "stack", .kind = NVL_OPT_STRING, .offset = AT(stack),
@@ -89,6 +93,7 @@ static const struct {
     long unset;
 } op_options[] = {
     {"--dtype", AT(dtype), true, 0},       {"--library", AT(library), true, 0},
+    {"--harness", AT(harness), true, 0},
     {"--batch", AT(batch), false, 0},      {"--groups", AT(groups), false, 0},
     {"--q-len", AT(q_len), false, 0},      {"--ctx", AT(ctx), false, 0},
     {"--heads", AT(heads), false, 0},      {"--kv-heads", AT(kv_heads), false, 0},
@@ -305,6 +310,7 @@ static nvl_status_t prepare(void *args, const nvl_cli_ctx_t *ctx)
     a->cfg.weight_dtype = a->wdtype;
     a->cfg.kv_dtype = a->kv_wdtype;
     a->cfg.gemm_lib = a->gemm_lib;
+    a->cfg.gemm_harness = a->gemm_harness;
     if (a->attn_given)
         a->cfg.attn = a->attn;
     int stack;

@@ -14,13 +14,14 @@ typedef struct {
     nvl_cli_common_t common;
     long gpu, peer;
     /* op-specific options; NULL or 0 when not given */
-    const char *dtype, *library, *kernel, *kv_dtype, *path, *stack;
+    const char *dtype, *library, *harness, *kernel, *kv_dtype, *path, *stack;
     long batch, q_len, ctx, heads, kv_heads, head_dim, groups;
     /* from the arguments (check) */
     const struct nvl_cli_cost_op *op;
     double size[3]; /* gemm, grouped: m, n, k; elementwise, copy: bytes */
     nvl_wdtype_t wdtype, kv_wdtype;
     nvl_gemm_lib_t gemm_lib;
+    nvl_gemm_harness_t gemm_harness;
     nvl_attn_impl_t attn;
     bool attn_given;
     nvl_copy_path_t copy_path;
@@ -33,7 +34,8 @@ typedef struct {
  * names a family's member is a placeholder: the option's row takes the
  * family (cmd_cost.c), so --help lists its members and a new member
  * needs no edit here. */
-#define GEMM_USAGE "gemm M N K [--dtype DTYPE] [--library LIBRARY]"
+#define GEMM_USAGE \
+    "gemm M N K [--dtype DTYPE] [--library LIBRARY] [--harness HARNESS]"
 #define GROUPED_USAGE \
     "grouped M N K --groups G [--dtype DTYPE] [--stack STACK]"
 #define ATTENTION_USAGE                                                     \

@@ -14,6 +14,10 @@ static nvl_status_t read_gemm(nvl_cli_cost_args_t *a)
     if (a->dtype != NULL &&
         nvl_wdtype_parse("--dtype", a->dtype, &a->wdtype) != NVL_OK)
         return NVL_ERR_INVALID;
+    if (a->harness != NULL &&
+        nvl_gemm_harness_parse("--harness", a->harness, &a->gemm_harness) !=
+            NVL_OK)
+        return NVL_ERR_INVALID;
     return a->library == NULL
                ? NVL_OK
                : nvl_gemm_lib_parse("--library", a->library, &a->gemm_lib);
@@ -49,6 +53,9 @@ static void describe_gemm(const nvl_cli_cost_args_t *a, const nvl_cost_cfg_t *cf
     int n = snprintf(buf, len, "m=%.0f n=%.0f k=%.0f dtype=%s library=%s",
                      a->size[0], a->size[1], a->size[2],
                      nvl_wdtype_name(cfg->weight_dtype), gemm_library(cfg));
+    if (cfg->gemm_harness != NVL_HARNESS_KERNEL && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " harness=%s",
+                      nvl_gemm_harness_name(cfg->gemm_harness));
     if (parts > 1 && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n,
                  " split-k=%u (+ a reduction kernel)", parts);
@@ -70,6 +77,8 @@ static void json_gemm_op(const nvl_cli_cost_args_t *a, const nvl_cost_cfg_t *cfg
 {
     json_mnk(a, cfg, in);
     json_object_set_new(in, "library", json_string(gemm_library(cfg)));
+    json_object_set_new(in, "harness",
+                        json_string(nvl_gemm_harness_name(cfg->gemm_harness)));
 }
 
 /* The library must run the type on this GPU. */
@@ -331,7 +340,7 @@ static void query_copy(const nvl_cli_cost_args_t *a, char *cls, size_t len,
 
 const nvl_cli_cost_op_t nvl_cli_cost_ops[] = {
     {.name = "gemm", .usage = GEMM_USAGE, .args = "M N K", .n_args = 3,
-     .options = "--dtype --library",
+     .options = "--dtype --library --harness",
      .read = read_gemm, .cost = cost_gemm, .describe = describe_gemm,
      .inputs_json = json_gemm_op, .flops_rate = true,
      .prepare = prepare_gemm, .query = query_gemm},

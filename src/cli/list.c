@@ -26,6 +26,7 @@ static const nvl_family_t *const families[] = {
     &nvl_wdtype_family,
     &nvl_kv_dtype_family,
     &nvl_gemm_lib_family,
+    &nvl_gemm_harness_family,
     &nvl_copy_path_family,
     &nvl_overlap_family,
     &nvl_engine_a2a_family,

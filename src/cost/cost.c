@@ -240,6 +240,8 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
     /* beside another kernel: the tensor cores of the SMs left, at most
      * their share of the columns in flight, the HBM bandwidth left */
     double sm_left = 1.0, hbm = nvl_cost_hbm_rate(cfg);
+    if (m_tile == 0 && groups == 1) /* a benchmark's hot L2 (--harness) */
+        hbm *= nvl_gemm_harness_mem_factor(cfg, c.bytes);
     if (taken != NULL && g->sm_count > 0) {
         uint32_t held = taken->sms < g->sm_count ? taken->sms : g->sm_count - 1;
         sm_left = (double)(g->sm_count - held) / (double)g->sm_count;

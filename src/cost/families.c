@@ -178,6 +178,8 @@ NVL_NAME_PARSER(nvl_wdtype_parse, nvl_wdtype_t, &nvl_wdtype_family)
 NVL_NAME_PARSER(nvl_attn_parse, nvl_attn_impl_t, &nvl_attn_family)
 NVL_NAME_PARSER(nvl_launch_parse, nvl_launch_t, &nvl_launch_family)
 NVL_NAME_PARSER(nvl_gemm_lib_parse, nvl_gemm_lib_t, &nvl_gemm_lib_family)
+NVL_NAME_PARSER(nvl_gemm_harness_parse, nvl_gemm_harness_t,
+                &nvl_gemm_harness_family)
 
 nvl_attn_impl_t nvl_attn_flash(const nvl_topo_t *topo)
 {

@@ -7,7 +7,11 @@
  * A cell is the library's compute efficiency divided by cuBLASLt's at the
  * same tensor-core type, each efficiency taken as the model takes it:
  * TFLOP/s / (peak x k / (k + matmul_k_pad)).  The topology's [gpu]
- * efficiencies are cuBLASLt's, so cuBLASLt's row is 1 by definition. */
+ * efficiencies are cuBLASLt's, so cuBLASLt's row is 1 by definition.
+ *
+ * And the harnesses published GEMM rates were timed under (cost gemm
+ * --harness; docs/cost-model.md "GEMM harnesses"): what the benchmark's
+ * loop changes against the kernel a step runs. */
 #include "nvlemu/cost.h"
 
 #include <string.h>
@@ -102,4 +106,62 @@ double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt)
     return nvl_gemm_lib_choose(cfg, dt, &rel) == NVL_GEMM_CUBLASLT
                ? NVL_OVSCALE_TILE_N
                : 0;
+}
+
+/* The L2 of the smallest GPU modelled, in bytes: H100's 50 MB (Chips and
+ * Cheese; H200's is 60 MiB as torch reports it,
+ * tests/data/calibration/h200-gemm-harness/env.txt, B200's 126 MB): a
+ * GEMM whose operands and output fit stays in L2 from one replay to the
+ * next on every one of them. */
+#define NVL_HOT_L2_BYTES 50e6
+
+/* One row per harness: its name, and whether the same operands stay in
+ * L2 from one timed call to the next. */
+static const struct {
+    nvl_member_t id;
+    bool hot_l2;
+} harnesses[NVL_HARNESS_COUNT] = {
+    [NVL_HARNESS_KERNEL] = {{"kernel", "the kernel as a step runs it: "
+                                       "operands from HBM"},
+                            false},
+    /* superbench's cublaslt_gemm: cudaEventRecord around 1,000
+     * back-to-back cublasLtMatmul calls; the GPU runs them back to back
+     * and the model's kernel_overhead is a kernel's cost back to back */
+    [NVL_HARNESS_EVENTS_LOOP] = {{"events-loop", "events around "
+                                                 "back-to-back calls of a "
+                                                 "native loop"},
+                                 false},
+    /* DeepGEMM's bench_kineto: the profiler's kernel time, an 8 GB
+     * memset before each call flushing L2 (deep_gemm/testing/bench.py) */
+    [NVL_HARNESS_KINETO] = {{"kineto-flush-l2", "the profiler's kernel "
+                                                "time, L2 flushed before "
+                                                "each call"},
+                            false},
+    /* triton.testing.do_bench_cudagraph: one call replayed in a CUDA
+     * graph "minus the L2 cache flush" of do_bench (triton/testing.py) */
+    [NVL_HARNESS_GRAPH_HOT] = {{"graph-hot-l2", "one call replayed in a "
+                                                "CUDA graph on the same "
+                                                "operands (hot L2)"},
+                               true},
+};
+
+const nvl_family_t nvl_gemm_harness_family =
+    NVL_FAMILY("harness", "GEMM benchmark harnesses (nvlemu cost gemm "
+                          "--harness)",
+               harnesses);
+
+double nvl_gemm_harness_mem_factor(const nvl_cost_cfg_t *cfg, double bytes)
+{
+    nvl_gemm_harness_t h = cfg->gemm_harness;
+    if (h >= NVL_HARNESS_COUNT || !harnesses[h].hot_l2 ||
+        bytes > NVL_HOT_L2_BYTES)
+        return 1.0;
+    /* the topology's measured ratio ([gpu] hot_l2_speedup: H200's 1.7,
+     * tests/data/calibration/h200-gemm-harness; 1 where unmeasured) */
+    return cfg->topo->gpu.hot_l2_speedup;
+}
+
+const char *nvl_gemm_harness_name(nvl_gemm_harness_t h)
+{
+    return nvl_family_name(&nvl_gemm_harness_family, (int)h);
 }

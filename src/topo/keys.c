@@ -158,6 +158,11 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(gpu.stream_efficiency), "0", 0, 1, "0.9",
      "share of the HBM rate a contiguous element-wise kernel streams at "
      "(0: hbm_efficiency's)"},
+    {"gpu", "hot_l2_speedup", NVL_QTY_RATIO, NVL_FIELD_F64,
+     F(gpu.hot_l2_speedup), "1", 1, 10, "1.7",
+     "a GEMM's weight stream from a hot L2 against HBM, where a benchmark "
+     "replays one call on the same operands (cost gemm --harness "
+     "graph-hot-l2; 1: unmeasured, no faster)"},
     {"gpu", "dies", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.dies), "1", 1, 8,
      "2", "compute dies per GPU package"},
     {"gpu", "die_link_bw", NVL_QTY_BW, NVL_FIELD_F64,
