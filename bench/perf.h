@@ -33,6 +33,7 @@ typedef struct {
     bool reducing;     /* the row has an op */
     int sum_ranks;     /* in sums, ranks >= sum_ranks contribute zeros, so
                           that every partial sum stays exact in dtype */
+    bool one_way;      /* sendrecv: rank 0 to rank 1 alone (--pattern) */
 } nvl_bench_call_t;
 
 typedef struct {
@@ -69,6 +70,12 @@ typedef enum { MODE_AUTO, MODE_DATA, MODE_TIMING } nvl_bench_mode_t;
  * PyTorch eager (torch.distributed: the op's eager launch first). */
 typedef enum { CALLER_NCCL_TESTS, CALLER_TORCH } nvl_bench_caller_t;
 
+/* Who sendrecv_perf's ranks exchange with: nccl-tests' ring shift (every
+ * rank sends to the next and receives from the previous), or one way, rank
+ * 0 to rank 1 while the others idle (torch.distributed's send / recv
+ * between two members of a larger group). */
+typedef enum { PATTERN_RING, PATTERN_ONE_WAY } nvl_bench_pattern_t;
+
 typedef struct {
     const char *topo;
     nvl_opt_list_t sets, set_files;
@@ -76,6 +83,7 @@ typedef struct {
     long step_factor, iters, warmup, root, check, average;
     long blocking; /* -z: the host waits for each call (nccl-tests -z 1) */
     int caller;    /* nvl_bench_caller_t: who issues each call (--caller) */
+    int pattern;   /* nvl_bench_pattern_t: sendrecv's peers (--pattern) */
     long nthreads, ngpus; /* -t, -g: a process of nthreads x ngpus ranks */
     long graph_calls;     /* -G: calls per CUDA graph launch (0: none) */
     const char *json_path; /* -J: nccl-tests' JSON output, or NULL */
@@ -89,10 +97,12 @@ typedef struct {
 
 /* Every benchmark's options (the usage names no collective; perf_main.c
  * puts its own in a copy); nvl_bench_mode_names names nvl_bench_mode_t,
- * nvl_bench_caller_names nvl_bench_caller_t. */
+ * nvl_bench_caller_names nvl_bench_caller_t, nvl_bench_pattern_names
+ * nvl_bench_pattern_t. */
 extern const nvl_opts_t nvl_bench_opts;
 extern const nvl_opt_name_t nvl_bench_mode_names[];
 extern const nvl_opt_name_t nvl_bench_caller_names[];
+extern const nvl_opt_name_t nvl_bench_pattern_names[];
 
 /* Checks what one option alone cannot; nranks is the MPI world size.
  * Reports and returns NVL_ERR_INVALID. */

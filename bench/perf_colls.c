@@ -156,20 +156,36 @@ static bool expect_alltoall(const nvl_bench_call_t *c, size_t i, float *v)
     return true;
 }
 
-/* ---- sendrecv: to rank + 1, from rank - 1 (nccl-tests' ring) ------------ */
+/* ---- sendrecv: to rank + 1, from rank - 1 (nccl-tests' ring), or one
+ * way, rank 0 to rank 1 in a group of its own while the others idle
+ * (torch.distributed's send / recv: the same NCCL communicator, NCCL's
+ * channels per peer set by its size) ----------------------------------- */
 
 static nvl_status_t run_sendrecv(nvl_comm_t *comm, const void *send,
                                  void *recv, const nvl_bench_call_t *c,
                                  nvl_coll_info_t *info)
 {
     int n = c->nranks;
-    return nvl_sendrecv(comm, send, (c->rank + 1) % n, recv,
-                        (c->rank - 1 + n) % n, c->count, c->dtype, info);
+    if (!c->one_way)
+        return nvl_sendrecv(comm, send, (c->rank + 1) % n, recv,
+                            (c->rank - 1 + n) % n, c->count, c->dtype, info);
+    nvl_status_t st = nvl_group_start(comm);
+    if (st == NVL_OK && c->rank == 0)
+        st = nvl_send(comm, send, c->count, c->dtype, 1);
+    if (st == NVL_OK && c->rank == 1)
+        st = nvl_recv(comm, recv, c->count, c->dtype, 0);
+    /* closed even after a failed queue: the group then fails everywhere */
+    nvl_status_t end = nvl_group_end(comm, info);
+    return st != NVL_OK ? st : end;
 }
 
 static bool expect_sendrecv(const nvl_bench_call_t *c, size_t i, float *v)
 {
-    *v = nvl_bench_input(c, (c->rank - 1 + c->nranks) % c->nranks, i);
+    if (c->one_way && c->rank != 1)
+        return false; /* rank 1 alone receives */
+    *v = nvl_bench_input(c, c->one_way ? 0 : (c->rank - 1 + c->nranks) %
+                                                 c->nranks,
+                         i);
     return true;
 }
 

@@ -317,7 +317,8 @@ static int bench_run(bench_t *b, const nvl_runtime_t *rt)
     nvl_bench_call_t call = {
         .rank = rt->rank, .nranks = rt->size, .dtype = b->args.dtype,
         .op = b->args.op, .root = (int)b->args.root, .reducing = row->has_op,
-        .sum_ranks = exact_int_limit(b->args.dtype) / 2};
+        .sum_ranks = exact_int_limit(b->args.dtype) / 2,
+        .one_way = b->args.pattern == PATTERN_ONE_WAY};
     nvl_bench_totals_t totals = {.json = b->json};
     if (run_sizes(b, comm, &call, &totals) != NVL_OK)
         goto out;

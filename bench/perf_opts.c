@@ -49,6 +49,9 @@ const nvl_opt_name_t nvl_bench_mode_names[] = {
 const nvl_opt_name_t nvl_bench_caller_names[] = {
     {"nccl-tests", CALLER_NCCL_TESTS}, {"torch", CALLER_TORCH}, {NULL, 0}};
 
+const nvl_opt_name_t nvl_bench_pattern_names[] = {
+    {"ring", PATTERN_RING}, {"one-way", PATTERN_ONE_WAY}, {NULL, 0}};
+
 #define AT(field) offsetof(nvl_bench_args_t, field)
 #define MAX_COUNT 1000000000L
 /* the largest size a bench takes: 2^62 bytes (a time past the clock's
@@ -146,6 +149,12 @@ static const nvl_opt_t opts[] = {
             "enqueue, and no call shorter than its host path, [nccl] "
             "torch_call; with -z 1, a harness that times one call on an "
             "idle device)"},
+    {.name = "pattern", .kind = NVL_OPT_ENUM, .offset = AT(pattern),
+     .arg = "PEERS", .def = "ring", .names = nvl_bench_pattern_names,
+     .doc = "sendrecv only: ring (nccl-tests': every rank sends to the "
+            "next and receives from the previous) or one-way (rank 0 sends "
+            "to rank 1 while the others idle, as torch.distributed's "
+            "send / recv between two members of a larger group)"},
     {.name = "cudagraph", .short_name = 'G', .kind = NVL_OPT_LONG,
      .offset = AT(graph_calls), .arg = "N", .def = "0", .min = 0,
      .max = MAX_COUNT,
@@ -200,6 +209,14 @@ nvl_status_t nvl_bench_check_args(const nvl_bench_args_t *a,
     if (a->impl != NVL_AR_NCCL && row->coll != NVL_COLL_ALLREDUCE) {
         nvl_report("--impl %s: only all_reduce_perf has implementations "
                    "other than nccl", nvl_ar_impl_name(a->impl));
+        return NVL_ERR_INVALID;
+    }
+    if (a->pattern != PATTERN_RING &&
+        (row->coll != NVL_COLL_SENDRECV || nranks < 2)) {
+        nvl_report("--pattern %s: only sendrecv_perf on 2 or more ranks has "
+                   "one (this is %s_perf on %d)",
+                   nvl_bench_pattern_names[a->pattern].name, row->name,
+                   nranks);
         return NVL_ERR_INVALID;
     }
     long per_process = a->nthreads * a->ngpus;

@@ -131,6 +131,10 @@ def _ratios(serve):
 # torch_call, bounds the loop: --caller torch) and the replay of a CUDA
 # graph of the calls (no host path: the device time)
 COLL_HARNESS = (("eager", ["--caller", "torch"]), ("CUDA graph", []))
+# colls.csv's sendrecv: dist.send 0 -> 1 and dist.recv, the other members
+# idle, on the job's N-rank communicator (the NCCL logs of its passes hold
+# that one communicator only), not nccl-tests' ring shift
+COLL_OP_OPTIONS = {"sendrecv": ["--pattern", "one-way"]}
 
 
 def _colls(build, data=HGX, topo=HGX_TOPO):
@@ -148,7 +152,8 @@ def _colls(build, data=HGX, topo=HGX_TOPO):
     cases = [(n, op, how) for n in (2, 3, 4) for op in HGX_OPS for how, _ in COLL_HARNESS]
     extra = dict(COLL_HARNESS)
     preds = dict(zip(cases, parallel(
-        lambda c: bench_rows(build, topo, c[0], c[1], extra[c[2]], "4G"), cases)))
+        lambda c: bench_rows(build, topo, c[0], c[1],
+                             extra[c[2]] + COLL_OP_OPTIONS.get(c[1], []), "4G"), cases)))
     for n, op, how in cases:
         if how != COLL_HARNESS[0][0]:
             continue
@@ -452,7 +457,9 @@ def _coll_doc(d):
                "lower of the benches' predictions under the same two harnesses (eager: "
                "`--caller torch`, torch's host path per call; graph: the device time); "
                "sendrecv, eager only (torch's point-to-point path, host-bound below ~1 "
-               "MB), was measured 0 -> 1 only, the bench shifts around the ring. Engine kernels: "
+               "MB), was measured 0 -> 1 only (the others idle, on the N-rank communicator: "
+               "NCCL's channels per peer follow N), predicted by `sendrecv_perf --pattern "
+               "one-way`. Engine kernels: "
                "torch symmetric memory's one-shot and in-place two-shot, CUDA-graph "
                "replays, against `all_reduce_perf --impl oneshot|twoshot -G 20`. Time per "
                "call in us.\n")
