@@ -14,7 +14,10 @@
  *          never less than the host's enqueue time of a call
  *          (nvl_coll_loop_time_ps: [nccl] launch_overhead), as a loop of
  *          back-to-back calls measures it; under -G the NCCL call's
- *          device time is its kernel alone (nvl_coll_kernel_time_ps)
+ *          device time is its kernel alone (nvl_coll_kernel_time_ps); with
+ *          one GPU per process (-g 1, no -G) the host's enqueue runs beside
+ *          the kernel and a stream launch's own cost
+ *          (nvl_coll_process_loop_time_ps)
  *   algbw  size / time;  busbw = algbw x the collective's factor
  *          (nccl-tests: allreduce 2(n-1)/n, allgather, reduce-scatter and
  *          alltoall (n-1)/n, broadcast, reduce and sendrecv 1)

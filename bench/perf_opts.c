@@ -148,7 +148,8 @@ static const nvl_opt_t opts[] = {
             "the op's launch, [gpu] launch_overhead, before NCCL's "
             "enqueue, and no call shorter than its host path, [nccl] "
             "torch_call; with -z 1, a harness that times one call on an "
-            "idle device)"},
+            "idle device; with -G N, the replay of torch's CUDA graph of N "
+            "calls, each call its eager device time, no host floor)"},
     {.name = "pattern", .kind = NVL_OPT_ENUM, .offset = AT(pattern),
      .arg = "PEERS", .def = "ring", .names = nvl_bench_pattern_names,
      .doc = "sendrecv only: ring (nccl-tests': every rank sends to the "

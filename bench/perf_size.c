@@ -81,6 +81,10 @@ static int64_t loop_time_ps(const bench_size_t *b,
     if (a->blocking)
         return nvl_coll_blocking_time_ps(b->comm, info, (int)a->ngpus,
                                          (int)a->graph_calls, torch);
+    if (torch && a->graph_calls > 1) /* torch's graph of -G calls replayed */
+        return info->time_ps;
+    if (!torch && a->ngpus == 1 && a->graph_calls <= 1)
+        return nvl_coll_process_loop_time_ps(b->comm, info, a->iters);
     int64_t t = nvl_coll_loop_time_ps(b->comm, info, (int)a->ngpus,
                                       (int)a->graph_calls);
     if (!torch)

@@ -246,6 +246,20 @@ int64_t nvl_coll_loop_time_ps(const nvl_comm_t *comm,
                               const nvl_coll_info_t *info, int host_gpus,
                               int graph_calls);
 
+/* The time one call takes in nccl-tests' eager loop with one process per
+ * GPU (mpirun -np N ... -g 1, no -G, -z 0) of `iters` timed calls: the
+ * host's enqueue ([nccl] launch_overhead) runs beside the device time,
+ * the call's kernel (nvl_coll_kernel_ps, what -G measures) with a stream
+ * launch's cost ([gpu] kernel_overhead) in place of a graph node's
+ * ([gpu] kernel_floor); a call takes the larger of the two, plus the
+ * smaller divided by iters (the loop's first enqueue or last kernel,
+ * which nothing hides).  A call without a kernel time (NVLS, NVLSTree,
+ * PAT, point-to-point), of no bytes, or iters < 1, takes
+ * nvl_coll_loop_time_ps(comm, info, 1, 1). */
+int64_t nvl_coll_process_loop_time_ps(const nvl_comm_t *comm,
+                                      const nvl_coll_info_t *info,
+                                      long iters);
+
 /* The time one call takes when the host waits for it before it issues the
  * next (nccl-tests -z 1; a harness that records CUDA events around one
  * call on an idle device, as torch.distributed benchmarks do): the host's

@@ -128,9 +128,12 @@ def _ratios(serve):
 
 # colls.csv's two timings of one call as the benches' options: torch's eager
 # call back to back (torch.distributed's host path per call, [nccl]
-# torch_call, bounds the loop: --caller torch) and the replay of a CUDA
-# graph of the calls (no host path: the device time)
-COLL_HARNESS = (("eager", ["--caller", "torch"]), ("CUDA graph", []))
+# torch_call, bounds the loop: --caller torch) and the replay of torch's
+# CUDA graph of 100 calls (no host path: each call's eager device time,
+# --caller torch -G 100; the default -g 1 bench is nccl-tests' own loop,
+# harness (a))
+COLL_HARNESS = (("eager", ["--caller", "torch"]),
+                ("CUDA graph", ["--caller", "torch", "-G", "100"]))
 # colls.csv's sendrecv: dist.send 0 -> 1 and dist.recv, the other members
 # idle, on the job's N-rank communicator (the NCCL logs of its passes hold
 # that one communicator only), not nccl-tests' ring shift
@@ -198,7 +201,8 @@ def _g_colls(build, graph="0"):
 
 
 # nccl-harness.csv's harnesses as the *_perf benches' options: (a) mpirun
-# -np N, one process per GPU, eager; (c) one process -g N -G 20, the kernels
+# -np N, one process per GPU, eager (the default -g 1 loop,
+# nvl_coll_process_loop_time_ps); (c) one process -g N -G 20, the kernels
 # alone (the README there; (b) and (d) are the other two pairings)
 HARNESS = {"a": ("mpirun -np N (one process per GPU), eager", lambda n: []),
            "c": ("-g N -G 20 (CUDA graph)", lambda n: ["-g", str(n), "-G", "20"])}
@@ -455,7 +459,8 @@ def _coll_doc(d):
                "NCCL 2.28.9, one process per GPU, bf16, NCCL's own choice, the lower of the "
                "eager call and the CUDA-graph replay (as for the pair above), against the "
                "lower of the benches' predictions under the same two harnesses (eager: "
-               "`--caller torch`, torch's host path per call; graph: the device time); "
+               "`--caller torch`, torch's host path per call; graph: `--caller torch -G 100`, "
+               "each call its eager device time); "
                "sendrecv, eager only (torch's point-to-point path, host-bound below ~1 "
                "MB), was measured 0 -> 1 only (the others idle, on the N-rank communicator: "
                "NCCL's channels per peer follow N), predicted by `sendrecv_perf --pattern "
