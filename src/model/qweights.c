@@ -128,7 +128,10 @@ static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
         char got[64], codes[64], need[64];
         shape_text(s, got, sizeof got);
         shape_text(d, codes, sizeof codes);
-        if (experts)
+        if (per_tensor) /* a scalar; vLLM's PerTensorScaleParameter
+                           also loads [1] */
+            snprintf(need, sizeof need, "] or [1");
+        else if (experts)
             snprintf(need, sizeof need, "%llu, %llu, %llu",
                      (unsigned long long)d->shape[0],
                      (unsigned long long)d->shape[1],

@@ -336,10 +336,10 @@ static const char *cfg_nvfp4 =
     "{\"quantization_config\": {\"quant_method\": \"modelopt\", "
     "\"quant_algo\": \"NVFP4\", \"group_size\": 16}}";
 
-/* A checkpoint in tmp of one NVFP4 weight "m.weight" (2 x 32 unless the
- * entries are changed by `edit`), config.json cfg. */
-static void write_bad(const char *cfg,
-                      void (*edit)(nvl_st_entry_t *e, unsigned char *buf))
+/* A checkpoint in tmp of one weight "m.weight" (2 x 32 unless the
+ * entries are changed by `edit`) in format fmt, config.json cfg. */
+static void write_bad_as(nvl_quant_format_t fmt, const char *cfg,
+                         void (*edit)(nvl_st_entry_t *e, unsigned char *buf))
 {
     snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
     assert_non_null(mkdtemp(tmp));
@@ -347,27 +347,35 @@ static void write_bad(const char *cfg,
     for (int k = 0; k < 64; k++)
         w[k] = (float)(k % 7) - 3.0f;
     nvl_quant_tensor_t t;
-    assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_NVFP4, "m.weight", w, 2, 32, 0.0f, &t), NVL_OK);
+    assert_int_equal(nvl_quant_tensor(fmt, "m.weight", w, 2, 32, 0.0f, &t),
+                     NVL_OK);
     static unsigned char buf[64];
+    static char names[3][64];
     nvl_st_entry_t e[3];
-    const char *names[3] = {"m.weight", "m.weight_scale", "m.weight_scale_2"};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < t.n_parts; i++) {
+        snprintf(names[i], sizeof names[i], "m.%s", t.part[i].suffix);
         e[i] = (nvl_st_entry_t){
             names[i],        t.part[i].dtype,
-            t.part[i].ndim,  {t.part[i].shape[0], t.part[i].shape[1]},
+            t.part[i].ndim,  {t.part[i].shape[0], t.part[i].shape[1],
+                              t.part[i].shape[2]},
             t.part[i].bytes, t.part[i].n_bytes};
     }
     if (edit != NULL)
         edit(e, buf);
     char path[128];
     snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-    assert_int_equal(nvl_st_write(path, e, 3), NVL_OK);
+    assert_int_equal(nvl_st_write(path, e, (size_t)t.n_parts), NVL_OK);
     snprintf(path, sizeof path, "%s/config.json", tmp);
     FILE *f = fopen(path, "w");
     fputs(cfg, f);
     fclose(f);
     nvl_quant_tensor_free(&t);
+}
+
+static void write_bad(const char *cfg,
+                      void (*edit)(nvl_st_entry_t *e, unsigned char *buf))
+{
+    write_bad_as(NVL_QUANT_NVFP4, cfg, edit);
 }
 
 static void remove_tmp(void)
@@ -442,6 +450,133 @@ static void no_scale(nvl_st_entry_t *e, unsigned char *buf)
 {
     (void)buf;
     e[1].name = "m.weight_scalez";
+}
+
+static void e8m0_nan(nvl_st_entry_t *e, unsigned char *buf)
+{
+    memcpy(buf, e[1].bytes, 2);
+    buf[1] = 0xFF; /* E8M0 NaN: row 1's block 0 */
+    e[1].bytes = buf;
+}
+
+static void fp8_scale_nan(nvl_st_entry_t *e, unsigned char *buf)
+{
+    float nan = NAN;
+    memcpy(buf, &nan, 4);
+    e[1].bytes = buf;
+}
+
+static void fp8_scale_2d(nvl_st_entry_t *e, unsigned char *buf)
+{
+    (void)buf;
+    e[1].ndim = 2;
+    e[1].shape[0] = e[1].shape[1] = 1;
+}
+
+/* MX-FP4 and FP8 per tensor: their scales' NaN and shape */
+static void bad_scales_other_formats(void **state)
+{
+    (void)state;
+    write_bad_as(NVL_QUANT_MXFP4,
+                 "{\"quantization_config\": {\"quant_method\": \"mxfp4\"}}",
+                 e8m0_nan);
+    expect_bad(0, "holds nan at [1, 0]", "m.weight_scales");
+    const char *fp8 = "{\"quantization_config\": {\"quant_method\": "
+                      "\"modelopt\", \"quant_algo\": \"FP8\"}}";
+    write_bad_as(NVL_QUANT_FP8, fp8, fp8_scale_nan);
+    expect_bad(0, "holds nan at [0, 0]", "m.weight_scale");
+    write_bad_as(NVL_QUANT_FP8, fp8, fp8_scale_2d);
+    expect_bad(0, "has shape [1, 1], but the codes 'm.weight' [2, 32] "
+                  "(2 x 32 values) need [] or [1] (one per tensor)",
+               "m.weight_scale");
+}
+
+/* tmp/name holds text */
+static void put_file(const char *name, const char *text)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* nvl_quant_config_read of tmp fails with one report holding want */
+static void expect_config_bad(const char *want)
+{
+    nvl_quant_config_t q;
+    reports.count = 0;
+    assert_int_equal(nvl_quant_config_read(tmp, &q), NVL_ERR_INVALID);
+    assert_int_equal(reports.count, 1);
+    if (strstr(reports.last, want) == NULL)
+        fail_msg("report '%s' lacks '%s'", reports.last, want);
+    remove_tmp();
+}
+
+/* ModelOpt's quantization_config in config.json as its export converts it
+ * (convert_hf_quant_config_format: ignore, kv_cache_scheme, config_groups'
+ * group_size), and a config.json that disagrees with hf_quant_config.json */
+static void modelopt_config_forms(void **state)
+{
+    (void)state;
+    static const char *group =
+        "\"config_groups\": {\"group_0\": {\"weights\": {\"num_bits\": 4, "
+        "\"type\": \"float\", \"group_size\": %d}, \"targets\": "
+        "[\"Linear\"]}}";
+    char cfg[1024], g[256];
+    snprintf(g, sizeof g, group, 16);
+    snprintf(cfg, sizeof cfg,
+             "{\"quantization_config\": {%s, \"ignore\": [\"lm_head\", "
+             "\"model.layers.1.mlp*\"], \"quant_algo\": \"NVFP4\", "
+             "\"kv_cache_scheme\": {\"dynamic\": false, \"num_bits\": 8, "
+             "\"type\": \"float\"}, \"quant_method\": \"modelopt\"}}", g);
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    put_file("config.json", cfg);
+    nvl_quant_config_t q;
+    assert_int_equal(nvl_quant_config_read(tmp, &q), NVL_OK);
+    assert_true(q.quantized && q.format == NVL_QUANT_NVFP4 && q.kv_fp8);
+    assert_int_equal(q.n_exclude, 2);
+    assert_string_equal(q.exclude_key, "ignore");
+    assert_string_equal(q.exclude[1], "model.layers.1.mlp*");
+    /* the same with hf_quant_config.json saying so: agreed */
+    put_file("hf_quant_config.json",
+             "{\"quantization\": {\"quant_algo\": \"NVFP4\", "
+             "\"kv_cache_quant_algo\": \"FP8\", \"group_size\": 16, "
+             "\"exclude_modules\": [\"lm_head\", \"model.layers.1.mlp*\"]}}");
+    assert_int_equal(nvl_quant_config_read(tmp, &q), NVL_OK);
+    /* hf_quant_config.json without the KV cache: they disagree */
+    put_file("hf_quant_config.json",
+             "{\"quantization\": {\"quant_algo\": \"NVFP4\", "
+             "\"exclude_modules\": [\"lm_head\", \"model.layers.1.mlp*\"]}}");
+    expect_config_bad("config.json: quantization_config and ");
+
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(g, sizeof g, group, 32);
+    snprintf(cfg, sizeof cfg,
+             "{\"quantization_config\": {%s, \"quant_algo\": \"NVFP4\", "
+             "\"quant_method\": \"modelopt\"}}", g);
+    put_file("config.json", cfg);
+    expect_config_bad("config_groups.group_0.weights.group_size must be 16");
+
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    put_file("config.json",
+             "{\"quantization_config\": {\"quant_algo\": \"FP8\", "
+             "\"kv_cache_scheme\": {\"num_bits\": 4, \"type\": \"float\"}, "
+             "\"quant_method\": \"modelopt\"}}");
+    expect_config_bad("kv_cache_scheme an object other than FP8's");
+
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    put_file("config.json",
+             "{\"quantization_config\": {\"quant_algo\": \"NVFP4_AWQ\", "
+             "\"quant_method\": \"modelopt\"}}");
+    put_file("hf_quant_config.json",
+             "{\"quantization\": {\"quant_algo\": \"NVFP4\"}}");
+    expect_config_bad("config.json: quant_algo 'NVFP4_AWQ' is not one");
 }
 
 static void bad_checkpoints(void **state)
@@ -548,6 +683,10 @@ int main(void)
         cmocka_unit_test(moe_writer_matches_torch),
         cmocka_unit_test_setup_teardown(bad_checkpoints, capture_reports,
                                         release_reports),
+        cmocka_unit_test_setup_teardown(bad_scales_other_formats,
+                                        capture_reports, release_reports),
+        cmocka_unit_test_setup_teardown(modelopt_config_forms,
+                                        capture_reports, release_reports),
         cmocka_unit_test_setup_teardown(fp8_block_partial, capture_reports,
                                         release_reports),
     };
