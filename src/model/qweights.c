@@ -381,6 +381,19 @@ nvl_status_t nvl_weights_read_raw(const nvl_weights_t *w, const char *name,
     return NVL_OK;
 }
 
+nvl_status_t nvl_weights_stored_dtype(const nvl_weights_t *w,
+                                      const char *name,
+                                      const char **dtype_out)
+{
+    nvl_st_ref_t r;
+    if (!nvl_st_find(w, name, &r)) {
+        nvl_tensor_info_t info; /* reports, naming the file */
+        return nvl_st_plain_info(w, name, &info);
+    }
+    *dtype_out = r.dtype;
+    return NVL_OK;
+}
+
 const nvl_quant_config_t *nvl_weights_quant(const nvl_weights_t *w)
 {
     return nvl_st_quant(w);
