@@ -87,6 +87,13 @@ nvl_status_t nvl_weights_read_raw(const nvl_weights_t *w, const char *name,
                                   uint64_t *n_bytes_out,
                                   const char **dtype_out);
 
+/* The dtype of stored tensor `name` as the header spells it ("F32",
+ * "F8_E4M3" ...; valid while w is open), no byte read.  Reports a
+ * missing tensor. */
+nvl_status_t nvl_weights_stored_dtype(const nvl_weights_t *w,
+                                      const char *name,
+                                      const char **dtype_out);
+
 /* One tensor to write: name, safetensors dtype, shape (ndim 0: a scalar)
  * and bytes. */
 typedef struct {

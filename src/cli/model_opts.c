@@ -162,27 +162,42 @@ static nvl_status_t weight_only(const nvl_quant_config_t *q)
     return NVL_ERR_INVALID;
 }
 
-/* The first "*.weight_scale" tensor of an open checkpoint (foreach's
- * callback): its name into ctx, then stop. */
+/* foreach's walk for stored_scale_bytes: the checkpoint and the width
+ * found (0: none yet) */
+typedef struct {
+    const nvl_weights_t *w;
+    uint32_t bytes;
+} scale_walk_t;
+
+/* The first "*.weight_scale" tensor stored in a float dtype (F32, BF16,
+ * F16: the width the checkpoint chose) sets walk->bytes and stops the
+ * walk; E4M3 and E8M0 scales (NVFP4's, MX-FP4's groups) have their
+ * format's own width and are passed over. */
 static nvl_status_t find_scale(const char *name, void *ctx)
 {
     static const char suffix[] = ".weight_scale";
+    scale_walk_t *walk = ctx;
     size_t n = strlen(name), k = sizeof suffix - 1;
-    if (n <= k || strcmp(name + n - k, suffix) != 0 || n >= 256)
+    if (n <= k || strcmp(name + n - k, suffix) != 0)
         return NVL_OK;
-    memcpy(ctx, name, n + 1);
-    return NVL_ERR_INVALID; /* found: ends the walk, not an error */
+    const char *dt;
+    if (nvl_weights_stored_dtype(walk->w, name, &dt) != NVL_OK)
+        return NVL_ERR_INVALID;
+    walk->bytes = strcmp(dt, "F32") == 0                              ? 4
+                  : strcmp(dt, "BF16") == 0 || strcmp(dt, "F16") == 0 ? 2
+                                                                      : 0;
+    return walk->bytes ? NVL_ERR_INVALID : NVL_OK; /* found: ends the walk */
 }
 
 /* A compressed-tensors checkpoint's scale width as its safetensors
- * header stores it (the bytes of the first weight_scale's dtype: what
- * data mode reads and a GPU holds), where dir has its weights; else
+ * header stores it (the bytes of the first float weight_scale's dtype:
+ * what data mode reads and a GPU holds), where dir has its weights; else
  * q->scale_bytes, config.json's dtype.  A checkpoint that does not open
  * is reported (nvl_weights_open names the file) and fails. */
 static nvl_status_t stored_scale_bytes(const char *dir,
                                        nvl_quant_config_t *q)
 {
-    char path[4096], name[256] = "";
+    char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     bool one = access(path, F_OK) == 0;
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
@@ -191,12 +206,12 @@ static nvl_status_t stored_scale_bytes(const char *dir,
     nvl_weights_t *w;
     if (nvl_weights_open(dir, &w) != NVL_OK)
         return NVL_ERR_INVALID;
-    nvl_tensor_info_t info;
-    if (nvl_weights_foreach(w, find_scale, name) != NVL_OK && name[0] &&
-        nvl_weights_info(w, name, &info) == NVL_OK)
-        q->scale_bytes = (uint32_t)nvl_dtype_size(info.dtype);
+    scale_walk_t walk = {w, 0};
+    nvl_status_t st = nvl_weights_foreach(w, find_scale, &walk);
+    if (walk.bytes)
+        q->scale_bytes = walk.bytes;
     nvl_weights_close(w);
-    return NVL_OK;
+    return st == NVL_OK || walk.bytes ? NVL_OK : NVL_ERR_INVALID;
 }
 
 nvl_status_t nvl_cli_model_opts_resolve(nvl_cli_model_opts_t *m,

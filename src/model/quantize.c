@@ -246,8 +246,10 @@ static nvl_status_t write_configs(const char *in, const char *out,
     json_t *q = json_object(), *hf = NULL,
            *exclude = json_pack("[s]", "lm_head");
     nvl_quant_config_write(qo->format, exclude, q, &hf);
-    if (qo->kv_fp8 && hf != NULL) { /* ModelOpt's KV cache key */
-        json_object_set_new(q, "kv_cache_quant_algo", json_string("FP8"));
+    if (qo->kv_fp8 && hf != NULL) { /* ModelOpt's KV cache keys */
+        json_object_set_new(q, "kv_cache_scheme",
+                            json_pack("{s:b, s:i, s:s}", "dynamic", 0,
+                                      "num_bits", 8, "type", "float"));
         json_object_set_new(json_object_get(hf, "quantization"),
                             "kv_cache_quant_algo", json_string("FP8"));
     }

@@ -128,7 +128,10 @@ static nvl_status_t check_scales(const nvl_weights_t *w, const char *prefix,
         char got[64], codes[64], need[64];
         shape_text(s, got, sizeof got);
         shape_text(d, codes, sizeof codes);
-        if (experts)
+        if (per_tensor) /* a scalar; vLLM's PerTensorScaleParameter
+                           also loads [1] */
+            snprintf(need, sizeof need, "] or [1");
+        else if (experts)
             snprintf(need, sizeof need, "%llu, %llu, %llu",
                      (unsigned long long)d->shape[0],
                      (unsigned long long)d->shape[1],
@@ -374,6 +377,19 @@ nvl_status_t nvl_weights_read_raw(const nvl_weights_t *w, const char *name,
     }
     *bytes_out = b;
     *n_bytes_out = r.n_bytes;
+    *dtype_out = r.dtype;
+    return NVL_OK;
+}
+
+nvl_status_t nvl_weights_stored_dtype(const nvl_weights_t *w,
+                                      const char *name,
+                                      const char **dtype_out)
+{
+    nvl_st_ref_t r;
+    if (!nvl_st_find(w, name, &r)) {
+        nvl_tensor_info_t info; /* reports, naming the file */
+        return nvl_st_plain_info(w, name, &info);
+    }
     *dtype_out = r.dtype;
     return NVL_OK;
 }

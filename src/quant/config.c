@@ -5,6 +5,7 @@
  * Fp8Config.from_config: weight_block_size; mxfp4.py). */
 #include <fnmatch.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -110,8 +111,77 @@ static nvl_quant_format_t by_algo(const char *algo)
     return NVL_QUANT_COUNT;
 }
 
+/* Whether gs (a group_size, NULL: absent) is NVFP4's 16; else reported
+ * with its key. */
+static bool group16(const char *file, const char *key, const json_t *gs)
+{
+    if (gs == NULL || (json_is_integer(gs) && json_integer_value(gs) == 16))
+        return true;
+    nvl_report("%s: %s must be 16 for NVFP4 (ModelOpt's block of 16 "
+               "elements per E4M3 scale)",
+               file, key);
+    return false;
+}
+
+/* NVFP4's group_size in ModelOpt's keys: the key itself, and in
+ * config.json's form each config group's weights.group_size
+ * (convert_hf_quant_config_format); absent: 16. */
+static nvl_status_t group_size(const char *file, const json_t *q)
+{
+    if (!group16(file, "group_size", json_object_get(q, "group_size")))
+        return NVL_ERR_INVALID;
+    const char *name;
+    json_t *g;
+    json_object_foreach(json_object_get(q, "config_groups"), name, g) {
+        char key[160];
+        snprintf(key, sizeof key, "config_groups.%.64s.weights.group_size",
+                 name);
+        if (!group16(file, key,
+                     json_object_get(json_object_get(g, "weights"),
+                                     "group_size")))
+            return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
+}
+
+/* The KV cache type in ModelOpt's keys: kv_cache_quant_algo "FP8" or
+ * null; in config.json's form kv_cache_scheme, {"num_bits": 8, "type":
+ * "float", ...} for FP8 (convert_hf_quant_config_format writes another
+ * algorithm's name as a string) or null. */
+static nvl_status_t kv_algo(const char *file, const json_t *q,
+                            nvl_quant_config_t *out)
+{
+    const char *key = "kv_cache_quant_algo";
+    const json_t *kv = json_object_get(q, key);
+    if (kv == NULL) {
+        key = "kv_cache_scheme";
+        kv = json_object_get(q, key);
+    }
+    const char *kvs = json_string_value(kv);
+    bool fp8 = kvs != NULL && strcmp(kvs, "FP8") == 0;
+    if (json_is_object(kv)) {
+        const char *t = json_string_value(json_object_get(kv, "type"));
+        fp8 = t != NULL && strcmp(t, "float") == 0 &&
+              json_integer_value(json_object_get(kv, "num_bits")) == 8;
+        kvs = "an object other than FP8's {\"num_bits\": 8, \"type\": "
+              "\"float\"}";
+    }
+    if (kv != NULL && !json_is_null(kv) && !fp8) {
+        nvl_report("%s: %s %s%s%s is not one nvlemu reads (FP8 or null)",
+                   file, key, kvs && !json_is_object(kv) ? "'" : "",
+                   kvs ? kvs : "not a string",
+                   kvs && !json_is_object(kv) ? "'" : "");
+        return NVL_ERR_INVALID;
+    }
+    out->kv_fp8 = fp8;
+    return NVL_OK;
+}
+
 /* ModelOpt's keys (under "quantization" in hf_quant_config.json, flat in
- * quantization_config): quant_algo NVFP4 (group_size 16) or FP8. */
+ * config.json's quantization_config, where ModelOpt's export writes them
+ * converted: `ignore` for exclude_modules, kv_cache_scheme, config_groups;
+ * vLLM's ModelOptQuantConfigBase.from_config reads either): quant_algo
+ * NVFP4 (group_size 16) or FP8. */
 static nvl_status_t modelopt(const char *file, const json_t *q,
                              nvl_quant_config_t *out)
 {
@@ -124,28 +194,17 @@ static nvl_status_t modelopt(const char *file, const json_t *q,
                    algo ? "'" : "");
         return NVL_ERR_INVALID;
     }
-    const json_t *gs = json_object_get(q, "group_size");
-    if (f == NVL_QUANT_NVFP4 && gs != NULL &&
-        (!json_is_integer(gs) || json_integer_value(gs) != 16)) {
-        nvl_report("%s: group_size must be 16 for NVFP4 (ModelOpt's block of "
-                   "16 elements per E4M3 scale)",
-                   file);
+    if ((f == NVL_QUANT_NVFP4 && group_size(file, q) != NVL_OK) ||
+        kv_algo(file, q, out) != NVL_OK)
         return NVL_ERR_INVALID;
-    }
-    const json_t *kv = json_object_get(q, "kv_cache_quant_algo");
-    const char *kvs = json_string_value(kv);
-    if (kv != NULL && !json_is_null(kv) &&
-        (kvs == NULL || strcmp(kvs, "FP8") != 0)) {
-        nvl_report("%s: kv_cache_quant_algo %s%s%s is not one nvlemu reads "
-                   "(FP8 or null)",
-                   file, kvs ? "'" : "", kvs ? kvs : "not a string",
-                   kvs ? "'" : "");
-        return NVL_ERR_INVALID;
-    }
-    out->kv_fp8 = kvs != NULL;
     out->quantized = true;
     out->format = f;
-    return exclusions(file, q, "exclude_modules", out);
+    return exclusions(file, q,
+                      json_object_get(q, "exclude_modules") == NULL &&
+                              json_object_get(q, "ignore") != NULL
+                          ? "ignore"
+                          : "exclude_modules",
+                      out);
 }
 
 /* vLLM's Fp8Config.from_config: activation_scheme "static" or "dynamic"
@@ -223,6 +282,59 @@ static uint32_t model_dtype_bytes(const json_t *root)
                                                                    : 0;
 }
 
+/* What a and b (the same checkpoint's two configs) disagree on, or NULL:
+ * the format, the KV cache's, the modules left out. */
+static const char *disagree(const nvl_quant_config_t *a,
+                            const nvl_quant_config_t *b)
+{
+    if (a->quantized != b->quantized || a->format != b->format ||
+        a->compressed_tensors != b->compressed_tensors)
+        return "the weight format";
+    if (a->kv_fp8 != b->kv_fp8)
+        return "the KV cache's format";
+    bool same = a->n_exclude == b->n_exclude;
+    for (int i = 0; same && i < a->n_exclude; i++)
+        same = strcmp(a->exclude[i], b->exclude[i]) == 0;
+    return same ? NULL : "the modules left unquantized";
+}
+
+/* With hf_quant_config.json read into hf: config.json's
+ * quantization_config, where it has one, must say the same (vLLM's
+ * get_quant_config reads config.json's, TensorRT-LLM's LLM API
+ * hf_quant_config.json); its own errors are reported as such. */
+static nvl_status_t same_in_config(const char *dir,
+                                   const nvl_quant_config_t *hf)
+{
+    nvl_quant_config_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NVL_ERR_NOMEM;
+    snprintf(c->file, sizeof c->file, "%s/config.json", dir);
+    json_t *root = json_load_file(c->file, 0, NULL);
+    const json_t *q = json_object_get(root, "quantization_config");
+    nvl_status_t st = NVL_OK;
+    const char *what = NULL;
+    if (q != NULL && json_is_object(q)) {
+        st = hf_config(c->file, q, c);
+        what = st == NVL_OK ? disagree(hf, c) : NULL;
+    }
+    if (what != NULL) {
+        nvl_report("%s: quantization_config and %s disagree on %s (%s%s, "
+                   "KV %s, %d module(s) excluded against %s%s, KV %s, %d): "
+                   "vLLM reads the first, TensorRT-LLM the second",
+                   c->file, hf->file, what,
+                   c->quantized ? nvl_quant_row(c->format)->m.name : "none",
+                   c->compressed_tensors ? " (compressed-tensors)" : "",
+                   c->kv_fp8 ? "fp8" : "bf16", c->n_exclude,
+                   nvl_quant_row(hf->format)->m.name,
+                   hf->compressed_tensors ? " (compressed-tensors)" : "",
+                   hf->kv_fp8 ? "fp8" : "bf16", hf->n_exclude);
+        st = NVL_ERR_INVALID;
+    }
+    json_decref(root);
+    free(c);
+    return st;
+}
+
 nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -251,6 +363,8 @@ nvl_status_t nvl_quant_config_read(const char *dir, nvl_quant_config_t *out)
                       : hf_config(out->file, q, out);
         if (st == NVL_OK && out->compressed_tensors)
             out->scale_bytes = model_dtype_bytes(root);
+        if (st == NVL_OK && hf_quant)
+            st = same_in_config(dir, out);
     } else if (hf_quant) {
         nvl_report("%s: no \"quantization\" object", out->file);
         st = NVL_ERR_INVALID;

@@ -70,8 +70,8 @@ void nvl_qc_fp8(json_t *exclude, json_t *qconfig, json_t **hf_out);
 void nvl_qc_fp8_block(json_t *exclude, json_t *qconfig, json_t **hf_out);
 
 /* ModelOpt's hf_quant_config.json for quant_algo algo (group_size 0:
- * none), and the same keys in config.json's quantization_config with
- * quant_method "modelopt" (tensor.c, for nvfp4.c and fp8.c). */
+ * none), and config.json's quantization_config as ModelOpt's export
+ * converts it (config_groups, ignore; tensor.c, for nvfp4.c and fp8.c). */
 void nvl_qc_modelopt(const char *algo, int group_size, json_t *exclude,
                      json_t *qconfig, json_t **hf_out);
 

@@ -65,11 +65,15 @@ void nvl_qt_put_f32(unsigned char *at, float v)
 
 /* modelopt/torch/export/unified_export_hf.py (export_hf_checkpoint) writes
  * hf_quant_config.json as {"producer": {...}, "quantization": {"quant_algo",
- * "kv_cache_quant_algo", "group_size" (NVFP4), "exclude_modules"}};
- * vLLM's ModelOptFp8Config / ModelOptNvFp4Config.from_config
- * (vllm/model_executor/layers/quantization/modelopt.py) read these keys
- * under "quantization", or flat in config.json's quantization_config with
- * quant_method "modelopt". */
+ * "kv_cache_quant_algo", "group_size" (NVFP4), "exclude_modules"}}, and
+ * config.json's quantization_config as convert_hf_quant_config_format
+ * (modelopt/torch/export/convert_hf_config.py) turns it: {"config_groups":
+ * {"group_0": {"input_activations", "weights": {"dynamic": false,
+ * "num_bits": 8 or 4, "type": "float"[, "group_size": 16]}, "targets":
+ * ["Linear"]}}, "ignore", "quant_algo"[, "kv_cache_scheme"], "producer",
+ * "quant_method": "modelopt"}; vLLM's ModelOptQuantConfigBase.from_config
+ * (vllm/model_executor/layers/quantization/modelopt.py) reads the first
+ * under "quantization" and the second flat (`ignore`, kv_cache_scheme). */
 void nvl_qc_modelopt(const char *algo, int group_size, json_t *exclude,
                      json_t *qconfig, json_t **hf_out)
 {
@@ -79,12 +83,22 @@ void nvl_qc_modelopt(const char *algo, int group_size, json_t *exclude,
     if (group_size > 0)
         json_object_set_new(q, "group_size", json_integer(group_size));
     json_object_set(q, "exclude_modules", exclude);
-    json_object_set_new(qconfig, "quant_method", json_string("modelopt"));
-    json_object_update(qconfig, q);
-    json_t *hf = json_object();
+    json_t *producer =
+        json_pack("{s:s, s:s}", "name", "nvlemu", "version", "quantize");
+    json_t *w = json_pack("{s:b, s:i, s:s}", "dynamic", 0, "num_bits",
+                          group_size > 0 ? 4 : 8, "type", "float");
+    if (group_size > 0)
+        json_object_set_new(w, "group_size", json_integer(group_size));
     json_object_set_new(
-        hf, "producer",
-        json_pack("{s:s, s:s}", "name", "nvlemu", "version", "quantize"));
+        qconfig, "config_groups",
+        json_pack("{s:{s:O, s:o, s:[s]}}", "group_0", "input_activations", w,
+                  "weights", w, "targets", "Linear"));
+    json_object_set(qconfig, "ignore", exclude);
+    json_object_set_new(qconfig, "quant_algo", json_string(algo));
+    json_object_set(qconfig, "producer", producer);
+    json_object_set_new(qconfig, "quant_method", json_string("modelopt"));
+    json_t *hf = json_object();
+    json_object_set_new(hf, "producer", producer);
     json_object_set_new(hf, "quantization", q);
     *hf_out = hf;
 }

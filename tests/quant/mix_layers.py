@@ -70,7 +70,8 @@ def main():
                    ("config.json", lambda c: c["quantization_config"])):
         path = os.path.join(dst, f)
         cfg = json.load(open(path))
-        get(cfg)["exclude_modules"].append(prefix[:-1] + "*")
+        q = get(cfg)  # config.json's ModelOpt form calls the list `ignore`
+        q["ignore" if "ignore" in q else "exclude_modules"].append(prefix[:-1] + "*")
         json.dump(cfg, open(path, "w"), indent=2)
     h, d = read(os.path.join(src, "model.safetensors"))
     fh, fd = read(os.path.join(flt, "model.safetensors"))

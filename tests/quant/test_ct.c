@@ -4,8 +4,11 @@
  * channel with bf16 scales (the model's dtype), the activation rule each
  * group's input_activations gives, the global-scale NVFP4 rule against
  * ModelOpt's where the reciprocal is exact, and groups of several schemes
- * (each module's group, read in its own layout), and the scale width the
- * timing model prices from config.json's dtype. */
+ * (each module's group, read in its own layout), the scale width the
+ * timing model prices from config.json's dtype, and ModelOpt's
+ * quantization_config in config.json as its export converts it
+ * (config_groups, ignore, kv_cache_scheme: the compressed-tensors-like
+ * form, quant_method "modelopt") beside hf_quant_config.json. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../unit/reports.h"
 #include "nvlemu/cost.h"
 #include "nvlemu/quant.h"
 #include "nvlemu/weights.h"
@@ -320,6 +324,94 @@ static void scale_width(void **state)
                 384.0 * 8.0 + 4.0);
 }
 
+/* tmp/name holds text */
+static void put_file(const char *name, const char *text)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* nvl_quant_config_read of tmp fails with one report holding want */
+static void expect_config_bad(const char *want)
+{
+    nvl_quant_config_t q;
+    reports.count = 0;
+    assert_int_equal(nvl_quant_config_read(tmp, &q), NVL_ERR_INVALID);
+    assert_int_equal(reports.count, 1);
+    if (strstr(reports.last, want) == NULL)
+        fail_msg("report '%s' lacks '%s'", reports.last, want);
+    remove_tmp();
+}
+
+/* ModelOpt's quantization_config in config.json as its export converts it
+ * (convert_hf_quant_config_format: ignore, kv_cache_scheme, config_groups'
+ * group_size), and a config.json that disagrees with hf_quant_config.json */
+static void modelopt_config_forms(void **state)
+{
+    (void)state;
+    static const char *group =
+        "\"config_groups\": {\"group_0\": {\"weights\": {\"num_bits\": 4, "
+        "\"type\": \"float\", \"group_size\": %d}, \"targets\": "
+        "[\"Linear\"]}}";
+    char cfg[1024], g[256];
+    snprintf(g, sizeof g, group, 16);
+    snprintf(cfg, sizeof cfg,
+             "{\"quantization_config\": {%s, \"ignore\": [\"lm_head\", "
+             "\"model.layers.1.mlp*\"], \"quant_algo\": \"NVFP4\", "
+             "\"kv_cache_scheme\": {\"dynamic\": false, \"num_bits\": 8, "
+             "\"type\": \"float\"}, \"quant_method\": \"modelopt\"}}", g);
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-ct-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    put_file("config.json", cfg);
+    nvl_quant_config_t q;
+    assert_int_equal(nvl_quant_config_read(tmp, &q), NVL_OK);
+    assert_true(q.quantized && q.format == NVL_QUANT_NVFP4 && q.kv_fp8);
+    assert_int_equal(q.n_exclude, 2);
+    assert_string_equal(q.exclude_key, "ignore");
+    assert_string_equal(q.exclude[1], "model.layers.1.mlp*");
+    /* the same with hf_quant_config.json saying so: agreed */
+    put_file("hf_quant_config.json",
+             "{\"quantization\": {\"quant_algo\": \"NVFP4\", "
+             "\"kv_cache_quant_algo\": \"FP8\", \"group_size\": 16, "
+             "\"exclude_modules\": [\"lm_head\", \"model.layers.1.mlp*\"]}}");
+    assert_int_equal(nvl_quant_config_read(tmp, &q), NVL_OK);
+    /* hf_quant_config.json without the KV cache: they disagree */
+    put_file("hf_quant_config.json",
+             "{\"quantization\": {\"quant_algo\": \"NVFP4\", "
+             "\"exclude_modules\": [\"lm_head\", \"model.layers.1.mlp*\"]}}");
+    expect_config_bad("config.json: quantization_config and ");
+
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-ct-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(g, sizeof g, group, 32);
+    snprintf(cfg, sizeof cfg,
+             "{\"quantization_config\": {%s, \"quant_algo\": \"NVFP4\", "
+             "\"quant_method\": \"modelopt\"}}", g);
+    put_file("config.json", cfg);
+    expect_config_bad("config_groups.group_0.weights.group_size must be 16");
+
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-ct-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    put_file("config.json",
+             "{\"quantization_config\": {\"quant_algo\": \"FP8\", "
+             "\"kv_cache_scheme\": {\"num_bits\": 4, \"type\": \"float\"}, "
+             "\"quant_method\": \"modelopt\"}}");
+    expect_config_bad("kv_cache_scheme an object other than FP8's");
+
+    snprintf(tmp, sizeof tmp, "/tmp/nvl-ct-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    put_file("config.json",
+             "{\"quantization_config\": {\"quant_algo\": \"NVFP4_AWQ\", "
+             "\"quant_method\": \"modelopt\"}}");
+    put_file("hf_quant_config.json",
+             "{\"quantization\": {\"quant_algo\": \"NVFP4\"}}");
+    expect_config_bad("config.json: quant_algo 'NVFP4_AWQ' is not one");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +421,8 @@ int main(void)
         cmocka_unit_test(nvfp4_global_rule),
         cmocka_unit_test(mixed_groups),
         cmocka_unit_test(scale_width),
+        cmocka_unit_test_setup_teardown(modelopt_config_forms,
+                                        capture_reports, release_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

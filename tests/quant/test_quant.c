@@ -336,10 +336,10 @@ static const char *cfg_nvfp4 =
     "{\"quantization_config\": {\"quant_method\": \"modelopt\", "
     "\"quant_algo\": \"NVFP4\", \"group_size\": 16}}";
 
-/* A checkpoint in tmp of one NVFP4 weight "m.weight" (2 x 32 unless the
- * entries are changed by `edit`), config.json cfg. */
-static void write_bad(const char *cfg,
-                      void (*edit)(nvl_st_entry_t *e, unsigned char *buf))
+/* A checkpoint in tmp of one weight "m.weight" (2 x 32 unless the
+ * entries are changed by `edit`) in format fmt, config.json cfg. */
+static void write_bad_as(nvl_quant_format_t fmt, const char *cfg,
+                         void (*edit)(nvl_st_entry_t *e, unsigned char *buf))
 {
     snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
     assert_non_null(mkdtemp(tmp));
@@ -347,28 +347,32 @@ static void write_bad(const char *cfg,
     for (int k = 0; k < 64; k++)
         w[k] = (float)(k % 7) - 3.0f;
     nvl_quant_tensor_t t;
-    assert_int_equal(
-        nvl_quant_tensor(NVL_QUANT_NVFP4, "m.weight", w, 2, 32, 0.0f, &t), NVL_OK);
+    assert_int_equal(nvl_quant_tensor(fmt, "m.weight", w, 2, 32, 0.0f, &t),
+                     NVL_OK);
     static unsigned char buf[64];
+    static char names[3][64];
     nvl_st_entry_t e[3];
-    const char *names[3] = {"m.weight", "m.weight_scale", "m.weight_scale_2"};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < t.n_parts; i++) {
+        snprintf(names[i], sizeof names[i], "m.%s", t.part[i].suffix);
         e[i] = (nvl_st_entry_t){
             names[i],        t.part[i].dtype,
-            t.part[i].ndim,  {t.part[i].shape[0], t.part[i].shape[1]},
+            t.part[i].ndim,  {t.part[i].shape[0], t.part[i].shape[1],
+                              t.part[i].shape[2]},
             t.part[i].bytes, t.part[i].n_bytes};
     }
     if (edit != NULL)
         edit(e, buf);
     char path[128];
     snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-    assert_int_equal(nvl_st_write(path, e, 3), NVL_OK);
+    assert_int_equal(nvl_st_write(path, e, (size_t)t.n_parts), NVL_OK);
     snprintf(path, sizeof path, "%s/config.json", tmp);
     FILE *f = fopen(path, "w");
     fputs(cfg, f);
     fclose(f);
     nvl_quant_tensor_free(&t);
 }
+
+#define write_bad(cfg, edit) write_bad_as(NVL_QUANT_NVFP4, cfg, edit)
 
 static void remove_tmp(void)
 {
@@ -442,6 +446,45 @@ static void no_scale(nvl_st_entry_t *e, unsigned char *buf)
 {
     (void)buf;
     e[1].name = "m.weight_scalez";
+}
+
+static void e8m0_nan(nvl_st_entry_t *e, unsigned char *buf)
+{
+    buf[0] = 0x7F; /* 1.0 */
+    buf[1] = 0xFF; /* E8M0 NaN: row 1's block 0 */
+    e[1].bytes = buf;
+}
+
+static void fp8_scale_nan(nvl_st_entry_t *e, unsigned char *buf)
+{
+    float nan = NAN;
+    memcpy(buf, &nan, 4);
+    e[1].bytes = buf;
+}
+
+static void fp8_scale_2d(nvl_st_entry_t *e, unsigned char *buf)
+{
+    (void)buf;
+    e[1].ndim = 2;
+    e[1].shape[0] = e[1].shape[1] = 1;
+}
+
+/* MX-FP4 and FP8 per tensor: their scales' NaN and shape */
+static void bad_scales_other_formats(void **state)
+{
+    (void)state;
+    write_bad_as(NVL_QUANT_MXFP4,
+                 "{\"quantization_config\": {\"quant_method\": \"mxfp4\"}}",
+                 e8m0_nan);
+    expect_bad(0, "holds nan at [1, 0]", "m.weight_scales");
+    const char *fp8 = "{\"quantization_config\": {\"quant_method\": "
+                      "\"modelopt\", \"quant_algo\": \"FP8\"}}";
+    write_bad_as(NVL_QUANT_FP8, fp8, fp8_scale_nan);
+    expect_bad(0, "holds nan at [0, 0]", "m.weight_scale");
+    write_bad_as(NVL_QUANT_FP8, fp8, fp8_scale_2d);
+    expect_bad(0, "has shape [1, 1], but the codes 'm.weight' [2, 32] "
+                  "(2 x 32 values) need [] or [1] (one per tensor)",
+               "m.weight_scale");
 }
 
 static void bad_checkpoints(void **state)
@@ -548,6 +591,8 @@ int main(void)
         cmocka_unit_test(moe_writer_matches_torch),
         cmocka_unit_test_setup_teardown(bad_checkpoints, capture_reports,
                                         release_reports),
+        cmocka_unit_test_setup_teardown(bad_scales_other_formats,
+                                        capture_reports, release_reports),
         cmocka_unit_test_setup_teardown(fp8_block_partial, capture_reports,
                                         release_reports),
     };
