@@ -411,6 +411,70 @@ static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
     return 2 * NVL_GROUPED_TILE_M;
 }
 
+/* torch._grouped_mm (bf16) on SM90 at decode shapes: aten's
+ * dispatch_bf16_grouped_kernel_on_tile_size (GroupMM.cu) takes, where the
+ * rows / the groups or N is at most 128, CUTLASS's ptr-array Pingpong
+ * kernel of 64 x 128 x 128 tiles in clusters of 2 x 1 x 1: the two CTAs of
+ * a cluster sit on two row tiles of one 128-column weight panel and share
+ * its k-blocks by TMA multicast, each loading half.  The persistent tile
+ * scheduler rounds each problem's row tiles up to whole clusters
+ * (PersistentTileSchedulerSm90GroupParams), so an expert of 1-128 rows
+ * is two CTA tiles a panel; the grid is one CTA an SM, each taking its
+ * tiles in turn.  The profiled kernel is that one: MainloopSm90Array
+ * TmaGmmaWarpSpecialized<4, Shape<2,1,1>>, KernelPtrArrayTmaWarpSpecialized
+ * Pingpong, 64 x 128 x 128, SM90_TMA_LOAD_MULTICAST
+ * (tests/data/calibration/h200-grouped-decode/kernels.json).  Its body is
+ * at least (TORCH_GROUPED_START_TRIPS + ceil(ctas / sm_count) x
+ * (TORCH_GROUPED_TILE_TRIPS + half_panel_bytes /
+ * TORCH_GROUPED_BYTES_PER_TRIP)) mem_latency: a start (the CTA's tensor
+ * maps written to its workspace and fenced, the first problem's shape and
+ * pointers read, the first loads), then per tile the tensor-map switch to
+ * the tile's group and its share of the panel's weights streamed.  The
+ * three constants fit by scripts/calibration/fit-torch-grouped-decode.py
+ * to 26 of h200-grouped-decode/grouped-decode.csv's 70 rows (all 128
+ * experts, 2, 8, 32 and 128 rows each, six shapes); its other 44 rows
+ * (1-128 rows an expert, 8-128 experts), the DEP8 rows, the H100's and
+ * the MoE decode step held out (docs/cost-model.md, "Mixture of
+ * experts"). */
+#define TORCH_BF16_SMALL 128
+#define TORCH_GROUPED_CLUSTER_M 2.0
+#define TORCH_GROUPED_START_TRIPS 6.0
+#define TORCH_GROUPED_TILE_TRIPS 1.5
+#define TORCH_GROUPED_BYTES_PER_TRIP 25000.0
+
+/* The floor of torch's bf16 Pingpong kernel above for these groups, in
+ * seconds, or a negative value where aten takes another kernel (rows /
+ * groups and n both above TORCH_BF16_SMALL), the weights are not bf16, or
+ * the GPU is not SM90 (FP4 tensor cores: SM100's 1-SM kernel). */
+static double torch_bf16_small_floor_s(const nvl_cost_cfg_t *cfg,
+                                       nvl_wdtype_t dt, size_t groups,
+                                       const uint64_t *m, uint64_t n,
+                                       uint64_t k)
+{
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    if (!cfg->torch_grouped || dt != NVL_WDT_BF16 || groups == 0 ||
+        nvl_wdtype_peak_flops_per_s(g, NVL_WDT_FP4) > 0)
+        return -1;
+    double rows = 0, ctas = 0;
+    for (size_t i = 0; i < groups; i++) {
+        double tiles = ceil((double)m[i] / NVL_GROUPED_TILE_M);
+        rows += (double)m[i];
+        ctas += ceil(tiles / TORCH_GROUPED_CLUSTER_M) * TORCH_GROUPED_CLUSTER_M;
+    }
+    if (floor(rows / (double)groups) > TORCH_BF16_SMALL &&
+        n > TORCH_BF16_SMALL)
+        return -1;
+    ctas *= ceil((double)n / NVL_GROUPED_TILE_N);
+    double sms = g->sm_count ? (double)g->sm_count : 1.0;
+    nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
+        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k, 0);
+    double tile_trips = TORCH_GROUPED_TILE_TRIPS +
+                        pb.data_bytes / TORCH_GROUPED_CLUSTER_M /
+                            TORCH_GROUPED_BYTES_PER_TRIP;
+    return (TORCH_GROUPED_START_TRIPS + ceil(ctas / sms) * tile_trips) *
+           (double)g->mem_latency_ps * 1e-12;
+}
+
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k)
@@ -442,6 +506,9 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                    (pb.data_bytes + pb.scale_bytes) /
                        NVL_GROUPED_PANEL_BYTES_PER_TRIP;
     double t_panel = waves * trips * (double)g->mem_latency_ps * 1e-12;
+    double t_torch = torch_bf16_small_floor_s(cfg, dt, groups, m, n, k);
+    if (t_torch >= 0)
+        t_panel = t_torch;
     c.time_ps = nvl_ps_from_s(nvl_cost_overhead_s(cfg, g->kernel_overhead_ps) +
                               fmax(t_s, t_panel));
     return c;
