@@ -1,17 +1,12 @@
 import sys,time,json,torch
-sys.path.insert(0,"scripts/device");from measure_common import capture_graph,gpu_environment
+sys.path.insert(0,"scripts/device");from measure_common import graph_mean_us,gpu_environment
 # torch._grouped_mm (bf16) at MoE decode shapes on one GPU: few rows an expert.
 # Weights as measure-moe-step.py lays them out: (E, n, k) contiguous, passed
 # transposed (.mT).  Each case: one call captured in a CUDA graph, replayed
 # 20 times, the mean in us.  Rows: experts, active experts (the rest get no
 # rows), rows an active expert, n, k.
 T=time.time();O=sys.argv[1];C="cuda";F=[]
-def tm(fn,n=20):
- try:
-  g=capture_graph(fn,1);a,b=torch.cuda.Event(1),torch.cuda.Event(1);a.record()
-  for _ in range(n):g.replay()
-  b.record();b.synchronize();return "%.2f"%(a.elapsed_time(b)*1e3/n)
- except Exception as x:F.append(str(x)[:200]);return "nan"
+tm=lambda f:graph_mean_us(f,F)
 W=open(O+"/grouped-decode.csv","w");print("experts,active,rows_per_expert,n,k,us",file=W)
 def case(E,A,R,n,k,w):
  c=torch.zeros(E,dtype=torch.int32,device=C);c[:A]=R;of=c.cumsum(0).int()
