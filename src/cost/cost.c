@@ -414,28 +414,19 @@ static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
 /* torch._grouped_mm (bf16) on SM90 at decode shapes: aten's
  * dispatch_bf16_grouped_kernel_on_tile_size (GroupMM.cu) takes, where the
  * rows / the groups or N is at most 128, CUTLASS's ptr-array Pingpong
- * kernel of 64 x 128 x 128 tiles in clusters of 2 x 1 x 1: the two CTAs of
- * a cluster sit on two row tiles of one 128-column weight panel and share
- * its k-blocks by TMA multicast, each loading half.  The persistent tile
- * scheduler rounds each problem's row tiles up to whole clusters
- * (PersistentTileSchedulerSm90GroupParams), so an expert of 1-128 rows
- * is two CTA tiles a panel; the grid is one CTA an SM, each taking its
- * tiles in turn.  The profiled kernel is that one: MainloopSm90Array
- * TmaGmmaWarpSpecialized<4, Shape<2,1,1>>, KernelPtrArrayTmaWarpSpecialized
- * Pingpong, 64 x 128 x 128, SM90_TMA_LOAD_MULTICAST
- * (tests/data/calibration/h200-grouped-decode/kernels.json).  Its body is
- * at least (TORCH_GROUPED_START_TRIPS + ceil(ctas / sm_count) x
- * (TORCH_GROUPED_TILE_TRIPS + half_panel_bytes /
- * TORCH_GROUPED_BYTES_PER_TRIP)) mem_latency: a start (the CTA's tensor
- * maps written to its workspace and fenced, the first problem's shape and
- * pointers read, the first loads), then per tile the tensor-map switch to
- * the tile's group and its share of the panel's weights streamed.  The
- * three constants fit by scripts/calibration/fit-torch-grouped-decode.py
- * to 26 of h200-grouped-decode/grouped-decode.csv's 70 rows (all 128
- * experts, 2, 8, 32 and 128 rows each, six shapes); its other 44 rows
- * (1-128 rows an expert, 8-128 experts), the DEP8 rows, the H100's and
- * the MoE decode step held out (docs/cost-model.md, "Mixture of
- * experts"). */
+ * kernel, 64 x 128 x 128 tiles in 2 x 1 x 1 clusters: the cluster's two
+ * CTAs take two row tiles of one 128-column weight panel and share its
+ * k-blocks by TMA multicast, each loading half; the persistent scheduler
+ * rounds a problem's row tiles up to whole clusters (1-128 rows: two CTA
+ * tiles a panel), one CTA an SM (the profiled kernel:
+ * tests/data/calibration/h200-grouped-decode/kernels.json).  Its body is
+ * at least (START + ceil(ctas / sm_count) (TILE + half_panel_bytes /
+ * BYTES_PER_TRIP)) mem_latency: a start (tensor maps written and fenced,
+ * the first problem read, the first loads), then per tile the tensor-map
+ * switch and the CTA's half panel.  Fit by scripts/calibration/
+ * fit-torch-grouped-decode.py to 26 of that folder's 70 rows; the rest,
+ * the DEP8 rows, the H100's and the MoE step held out
+ * (docs/cost-model.md, "Mixture of experts"). */
 #define TORCH_BF16_SMALL 128
 #define TORCH_GROUPED_CLUSTER_M 2.0
 #define TORCH_GROUPED_START_TRIPS 6.0
