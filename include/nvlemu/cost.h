@@ -312,7 +312,13 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  * x mem_latency, panels = sum over the groups with rows of ceil(n / 128),
  * panel_bytes one panel's weights (128 columns x k): a weight panel
  * starts with an empty pipeline and streams at about 20,000 bytes a
- * round trip on its SM (docs/cost-model.md "Mixture of experts"). */
+ * round trip on its SM (docs/cost-model.md "Mixture of experts").
+ * torch's bf16 kernel on SM90 (cfg->torch_grouped, bf16 weights, rows /
+ * groups or n at most 128: aten's Pingpong 64 x 128 kernel in 2 x 1
+ * clusters) takes its own floor in place of that one: (6.0 +
+ * ceil(ctas / sm_count) x (1.5 + panel_bytes / 2 / 25,000)) x
+ * mem_latency, ctas = sum over the groups with rows of 2 ceil(ceil(m /
+ * 64) / 2) x ceil(n / 128). */
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k);

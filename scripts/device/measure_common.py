@@ -95,3 +95,23 @@ def graph_median_us(fn, fail, reps=20):
     except Exception as x:  # noqa: BLE001 -- recorded, not fatal
         fail.append(str(x)[:200])
         return "nan"
+
+
+def graph_mean_us(fn, fail, reps=20):
+    """fn() run once, then captured in a CUDA graph (capture_graph) and
+    replayed REPS times back to back between two CUDA events; the mean in us
+    as "%.2f".  An exception is appended to FAIL (its first 200 characters)
+    and gives "nan"."""
+    import torch
+    try:
+        g = capture_graph(fn, 1)
+        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
+        a.record()
+        for _ in range(reps):
+            g.replay()
+        b.record()
+        b.synchronize()
+        return "%.2f" % (a.elapsed_time(b) * 1e3 / reps)
+    except Exception as x:  # noqa: BLE001 -- recorded, not fatal
+        fail.append(str(x)[:200])
+        return "nan"

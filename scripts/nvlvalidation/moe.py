@@ -1,5 +1,6 @@
 """A MoE layer's parts against measured kernels and a measured step (issue
-32): torch's grouped GEMMs (h100-moe, h200-moe-prefill, h200-fp8-k)
+32): torch's grouped GEMMs (h100-moe, h200-moe-prefill, h200-fp8-k,
+h200-grouped-decode)
 against `nvlemu cost grouped --stack torch`, torch's routing kernels
 (h100-moe/route.csv) and the eager parts of a torch MoE decode step on
 one H200 (h200-moe-step) against the kernels of `nvlemu run --stack
@@ -23,11 +24,15 @@ GROUPED = CAL + "/h100-moe/grouped.csv"
 ROUTE = CAL + "/h100-moe/route.csv"
 PREFILL = CAL + "/h200-moe-prefill/grouped-prefill.csv"
 DEP8 = CAL + "/h200-fp8-k/grouped-decode.csv"
+DECODE = CAL + "/h200-grouped-decode/grouped-decode.csv"
 STEP = CAL + "/h200-moe-step"
 # the fit rule (scripts/calibration/fit-moe-grouped.py): the grouped GEMM's
 # panel constants on h100-moe's uniform rows and the DEP8 file's gate+up
 # rows (K 4,096); everything else here is held out, the step included
 DEP8_FIT_K = "4096"
+# torch's bf16 kernel at decode shapes (scripts/calibration/
+# fit-torch-grouped-decode.py): fit on all 128 experts at these rows each
+DECODE_FIT_ROWS = ("2", "8", "32", "128")
 # route.csv's kernels and the step's parts -> the kernels nvlemu run
 # --stack torch issues for them (src/engine/moe.c, moe_torch.c)
 TOPK = ("topk_float", "topk_softmax", "topk_select", "topk_sort", "topk_sum", "topk_div")
@@ -143,6 +148,11 @@ def moe_kernels(build):
            for dt in ("bf16", "fp8")}
     dep = {dt: _compare(build, H200_TOPO, _read(DEP8), "experts", dt + "_grouped_us", dt)
            for dt in ("bf16", "fp8")}
+    dec = _compare(build, H200_TOPO, [dict(r, rows=str(int(r["active"]) *
+                                             int(r["rows_per_expert"])))
+                                      for r in _read(DECODE)], "active", "us", "bf16")
+    dec_fit = [r for r in dec
+               if r["active"] == "128" and r["rows_per_expert"] in DECODE_FIT_ROWS]
     route, parts = _route_rows(build), _step_parts(build, "torch", STEP_PARTS)
     compiled = _step_parts(build, "compiled", COMPILED_PARTS)
     # the step ran its attention and routing compiled: --stack compiled
@@ -159,6 +169,10 @@ def moe_kernels(build):
               "DEP8 decode shapes: torch bf16, gate+up (fit)", DEP8, False, H200_TOPO),
              ([r for r in dep["bf16"] if r["k"] != DEP8_FIT_K], "MoE grouped GEMM on H200 at "
               "DEP8 decode shapes: torch bf16, down", DEP8, True, H200_TOPO),
+             (dec_fit, "MoE grouped GEMM on H200 at decode shapes: torch bf16, 128 experts "
+              "(fit)", DECODE, False, H200_TOPO),
+             ([r for r in dec if r not in dec_fit], "MoE grouped GEMM on H200 at decode "
+              "shapes: torch bf16", DECODE, True, H200_TOPO),
              (pre["fp8"], "MoE grouped GEMM on H200 at prefill shapes: torch fp8", PREFILL,
               True, H200_TOPO),
              (dep["fp8"], "MoE grouped GEMM on H200 at DEP8 decode shapes: torch fp8", DEP8,
@@ -197,7 +211,10 @@ def _doc(fams, route, parts, steps):
            "Model minus measured, signed, in the detailed tables: negative is too fast. "
            "Fit rule (`scripts/calibration/fit-moe-grouped.py`): the grouped GEMM's two "
            "panel constants (src/cost/cost.c) on the H100's uniform rows and the H200 "
-           "DEP8 file's gate+up rows (K 4,096); torch's FP8 spill constant "
+           "DEP8 file's gate+up rows (K 4,096); the three constants of torch's bf16 "
+           "kernel at decode shapes (`scripts/calibration/fit-torch-grouped-decode.py`) "
+           "on h200-grouped-decode's rows of 128 experts of 2, 8, 32 and 128 rows; "
+           "torch's FP8 spill constant "
            "(`scripts/calibration/fit-fp8-spill.py`) on the four slow 128 x 256 rows of "
            "h200-moe-compiled/fp8-tile.csv; every other row held out, the step included.\n"]
     for rows, name, _src, _held, _topo in fams:
@@ -206,8 +223,8 @@ def _doc(fams, route, parts, steps):
             len(rows), pct(geomean([r["error"] for r in rows])),
             pct(max(r["error"] for r in rows))))
         doc.append(table(["groups", "rows", "n", "k", "measured (us)", "model (us)", "error"],
-                         [[r.get("active_experts") or r.get("experts"), r["rows"], r["n"],
-                           r["k"], "%.1f" % r["meas_us"], "%.1f" % r["pred_us"], _signed(r)]
+                         [[r.get("active_experts") or r.get("active") or r.get("experts"),
+                           r["rows"], r["n"], r["k"], "%.1f" % r["meas_us"], "%.1f" % r["pred_us"], _signed(r)]
                           for r in rows]))
     for title, rows in (("Routing kernels on H100 (" + ROUTE + ")", route),
                         ("The MoE decode step's parts on H200 (" + STEP + "/parts.csv, "

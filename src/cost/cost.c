@@ -413,6 +413,61 @@ static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
     return 2 * NVL_GROUPED_TILE_M;
 }
 
+/* torch._grouped_mm (bf16) on SM90 at decode shapes: aten's
+ * dispatch_bf16_grouped_kernel_on_tile_size (GroupMM.cu) takes, where the
+ * rows / the groups or N is at most 128, CUTLASS's ptr-array Pingpong
+ * kernel, 64 x 128 x 128 tiles in 2 x 1 x 1 clusters: the cluster's two
+ * CTAs take two row tiles of one 128-column weight panel and share its
+ * k-blocks by TMA multicast, each loading half; the persistent scheduler
+ * rounds a problem's row tiles up to whole clusters (1-128 rows: two CTA
+ * tiles a panel), one CTA an SM (the profiled kernel:
+ * tests/data/calibration/h200-grouped-decode/kernels.json).  Its body is
+ * at least (START + ceil(ctas / sm_count) (TILE + half_panel_bytes /
+ * BYTES_PER_TRIP)) mem_latency: a start (tensor maps written and fenced,
+ * the first problem read, the first loads), then per tile the tensor-map
+ * switch and the CTA's half panel.  Fit by scripts/calibration/
+ * fit-torch-grouped-decode.py to 26 of that folder's 70 rows; the rest,
+ * the DEP8 rows, the H100's and the MoE step held out
+ * (docs/cost-model.md, "Mixture of experts"). */
+#define TORCH_BF16_SMALL 128
+#define TORCH_GROUPED_CLUSTER_M 2.0
+#define TORCH_GROUPED_START_TRIPS 6.0
+#define TORCH_GROUPED_TILE_TRIPS 1.5
+#define TORCH_GROUPED_BYTES_PER_TRIP 25000.0
+
+/* The floor of torch's bf16 Pingpong kernel above for these groups, in
+ * seconds, or a negative value where aten takes another kernel (rows /
+ * groups and n both above TORCH_BF16_SMALL), the weights are not bf16, or
+ * the GPU is not SM90 (FP4 tensor cores: SM100's 1-SM kernel). */
+static double torch_bf16_small_floor_s(const nvl_cost_cfg_t *cfg,
+                                       nvl_wdtype_t dt, size_t groups,
+                                       const uint64_t *m, uint64_t n,
+                                       uint64_t k)
+{
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
+    if (!cfg->torch_grouped || dt != NVL_WDT_BF16 || groups == 0 ||
+        nvl_wdtype_peak_flops_per_s(g, NVL_WDT_FP4) > 0)
+        return -1;
+    double rows = 0, ctas = 0;
+    for (size_t i = 0; i < groups; i++) {
+        double tiles = ceil((double)m[i] / NVL_GROUPED_TILE_M);
+        rows += (double)m[i];
+        ctas += ceil(tiles / TORCH_GROUPED_CLUSTER_M) * TORCH_GROUPED_CLUSTER_M;
+    }
+    if (floor(rows / (double)groups) > TORCH_BF16_SMALL &&
+        n > TORCH_BF16_SMALL)
+        return -1;
+    ctas *= ceil((double)n / NVL_GROUPED_TILE_N);
+    double sms = g->sm_count ? (double)g->sm_count : 1.0;
+    nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
+        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k, 0);
+    double tile_trips = TORCH_GROUPED_TILE_TRIPS +
+                        pb.data_bytes / TORCH_GROUPED_CLUSTER_M /
+                            TORCH_GROUPED_BYTES_PER_TRIP;
+    return (TORCH_GROUPED_START_TRIPS + ceil(ctas / sms) * tile_trips) *
+           (double)g->mem_latency_ps * 1e-12;
+}
+
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k)
@@ -444,6 +499,9 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                    (pb.data_bytes + pb.scale_bytes) /
                        NVL_GROUPED_PANEL_BYTES_PER_TRIP;
     double t_panel = waves * trips * (double)g->mem_latency_ps * 1e-12;
+    double t_torch = torch_bf16_small_floor_s(cfg, dt, groups, m, n, k);
+    if (t_torch >= 0)
+        t_panel = t_torch;
     c.time_ps = nvl_ps_from_s(nvl_cost_overhead_s(cfg, g->kernel_overhead_ps) +
                               fmax(t_s, t_panel));
     return c;

@@ -1,6 +1,7 @@
 /* Unit tests of the grouped GEMM's cost (include/nvlemu/cost.h,
  * nvl_cost_grouped_matmul): the experts' tiles and weight panels, the
- * low-precision kernels' rates and fixed work a tile, torch's FP8 tile. */
+ * low-precision kernels' rates and fixed work a tile, torch's FP8 tile and
+ * its bf16 kernel at decode shapes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <math.h>
@@ -158,12 +159,53 @@ static void test_grouped_matmul(void **state)
                      g.time_ps);
 }
 
+/* torch._grouped_mm (bf16) at decode shapes on SM90: aten's Pingpong
+ * kernel in 2 x 1 clusters, so an expert of 1 row and one of 128 are the
+ * same two CTA tiles a panel and 129 rows are four; each CTA streams half
+ * of its panel's weights after 1.5 round trips a tile and 6.0 at the
+ * start (src/cost/cost.c); rows / groups and n above 128 take the other
+ * kernel (the panel floor); the fused stack keeps the panel floor. */
+static void test_grouped_matmul_torch_bf16(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    c.torch_grouped = true;
+    double lat_s = (double)topo->gpu.mem_latency_ps * 1e-12;
+    double sms = (double)topo->gpu.sm_count;
+    int64_t over_ps = topo->gpu.kernel_overhead_ps;
+    uint64_t r1[128], r128[128], r129[128];
+    for (int i = 0; i < 128; i++)
+        r1[i] = 1, r128[i] = 128, r129[i] = 129;
+    /* 128 experts x 2 CTAs x 12 panels (n 1,536, k 2,048) */
+    double tile = 1.5 + 128.0 * 2048 * 2 / 2 / 25000.0;
+    double floor_s = (6.0 + ceil(128 * 2 * 12 / sms) * tile) * lat_s;
+    int64_t t1 = nvl_cost_grouped_matmul(&c, 128, r1, 1536, 2048).time_ps;
+    assert_true(llabs(t1 - (over_ps + nvl_ps_from_s(floor_s))) <= 2);
+    assert_int_equal(t1,
+                     nvl_cost_grouped_matmul(&c, 128, r128, 1536, 2048).time_ps);
+    /* 129 rows an expert: n 128 keeps the small kernel, four CTAs a panel */
+    double tile128 = 1.5 + 128.0 * 2048 * 2 / 2 / 25000.0;
+    double floor129_s = (6.0 + ceil(128 * 4 / sms) * tile128) * lat_s;
+    int64_t t129 = nvl_cost_grouped_matmul(&c, 128, r129, 128, 2048).time_ps;
+    assert_true(t129 >= over_ps + nvl_ps_from_s(floor129_s) - 2);
+    /* above 128 rows and n: the panel floor, as under the fused stack */
+    int64_t big = nvl_cost_grouped_matmul(&c, 128, r129, 1536, 2048).time_ps;
+    c.torch_grouped = false;
+    assert_int_equal(big,
+                     nvl_cost_grouped_matmul(&c, 128, r129, 1536, 2048).time_ps);
+    int64_t fused = nvl_cost_grouped_matmul(&c, 128, r1, 1536, 2048).time_ps;
+    double panel_s = ceil(128 * 12 / sms) * (3.0 + 128.0 * 2048 * 2 / 20000.0) *
+                     lat_s;
+    assert_true(llabs(fused - (over_ps + nvl_ps_from_s(panel_s))) <= 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grouped_matmul_lowp),
         cmocka_unit_test(test_grouped_matmul_torch_fp8),
         cmocka_unit_test(test_grouped_matmul),
+        cmocka_unit_test(test_grouped_matmul_torch_bf16),
     };
     return cmocka_run_group_tests(tests, load, unload);
 }
