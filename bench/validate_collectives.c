@@ -54,7 +54,8 @@ typedef struct {
     double bound; /* 0: the default 10 %; else this row's own, explained */
     /* a topology what-if for the NCCL version the source ran where its
      * tuning tables differ from the topology's (NULL: none): Hopper's Ring
-     * LL ceiling before NCCL 2.21 (scripts/nvlvalidation/nccl.py
+     * LL ceiling before NCCL 2.21, NVLS rated x 5/6 before 2.28 (the B200
+     * rows, NCCL 2.27.7) (scripts/nvlvalidation/nccl.py
      * NCCL_VERSION_SETS, the same for the published-nccl families) */
     const char *set;
 } published_t;
@@ -105,11 +106,14 @@ static const published_t published[] = {
     {.topo = "hgx-h200.topo", .ranks = 8, .algo = "Ring", .bytes = 8e9, .busbw_gbs = 365,
      .host_gpus = 1, .source = "ml-engineering, NVLS off", .bound = 0, .set = NULL},
     {.topo = "hgx-b200.topo", .ranks = 4, .algo = NULL, .bytes = 8e9, .busbw_gbs = 673,
-     .host_gpus = 1, .source = "ml-engineering, 4 GPUs", .bound = 0, .set = NULL},
+     .host_gpus = 1, .source = "ml-engineering, 4 GPUs", .bound = 0,
+     .set = "nccl.nvls_efficiency=0.833333"},
     {.topo = "hgx-b200.topo", .ranks = 6, .algo = NULL, .bytes = 8e9, .busbw_gbs = 778,
-     .host_gpus = 1, .source = "ml-engineering, 6 GPUs", .bound = 0, .set = NULL},
+     .host_gpus = 1, .source = "ml-engineering, 6 GPUs", .bound = 0,
+     .set = "nccl.nvls_efficiency=0.833333"},
     {.topo = "hgx-b200.topo", .ranks = 8, .algo = NULL, .bytes = 8e9, .busbw_gbs = 838,
-     .host_gpus = 1, .source = "ml-engineering, 8 GPUs (NVLS)", .bound = 0, .set = NULL},
+     .host_gpus = 1, .source = "ml-engineering, 8 GPUs (NVLS)", .bound = 0,
+     .set = "nccl.nvls_efficiency=0.833333"},
     {.topo = "hgx-b200.topo", .ranks = 8, .algo = "Ring", .bytes = 8e9, .busbw_gbs = 682,
      .host_gpus = 1, .source = "ml-engineering, ring", .bound = 0, .set = NULL},
 };

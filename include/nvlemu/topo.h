@@ -188,6 +188,7 @@ typedef struct {
     double nvls_efficiency;     /* NCCL's nvlsEfficiency (tuning.cc): its NVLS rating */
     int64_t nvls_tuning_lat_ps; /* NCCL's NVLS latency in its rating (tuning.cc) */
     bool nvls_whole_chunks;     /* NCCL < 2.20: NVLS fills channel 0 in whole chunks */
+    uint32_t compcap;           /* compute capability NCCL sees (90, 100; 0: none) */
     int64_t launch_overhead_ps; /* host cost of enqueueing one NCCL call */
     int64_t empty_call_ps;      /* host cost of a count-0 call (no kernel) */
     int64_t torch_call_ps; /* host cost of one torch.distributed call */

@@ -32,7 +32,13 @@ NCCL_VERSION_SETS = [("hgx-h", (2, 21), ["nccl.ll_max_bw=87.7GB/s",
                      # NVLS allreduce before 2.20 fills the first channel's
                      # heads in whole chunks (docs/collectives.md, "NVLS in
                      # whole chunks before NCCL 2.20")
-                     ("hgx-h", (2, 20), ["nccl.nvls_whole_chunks=yes"])]
+                     ("hgx-h", (2, 20), ["nccl.nvls_whole_chunks=yes"]),
+                     # NVLS allreduce rated nChannels x bwIntra x 5/6 before
+                     # 2.28 (tuning.cc, v2.27.7-1 line 324), nvlsEfficiency
+                     # x (nCh-1)/nCh x N/(N-1) from 2.28: 5/6 is 2.27's
+                     # rating where the graph has a head per rank
+                     # (docs/collectives.md, "NVLS by rank count on 8 x B200")
+                     ("", (2, 28), ["nccl.nvls_efficiency=0.833333"])]
 
 
 def version_sets(system, nccl_version):

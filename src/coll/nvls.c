@@ -82,6 +82,68 @@ static double nvls_nccl_heads(const nvl_comm_t *c)
     return c->size < NVL_NVLS_MAX_ARITY ? c->size : NVL_NVLS_MAX_ARITY;
 }
 
+/* NCCL's NVLink rate per link and its intra-node search speeds, by the
+ * compute capability it sees ([nccl] compcap; v2.27.7-1 src/graph/topo.h
+ * SM90_NVLINK_BW 20.6 and SM100_NVLINK_BW 40.1 GB/s, search.cc:957
+ * sm90SpeedArrayIntra and :962 sm100SpeedArrayIntra, unchanged in
+ * v2.28.9-1), the first row whose min_compcap it reaches. */
+#define NVLS_SEARCH_SPEEDS 11
+typedef struct {
+    uint32_t min_compcap;
+    double link_bytes_per_s;
+    double speed_bytes_per_s[NVLS_SEARCH_SPEEDS];
+} nvls_search_row_t;
+
+#define GBS 1e9
+static const nvls_search_row_t nvls_search_rows[] = {
+    {.min_compcap = 100,
+     .link_bytes_per_s = 40.1 * GBS,
+     .speed_bytes_per_s = {90 * GBS, 80 * GBS, 70 * GBS, 60 * GBS, 50 * GBS,
+                           40 * GBS, 30 * GBS, 24 * GBS, 20 * GBS, 19 * GBS,
+                           18 * GBS}},
+    {.min_compcap = 90,
+     .link_bytes_per_s = 20.6 * GBS,
+     .speed_bytes_per_s = {60 * GBS, 50 * GBS, 40 * GBS, 30 * GBS, 24 * GBS,
+                           20 * GBS, 15 * GBS, 12 * GBS, 11 * GBS, 6 * GBS,
+                           3 * GBS}},
+};
+#undef GBS
+
+/* The bandwidth of NCCL's NVLS graph within one node, nChannels x
+ * bwIntra, by which NCCL rates NVLS (nvls_rating_s, nvls_nccl_declines).
+ * search.cc ncclTopoCompute: H = min(N, NCCL_MAX_NVLS_ARITY) channels,
+ * forced when no NIC is left (minChannels = maxChannels); the first speed
+ * tried is the fastest at most the GPU's NVLink rate (maxBw, links x the
+ * per-link rate); ncclTopoSearchTryNvls takes one speed's worth of every
+ * GPU's port to and from the switch per channel, two on the channel's
+ * head, so H channels fit where (H + 1) x speed <= maxBw, else the next
+ * speed.  8 x B200: 9 x 80 <= 721.8, 8 x 80 = 640 GB/s; 5 x B200: 5 x
+ * 90 = 450 (the array's top); 8 x H100: 8 x 40 = 320.  Without a
+ * compcap, maxBw (the rating's upper bound). */
+static double nvls_graph_bw(const nvl_comm_t *c)
+{
+    double h = nvls_nccl_heads(c);
+    const nvls_search_row_t *row = NULL;
+    for (size_t i = 0; row == NULL && i < sizeof nvls_search_rows /
+                                              sizeof nvls_search_rows[0];
+         i++)
+        if (c->topo->nccl.compcap >= nvls_search_rows[i].min_compcap)
+            row = &nvls_search_rows[i];
+    if (row == NULL)
+        return c->nvlink_bw * NVL_NVLINK_DATA_EFF;
+    double links = c->nvlink_bw / c->topo->nvlink.link_bw_bytes_per_s;
+    double max_bw = links * row->link_bytes_per_s;
+    double speed = row->speed_bytes_per_s[NVLS_SEARCH_SPEEDS - 1];
+    for (int i = 0; i < NVLS_SEARCH_SPEEDS; i++) {
+        double s = row->speed_bytes_per_s[i];
+        if (s <= max_bw && (h + 1) * s <= max_bw) {
+            speed = s;
+            break;
+        }
+    }
+    return h * speed;
+}
+
 /* What one direction of a member's port carries as NVLS data: the NVLink
  * data rate the ring's channels get (NCCL's maxBw, nvlink_bw x
  * NVL_NVLINK_DATA_EFF), in the share of the ring's channels the call may
@@ -312,8 +374,7 @@ static double nccl_nvls_tuning_lat_s(const nvl_comm_t *c)
  * channel per head, H = min(N, NCCL_MAX_NVLS_ARITY) (search.cc
  * ncclTopoCompute: maxChannels, and minChannels = maxChannels inside one
  * node), each at the fastest step of its speed table that H of them fit
- * in (at most maxBw / H: the model takes maxBw / H, the rating's upper
- * bound); the rating is nChannels x bw x nvlsEfficiency x (H-1)/H x
+ * in (nvls_graph_bw); the rating is nChannels x bw x nvlsEfficiency x (H-1)/H x
  * (N-1)/N, used as the algorithm bandwidth, at [nccl] nvls_tuning_lat
  * (tuning.cc). */
 static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
@@ -322,8 +383,8 @@ static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
     if (coll == NVL_COLL_ALLREDUCE || !c->tuner.algo_enabled[NVL_ALGO_RING])
         return false;
     double h = nvls_nccl_heads(c), n = c->size;
-    double rate = c->nvlink_bw * NVL_NVLINK_DATA_EFF *
-                  c->topo->nccl.nvls_efficiency * (h - 1) / h * (n - 1) / n;
+    double rate = nvls_graph_bw(c) * c->topo->nccl.nvls_efficiency *
+                  (h - 1) / h * (n - 1) / n;
     double nvls = nccl_nvls_tuning_lat_s(c) + (double)bytes / rate;
     for (int p = 0; p < NVL_PROTO_COUNT; p++)
         if (c->tuner.proto_enabled[p] &&
@@ -337,10 +398,12 @@ static bool nvls_nccl_declines(const nvl_comm_t *c, nvl_coll_t coll,
  * NVLS graph rates bwIntra x nvlsEfficiency x (nCh-1)/nCh, twice for
  * allreduce ("AllReduce pipelines two operations"), the algorithm
  * bandwidth nCh times that x N / (2 (N-1)), at hwLat's NVLS latency
- * ([nccl] nvls_tuning_lat).  The graph's nCh x bwIntra is maxBw with nCh = H (nvls_nccl_declines), so
- * algBw = maxBw x nvlsEfficiency x (H-1)/H x N/(N-1).  NCCL 2.18-2.27 rate
- * maxBw x 5/6 at 23-25 us: within 13 % of this at 8 ranks, on Hopper and
- * Blackwell (docs/collectives.md, "When NCCL runs NVLS allreduce").
+ * ([nccl] nvls_tuning_lat).  The graph's nCh x bwIntra with nCh = H is
+ * nvls_graph_bw, so algBw = graph x nvlsEfficiency x (H-1)/H x N/(N-1).
+ * NCCL 2.18-2.27 rate graph x 5/6 at 23-25 us: within 13 % of this at 8
+ * ranks, on Hopper and Blackwell; the graph's speed step decides where
+ * NVLS takes over from the ring by rank count (docs/collectives.md, "When
+ * NCCL runs NVLS allreduce", "NVLS by rank count on 8 x B200").
  * Allgather and reduce-scatter: none here (nvls_nccl_declines). */
 static double nvls_rating_s(const nvl_comm_t *c, nvl_coll_t coll,
                             size_t bytes, nvl_proto_t proto)
@@ -349,8 +412,8 @@ static double nvls_rating_s(const nvl_comm_t *c, nvl_coll_t coll,
     if (coll != NVL_COLL_ALLREDUCE)
         return -1.0;
     double h = nvls_nccl_heads(c), n = c->size;
-    double rate = c->nvlink_bw * NVL_NVLINK_DATA_EFF *
-                  c->topo->nccl.nvls_efficiency * (h - 1) / h * n / (n - 1);
+    double rate = nvls_graph_bw(c) * c->topo->nccl.nvls_efficiency *
+                  (h - 1) / h * n / (n - 1);
     return nccl_nvls_tuning_lat_s(c) + (double)bytes / rate;
 }
 

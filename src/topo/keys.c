@@ -305,6 +305,12 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      F(nccl.nvls_whole_chunks), "no", 0, 1, "no",
      "NVLS allreduce in whole chunks from the first channel, as NCCL "
      "before 2.20 places it (2.20 on splits a call over the channels)"},
+    {"nccl", "compcap", NVL_QTY_COUNT, NVL_FIELD_U32, F(nccl.compcap), "0",
+     0, 200, "100",
+     "compute capability x 10 NCCL sees, which picks its NVLink rate per "
+     "link and its graph search speeds (topo.h SM90/SM100_NVLINK_BW, "
+     "search.cc sm90/sm100SpeedArrayIntra); 0: the model's NVLink rate, "
+     "no search"},
     {"nccl", "launch_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
      F(nccl.launch_overhead_ps), "8.5us", 0, PS(1000.0), "8.5us",
      "host time to enqueue one NCCL call on one GPU (fit to the "

@@ -174,8 +174,10 @@ static void test_ring_rating_by_hand(void **state)
     nvl_topo_free(topo);
 }
 
-/* NCCL's NVLS allreduce rating by hand (tuning.cc 2.28: 25 us, maxBw x
- * nvlsEfficiency x (H-1)/H x N/(N-1)) on 8 x H200, none for allgather,
+/* NCCL's NVLS allreduce rating by hand (tuning.cc 2.28: 25 us, the NVLS
+ * graph's nCh x bwIntra x nvlsEfficiency x (H-1)/H x N/(N-1)) on 8 x H200,
+ * its graph 8 channels at 40 GB/s (9 x 50 > 18 x 20.6 GB/s), and on 5 x
+ * B200 at the top of the Blackwell speeds (5 x 90), none for allgather,
  * and the switch it makes at 8 ranks: Ring LL to 1 MiB, NVLS from 2 MiB
  * on Hopper (the 2.27.7 sweep's page, published-nccl/README.md), Ring LL
  * to 2 MiB and NVLS from 4 MiB on B200. */
@@ -186,12 +188,21 @@ static void test_nvls_rating(void **state)
     nvl_comm_t *comm = NULL;
     assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &comm), NVL_OK);
     double bytes = 1 << 20;
-    double rate = 18 * 26.5625e9 * (370.8 / 478.116) * 0.85 * 7 / 8 * 8 / 7;
+    double rate = 8 * 40e9 * 0.85 * 7 / 8 * 8 / 7;
     double want = 25e-6 + bytes / rate;
     double got = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE,
                                         (size_t)bytes, NVL_ALGO_NVLS,
                                         NVL_PROTO_SIMPLE);
     assert_true(got < want * (1 + 1e-6) && got > want * (1 - 1e-6));
+    nvl_topo_t *b200 = load("hgx-b200.topo");
+    nvl_comm_t *five = NULL;
+    assert_int_equal(nvl_comm_create_virtual(b200, 5, NULL, &five), NVL_OK);
+    want = 25e-6 + bytes / (5 * 90e9 * 0.74 * 4 / 5 * 5 / 4);
+    got = nvl_coll_nccl_rating_s(five, NVL_COLL_ALLREDUCE, (size_t)bytes,
+                                 NVL_ALGO_NVLS, NVL_PROTO_SIMPLE);
+    assert_true(got < want * (1 + 1e-6) && got > want * (1 - 1e-6));
+    nvl_comm_destroy(five);
+    nvl_topo_free(b200);
     assert_true(nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLGATHER, 1 << 20,
                                        NVL_ALGO_NVLS, NVL_PROTO_SIMPLE) < 0);
     const char *topos[] = {"hgx-h200.topo", "hgx-b200.topo"};
