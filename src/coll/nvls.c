@@ -83,7 +83,7 @@ static double nvls_nccl_heads(const nvl_comm_t *c)
 }
 
 /* NCCL's NVLink rate per link and its intra-node search speeds, by the
- * compute capability it sees ([nccl] compcap; v2.27.7-1 src/graph/topo.h
+ * compute capability it sees ([nccl] compcap; NCCL v2.27.7-1 src/graph/topo.h
  * SM90_NVLINK_BW 20.6 and SM100_NVLINK_BW 40.1 GB/s, search.cc:957
  * sm90SpeedArrayIntra and :962 sm100SpeedArrayIntra, unchanged in
  * v2.28.9-1), the first row whose min_compcap it reaches. */
