@@ -76,9 +76,10 @@ nvl_status_t nvl_qz_mxfp4(const nvl_quant_row_t *r, const char *name,
 
 /* compressed-tensors' quantization_config for the MXFP4A16 preset as its
  * ModelCompressor.update_config writes it (the example config.json of
- * vllm-project/compressed-tensors docs/getting-started/install.md, there
- * with the MXFP4 preset's dynamic group-32 input_activations: here null,
- * weight-only, as vLLM's CompressedTensorsW4A16Mxfp4 runs it) */
+ * vllm-project/compressed-tensors' getting-started/install.md in its
+ * docs, there with the MXFP4 preset's dynamic group-32 input_activations:
+ * here null, weight-only, as vLLM's CompressedTensorsW4A16Mxfp4 runs
+ * it) */
 void nvl_qc_mxfp4(json_t *exclude, json_t *qconfig, json_t **hf_out)
 {
     json_t *w = json_pack(
