@@ -20,6 +20,8 @@ typedef struct {
     size_t n, cap;
     void **owned; /* what the entries point to */
     size_t n_owned, cap_owned;
+    bool router; /* a mixture of experts' router (P.mlp.gate.weight) */
+    const char *dir; /* the checkpoint read */
 } job_t;
 
 static bool grow(void **p, size_t *cap, size_t need, size_t size)
@@ -198,6 +200,16 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
     return st;
 }
 
+/* gpt-oss's experts: one tensor of all experts' gate_up or down
+ * projections, [E, in, out] (no ".weight"), which its own MX-FP4 release
+ * stores as _blocks / _scales under quant_method "mxfp4", while
+ * compressed-tensors' "Linear" targets name nn.Linear modules only. */
+static bool fused_experts(const char *name, const nvl_tensor_info_t *info)
+{
+    return info->ndim == 3 && strstr(name, ".mlp.experts.") != NULL &&
+           strstr(name, "_proj") != NULL && strstr(name, "bias") == NULL;
+}
+
 static nvl_status_t one(const char *name, void *ctx)
 {
     job_t *j = ctx;
@@ -205,6 +217,22 @@ static nvl_status_t one(const char *name, void *ctx)
     nvl_status_t st = nvl_weights_info(j->w, name, &info);
     if (st != NVL_OK)
         return st;
+    size_t len = strlen(name);
+    j->router = j->router || (len > 16 && strcmp(name + len - 16,
+                                                 ".mlp.gate.weight") == 0);
+    if (j->f == NVL_QUANT_MXFP4 && fused_experts(name, &info)) {
+        nvl_report("%s: tensor '%s' [%llu, %llu, %llu]: gpt-oss's fused "
+                   "experts; "
+                   "quantize --format mxfp4 writes compressed-tensors' "
+                   "mxfp4-pack-quantized, whose targets are linear layers, "
+                   "and does not write gpt-oss's own MX-FP4 experts "
+                   "(_blocks/_scales, quant_method \"mxfp4\"): use the "
+                   "model's MX-FP4 release",
+                   j->dir, name, (unsigned long long)info.shape[0],
+                   (unsigned long long)info.shape[1],
+                   (unsigned long long)info.shape[2]);
+        return NVL_ERR_INVALID;
+    }
     if (quantizable(name) && info.ndim == 2)
         return quantize_one(j, name, &info);
     unsigned char *b;
@@ -231,9 +259,13 @@ static nvl_status_t write_json(const char *path, const json_t *j)
 }
 
 /* config.json with the writer's quantization_config, hf_quant_config.json
- * where the writer has one, generation_config.json copied. */
+ * where the writer has one, generation_config.json copied.  MX-FP4 with a
+ * router ignores it as llm-compressor's mixture-of-experts examples do
+ * ("re:.*mlp.gate$": the router is an nn.Linear its "Linear" target would
+ * otherwise name; nvlemu leaves it float). */
 static nvl_status_t write_configs(const char *in, const char *out,
-                                  const nvl_weights_quant_opts_t *qo)
+                                  const nvl_weights_quant_opts_t *qo,
+                                  bool router)
 {
     char path[2048];
     json_error_t err;
@@ -245,6 +277,8 @@ static nvl_status_t write_configs(const char *in, const char *out,
     }
     json_t *q = json_object(), *hf = NULL,
            *exclude = json_pack("[s]", "lm_head");
+    if (router && qo->format == NVL_QUANT_MXFP4)
+        json_array_append_new(exclude, json_string("re:.*mlp.gate$"));
     nvl_quant_config_write(qo->format, exclude, q, &hf);
     if (qo->kv_fp8 && hf != NULL) { /* ModelOpt's KV cache keys */
         json_object_set_new(q, "kv_cache_scheme",
@@ -289,7 +323,7 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
         nvl_report("%s: cannot create: %s", out_dir, strerror(errno));
         st = NVL_ERR_IO;
     }
-    job_t j = {.w = w, .f = q->format, .q = q};
+    job_t j = {.w = w, .f = q->format, .q = q, .dir = in_dir};
     if (st == NVL_OK)
         st = nvl_weights_foreach(w, one, &j);
     if (st == NVL_OK && q->calib != NULL && q->kv_fp8)
@@ -299,7 +333,7 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
     if (st == NVL_OK)
         st = nvl_st_write(path, j.e, j.n);
     if (st == NVL_OK)
-        st = write_configs(in_dir, out_dir, q);
+        st = write_configs(in_dir, out_dir, q, j.router);
     for (size_t i = 0; i < j.n_owned; i++)
         free(j.owned[i]);
     free(j.owned);

@@ -18,7 +18,8 @@ static const nvl_quant_row_t rows[NVL_QUANT_COUNT] = {
         .fused_amax = true, .quantize = nvl_qz_nvfp4, .write_config = nvl_qc_nvfp4},
     [NVL_QUANT_MXFP4] = {
         .m = {"mxfp4", "OCP MX-FP4 (MX v1.0): E2M1 pairs, an E8M0 scale per "
-                       "32, in gpt-oss's _blocks/_scales tensors"},
+                       "32; read in gpt-oss's _blocks/_scales tensors, "
+                       "written as compressed-tensors' mxfp4-pack-quantized"},
         .algo = "mxfp4", .block_rows = 1, .block_cols = 32,
         .data = {.suffix = "weight_blocks", .dtype = "U8", .code = NVL_QCODE_E2M1},
         .scale = {.suffix = "weight_scales", .dtype = "U8", .code = NVL_QCODE_E8M0},

@@ -79,30 +79,9 @@ nvl_status_t nvl_qz_int(const nvl_quant_row_t *r, const char *name,
     return NVL_OK;
 }
 
-/* compressed-tensors' quantization_config (config/base.py,
- * quantization/quant_config.py) as llm-compressor's W8A8 and W4A16
- * presets write it (quantization/quant_scheme.py: INT8 weights per
- * channel with dynamic per-token int8 activations; W4A16 weights per
- * group of 128, no activation quantization) */
-static void ct_config(const char *format, json_t *weights, json_t *acts,
-                      json_t *exclude, json_t *qconfig)
-{
-    json_t *g = json_pack("{s:[s], s:o, s:o}", "targets", "Linear", "weights",
-                          weights, "input_activations", acts);
-    json_object_set_new(qconfig, "quant_method",
-                        json_string("compressed-tensors"));
-    json_object_set_new(qconfig, "format", json_string(format));
-    json_object_set_new(qconfig, "quantization_status",
-                        json_string("compressed"));
-    json_object_set_new(qconfig, "config_groups",
-                        json_pack("{s:o}", "group_0", g));
-    json_object_set(qconfig, "ignore", exclude);
-    json_object_set_new(qconfig, "kv_cache_scheme", json_null());
-}
-
 void nvl_qc_int8(json_t *exclude, json_t *qconfig, json_t **hf_out)
 {
-    ct_config("int-quantized",
+    nvl_qc_ct("int-quantized",
               json_pack("{s:i, s:s, s:s, s:b, s:b}", "num_bits", 8, "type",
                         "int", "strategy", "channel", "symmetric", 1,
                         "dynamic", 0),
@@ -115,7 +94,7 @@ void nvl_qc_int8(json_t *exclude, json_t *qconfig, json_t **hf_out)
 
 void nvl_qc_int4(json_t *exclude, json_t *qconfig, json_t **hf_out)
 {
-    ct_config("pack-quantized",
+    nvl_qc_ct("pack-quantized",
               json_pack("{s:i, s:s, s:s, s:i, s:b, s:b}", "num_bits", 4,
                         "type", "int", "strategy", "group", "group_size",
                         128, "symmetric", 1, "dynamic", 0),

@@ -61,6 +61,12 @@ nvl_status_t nvl_qz_fp8_block(const nvl_quant_row_t *r, const char *name,
 nvl_status_t nvl_qz_int(const nvl_quant_row_t *r, const char *name,
                         const float *w, uint64_t rows, uint64_t cols,
                         float amax, nvl_quant_tensor_t *out);
+/* compressed-tensors' quantization_config into qconfig: quant_method,
+ * `format`, quantization_status "compressed", one config group "group_0"
+ * of targets ["Linear"] with `weights` and `acts` (input_activations;
+ * both taken), `exclude` as ignore, kv_cache_scheme null (tensor.c). */
+void nvl_qc_ct(const char *format, json_t *weights, json_t *acts,
+               json_t *exclude, json_t *qconfig);
 void nvl_qc_int8(json_t *exclude, json_t *qconfig, json_t **hf_out);
 void nvl_qc_int4(json_t *exclude, json_t *qconfig, json_t **hf_out);
 

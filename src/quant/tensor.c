@@ -102,3 +102,24 @@ void nvl_qc_modelopt(const char *algo, int group_size, json_t *exclude,
     json_object_set_new(hf, "quantization", q);
     *hf_out = hf;
 }
+
+/* compressed-tensors' quantization_config (config/base.py,
+ * quantization/quant_config.py) as llm-compressor's W8A8 and W4A16
+ * presets write it (quantization/quant_scheme.py: INT8 weights per
+ * channel with dynamic per-token int8 activations; W4A16 weights per
+ * group of 128, no activation quantization; mxfp4.c's MXFP4A16) */
+void nvl_qc_ct(const char *format, json_t *weights, json_t *acts,
+               json_t *exclude, json_t *qconfig)
+{
+    json_t *g = json_pack("{s:[s], s:o, s:o}", "targets", "Linear", "weights",
+                          weights, "input_activations", acts);
+    json_object_set_new(qconfig, "quant_method",
+                        json_string("compressed-tensors"));
+    json_object_set_new(qconfig, "format", json_string(format));
+    json_object_set_new(qconfig, "quantization_status",
+                        json_string("compressed"));
+    json_object_set_new(qconfig, "config_groups",
+                        json_pack("{s:o}", "group_0", g));
+    json_object_set(qconfig, "ignore", exclude);
+    json_object_set_new(qconfig, "kv_cache_scheme", json_null());
+}

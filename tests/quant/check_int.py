@@ -1,4 +1,4 @@
-"""Checks an int8 or int4 checkpoint that `nvlemu quantize` wrote
+"""Checks an int8, int4 or MX-FP4 checkpoint that `nvlemu quantize` wrote
 (INT_DIR) against compressed-tensors' writer and layout, written here from
 their source (docs/quantization.md, *Integer weights*), and writes its
 float twin (TWIN_DIR: every tensor F32, each quantized weight replaced by
@@ -19,13 +19,26 @@ run of INT_DIR must give TWIN_DIR's numbers bit for bit.
              little-endian int32; `weight_scale` [R, C / 128];
              `weight_shape` [R, C] (pack_quantized.py)
   dequant    forward.py, _dequantize: (q - 0) x scale, rounded once
+  mxfp4      (compressed-tensors 0.18, MXFP4A16) quantization/utils/
+             mxfp_utils.py, generate_mx_scales: each group of 32's max |w|
+             as float32 bits, plus 1 << 21 (round_to_power_2: float32's 23
+             mantissa bits less E2M1's 1 less 1), and-ed with the sign and
+             exponent mask; the E8M0 code 127 + floor(log2(that)) - 2,
+             clamped to [0, 255] (log2(0) = -inf: 0); utils/fp4_utils.py,
+             cast_to_fp4 of w / 2^(code - 127) clamped to +-6 (its
+             thresholds, sign(x) times the magnitude); `weight_packed` U8
+             [R, C / 2], element 2i in the low nibble, the sign bit 3 set
+             where the result's sign bit is (pack_fp4_to_uint8);
+             `weight_scale` U8 [R, C / 32] the codes; dequantized as the
+             grid value x 2^(code - 127), exact
 
 Every stored byte must equal this quantizer's; exits non-zero naming the
 first tensor that differs.  Standard library only.
 
-Usage: check_int.py FLOAT_DIR INT_DIR int8|int4 TWIN_DIR
+Usage: check_int.py FLOAT_DIR INT_DIR int8|int4|mxfp4 TWIN_DIR
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -48,6 +61,60 @@ def quantize(w, rows, cols, group, qmax):
     return codes, scales
 
 
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def cast_to_fp4(x):
+    """cast_to_fp4's grid value of x (already clamped to +-6)."""
+    a = abs(x)
+    for hi, closed, v in ((0.25, True, 0.0), (0.75, False, 0.5),
+                          (1.25, True, 1.0), (1.75, False, 1.5),
+                          (2.5, True, 2.0), (3.5, False, 3.0),
+                          (5.0, True, 4.0)):
+        if a < hi or (closed and a == hi):
+            break
+    else:
+        v = 6.0
+    sign = 1.0 if x > 0 else -1.0 if x < 0 else 0.0  # torch.sign
+    return v * sign
+
+
+def mx_scale_code(amax):
+    u = struct.unpack("<I", struct.pack("<f", amax))[0]
+    p2 = struct.unpack("<f", struct.pack(
+        "<I", (u + (1 << 21)) & (((1 << 9) - 1) << 23)))[0]
+    if p2 == 0.0:
+        return 0
+    return min(max(127 + math.floor(math.log2(p2)) - 2, 0), 255)
+
+
+def mxfp4(w, rows, cols):
+    """weight_packed's bytes, weight_scale's codes, the dequantized values."""
+    packed, codes, deq = bytearray(rows * cols // 2), [], []
+    for g0 in range(0, rows * cols, 32):
+        x = w[g0:g0 + 32]
+        c = mx_scale_code(max(abs(v) for v in x))
+        codes.append(c)
+        for k, v in enumerate(x):
+            q = cast_to_fp4(min(max(f32(v / 2.0 ** (c - 127)), -6.0), 6.0))
+            nib = E2M1.index(abs(q)) | (8 if math.copysign(1, q) < 0 else 0)
+            packed[(g0 + k) // 2] |= nib << (4 * (k & 1))
+            deq.append(q * 2.0 ** (c - 127))
+    return bytes(packed), bytes(codes), deq
+
+
+def check_mxfp4(qh, qd, p, w, rows, cols):
+    """Asserts the stored tensors; the dequantized values as F32 bytes."""
+    packed, codes, deq = mxfp4(w, rows, cols)
+    for suffix, dtype, shape, want in (
+            ("weight_packed", "U8", [rows, cols // 2], packed),
+            ("weight_scale", "U8", [rows, cols // 32], codes)):
+        t = qh[p + suffix]
+        assert (t["dtype"], t["shape"]) == (dtype, shape), (p + suffix, t)
+        assert body(qh, qd, p + suffix) == want, "bytes of " + p + suffix
+    return struct.pack("<%df" % len(deq), *deq)
+
+
 def main():
     fdir, qdir, fmt, twin = sys.argv[1:5]
     four = fmt == "int4"
@@ -61,8 +128,13 @@ def main():
             continue
         b = body(fh, fd, name)
         p = name[:-len("weight")]
-        stored = p + ("weight_packed" if four else "weight")
-        if qh.get(stored, {}).get("dtype") in ("I8", "I32"):
+        stored = p + ("weight_packed" if four or fmt == "mxfp4" else "weight")
+        if fmt == "mxfp4" and stored in qh:
+            rows, cols = t["shape"]
+            w = struct.unpack("<%df" % (rows * cols), b)
+            b = check_mxfp4(qh, qd, p, w, rows, cols)
+            checked += 1
+        elif qh.get(stored, {}).get("dtype") in ("I8", "I32"):
             rows, cols = t["shape"]
             w = struct.unpack("<%df" % (rows * cols), b)
             codes, scales = quantize(w, rows, cols, group or cols, qmax)

@@ -14,12 +14,6 @@ compressed-tensors' source (docs/quantization.md, *compressed-tensors*):
              "channel"); P.input_scale [] -> [1]; format "float-quantized"
   fp8-block  P.weight_scale_inv F32 [R/128, C/128] -> P.weight_scale;
              format "float-quantized", strategy "block"
-  mxfp4      P.weight_blocks U8 [R, C/32, 16] -> P.weight_packed [R, C/2]
-             (the same bytes: fp4_quantized.py's pack_fp4_to_uint8 puts
-             element 2i in the low nibble, as gpt-oss); P.weight_scales
-             E8M0 [R, C/32] -> P.weight_scale; weights float 4 bits,
-             strategy "group", group_size 32, input_activations null;
-             format "mxfp4-pack-quantized"
   any        ModelOpt's self_attn.k_proj.k_scale / v_proj.v_scale ->
              self_attn.k_scale / v_scale [1], kv_cache_scheme float 8 bits
 
@@ -29,7 +23,9 @@ hf_quant_config.json is left out.  Tensors named in IGNORE's plain entries'
 modules are not touched here: the caller passes a checkpoint whose
 excluded modules are already float.  Standard library only.
 
-Usage: make_ct.py IN_DIR OUT_DIR nvfp4|fp8|fp8-block|mxfp4 [tensor|channel]
+(`nvlemu quantize --format mxfp4` writes compressed-tensors' layout itself.)
+
+Usage: make_ct.py IN_DIR OUT_DIR nvfp4|fp8|fp8-block [tensor|channel]
        [IGNORE_JSON] [FORMAT]
 """
 import json
@@ -49,10 +45,6 @@ def group(fmt, strategy):
              "symmetric": True, "dynamic": False}
         a = {"num_bits": 8, "type": "float", "strategy": "tensor",
              "symmetric": True, "dynamic": False}
-    elif fmt == "mxfp4":
-        w = {"num_bits": 4, "type": "float", "strategy": "group",
-             "group_size": 32, "symmetric": True, "dynamic": False}
-        a = None
     else:
         w = {"num_bits": 8, "type": "float", "strategy": "block",
              "block_structure": [128, 128], "symmetric": True,
@@ -67,8 +59,7 @@ def main():
     strategy = sys.argv[4] if len(sys.argv) > 4 else "tensor"
     ignore = json.loads(sys.argv[5]) if len(sys.argv) > 5 else []
     compression = sys.argv[6] if len(sys.argv) > 6 else {
-        "nvfp4": "nvfp4-pack-quantized",
-        "mxfp4": "mxfp4-pack-quantized"}.get(fmt, "float-quantized")
+        "nvfp4": "nvfp4-pack-quantized"}.get(fmt, "float-quantized")
     os.makedirs(dst, exist_ok=True)
     for f in os.listdir(src):
         if f.endswith(".json") and f != "hf_quant_config.json":
@@ -121,11 +112,6 @@ def main():
             cfg["quantization_config"]["kv_cache_scheme"] = {
                 "num_bits": 8, "type": "float", "strategy": "tensor",
                 "symmetric": True, "dynamic": False}
-        elif fmt == "mxfp4" and leaf == "weight_blocks":
-            rows, blocks, _ = t["shape"]
-            put(p + ".weight_packed", "U8", [rows, blocks * 16], b)
-        elif fmt == "mxfp4" and leaf == "weight_scales":
-            put(p + ".weight_scale", "U8", t["shape"], b)
         elif fmt == "fp8-block" and leaf == "weight_scale_inv":
             put(p + ".weight_scale", "F32", t["shape"], b)
         else:

@@ -153,21 +153,17 @@ static void block_edges(void **state)
     (void)state;
     float w[32] = {0};
     nvl_quant_tensor_t t;
-    /* MX: amax a power of two keeps its exponent - 2; just below it, the
-     * exponent below, and 7.99 saturates at 6 */
-    w[0] = 4.0f;
-    w[1] = nextafterf(4.0f, 0.0f);
-    w[2] = 3.0f;
-    quantize_row(NVL_QUANT_MXFP4, w, &t);
-    assert_int_equal(t.part[1].bytes[0], 127);  /* X = 2^0 */
-    assert_int_equal(t.part[0].bytes[0], 0x66); /* 4 and 3.99.. -> 4 */
-    assert_int_equal(t.part[0].bytes[1], 0x05); /* 3 -> 3, 0 -> 0 */
-    nvl_quant_tensor_free(&t);
-    w[0] = nextafterf(4.0f, 0.0f);
-    quantize_row(NVL_QUANT_MXFP4, w, &t);
-    assert_int_equal(t.part[1].bytes[0], 126); /* X = 2^-1: 7.99 -> 6 */
-    assert_int_equal(t.part[0].bytes[0] & 0x0F, 7);
-    nvl_quant_tensor_free(&t);
+    /* MX as compressed-tensors rounds the max to a power of two (up from
+     * 1.75 x 2^e): 4, 4 - ulp, 3.5 X = 2^0 (-> 4), 3, 3.5 - ulp 2^-1 (6) */
+    const float max[5] = {4.0f, 0x1.fffffep1f, 3.5f, 3.0f, 0x1.bffffep1f};
+    for (int i = 0; i < 5; i++) {
+        w[0] = max[i];
+        quantize_row(NVL_QUANT_MXFP4, w, &t);
+        assert_string_equal(t.part[0].suffix, "weight_packed");
+        assert_int_equal(t.part[1].bytes[0], i < 3 ? 127 : 126);
+        assert_int_equal(t.part[0].bytes[0], i < 3 ? 6 : 7);
+        nvl_quant_tensor_free(&t);
+    }
     /* MX: an all-zero block takes code 0 (2^-127), codes 0 */
     memset(w, 0, sizeof w);
     quantize_row(NVL_QUANT_MXFP4, w, &t);
@@ -278,13 +274,14 @@ static void writers_match_torch(void **state)
     (void)state;
     json_t *r = reference();
     json_t *formats = json_object_get(r, "formats");
-    /* the ModelOpt / OCP / FP8-block writers' torch references (the int8
-     * and int4 writers are checked by tests/quant/check_int.py, which
-     * quantizes as compressed-tensors does, in quant.int.*) */
-    for (int f = 0; f <= NVL_QUANT_FP8_BLOCK; f++) {
-        json_t *rows = json_object_get(formats, nvl_quant_row(f)->m.name);
+    /* the ModelOpt and FP8-block writers' torch references (int8, int4,
+     * MX-FP4: tests/quant/check_int.py, compressed-tensors' quantizers) */
+    const nvl_quant_format_t fs[3] = {NVL_QUANT_NVFP4, NVL_QUANT_FP8,
+                                      NVL_QUANT_FP8_BLOCK};
+    for (int i = 0; i < 3; i++) {
+        json_t *rows = json_object_get(formats, nvl_quant_row(fs[i])->m.name);
         assert_int_equal(json_object_size(rows), 14);
-        check_format(QDATA "/qwen3-quant-tiny", (nvl_quant_format_t)f, rows);
+        check_format(QDATA "/qwen3-quant-tiny", fs[i], rows);
     }
     json_decref(r);
 }
@@ -474,9 +471,12 @@ static void bad_scales_other_formats(void **state)
 {
     (void)state;
     write_bad_as(NVL_QUANT_MXFP4,
-                 "{\"quantization_config\": {\"quant_method\": \"mxfp4\"}}",
-                 e8m0_nan);
-    expect_bad(0, "holds nan at [1, 0]", "m.weight_scales");
+                 "{\"quantization_config\": {\"quant_method\": "
+                 "\"compressed-tensors\", \"config_groups\": {\"g\": "
+                 "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 4, "
+                 "\"type\": \"float\", \"strategy\": \"group\", "
+                 "\"group_size\": 32}}}}}", e8m0_nan);
+    expect_bad(0, "holds nan at [1, 0]", "m.weight_scale");
     const char *fp8 = "{\"quantization_config\": {\"quant_method\": "
                       "\"modelopt\", \"quant_algo\": \"FP8\"}}";
     write_bad_as(NVL_QUANT_FP8, fp8, fp8_scale_nan);
