@@ -57,23 +57,49 @@ static nvl_status_t transfer(nvl_engine_t *e, nvl_comm_t *link, bool send,
  * (coll_impl.h's NVL_TAG_*, 90..150). */
 enum { PIPE_TAG_STATUS = 200 };
 
-nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
+/* The previous stage's status on e->link_prev, first: a failure upstream
+ * skips this stage's work and is passed on (never a wait for rows that
+ * will not come); the stage's ranks agree on it, the worst (lowest)
+ * winning, as their partners upstream need not have failed alike.  The
+ * sending stage agreed on it when it settled (every partner sends the
+ * same, and says so alike: deferral is stage-wide), else it is agreed
+ * here over e->tp. */
+static int recv_status(nvl_engine_t *e)
 {
-    if (e->link_prev == NULL)
-        return NVL_OK;
-    /* the previous stage's status first: a failure upstream skips this
-     * stage's work and is passed on (never a wait for rows that will not
-     * come); the stage's ranks agree on it, the worst (lowest) winning,
-     * as their partners upstream need not have failed alike */
-    int up[2] = {0, 0}, worst = 0; /* the status, whether stage-wide */
+    int up[2] = {0, 0}, worst; /* the status, whether stage-wide */
     MPI_Recv(up, 2, MPI_INT, 0, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_prev),
              MPI_STATUS_IGNORE);
-    /* the sending stage agreed on it when it settled (every partner sends
-     * the same, and says so alike: deferral is stage-wide), else here */
     worst = up[0];
     if (!up[1])
         MPI_Allreduce(&up[0], &worst, 1, MPI_INT, MPI_MIN,
                       nvl_comm_mpi(e->tp));
+    return worst;
+}
+
+/* A deferred pass settled (nvl_engine_settle), its exchange carrying the
+ * stage's worst status (the lowest: its negation's maximum): returns that
+ * worst (with the settlement's own failure) when the pass was recorded
+ * (*stage_wide), else st; *settled, the settlement's status (NVL_OK when
+ * nothing was recorded). */
+static int settle_status(nvl_engine_t *e, nvl_status_t st, bool *stage_wide,
+                         nvl_status_t *settled)
+{
+    *stage_wide = e->defer;
+    if (*stage_wide)
+        nvl_comm_defer_ride(e->tp, -(int64_t)st);
+    *settled = nvl_engine_settle(e);
+    if (!*stage_wide)
+        return (int)st;
+    int worst = (int)-nvl_comm_settled_ride(e->tp);
+    return *settled != NVL_OK && (int)*settled < worst ? (int)*settled
+                                                        : worst;
+}
+
+nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
+{
+    if (e->link_prev == NULL)
+        return NVL_OK;
+    int worst = recv_status(e);
     if (worst != NVL_OK)
         return (nvl_status_t)worst;
     return transfer(e, e->link_prev, false, M, b);
@@ -84,18 +110,11 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
 {
     if (e->link_next == NULL)
         return st;
-    /* a deferred pass settles here, its exchange carrying the stage's
-     * worst status (the lowest: its negation's maximum) */
-    bool stage_wide = e->defer;
-    if (stage_wide)
-        nvl_comm_defer_ride(e->tp, -(int64_t)st);
-    nvl_status_t settled = nvl_engine_settle(e);
-    int out[2] = {(int)st, stage_wide};
-    if (stage_wide) {
-        out[0] = (int)-nvl_comm_settled_ride(e->tp);
-        if (settled != NVL_OK && (int)settled < out[0])
-            out[0] = (int)settled;
-    }
+    /* a deferred pass settles here */
+    bool stage_wide;
+    nvl_status_t settled;
+    int out[2] = {settle_status(e, st, &stage_wide, &settled), 0};
+    out[1] = stage_wide;
     if (st == NVL_OK)
         st = settled;
     MPI_Send(out, 2, MPI_INT, 1, PIPE_TAG_STATUS, nvl_comm_mpi(e->link_next));
@@ -108,13 +127,9 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
 
 nvl_status_t nvl_engine_pipe_settle_last(nvl_engine_t *e, nvl_status_t st)
 {
-    bool stage_wide = e->defer;
-    if (stage_wide)
-        nvl_comm_defer_ride(e->tp, -(int64_t)st);
-    nvl_status_t settled = nvl_engine_settle(e);
-    if (stage_wide)
-        st = (nvl_status_t)-nvl_comm_settled_ride(e->tp);
-    return settled != NVL_OK && settled < st ? settled : st;
+    bool stage_wide;
+    nvl_status_t settled;
+    return (nvl_status_t)settle_status(e, st, &stage_wide, &settled);
 }
 
 nvl_status_t nvl_engine_pipe_skip(nvl_engine_t *e, uint64_t M,
@@ -123,15 +138,8 @@ nvl_status_t nvl_engine_pipe_skip(nvl_engine_t *e, uint64_t M,
     if (e->link_prev != NULL) {
         /* as nvl_engine_pipe_recv: the partner's status, then its rows
          * where the stage's worst lets them come */
-        int up[2] = {0, 0}, worst;
-        MPI_Recv(up, 2, MPI_INT, 0, PIPE_TAG_STATUS,
-                 nvl_comm_mpi(e->link_prev), MPI_STATUS_IGNORE);
-        worst = up[0];
-        if (!up[1])
-            MPI_Allreduce(&up[0], &worst, 1, MPI_INT, MPI_MIN,
-                          nvl_comm_mpi(e->tp));
         nvl_coll_info_t info;
-        if (worst == NVL_OK &&
+        if (recv_status(e) == NVL_OK &&
             link_group(e->link_prev, false, (size_t)M * e->cfg.hidden, NULL,
                        NULL, &info) != NVL_OK)
             nvl_runtime_abort(1); /* the partner sent these very rows */
