@@ -334,9 +334,9 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
 
 /* Whether cfg's expert GEMMs run vLLM's Marlin MoE kernel
  * (csrc/moe/marlin_moe_wna16, vLLM v0.10.2 and v0.11.0): cfg->moe_marlin,
- * 4-bit weights (MX-FP4, NVFP4, int4) and no tensor cores of their type
- * on the GPU (Hopper has no FP4 MMA), so the kernel dequantises them in
- * its main loop onto BF16 mma.sync.  Such a layer reads its rows through
+ * 4-bit weights (MX-FP4, NVFP4, int4) and a GPU without FP4 tensor
+ * cores (Hopper), so the kernel dequantises them in its main loop onto
+ * BF16 mma.sync.  Such a layer reads its rows through
  * the sorted pair ids in the GEMM: no gather kernel before it. */
 bool nvl_cost_moe_marlin(const nvl_cost_cfg_t *cfg);
 

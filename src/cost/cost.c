@@ -535,8 +535,9 @@ bool nvl_cost_moe_marlin(const nvl_cost_cfg_t *cfg)
     nvl_wdtype_t dt = cfg->weight_dtype;
     bool four_bit = dt == NVL_WDT_FP4 || dt == NVL_WDT_NVFP4 ||
                     dt == NVL_WDT_INT4;
+    /* Hopper: no FP4 tensor cores (Blackwell's run their own kernels) */
     return cfg->moe_marlin && four_bit &&
-           nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, dt) <= 0;
+           nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) <= 0;
 }
 
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,

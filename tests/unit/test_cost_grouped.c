@@ -238,11 +238,13 @@ static void test_grouped_matmul_marlin(void **state)
     c.moe_marlin = true;
     c.weight_dtype = NVL_WDT_BF16;
     assert_false(nvl_cost_moe_marlin(&c));
+    c.weight_dtype = NVL_WDT_INT4;
+    assert_true(nvl_cost_moe_marlin(&c));
     c.weight_dtype = NVL_WDT_FP4;
-    topo->gpu.fp4_flops_per_s = fp4; /* FP4 tensor cores: not Marlin */
     topo->gpu.bf16_flops_per_s = peak;
-    assert_true(fp4 <= 0 || !nvl_cost_moe_marlin(&c));
-    topo->gpu.fp4_flops_per_s = 1e15;
+    topo->gpu.fp4_flops_per_s = 1e15; /* FP4 tensor cores: not Marlin */
+    assert_false(nvl_cost_moe_marlin(&c));
+    c.weight_dtype = NVL_WDT_INT4;
     assert_false(nvl_cost_moe_marlin(&c));
     h = 2880;
     nvl_cost_moe_dims(&c, &h, &i);
