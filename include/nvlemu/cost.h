@@ -236,6 +236,10 @@ typedef struct {
                                   (torch._grouped_mm, _scaled_grouped_mm:
                                   the tile chosen by shape); false: a
                                   serving engine's MoE GEMMs */
+    bool moe_marlin;           /* 4-bit experts the GPU has no tensor
+                                  cores for run vLLM's Marlin MoE GEMM
+                                  (nvl_cost_moe_marlin); false: a CUTLASS
+                                  grouped GEMM at BF16's rate */
     uint32_t host_sharers;     /* GPUs of this GPU's superchip reading host
                                   memory at once (0 or 1: this one alone) */
 } nvl_cost_cfg_t;
@@ -318,10 +322,29 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  * clusters) takes its own floor in place of that one: (6.0 +
  * ceil(ctas / sm_count) x (1.5 + panel_bytes / 2 / 25,000)) x
  * mem_latency, ctas = sum over the groups with rows of 2 ceil(ceil(m /
- * 64) / 2) x ceil(n / 128). */
+ * 64) / 2) x ceil(n / 128).
+ * vLLM's Marlin MoE GEMM (nvl_cost_moe_marlin(cfg)) pads each group's
+ * rows to its moe block (8, 16, 32, 48 or 64 rows, by the rows a group
+ * on average) and computes at NVL_MMA_SYNC_SM90_SHARE x
+ * NVL_MARLIN_MMA_EFFICIENCY of the BF16 rate (docs/cost-model.md,
+ * "MX-FP4 experts under vLLM on Hopper"). */
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k);
+
+/* Whether cfg's expert GEMMs run vLLM's Marlin MoE kernel
+ * (csrc/moe/marlin_moe_wna16, vLLM v0.10.2 and v0.11.0): cfg->moe_marlin,
+ * 4-bit weights (MX-FP4, NVFP4, int4) and a GPU without FP4 tensor
+ * cores (Hopper), so the kernel dequantises them in its main loop onto
+ * BF16 mma.sync.  Such a layer reads its rows through
+ * the sorted pair ids in the GEMM: no gather kernel before it. */
+bool nvl_cost_moe_marlin(const nvl_cost_cfg_t *cfg);
+
+/* The expert GEMMs' hidden and intermediate widths as the kernel runs
+ * them: unchanged, or under Marlin (nvl_cost_moe_marlin) padded at load
+ * to multiples of 256 and 128 (its n % 256 and k % 128 in both GEMMs). */
+void nvl_cost_moe_dims(const nvl_cost_cfg_t *cfg, uint64_t *hidden,
+                       uint64_t *inter);
 
 /* ---- attention geometry ----------------------------------------------
  * What one GPU's attention holds and computes, as its kernels see it: the

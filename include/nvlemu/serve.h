@@ -272,6 +272,9 @@ typedef struct {
      * 0: not known (the figure holds on every host) */
     double host_ref_torch_op_us;
     bool host_serial;
+    /* the engine's MoE GEMM for 4-bit experts on a GPU without FP4
+     * tensor cores: vLLM's Marlin kernel (nvl_cost_cfg_t.moe_marlin) */
+    bool moe_marlin;
     /* a step without a CUDA graph has its kernels launched one by one by
      * the same host thread, before its loop's work for the requests */
     bool eager_without_graph;

@@ -472,7 +472,7 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k)
 {
-    double t_s, rel;
+    double t_s, rel = 1.0;
     nvl_wdtype_t dt = cfg->weight_dtype < NVL_WDT_COUNT ? cfg->weight_dtype
                                                         : NVL_WDT_BF16;
     /* the weights' own tensor cores, or dequantised to BF16's */
@@ -480,9 +480,11 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
     if (cfg->weight_only ||
         nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, dt) <= 0)
         core = NVL_WDT_BF16;
-    uint32_t m_tile = grouped_tile(cfg, core, groups, m, n, k, &rel);
+    bool marlin = groups > 0 && nvl_cost_moe_marlin(cfg);
+    uint32_t m_tile = marlin ? nvl_cost_marlin_block(groups, m)
+                             : grouped_tile(cfg, core, groups, m, n, k, &rel);
     grouped_kernel_t gk = grouped_kernel[core];
-    gk.rel *= rel;
+    gk.rel *= marlin ? nvl_cost_marlin_rel() : rel;
     nvl_kernel_cost_t c =
         matmul_work(cfg, groups, m, n, k, m_tile, &gk, NULL, &t_s);
     if (c.flops <= 0)

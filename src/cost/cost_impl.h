@@ -1,8 +1,10 @@
 /* The compute cost model's pieces that its files share (private to
- * src/cost): cost.c defines them, attention.c uses them too. */
+ * src/cost): cost.c defines most of them, attention.c uses them too;
+ * marlin.c the Marlin kernel's, which cost.c uses. */
 #ifndef NVLEMU_COST_IMPL_H
 #define NVLEMU_COST_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nvlemu/cost.h"
@@ -20,5 +22,12 @@ double nvl_cost_simple_fixed_s(const nvl_cost_cfg_t *cfg);
 /* The HBM rate a streaming kernel reaches on cfg's GPU (its bandwidth,
  * with overrides, at hbm_efficiency); bytes per second. */
 double nvl_cost_hbm_rate(const nvl_cost_cfg_t *cfg);
+
+/* vLLM's Marlin MoE GEMM (marlin.c): the rows of its moe block for these
+ * groups (fused_marlin_moe's block_size_m: the first of 8, 16, 32, 48
+ * with the rows a group on average / block < 0.9, else 64), and its
+ * compute rate against the BF16 grouped kernel's. */
+uint32_t nvl_cost_marlin_block(size_t groups, const uint64_t *m);
+double nvl_cost_marlin_rel(void);
 
 #endif

@@ -190,21 +190,25 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
                                                      NVL_ACCESS_INDEXED));
         /* each pair's row gathered into its expert's block in the
          * experts' input format: one index a row, whole rows loaded and
-         * stored vectorised */
+         * stored vectorised; vLLM's Marlin GEMM reads the rows through
+         * the sorted pair ids itself (fused_marlin_moe: no gather) */
         double bits = nvl_engine_moe_act_bits(e, L);
         double in_bytes = quantized_rows ? bits / 8.0 : 2.0;
-        nvl_engine_kernel(e, "expand_rows", NVL_PART_OTHER, L,
-                          nvl_cost_memory(cc, ((double)rows * in_bytes +
-                                               pairs * bits / 8.0) *
-                                                  (double)hid));
+        if (!nvl_cost_moe_marlin(cc))
+            nvl_engine_kernel(e, "expand_rows", NVL_PART_OTHER, L,
+                              nvl_cost_memory(cc, ((double)rows * in_bytes +
+                                                   pairs * bits / 8.0) *
+                                                      (double)hid));
     }
     if (torch && pairs > 0)
         nvl_engine_moe_torch_prepare(e, L, false);
     nvl_engine_step(e, NVL_STEP_EXPERTS_GATE_UP, L, pairs, count);
     if (torch && pairs > 0)
         nvl_engine_moe_torch_prepare(e, L, true);
+    uint64_t h = hid, i = sn; /* as the kernel pads them */
+    nvl_cost_moe_dims(cc, &h, &i);
     nvl_engine_kernel(e, "experts_down", NVL_PART_GEMM, L,
-                      nvl_cost_grouped_matmul(cc, ne, count, hid, sn));
+                      nvl_cost_grouped_matmul(cc, ne, count, h, i));
     if (torch && pairs > 0)
         nvl_engine_moe_torch_unpermute(e, L, pairs, rows);
     else

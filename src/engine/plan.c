@@ -232,10 +232,12 @@ void nvl_engine_step(nvl_engine_t *e, nvl_step_t step, int32_t layer,
              * alone */
             nvl_cost_cfg_t experts =
                 nvl_engine_layer_gemm_cost(e, NVL_QCLASS_EXPERTS, layer);
+            uint64_t h = hid, i = in; /* as the kernel pads them */
+            nvl_cost_moe_dims(&experts, &h, &i);
             nvl_engine_kernel(e, k->name, NVL_PART_GEMM, layer,
                               nvl_cost_grouped_matmul(
-                                  &experts, s->experts.count, count, width,
-                                  hid));
+                                  &experts, s->experts.count, count,
+                                  width + k->i * (i - in), h));
             break;
         }
         case NVL_K_ELEMENTWISE:

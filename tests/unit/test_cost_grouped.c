@@ -1,7 +1,7 @@
 /* Unit tests of the grouped GEMM's cost (include/nvlemu/cost.h,
  * nvl_cost_grouped_matmul): the experts' tiles and weight panels, the
  * low-precision kernels' rates and fixed work a tile, torch's FP8 tile and
- * its bf16 kernel at decode shapes. */
+ * its bf16 kernel at decode shapes, vLLM's Marlin MoE kernel. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <math.h>
@@ -199,6 +199,59 @@ static void test_grouped_matmul_torch_bf16(void **state)
     assert_true(llabs(fused - (over_ps + nvl_ps_from_s(panel_s))) <= 2);
 }
 
+/* vLLM's Marlin MoE GEMM (cfg.moe_marlin): only 4-bit experts on a GPU
+ * without FP4 tensor cores take it; each expert's rows are padded to the
+ * moe block fused_marlin_moe picks (the first of 8, 16, 32, 48 rows with
+ * rows / block < 0.9, else 64), the compute at 2/3 x 0.54 of the BF16
+ * grouped kernel's rate, and the weights padded to a hidden size of a
+ * multiple of 256 and an intermediate one of 128. */
+static void test_grouped_matmul_marlin(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    double peak = topo->gpu.bf16_flops_per_s, fp4 = topo->gpu.fp4_flops_per_s;
+    c.weight_dtype = NVL_WDT_FP4;
+    c.moe_marlin = true;
+    topo->gpu.fp4_flops_per_s = 0; /* Hopper: no FP4 MMA */
+    assert_true(nvl_cost_moe_marlin(&c));
+    uint64_t h = 2880, i = 2880;
+    nvl_cost_moe_dims(&c, &h, &i);
+    assert_int_equal(h, 3072);
+    assert_int_equal(i, 2944);
+    topo->gpu.bf16_flops_per_s = peak / 1e5; /* compute-bound */
+    uint64_t r1 = 1, r7 = 7, r8 = 8, r1024 = 1024;
+    double t1 = (double)nvl_cost_grouped_matmul(&c, 1, &r1, 4096, 4096)
+                    .time_ps,
+           t7 = (double)nvl_cost_grouped_matmul(&c, 1, &r7, 4096, 4096)
+                    .time_ps,
+           t8 = (double)nvl_cost_grouped_matmul(&c, 1, &r8, 4096, 4096)
+                    .time_ps,
+           m1024 = (double)nvl_cost_grouped_matmul(&c, 1, &r1024, 4096, 4096)
+                       .time_ps;
+    assert_true(fabs(t7 / t1 - 1.0) < 1e-3); /* 8-row blocks */
+    assert_true(fabs(t8 / t1 - 2.0) < 0.01); /* 16-row blocks */
+    c.moe_marlin = false;
+    double g1024 = (double)nvl_cost_grouped_matmul(&c, 1, &r1024, 4096, 4096)
+                       .time_ps;
+    assert_true(fabs(m1024 / g1024 - 1.0 / (2.0 / 3.0 * 0.54)) < 0.02);
+    assert_false(nvl_cost_moe_marlin(&c));
+    c.moe_marlin = true;
+    c.weight_dtype = NVL_WDT_BF16;
+    assert_false(nvl_cost_moe_marlin(&c));
+    c.weight_dtype = NVL_WDT_INT4;
+    assert_true(nvl_cost_moe_marlin(&c));
+    c.weight_dtype = NVL_WDT_FP4;
+    topo->gpu.bf16_flops_per_s = peak;
+    topo->gpu.fp4_flops_per_s = 1e15; /* FP4 tensor cores: not Marlin */
+    assert_false(nvl_cost_moe_marlin(&c));
+    c.weight_dtype = NVL_WDT_INT4;
+    assert_false(nvl_cost_moe_marlin(&c));
+    h = 2880;
+    nvl_cost_moe_dims(&c, &h, &i);
+    assert_int_equal(h, 2880);
+    topo->gpu.fp4_flops_per_s = fp4;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_grouped_matmul_torch_fp8),
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_grouped_matmul_torch_bf16),
+        cmocka_unit_test(test_grouped_matmul_marlin),
     };
     return cmocka_run_group_tests(tests, load, unload);
 }
