@@ -225,6 +225,7 @@ typedef struct nvl_defer_call {
     int64_t signature;
     bool ok;
     int64_t a_ps, b_ps;      /* entry: max(x + a, b), x the previous end */
+    int64_t entry_ps;        /* settled: this member's entry */
     nvl_coll_info_t info;    /* this member's choice and duration; once
                                 settled, the group's start and duration */
 } nvl_defer_call_t;

@@ -77,14 +77,20 @@ static void shadow_check(nvl_engine_t *e)
 
 /* A shadow's launch waits are not the rank's (shadow 1 starts each
  * stretch at SHADOW_LO, 2^59 ps before any launch): the replay counts the
- * real ones, and summing the shadows' would overflow after 16 stretches. */
+ * real ones, and summing the shadows' would overflow after 16 stretches.
+ * While the host clock is only bounded (host_stale), a wait on it is not
+ * known exactly: the batch is then agreed call by call. */
 static void shadow_forget_waits(nvl_engine_t *e, int i)
 {
+    if (e->host_stale && e->shadow_stream[i].launch_wait_ps > 0)
+        e->shadow_exact = false;
     e->shadow_stream[i].launch_wait_ps = 0;
 }
 
-/* States the shadows' clock as the next entry (nvl_comm_defer_entry). */
-static void shadow_entry(nvl_engine_t *e)
+/* The shadows' clock as an entry max(x + a, b) (b NVL_DEFER_NO_BOUND:
+ * none). */
+static void shadow_values(const nvl_engine_t *e, int64_t *a_out,
+                          int64_t *b_out)
 {
     int64_t a = e->shadow[0].now_ps, b = NVL_DEFER_NO_BOUND;
     if (!e->shadow_first) {
@@ -92,7 +98,46 @@ static void shadow_entry(nvl_engine_t *e)
         if (e->shadow[1].now_ps - SHADOW_LO > a)
             b = e->shadow[1].now_ps;
     }
-    nvl_comm_defer_entry(e->tp, a, b, e->shadow_exact);
+    *a_out = a;
+    *b_out = b;
+}
+
+/* States the shadows' clock as the next entry of comm's
+ * (nvl_comm_defer_entry). */
+static void shadow_entry(nvl_engine_t *e, nvl_comm_t *comm)
+{
+    int64_t a, b;
+    shadow_values(e, &a, &b);
+    nvl_comm_defer_entry(comm, a, b, e->shadow_exact);
+}
+
+/* From a call's end on, x is that end.  A host clock that followed the
+ * GPU's (a synchronization since the call before: host = max(x_old +
+ * a_h, b_h)) is no function of the new x; it is at most the new x (the
+ * call waited for its launch), which bounds it from here on. */
+static void shadow_rebase(nvl_engine_t *e)
+{
+    e->shadow_first = false;
+    e->shadow[0].now_ps = SHADOW_HI;
+    e->shadow[1].now_ps = SHADOW_LO;
+    if (e->shadow_stream[0].host_ps >= SHADOW_HI) {
+        e->shadow_stream[0].host_ps = SHADOW_HI;
+        e->shadow_stream[1].host_ps = SHADOW_LO;
+        e->host_stale = true;
+    }
+}
+
+/* The host synchronized with the GPU on both shadows; a bounded host at
+ * or below the GPU's clock on both becomes exact again. */
+static void shadow_sync(nvl_engine_t *e)
+{
+    bool exact = true;
+    for (int i = 0; i < 2; i++) {
+        exact &= e->shadow_stream[i].host_ps <= e->shadow[i].now_ps;
+        nvl_stream_sync(&e->shadow_stream[i], &e->shadow[i]);
+    }
+    if (exact)
+        e->host_stale = false;
 }
 
 bool nvl_engine_records(const nvl_engine_t *e)
@@ -106,8 +151,8 @@ void nvl_engine_defer(nvl_engine_t *e)
 {
     /* the same answer on every rank of the stage (e->tp, the whole job
      * without a pipeline): recording is collective over it */
-    if (!nvl_engine_records(e))
-        return;
+    if (e->defer || !nvl_engine_records(e))
+        return; /* a step recorded whole goes on */
     if (nvl_comm_defer(e->tp) != NVL_OK)
         return;
     nvl_vclock_t *clk = nvl_engine_clock(e);
@@ -117,8 +162,107 @@ void nvl_engine_defer(nvl_engine_t *e)
     e->shadow[0].now_ps = clk->now_ps;
     e->shadow[1].now_ps = SHADOW_LO;
     e->shadow_first = true;
+    e->host_stale = false;
     e->shadow_exact = clk->now_ps < SHADOW_HI &&
                       e->stream.host_ps < SHADOW_HI && !e->time_overflow;
+}
+
+void nvl_engine_step_record(nvl_engine_t *e)
+{
+    nvl_engine_defer(e);
+    e->step_rec = e->defer;
+    if (!e->step_rec)
+        return;
+    nvl_comm_t *links[2] = {e->link_prev, e->link_next};
+    for (int i = 0; i < 2; i++)
+        if (links[i] != NULL && nvl_comm_defer(links[i]) != NVL_OK)
+            nvl_runtime_abort(1); /* reported: a link in data mode */
+    e->rec_after_coll = false;
+    e->n_step_ev = 0;
+    e->n_step_pass = 0;
+}
+
+static void step_ev_push(nvl_engine_t *e, nvl_step_ev_t ev)
+{
+    e->step_ev = nvl_engine_grow(e->step_ev, &e->cap_step_ev, e->n_step_ev,
+                                 sizeof *e->step_ev);
+    e->step_ev[e->n_step_ev++] = ev;
+}
+
+/* A call of comm about to be recorded in a step: its place in the
+ * step's order. */
+static void step_call(nvl_engine_t *e, nvl_comm_t *comm)
+{
+    nvl_step_kind_t k = comm == e->tp          ? NVL_STEP_COLL
+                        : comm == e->link_prev ? NVL_STEP_RECV
+                                               : NVL_STEP_SEND;
+    step_ev_push(e, (nvl_step_ev_t){
+                        .kind = k, .own = k != NVL_STEP_COLL || !e->rec_after_coll,
+                        .pos = nvl_comm_deferred_calls(e->tp),
+                        .call = nvl_comm_deferred_calls(comm)});
+    e->rec_after_coll = k == NVL_STEP_COLL;
+}
+
+void nvl_engine_pass_open(nvl_engine_t *e, uint64_t tokens)
+{
+    if (!e->step_rec) {
+        nvl_engine_pass_begin(e, tokens);
+        nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
+        return;
+    }
+    /* the statistics counted while recording, kept for the replay */
+    memset(&e->cur, 0, sizeof e->cur);
+    e->cur.tokens = tokens;
+    e->step_pass = nvl_engine_grow(e->step_pass, &e->cap_step_pass,
+                                   e->n_step_pass, sizeof *e->step_pass);
+    e->step_pass[e->n_step_pass] = (nvl_step_pass_t){.pass = e->pass};
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_PASS_BEGIN,
+                                 .call = e->n_step_pass++});
+    for (int i = 0; i < 2; i++)
+        nvl_stream_begin_pass(&e->shadow_stream[i], &e->shadow[i]);
+}
+
+void nvl_engine_pass_close(nvl_engine_t *e, uint64_t context)
+{
+    if (!e->step_rec) {
+        nvl_stream_sync(&e->stream, nvl_engine_clock(e));
+        nvl_engine_pass_end(e, context);
+        return;
+    }
+    shadow_sync(e);
+    int64_t a, b;
+    shadow_values(e, &a, &b);
+    step_ev_push(e, (nvl_step_ev_t){.kind = NVL_STEP_END, .own = true,
+                                    .pos = nvl_comm_deferred_calls(e->tp),
+                                    .a_ps = a, .b_ps = b});
+    size_t k = e->n_step_pass - 1;
+    e->step_pass[k].cur = e->cur;
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_PASS_END, .call = k,
+                                 .n = context});
+    e->pass++; /* the next pass's draws (moe.c) are its own */
+}
+
+void nvl_engine_record_wait_tokens(nvl_engine_t *e, int64_t ready_ps)
+{
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_WAIT_TOKENS,
+                                 .value_ps = ready_ps});
+    /* max-plus on both shadows: the pass's start follows a
+     * synchronization (host >= GPU), so waiting or not, the host ends at
+     * max(host, ready) */
+    for (int i = 0; i < 2; i++) {
+        if (e->shadow_stream[i].host_ps < e->shadow[i].now_ps)
+            e->shadow_exact = false;
+        nvl_vclock_wait_until(&e->shadow[i], ready_ps);
+    }
+    shadow_sync(e);
+}
+
+void nvl_engine_record_link(nvl_engine_t *e, nvl_comm_t *link, bool send,
+                            uint64_t n)
+{
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_LINK_DONE, .comm = link,
+                                 .call = nvl_comm_deferred_calls(link) - 1,
+                                 .send = send, .n = n});
 }
 
 /* Runs one kernel (nothing when it has no work). */
@@ -188,6 +332,7 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
 {
     if (e->defer) {
+        nvl_comm_t *c = e->rec_comm != NULL ? e->rec_comm : e->tp;
         tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_COLL_BEGIN,
                                      .layer = layer});
         for (int i = 0; i < 2 && e->shadow_exact; i++) {
@@ -195,11 +340,10 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
             shadow_forget_waits(e, i);
         }
         shadow_check(e);
-        shadow_entry(e);
-        /* from here x is the collective's end */
-        e->shadow_first = false;
-        e->shadow[0].now_ps = SHADOW_HI;
-        e->shadow[1].now_ps = SHADOW_LO;
+        shadow_entry(e, c);
+        if (e->step_rec)
+            step_call(e, c);
+        shadow_rebase(e); /* from here x is the collective's end */
         return -1;
     }
     int64_t before = nvl_engine_clock(e)->now_ps;
@@ -222,7 +366,8 @@ void nvl_engine_coll_done_ep(nvl_engine_t *e, const char *name,
     if (e->defer) {
         tape_push(e, (nvl_tape_op_t){
             .kind = NVL_TAPE_COLL_DONE, .name = name, .layer = layer,
-            .call = nvl_comm_deferred_calls(e->tp) - 1, .ep = x});
+            .call = nvl_comm_deferred_calls(e->tp) - 1, .ep = x,
+            .comm = e->tp});
         return;
     }
     if (x != NVL_EP_XCHG_NONE)
@@ -297,11 +442,31 @@ void nvl_engine_epilogue(nvl_engine_t *e, const char *name, int32_t layer,
 
 nvl_status_t nvl_engine_settle(nvl_engine_t *e)
 {
-    if (!e->defer)
+    if (!e->defer || e->step_rec) /* a step recorded whole: pipe_agree.c */
         return NVL_OK;
     e->defer = false;
-    shadow_entry(e); /* where the pass's work ends */
+    shadow_entry(e, e->tp); /* where the pass's work ends */
     nvl_status_t st = nvl_comm_settle(e->tp, &e->settled_end_ps);
+    return st == NVL_OK ? nvl_engine_replay(e) : st;
+}
+
+/* A recorded step's pass opened on replay: the statistics counted while
+ * recording, the issued work's added to them. */
+static void replay_pass_open(nvl_engine_t *e, size_t k)
+{
+    nvl_step_pass_t *p = &e->step_pass[k];
+    e->cur = p->cur;
+    e->cur.start_ps = nvl_engine_clock(e)->now_ps;
+    e->pass = p->pass;
+    e->pass_wall_start = MPI_Wtime();
+    nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
+}
+
+nvl_status_t nvl_engine_replay(nvl_engine_t *e)
+{
+    e->defer = false;
+    e->step_rec = false;
+    nvl_status_t st = NVL_OK;
     int64_t entry = 0;
     for (size_t i = 0; i < e->n_tape && st == NVL_OK; i++) {
         const nvl_tape_op_t *op = &e->tape[i];
@@ -314,14 +479,29 @@ nvl_status_t nvl_engine_settle(nvl_engine_t *e)
             entry = nvl_engine_coll_begin(e, op->layer);
             break;
         case NVL_TAPE_COLL_DONE:
-            st = nvl_comm_settled_call(e->tp, op->call, &info);
+            st = nvl_comm_settled_call(op->comm, op->call, &info);
             if (st == NVL_OK)
                 nvl_engine_coll_done_ep(e, op->name, op->layer, entry, &info,
                                         op->ep);
             break;
+        case NVL_TAPE_LINK_DONE:
+            st = nvl_comm_settled_call(op->comm, op->call, &info);
+            if (st == NVL_OK)
+                nvl_engine_pipe_link_done(e, op->send, op->n, entry, &info);
+            break;
         case NVL_TAPE_EPILOGUE:
             if (!e->time_overflow)
                 epilogue(e, op->name, op->layer, op->cost);
+            break;
+        case NVL_TAPE_PASS_BEGIN:
+            replay_pass_open(e, op->call);
+            break;
+        case NVL_TAPE_PASS_END:
+            nvl_engine_pass_close(e, op->n);
+            e->step_pass[op->call].end_ps = nvl_engine_clock(e)->now_ps;
+            break;
+        case NVL_TAPE_WAIT_TOKENS:
+            nvl_engine_pipe_wait_tokens_at(e, op->value_ps);
             break;
         }
     }

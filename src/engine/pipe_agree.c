@@ -1,0 +1,528 @@
+/* A pipeline's step agreed in one exchange (timing mode).
+ *
+ * Each rank records its whole step (issue.c): every pass of every
+ * microbatch, its stage's collectives on e->tp and its link transfers on
+ * link_prev and link_next, each call's entry stated as max(x + a, b) with
+ * x the end of the rank's call before it, on whichever communicator
+ * (the first call of the step: x = 0, a its entry), and each pass's end
+ * alike.  Nothing a rank records needs a peer: a stage's collectives are
+ * its own group's, and a transfer's arrival is known only once the
+ * receiver's clock is read, which the replay does.  The job then agrees
+ * once, an MPI_Allreduce (max) of
+ *
+ *   head       the first failing rank, whether one printed, whether an
+ *              entry was stated inexactly, the most entries a rank owns,
+ *              each stage's call count (and its negation);
+ *   per stage  each collective's a, b (those that follow a collective of
+ *              the stage: x is the stage's), duration, signature (and its
+ *              negation), error;
+ *   per rank   the entries only the rank knows: its transfers (a, b,
+ *              duration, signature, error), the collective after one
+ *              (x is the transfer's end, the rank's own), its passes' ends;
+ *
+ * and every rank plays the step's calls through in order, as the
+ * per-call agreements would have run them: a collective starts at its
+ * stage's latest entry and lasts the longest member's time (agree.c), a
+ * transfer at the later of the pair's entries and lasts the longer time
+ * (p2p.c, nvl_group_end: both GPUs wait for the later), each member's x
+ * becoming the call's end.  Integer picoseconds and the same maxima and
+ * sums: the same times, bit for bit.  Then the rank issues its tape
+ * (nvl_engine_replay) with each call's outcome known.
+ *
+ * A wrong call, or ranks of a stage (or the two ends of a link) whose
+ * calls differ, are found in the same exchange; the members of the first
+ * such call (stages in order, then links) have the per-call agreement
+ * report it (nvl_comm_defer_report), every rank fails.  A rank whose
+ * recording failed fails every rank, its report printed once.  An entry
+ * the shadows could not state (issue.c) or a clock beyond its range makes
+ * the replay agree call by call, as without deferral (each rank's calls
+ * in the order the live run makes them). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "nvlemu/runtime.h"
+
+/* The head; then two numbers per stage: its call count and negation. */
+enum { HD_FAIL, HD_PRINTED, HD_INEXACT, HD_OWN, HD_N };
+/* A stage collective's numbers. */
+enum { SL_A, SL_B, SL_T, SL_SIG, SL_NEG_SIG, SL_ERR, SL_N };
+/* A rank's own entry: its kind (nvl_step_kind_t; 0 none), the stage
+ * collectives before it, its numbers. */
+enum { OW_KIND, OW_POS, OW_A, OW_B, OW_T, OW_SIG, OW_ERR, OW_N };
+
+bool nvl_engine_pipe_can_record_step(const nvl_engine_t *e)
+{
+    return e->stages > 1 && !e->data && nvl_engine_records(e);
+}
+
+/* The exchange's layout, the same on every rank (from the agreed
+ * rooms). */
+typedef struct {
+    nvl_engine_t *e;
+    int ranks, tp, stages, me;
+    size_t stage_at[NVL_ENGINE_PP_MAX + 1], own_at, n;
+    int64_t *v;
+} xchg_t;
+
+static void layout(xchg_t *x)
+{
+    size_t at = HD_N + 2 * (size_t)x->stages;
+    for (int k = 0; k < x->stages; k++) {
+        x->stage_at[k] = at;
+        at += x->e->step_cap[k] * SL_N;
+    }
+    x->own_at = at;
+    x->n = at + (size_t)x->ranks * x->e->step_cap_own * OW_N;
+    free(x->v);
+    x->v = malloc((x->n + 1) * sizeof *x->v);
+    if (x->v == NULL) {
+        nvl_report("out of memory agreeing a step of %zu numbers", x->n);
+        nvl_runtime_abort(1);
+    }
+}
+
+static int64_t *own_slot(const xchg_t *x, int rank, size_t j)
+{
+    return x->v + x->own_at + ((size_t)rank * x->e->step_cap_own + j) * OW_N;
+}
+
+static int64_t *stage_slot(const xchg_t *x, int k, size_t i)
+{
+    return x->v + x->stage_at[k] + i * SL_N;
+}
+
+/* The communicator of a recorded call of this rank's. */
+static nvl_comm_t *ev_comm(const nvl_engine_t *e, nvl_step_kind_t k)
+{
+    return k == NVL_STEP_COLL   ? e->tp
+           : k == NVL_STEP_RECV ? e->link_prev
+                                : e->link_next;
+}
+
+/* This rank's numbers into x->v (INT64_MIN, neutral, elsewhere). */
+static void pack(xchg_t *x, nvl_status_t st)
+{
+    nvl_engine_t *e = x->e;
+    for (size_t i = 0; i < x->n; i++)
+        x->v[i] = INT64_MIN;
+    size_t n_own = 0, nc = nvl_comm_deferred_calls(e->tp);
+    for (size_t i = 0; i < e->n_step_ev; i++)
+        n_own += e->step_ev[i].own;
+    x->v[HD_FAIL] = -(int64_t)(st != NVL_OK ? x->me : x->ranks);
+    x->v[HD_PRINTED] = nvl_report_printed() > 0;
+    x->v[HD_INEXACT] = !e->shadow_exact;
+    x->v[HD_OWN] = (int64_t)n_own;
+    x->v[HD_N + 2 * e->stage] = (int64_t)nc;
+    x->v[HD_N + 2 * e->stage + 1] = -(int64_t)nc;
+    size_t cap = e->step_cap[e->stage];
+    for (size_t i = 0; i < nc && i < cap; i++) {
+        nvl_defer_view_t d;
+        nvl_comm_deferred_get(e->tp, i, &d);
+        int64_t *s = stage_slot(x, e->stage, i);
+        s[SL_A] = d.a_ps;
+        s[SL_B] = d.b_ps;
+        s[SL_T] = d.time_ps;
+        s[SL_SIG] = d.signature;
+        s[SL_NEG_SIG] = -d.signature;
+        s[SL_ERR] = !d.ok;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < e->n_step_ev; i++) {
+        const nvl_step_ev_t *ev = &e->step_ev[i];
+        if (ev->kind == NVL_STEP_COLL && ev->own && ev->call < cap)
+            stage_slot(x, e->stage, ev->call)[SL_A] =
+                stage_slot(x, e->stage, ev->call)[SL_B] = INT64_MIN;
+        if (!ev->own || j >= e->step_cap_own)
+            continue;
+        int64_t *o = own_slot(x, x->me, j++);
+        o[OW_KIND] = ev->kind;
+        o[OW_POS] = (int64_t)ev->pos;
+        o[OW_A] = ev->a_ps;
+        o[OW_B] = ev->b_ps;
+        o[OW_T] = o[OW_SIG] = o[OW_ERR] = 0;
+        if (ev->kind == NVL_STEP_END)
+            continue;
+        nvl_defer_view_t d;
+        nvl_comm_deferred_get(ev_comm(e, ev->kind), ev->call, &d);
+        o[OW_A] = d.a_ps;
+        o[OW_B] = d.b_ps;
+        o[OW_T] = d.time_ps;
+        o[OW_SIG] = d.signature;
+        o[OW_ERR] = !d.ok;
+    }
+    for (; j < e->step_cap_own; j++)
+        memset(own_slot(x, x->me, j), 0, OW_N * sizeof(int64_t));
+}
+
+/* The step's recording dropped (a failed step). */
+static void drop(nvl_engine_t *e)
+{
+    nvl_comm_t *c[3] = {e->tp, e->link_prev, e->link_next};
+    for (int i = 0; i < 3; i++)
+        if (c[i] != NULL)
+            nvl_comm_defer_drop(c[i]);
+    e->n_tape = 0;
+    e->defer = e->step_rec = false;
+}
+
+/* One call or pass end in a rank's order: its kind, its index (a stage
+ * collective's on the stage, a transfer's on its link, a pass's end's in
+ * the step) and its own entry's slot (-1: the stage's). */
+typedef struct {
+    nvl_step_kind_t kind;
+    size_t call;
+    long slot;
+} seq_ev_t;
+
+/* Every rank's order, from its own entries and its stage's count:
+ * seq + at[r] .. at[r + 1]. */
+static seq_ev_t *orders(const xchg_t *x, size_t **at_out)
+{
+    size_t total = 0, *at = calloc((size_t)x->ranks + 1, sizeof *at);
+    for (int r = 0; at != NULL && r < x->ranks; r++)
+        total += (size_t)x->v[HD_N + 2 * (r / x->tp)] + x->e->step_cap_own;
+    seq_ev_t *seq = malloc((total + 1) * sizeof *seq);
+    if (at == NULL || seq == NULL) {
+        nvl_report("out of memory ordering a step of %zu calls", total);
+        nvl_runtime_abort(1);
+    }
+    size_t n = 0;
+    for (int r = 0; r < x->ranks; r++) {
+        size_t calls = (size_t)x->v[HD_N + 2 * (r / x->tp)], next = 0;
+        size_t counts[NVL_STEP_END + 1] = {0};
+        at[r] = n;
+        for (size_t j = 0; j < x->e->step_cap_own; j++) {
+            const int64_t *o = own_slot(x, r, j);
+            if (o[OW_KIND] < NVL_STEP_COLL || o[OW_KIND] > NVL_STEP_END)
+                break;
+            size_t pos = (size_t)o[OW_POS];
+            for (; next < pos && next < calls; next++)
+                seq[n++] = (seq_ev_t){NVL_STEP_COLL, next, -1};
+            nvl_step_kind_t k = (nvl_step_kind_t)o[OW_KIND];
+            size_t call = k == NVL_STEP_COLL ? pos : counts[k]++;
+            if (k == NVL_STEP_COLL)
+                next = pos + 1;
+            seq[n++] = (seq_ev_t){k, call, (long)j};
+        }
+        for (; next < calls; next++)
+            seq[n++] = (seq_ev_t){NVL_STEP_COLL, next, -1};
+    }
+    at[x->ranks] = n;
+    *at_out = at;
+    return seq;
+}
+
+/* The first call that is wrong or differs: stage k's collective *call_out
+ * (*link_out false), or link k -> k + 1 of TP rank *t_out's transfer
+ * *call_out; false when there is none. */
+static bool first_bad(const xchg_t *x, const seq_ev_t *seq, const size_t *at,
+                      int *k_out, int *t_out, size_t *call_out,
+                      bool *link_out)
+{
+    for (int k = 0; k < x->stages; k++) {
+        size_t most = (size_t)x->v[HD_N + 2 * k],
+               least = (size_t)-x->v[HD_N + 2 * k + 1], i = 0;
+        for (; i < least && i < x->e->step_cap[k]; i++) {
+            const int64_t *s = stage_slot(x, k, i);
+            if (s[SL_ERR] || s[SL_SIG] != -s[SL_NEG_SIG])
+                break;
+        }
+        if (i < least || least != most) {
+            *k_out = k;
+            *call_out = i;
+            *link_out = false;
+            return true;
+        }
+    }
+    for (int k = 0; k + 1 < x->stages; k++)
+        for (int t = 0; t < x->tp; t++) {
+            int s = k * x->tp + t, r = s + x->tp;
+            const seq_ev_t *a = seq + at[s], *b = seq + at[r];
+            size_t na = at[s + 1] - at[s], nb = at[r + 1] - at[r];
+            size_t i = 0, j = 0, n = 0;
+            bool bad = false;
+            for (;; n++) {
+                while (i < na && a[i].kind != NVL_STEP_SEND)
+                    i++;
+                while (j < nb && b[j].kind != NVL_STEP_RECV)
+                    j++;
+                if (i == na || j == nb) {
+                    bad = i != na || j != nb;
+                    break;
+                }
+                const int64_t *p = own_slot(x, s, (size_t)a[i++].slot),
+                              *q = own_slot(x, r, (size_t)b[j++].slot);
+                if (p[OW_ERR] || q[OW_ERR] || p[OW_SIG] != q[OW_SIG]) {
+                    bad = true;
+                    break;
+                }
+            }
+            if (bad) {
+                *k_out = k;
+                *t_out = t;
+                *call_out = n;
+                *link_out = true;
+                return true;
+            }
+        }
+    return false;
+}
+
+/* An entry max(x + a, b); false when x + a leaves the clock's range (the
+ * per-call agreement's saturation then applies). */
+static bool entry_at(int64_t x, int64_t a, int64_t b, int64_t *out)
+{
+    if (a == INT64_MIN) {
+        *out = b;
+        return b != INT64_MIN;
+    }
+    if (a > NVL_PS_MAX_CLOCK - x)
+        return false;
+    *out = x + a > b ? x + a : b;
+    return true;
+}
+
+/* Every rank's calls played through in order (file comment); this rank's
+ * outcomes resolved on its communicators, its passes' ends into
+ * mine_ps, each stage's latest into ends_ps [stages x passes].  Returns
+ * 1 when done, 0 when an entry leaves the clock's range, -1 when the
+ * orders do not meet (an internal error). */
+static int solve(const xchg_t *x, const seq_ev_t *seq, const size_t *at,
+                 int64_t *ends_ps, int passes, int64_t *mine_ps)
+{
+    nvl_engine_t *e = x->e;
+    int R = x->ranks, T = x->tp;
+    int64_t *clk = calloc((size_t)R, sizeof *clk);
+    int64_t *in = calloc((size_t)R, sizeof *in);
+    size_t *p = calloc((size_t)R, sizeof *p), *m = calloc((size_t)R, sizeof *m);
+    int *came = calloc((size_t)x->stages, sizeof *came);
+    bool *came_r = calloc((size_t)R, sizeof *came_r);
+    if (!clk || !in || !p || !m || !came || !came_r) {
+        nvl_report("out of memory agreeing a step of %d ranks", R);
+        nvl_runtime_abort(1);
+    }
+    int result = 1;
+    bool progress = true;
+    /* entry of rank r's event ev: its own numbers, or the stage's */
+    #define ENTRY(r, ev, out)                                                 \
+        entry_at(clk[r],                                                      \
+                 (ev)->slot >= 0 ? own_slot(x, r, (size_t)(ev)->slot)[OW_A]   \
+                                 : stage_slot(x, (r) / T, (ev)->call)[SL_A],  \
+                 (ev)->slot >= 0 ? own_slot(x, r, (size_t)(ev)->slot)[OW_B]   \
+                                 : stage_slot(x, (r) / T, (ev)->call)[SL_B],  \
+                 out)
+    while (progress && result == 1) {
+        progress = false;
+        for (int r = 0; r < R && result == 1; r++)
+            while (p[r] < at[r + 1] - at[r] && result == 1) {
+                const seq_ev_t *ev = seq + at[r] + p[r];
+                int k = r / T;
+                int64_t v;
+                if (ev->kind == NVL_STEP_END) {
+                    if (!ENTRY(r, ev, &v)) {
+                        result = 0;
+                        break;
+                    }
+                    if ((int)m[r] < passes) {
+                        int64_t *end = &ends_ps[k * passes + (int)m[r]];
+                        *end = v > *end ? v : *end;
+                        if (r == x->me)
+                            mine_ps[m[r]] = v;
+                    }
+                    m[r]++;
+                    p[r]++;
+                    progress = true;
+                    continue;
+                }
+                if (ev->kind == NVL_STEP_COLL) {
+                    if (!came_r[r]) { /* arrives, its entry held */
+                        if (!ENTRY(r, ev, &in[r])) {
+                            result = 0;
+                            break;
+                        }
+                        came_r[r] = true;
+                        came[k]++;
+                        progress = true;
+                    }
+                    if (came[k] < T)
+                        break;
+                    int64_t start = INT64_MIN;
+                    for (int q = k * T; q < k * T + T; q++)
+                        start = in[q] > start ? in[q] : start;
+                    int64_t dur = stage_slot(x, k, ev->call)[SL_T];
+                    if (x->me / T == k)
+                        nvl_comm_defer_resolve(e->tp, ev->call, in[x->me],
+                                               start, dur);
+                    for (int q = k * T; q < k * T + T; q++) {
+                        clk[q] = start + dur;
+                        came_r[q] = false;
+                        p[q]++;
+                    }
+                    came[k] = 0;
+                    continue;
+                }
+                /* a transfer: met by its partner's */
+                bool recv = ev->kind == NVL_STEP_RECV;
+                int q = recv ? r - T : r + T;
+                if (q < 0 || q >= R || p[q] >= at[q + 1] - at[q])
+                    break;
+                const seq_ev_t *eq = seq + at[q] + p[q];
+                if (eq->kind != (recv ? NVL_STEP_SEND : NVL_STEP_RECV) ||
+                    eq->call != ev->call)
+                    break;
+                int64_t vq;
+                if (!ENTRY(r, ev, &v) || !ENTRY(q, eq, &vq)) {
+                    result = 0;
+                    break;
+                }
+                int64_t tr = own_slot(x, r, (size_t)ev->slot)[OW_T],
+                        tq = own_slot(x, q, (size_t)eq->slot)[OW_T];
+                int64_t start = v > vq ? v : vq, dur = tr > tq ? tr : tq;
+                if (r == x->me || q == x->me) {
+                    bool mine_r = r == x->me;
+                    nvl_step_kind_t mk = mine_r ? ev->kind : eq->kind;
+                    nvl_comm_defer_resolve(ev_comm(e, mk), ev->call,
+                                           mine_r ? v : vq, start, dur);
+                }
+                clk[r] = clk[q] = start + dur;
+                p[r]++;
+                p[q]++;
+                progress = true;
+            }
+    }
+    #undef ENTRY
+    for (int r = 0; r < R && result == 1; r++)
+        if (p[r] != at[r + 1] - at[r])
+            result = -1;
+    free(clk);
+    free(in);
+    free(p);
+    free(m);
+    free(came);
+    free(came_r);
+    return result;
+}
+
+/* Collective over e->job, the error path: the members of the first bad
+ * call have the per-call agreement report it, every rank fails. */
+static nvl_status_t report_bad(const xchg_t *x, const seq_ev_t *seq,
+                               const size_t *at)
+{
+    nvl_engine_t *e = x->e;
+    int k = 0, t = 0;
+    size_t call = 0;
+    bool link = false;
+    nvl_status_t st = NVL_OK;
+    if (!first_bad(x, seq, at, &k, &t, &call, &link)) {
+        nvl_report("internal error: the pipeline's recorded step does not "
+                   "resolve (rank %d)", x->me);
+        st = NVL_ERR_INVALID;
+    } else if (!link && e->stage == k) {
+        st = nvl_comm_defer_report(e->tp, call);
+    } else if (link && x->me == k * x->tp + t) {
+        st = nvl_comm_defer_report(e->link_next, call);
+    } else if (link && x->me == (k + 1) * x->tp + t) {
+        st = nvl_comm_defer_report(e->link_prev, call);
+    }
+    drop(e);
+    return nvl_runtime_capture_end_on(nvl_comm_mpi(e->job), st);
+}
+
+/* Whether the exchange outgrew the rooms: grows them (the same on every
+ * rank). */
+static bool grow(xchg_t *x)
+{
+    bool more = false;
+    for (int k = 0; k < x->stages; k++)
+        if ((size_t)x->v[HD_N + 2 * k] > x->e->step_cap[k]) {
+            x->e->step_cap[k] = (size_t)x->v[HD_N + 2 * k];
+            more = true;
+        }
+    if ((size_t)x->v[HD_OWN] > x->e->step_cap_own) {
+        x->e->step_cap_own = (size_t)x->v[HD_OWN];
+        more = true;
+    }
+    return more;
+}
+
+/* The per-call fallback's ends: each stage's latest end of each pass,
+ * from the replay's clocks (one more allreduce). */
+static void replayed_ends(nvl_engine_t *e, int64_t *ends_ps, int passes)
+{
+    int n = e->stages * passes;
+    for (int i = 0; i < n; i++)
+        ends_ps[i] = INT64_MIN;
+    for (int m = 0; m < passes && (size_t)m < e->n_step_pass; m++)
+        ends_ps[e->stage * passes + m] = e->step_pass[m].end_ps;
+    MPI_Allreduce(MPI_IN_PLACE, ends_ps, n, MPI_INT64_T, MPI_MAX,
+                  nvl_comm_mpi(e->job));
+}
+
+nvl_status_t nvl_engine_pipe_settle_step(nvl_engine_t *e, nvl_status_t st,
+                                         int64_t *ends_ps, int passes)
+{
+    MPI_Comm job = nvl_comm_mpi(e->job);
+    xchg_t x = {.e = e, .ranks = nvl_comm_size(e->job),
+                .tp = nvl_comm_size(e->tp), .stages = e->stages,
+                .me = nvl_comm_rank(e->job)};
+    bool again = true;
+    for (int round = 0; again; round++) {
+        layout(&x);
+        pack(&x, st);
+        MPI_Allreduce(MPI_IN_PLACE, x.v, (int)x.n, MPI_INT64_T, MPI_MAX, job);
+        again = x.v[HD_FAIL] == -(int64_t)x.ranks && grow(&x) && round == 0;
+    }
+    int first = (int)-x.v[HD_FAIL];
+    bool printed = x.v[HD_PRINTED] > 0;
+    if (first < x.ranks) { /* a rank's recording failed */
+        free(x.v);
+        drop(e);
+        return nvl_runtime_capture_end_agreed(job, st, first, printed);
+    }
+    size_t *at = NULL;
+    seq_ev_t *seq = orders(&x, &at);
+    int64_t *mine = malloc(((size_t)passes + 1) * sizeof *mine);
+    if (mine == NULL) {
+        nvl_report("out of memory for %d passes", passes);
+        nvl_runtime_abort(1);
+    }
+    for (int i = 0; i < e->stages * passes; i++)
+        ends_ps[i] = INT64_MIN;
+    for (int i = 0; i < passes; i++)
+        mine[i] = INT64_MIN;
+    int k = 0, t = 0, solved = -1;
+    size_t call = 0;
+    bool link = false;
+    if (!first_bad(&x, seq, at, &k, &t, &call, &link))
+        solved = x.v[HD_INEXACT] ? 0 : solve(&x, seq, at, ends_ps, passes,
+                                             mine);
+    if (solved < 0) {
+        st = report_bad(&x, seq, at);
+    } else {
+        nvl_comm_t *c[3] = {e->tp, e->link_prev, e->link_next};
+        for (int i = 0; i < 3; i++)
+            if (c[i] != NULL)
+                nvl_comm_defer_close(c[i], solved == 0);
+        st = nvl_engine_replay(e);
+        if (st == NVL_OK && solved == 0)
+            replayed_ends(e, ends_ps, passes);
+        for (int i = 0; i < passes && st == NVL_OK && solved == 1; i++)
+            if ((size_t)i < e->n_step_pass &&
+                mine[i] != e->step_pass[i].end_ps) {
+                nvl_report("internal error: pass %d of a recorded step "
+                           "ended at %lld ps, agreed %lld ps", i,
+                           (long long)e->step_pass[i].end_ps,
+                           (long long)mine[i]);
+                nvl_runtime_abort(1);
+            }
+        /* the replay cannot fail (a call agreed here cannot differ
+         * there: nvl_comm_settled_call ends the job) */
+        st = nvl_runtime_capture_end_agreed(job, st, x.ranks, printed);
+    }
+    free(mine);
+    free(seq);
+    free(at);
+    free(x.v);
+    return st;
+}
