@@ -304,6 +304,7 @@ static int solve(const xchg_t *x, const seq_ev_t *seq, const size_t *at,
     }
     int result = 1;
     bool progress = true;
+    int64_t mine_in = 0; /* this rank's entry of its stage's next call */
     /* entry of rank r's event ev: its own numbers, or the stage's */
     #define ENTRY(r, ev, out)                                                 \
         entry_at(clk[r],                                                      \
@@ -344,6 +345,19 @@ static int solve(const xchg_t *x, const seq_ev_t *seq, const size_t *at,
                         came_r[r] = true;
                         came[k]++;
                         progress = true;
+                        /* this rank's own entry: its own a and b where
+                         * the stage's maxima stood for them */
+                        nvl_defer_view_t d;
+                        if (r == x->me && ev->slot < 0) {
+                            nvl_comm_deferred_get(e->tp, ev->call, &d);
+                            if (!entry_at(clk[r], d.a_ps, d.b_ps,
+                                          &mine_in)) {
+                                result = 0;
+                                break;
+                            }
+                        } else if (r == x->me) {
+                            mine_in = in[r];
+                        }
                     }
                     if (came[k] < T)
                         break;
@@ -352,7 +366,7 @@ static int solve(const xchg_t *x, const seq_ev_t *seq, const size_t *at,
                         start = in[q] > start ? in[q] : start;
                     int64_t dur = stage_slot(x, k, ev->call)[SL_T];
                     if (x->me / T == k)
-                        nvl_comm_defer_resolve(e->tp, ev->call, in[x->me],
+                        nvl_comm_defer_resolve(e->tp, ev->call, mine_in,
                                                start, dur);
                     for (int q = k * T; q < k * T + T; q++) {
                         clk[q] = start + dur;
@@ -500,14 +514,20 @@ nvl_status_t nvl_engine_pipe_settle_step(nvl_engine_t *e, nvl_status_t st,
     if (solved < 0) {
         st = report_bad(&x, seq, at);
     } else {
+        /* agreed: the capture ends here (nothing failed), so that an
+         * internal error of the replay is printed before the job ends */
+        st = nvl_runtime_capture_end_agreed(job, NVL_OK, x.ranks, printed);
         nvl_comm_t *c[3] = {e->tp, e->link_prev, e->link_next};
         for (int i = 0; i < 3; i++)
             if (c[i] != NULL)
                 nvl_comm_defer_close(c[i], solved == 0);
-        st = nvl_engine_replay(e);
-        if (st == NVL_OK && solved == 0)
+        /* the replay cannot fail (a call agreed here cannot differ
+         * there: nvl_comm_settled_call ends the job) */
+        if (nvl_engine_replay(e) != NVL_OK)
+            nvl_runtime_abort(1);
+        if (solved == 0)
             replayed_ends(e, ends_ps, passes);
-        for (int i = 0; i < passes && st == NVL_OK && solved == 1; i++)
+        for (int i = 0; i < passes && solved == 1; i++)
             if ((size_t)i < e->n_step_pass &&
                 mine[i] != e->step_pass[i].end_ps) {
                 nvl_report("internal error: pass %d of a recorded step "
@@ -516,9 +536,6 @@ nvl_status_t nvl_engine_pipe_settle_step(nvl_engine_t *e, nvl_status_t st,
                            (long long)mine[i]);
                 nvl_runtime_abort(1);
             }
-        /* the replay cannot fail (a call agreed here cannot differ
-         * there: nvl_comm_settled_call ends the job) */
-        st = nvl_runtime_capture_end_agreed(job, st, x.ranks, printed);
     }
     free(mine);
     free(seq);
