@@ -220,6 +220,8 @@ struct nvl_engine {
     size_t n_step_pass, cap_step_pass;
     size_t step_cap[NVL_ENGINE_PP_MAX]; /* the exchange's room per stage */
     size_t step_cap_own;                /* ... and per rank */
+    int serve_whole;      /* step.c: whether serving steps are recorded
+                             whole (0: not agreed yet, 1 no, 2 yes) */
 };
 
 /* One entry of a recorded pipeline step's order (issue.c): a call of

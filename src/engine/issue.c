@@ -124,6 +124,8 @@ static void shadow_rebase(nvl_engine_t *e)
         e->shadow_stream[0].host_ps = SHADOW_HI;
         e->shadow_stream[1].host_ps = SHADOW_LO;
         e->host_stale = true;
+    } else { /* a constant, the same on both */
+        e->shadow_stream[1].host_ps = e->shadow_stream[0].host_ps;
     }
 }
 
@@ -246,7 +248,19 @@ void nvl_engine_record_wait_tokens(nvl_engine_t *e, int64_t ready_ps)
 {
     tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_WAIT_TOKENS,
                                  .value_ps = ready_ps});
-    /* max-plus on both shadows: the pass's start follows a
+    if (e->shadow_first) {
+        /* before the step's first call shadow 0 is the clock itself:
+         * the wait happens or not as it will on replay, on both */
+        if (ready_ps <= e->shadow[0].now_ps)
+            return;
+        for (int i = 0; i < 2; i++) {
+            nvl_vclock_wait_until(&e->shadow[i], ready_ps);
+            if (e->shadow_stream[i].host_ps < ready_ps)
+                e->shadow_stream[i].host_ps = ready_ps;
+        }
+        return;
+    }
+    /* max-plus on both shadows: a later pass's start follows its
      * synchronization (host >= GPU), so waiting or not, the host ends at
      * max(host, ready) */
     for (int i = 0; i < 2; i++) {
