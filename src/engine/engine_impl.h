@@ -63,6 +63,7 @@
 #include "nvlemu/quant.h"
 #include "nvlemu/shard.h"
 #include "nvlemu/weights.h"
+#include "tape.h"
 
 /* The most tensors an attention variant's layer has (its table's rows:
  * layer_tensors.h). */
@@ -203,88 +204,9 @@ struct nvl_engine {
     bool shadow_exact;            /* the shadows stayed in range */
     int64_t settled_end_ps;       /* the last recorded pass's end, the
                                      latest over the group (-1: unknown) */
-    /* issue.c and pipe_agree.c, a pipeline's step recorded whole (timing
-     * mode): every pass of the step and the link transfers between them
-     * on one tape, the shadows' x the end of the last call on any of the
-     * rank's communicators (rec_comm the next one's: NULL for e->tp) */
-    bool step_rec;
-    nvl_comm_t *rec_comm;
-    bool rec_after_coll;          /* the last call was one of e->tp's */
-    bool host_stale;              /* the shadows' host clock is an upper
-                                     bound (exact while nothing waits on
-                                     it) */
-    struct nvl_step_ev *step_ev;  /* the step's calls and pass ends, in
-                                     order (owned) */
-    size_t n_step_ev, cap_step_ev;
-    struct nvl_step_pass *step_pass; /* the step's passes (owned) */
-    size_t n_step_pass, cap_step_pass;
-    size_t step_cap[NVL_ENGINE_PP_MAX]; /* the exchange's room per stage */
-    size_t step_cap_own;                /* ... and per rank */
-    int serve_whole;      /* step.c: whether serving steps are recorded
-                             whole (0: not agreed yet, 1 no, 2 yes) */
+    nvl_step_rec_t rec;           /* pipe_step.h */
 };
 
-/* One entry of a recorded pipeline step's order (issue.c): a call of
- * e->tp (a stage collective), of link_prev (a receive) or link_next (a
- * send), the call's index on its communicator, the stage collectives
- * recorded before it, and whether its entry is the rank's own (the call
- * before it was not a stage collective, whose end the stage shares); or
- * the end of a pass, its clock max(x + a, b). */
-typedef enum {
-    NVL_STEP_COLL = 1,
-    NVL_STEP_RECV,
-    NVL_STEP_SEND,
-    NVL_STEP_END
-} nvl_step_kind_t;
-
-typedef struct nvl_step_ev {
-    nvl_step_kind_t kind;
-    bool own;
-    size_t pos, call;
-    int64_t a_ps, b_ps; /* NVL_STEP_END */
-} nvl_step_ev_t;
-
-/* A pass of a recorded step: its number, the statistics counted while
- * recording (the replay adds the issued work's), and its end on replay. */
-typedef struct nvl_step_pass {
-    int32_t pass;
-    nvl_pass_stats_t cur;
-    int64_t end_ps;
-} nvl_step_pass_t;
-
-/* A collective that is an expert-parallel layer's exchange, whose agreed
- * time the pass's and the layer's MoE numbers count (moe_ep.c). */
-typedef enum {
-    NVL_EP_XCHG_NONE,
-    NVL_EP_XCHG_DISPATCH,
-    NVL_EP_XCHG_COMBINE
-} nvl_ep_xchg_t;
-
-/* One operation recorded under deferred agreement (issue.c). */
-typedef enum {
-    NVL_TAPE_KERNEL,     /* nvl_engine_kernel */
-    NVL_TAPE_COLL_BEGIN, /* nvl_engine_coll_begin */
-    NVL_TAPE_COLL_DONE,  /* nvl_engine_coll_done of recorded call `call` */
-    NVL_TAPE_EPILOGUE,   /* an allreduce's fused add + RMSNorm */
-    NVL_TAPE_PASS_BEGIN, /* a recorded step's pass `call` opens ... */
-    NVL_TAPE_PASS_END,   /* ... and closes (context n) */
-    NVL_TAPE_WAIT_TOKENS, /* stage 0 waits for its tokens (until value) */
-    NVL_TAPE_LINK_DONE   /* a link transfer (send; n elements) done */
-} nvl_tape_kind_t;
-
-typedef struct nvl_tape_op {
-    nvl_tape_kind_t kind;
-    const char *name;
-    nvl_part_t part;
-    int32_t layer;
-    nvl_kernel_cost_t cost;
-    size_t call;
-    nvl_ep_xchg_t ep;    /* COLL_DONE: an expert-parallel exchange's */
-    nvl_comm_t *comm;    /* COLL_DONE, LINK_DONE: the call's (NULL: tp) */
-    int64_t value_ps;
-    uint64_t n;
-    bool send;
-} nvl_tape_op_t;
 
 /* One sequence's cache on this rank: per layer, the keys and values of
  * this rank's kv heads at every position so far (data mode), and its
@@ -337,33 +259,6 @@ void nvl_engine_matmul(nvl_engine_t *e, const char *name, nvl_quant_class_t c,
 /* A memory-bound kernel moving `elems` bf16 elements through HBM. */
 void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                             double elems);
-/* issue.c, deferred agreement: nvl_engine_defer starts recording the
- * pass's kernels and collectives when nvl_engine_records (timing mode,
- * one group, no communication stream, nothing in host memory; else
- * settled_end_ps is left alone); collective over the group,
- * nvl_engine_settle agrees on the recorded collectives and on the latest
- * clock the group's work ends at (settled_end_ps, -1 when the batch is
- * agreed call by call), and issues everything recorded, as if issued one
- * by one (a no-op when not recording). */
-void nvl_engine_defer(nvl_engine_t *e);
-nvl_status_t nvl_engine_settle(nvl_engine_t *e);
-bool nvl_engine_records(const nvl_engine_t *e);
-/* issue.c: a pass opened (its statistics begun, the graph launched) and
- * closed (the host synchronized, the statistics kept), or recorded so
- * while a step is (e->step_rec). */
-void nvl_engine_pass_open(nvl_engine_t *e, uint64_t tokens);
-void nvl_engine_pass_close(nvl_engine_t *e, uint64_t context);
-/* issue.c, a pipeline's step recorded whole (pipe_agree.c): starts
- * recording on e->tp and the links; _wait_tokens and _link record stage
- * 0's wait for its tokens and a link transfer's end (pipe.c issues them
- * on replay: nvl_engine_pipe_wait_tokens_at, _link_done); _replay issues
- * the tape once every call is resolved or left to be agreed call by call
- * (nvl_comm_defer_close), the first failure returned. */
-void nvl_engine_step_record(nvl_engine_t *e);
-void nvl_engine_record_wait_tokens(nvl_engine_t *e, int64_t ready_ps);
-void nvl_engine_record_link(nvl_engine_t *e, nvl_comm_t *link, bool send,
-                            uint64_t n);
-nvl_status_t nvl_engine_replay(nvl_engine_t *e);
 
 /* issue.c: a collective's launch (returns this rank's clock on
  * entering the collective) and its accounting (the wait for the group,
@@ -560,24 +455,6 @@ void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
 /* pipe.c: stage 0 idles until the tokens its pass needs are back (the
  * pipeline's bubble); at the start of a pass. */
 void nvl_engine_pipe_wait_tokens(nvl_engine_t *e);
-void nvl_engine_pipe_wait_tokens_at(nvl_engine_t *e, int64_t ready_ps);
-/* pipe.c: a link transfer of n elements per tensor done (entered at
- * entry_ps, agreed as info): accounted, its wait the bubble. */
-void nvl_engine_pipe_link_done(nvl_engine_t *e, bool send, uint64_t n,
-                               int64_t entry_ps, const nvl_coll_info_t *info);
-/* pipe_agree.c: whether this rank can record a pipeline's step whole
- * (timing mode, its stage recording: nvl_engine_records); the job's
- * ranks agree on it (a step is recorded whole on all or on none). */
-bool nvl_engine_pipe_can_record_step(const nvl_engine_t *e);
-/* pipe_agree.c: collective over e->job, inside a capture begun before
- * the step (ends it): the recorded step's calls and pass ends agreed in
- * one exchange (a second when it outgrew the room the last step's
- * counted), its tape issued; st this rank's status.  A failure on any
- * rank fails every one, reported once (a wrong or differing call as the
- * per-call agreement reports it, the first in stage order).  ends_ps
- * [stages x passes] gets each stage's latest end of each pass. */
-nvl_status_t nvl_engine_pipe_settle_step(nvl_engine_t *e, nvl_status_t st,
-                                         int64_t *ends_ps, int passes);
 /* pipe.c: collective over e->job, a serving step's end with a pipeline:
  * every rank's clock waits for its stage's latest end; *free_ps_out is
  * when stage 0 ended (the next batch may enter), *ready_ps_out when the

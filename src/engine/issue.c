@@ -82,7 +82,7 @@ static void shadow_check(nvl_engine_t *e)
  * known exactly: the batch is then agreed call by call. */
 static void shadow_forget_waits(nvl_engine_t *e, int i)
 {
-    if (e->host_stale && e->shadow_stream[i].launch_wait_ps > 0)
+    if (e->rec.host_stale && e->shadow_stream[i].launch_wait_ps > 0)
         e->shadow_exact = false;
     e->shadow_stream[i].launch_wait_ps = 0;
 }
@@ -123,7 +123,7 @@ static void shadow_rebase(nvl_engine_t *e)
     if (e->shadow_stream[0].host_ps >= SHADOW_HI) {
         e->shadow_stream[0].host_ps = SHADOW_HI;
         e->shadow_stream[1].host_ps = SHADOW_LO;
-        e->host_stale = true;
+        e->rec.host_stale = true;
     } else { /* a constant, the same on both */
         e->shadow_stream[1].host_ps = e->shadow_stream[0].host_ps;
     }
@@ -139,7 +139,7 @@ static void shadow_sync(nvl_engine_t *e)
         nvl_stream_sync(&e->shadow_stream[i], &e->shadow[i]);
     }
     if (exact)
-        e->host_stale = false;
+        e->rec.host_stale = false;
 }
 
 bool nvl_engine_records(const nvl_engine_t *e)
@@ -164,31 +164,33 @@ void nvl_engine_defer(nvl_engine_t *e)
     e->shadow[0].now_ps = clk->now_ps;
     e->shadow[1].now_ps = SHADOW_LO;
     e->shadow_first = true;
-    e->host_stale = false;
+    e->rec.host_stale = false;
     e->shadow_exact = clk->now_ps < SHADOW_HI &&
                       e->stream.host_ps < SHADOW_HI && !e->time_overflow;
 }
 
+void nvl_engine_record_end(nvl_engine_t *e) { shadow_entry(e, e->tp); }
+
 void nvl_engine_step_record(nvl_engine_t *e)
 {
     nvl_engine_defer(e);
-    e->step_rec = e->defer;
-    if (!e->step_rec)
+    e->rec.on = e->defer;
+    if (!e->rec.on)
         return;
     nvl_comm_t *links[2] = {e->link_prev, e->link_next};
     for (int i = 0; i < 2; i++)
         if (links[i] != NULL && nvl_comm_defer(links[i]) != NVL_OK)
             nvl_runtime_abort(1); /* reported: a link in data mode */
-    e->rec_after_coll = false;
-    e->n_step_ev = 0;
-    e->n_step_pass = 0;
+    e->rec.after_coll = false;
+    e->rec.n_ev = 0;
+    e->rec.n_pass = 0;
 }
 
 static void step_ev_push(nvl_engine_t *e, nvl_step_ev_t ev)
 {
-    e->step_ev = nvl_engine_grow(e->step_ev, &e->cap_step_ev, e->n_step_ev,
-                                 sizeof *e->step_ev);
-    e->step_ev[e->n_step_ev++] = ev;
+    e->rec.ev = nvl_engine_grow(e->rec.ev, &e->rec.cap_ev, e->rec.n_ev,
+                                 sizeof *e->rec.ev);
+    e->rec.ev[e->rec.n_ev++] = ev;
 }
 
 /* A call of comm about to be recorded in a step: its place in the
@@ -199,15 +201,15 @@ static void step_call(nvl_engine_t *e, nvl_comm_t *comm)
                         : comm == e->link_prev ? NVL_STEP_RECV
                                                : NVL_STEP_SEND;
     step_ev_push(e, (nvl_step_ev_t){
-                        .kind = k, .own = k != NVL_STEP_COLL || !e->rec_after_coll,
+                        .kind = k, .own = k != NVL_STEP_COLL || !e->rec.after_coll,
                         .pos = nvl_comm_deferred_calls(e->tp),
                         .call = nvl_comm_deferred_calls(comm)});
-    e->rec_after_coll = k == NVL_STEP_COLL;
+    e->rec.after_coll = k == NVL_STEP_COLL;
 }
 
 void nvl_engine_pass_open(nvl_engine_t *e, uint64_t tokens)
 {
-    if (!e->step_rec) {
+    if (!e->rec.on) {
         nvl_engine_pass_begin(e, tokens);
         nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
         return;
@@ -215,18 +217,18 @@ void nvl_engine_pass_open(nvl_engine_t *e, uint64_t tokens)
     /* the statistics counted while recording, kept for the replay */
     memset(&e->cur, 0, sizeof e->cur);
     e->cur.tokens = tokens;
-    e->step_pass = nvl_engine_grow(e->step_pass, &e->cap_step_pass,
-                                   e->n_step_pass, sizeof *e->step_pass);
-    e->step_pass[e->n_step_pass] = (nvl_step_pass_t){.pass = e->pass};
+    e->rec.pass = nvl_engine_grow(e->rec.pass, &e->rec.cap_pass,
+                                   e->rec.n_pass, sizeof *e->rec.pass);
+    e->rec.pass[e->rec.n_pass] = (nvl_step_pass_t){.pass = e->pass};
     tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_PASS_BEGIN,
-                                 .call = e->n_step_pass++});
+                                 .call = e->rec.n_pass++});
     for (int i = 0; i < 2; i++)
         nvl_stream_begin_pass(&e->shadow_stream[i], &e->shadow[i]);
 }
 
 void nvl_engine_pass_close(nvl_engine_t *e, uint64_t context)
 {
-    if (!e->step_rec) {
+    if (!e->rec.on) {
         nvl_stream_sync(&e->stream, nvl_engine_clock(e));
         nvl_engine_pass_end(e, context);
         return;
@@ -237,8 +239,8 @@ void nvl_engine_pass_close(nvl_engine_t *e, uint64_t context)
     step_ev_push(e, (nvl_step_ev_t){.kind = NVL_STEP_END, .own = true,
                                     .pos = nvl_comm_deferred_calls(e->tp),
                                     .a_ps = a, .b_ps = b});
-    size_t k = e->n_step_pass - 1;
-    e->step_pass[k].cur = e->cur;
+    size_t k = e->rec.n_pass - 1;
+    e->rec.pass[k].cur = e->cur;
     tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_PASS_END, .call = k,
                                  .n = context});
     e->pass++; /* the next pass's draws (moe.c) are its own */
@@ -346,7 +348,7 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
 {
     if (e->defer) {
-        nvl_comm_t *c = e->rec_comm != NULL ? e->rec_comm : e->tp;
+        nvl_comm_t *c = e->rec.comm != NULL ? e->rec.comm : e->tp;
         tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_COLL_BEGIN,
                                      .layer = layer});
         for (int i = 0; i < 2 && e->shadow_exact; i++) {
@@ -355,7 +357,7 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
         }
         shadow_check(e);
         shadow_entry(e, c);
-        if (e->step_rec)
+        if (e->rec.on)
             step_call(e, c);
         shadow_rebase(e); /* from here x is the collective's end */
         return -1;
@@ -452,75 +454,6 @@ void nvl_engine_epilogue(nvl_engine_t *e, const char *name, int32_t layer,
     } else {
         epilogue(e, name, layer, c);
     }
-}
-
-nvl_status_t nvl_engine_settle(nvl_engine_t *e)
-{
-    if (!e->defer || e->step_rec) /* a step recorded whole: pipe_agree.c */
-        return NVL_OK;
-    e->defer = false;
-    shadow_entry(e, e->tp); /* where the pass's work ends */
-    nvl_status_t st = nvl_comm_settle(e->tp, &e->settled_end_ps);
-    return st == NVL_OK ? nvl_engine_replay(e) : st;
-}
-
-/* A recorded step's pass opened on replay: the statistics counted while
- * recording, the issued work's added to them. */
-static void replay_pass_open(nvl_engine_t *e, size_t k)
-{
-    nvl_step_pass_t *p = &e->step_pass[k];
-    e->cur = p->cur;
-    e->cur.start_ps = nvl_engine_clock(e)->now_ps;
-    e->pass = p->pass;
-    e->pass_wall_start = MPI_Wtime();
-    nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
-}
-
-nvl_status_t nvl_engine_replay(nvl_engine_t *e)
-{
-    e->defer = false;
-    e->step_rec = false;
-    nvl_status_t st = NVL_OK;
-    int64_t entry = 0;
-    for (size_t i = 0; i < e->n_tape && st == NVL_OK; i++) {
-        const nvl_tape_op_t *op = &e->tape[i];
-        nvl_coll_info_t info;
-        switch (op->kind) {
-        case NVL_TAPE_KERNEL:
-            nvl_engine_kernel(e, op->name, op->part, op->layer, op->cost);
-            break;
-        case NVL_TAPE_COLL_BEGIN:
-            entry = nvl_engine_coll_begin(e, op->layer);
-            break;
-        case NVL_TAPE_COLL_DONE:
-            st = nvl_comm_settled_call(op->comm, op->call, &info);
-            if (st == NVL_OK)
-                nvl_engine_coll_done_ep(e, op->name, op->layer, entry, &info,
-                                        op->ep);
-            break;
-        case NVL_TAPE_LINK_DONE:
-            st = nvl_comm_settled_call(op->comm, op->call, &info);
-            if (st == NVL_OK)
-                nvl_engine_pipe_link_done(e, op->send, op->n, entry, &info);
-            break;
-        case NVL_TAPE_EPILOGUE:
-            if (!e->time_overflow)
-                epilogue(e, op->name, op->layer, op->cost);
-            break;
-        case NVL_TAPE_PASS_BEGIN:
-            replay_pass_open(e, op->call);
-            break;
-        case NVL_TAPE_PASS_END:
-            nvl_engine_pass_close(e, op->n);
-            e->step_pass[op->call].end_ps = nvl_engine_clock(e)->now_ps;
-            break;
-        case NVL_TAPE_WAIT_TOKENS:
-            nvl_engine_pipe_wait_tokens_at(e, op->value_ps);
-            break;
-        }
-    }
-    e->n_tape = 0;
-    return st;
 }
 
 /* One transfer on a C2C queue that is free at *free_ps: it starts at the

@@ -42,28 +42,18 @@ static nvl_status_t transfer(nvl_engine_t *e, nvl_comm_t *link, bool send,
 {
     size_t n = (size_t)M * e->cfg.hidden;
     float *x = e->data ? b->x : NULL, *h = e->data ? b->h : NULL;
-    e->rec_comm = link;
+    e->rec.comm = link;
     int64_t entry = nvl_engine_coll_begin(e, -1);
-    e->rec_comm = NULL;
+    e->rec.comm = NULL;
     nvl_coll_info_t info;
     nvl_status_t st = link_group(link, send, n, x, h, &info);
     if (st != NVL_OK)
         return st;
-    if (e->step_rec)
+    if (e->rec.on)
         nvl_engine_record_link(e, link, send, n);
     else
-        nvl_engine_pipe_link_done(e, send, n, entry, &info);
+        nvl_engine_link_done(e, send, n, entry, &info);
     return NVL_OK;
-}
-
-void nvl_engine_pipe_link_done(nvl_engine_t *e, bool send, uint64_t n,
-                               int64_t entry_ps, const nvl_coll_info_t *info)
-{
-    nvl_engine_coll_done(e, send ? "pp_send" : "pp_recv", -1, entry_ps, info);
-    if (info->start_ps > entry_ps)
-        e->cur.pp_bubble_ps += info->start_ps - entry_ps;
-    e->cur.pp_xfer_ps += info->time_ps;
-    e->cur.pp_bytes += 2.0 * (double)n * 2; /* bf16 */
 }
 
 /* The tag of a pass's status on a link, apart from coll's own
@@ -112,7 +102,7 @@ nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
 {
     if (e->link_prev == NULL)
         return NVL_OK;
-    if (e->step_rec) /* statuses meet at the step's end */
+    if (e->rec.on) /* statuses meet at the step's end */
         return transfer(e, e->link_prev, false, M, b);
     int worst = recv_status(e);
     if (worst != NVL_OK)
@@ -125,7 +115,7 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
 {
     if (e->link_next == NULL)
         return st;
-    if (e->step_rec) /* statuses meet at the step's end */
+    if (e->rec.on) /* statuses meet at the step's end */
         return st != NVL_OK ? st : transfer(e, e->link_next, true, M, b);
     /* a deferred pass settles here */
     bool stage_wide;
@@ -144,7 +134,7 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
 
 nvl_status_t nvl_engine_pipe_settle_last(nvl_engine_t *e, nvl_status_t st)
 {
-    if (e->step_rec) /* settled at the step's end */
+    if (e->rec.on) /* settled at the step's end */
         return st;
     bool stage_wide;
     nvl_status_t settled;
@@ -188,23 +178,10 @@ void nvl_engine_pipe_wait_tokens(nvl_engine_t *e)
 {
     if (e->stage != 0)
         return;
-    if (e->step_rec)
+    if (e->rec.on)
         nvl_engine_record_wait_tokens(e, e->pp_ready_ps);
     else
-        nvl_engine_pipe_wait_tokens_at(e, e->pp_ready_ps);
-}
-
-void nvl_engine_pipe_wait_tokens_at(nvl_engine_t *e, int64_t ready_ps)
-{
-    nvl_vclock_t *clk = nvl_engine_clock(e);
-    int64_t before = clk->now_ps;
-    if (ready_ps <= before || e->time_overflow)
-        return;
-    nvl_vclock_wait_until(clk, ready_ps);
-    nvl_stream_sync(&e->stream, clk);
-    nvl_engine_account(e, "pp_wait_tokens", NVL_PART_WAIT, -1, before,
-                       ready_ps - before, 0, 0);
-    e->cur.pp_bubble_ps += ready_ps - before;
+        nvl_engine_wait_tokens_at(e, e->pp_ready_ps);
 }
 
 nvl_status_t nvl_engine_pipe_step_end(nvl_engine_t *e, nvl_status_t st,

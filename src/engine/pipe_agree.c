@@ -70,10 +70,10 @@ static void layout(xchg_t *x)
     size_t at = HD_N + 2 * (size_t)x->stages;
     for (int k = 0; k < x->stages; k++) {
         x->stage_at[k] = at;
-        at += x->e->step_cap[k] * SL_N;
+        at += x->e->rec.cap[k] * SL_N;
     }
     x->own_at = at;
-    x->n = at + (size_t)x->ranks * x->e->step_cap_own * OW_N;
+    x->n = at + (size_t)x->ranks * x->e->rec.cap_own * OW_N;
     free(x->v);
     x->v = malloc((x->n + 1) * sizeof *x->v);
     if (x->v == NULL) {
@@ -84,7 +84,7 @@ static void layout(xchg_t *x)
 
 static int64_t *own_slot(const xchg_t *x, int rank, size_t j)
 {
-    return x->v + x->own_at + ((size_t)rank * x->e->step_cap_own + j) * OW_N;
+    return x->v + x->own_at + ((size_t)rank * x->e->rec.cap_own + j) * OW_N;
 }
 
 static int64_t *stage_slot(const xchg_t *x, int k, size_t i)
@@ -107,15 +107,15 @@ static void pack(xchg_t *x, nvl_status_t st)
     for (size_t i = 0; i < x->n; i++)
         x->v[i] = INT64_MIN;
     size_t n_own = 0, nc = nvl_comm_deferred_calls(e->tp);
-    for (size_t i = 0; i < e->n_step_ev; i++)
-        n_own += e->step_ev[i].own;
+    for (size_t i = 0; i < e->rec.n_ev; i++)
+        n_own += e->rec.ev[i].own;
     x->v[HD_FAIL] = -(int64_t)(st != NVL_OK ? x->me : x->ranks);
     x->v[HD_PRINTED] = nvl_report_printed() > 0;
     x->v[HD_INEXACT] = !e->shadow_exact;
     x->v[HD_OWN] = (int64_t)n_own;
     x->v[HD_N + 2 * e->stage] = (int64_t)nc;
     x->v[HD_N + 2 * e->stage + 1] = -(int64_t)nc;
-    size_t cap = e->step_cap[e->stage];
+    size_t cap = e->rec.cap[e->stage];
     for (size_t i = 0; i < nc && i < cap; i++) {
         nvl_defer_view_t d;
         nvl_comm_deferred_get(e->tp, i, &d);
@@ -128,12 +128,12 @@ static void pack(xchg_t *x, nvl_status_t st)
         s[SL_ERR] = !d.ok;
     }
     size_t j = 0;
-    for (size_t i = 0; i < e->n_step_ev; i++) {
-        const nvl_step_ev_t *ev = &e->step_ev[i];
+    for (size_t i = 0; i < e->rec.n_ev; i++) {
+        const nvl_step_ev_t *ev = &e->rec.ev[i];
         if (ev->kind == NVL_STEP_COLL && ev->own && ev->call < cap)
             stage_slot(x, e->stage, ev->call)[SL_A] =
                 stage_slot(x, e->stage, ev->call)[SL_B] = INT64_MIN;
-        if (!ev->own || j >= e->step_cap_own)
+        if (!ev->own || j >= e->rec.cap_own)
             continue;
         int64_t *o = own_slot(x, x->me, j++);
         o[OW_KIND] = ev->kind;
@@ -151,7 +151,7 @@ static void pack(xchg_t *x, nvl_status_t st)
         o[OW_SIG] = d.signature;
         o[OW_ERR] = !d.ok;
     }
-    for (; j < e->step_cap_own; j++)
+    for (; j < e->rec.cap_own; j++)
         memset(own_slot(x, x->me, j), 0, OW_N * sizeof(int64_t));
 }
 
@@ -163,7 +163,7 @@ static void drop(nvl_engine_t *e)
         if (c[i] != NULL)
             nvl_comm_defer_drop(c[i]);
     e->n_tape = 0;
-    e->defer = e->step_rec = false;
+    e->defer = e->rec.on = false;
 }
 
 /* One call or pass end in a rank's order: its kind, its index (a stage
@@ -181,7 +181,7 @@ static seq_ev_t *orders(const xchg_t *x, size_t **at_out)
 {
     size_t total = 0, *at = calloc((size_t)x->ranks + 1, sizeof *at);
     for (int r = 0; at != NULL && r < x->ranks; r++)
-        total += (size_t)x->v[HD_N + 2 * (r / x->tp)] + x->e->step_cap_own;
+        total += (size_t)x->v[HD_N + 2 * (r / x->tp)] + x->e->rec.cap_own;
     seq_ev_t *seq = malloc((total + 1) * sizeof *seq);
     if (at == NULL || seq == NULL) {
         nvl_report("out of memory ordering a step of %zu calls", total);
@@ -192,7 +192,7 @@ static seq_ev_t *orders(const xchg_t *x, size_t **at_out)
         size_t calls = (size_t)x->v[HD_N + 2 * (r / x->tp)], next = 0;
         size_t counts[NVL_STEP_END + 1] = {0};
         at[r] = n;
-        for (size_t j = 0; j < x->e->step_cap_own; j++) {
+        for (size_t j = 0; j < x->e->rec.cap_own; j++) {
             const int64_t *o = own_slot(x, r, j);
             if (o[OW_KIND] < NVL_STEP_COLL || o[OW_KIND] > NVL_STEP_END)
                 break;
@@ -223,7 +223,7 @@ static bool first_bad(const xchg_t *x, const seq_ev_t *seq, const size_t *at,
     for (int k = 0; k < x->stages; k++) {
         size_t most = (size_t)x->v[HD_N + 2 * k],
                least = (size_t)-x->v[HD_N + 2 * k + 1], i = 0;
-        for (; i < least && i < x->e->step_cap[k]; i++) {
+        for (; i < least && i < x->e->rec.cap[k]; i++) {
             const int64_t *s = stage_slot(x, k, i);
             if (s[SL_ERR] || s[SL_SIG] != -s[SL_NEG_SIG])
                 break;
@@ -283,6 +283,124 @@ static bool entry_at(int64_t x, int64_t a, int64_t b, int64_t *out)
     return true;
 }
 
+/* The play-through's state: each rank's x (the end of its last call),
+ * place in its order, passes ended and entry held at a stage collective
+ * (came_r: arrived), each stage's members arrived there; this rank's own
+ * entry of its stage's next collective. */
+typedef struct {
+    const xchg_t *x;
+    const seq_ev_t *seq;
+    const size_t *at;
+    int64_t *clk, *in, *ends_ps, *mine_ps;
+    size_t *p, *m;
+    int *came;
+    bool *came_r;
+    int passes;
+    int64_t mine_in;
+    bool progress;
+} play_t;
+
+enum { PLAY_RANGE, PLAY_ON, PLAY_WAIT };
+
+/* Rank r's entry of ev: from its own numbers, or its stage's. */
+static bool play_entry(const play_t *s, int r, const seq_ev_t *ev,
+                       int64_t *out)
+{
+    const int64_t *o = ev->slot >= 0 ? own_slot(s->x, r, (size_t)ev->slot)
+                                     : NULL;
+    const int64_t *st = o == NULL ? stage_slot(s->x, r / s->x->tp, ev->call)
+                                  : NULL;
+    return entry_at(s->clk[r], o != NULL ? o[OW_A] : st[SL_A],
+                    o != NULL ? o[OW_B] : st[SL_B], out);
+}
+
+/* Rank r at a pass's end. */
+static int play_end(play_t *s, int r, const seq_ev_t *ev)
+{
+    int64_t v;
+    if (!play_entry(s, r, ev, &v))
+        return PLAY_RANGE;
+    if ((int)s->m[r] < s->passes) {
+        int64_t *end = &s->ends_ps[(r / s->x->tp) * s->passes + (int)s->m[r]];
+        *end = v > *end ? v : *end;
+        if (r == s->x->me)
+            s->mine_ps[s->m[r]] = v;
+    }
+    s->m[r]++;
+    s->p[r]++;
+    s->progress = true;
+    return PLAY_ON;
+}
+
+/* Rank r at a stage collective: arrives (its entry held; this rank's own
+ * entry from its own a and b where the stage's maxima stood for them),
+ * and once its stage has, the call starts at the latest entry. */
+static int play_coll(play_t *s, int r, const seq_ev_t *ev)
+{
+    const xchg_t *x = s->x;
+    int T = x->tp, k = r / T;
+    if (!s->came_r[r]) {
+        if (!play_entry(s, r, ev, &s->in[r]))
+            return PLAY_RANGE;
+        s->came_r[r] = true;
+        s->came[k]++;
+        s->progress = true;
+        nvl_defer_view_t d;
+        if (r == x->me && ev->slot < 0) {
+            nvl_comm_deferred_get(x->e->tp, ev->call, &d);
+            if (!entry_at(s->clk[r], d.a_ps, d.b_ps, &s->mine_in))
+                return PLAY_RANGE;
+        } else if (r == x->me) {
+            s->mine_in = s->in[r];
+        }
+    }
+    if (s->came[k] < T)
+        return PLAY_WAIT;
+    int64_t start = INT64_MIN, dur = stage_slot(x, k, ev->call)[SL_T];
+    for (int q = k * T; q < k * T + T; q++)
+        start = s->in[q] > start ? s->in[q] : start;
+    if (x->me / T == k)
+        nvl_comm_defer_resolve(x->e->tp, ev->call, s->mine_in, start, dur);
+    for (int q = k * T; q < k * T + T; q++) {
+        s->clk[q] = start + dur;
+        s->came_r[q] = false;
+        s->p[q]++;
+    }
+    s->came[k] = 0;
+    return PLAY_ON;
+}
+
+/* Rank r at a transfer, met once its partner is at the matching one:
+ * the later entry, the longer time, for both. */
+static int play_xfer(play_t *s, int r, const seq_ev_t *ev)
+{
+    const xchg_t *x = s->x;
+    bool recv = ev->kind == NVL_STEP_RECV;
+    int q = recv ? r - x->tp : r + x->tp;
+    if (q < 0 || q >= x->ranks || s->p[q] >= s->at[q + 1] - s->at[q])
+        return PLAY_WAIT;
+    const seq_ev_t *eq = s->seq + s->at[q] + s->p[q];
+    if (eq->kind != (recv ? NVL_STEP_SEND : NVL_STEP_RECV) ||
+        eq->call != ev->call)
+        return PLAY_WAIT;
+    int64_t v, vq;
+    if (!play_entry(s, r, ev, &v) || !play_entry(s, q, eq, &vq))
+        return PLAY_RANGE;
+    int64_t tr = own_slot(x, r, (size_t)ev->slot)[OW_T],
+            tq = own_slot(x, q, (size_t)eq->slot)[OW_T];
+    int64_t start = v > vq ? v : vq, dur = tr > tq ? tr : tq;
+    if (r == x->me || q == x->me) {
+        bool mine_r = r == x->me;
+        nvl_comm_defer_resolve(ev_comm(x->e, mine_r ? ev->kind : eq->kind),
+                               ev->call, mine_r ? v : vq, start, dur);
+    }
+    s->clk[r] = s->clk[q] = start + dur;
+    s->p[r]++;
+    s->p[q]++;
+    s->progress = true;
+    return PLAY_ON;
+}
+
 /* Every rank's calls played through in order (file comment); this rank's
  * outcomes resolved on its communicators, its passes' ends into
  * mine_ps, each stage's latest into ends_ps [stages x passes].  Returns
@@ -291,130 +409,39 @@ static bool entry_at(int64_t x, int64_t a, int64_t b, int64_t *out)
 static int solve(const xchg_t *x, const seq_ev_t *seq, const size_t *at,
                  int64_t *ends_ps, int passes, int64_t *mine_ps)
 {
-    nvl_engine_t *e = x->e;
-    int R = x->ranks, T = x->tp;
-    int64_t *clk = calloc((size_t)R, sizeof *clk);
-    int64_t *in = calloc((size_t)R, sizeof *in);
-    size_t *p = calloc((size_t)R, sizeof *p), *m = calloc((size_t)R, sizeof *m);
-    int *came = calloc((size_t)x->stages, sizeof *came);
-    bool *came_r = calloc((size_t)R, sizeof *came_r);
-    if (!clk || !in || !p || !m || !came || !came_r) {
-        nvl_report("out of memory agreeing a step of %d ranks", R);
+    size_t R = (size_t)x->ranks;
+    play_t s = {.x = x, .seq = seq, .at = at, .ends_ps = ends_ps,
+                .mine_ps = mine_ps, .passes = passes, .progress = true,
+                .clk = calloc(R, sizeof(int64_t)),
+                .in = calloc(R, sizeof(int64_t)),
+                .p = calloc(R, sizeof(size_t)), .m = calloc(R, sizeof(size_t)),
+                .came = calloc((size_t)x->stages, sizeof(int)),
+                .came_r = calloc(R, sizeof(bool))};
+    if (!s.clk || !s.in || !s.p || !s.m || !s.came || !s.came_r) {
+        nvl_report("out of memory agreeing a step of %zu ranks", R);
         nvl_runtime_abort(1);
     }
-    int result = 1;
-    bool progress = true;
-    int64_t mine_in = 0; /* this rank's entry of its stage's next call */
-    /* entry of rank r's event ev: its own numbers, or the stage's */
-    #define ENTRY(r, ev, out)                                                 \
-        entry_at(clk[r],                                                      \
-                 (ev)->slot >= 0 ? own_slot(x, r, (size_t)(ev)->slot)[OW_A]   \
-                                 : stage_slot(x, (r) / T, (ev)->call)[SL_A],  \
-                 (ev)->slot >= 0 ? own_slot(x, r, (size_t)(ev)->slot)[OW_B]   \
-                                 : stage_slot(x, (r) / T, (ev)->call)[SL_B],  \
-                 out)
-    while (progress && result == 1) {
-        progress = false;
-        for (int r = 0; r < R && result == 1; r++)
-            while (p[r] < at[r + 1] - at[r] && result == 1) {
-                const seq_ev_t *ev = seq + at[r] + p[r];
-                int k = r / T;
-                int64_t v;
-                if (ev->kind == NVL_STEP_END) {
-                    if (!ENTRY(r, ev, &v)) {
-                        result = 0;
-                        break;
-                    }
-                    if ((int)m[r] < passes) {
-                        int64_t *end = &ends_ps[k * passes + (int)m[r]];
-                        *end = v > *end ? v : *end;
-                        if (r == x->me)
-                            mine_ps[m[r]] = v;
-                    }
-                    m[r]++;
-                    p[r]++;
-                    progress = true;
-                    continue;
-                }
-                if (ev->kind == NVL_STEP_COLL) {
-                    if (!came_r[r]) { /* arrives, its entry held */
-                        if (!ENTRY(r, ev, &in[r])) {
-                            result = 0;
-                            break;
-                        }
-                        came_r[r] = true;
-                        came[k]++;
-                        progress = true;
-                        /* this rank's own entry: its own a and b where
-                         * the stage's maxima stood for them */
-                        nvl_defer_view_t d;
-                        if (r == x->me && ev->slot < 0) {
-                            nvl_comm_deferred_get(e->tp, ev->call, &d);
-                            if (!entry_at(clk[r], d.a_ps, d.b_ps,
-                                          &mine_in)) {
-                                result = 0;
-                                break;
-                            }
-                        } else if (r == x->me) {
-                            mine_in = in[r];
-                        }
-                    }
-                    if (came[k] < T)
-                        break;
-                    int64_t start = INT64_MIN;
-                    for (int q = k * T; q < k * T + T; q++)
-                        start = in[q] > start ? in[q] : start;
-                    int64_t dur = stage_slot(x, k, ev->call)[SL_T];
-                    if (x->me / T == k)
-                        nvl_comm_defer_resolve(e->tp, ev->call, mine_in,
-                                               start, dur);
-                    for (int q = k * T; q < k * T + T; q++) {
-                        clk[q] = start + dur;
-                        came_r[q] = false;
-                        p[q]++;
-                    }
-                    came[k] = 0;
-                    continue;
-                }
-                /* a transfer: met by its partner's */
-                bool recv = ev->kind == NVL_STEP_RECV;
-                int q = recv ? r - T : r + T;
-                if (q < 0 || q >= R || p[q] >= at[q + 1] - at[q])
-                    break;
-                const seq_ev_t *eq = seq + at[q] + p[q];
-                if (eq->kind != (recv ? NVL_STEP_SEND : NVL_STEP_RECV) ||
-                    eq->call != ev->call)
-                    break;
-                int64_t vq;
-                if (!ENTRY(r, ev, &v) || !ENTRY(q, eq, &vq)) {
-                    result = 0;
-                    break;
-                }
-                int64_t tr = own_slot(x, r, (size_t)ev->slot)[OW_T],
-                        tq = own_slot(x, q, (size_t)eq->slot)[OW_T];
-                int64_t start = v > vq ? v : vq, dur = tr > tq ? tr : tq;
-                if (r == x->me || q == x->me) {
-                    bool mine_r = r == x->me;
-                    nvl_step_kind_t mk = mine_r ? ev->kind : eq->kind;
-                    nvl_comm_defer_resolve(ev_comm(e, mk), ev->call,
-                                           mine_r ? v : vq, start, dur);
-                }
-                clk[r] = clk[q] = start + dur;
-                p[r]++;
-                p[q]++;
-                progress = true;
+    int res = PLAY_ON;
+    while (s.progress && res != PLAY_RANGE) {
+        s.progress = false;
+        for (size_t r = 0; r < R && res != PLAY_RANGE; r++)
+            for (res = PLAY_ON; res == PLAY_ON && s.p[r] < at[r + 1] - at[r];) {
+                const seq_ev_t *ev = seq + at[r] + s.p[r];
+                res = ev->kind == NVL_STEP_END    ? play_end(&s, (int)r, ev)
+                      : ev->kind == NVL_STEP_COLL ? play_coll(&s, (int)r, ev)
+                                                  : play_xfer(&s, (int)r, ev);
             }
     }
-    #undef ENTRY
-    for (int r = 0; r < R && result == 1; r++)
-        if (p[r] != at[r + 1] - at[r])
+    int result = res == PLAY_RANGE ? 0 : 1;
+    for (size_t r = 0; r < R && result == 1; r++)
+        if (s.p[r] != at[r + 1] - at[r])
             result = -1;
-    free(clk);
-    free(in);
-    free(p);
-    free(m);
-    free(came);
-    free(came_r);
+    free(s.clk);
+    free(s.in);
+    free(s.p);
+    free(s.m);
+    free(s.came);
+    free(s.came_r);
     return result;
 }
 
@@ -449,12 +476,12 @@ static bool grow(xchg_t *x)
 {
     bool more = false;
     for (int k = 0; k < x->stages; k++)
-        if ((size_t)x->v[HD_N + 2 * k] > x->e->step_cap[k]) {
-            x->e->step_cap[k] = (size_t)x->v[HD_N + 2 * k];
+        if ((size_t)x->v[HD_N + 2 * k] > x->e->rec.cap[k]) {
+            x->e->rec.cap[k] = (size_t)x->v[HD_N + 2 * k];
             more = true;
         }
-    if ((size_t)x->v[HD_OWN] > x->e->step_cap_own) {
-        x->e->step_cap_own = (size_t)x->v[HD_OWN];
+    if ((size_t)x->v[HD_OWN] > x->e->rec.cap_own) {
+        x->e->rec.cap_own = (size_t)x->v[HD_OWN];
         more = true;
     }
     return more;
@@ -467,8 +494,8 @@ static void replayed_ends(nvl_engine_t *e, int64_t *ends_ps, int passes)
     int n = e->stages * passes;
     for (int i = 0; i < n; i++)
         ends_ps[i] = INT64_MIN;
-    for (int m = 0; m < passes && (size_t)m < e->n_step_pass; m++)
-        ends_ps[e->stage * passes + m] = e->step_pass[m].end_ps;
+    for (int m = 0; m < passes && (size_t)m < e->rec.n_pass; m++)
+        ends_ps[e->stage * passes + m] = e->rec.pass[m].end_ps;
     MPI_Allreduce(MPI_IN_PLACE, ends_ps, n, MPI_INT64_T, MPI_MAX,
                   nvl_comm_mpi(e->job));
 }
@@ -528,11 +555,11 @@ nvl_status_t nvl_engine_pipe_settle_step(nvl_engine_t *e, nvl_status_t st,
         if (solved == 0)
             replayed_ends(e, ends_ps, passes);
         for (int i = 0; i < passes && solved == 1; i++)
-            if ((size_t)i < e->n_step_pass &&
-                mine[i] != e->step_pass[i].end_ps) {
+            if ((size_t)i < e->rec.n_pass &&
+                mine[i] != e->rec.pass[i].end_ps) {
                 nvl_report("internal error: pass %d of a recorded step "
                            "ended at %lld ps, agreed %lld ps", i,
-                           (long long)e->step_pass[i].end_ps,
+                           (long long)e->rec.pass[i].end_ps,
                            (long long)mine[i]);
                 nvl_runtime_abort(1);
             }

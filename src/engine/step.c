@@ -32,13 +32,13 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
     }
     for (int i = 0; i < n; i++)
         caches[i].len = past[i];
-    if (e->stages > 1 && e->serve_whole == 0) { /* once, over the job */
+    if (e->stages > 1 && e->rec.serve == 0) { /* once, over the job */
         int mine = nvl_engine_pipe_can_record_step(e), all = 0;
         MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN,
                       nvl_comm_mpi(e->job));
-        e->serve_whole = all ? 2 : 1;
+        e->rec.serve = all ? 2 : 1;
     }
-    bool whole = e->stages > 1 && e->serve_whole == 2;
+    bool whole = e->stages > 1 && e->rec.serve == 2;
     if (whole) {
         nvl_runtime_capture_begin();
         nvl_engine_step_record(e);
