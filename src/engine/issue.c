@@ -56,10 +56,13 @@ static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
  * order, bit for bit. */
 #define SHADOW_HI (INT64_C(1) << 59)
 #define SHADOW_LO (-(INT64_C(1) << 59))
-/* A shadow past this (or a clock or launch time at or past SHADOW_HI
+/* A shadow past this (or a clock or launch time at or past SHADOW_REL
  * when recording starts) no longer states entries exactly: the batch is
- * agreed call by call on replay instead. */
+ * agreed call by call on replay instead.  On shadow 0 a value at or past
+ * SHADOW_REL is a function of x (a bounded host may sit below SHADOW_HI,
+ * shadow_bound_host), one below it a constant. */
 #define SHADOW_RANGE (INT64_C(1) << 61)
+#define SHADOW_REL (INT64_C(1) << 58)
 
 static void tape_push(nvl_engine_t *e, nvl_tape_op_t op)
 {
@@ -113,20 +116,33 @@ static void shadow_entry(nvl_engine_t *e, nvl_comm_t *comm)
 
 /* From a call's end on, x is that end.  A host clock that followed the
  * GPU's (a synchronization since the call before: host = max(x_old +
- * a_h, b_h)) is no function of the new x; it is at most the new x (the
- * call waited for its launch), which bounds it from here on. */
+ * a_h, b_h)) is no function of the new x; it is at most the call's
+ * start (the call waited for its launch), the new x less the call's
+ * time, which is no shorter than this member's (shadow_bound_host):
+ * that bounds it from here on. */
 static void shadow_rebase(nvl_engine_t *e)
 {
     e->shadow_first = false;
     e->shadow[0].now_ps = SHADOW_HI;
     e->shadow[1].now_ps = SHADOW_LO;
-    if (e->shadow_stream[0].host_ps >= SHADOW_HI) {
+    if (e->shadow_stream[0].host_ps >= SHADOW_REL) {
         e->shadow_stream[0].host_ps = SHADOW_HI;
         e->shadow_stream[1].host_ps = SHADOW_LO;
-        e->rec.host_stale = true;
+        e->rec.host_stale = e->rec.host_fresh = true;
     } else { /* a constant, the same on both */
         e->shadow_stream[1].host_ps = e->shadow_stream[0].host_ps;
     }
+}
+
+/* The call just recorded lasts own_ps on this member, so at least that
+ * long: a host bounded by its end is bounded by its start. */
+static void shadow_bound_host(nvl_engine_t *e, int64_t own_ps)
+{
+    if (!e->rec.host_fresh)
+        return;
+    e->rec.host_fresh = false;
+    for (int i = 0; i < 2 && own_ps > 0 && own_ps < SHADOW_REL / 2; i++)
+        e->shadow_stream[i].host_ps -= own_ps;
 }
 
 /* The host synchronized with the GPU on both shadows; a bounded host at
@@ -165,8 +181,8 @@ void nvl_engine_defer(nvl_engine_t *e)
     e->shadow[1].now_ps = SHADOW_LO;
     e->shadow_first = true;
     e->rec.host_stale = false;
-    e->shadow_exact = clk->now_ps < SHADOW_HI &&
-                      e->stream.host_ps < SHADOW_HI && !e->time_overflow;
+    e->shadow_exact = clk->now_ps < SHADOW_REL &&
+                      e->stream.host_ps < SHADOW_REL && !e->time_overflow;
 }
 
 void nvl_engine_record_end(nvl_engine_t *e) { shadow_entry(e, e->tp); }
@@ -276,6 +292,9 @@ void nvl_engine_record_wait_tokens(nvl_engine_t *e, int64_t ready_ps)
 void nvl_engine_record_link(nvl_engine_t *e, nvl_comm_t *link, bool send,
                             uint64_t n)
 {
+    nvl_defer_view_t d;
+    nvl_comm_deferred_get(link, nvl_comm_deferred_calls(link) - 1, &d);
+    shadow_bound_host(e, d.time_ps);
     tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_LINK_DONE, .comm = link,
                                  .call = nvl_comm_deferred_calls(link) - 1,
                                  .send = send, .n = n});
@@ -384,6 +403,7 @@ void nvl_engine_coll_done_ep(nvl_engine_t *e, const char *name,
             .kind = NVL_TAPE_COLL_DONE, .name = name, .layer = layer,
             .call = nvl_comm_deferred_calls(e->tp) - 1, .ep = x,
             .comm = e->tp});
+        shadow_bound_host(e, info->time_ps);
         return;
     }
     if (x != NVL_EP_XCHG_NONE)

@@ -51,9 +51,15 @@ enum { SL_A, SL_B, SL_T, SL_SIG, SL_NEG_SIG, SL_ERR, SL_N };
  * collectives before it, its numbers. */
 enum { OW_KIND, OW_POS, OW_A, OW_B, OW_T, OW_SIG, OW_ERR, OW_N };
 
+/* Eager launches are left out: after a pass's end the host's clock
+ * follows the GPU's, and a launch per kernel makes the GPU wait on it
+ * past the next pass's first call, which the shadows bound but cannot
+ * state (issue.c); such a step would agree call by call on replay, more
+ * messages than settling each pass. */
 bool nvl_engine_pipe_can_record_step(const nvl_engine_t *e)
 {
-    return e->stages > 1 && !e->data && nvl_engine_records(e);
+    return e->stages > 1 && !e->data && nvl_engine_records(e) &&
+           e->opts.cost.launch != NVL_LAUNCH_EAGER;
 }
 
 /* The exchange's layout, the same on every rank (from the agreed

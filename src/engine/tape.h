@@ -79,14 +79,15 @@ typedef struct nvl_step_pass {
  * communicator of the next recorded call (NULL: e->tp; the shadows' x is
  * the end of the rank's last call on any of them), whether that call was
  * a stage collective, whether the shadows' host clock is an upper bound
- * (exact while nothing waits on it), the step's order and passes, the
+ * (exact while nothing waits on it; fresh: the last call's end, not yet
+ * lowered by its duration), the step's order and passes, the
  * exchange's room per stage and per rank (the last step's counts), and
  * whether serving steps are recorded so (0: not agreed yet, 1 no, 2 yes;
  * step.c). */
 typedef struct {
     bool on;
     nvl_comm_t *comm;
-    bool after_coll, host_stale;
+    bool after_coll, host_stale, host_fresh;
     nvl_step_ev_t *ev;          /* owned */
     size_t n_ev, cap_ev;
     nvl_step_pass_t *pass;      /* owned */
