@@ -243,8 +243,9 @@ static nvl_status_t forward_in_step(nvl_engine_t *e, gen_t *g, int m, int s,
 /* How a pipeline's steps agree (timing mode): each recorded whole and
  * agreed in one exchange (STEP_WHOLE: every stage records its passes,
  * pipe_agree.c), or its passes' ends in one agreement over the job
- * (STEP_ONCE: a pass's status must be the same on every rank of a stage,
- * so that its ranks skip the step's later passes alike, forward_in_step:
+ * (STEP_ONCE, where passes are recorded one by one or stages are of one
+ * rank: a pass's status must be the same on every rank of a stage, so
+ * that its ranks skip the step's later passes alike, forward_in_step:
  * agreed in the stage's settlement when its passes are recorded, pipe.c,
  * trivially in a stage of one rank), else each microbatch's pass in its
  * own (STEP_EACH, data mode).  Collective over the job, which agrees on
@@ -258,9 +259,11 @@ static int step_agreement(nvl_engine_t *e)
     /* asked of every rank, data mode too: a rank of another mode makes
      * the answer STEP_EACH, and its first collective reports the
      * difference */
+    bool once = !e->data &&
+                (nvl_engine_records(e) || nvl_comm_size(e->tp) == 1);
     int mine = nvl_engine_pipe_can_record_step(e) ? STEP_WHOLE
-               : !e->data && nvl_comm_size(e->tp) == 1 ? STEP_ONCE
-                                                        : STEP_EACH,
+               : once                              ? STEP_ONCE
+                                                   : STEP_EACH,
         all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, nvl_comm_mpi(e->job));
     return all;
