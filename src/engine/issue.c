@@ -216,10 +216,10 @@ static void step_call(nvl_engine_t *e, nvl_comm_t *comm)
     nvl_step_kind_t k = comm == e->tp          ? NVL_STEP_COLL
                         : comm == e->link_prev ? NVL_STEP_RECV
                                                : NVL_STEP_SEND;
-    step_ev_push(e, (nvl_step_ev_t){
-                        .kind = k, .own = k != NVL_STEP_COLL || !e->rec.after_coll,
-                        .pos = nvl_comm_deferred_calls(e->tp),
-                        .call = nvl_comm_deferred_calls(comm)});
+    bool own = k != NVL_STEP_COLL || !e->rec.after_coll;
+    step_ev_push(e, (nvl_step_ev_t){.kind = k, .own = own,
+                                    .pos = nvl_comm_deferred_calls(e->tp),
+                                    .call = nvl_comm_deferred_calls(comm)});
     e->rec.after_coll = k == NVL_STEP_COLL;
 }
 
