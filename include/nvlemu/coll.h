@@ -526,4 +526,36 @@ nvl_status_t nvl_comm_settle(nvl_comm_t *comm, int64_t *end_out);
 nvl_status_t nvl_comm_settled_call(nvl_comm_t *comm, size_t k,
                                    nvl_coll_info_t *info_out);
 
+/* ---- a batch agreed by the caller: several communicators' recorded
+ * calls settled in one exchange of the caller's (a pipeline's step,
+ * src/engine/pipe_agree.c), instead of nvl_comm_settle ---------------- */
+
+/* Recorded call k as this member recorded it: its entry max(x + a, b),
+ * its duration, signature and whether its checks passed. */
+typedef struct {
+    int64_t a_ps, b_ps, time_ps, signature;
+    bool ok;
+} nvl_defer_view_t;
+void nvl_comm_deferred_get(const nvl_comm_t *comm, size_t k,
+                           nvl_defer_view_t *out);
+
+/* Recorded call k agreed: this member's entry, the call's start and
+ * duration (what nvl_comm_settled_call then checks and returns). */
+void nvl_comm_defer_resolve(nvl_comm_t *comm, size_t k, int64_t entry_ps,
+                            int64_t start_ps, int64_t time_ps);
+
+/* Ends recording once every call is resolved (per_call false), or
+ * leaves them to be agreed call by call by nvl_comm_settled_call
+ * (per_call true: collective over comm, each call in order). */
+void nvl_comm_defer_close(nvl_comm_t *comm, bool per_call);
+
+/* Collective over comm: ends recording and has the per-call agreement
+ * report what is wrong with recorded call k (k = the number recorded:
+ * this member has no such call), as nvl_comm_settle does; drops the
+ * calls.  Returns the error (NVL_ERR_INVALID, NVL_ERR_MISMATCH). */
+nvl_status_t nvl_comm_defer_report(nvl_comm_t *comm, size_t k);
+
+/* Ends recording and drops the recorded calls (a failed batch). */
+void nvl_comm_defer_drop(nvl_comm_t *comm);
+
 #endif

@@ -68,6 +68,14 @@ nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
 nvl_status_t nvl_runtime_capture_end_maxn(MPI_Comm comm, nvl_status_t local,
                                           int64_t *values_ps, int n);
 
+/* As nvl_runtime_capture_end_on, the caller's own reduction having
+ * agreed on the first failing rank (comm's size: none) and on whether any
+ * rank printed a report before (nvl_report_printed() > 0 on some rank):
+ * no exchange when no rank failed, else the first one's broadcast. */
+nvl_status_t nvl_runtime_capture_end_agreed(MPI_Comm comm,
+                                            nvl_status_t local, int first,
+                                            bool reported_before);
+
 /* Collective: checks that every rank loaded the same topology (equal
  * nvl_topo_hash) and that it has a GPU for every rank.  On disagreement
  * rank 0 names the ranks that differ, and every rank returns

@@ -224,7 +224,7 @@ typedef struct nvl_defer_call {
     nvl_coll_call_t call;    /* as called (buffers NULL: timing mode) */
     int64_t signature;
     bool ok;
-    int64_t a_ps, b_ps;      /* entry: max(x + a, b), x the previous end */
+    int64_t a_ps, b_ps, entry_ps; /* max(x + a, b): the entry, settled */
     nvl_coll_info_t info;    /* this member's choice and duration; once
                                 settled, the group's start and duration */
 } nvl_defer_call_t;

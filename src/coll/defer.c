@@ -208,6 +208,9 @@ nvl_status_t nvl_comm_settle(nvl_comm_t *c, int64_t *end_out)
             continue;
         }
         int64_t start = entry_of(x, y[DV_A], y[DV_B]);
+        if (k < c->n_dcalls)
+            c->dcalls[k].entry_ps = entry_of(x, c->dcalls[k].a_ps,
+                                             c->dcalls[k].b_ps);
         c->dcalls[k].info.start_ps = start;
         c->dcalls[k].info.time_ps = y[DV_T];
         x = start + y[DV_T];
@@ -246,10 +249,7 @@ nvl_status_t nvl_comm_settled_call(nvl_comm_t *c, size_t k,
         d->info.start_ps = agreed.start_ps;
         d->info.time_ps = agreed.time_ps;
     } else {
-        int64_t x = k == 0 ? 0
-                           : c->dcalls[k - 1].info.start_ps +
-                                 c->dcalls[k - 1].info.time_ps;
-        int64_t mine = entry_of(x, d->a_ps, d->b_ps);
+        int64_t mine = d->entry_ps;
         if (mine != entry) {
             nvl_report("internal error: call %zu of a deferred batch "
                        "entered at %lld ps, stated %lld ps",
@@ -263,4 +263,43 @@ nvl_status_t nvl_comm_settled_call(nvl_comm_t *c, size_t k,
         c->n_dcalls = 0;
     *info_out = d->info;
     return NVL_OK;
+}
+
+void nvl_comm_deferred_get(const nvl_comm_t *c, size_t k,
+                           nvl_defer_view_t *out)
+{
+    const nvl_defer_call_t *d = &c->dcalls[k];
+    *out = (nvl_defer_view_t){.a_ps = d->a_ps, .b_ps = d->b_ps,
+                              .time_ps = d->info.time_ps,
+                              .signature = d->signature, .ok = d->ok};
+}
+
+void nvl_comm_defer_resolve(nvl_comm_t *c, size_t k, int64_t entry_ps,
+                            int64_t start_ps, int64_t time_ps)
+{
+    nvl_defer_call_t *d = &c->dcalls[k];
+    d->entry_ps = entry_ps;
+    d->info.start_ps = start_ps;
+    d->info.time_ps = time_ps;
+}
+
+void nvl_comm_defer_close(nvl_comm_t *c, bool per_call)
+{
+    c->defer = false;
+    c->settled_next = 0;
+    c->defer_per_call = per_call;
+}
+
+nvl_status_t nvl_comm_defer_report(nvl_comm_t *c, size_t k)
+{
+    nvl_comm_defer_close(c, false);
+    nvl_status_t st = report_call(c, k);
+    c->n_dcalls = 0;
+    return st;
+}
+
+void nvl_comm_defer_drop(nvl_comm_t *c)
+{
+    nvl_comm_defer_close(c, false);
+    c->n_dcalls = 0;
 }

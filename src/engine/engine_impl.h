@@ -63,6 +63,7 @@
 #include "nvlemu/quant.h"
 #include "nvlemu/shard.h"
 #include "nvlemu/weights.h"
+#include "tape.h"
 
 /* The most tensors an attention variant's layer has (its table's rows:
  * layer_tensors.h). */
@@ -203,33 +204,9 @@ struct nvl_engine {
     bool shadow_exact;            /* the shadows stayed in range */
     int64_t settled_end_ps;       /* the last recorded pass's end, the
                                      latest over the group (-1: unknown) */
+    nvl_step_rec_t rec;           /* pipe_step.h */
 };
 
-/* A collective that is an expert-parallel layer's exchange, whose agreed
- * time the pass's and the layer's MoE numbers count (moe_ep.c). */
-typedef enum {
-    NVL_EP_XCHG_NONE,
-    NVL_EP_XCHG_DISPATCH,
-    NVL_EP_XCHG_COMBINE
-} nvl_ep_xchg_t;
-
-/* One operation recorded under deferred agreement (issue.c). */
-typedef enum {
-    NVL_TAPE_KERNEL,     /* nvl_engine_kernel */
-    NVL_TAPE_COLL_BEGIN, /* nvl_engine_coll_begin */
-    NVL_TAPE_COLL_DONE,  /* nvl_engine_coll_done of recorded call `call` */
-    NVL_TAPE_EPILOGUE    /* an allreduce's fused add + RMSNorm */
-} nvl_tape_kind_t;
-
-typedef struct nvl_tape_op {
-    nvl_tape_kind_t kind;
-    const char *name;
-    nvl_part_t part;
-    int32_t layer;
-    nvl_kernel_cost_t cost;
-    size_t call;
-    nvl_ep_xchg_t ep;    /* COLL_DONE: an expert-parallel exchange's */
-} nvl_tape_op_t;
 
 /* One sequence's cache on this rank: per layer, the keys and values of
  * this rank's kv heads at every position so far (data mode), and its
@@ -282,17 +259,6 @@ void nvl_engine_matmul(nvl_engine_t *e, const char *name, nvl_quant_class_t c,
 /* A memory-bound kernel moving `elems` bf16 elements through HBM. */
 void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
                             double elems);
-/* issue.c, deferred agreement: nvl_engine_defer starts recording the
- * pass's kernels and collectives when nvl_engine_records (timing mode,
- * one group, no communication stream, nothing in host memory; else
- * settled_end_ps is left alone); collective over the group,
- * nvl_engine_settle agrees on the recorded collectives and on the latest
- * clock the group's work ends at (settled_end_ps, -1 when the batch is
- * agreed call by call), and issues everything recorded, as if issued one
- * by one (a no-op when not recording). */
-void nvl_engine_defer(nvl_engine_t *e);
-nvl_status_t nvl_engine_settle(nvl_engine_t *e);
-bool nvl_engine_records(const nvl_engine_t *e);
 
 /* issue.c: a collective's launch (returns this rank's clock on
  * entering the collective) and its accounting (the wait for the group,

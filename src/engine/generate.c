@@ -240,38 +240,79 @@ static nvl_status_t forward_in_step(nvl_engine_t *e, gen_t *g, int m, int s,
     return st;
 }
 
-/* Whether a pipeline's steps end in one agreement over the job each
- * (timing mode): a pass's status must be the same on every rank of a
- * stage, so that its ranks skip the step's later passes alike
- * (forward_in_step): agreed in the stage's settlement when its passes
- * are recorded (pipe.c), trivially in a stage of one rank.  Collective
- * over the job, which agrees on the answer. */
-static bool step_agrees_once(nvl_engine_t *e)
+/* How a pipeline's steps agree (timing mode): each recorded whole and
+ * agreed in one exchange (STEP_WHOLE: every stage records its passes,
+ * pipe_agree.c), or its passes' ends in one agreement over the job
+ * (STEP_ONCE, where passes are recorded one by one or stages are of one
+ * rank: a pass's status must be the same on every rank of a stage, so
+ * that its ranks skip the step's later passes alike, forward_in_step:
+ * agreed in the stage's settlement when its passes are recorded, pipe.c,
+ * trivially in a stage of one rank), else each microbatch's pass in its
+ * own (STEP_EACH, data mode).  Collective over the job, which agrees on
+ * the answer. */
+enum { STEP_EACH, STEP_ONCE, STEP_WHOLE };
+
+static int step_agreement(nvl_engine_t *e)
 {
     if (e->stages == 1)
-        return false;
+        return STEP_EACH;
     /* asked of every rank, data mode too: a rank of another mode makes
-     * the answer no, and its first collective reports the difference */
-    int mine = !e->data &&
-               (nvl_engine_records(e) || nvl_comm_size(e->tp) == 1),
+     * the answer STEP_EACH, and its first collective reports the
+     * difference */
+    bool once = !e->data &&
+                (nvl_engine_records(e) || nvl_comm_size(e->tp) == 1);
+    int mine = nvl_engine_pipe_can_record_step(e) ? STEP_WHOLE
+               : once                              ? STEP_ONCE
+                                                   : STEP_EACH,
         all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, nvl_comm_mpi(e->job));
-    return all != 0;
+    return all;
+}
+
+/* Step s recorded whole on this rank (every microbatch's pass; no peer
+ * is waited for) and agreed in one exchange over the job, which gives
+ * each microbatch's last-stage end. */
+static nvl_status_t step_whole(nvl_engine_t *e, gen_t *g, int s,
+                               int64_t *ends_ps)
+{
+    nvl_runtime_capture_begin();
+    nvl_engine_step_record(e);
+    nvl_status_t st = NVL_OK;
+    for (int m = 0; m < g->mbs && st == NVL_OK; m++) {
+        if (s > 0)
+            collect_mb(e, g, m, s - 1);
+        st = forward_one(e, g, m, s);
+    }
+    st = nvl_engine_pipe_settle_step(e, st, ends_ps, g->mbs);
+    for (int m = 0; m < g->mbs; m++)
+        g->end_ps[m] = ends_ps[(e->stages - 1) * g->mbs + m];
+    return st;
 }
 
 /* The prefill and the decode steps, microbatch after microbatch: with a
  * pipeline each stage works on a different microbatch, and a
  * microbatch's next step starts when the last stage has sampled its
  * tokens (vLLM's virtual engines, one per stage: vllm/engine/
- * llm_engine.py, LLMEngine.step(virtual_engine)).  In timing mode a step's
- * passes end in one agreement over the job where they can (the last
- * stage's ends of all its microbatches and the worst status), in data
- * mode each microbatch's (its logits follow, pipe.c's deliver). */
+ * llm_engine.py, LLMEngine.step(virtual_engine)).  In timing mode a step
+ * is agreed once over the job where it can (step_agreement), in data
+ * mode each microbatch's pass (its logits follow, pipe.c's deliver). */
 static nvl_status_t run_steps(nvl_engine_t *e, gen_t *g)
 {
-    bool once = step_agrees_once(e);
+    int how = step_agreement(e);
+    bool once = how == STEP_ONCE;
+    int64_t *ends = NULL;
+    if (how == STEP_WHOLE &&
+        (ends = malloc((size_t)(e->stages * g->mbs) * sizeof *ends)) ==
+            NULL) {
+        nvl_report("out of memory for %d stages' ends", e->stages);
+        nvl_runtime_abort(1);
+    }
     nvl_status_t st = NVL_OK;
     for (int s = 0; s < g->max_new && st == NVL_OK; s++) {
+        if (how == STEP_WHOLE) {
+            st = step_whole(e, g, s, ends);
+            continue;
+        }
         if (once)
             nvl_runtime_capture_begin();
         for (int m = 0; m < g->mbs && (once || st == NVL_OK); m++) {
@@ -284,6 +325,7 @@ static nvl_status_t run_steps(nvl_engine_t *e, gen_t *g)
             st = nvl_runtime_capture_end_maxn(nvl_comm_mpi(e->job), st,
                                               g->end_ps, g->mbs);
     }
+    free(ends);
     for (int m = 0; m < g->mbs && st == NVL_OK; m++)
         collect_mb(e, g, m, g->max_new - 1);
     return st;

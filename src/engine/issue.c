@@ -56,10 +56,13 @@ static void launch_wait(nvl_engine_t *e, int32_t layer, int64_t before)
  * order, bit for bit. */
 #define SHADOW_HI (INT64_C(1) << 59)
 #define SHADOW_LO (-(INT64_C(1) << 59))
-/* A shadow past this (or a clock or launch time at or past SHADOW_HI
+/* A shadow past this (or a clock or launch time at or past SHADOW_REL
  * when recording starts) no longer states entries exactly: the batch is
- * agreed call by call on replay instead. */
+ * agreed call by call on replay instead.  On shadow 0 a value at or past
+ * SHADOW_REL is a function of x (a bounded host may sit below SHADOW_HI,
+ * shadow_bound_host), one below it a constant. */
 #define SHADOW_RANGE (INT64_C(1) << 61)
+#define SHADOW_REL (INT64_C(1) << 58)
 
 static void tape_push(nvl_engine_t *e, nvl_tape_op_t op)
 {
@@ -77,14 +80,20 @@ static void shadow_check(nvl_engine_t *e)
 
 /* A shadow's launch waits are not the rank's (shadow 1 starts each
  * stretch at SHADOW_LO, 2^59 ps before any launch): the replay counts the
- * real ones, and summing the shadows' would overflow after 16 stretches. */
+ * real ones, and summing the shadows' would overflow after 16 stretches.
+ * While the host clock is only bounded (host_stale), a wait on it is not
+ * known exactly: the batch is then agreed call by call. */
 static void shadow_forget_waits(nvl_engine_t *e, int i)
 {
+    if (e->rec.host_stale && e->shadow_stream[i].launch_wait_ps > 0)
+        e->shadow_exact = false;
     e->shadow_stream[i].launch_wait_ps = 0;
 }
 
-/* States the shadows' clock as the next entry (nvl_comm_defer_entry). */
-static void shadow_entry(nvl_engine_t *e)
+/* The shadows' clock as an entry max(x + a, b) (b NVL_DEFER_NO_BOUND:
+ * none). */
+static void shadow_values(const nvl_engine_t *e, int64_t *a_out,
+                          int64_t *b_out)
 {
     int64_t a = e->shadow[0].now_ps, b = NVL_DEFER_NO_BOUND;
     if (!e->shadow_first) {
@@ -92,7 +101,61 @@ static void shadow_entry(nvl_engine_t *e)
         if (e->shadow[1].now_ps - SHADOW_LO > a)
             b = e->shadow[1].now_ps;
     }
-    nvl_comm_defer_entry(e->tp, a, b, e->shadow_exact);
+    *a_out = a;
+    *b_out = b;
+}
+
+/* States the shadows' clock as the next entry of comm's
+ * (nvl_comm_defer_entry). */
+static void shadow_entry(nvl_engine_t *e, nvl_comm_t *comm)
+{
+    int64_t a, b;
+    shadow_values(e, &a, &b);
+    nvl_comm_defer_entry(comm, a, b, e->shadow_exact);
+}
+
+/* From a call's end on, x is that end.  A host clock that followed the
+ * GPU's (a synchronization since the call before: host = max(x_old +
+ * a_h, b_h)) is no function of the new x; it is at most the call's
+ * start (the call waited for its launch), the new x less the call's
+ * time, which is no shorter than this member's (shadow_bound_host):
+ * that bounds it from here on. */
+static void shadow_rebase(nvl_engine_t *e)
+{
+    e->shadow_first = false;
+    e->shadow[0].now_ps = SHADOW_HI;
+    e->shadow[1].now_ps = SHADOW_LO;
+    if (e->shadow_stream[0].host_ps >= SHADOW_REL) {
+        e->shadow_stream[0].host_ps = SHADOW_HI;
+        e->shadow_stream[1].host_ps = SHADOW_LO;
+        e->rec.host_stale = e->rec.host_fresh = true;
+    } else { /* a constant, the same on both */
+        e->shadow_stream[1].host_ps = e->shadow_stream[0].host_ps;
+    }
+}
+
+/* The call just recorded lasts own_ps on this member, so at least that
+ * long: a host bounded by its end is bounded by its start. */
+static void shadow_bound_host(nvl_engine_t *e, int64_t own_ps)
+{
+    if (!e->rec.host_fresh)
+        return;
+    e->rec.host_fresh = false;
+    for (int i = 0; i < 2 && own_ps > 0 && own_ps < SHADOW_REL / 2; i++)
+        e->shadow_stream[i].host_ps -= own_ps;
+}
+
+/* The host synchronized with the GPU on both shadows; a bounded host at
+ * or below the GPU's clock on both becomes exact again. */
+static void shadow_sync(nvl_engine_t *e)
+{
+    bool exact = true;
+    for (int i = 0; i < 2; i++) {
+        exact &= e->shadow_stream[i].host_ps <= e->shadow[i].now_ps;
+        nvl_stream_sync(&e->shadow_stream[i], &e->shadow[i]);
+    }
+    if (exact)
+        e->rec.host_stale = false;
 }
 
 bool nvl_engine_records(const nvl_engine_t *e)
@@ -106,8 +169,8 @@ void nvl_engine_defer(nvl_engine_t *e)
 {
     /* the same answer on every rank of the stage (e->tp, the whole job
      * without a pipeline): recording is collective over it */
-    if (!nvl_engine_records(e))
-        return;
+    if (e->defer || !nvl_engine_records(e))
+        return; /* a step recorded whole goes on */
     if (nvl_comm_defer(e->tp) != NVL_OK)
         return;
     nvl_vclock_t *clk = nvl_engine_clock(e);
@@ -117,8 +180,124 @@ void nvl_engine_defer(nvl_engine_t *e)
     e->shadow[0].now_ps = clk->now_ps;
     e->shadow[1].now_ps = SHADOW_LO;
     e->shadow_first = true;
-    e->shadow_exact = clk->now_ps < SHADOW_HI &&
-                      e->stream.host_ps < SHADOW_HI && !e->time_overflow;
+    e->rec.host_stale = false;
+    e->shadow_exact = clk->now_ps < SHADOW_REL &&
+                      e->stream.host_ps < SHADOW_REL && !e->time_overflow;
+}
+
+void nvl_engine_record_end(nvl_engine_t *e) { shadow_entry(e, e->tp); }
+
+void nvl_engine_step_record(nvl_engine_t *e)
+{
+    nvl_engine_defer(e);
+    e->rec.on = e->defer;
+    if (!e->rec.on)
+        return;
+    nvl_comm_t *links[2] = {e->link_prev, e->link_next};
+    for (int i = 0; i < 2; i++)
+        if (links[i] != NULL && nvl_comm_defer(links[i]) != NVL_OK)
+            nvl_runtime_abort(1); /* reported: a link in data mode */
+    e->rec.after_coll = false;
+    e->rec.n_ev = 0;
+    e->rec.n_pass = 0;
+}
+
+static void step_ev_push(nvl_engine_t *e, nvl_step_ev_t ev)
+{
+    e->rec.ev = nvl_engine_grow(e->rec.ev, &e->rec.cap_ev, e->rec.n_ev,
+                                 sizeof *e->rec.ev);
+    e->rec.ev[e->rec.n_ev++] = ev;
+}
+
+/* A call of comm about to be recorded in a step: its place in the
+ * step's order. */
+static void step_call(nvl_engine_t *e, nvl_comm_t *comm)
+{
+    nvl_step_kind_t k = comm == e->tp          ? NVL_STEP_COLL
+                        : comm == e->link_prev ? NVL_STEP_RECV
+                                               : NVL_STEP_SEND;
+    bool own = k != NVL_STEP_COLL || !e->rec.after_coll;
+    step_ev_push(e, (nvl_step_ev_t){.kind = k, .own = own,
+                                    .pos = nvl_comm_deferred_calls(e->tp),
+                                    .call = nvl_comm_deferred_calls(comm)});
+    e->rec.after_coll = k == NVL_STEP_COLL;
+}
+
+void nvl_engine_pass_open(nvl_engine_t *e, uint64_t tokens)
+{
+    if (!e->rec.on) {
+        nvl_engine_pass_begin(e, tokens);
+        nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
+        return;
+    }
+    /* the statistics counted while recording, kept for the replay */
+    memset(&e->cur, 0, sizeof e->cur);
+    e->cur.tokens = tokens;
+    e->rec.pass = nvl_engine_grow(e->rec.pass, &e->rec.cap_pass,
+                                   e->rec.n_pass, sizeof *e->rec.pass);
+    e->rec.pass[e->rec.n_pass] = (nvl_step_pass_t){.pass = e->pass};
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_PASS_BEGIN,
+                                 .call = e->rec.n_pass++});
+    for (int i = 0; i < 2; i++)
+        nvl_stream_begin_pass(&e->shadow_stream[i], &e->shadow[i]);
+}
+
+void nvl_engine_pass_close(nvl_engine_t *e, uint64_t context)
+{
+    if (!e->rec.on) {
+        nvl_stream_sync(&e->stream, nvl_engine_clock(e));
+        nvl_engine_pass_end(e, context);
+        return;
+    }
+    shadow_sync(e);
+    int64_t a, b;
+    shadow_values(e, &a, &b);
+    step_ev_push(e, (nvl_step_ev_t){.kind = NVL_STEP_END, .own = true,
+                                    .pos = nvl_comm_deferred_calls(e->tp),
+                                    .a_ps = a, .b_ps = b});
+    size_t k = e->rec.n_pass - 1;
+    e->rec.pass[k].cur = e->cur;
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_PASS_END, .call = k,
+                                 .n = context});
+    e->pass++; /* the next pass's draws (moe.c) are its own */
+}
+
+void nvl_engine_record_wait_tokens(nvl_engine_t *e, int64_t ready_ps)
+{
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_WAIT_TOKENS,
+                                 .value_ps = ready_ps});
+    if (e->shadow_first) {
+        /* before the step's first call shadow 0 is the clock itself:
+         * the wait happens or not as it will on replay, on both */
+        if (ready_ps <= e->shadow[0].now_ps)
+            return;
+        for (int i = 0; i < 2; i++) {
+            nvl_vclock_wait_until(&e->shadow[i], ready_ps);
+            if (e->shadow_stream[i].host_ps < ready_ps)
+                e->shadow_stream[i].host_ps = ready_ps;
+        }
+        return;
+    }
+    /* max-plus on both shadows: a later pass's start follows its
+     * synchronization (host >= GPU), so waiting or not, the host ends at
+     * max(host, ready) */
+    for (int i = 0; i < 2; i++) {
+        if (e->shadow_stream[i].host_ps < e->shadow[i].now_ps)
+            e->shadow_exact = false;
+        nvl_vclock_wait_until(&e->shadow[i], ready_ps);
+    }
+    shadow_sync(e);
+}
+
+void nvl_engine_record_link(nvl_engine_t *e, nvl_comm_t *link, bool send,
+                            uint64_t n)
+{
+    nvl_defer_view_t d;
+    nvl_comm_deferred_get(link, nvl_comm_deferred_calls(link) - 1, &d);
+    shadow_bound_host(e, d.time_ps);
+    tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_LINK_DONE, .comm = link,
+                                 .call = nvl_comm_deferred_calls(link) - 1,
+                                 .send = send, .n = n});
 }
 
 /* Runs one kernel (nothing when it has no work). */
@@ -188,6 +367,7 @@ void nvl_engine_elementwise(nvl_engine_t *e, const char *name, int32_t layer,
 int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
 {
     if (e->defer) {
+        nvl_comm_t *c = e->rec.comm != NULL ? e->rec.comm : e->tp;
         tape_push(e, (nvl_tape_op_t){.kind = NVL_TAPE_COLL_BEGIN,
                                      .layer = layer});
         for (int i = 0; i < 2 && e->shadow_exact; i++) {
@@ -195,11 +375,10 @@ int64_t nvl_engine_coll_begin(nvl_engine_t *e, int32_t layer)
             shadow_forget_waits(e, i);
         }
         shadow_check(e);
-        shadow_entry(e);
-        /* from here x is the collective's end */
-        e->shadow_first = false;
-        e->shadow[0].now_ps = SHADOW_HI;
-        e->shadow[1].now_ps = SHADOW_LO;
+        shadow_entry(e, c);
+        if (e->rec.on)
+            step_call(e, c);
+        shadow_rebase(e); /* from here x is the collective's end */
         return -1;
     }
     int64_t before = nvl_engine_clock(e)->now_ps;
@@ -222,7 +401,9 @@ void nvl_engine_coll_done_ep(nvl_engine_t *e, const char *name,
     if (e->defer) {
         tape_push(e, (nvl_tape_op_t){
             .kind = NVL_TAPE_COLL_DONE, .name = name, .layer = layer,
-            .call = nvl_comm_deferred_calls(e->tp) - 1, .ep = x});
+            .call = nvl_comm_deferred_calls(e->tp) - 1, .ep = x,
+            .comm = e->tp});
+        shadow_bound_host(e, info->time_ps);
         return;
     }
     if (x != NVL_EP_XCHG_NONE)
@@ -293,40 +474,6 @@ void nvl_engine_epilogue(nvl_engine_t *e, const char *name, int32_t layer,
     } else {
         epilogue(e, name, layer, c);
     }
-}
-
-nvl_status_t nvl_engine_settle(nvl_engine_t *e)
-{
-    if (!e->defer)
-        return NVL_OK;
-    e->defer = false;
-    shadow_entry(e); /* where the pass's work ends */
-    nvl_status_t st = nvl_comm_settle(e->tp, &e->settled_end_ps);
-    int64_t entry = 0;
-    for (size_t i = 0; i < e->n_tape && st == NVL_OK; i++) {
-        const nvl_tape_op_t *op = &e->tape[i];
-        nvl_coll_info_t info;
-        switch (op->kind) {
-        case NVL_TAPE_KERNEL:
-            nvl_engine_kernel(e, op->name, op->part, op->layer, op->cost);
-            break;
-        case NVL_TAPE_COLL_BEGIN:
-            entry = nvl_engine_coll_begin(e, op->layer);
-            break;
-        case NVL_TAPE_COLL_DONE:
-            st = nvl_comm_settled_call(e->tp, op->call, &info);
-            if (st == NVL_OK)
-                nvl_engine_coll_done_ep(e, op->name, op->layer, entry, &info,
-                                        op->ep);
-            break;
-        case NVL_TAPE_EPILOGUE:
-            if (!e->time_overflow)
-                epilogue(e, op->name, op->layer, op->cost);
-            break;
-        }
-    }
-    e->n_tape = 0;
-    return st;
 }
 
 /* One transfer on a C2C queue that is free at *free_ps: it starts at the

@@ -127,9 +127,8 @@ static void pass_open(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         for (int i = 0; i < n; i++)
             nvl_engine_kv_reserve(e, &caches[i], T[i]);
     }
-    nvl_engine_pass_begin(e, p->M);
+    nvl_engine_pass_open(e, p->M);
     e->one_token_pass = p->M == (uint64_t)n;
-    nvl_stream_begin_pass(&e->stream, nvl_engine_clock(e));
     /* a pipeline's first stage: the tokens this microbatch needs are
      * those the last stage sampled */
     nvl_engine_pipe_wait_tokens(e);
@@ -292,10 +291,9 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         e->norm_fused = false; /* the next stage adds the residual */
     }
     st = settle(e, st);
-    nvl_stream_sync(&e->stream, nvl_engine_clock(e));
     for (int i = 0; i < n; i++)
         caches[i].len += T[i];
-    nvl_engine_pass_end(e, p.ctx);
+    nvl_engine_pass_close(e, p.ctx);
     nvl_engine_acts_free(&b);
     free(p.past);
     return st;

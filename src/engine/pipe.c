@@ -34,22 +34,25 @@ static nvl_status_t link_group(nvl_comm_t *link, bool send, size_t n,
 }
 
 /* The pass's rows (x, h) sent to or received from the partner, timed; the
- * wait for the partner counted as the bubble. */
+ * wait for the partner counted as the bubble.  While a step is recorded
+ * whole (pipe_agree.c) the transfer is recorded on the link like a
+ * collective, its entry stated as the rank's others are. */
 static nvl_status_t transfer(nvl_engine_t *e, nvl_comm_t *link, bool send,
                              uint64_t M, nvl_acts_t *b)
 {
     size_t n = (size_t)M * e->cfg.hidden;
     float *x = e->data ? b->x : NULL, *h = e->data ? b->h : NULL;
+    e->rec.comm = link;
     int64_t entry = nvl_engine_coll_begin(e, -1);
+    e->rec.comm = NULL;
     nvl_coll_info_t info;
     nvl_status_t st = link_group(link, send, n, x, h, &info);
     if (st != NVL_OK)
         return st;
-    nvl_engine_coll_done(e, send ? "pp_send" : "pp_recv", -1, entry, &info);
-    if (info.start_ps > entry)
-        e->cur.pp_bubble_ps += info.start_ps - entry;
-    e->cur.pp_xfer_ps += info.time_ps;
-    e->cur.pp_bytes += 2.0 * (double)n * 2; /* bf16 */
+    if (e->rec.on)
+        nvl_engine_record_link(e, link, send, n);
+    else
+        nvl_engine_link_done(e, send, n, entry, &info);
     return NVL_OK;
 }
 
@@ -99,6 +102,8 @@ nvl_status_t nvl_engine_pipe_recv(nvl_engine_t *e, uint64_t M, nvl_acts_t *b)
 {
     if (e->link_prev == NULL)
         return NVL_OK;
+    if (e->rec.on) /* statuses meet at the step's end */
+        return transfer(e, e->link_prev, false, M, b);
     int worst = recv_status(e);
     if (worst != NVL_OK)
         return (nvl_status_t)worst;
@@ -110,6 +115,8 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
 {
     if (e->link_next == NULL)
         return st;
+    if (e->rec.on) /* statuses meet at the step's end */
+        return st != NVL_OK ? st : transfer(e, e->link_next, true, M, b);
     /* a deferred pass settles here */
     bool stage_wide;
     nvl_status_t settled;
@@ -127,6 +134,8 @@ nvl_status_t nvl_engine_pipe_send(nvl_engine_t *e, uint64_t M, nvl_acts_t *b,
 
 nvl_status_t nvl_engine_pipe_settle_last(nvl_engine_t *e, nvl_status_t st)
 {
+    if (e->rec.on) /* settled at the step's end */
+        return st;
     bool stage_wide;
     nvl_status_t settled;
     return (nvl_status_t)settle_status(e, st, &stage_wide, &settled);
@@ -167,15 +176,12 @@ void nvl_engine_pipe_deliver(nvl_engine_t *e, int n, float *logits,
 
 void nvl_engine_pipe_wait_tokens(nvl_engine_t *e)
 {
-    nvl_vclock_t *clk = nvl_engine_clock(e);
-    int64_t before = clk->now_ps;
-    if (e->stage != 0 || e->pp_ready_ps <= before || e->time_overflow)
+    if (e->stage != 0)
         return;
-    nvl_vclock_wait_until(clk, e->pp_ready_ps);
-    nvl_stream_sync(&e->stream, clk);
-    nvl_engine_account(e, "pp_wait_tokens", NVL_PART_WAIT, -1, before,
-                       e->pp_ready_ps - before, 0, 0);
-    e->cur.pp_bubble_ps += e->pp_ready_ps - before;
+    if (e->rec.on)
+        nvl_engine_record_wait_tokens(e, e->pp_ready_ps);
+    else
+        nvl_engine_wait_tokens_at(e, e->pp_ready_ps);
 }
 
 nvl_status_t nvl_engine_pipe_step_end(nvl_engine_t *e, nvl_status_t st,

@@ -144,5 +144,10 @@ void nvl_engine_pipe_free(nvl_engine_t *e)
     nvl_comm_destroy(e->link_next);
     e->tp = e->job;
     e->link_prev = e->link_next = NULL;
+    free(e->rec.ev);
+    free(e->rec.pass);
+    e->rec.ev = NULL;
+    e->rec.pass = NULL;
+    e->rec.n_ev = e->rec.cap_ev = e->rec.n_pass = e->rec.cap_pass = 0;
 }
 

@@ -1,7 +1,9 @@
 /* The engine's serving step (nvlemu serve, src/serving/): a forward pass
  * of the scheduler's batch (pass.c), its end agreed over the group; with
  * a pipeline, each stage's end (pipe.c): stage 0's frees it for the next
- * batch while the later stages still run this one. */
+ * batch while the later stages still run this one.  In timing mode a
+ * pipeline's step is recorded whole and agreed in one exchange
+ * (pipe_agree.c), its stages' ends with it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +32,17 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
     }
     for (int i = 0; i < n; i++)
         caches[i].len = past[i];
+    if (e->stages > 1 && e->rec.serve == 0) { /* once, over the job */
+        int mine = nvl_engine_pipe_can_record_step(e), all = 0;
+        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN,
+                      nvl_comm_mpi(e->job));
+        e->rec.serve = all ? 2 : 1;
+    }
+    bool whole = e->stages > 1 && e->rec.serve == 2;
+    if (whole) {
+        nvl_runtime_capture_begin();
+        nvl_engine_step_record(e);
+    }
     e->row0 = e->serve_row0; /* its routing's rows (attention-DP) */
     e->serve_row0 = 0;
     e->serve_h2d_bytes = h2d_bytes;
@@ -38,7 +51,16 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
                                          NULL);
     free(caches);
     int64_t latest = e->settled_end_ps, free_ps = 0;
-    if (e->stages > 1) {
+    if (whole) {
+        /* each stage's end: stage 0 takes the next batch at its own */
+        int64_t ends[NVL_ENGINE_PP_MAX];
+        st = nvl_engine_pipe_settle_step(e, st, ends, 1);
+        if (st == NVL_OK) {
+            nvl_vclock_wait_until(clock, ends[e->stage]);
+            free_ps = ends[0];
+            latest = ends[e->stages - 1];
+        }
+    } else if (e->stages > 1) {
         /* each stage's end: stage 0 takes the next batch at its own */
         st = nvl_engine_pipe_step_end(e, st, &free_ps, &latest);
     } else {

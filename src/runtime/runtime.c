@@ -317,6 +317,14 @@ nvl_status_t nvl_runtime_capture_end_maxn(MPI_Comm comm, nvl_status_t local,
     return capture_finish(comm, local, first, before);
 }
 
+nvl_status_t nvl_runtime_capture_end_agreed(MPI_Comm comm,
+                                            nvl_status_t local, int first,
+                                            bool reported_before)
+{
+    nvl_report_set_sink(quiet ? quiet_sink : NULL, NULL);
+    return capture_finish(comm, local, first, reported_before);
+}
+
 nvl_status_t nvl_runtime_capture_end_max(MPI_Comm comm, nvl_status_t local,
                                          int64_t *value_ps)
 {
