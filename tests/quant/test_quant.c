@@ -466,7 +466,15 @@ static void fp8_scale_2d(nvl_st_entry_t *e, unsigned char *buf)
     e[1].shape[0] = e[1].shape[1] = 1;
 }
 
-/* MX-FP4 and FP8 per tensor: their scales' NaN and shape */
+static void fp8_weight_nan(nvl_st_entry_t *e, unsigned char *buf)
+{
+    memcpy(buf, e[0].bytes, 64);
+    buf[37] = 0xFF; /* -NaN at row 1, column 5 */
+    e[0].bytes = buf;
+}
+
+/* MX-FP4 and FP8 per tensor: their scales' NaN and shape; an E4M3 NaN
+ * code among an FP8 weight's codes */
 static void bad_scales_other_formats(void **state)
 {
     (void)state;
@@ -481,6 +489,9 @@ static void bad_scales_other_formats(void **state)
                       "\"modelopt\", \"quant_algo\": \"FP8\"}}";
     write_bad_as(NVL_QUANT_FP8, fp8, fp8_scale_nan);
     expect_bad(0, "holds nan at [0, 0]", "m.weight_scale");
+    write_bad_as(NVL_QUANT_FP8, fp8, fp8_weight_nan);
+    expect_bad(0, "holds the FP8 E4M3 NaN code 0xFF at element 37 ([1, 5] "
+                  "of [2, 32])", "'m.weight'");
     write_bad_as(NVL_QUANT_FP8, fp8, fp8_scale_2d);
     expect_bad(0, "has shape [1, 1], but the codes 'm.weight' [2, 32] "
                   "(2 x 32 values) need [] or [1] (one per tensor)",
