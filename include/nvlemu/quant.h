@@ -97,6 +97,11 @@ typedef struct nvl_quant_row {
      * FP8 per tensor is left out of that fusion, and the block formats
      * have no per-tensor scale) */
     bool fused_amax;
+    /* nvlemu quantize writes it as compressed-tensors does (quant_method
+     * "compressed-tensors": `ignore` with a mixture of experts' router,
+     * `kv_cache_scheme`, the attention's k_scale / v_scale), else as
+     * ModelOpt or Qwen's FP8 releases do */
+    bool compressed_tensors;
     /* The writer's quantizer of a rows x cols float32 weight, writing the
      * parts this row describes (row: itself); amax > 0: the per-tensor
      * amax its scale takes, else the weight's own max |w|.  Reports
@@ -434,6 +439,15 @@ float nvl_quant_input_scale(nvl_quant_format_t f, float amax);
 /* An FP8 KV cache's k_scale or v_scale from the keys' or values' amax:
  * max(amax / 448, 1), ModelOpt's export (postprocess_state_dict). */
 float nvl_quant_kv_scale_fp8(float amax);
+
+/* The same as compressed-tensors computes it for a static FP8 KV cache
+ * (quantization/utils/helpers.py, calculate_qparams): amax / 448, float32's
+ * epsilon where amax is 0. */
+float nvl_quant_kv_scale_ct(float amax);
+
+/* compressed-tensors' kv_cache_scheme for an FP8 KV cache with static
+ * per-tensor scales (a new object, the caller's to free; tensor.c). */
+struct json_t *nvl_quant_ct_kv_scheme(void);
 
 /* The calibration point whose input the weight `name`
  * ("model.layers.N.<...>.{q,k,v,o,gate,up,down}_proj.weight") reads, and

@@ -73,9 +73,11 @@ static bool quantizable(const char *name)
            strcmp(name + n - 12, "_proj.weight") == 0;
 }
 
-/* A calibrated F32 scalar `name` = v (ModelOpt exports scales as
- * 0-dimensional float32 tensors). */
-static nvl_status_t add_scalar(job_t *j, const char *name, float v)
+/* A calibrated F32 scalar `name` = v of ndim 0 (ModelOpt exports scales
+ * as 0-dimensional float32 tensors) or 1 ([1], compressed-tensors'
+ * per-tensor scales). */
+static nvl_status_t add_scalar_nd(job_t *j, const char *name, float v,
+                                  int ndim)
 {
     unsigned char *b = malloc(4);
     if (!own(j, b))
@@ -84,8 +86,13 @@ static nvl_status_t add_scalar(job_t *j, const char *name, float v)
     memcpy(&u, &v, sizeof u);
     for (int k = 0; k < 4; k++) /* little-endian, as safetensors */
         b[k] = (unsigned char)(u >> (8 * k));
-    nvl_st_entry_t e = {name, "F32", 0, {0}, b, 4};
+    nvl_st_entry_t e = {name, "F32", ndim, {1}, b, 4};
     return add(j, &e);
+}
+
+static nvl_status_t add_scalar(job_t *j, const char *name, float v)
+{
+    return add_scalar_nd(j, name, v, 0);
 }
 
 /* The weight `name`'s input_scale from the calibrated amax of its input
@@ -113,11 +120,16 @@ static nvl_status_t input_scale(job_t *j, const char *name, size_t prefix)
 }
 
 /* Each layer's k_scale and v_scale for an FP8 KV cache under ModelOpt's
- * names (postprocess_state_dict: k_bmm_quantizer._amax -> k_proj.k_scale). */
+ * names (postprocess_state_dict: k_bmm_quantizer._amax -> k_proj.k_scale,
+ * 0-dimensional), or compressed-tensors' (quantization/lifecycle/
+ * initialize.py, initialize_attn_qparams: the attention module's k_scale
+ * and v_scale, [1] for strategy "tensor"). */
 static nvl_status_t kv_scales(job_t *j)
 {
-    static const char *const names[2] = {"self_attn.k_proj.k_scale",
-                                         "self_attn.v_proj.v_scale"};
+    bool ct = nvl_quant_row(j->f)->compressed_tensors;
+    const char *const names[2] = {
+        ct ? "self_attn.k_scale" : "self_attn.k_proj.k_scale",
+        ct ? "self_attn.v_scale" : "self_attn.v_proj.v_scale"};
     nvl_status_t st = NVL_OK;
     for (uint32_t l = 0; l < j->q->calib->layers && st == NVL_OK; l++)
         for (int k = 0; k < 2 && st == NVL_OK; k++) {
@@ -125,7 +137,8 @@ static nvl_status_t kv_scales(job_t *j)
             snprintf(full, sizeof full, "model.layers.%u.%s", l, names[k]);
             float amax = j->q->calib->amax[(size_t)l * NVL_CALIB_COUNT +
                                            NVL_CALIB_K + (size_t)k];
-            st = add_scalar(j, full, nvl_quant_kv_scale_fp8(amax));
+            st = ct ? add_scalar_nd(j, full, nvl_quant_kv_scale_ct(amax), 1)
+                    : add_scalar(j, full, nvl_quant_kv_scale_fp8(amax));
         }
     return st;
 }
@@ -259,10 +272,13 @@ static nvl_status_t write_json(const char *path, const json_t *j)
 }
 
 /* config.json with the writer's quantization_config, hf_quant_config.json
- * where the writer has one, generation_config.json copied.  MX-FP4 with a
- * router ignores it as llm-compressor's mixture-of-experts examples do
- * ("re:.*mlp.gate$": the router is an nn.Linear its "Linear" target would
- * otherwise name; nvlemu leaves it float). */
+ * where the writer has one, generation_config.json copied.  A
+ * compressed-tensors checkpoint with a router ignores it as
+ * llm-compressor's mixture-of-experts examples do for every scheme
+ * ("re:.*mlp.gate$": examples/awq/qwen3_moe_example.py W4A16,
+ * model_free_ptq/qwen3.5_int8.py W8A8, quantizing_moe/deepseek_r1_example.py;
+ * the router is an nn.Linear its "Linear" target would otherwise name;
+ * nvlemu leaves it float), and an FP8 KV cache is its kv_cache_scheme. */
 static nvl_status_t write_configs(const char *in, const char *out,
                                   const nvl_weights_quant_opts_t *qo,
                                   bool router)
@@ -277,9 +293,12 @@ static nvl_status_t write_configs(const char *in, const char *out,
     }
     json_t *q = json_object(), *hf = NULL,
            *exclude = json_pack("[s]", "lm_head");
-    if (router && qo->format == NVL_QUANT_MXFP4)
+    bool ct = nvl_quant_row(qo->format)->compressed_tensors;
+    if (router && ct)
         json_array_append_new(exclude, json_string("re:.*mlp.gate$"));
     nvl_quant_config_write(qo->format, exclude, q, &hf);
+    if (qo->kv_fp8 && ct)
+        json_object_set_new(q, "kv_cache_scheme", nvl_quant_ct_kv_scheme());
     if (qo->kv_fp8 && hf != NULL) { /* ModelOpt's KV cache keys */
         json_object_set_new(q, "kv_cache_scheme",
                             json_pack("{s:b, s:i, s:s}", "dynamic", 0,
