@@ -70,7 +70,7 @@ typedef struct {
         const char *suffix;
         const char *dtype;
         int ndim;
-        uint64_t shape[3];
+        uint64_t shape[4];
         unsigned char *bytes;
         uint64_t n_bytes;
     } part[3];
@@ -194,6 +194,19 @@ nvl_status_t nvl_quant_tensor(nvl_quant_format_t f, const char *name,
  * two (an expert's too), each at most 256 bytes, `name` among them;
  * else `name` alone.  Returns their number. */
 int nvl_quant_fused_parts(const char *name, char parts_out[3][256]);
+
+/* gpt-oss's MX-FP4 experts (src/quant/mxfp4_gptoss.c): the fused experts
+ * tensor `name` w [experts, in, out] (float32, row-major) as its release
+ * stores it, parts "_blocks" U8 [experts, out, in / 32, 16] and "_scales"
+ * U8 [experts, out, in / 32] (suffixes appended to the tensor's name),
+ * rounded as triton_kernels' downcast_to_mxfp (the scale 2^ceil(log2(max
+ * / 6))).  Reports `in` not a multiple of 32 or a non-finite group
+ * (naming the tensor): NVL_ERR_INVALID. */
+nvl_status_t nvl_quant_mxfp4_experts(const char *name, const float *w,
+                                     uint64_t experts, uint64_t in,
+                                     uint64_t out, nvl_quant_tensor_t *out_t);
+/* openai/gpt-oss-20b's quantization_config keys into qconfig. */
+void nvl_quant_gptoss_config(struct json_t *qconfig);
 void nvl_quant_tensor_free(nvl_quant_tensor_t *t);
 
 /* ---- checkpoint configuration ---- */

@@ -21,6 +21,7 @@ typedef struct {
     void **owned; /* what the entries point to */
     size_t n_owned, cap_owned;
     bool router; /* a mixture of experts' router (P.mlp.gate.weight) */
+    bool gptoss; /* mxfp4 of a gpt-oss: its experts alone, its layout */
     const char *dir; /* the checkpoint read */
 } job_t;
 
@@ -178,6 +179,27 @@ static nvl_status_t fused_amax(const job_t *j, const char *name, float *out)
     return st;
 }
 
+/* q's parts as the entries stem[0, stem_len) + each part's suffix; the
+ * job keeps their bytes, q is freed. */
+static nvl_status_t add_parts(job_t *j, const char *stem, size_t stem_len,
+                              nvl_quant_tensor_t *q)
+{
+    nvl_status_t st = NVL_OK;
+    for (int i = 0; i < q->n_parts && st == NVL_OK; i++) {
+        char full[512];
+        snprintf(full, sizeof full, "%.*s%s", (int)stem_len, stem,
+                 q->part[i].suffix);
+        nvl_st_entry_t e = {full, q->part[i].dtype, q->part[i].ndim,
+                            {0},  q->part[i].bytes, q->part[i].n_bytes};
+        for (int d = 0; d < q->part[i].ndim; d++)
+            e.shape[d] = q->part[i].shape[d];
+        st = own(j, q->part[i].bytes) ? add(j, &e) : NVL_ERR_NOMEM;
+        q->part[i].bytes = NULL;
+    }
+    nvl_quant_tensor_free(q);
+    return st;
+}
+
 static nvl_status_t quantize_one(job_t *j, const char *name,
                                  const nvl_tensor_info_t *info)
 {
@@ -195,19 +217,7 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
     if (st != NVL_OK)
         return st;
     size_t prefix = strlen(name) - strlen("weight");
-    for (int i = 0; i < q.n_parts && st == NVL_OK; i++) {
-        char full[512];
-        snprintf(full, sizeof full, "%.*s%s", (int)prefix, name,
-                 q.part[i].suffix);
-        nvl_st_entry_t e = {full, q.part[i].dtype, q.part[i].ndim,
-                            {0},  q.part[i].bytes, q.part[i].n_bytes};
-        for (int d = 0; d < q.part[i].ndim; d++)
-            e.shape[d] = q.part[i].shape[d];
-        /* the job keeps the bytes */
-        st = own(j, q.part[i].bytes) ? add(j, &e) : NVL_ERR_NOMEM;
-        q.part[i].bytes = NULL;
-    }
-    nvl_quant_tensor_free(&q);
+    st = add_parts(j, name, prefix, &q);
     if (st == NVL_OK && j->q->calib != NULL)
         st = input_scale(j, name, prefix);
     return st;
@@ -223,6 +233,22 @@ static bool fused_experts(const char *name, const nvl_tensor_info_t *info)
            strstr(name, "_proj") != NULL && strstr(name, "bias") == NULL;
 }
 
+/* A fused experts tensor [E, in, out] in gpt-oss's MX-FP4
+ * (nvl_quant_mxfp4_experts): name_blocks and name_scales. */
+static nvl_status_t quantize_experts(job_t *j, const char *name,
+                                     const nvl_tensor_info_t *info)
+{
+    uint64_t e = info->shape[0], in = info->shape[1], out = info->shape[2];
+    float *w = malloc((e * in * out + 1) * sizeof *w);
+    if (!own(j, w))
+        return NVL_ERR_NOMEM;
+    nvl_status_t st = nvl_weights_read_f32(j->w, name, 0, e * in, 0, out, w);
+    nvl_quant_tensor_t q;
+    if (st == NVL_OK)
+        st = nvl_quant_mxfp4_experts(name, w, e, in, out, &q);
+    return st == NVL_OK ? add_parts(j, name, strlen(name), &q) : st;
+}
+
 static nvl_status_t one(const char *name, void *ctx)
 {
     job_t *j = ctx;
@@ -233,20 +259,9 @@ static nvl_status_t one(const char *name, void *ctx)
     size_t len = strlen(name);
     j->router = j->router || (len > 16 && strcmp(name + len - 16,
                                                  ".mlp.gate.weight") == 0);
-    if (j->f == NVL_QUANT_MXFP4 && fused_experts(name, &info)) {
-        nvl_report("%s: tensor '%s' [%llu, %llu, %llu]: gpt-oss's fused "
-                   "experts; "
-                   "quantize --format mxfp4 writes compressed-tensors' "
-                   "mxfp4-pack-quantized, whose targets are linear layers, "
-                   "and does not write gpt-oss's own MX-FP4 experts "
-                   "(_blocks/_scales, quant_method \"mxfp4\"): use the "
-                   "model's MX-FP4 release",
-                   j->dir, name, (unsigned long long)info.shape[0],
-                   (unsigned long long)info.shape[1],
-                   (unsigned long long)info.shape[2]);
-        return NVL_ERR_INVALID;
-    }
-    if (quantizable(name) && info.ndim == 2)
+    if (j->gptoss && fused_experts(name, &info))
+        return quantize_experts(j, name, &info);
+    if (!j->gptoss && quantizable(name) && info.ndim == 2)
         return quantize_one(j, name, &info);
     unsigned char *b;
     uint64_t n;
@@ -258,6 +273,31 @@ static nvl_status_t one(const char *name, void *ctx)
     nvl_st_entry_t e = {name, dtype, info.ndim, {0}, b, n};
     memcpy(e.shape, info.shape, sizeof e.shape);
     return add(j, &e);
+}
+
+/* mxfp4 of a checkpoint with gpt-oss's fused experts (layer 0's
+ * mlp.experts.gate_up_proj of three dimensions) is written in gpt-oss's
+ * own layout, the experts alone: compressed-tensors' targets are Linear
+ * modules, which fused experts are not.  Its config has no KV cache key:
+ * --kv-dtype fp8 is refused. */
+static nvl_status_t gptoss_layout(job_t *j)
+{
+    static const char *probe = "model.layers.0.mlp.experts.gate_up_proj";
+    nvl_tensor_info_t info;
+    if (!nvl_weights_has(j->w, probe))
+        return NVL_OK;
+    nvl_status_t st = nvl_weights_info(j->w, probe, &info);
+    if (st != NVL_OK || !fused_experts(probe, &info))
+        return st;
+    j->gptoss = true;
+    if (j->q->kv_fp8) {
+        nvl_report("%s: gpt-oss's MX-FP4 checkpoint (quant_method \"mxfp4\", "
+                   "its experts alone) has no KV cache key: --kv-dtype fp8 "
+                   "is not written (give it to run, generate or serve)",
+                   j->dir);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
 }
 
 static nvl_status_t write_json(const char *path, const json_t *j)
@@ -281,7 +321,7 @@ static nvl_status_t write_json(const char *path, const json_t *j)
  * nvlemu leaves it float), and an FP8 KV cache is its kv_cache_scheme. */
 static nvl_status_t write_configs(const char *in, const char *out,
                                   const nvl_weights_quant_opts_t *qo,
-                                  bool router)
+                                  bool router, bool gptoss)
 {
     char path[2048];
     json_error_t err;
@@ -293,10 +333,13 @@ static nvl_status_t write_configs(const char *in, const char *out,
     }
     json_t *q = json_object(), *hf = NULL,
            *exclude = json_pack("[s]", "lm_head");
-    bool ct = nvl_quant_row(qo->format)->compressed_tensors;
+    bool ct = nvl_quant_row(qo->format)->compressed_tensors && !gptoss;
     if (router && ct)
         json_array_append_new(exclude, json_string("re:.*mlp.gate$"));
-    nvl_quant_config_write(qo->format, exclude, q, &hf);
+    if (gptoss)
+        nvl_quant_gptoss_config(q);
+    else
+        nvl_quant_config_write(qo->format, exclude, q, &hf);
     if (qo->kv_fp8 && ct)
         json_object_set_new(q, "kv_cache_scheme", nvl_quant_ct_kv_scheme());
     if (qo->kv_fp8 && hf != NULL) { /* ModelOpt's KV cache keys */
@@ -343,6 +386,8 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
         st = NVL_ERR_IO;
     }
     job_t j = {.w = w, .f = q->format, .q = q, .dir = in_dir};
+    if (st == NVL_OK && q->format == NVL_QUANT_MXFP4)
+        st = gptoss_layout(&j);
     if (st == NVL_OK)
         st = nvl_weights_foreach(w, one, &j);
     if (st == NVL_OK && q->calib != NULL && q->kv_fp8)
@@ -352,7 +397,7 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
     if (st == NVL_OK)
         st = nvl_st_write(path, j.e, j.n);
     if (st == NVL_OK)
-        st = write_configs(in_dir, out_dir, q, j.router);
+        st = write_configs(in_dir, out_dir, q, j.router, j.gptoss);
     for (size_t i = 0; i < j.n_owned; i++)
         free(j.owned[i]);
     free(j.owned);
