@@ -199,7 +199,8 @@ int nvl_quant_fused_parts(const char *name, char parts_out[3][256]);
  * tensor `name` w [experts, in, out] (float32, row-major) as its release
  * stores it, parts "_blocks" U8 [experts, out, in / 32, 16] and "_scales"
  * U8 [experts, out, in / 32] (suffixes appended to the tensor's name),
- * rounded as triton_kernels' downcast_to_mxfp (the scale 2^ceil(log2(max
+ * rounded as triton_kernels' downcast_to_mxfp_torch of the weights in
+ * bf16, as transformers' quantize_to_mxfp4 runs it (the scale 2^ceil(log2(max
  * / 6))).  Reports `in` not a multiple of 32 or a non-finite group
  * (naming the tensor): NVL_ERR_INVALID. */
 nvl_status_t nvl_quant_mxfp4_experts(const char *name, const float *w,

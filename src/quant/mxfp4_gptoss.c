@@ -9,11 +9,12 @@
  * element 2i in the low nibble.
  *
  * The rounding is that of the quantizer transformers runs to turn a bf16
- * gpt-oss into these tensors (integrations/mxfp4.py, quantize_to_mxfp4 ->
- * triton_kernels' downcast_to_mxfp, numerics_details/mxfp_details/
- * _downcast_to_mxfp.py, _compute_quant_and_scale with the default
- * DequantScaleRoundingMode.ROUND_UP):
+ * gpt-oss into these tensors, "copied from GPT_OSS repo and vllm"
+ * (integrations/mxfp4.py, quantize_to_mxfp4: triton_kernels'
+ * numerics_details/mxfp.py, downcast_to_mxfp_torch of w.to(bfloat16),
+ * the default DequantScaleRoundingMode.ROUND_UP):
  *
+ *   input   each weight rounded to bf16 (nearest even), then float32
  *   scale   d = max |w| / 6 in float32, rounded up to a power of two by
  *           its bits ((bits + 0x7FFFFF) & 0x7F800000); the E8M0 code is
  *           that float's exponent field (2^ceil(log2 d)); all zeros: 0
@@ -21,16 +22,23 @@
  *           ties to even, on the E2M1 grid, saturating at 6; the sign bit
  *           is the float's (-0 gives code 8)
  *
- * The kernel drops low mantissa bits of values below 1 before rounding
- * (exact for bf16 inputs, whose low 16 bits are zero); nvlemu rounds the
- * float exactly, so a float32 input may differ on values a few ulps above
- * a tie.  The OCP MX v1.0 specification's rule (floor(log2 max) - 2, the
- * tests' hand-made gptoss-tiny-mxfp4) and compressed-tensors' (mxfp4.c)
- * choose other exponents for some groups; every reader dequantizes any. */
+ * The OCP MX v1.0 specification's rule (floor(log2 max) - 2, the tests'
+ * hand-made gptoss-tiny-mxfp4) and compressed-tensors' (mxfp4.c) choose
+ * other exponents for some groups; every reader dequantizes any. */
 #include <math.h>
 #include <string.h>
 
 #include "quant_impl.h"
+
+/* x rounded to bfloat16, nearest even (x finite) */
+static float to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 /* downcast_to_mxfp's E8M0 code of a group whose max |w| is amax */
 static uint8_t round_up_code(float amax)
@@ -63,9 +71,14 @@ nvl_status_t nvl_quant_mxfp4_experts(const char *name, const float *w,
             for (uint64_t k = 0; k < g; k++) {
                 /* the group: inputs 32k .. 32k + 31 of output r */
                 const float *col = w + e * in * out + 32 * k * out + r;
-                float amax = 0.0f;
-                for (int i = 0; i < 32; i++)
-                    amax = fmaxf(amax, fabsf(col[(uint64_t)i * out]));
+                float x[32], amax = 0.0f;
+                int n = 0;
+                for (; n < 32 && isfinite(col[(uint64_t)n * out]); n++) {
+                    x[n] = to_bf16(col[(uint64_t)n * out]);
+                    amax = fmaxf(amax, fabsf(x[n]));
+                }
+                if (n < 32) /* the first value that is not finite */
+                    amax = col[(uint64_t)n * out];
                 if (!isfinite(amax)) {
                     nvl_report("tensor '%s': expert %llu, output %llu, inputs "
                                "%llu..%llu hold %g", name,
@@ -80,8 +93,7 @@ nvl_status_t nvl_quant_mxfp4_experts(const char *name, const float *w,
                 uint8_t c = round_up_code(amax);
                 s[at] = c;
                 for (int i = 0; i < 32; i++) {
-                    float v = c ? ldexpf(col[(uint64_t)i * out], 127 - c)
-                                : 0.0f * col[(uint64_t)i * out];
+                    float v = c ? ldexpf(x[i], 127 - c) : 0.0f * x[i];
                     uint8_t code = (uint8_t)(nvl_e2m1_encode(fabsf(v)) |
                                              (signbit(v) ? 8 : 0));
                     q[at * 16 + (uint64_t)i / 2] |=

@@ -1,19 +1,21 @@
 """Checks the gpt-oss MX-FP4 checkpoint that `nvlemu quantize --format mxfp4`
-wrote from a bf16 gpt-oss (OUT_DIR from BF16_DIR) against triton_kernels'
-quantizer, which transformers runs to turn a bf16 gpt-oss into MX-FP4
-(integrations/mxfp4.py, quantize_to_mxfp4 -> downcast_to_mxfp), written
-here from its source, operation by operation on the float32 bits
-(triton-lang/triton python/triton_kernels/triton_kernels/numerics_details/
-mxfp_details/_downcast_to_mxfp.py, _compute_quant_and_scale, rounding mode
-ROUND_UP):
+wrote from a bf16 gpt-oss (OUT_DIR from BF16_DIR) against the quantizer
+transformers runs to turn a bf16 gpt-oss into MX-FP4 (integrations/
+mxfp4.py, quantize_to_mxfp4, "copied from GPT_OSS repo and vllm":
+triton_kernels' downcast_to_mxfp_torch of w.to(bfloat16), rounding mode
+ROUND_UP), written here from its source, operation by operation on the
+float32 bits (triton-lang/triton python/triton_kernels/triton_kernels/
+numerics_details/mxfp.py):
 
   scale  d = f32(max |w| / 6); e = (bits(d) + 0x7FFFFF) & 0x7F800000;
          the E8M0 code e >> 23; quant_scale = 0 if e == 0 else f32(1 / e)
   codes  q = f32(w x quant_scale); sign, exponent, mantissa of q; below
          1.0 the mantissa becomes (0x400000 | m >> 1) >> (126 - exponent)
-         and the exponent 0, else the exponent less 126; round to nearest
-         even on the two top mantissa bits (guard, sticky), saturate at 7,
-         the sign in bit 3; element 2i in the low nibble
+         (the bits shifted out sticky) and the exponent 0, else the
+         exponent less 126; round to nearest even on the two top mantissa
+         bits (guard, sticky), saturate at 7, the sign in bit 3; element
+         2i in the low nibble
+  (the weights are bf16 already: the cast changes nothing)
 
 Layout (docs/quantization.md, *gpt-oss's MX-FP4 experts*): each fused
 experts tensor P [E, in, out] (BF16) becomes P_blocks U8 [E, out, in/32,
@@ -56,12 +58,16 @@ def from_bits(u):
 def e2m1(q):
     u = bits(q)
     sign, exp, mant = u & 0x80000000, (u >> 23) & 0xFF, u & 0x7FFFFF
+    sticky = 0
     if exp < 127:
         shift = 127 - (exp + 1)
-        mant = (0x400000 | (mant >> 1)) >> shift if shift < 32 else 0
+        pre = 0x400000 | (mant >> 1)
+        sticky = int(mant & 1 != 0 or pre & ((1 << min(shift, 31)) - 1) != 0)
+        mant = pre >> shift if shift < 32 else 0
     exp = max(exp, 126) - 126
-    m2 = mant >> 21
-    inc = (m2 & 1) & (int((mant & 0x1FFFFF) != 0) | ((m2 >> 1) & 1))
+    m2 = (mant >> 21) & 3
+    sticky |= int((mant & 0x1FFFFF) != 0)
+    inc = (m2 & 1) & (sticky | ((m2 >> 1) & 1))
     return (sign >> 28) | min((((exp << 2) | m2) + inc) >> 1, 7)
 
 
@@ -107,7 +113,7 @@ def main():
                 got = out[k + part]
                 first = next((i for i in range(min(len(got[2]), len(body)))
                               if got[2][i] != body[i]), None)
-                sys.exit("%s%s: %s %s differs from downcast_to_mxfp's U8 %s "
+                sys.exit("%s%s: %s %s differs from downcast_to_mxfp_torch's U8 %s "
                          "(first byte %s)" % (k, part, got[0], got[1], shape, first))
         rs, rb = ref[k + "_scales"][2], ref[k + "_blocks"][2]
         for at in range(E * O * G):
@@ -121,7 +127,7 @@ def main():
     r = json.load(open(os.path.join(ref_dir, "config.json")))["quantization_config"]
     if q != r:
         sys.exit("config.json quantization_config %s, want %s" % (q, r))
-    print("gpt-oss MX-FP4: %d tensors as downcast_to_mxfp writes them; %d of "
+    print("gpt-oss MX-FP4: %d tensors as downcast_to_mxfp_torch writes them; %d of "
           "%d groups take the OCP rule's scale, their codes equal" %
           (2 * len(fused), same_scale, groups))
 
