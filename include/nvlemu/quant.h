@@ -70,7 +70,7 @@ typedef struct {
         const char *suffix;
         const char *dtype;
         int ndim;
-        uint64_t shape[3];
+        uint64_t shape[4];
         unsigned char *bytes;
         uint64_t n_bytes;
     } part[3];
@@ -97,6 +97,11 @@ typedef struct nvl_quant_row {
      * FP8 per tensor is left out of that fusion, and the block formats
      * have no per-tensor scale) */
     bool fused_amax;
+    /* nvlemu quantize writes it as compressed-tensors does (quant_method
+     * "compressed-tensors": `ignore` with a mixture of experts' router,
+     * `kv_cache_scheme`, the attention's k_scale / v_scale), else as
+     * ModelOpt or Qwen's FP8 releases do */
+    bool compressed_tensors;
     /* The writer's quantizer of a rows x cols float32 weight, writing the
      * parts this row describes (row: itself); amax > 0: the per-tensor
      * amax its scale takes, else the weight's own max |w|.  Reports
@@ -189,6 +194,20 @@ nvl_status_t nvl_quant_tensor(nvl_quant_format_t f, const char *name,
  * two (an expert's too), each at most 256 bytes, `name` among them;
  * else `name` alone.  Returns their number. */
 int nvl_quant_fused_parts(const char *name, char parts_out[3][256]);
+
+/* gpt-oss's MX-FP4 experts (src/quant/mxfp4_gptoss.c): the fused experts
+ * tensor `name` w [experts, in, out] (float32, row-major) as its release
+ * stores it, parts "_blocks" U8 [experts, out, in / 32, 16] and "_scales"
+ * U8 [experts, out, in / 32] (suffixes appended to the tensor's name),
+ * rounded as triton_kernels' downcast_to_mxfp_torch of the weights in
+ * bf16, as transformers' quantize_to_mxfp4 runs it (the scale 2^ceil(log2(max
+ * / 6))).  Reports `in` not a multiple of 32 or a non-finite group
+ * (naming the tensor): NVL_ERR_INVALID. */
+nvl_status_t nvl_quant_mxfp4_experts(const char *name, const float *w,
+                                     uint64_t experts, uint64_t in,
+                                     uint64_t out, nvl_quant_tensor_t *out_t);
+/* openai/gpt-oss-20b's quantization_config keys into qconfig. */
+void nvl_quant_gptoss_config(struct json_t *qconfig);
 void nvl_quant_tensor_free(nvl_quant_tensor_t *t);
 
 /* ---- checkpoint configuration ---- */
@@ -434,6 +453,15 @@ float nvl_quant_input_scale(nvl_quant_format_t f, float amax);
 /* An FP8 KV cache's k_scale or v_scale from the keys' or values' amax:
  * max(amax / 448, 1), ModelOpt's export (postprocess_state_dict). */
 float nvl_quant_kv_scale_fp8(float amax);
+
+/* The same as compressed-tensors computes it for a static FP8 KV cache
+ * (quantization/utils/helpers.py, calculate_qparams): amax / 448, float32's
+ * epsilon where amax is 0. */
+float nvl_quant_kv_scale_ct(float amax);
+
+/* compressed-tensors' kv_cache_scheme for an FP8 KV cache with static
+ * per-tensor scales (a new object, the caller's to free; tensor.c). */
+struct json_t *nvl_quant_ct_kv_scheme(void);
 
 /* The calibration point whose input the weight `name`
  * ("model.layers.N.<...>.{q,k,v,o,gate,up,down}_proj.weight") reads, and

@@ -133,9 +133,16 @@ typedef struct {
  * has static input scales (nvl_quant_input_scale of its input's amax) and,
  * with q->kv_fp8, each layer's "self_attn.k_proj.k_scale" /
  * "self_attn.v_proj.v_scale" (nvl_quant_kv_scale_fp8), as ModelOpt
- * exports them.  Reports an input already quantized, a tensor the writer
- * refuses (named), calibration of another layer count, or an I/O
- * error. */
+ * exports them, or for compressed-tensors' formats (the row's
+ * compressed_tensors) "self_attn.k_scale" / "v_scale" [1]
+ * (nvl_quant_kv_scale_ct), whose config then ignores a mixture of
+ * experts' router ("re:.*mlp.gate$") and with q->kv_fp8 carries
+ * kv_cache_scheme.  mxfp4 of a gpt-oss (fused 3-D experts) writes
+ * gpt-oss's own layout instead: the experts alone
+ * (nvl_quant_mxfp4_experts), openai's quantization_config.  Reports an
+ * input already quantized, a tensor the writer refuses (named),
+ * calibration of another layer count, --kv-dtype fp8 for gpt-oss's
+ * layout, or an I/O error. */
 nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
                                   const nvl_weights_quant_opts_t *q);
 

@@ -49,7 +49,9 @@ static const nvl_opt_t quantize_opts[] = {
      .def = "bf16", .parse = nvl_cli_parse_kv_dtype,
      .doc = "the KV cache the checkpoint is for: fp8 writes ModelOpt's "
             "kv_cache_quant_algo \"FP8\" (nvfp4, fp8) and, with --calib, "
-            "each layer's k_proj.k_scale and v_proj.v_scale"},
+            "each layer's k_proj.k_scale and v_proj.v_scale; "
+            "compressed-tensors' kv_cache_scheme (int8, int4, mxfp4) and, "
+            "with --calib, self_attn.k_scale and v_scale"},
     NVL_CLI_OPT_TOPO(quantize_args_t, NVL_CLI_DEFAULT_TOPO, false),
     NVL_CLI_OPT_HELP(quantize_args_t),
 };

@@ -21,6 +21,7 @@ typedef struct {
     void **owned; /* what the entries point to */
     size_t n_owned, cap_owned;
     bool router; /* a mixture of experts' router (P.mlp.gate.weight) */
+    bool gptoss; /* mxfp4 of a gpt-oss: its experts alone, its layout */
     const char *dir; /* the checkpoint read */
 } job_t;
 
@@ -73,9 +74,11 @@ static bool quantizable(const char *name)
            strcmp(name + n - 12, "_proj.weight") == 0;
 }
 
-/* A calibrated F32 scalar `name` = v (ModelOpt exports scales as
- * 0-dimensional float32 tensors). */
-static nvl_status_t add_scalar(job_t *j, const char *name, float v)
+/* A calibrated F32 scalar `name` = v of ndim 0 (ModelOpt exports scales
+ * as 0-dimensional float32 tensors) or 1 ([1], compressed-tensors'
+ * per-tensor scales). */
+static nvl_status_t add_scalar_nd(job_t *j, const char *name, float v,
+                                  int ndim)
 {
     unsigned char *b = malloc(4);
     if (!own(j, b))
@@ -84,8 +87,13 @@ static nvl_status_t add_scalar(job_t *j, const char *name, float v)
     memcpy(&u, &v, sizeof u);
     for (int k = 0; k < 4; k++) /* little-endian, as safetensors */
         b[k] = (unsigned char)(u >> (8 * k));
-    nvl_st_entry_t e = {name, "F32", 0, {0}, b, 4};
+    nvl_st_entry_t e = {name, "F32", ndim, {1}, b, 4};
     return add(j, &e);
+}
+
+static nvl_status_t add_scalar(job_t *j, const char *name, float v)
+{
+    return add_scalar_nd(j, name, v, 0);
 }
 
 /* The weight `name`'s input_scale from the calibrated amax of its input
@@ -113,11 +121,16 @@ static nvl_status_t input_scale(job_t *j, const char *name, size_t prefix)
 }
 
 /* Each layer's k_scale and v_scale for an FP8 KV cache under ModelOpt's
- * names (postprocess_state_dict: k_bmm_quantizer._amax -> k_proj.k_scale). */
+ * names (postprocess_state_dict: k_bmm_quantizer._amax -> k_proj.k_scale,
+ * 0-dimensional), or compressed-tensors' (quantization/lifecycle/
+ * initialize.py, initialize_attn_qparams: the attention module's k_scale
+ * and v_scale, [1] for strategy "tensor"). */
 static nvl_status_t kv_scales(job_t *j)
 {
-    static const char *const names[2] = {"self_attn.k_proj.k_scale",
-                                         "self_attn.v_proj.v_scale"};
+    bool ct = nvl_quant_row(j->f)->compressed_tensors;
+    const char *const names[2] = {
+        ct ? "self_attn.k_scale" : "self_attn.k_proj.k_scale",
+        ct ? "self_attn.v_scale" : "self_attn.v_proj.v_scale"};
     nvl_status_t st = NVL_OK;
     for (uint32_t l = 0; l < j->q->calib->layers && st == NVL_OK; l++)
         for (int k = 0; k < 2 && st == NVL_OK; k++) {
@@ -125,7 +138,8 @@ static nvl_status_t kv_scales(job_t *j)
             snprintf(full, sizeof full, "model.layers.%u.%s", l, names[k]);
             float amax = j->q->calib->amax[(size_t)l * NVL_CALIB_COUNT +
                                            NVL_CALIB_K + (size_t)k];
-            st = add_scalar(j, full, nvl_quant_kv_scale_fp8(amax));
+            st = ct ? add_scalar_nd(j, full, nvl_quant_kv_scale_ct(amax), 1)
+                    : add_scalar(j, full, nvl_quant_kv_scale_fp8(amax));
         }
     return st;
 }
@@ -165,6 +179,27 @@ static nvl_status_t fused_amax(const job_t *j, const char *name, float *out)
     return st;
 }
 
+/* q's parts as the entries stem[0, stem_len) + each part's suffix; the
+ * job keeps their bytes, q is freed. */
+static nvl_status_t add_parts(job_t *j, const char *stem, size_t stem_len,
+                              nvl_quant_tensor_t *q)
+{
+    nvl_status_t st = NVL_OK;
+    for (int i = 0; i < q->n_parts && st == NVL_OK; i++) {
+        char full[512];
+        snprintf(full, sizeof full, "%.*s%s", (int)stem_len, stem,
+                 q->part[i].suffix);
+        nvl_st_entry_t e = {full, q->part[i].dtype, q->part[i].ndim,
+                            {0},  q->part[i].bytes, q->part[i].n_bytes};
+        for (int d = 0; d < q->part[i].ndim; d++)
+            e.shape[d] = q->part[i].shape[d];
+        st = own(j, q->part[i].bytes) ? add(j, &e) : NVL_ERR_NOMEM;
+        q->part[i].bytes = NULL;
+    }
+    nvl_quant_tensor_free(q);
+    return st;
+}
+
 static nvl_status_t quantize_one(job_t *j, const char *name,
                                  const nvl_tensor_info_t *info)
 {
@@ -182,19 +217,7 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
     if (st != NVL_OK)
         return st;
     size_t prefix = strlen(name) - strlen("weight");
-    for (int i = 0; i < q.n_parts && st == NVL_OK; i++) {
-        char full[512];
-        snprintf(full, sizeof full, "%.*s%s", (int)prefix, name,
-                 q.part[i].suffix);
-        nvl_st_entry_t e = {full, q.part[i].dtype, q.part[i].ndim,
-                            {0},  q.part[i].bytes, q.part[i].n_bytes};
-        for (int d = 0; d < q.part[i].ndim; d++)
-            e.shape[d] = q.part[i].shape[d];
-        /* the job keeps the bytes */
-        st = own(j, q.part[i].bytes) ? add(j, &e) : NVL_ERR_NOMEM;
-        q.part[i].bytes = NULL;
-    }
-    nvl_quant_tensor_free(&q);
+    st = add_parts(j, name, prefix, &q);
     if (st == NVL_OK && j->q->calib != NULL)
         st = input_scale(j, name, prefix);
     return st;
@@ -210,6 +233,22 @@ static bool fused_experts(const char *name, const nvl_tensor_info_t *info)
            strstr(name, "_proj") != NULL && strstr(name, "bias") == NULL;
 }
 
+/* A fused experts tensor [E, in, out] in gpt-oss's MX-FP4
+ * (nvl_quant_mxfp4_experts): name_blocks and name_scales. */
+static nvl_status_t quantize_experts(job_t *j, const char *name,
+                                     const nvl_tensor_info_t *info)
+{
+    uint64_t e = info->shape[0], in = info->shape[1], out = info->shape[2];
+    float *w = malloc((e * in * out + 1) * sizeof *w);
+    if (!own(j, w))
+        return NVL_ERR_NOMEM;
+    nvl_status_t st = nvl_weights_read_f32(j->w, name, 0, e * in, 0, out, w);
+    nvl_quant_tensor_t q;
+    if (st == NVL_OK)
+        st = nvl_quant_mxfp4_experts(name, w, e, in, out, &q);
+    return st == NVL_OK ? add_parts(j, name, strlen(name), &q) : st;
+}
+
 static nvl_status_t one(const char *name, void *ctx)
 {
     job_t *j = ctx;
@@ -220,20 +259,9 @@ static nvl_status_t one(const char *name, void *ctx)
     size_t len = strlen(name);
     j->router = j->router || (len > 16 && strcmp(name + len - 16,
                                                  ".mlp.gate.weight") == 0);
-    if (j->f == NVL_QUANT_MXFP4 && fused_experts(name, &info)) {
-        nvl_report("%s: tensor '%s' [%llu, %llu, %llu]: gpt-oss's fused "
-                   "experts; "
-                   "quantize --format mxfp4 writes compressed-tensors' "
-                   "mxfp4-pack-quantized, whose targets are linear layers, "
-                   "and does not write gpt-oss's own MX-FP4 experts "
-                   "(_blocks/_scales, quant_method \"mxfp4\"): use the "
-                   "model's MX-FP4 release",
-                   j->dir, name, (unsigned long long)info.shape[0],
-                   (unsigned long long)info.shape[1],
-                   (unsigned long long)info.shape[2]);
-        return NVL_ERR_INVALID;
-    }
-    if (quantizable(name) && info.ndim == 2)
+    if (j->gptoss && fused_experts(name, &info))
+        return quantize_experts(j, name, &info);
+    if (!j->gptoss && quantizable(name) && info.ndim == 2)
         return quantize_one(j, name, &info);
     unsigned char *b;
     uint64_t n;
@@ -245,6 +273,31 @@ static nvl_status_t one(const char *name, void *ctx)
     nvl_st_entry_t e = {name, dtype, info.ndim, {0}, b, n};
     memcpy(e.shape, info.shape, sizeof e.shape);
     return add(j, &e);
+}
+
+/* mxfp4 of a checkpoint with gpt-oss's fused experts (layer 0's
+ * mlp.experts.gate_up_proj of three dimensions) is written in gpt-oss's
+ * own layout, the experts alone: compressed-tensors' targets are Linear
+ * modules, which fused experts are not.  Its config has no KV cache key:
+ * --kv-dtype fp8 is refused. */
+static nvl_status_t gptoss_layout(job_t *j)
+{
+    static const char *probe = "model.layers.0.mlp.experts.gate_up_proj";
+    nvl_tensor_info_t info;
+    if (!nvl_weights_has(j->w, probe))
+        return NVL_OK;
+    nvl_status_t st = nvl_weights_info(j->w, probe, &info);
+    if (st != NVL_OK || !fused_experts(probe, &info))
+        return st;
+    j->gptoss = true;
+    if (j->q->kv_fp8) {
+        nvl_report("%s: gpt-oss's MX-FP4 checkpoint (quant_method \"mxfp4\", "
+                   "its experts alone) has no KV cache key: --kv-dtype fp8 "
+                   "is not written (give it to run, generate or serve)",
+                   j->dir);
+        return NVL_ERR_INVALID;
+    }
+    return NVL_OK;
 }
 
 static nvl_status_t write_json(const char *path, const json_t *j)
@@ -259,13 +312,16 @@ static nvl_status_t write_json(const char *path, const json_t *j)
 }
 
 /* config.json with the writer's quantization_config, hf_quant_config.json
- * where the writer has one, generation_config.json copied.  MX-FP4 with a
- * router ignores it as llm-compressor's mixture-of-experts examples do
- * ("re:.*mlp.gate$": the router is an nn.Linear its "Linear" target would
- * otherwise name; nvlemu leaves it float). */
+ * where the writer has one, generation_config.json copied.  A
+ * compressed-tensors checkpoint with a router ignores it as
+ * llm-compressor's mixture-of-experts examples do for every scheme
+ * ("re:.*mlp.gate$": examples/awq/qwen3_moe_example.py W4A16,
+ * model_free_ptq/qwen3.5_int8.py W8A8, quantizing_moe/deepseek_r1_example.py;
+ * the router is an nn.Linear its "Linear" target would otherwise name;
+ * nvlemu leaves it float), and an FP8 KV cache is its kv_cache_scheme. */
 static nvl_status_t write_configs(const char *in, const char *out,
                                   const nvl_weights_quant_opts_t *qo,
-                                  bool router)
+                                  bool router, bool gptoss)
 {
     char path[2048];
     json_error_t err;
@@ -277,9 +333,15 @@ static nvl_status_t write_configs(const char *in, const char *out,
     }
     json_t *q = json_object(), *hf = NULL,
            *exclude = json_pack("[s]", "lm_head");
-    if (router && qo->format == NVL_QUANT_MXFP4)
+    bool ct = nvl_quant_row(qo->format)->compressed_tensors && !gptoss;
+    if (router && ct)
         json_array_append_new(exclude, json_string("re:.*mlp.gate$"));
-    nvl_quant_config_write(qo->format, exclude, q, &hf);
+    if (gptoss)
+        nvl_quant_gptoss_config(q);
+    else
+        nvl_quant_config_write(qo->format, exclude, q, &hf);
+    if (qo->kv_fp8 && ct)
+        json_object_set_new(q, "kv_cache_scheme", nvl_quant_ct_kv_scheme());
     if (qo->kv_fp8 && hf != NULL) { /* ModelOpt's KV cache keys */
         json_object_set_new(q, "kv_cache_scheme",
                             json_pack("{s:b, s:i, s:s}", "dynamic", 0,
@@ -324,6 +386,8 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
         st = NVL_ERR_IO;
     }
     job_t j = {.w = w, .f = q->format, .q = q, .dir = in_dir};
+    if (st == NVL_OK && q->format == NVL_QUANT_MXFP4)
+        st = gptoss_layout(&j);
     if (st == NVL_OK)
         st = nvl_weights_foreach(w, one, &j);
     if (st == NVL_OK && q->calib != NULL && q->kv_fp8)
@@ -333,7 +397,7 @@ nvl_status_t nvl_weights_quantize(const char *in_dir, const char *out_dir,
     if (st == NVL_OK)
         st = nvl_st_write(path, j.e, j.n);
     if (st == NVL_OK)
-        st = write_configs(in_dir, out_dir, q, j.router);
+        st = write_configs(in_dir, out_dir, q, j.router, j.gptoss);
     for (size_t i = 0; i < j.n_owned; i++)
         free(j.owned[i]);
     free(j.owned);

@@ -285,6 +285,31 @@ static nvl_status_t read_scales(const qt_t *q, uint64_t sr, uint64_t c0,
     return NVL_OK;
 }
 
+/* FP8 E4M3 codes hold no infinity and one NaN, S.1111.111 (OCP 8-bit
+ * floating point v1.0): a weight code 0x7F / 0xFF is refused, naming the
+ * element, where a reader (torch's float8_e4m3fn, the engines' GEMMs)
+ * would compute with NaN.  n codes of row `row` from column col0. */
+static nvl_status_t check_codes(const qt_t *q, const unsigned char *data,
+                                uint64_t row, uint64_t col0, uint64_t n)
+{
+    if (q->row->data.code != NVL_QCODE_E4M3)
+        return NVL_OK;
+    for (uint64_t k = 0; k < n; k++)
+        if ((data[k] & 0x7F) == 0x7F) {
+            nvl_report("%s: tensor '%s' holds the FP8 E4M3 NaN code 0x%02X "
+                       "at element %llu ([%llu, %llu] of [%llu, %llu]); a "
+                       "weight code must be a number", q->data.file,
+                       q->dname, data[k],
+                       (unsigned long long)(row * q->cols + col0 + k),
+                       (unsigned long long)row,
+                       (unsigned long long)(col0 + k),
+                       (unsigned long long)q->rows,
+                       (unsigned long long)q->cols);
+            return NVL_ERR_INVALID;
+        }
+    return NVL_OK;
+}
+
 static nvl_status_t read_rows(const qt_t *q, uint64_t row0, uint64_t rows,
                               uint64_t col0, uint64_t cols, float *out)
 {
@@ -309,6 +334,8 @@ static nvl_status_t read_rows(const qt_t *q, uint64_t row0, uint64_t rows,
                               (row0 + r) * stride +
                                   nvl_quant_data_bytes(q->f, col0),
                               nb, data);
+        if (st == NVL_OK)
+            st = check_codes(q, data, row0 + r, col0, cols);
         if (st == NVL_OK)
             nvl_quant_dequant_row(q->row, data, col0, cols, scales, q->scale2,
                                   out + r * cols);

@@ -5,6 +5,7 @@
  * NVFP4QTensor.get_activation_scaling_factor, amax / (6 * 448)) and
  * postprocess_state_dict (k/v_bmm_quantizer._amax / 448, clamped to at
  * least 1.0 for an FP8 KV cache). */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -35,6 +36,14 @@ float nvl_quant_input_scale(nvl_quant_format_t f, float amax)
 float nvl_quant_kv_scale_fp8(float amax)
 {
     return fmaxf(amax / E4M3_MAX, 1.0f);
+}
+
+/* calculate_qparams, symmetric: max(|min|, |max|) / (bit_range / 2), the
+ * FP8 range [-448, 448]; a zero scale becomes the dtype's eps */
+float nvl_quant_kv_scale_ct(float amax)
+{
+    float s = amax / E4M3_MAX;
+    return s == 0.0f ? FLT_EPSILON : s;
 }
 
 int nvl_quant_calib_point(const char *name, uint32_t *layer_out)

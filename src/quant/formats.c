@@ -23,6 +23,7 @@ static const nvl_quant_row_t rows[NVL_QUANT_COUNT] = {
         .algo = "mxfp4", .block_rows = 1, .block_cols = 32,
         .data = {.suffix = "weight_blocks", .dtype = "U8", .code = NVL_QCODE_E2M1},
         .scale = {.suffix = "weight_scales", .dtype = "U8", .code = NVL_QCODE_E8M0},
+        .compressed_tensors = true,
         .quantize = nvl_qz_mxfp4, .write_config = nvl_qc_mxfp4},
     [NVL_QUANT_FP8] = {
         .m = {"fp8", "NVIDIA ModelOpt FP8: E4M3 with one FP32 scale per "
@@ -46,13 +47,15 @@ static const nvl_quant_row_t rows[NVL_QUANT_COUNT] = {
                       "weights, a scale per output channel (amax / 127.5)"},
         .algo = "int-quantized", .block_rows = 1, .block_cols = 0,
         .data = {.suffix = "weight", .dtype = "I8", .code = NVL_QCODE_I8},
-        .scale = CT_SCALE, .quantize = nvl_qz_int, .write_config = nvl_qc_int8},
+        .scale = CT_SCALE, .compressed_tensors = true,
+        .quantize = nvl_qz_int, .write_config = nvl_qc_int8},
     [NVL_QUANT_INT4] = {
         .m = {"int4", "compressed-tensors W4A16 int4 (pack-quantized): "
                       "eight int4 to an int32, a scale per 1 x 128 group"},
         .algo = "pack-quantized", .block_rows = 1, .block_cols = 128,
         .data = {.suffix = "weight_packed", .dtype = "I32", .code = NVL_QCODE_I4},
-        .scale = CT_SCALE, .quantize = nvl_qz_int, .write_config = nvl_qc_int4},
+        .scale = CT_SCALE, .compressed_tensors = true,
+        .quantize = nvl_qz_int, .write_config = nvl_qc_int4},
 };
 
 const nvl_family_t nvl_quant_format_family =

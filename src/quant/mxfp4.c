@@ -22,7 +22,8 @@
  * - 2 instead; the two differ where the significand of the max is at
  * least 1.75 (the writer's choice keeps that max off the clamp at 6).
  * The row read back is compressed-tensors' (ct_layout.c); gpt-oss's own
- * _blocks / _scales layout (the experts of its releases) is read only. */
+ * _blocks / _scales layout (the experts of its releases) is written by
+ * mxfp4_gptoss.c. */
 #include <math.h>
 
 #include "quant_impl.h"

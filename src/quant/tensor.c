@@ -123,3 +123,21 @@ void nvl_qc_ct(const char *format, json_t *weights, json_t *acts,
     json_object_set(qconfig, "ignore", exclude);
     json_object_set_new(qconfig, "kv_cache_scheme", json_null());
 }
+
+/* llm-compressor's FP8 KV cache recipe (examples/quantization_kv_cache/
+ * README.md: kv_cache_scheme {num_bits 8, type float, strategy tensor,
+ * dynamic false, symmetric true}) as compressed-tensors serializes its
+ * QuantizationArgs (quantization/quant_args.py, validate_model_after:
+ * zp_dtype the FP8 dtype), with the observer "static_minmax" (the min and
+ * max over every calibration token: llm-compressor observers/min_max.py)
+ * whose scales nvlemu quantize --calib writes */
+json_t *nvl_quant_ct_kv_scheme(void)
+{
+    return json_pack("{s:n, s:n, s:b, s:n, s:i, s:s, s:o, s:n, s:s, s:b, "
+                     "s:s, s:s}",
+                     "actorder", "block_structure", "dynamic", 0,
+                     "group_size", "num_bits", 8, "observer", "static_minmax",
+                     "observer_kwargs", json_object(), "scale_dtype",
+                     "strategy", "tensor", "symmetric", 1, "type", "float",
+                     "zp_dtype", "torch.float8_e4m3fn");
+}

@@ -8,7 +8,11 @@ export (docs/quantization.md, "Calibration"):
   input_scale = amax / (6 * 448) (NVFP4) or amax / 448 (FP8), the same for
   every part of a fused GEMM; none for the dynamic formats;
   k_scale / v_scale = max(amax / 448, 1) under ModelOpt's names, and
-  kv_cache_quant_algo "FP8" in hf_quant_config.json.
+  kv_cache_quant_algo "FP8" in hf_quant_config.json; for the
+  compressed-tensors formats (int8, int4, mxfp4) amax / 448 as
+  compressed-tensors' calculate_qparams computes it, [1] under the
+  attention module's names (self_attn.k_scale), and config.json's
+  kv_cache_scheme float 8 bits per tensor, static (static_minmax).
 Each within 1e-4 relative (the engine sums in float32).
 
 Usage: check_calib.py FLOAT_DIR TOKENS.jsonl QUANT_DIR FORMAT [KV]
@@ -180,6 +184,7 @@ def main():
         return
     fdir, tokfile, qdir, fmt = sys.argv[1:5]
     kv = len(sys.argv) > 5 and sys.argv[5] == "fp8"
+    ct = fmt in ("int8", "int4", "mxfp4")
     cfg = json.load(open(os.path.join(fdir, "config.json")))
     seqs = [json.loads(l) for l in open(tokfile) if l.strip()]
     amax = amax_of(cfg, load(fdir), seqs)
@@ -204,13 +209,26 @@ def main():
             n += 1
         for j, (mod, key) in enumerate((("k_proj", "k_scale"),
                                         ("v_proj", "v_scale"))):
-            name = "model.layers.%d.self_attn.%s.%s" % (li, mod, key)
+            mo = "model.layers.%d.self_attn.%s.%s" % (li, mod, key)
+            cts = "model.layers.%d.self_attn.%s" % (li, key)
+            name, other = (cts, mo) if ct else (mo, cts)
+            if other in q or (not kv and name in q):
+                sys.exit("%s written (%s, KV %s)" % (other if other in q else name,
+                                                     fmt, "fp8" if kv else "bf16"))
             if not kv:
-                if name in q:
-                    sys.exit("%s written without --kv-dtype fp8" % name)
                 continue
-            close(q[name][2][0], max(amax[li][4 + j] / 448.0, 1.0), name)
+            a = amax[li][4 + j] / 448.0
+            if ct and q[name][:2] != ("F32", [1]):
+                sys.exit("%s: %s %s, not F32 [1]" % (name, q[name][0], q[name][1]))
+            close(q[name][2][0], a if ct else max(a, 1.0), name)
             n += 1
+    if kv and ct:
+        s = json.load(open(os.path.join(qdir, "config.json")))[
+            "quantization_config"]["kv_cache_scheme"]
+        want = {"num_bits": 8, "type": "float", "strategy": "tensor",
+                "dynamic": False, "symmetric": True, "observer": "static_minmax"}
+        if any(s.get(k) != v for k, v in want.items()):
+            sys.exit("config.json: kv_cache_scheme %s, want %s" % (s, want))
     if kv and fmt in ("nvfp4", "fp8"):
         hf = json.load(open(os.path.join(qdir, "hf_quant_config.json")))
         if hf["quantization"].get("kv_cache_quant_algo") != "FP8":

@@ -7,7 +7,9 @@
 #     inputs max-reduced) from a copy whose k_norm and v_proj are scaled up
 #     (keys and values above 448: k/v scales above 1, ModelOpt's clamp not
 #     hiding them): amax / 448 and amax / 448;
-#  3. FP8 blocks (dynamic activations): no input_scale written;
+#  3. FP8 blocks (dynamic activations): no input_scale written; int8
+#     (compressed-tensors) with an FP8 KV cache: no input_scale, k/v
+#     scales amax / 448 under compressed-tensors' names, kv_cache_scheme;
 #  4. a NaN weight makes a NaN activation: refused on every rank with one
 #     message naming the layer and the point, nothing written.
 # Exits 77 (skipped) without python3.
@@ -35,6 +37,9 @@ case "$out" in *", 0 layer(s) with a k/v scale above 1"*)
 q "$nvlemu" quantize --topo "$topo" --format fp8-block --calib "$tok" \
     "$f" "$w/blk"
 chk "$f" "$tok" "$w/blk" fp8-block
+q "$nvlemu" quantize --topo "$topo" --format int8 --calib "$tok" \
+    --kv-dtype fp8 "$f" "$w/i8"
+chk "$f" "$tok" "$w/i8" int8 fp8
 chk --copy "$f" "$w/nan" '{"mlp.up_proj.weight": "nan"}'
 $mpi "$nvlemu" quantize --topo "$topo" --format nvfp4 --calib "$tok" \
     "$w/nan" "$w/nanq" >"$w/log" 2>&1 &&

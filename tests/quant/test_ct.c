@@ -8,7 +8,10 @@
  * timing model prices from config.json's dtype, and ModelOpt's
  * quantization_config in config.json as its export converts it
  * (config_groups, ignore, kv_cache_scheme: the compressed-tensors-like
- * form, quant_method "modelopt") beside hf_quant_config.json. */
+ * form, quant_method "modelopt") beside hf_quant_config.json; an E4M3
+ * NaN weight code refused; what
+ * nvlemu quantize writes for a mixture of experts' router and an FP8 KV
+ * cache in compressed-tensors' formats. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "../unit/reports.h"
 #include "nvlemu/cost.h"
@@ -110,12 +114,13 @@ static void fp8_channel_bf16(void **state)
          .bytes = q, .n_bytes = 12},
         {.name = "m.weight_scale", .dtype = "BF16", .ndim = 2,
          .shape = {3, 1}, .bytes = sc, .n_bytes = 6}};
-    write_ckpt(e, 2,
-               "\"format\": \"float-quantized\", \"config_groups\": {\"g\": "
-               "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, "
-               "\"type\": \"float\", \"strategy\": \"channel\"}, "
-               "\"input_activations\": {\"num_bits\": 8, \"type\": "
-               "\"float\", \"strategy\": \"token\", \"dynamic\": true}}}");
+    const char *cfg =
+        "\"format\": \"float-quantized\", \"config_groups\": {\"g\": "
+        "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, "
+        "\"type\": \"float\", \"strategy\": \"channel\"}, "
+        "\"input_activations\": {\"num_bits\": 8, \"type\": "
+        "\"float\", \"strategy\": \"token\", \"dynamic\": true}}}";
+    write_ckpt(e, 2, cfg);
     nvl_weights_t *w;
     assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
     const nvl_quant_config_t *q8 = nvl_weights_quant(w);
@@ -128,6 +133,17 @@ static void fp8_channel_bf16(void **state)
         assert_true(v[j] == 0.375f);
         assert_true(v[4 + j] == 4.5f);
     }
+    nvl_weights_close(w);
+    remove_tmp();
+    /* an E4M3 NaN code (S.1111.111) among the codes: refused, named */
+    q[9] = 0xFF;
+    write_ckpt(e, 2, cfg);
+    assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+    assert_int_equal(nvl_weights_read_f32(w, "m.weight", 0, 3, 0, 4, v),
+                     NVL_ERR_INVALID);
+    assert_non_null(strstr(reports.last, "model.safetensors: tensor 'm.weight' "
+                                         "holds the FP8 E4M3 NaN code 0xFF "
+                                         "at element 9 ([2, 1] of [3, 4])"));
     nvl_weights_close(w);
     remove_tmp();
 }
@@ -412,11 +428,74 @@ static void modelopt_config_forms(void **state)
     expect_config_bad("config.json: quant_algo 'NVFP4_AWQ' is not one");
 }
 
+/* compressed-tensors' writers (int8, mxfp4) on a mixture of experts: the
+ * router stays float and is ignored by name as llm-compressor's MoE
+ * examples write it ("re:.*mlp.gate$"), which the reader then skips, and
+ * --kv-dtype fp8 writes its kv_cache_scheme, read back as an FP8 cache;
+ * ModelOpt's FP8 writes neither (kv_cache_quant_algo instead). */
+static void ct_router_and_kv(void **state)
+{
+    (void)state;
+    const char *in = NVL_TEST_DATA "/hf/qwen3-moe-tiny16",
+               *gate = "model.layers.1.mlp.gate.weight";
+    const nvl_quant_format_t fs[3] = {NVL_QUANT_INT8, NVL_QUANT_MXFP4,
+                                      NVL_QUANT_FP8};
+    for (int i = 0; i < 3; i++) {
+        bool ct = fs[i] != NVL_QUANT_FP8;
+        snprintf(tmp, sizeof tmp, "/tmp/nvl-quant-XXXXXX");
+        assert_non_null(mkdtemp(tmp));
+        nvl_weights_quant_opts_t qo = {.format = fs[i], .kv_fp8 = true};
+        assert_int_equal(nvl_weights_quantize(in, tmp, &qo), NVL_OK);
+        char path[128];
+        snprintf(path, sizeof path, "%s/config.json", tmp);
+        json_error_t err;
+        json_t *cfg = json_load_file(path, 0, &err);
+        assert_non_null(cfg);
+        json_t *q = json_object_get(cfg, "quantization_config");
+        json_t *ig = json_object_get(q, "ignore");
+        if (ct) {
+            assert_int_equal(json_array_size(ig), 2);
+            assert_string_equal(json_string_value(json_array_get(ig, 1)),
+                                "re:.*mlp.gate$");
+            json_t *kv = json_object_get(q, "kv_cache_scheme");
+            assert_int_equal(json_integer_value(json_object_get(kv, "num_bits")),
+                             8);
+            assert_string_equal(json_string_value(json_object_get(kv, "type")),
+                                "float");
+            assert_string_equal(
+                json_string_value(json_object_get(kv, "strategy")), "tensor");
+            assert_true(json_is_false(json_object_get(kv, "dynamic")));
+        }
+        json_decref(cfg);
+        nvl_quant_config_t qc;
+        assert_int_equal(nvl_quant_config_read(tmp, &qc), NVL_OK);
+        assert_true(qc.kv_fp8);
+        int entry;
+        assert_int_equal(nvl_quant_config_skips(&qc, "model.layers.1.mlp.gate",
+                                                &entry),
+                         ct);
+        assert_false(nvl_quant_config_skips(
+            &qc, "model.layers.1.mlp.experts.3.up_proj", &entry));
+        nvl_weights_t *w, *f;
+        const char *dt, *dt_in;
+        assert_int_equal(nvl_weights_open(tmp, &w), NVL_OK);
+        assert_int_equal(nvl_weights_open(in, &f), NVL_OK);
+        assert_int_equal(nvl_weights_stored_dtype(w, gate, &dt), NVL_OK);
+        assert_int_equal(nvl_weights_stored_dtype(f, gate, &dt_in), NVL_OK);
+        assert_string_equal(dt, dt_in);
+        nvl_weights_close(w);
+        nvl_weights_close(f);
+        remove_tmp();
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nvfp4_packed),
-        cmocka_unit_test(fp8_channel_bf16),
+        cmocka_unit_test(ct_router_and_kv),
+        cmocka_unit_test_setup_teardown(fp8_channel_bf16, capture_reports,
+                                        release_reports),
         cmocka_unit_test(int_f16_scales),
         cmocka_unit_test(nvfp4_global_rule),
         cmocka_unit_test(mixed_groups),

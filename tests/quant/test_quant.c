@@ -274,11 +274,11 @@ static void writers_match_torch(void **state)
     (void)state;
     json_t *r = reference();
     json_t *formats = json_object_get(r, "formats");
-    /* the ModelOpt and FP8-block writers' torch references (int8, int4,
-     * MX-FP4: tests/quant/check_int.py, compressed-tensors' quantizers) */
-    const nvl_quant_format_t fs[3] = {NVL_QUANT_NVFP4, NVL_QUANT_FP8,
-                                      NVL_QUANT_FP8_BLOCK};
-    for (int i = 0; i < 3; i++) {
+    /* the ModelOpt, FP8-block and compressed-tensors MX-FP4 writers'
+     * torch references (int8, int4: tests/quant/check_int.py) */
+    const nvl_quant_format_t fs[4] = {NVL_QUANT_NVFP4, NVL_QUANT_FP8,
+                                      NVL_QUANT_FP8_BLOCK, NVL_QUANT_MXFP4};
+    for (int i = 0; i < 4; i++) {
         json_t *rows = json_object_get(formats, nvl_quant_row(fs[i])->m.name);
         assert_int_equal(json_object_size(rows), 14);
         check_format(QDATA "/qwen3-quant-tiny", fs[i], rows);
