@@ -30,6 +30,10 @@ STEP = CAL + "/h200-moe-step"
 # panel constants on h100-moe's uniform rows and the DEP8 file's gate+up
 # rows (K 4,096); everything else here is held out, the step included
 DEP8_FIT_K = "4096"
+# torch's FP8 kernel at decode shapes (scripts/calibration/
+# fit-torch-fp8-grouped.py): its start fit on h100-moe's Qwen3-30B-A3B
+# uniform rows of at most this many rows an expert
+FP8_FIT_MODEL, FP8_FIT_MAX_ROWS = "qwen3-30b-a3b", 128
 # torch's bf16 kernel at decode shapes (scripts/calibration/
 # fit-torch-grouped-decode.py): fit on all 128 experts at these rows each
 DECODE_FIT_ROWS = ("2", "8", "32", "128")
@@ -144,6 +148,8 @@ def moe_kernels(build):
     routed = _compare(build, H100_TOPO, [r for r in h100 if r["kind"] == "routed"],
                       "active_experts", "bf16_us", "bf16")
     fp8 = _compare(build, H100_TOPO, h100, "active_experts", "fp8_us", "fp8")
+    fp8_fit = [r for r in fp8 if r["model"] == FP8_FIT_MODEL and r["kind"] == "uniform"
+               and int(r["tokens_or_batch"]) <= FP8_FIT_MAX_ROWS]
     pre = {dt: _compare(build, H200_TOPO, _read(PREFILL), "experts", dt + "_grouped_us", dt)
            for dt in ("bf16", "fp8")}
     dep = {dt: _compare(build, H200_TOPO, _read(DEP8), "experts", dt + "_grouped_us", dt)
@@ -161,8 +167,10 @@ def moe_kernels(build):
              GROUPED, False, H100_TOPO),
             (routed, "MoE grouped GEMM on H100: torch._grouped_mm bf16, routed rows",
              GROUPED, True, H100_TOPO),
-            (fp8, "MoE grouped GEMM on H100: torch._scaled_grouped_mm fp8", GROUPED, True,
-             H100_TOPO)]
+            (fp8_fit, "MoE grouped GEMM on H100: torch._scaled_grouped_mm fp8, Qwen3-30B-A3B "
+             "uniform rows to 128 an expert (fit)", GROUPED, False, H100_TOPO),
+            ([r for r in fp8 if r not in fp8_fit], "MoE grouped GEMM on H100: "
+             "torch._scaled_grouped_mm fp8", GROUPED, True, H100_TOPO)]
     fams += [(pre["bf16"], "MoE grouped GEMM on H200 at prefill shapes: torch bf16",
               PREFILL, True, H200_TOPO),
              ([r for r in dep["bf16"] if r["k"] == DEP8_FIT_K], "MoE grouped GEMM on H200 at "
@@ -216,7 +224,10 @@ def _doc(fams, route, parts, steps):
            "on h200-grouped-decode's rows of 128 experts of 2, 8, 32 and 128 rows; "
            "torch's FP8 spill constant "
            "(`scripts/calibration/fit-fp8-spill.py`) on the four slow 128 x 256 rows of "
-           "h200-moe-compiled/fp8-tile.csv; every other row held out, the step included.\n"]
+           "h200-moe-compiled/fp8-tile.csv; the start of torch's FP8 kernel at decode shapes "
+           "(`scripts/calibration/fit-torch-fp8-grouped.py`) on h100-moe's Qwen3-30B-A3B "
+           "uniform rows of 1-128 rows an expert; every other row held out, the step "
+           "included.\n"]
     for rows, name, _src, _held, _topo in fams:
         doc.append("### %s\n" % name)
         doc.append("%d rows: %s geomean, worst %s.\n" % (
