@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits TORCH_FP8_START_TRIPS (src/cost/cost.c): the start, in memory round
+"""Fits TORCH_FP8_START_TRIPS (src/cost/grouped_torch.c): the start, in memory round
 trips, of torch's FP8 grouped GEMM at decode shapes (aten ScaledGroupMM.cu's
 64 x 128 x 128 Pingpong kernel in 2 x 2 clusters; the kernel's other terms
 are BF16's fitted ones plus one round trip a tile for its scales), to the
@@ -39,7 +39,7 @@ def geomean_error(pairs):
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
-    src = open(os.path.join(ROOT, "src/cost/cost.c")).read()
+    src = open(os.path.join(ROOT, "src/cost/grouped_torch.c")).read()
     cur = float(re.search(r"#define TORCH_FP8_START_TRIPS ([0-9.]+)", src).group(1))
     topo = open(os.path.join(ROOT, TOPO)).read()
     lat_us = float(re.search(r"^mem_latency = ([0-9.]+)us", topo, re.M).group(1))
