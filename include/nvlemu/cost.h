@@ -327,7 +327,15 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  * rows to its moe block (8, 16, 32, 48 or 64 rows, by the rows a group
  * on average) and computes at NVL_MMA_SYNC_SM90_SHARE x
  * NVL_MARLIN_MMA_EFFICIENCY of the BF16 rate (docs/cost-model.md,
- * "MX-FP4 experts under vLLM on Hopper"). */
+ * "MX-FP4 experts under vLLM on Hopper").
+ * torch's FP8 kernel on SM90 (FP8 weights,
+ * the same rows): 2 x 2 clusters, so ctas counts 2 ceil(ceil(n / 128) /
+ * 2) column tiles a group, and the floor is (13.5 + ceil(ctas /
+ * sm_count) x (2.5 + panel_bytes / 2 / 25,000)) x mem_latency; its
+ * compute term (aten ScaledGroupMM.cu's tiles) pads each group's rows to
+ * a cluster's (128 for the 64-row tile, else 256), its columns to pairs
+ * of 128- or 256-column tiles and its K to whole k blocks, the spilling
+ * 128 x 256 x 64 tile at 0.35 of the rate. */
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                                           size_t groups, const uint64_t *m,
                                           uint64_t n, uint64_t k);

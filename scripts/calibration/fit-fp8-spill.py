@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits TORCH_FP8_SPILL_REL (src/cost/cost.c): the rate of torch's FP8
+"""Fits TORCH_FP8_SPILL_REL (src/cost/grouped_torch.c): the rate of torch's FP8
 grouped GEMM tile whose accumulators spill (128 x 256 x 64, slow
 accumulation; aten ScaledGroupMM.cu) relative to its other tiles', to the
 slow-accumulation rows of tests/data/calibration/h200-moe-compiled/
@@ -31,7 +31,7 @@ SPILL_TILE = "ILi128EEENSC_ILi256EEENSC_ILi64EEE"
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
-    src = open(os.path.join(ROOT, "src/cost/cost.c")).read()
+    src = open(os.path.join(ROOT, "src/cost/grouped_torch.c")).read()
     cur = float(re.search(r"#define TORCH_FP8_SPILL_REL ([0-9.]+)", src).group(1))
     with open(os.path.join(ROOT, CSV)) as f:
         rows = [r for r in csv.DictReader(f) if r["dtype"] == "fp8" and r["fast_accum"] == "0"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fits the three constants of torch._grouped_mm's (bf16) floor at decode
-shapes on SM90 (src/cost/cost.c TORCH_GROUPED_START_TRIPS,
+shapes on SM90 (src/cost/grouped_torch.c TORCH_GROUPED_START_TRIPS,
 TORCH_GROUPED_TILE_TRIPS, TORCH_GROUPED_BYTES_PER_TRIP) to one H200's
 times (tests/data/calibration/h200-grouped-decode/grouped-decode.csv):
 the fit rows are those with all 128 experts given 2, 8, 32 or 128 rows

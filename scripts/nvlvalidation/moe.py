@@ -30,15 +30,25 @@ STEP = CAL + "/h200-moe-step"
 # panel constants on h100-moe's uniform rows and the DEP8 file's gate+up
 # rows (K 4,096); everything else here is held out, the step included
 DEP8_FIT_K = "4096"
+# torch's one-CTA radix sort (scripts/calibration/fit-torch-radix-sort.py):
+# its two constants fit on route.csv's argsort rows at these batches; the
+# rows of these batches are the routing family's fit rows, the rest held out
+ROUTE_FIT_BATCHES = (1, 64)
+# torch's FP8 kernel at decode shapes (scripts/calibration/
+# fit-torch-fp8-grouped.py): its start fit on h100-moe's Qwen3-30B-A3B
+# uniform rows of at most this many rows an expert
+FP8_FIT_MODEL, FP8_FIT_MAX_ROWS = "qwen3-30b-a3b", 128
 # torch's bf16 kernel at decode shapes (scripts/calibration/
 # fit-torch-grouped-decode.py): fit on all 128 experts at these rows each
 DECODE_FIT_ROWS = ("2", "8", "32", "128")
 # route.csv's kernels and the step's parts -> the kernels nvlemu run
 # --stack torch issues for them (src/engine/moe.c, moe_torch.c)
 TOPK = ("topk_float", "topk_softmax", "topk_select", "topk_sort", "topk_sum", "topk_div")
-SORT = ("sort_arange", "sort_index_copy", "sort_ids_copy", "sort_block", "sort_histogram",
-        "sort_digit_offsets", "sort_onesweep", "sort_token", "counts_zeros", "counts_ones",
-        "counts_scatter_add", "counts_scan_init", "counts_cumsum", "counts_int")
+ARGSORT = ("sort_arange", "sort_index_copy", "sort_ids_copy", "sort_block", "sort_histogram",
+           "sort_digit_offsets", "sort_lookback_reset", "sort_onesweep")
+COUNTS = ("counts_zeros", "counts_ones", "counts_scatter_add", "counts_scan_init",
+          "counts_cumsum", "counts_int")
+SORT = ARGSORT + ("sort_token",) + COUNTS
 UNPERMUTE = ("unpermute_zeros", "unpermute_weights", "unpermute_scale", "unpermute_index_add")
 # the step's compiled regions (attention, routing) -> the kernels nvlemu
 # run --stack compiled issues for them (plan.c's compiled rows, moe_torch.c)
@@ -46,9 +56,13 @@ COMPILED_PARTS = {"attn+route": (
     "rmsnorm", "add_rmsnorm", "qkv_proj", "qk_norm", "rope_q", "rope_k_kv_write",
     "v_kv_write", "attention", "o_proj", "router", "topk_softmax", "topk_select",
     "topk_sort", "topk_renorm")}
+# (route.csv times the ops alone, h100-moe/README.md: its sort is the
+# argsort without the order // k, its unpermute d * w and index_add_
+# without the zeroed output and the weights' gather)
 ROUTE_KERNELS = {"router": ("router",), "topk_softmax": TOPK,
-                 "sort+counts_offsets": SORT, "permute": ("expand_rows",),
-                 "silu_mul": ("silu", "mul"), "unpermute": UNPERMUTE}
+                 "sort+counts_offsets": ARGSORT + COUNTS, "permute": ("expand_rows",),
+                 "silu_mul": ("silu", "mul"),
+                 "unpermute": ("unpermute_scale", "unpermute_index_add")}
 STEP_PARTS = {"sort": SORT, "permute": ("expand_rows",),
               "gate_up": ("gate_up_prepare", "experts_gate_up"), "silu_mul": ("silu", "mul"),
               "down": ("down_prepare", "experts_down"), "unpermute": UNPERMUTE,
@@ -144,6 +158,8 @@ def moe_kernels(build):
     routed = _compare(build, H100_TOPO, [r for r in h100 if r["kind"] == "routed"],
                       "active_experts", "bf16_us", "bf16")
     fp8 = _compare(build, H100_TOPO, h100, "active_experts", "fp8_us", "fp8")
+    fp8_fit = [r for r in fp8 if r["model"] == FP8_FIT_MODEL and r["kind"] == "uniform"
+               and int(r["tokens_or_batch"]) <= FP8_FIT_MAX_ROWS]
     pre = {dt: _compare(build, H200_TOPO, _read(PREFILL), "experts", dt + "_grouped_us", dt)
            for dt in ("bf16", "fp8")}
     dep = {dt: _compare(build, H200_TOPO, _read(DEP8), "experts", dt + "_grouped_us", dt)
@@ -161,8 +177,10 @@ def moe_kernels(build):
              GROUPED, False, H100_TOPO),
             (routed, "MoE grouped GEMM on H100: torch._grouped_mm bf16, routed rows",
              GROUPED, True, H100_TOPO),
-            (fp8, "MoE grouped GEMM on H100: torch._scaled_grouped_mm fp8", GROUPED, True,
-             H100_TOPO)]
+            (fp8_fit, "MoE grouped GEMM on H100: torch._scaled_grouped_mm fp8, Qwen3-30B-A3B "
+             "uniform rows to 128 an expert (fit)", GROUPED, False, H100_TOPO),
+            ([r for r in fp8 if r not in fp8_fit], "MoE grouped GEMM on H100: "
+             "torch._scaled_grouped_mm fp8", GROUPED, True, H100_TOPO)]
     fams += [(pre["bf16"], "MoE grouped GEMM on H200 at prefill shapes: torch bf16",
               PREFILL, True, H200_TOPO),
              ([r for r in dep["bf16"] if r["k"] == DEP8_FIT_K], "MoE grouped GEMM on H200 at "
@@ -178,8 +196,12 @@ def moe_kernels(build):
              (dep["fp8"], "MoE grouped GEMM on H200 at DEP8 decode shapes: torch fp8", DEP8,
               True, H200_TOPO)]
     rows = [_family(*f) for f in fams]
+    route_fit = [r for r in route if r["batch"] in ROUTE_FIT_BATCHES]
+    rows.append(summary_row("MoE routing kernels on H100 (torch, --stack torch), batch 1 and "
+                            "64 (fit)", [r["error"] for r in route_fit], ROUTE, held_out=False))
     rows.append(summary_row("MoE routing kernels on H100 (torch, --stack torch)",
-                            [r["error"] for r in route], ROUTE, held_out=True))
+                            [r["error"] for r in route if r not in route_fit], ROUTE,
+                            held_out=True))
     rows.append(summary_row("MoE decode step's parts on H200 (--stack torch)",
                             [r["error"] for r in parts], STEP + "/parts.csv", held_out=True))
     rows.append(summary_row("MoE decode step's compiled attention and routing on H200 "
@@ -216,7 +238,12 @@ def _doc(fams, route, parts, steps):
            "on h200-grouped-decode's rows of 128 experts of 2, 8, 32 and 128 rows; "
            "torch's FP8 spill constant "
            "(`scripts/calibration/fit-fp8-spill.py`) on the four slow 128 x 256 rows of "
-           "h200-moe-compiled/fp8-tile.csv; every other row held out, the step included.\n"]
+           "h200-moe-compiled/fp8-tile.csv; the start of torch's FP8 kernel at decode shapes "
+           "(`scripts/calibration/fit-torch-fp8-grouped.py`) on h100-moe's Qwen3-30B-A3B "
+           "uniform rows of 1-128 rows an expert; torch's one-CTA radix sort's two constants "
+           "(`scripts/calibration/fit-torch-radix-sort.py`) on route.csv's argsort rows at "
+           "batch 1 and 64 (that file's rows at those batches are the routing family's fit "
+           "rows); every other row held out, the step included.\n"]
     for rows, name, _src, _held, _topo in fams:
         doc.append("### %s\n" % name)
         doc.append("%d rows: %s geomean, worst %s.\n" % (

@@ -316,10 +316,9 @@ nvl_kernel_cost_t nvl_cost_matmul_shared(const nvl_cost_cfg_t *cfg,
  * mxf4nvf4) has no 64-row MMA: CUTLASS's SM100 shapes for it are 128 rows
  * on one SM and 256 on two (python/cutlass_library/sm100_shapes.py,
  * SM100_MMA_SHAPES_MXF4NVF4_DENSE_1SM / _2SM), so TensorRT-LLM's CUTLASS
- * MoE GEMMs pad each expert's rows to at least 128. */
-#define NVL_GROUPED_TILE_M 64
+ * MoE GEMMs pad each expert's rows to at least 128.  (NVL_GROUPED_TILE_M
+ * and _N: cost_impl.h.) */
 #define NVL_GROUPED_TILE_M_FP4 128
-#define NVL_GROUPED_TILE_N 128
 /* A grouped GEMM's compute term against the dense GEMM of the same rows
  * on the same tensor cores, per tensor-core type (docs/cost-model.md,
  * "Mixture of experts"): the grouped kernel walks the experts' problems
@@ -378,18 +377,8 @@ static const grouped_kernel_t grouped_kernel[NVL_WDT_COUNT] = {
 #define NVL_GROUPED_PANEL_TRIPS 3.0
 #define NVL_GROUPED_PANEL_BYTES_PER_TRIP 20000.0
 
-/* torch._scaled_grouped_mm's tile on Hopper (aten ScaledGroupMM.cu,
- * dispatch_fp8_grouped_gemm_on_tile_size), M = the rows / the groups:
- * 64 x 128 x 128 when M or N <= 128; 128 x 128 x 128 when two of M, N, K
- * >= 2,048; else 128 x 256 x 64, whose two slow-accumulation copies (256
- * registers a thread) spill: TORCH_FP8_SPILL_REL of the rate, fit by
- * scripts/calibration/fit-fp8-spill.py (docs/cost-model.md). */
-#define TORCH_FP8_LARGE 2048
-#define TORCH_FP8_SMALL 128
-#define TORCH_FP8_SPILL_REL 0.35
-
 /* The grouped kernel's row tile, its rate against grouped_kernel's in
- * *rel_out (torch's FP8 on FP8 tensor cores without FP4 ones: SM90). */
+ * *rel_out (torch's FP8 on SM90: grouped_torch.c). */
 static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
                              size_t groups, const uint64_t *m, uint64_t n,
                              uint64_t k, double *rel_out)
@@ -397,75 +386,9 @@ static uint32_t grouped_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
     *rel_out = 1.0;
     if (core == NVL_WDT_FP4)
         return NVL_GROUPED_TILE_M_FP4;
-    if (core != NVL_WDT_FP8 || !cfg->torch_grouped || groups == 0 ||
-        nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) > 0)
-        return NVL_GROUPED_TILE_M;
-    double rows = 0;
-    for (size_t i = 0; i < groups; i++)
-        rows += (double)m[i];
-    double M = floor(rows / (double)groups), N = (double)n, K = (double)k;
-    if (M <= TORCH_FP8_SMALL || N <= TORCH_FP8_SMALL)
-        return NVL_GROUPED_TILE_M;
-    int large = (M >= TORCH_FP8_LARGE) + (N >= TORCH_FP8_LARGE) +
-                (K >= TORCH_FP8_LARGE);
-    if (large < 2)
-        *rel_out = TORCH_FP8_SPILL_REL;
-    return 2 * NVL_GROUPED_TILE_M;
-}
-
-/* torch._grouped_mm (bf16) on SM90 at decode shapes: aten's
- * dispatch_bf16_grouped_kernel_on_tile_size (GroupMM.cu) takes, where the
- * rows / the groups or N is at most 128, CUTLASS's ptr-array Pingpong
- * kernel, 64 x 128 x 128 tiles in 2 x 1 x 1 clusters: the cluster's two
- * CTAs take two row tiles of one 128-column weight panel and share its
- * k-blocks by TMA multicast, each loading half; the persistent scheduler
- * rounds a problem's row tiles up to whole clusters (1-128 rows: two CTA
- * tiles a panel), one CTA an SM (the profiled kernel:
- * tests/data/calibration/h200-grouped-decode/kernels.json).  Its body is
- * at least (START + ceil(ctas / sm_count) (TILE + half_panel_bytes /
- * BYTES_PER_TRIP)) mem_latency: a start (tensor maps written and fenced,
- * the first problem read, the first loads), then per tile the tensor-map
- * switch and the CTA's half panel.  Fit by scripts/calibration/
- * fit-torch-grouped-decode.py to 26 of that folder's 70 rows; the rest,
- * the DEP8 rows, the H100's and the MoE step held out
- * (docs/cost-model.md, "Mixture of experts"). */
-#define TORCH_BF16_SMALL 128
-#define TORCH_GROUPED_CLUSTER_M 2.0
-#define TORCH_GROUPED_START_TRIPS 6.0
-#define TORCH_GROUPED_TILE_TRIPS 1.5
-#define TORCH_GROUPED_BYTES_PER_TRIP 25000.0
-
-/* The floor of torch's bf16 Pingpong kernel above for these groups, in
- * seconds, or a negative value where aten takes another kernel (rows /
- * groups and n both above TORCH_BF16_SMALL), the weights are not bf16, or
- * the GPU is not SM90 (FP4 tensor cores: SM100's 1-SM kernel). */
-static double torch_bf16_small_floor_s(const nvl_cost_cfg_t *cfg,
-                                       nvl_wdtype_t dt, size_t groups,
-                                       const uint64_t *m, uint64_t n,
-                                       uint64_t k)
-{
-    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
-    if (!cfg->torch_grouped || dt != NVL_WDT_BF16 || groups == 0 ||
-        nvl_wdtype_peak_flops_per_s(g, NVL_WDT_FP4) > 0)
-        return -1;
-    double rows = 0, ctas = 0;
-    for (size_t i = 0; i < groups; i++) {
-        double tiles = ceil((double)m[i] / NVL_GROUPED_TILE_M);
-        rows += (double)m[i];
-        ctas += ceil(tiles / TORCH_GROUPED_CLUSTER_M) * TORCH_GROUPED_CLUSTER_M;
-    }
-    if (floor(rows / (double)groups) > TORCH_BF16_SMALL &&
-        n > TORCH_BF16_SMALL)
-        return -1;
-    ctas *= ceil((double)n / NVL_GROUPED_TILE_N);
-    double sms = g->sm_count ? (double)g->sm_count : 1.0;
-    nvl_gemm_bytes_t pb = nvl_cost_weight_bytes(
-        dt, n < NVL_GROUPED_TILE_N ? n : NVL_GROUPED_TILE_N, k, 0);
-    double tile_trips = TORCH_GROUPED_TILE_TRIPS +
-                        pb.data_bytes / TORCH_GROUPED_CLUSTER_M /
-                            TORCH_GROUPED_BYTES_PER_TRIP;
-    return (TORCH_GROUPED_START_TRIPS + ceil(ctas / sms) * tile_trips) *
-           (double)g->mem_latency_ps * 1e-12;
+    uint32_t m_tile = nvl_cost_torch_fp8_tile(cfg, core, groups, m, n, k,
+                                              rel_out);
+    return m_tile > 0 ? m_tile : NVL_GROUPED_TILE_M;
 }
 
 nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
@@ -501,7 +424,8 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
                    (pb.data_bytes + pb.scale_bytes) /
                        NVL_GROUPED_PANEL_BYTES_PER_TRIP;
     double t_panel = waves * trips * (double)g->mem_latency_ps * 1e-12;
-    double t_torch = torch_bf16_small_floor_s(cfg, dt, groups, m, n, k);
+    double t_torch =
+        nvl_cost_torch_grouped_floor_s(cfg, dt, core, groups, m, n, k);
     if (t_torch >= 0)
         t_panel = t_torch;
     c.time_ps = nvl_ps_from_s(nvl_cost_overhead_s(cfg, g->kernel_overhead_ps) +

@@ -1,6 +1,7 @@
 /* The compute cost model's pieces that its files share (private to
  * src/cost): cost.c defines most of them, attention.c uses them too;
- * marlin.c the Marlin kernel's, which cost.c uses. */
+ * marlin.c the Marlin kernel's, which cost.c uses; grouped_torch.c
+ * defines torch's grouped kernels for cost.c. */
 #ifndef NVLEMU_COST_IMPL_H
 #define NVLEMU_COST_IMPL_H
 
@@ -29,5 +30,30 @@ double nvl_cost_hbm_rate(const nvl_cost_cfg_t *cfg);
  * compute rate against the BF16 grouped kernel's. */
 uint32_t nvl_cost_marlin_block(size_t groups, const uint64_t *m);
 double nvl_cost_marlin_rel(void);
+
+/* A grouped GEMM's CTA tile as CUTLASS's grouped kernels take it: 64 rows
+ * x 128 columns (cost.c, grouped_torch.c). */
+#define NVL_GROUPED_TILE_M 64
+#define NVL_GROUPED_TILE_N 128
+
+/* torch._scaled_grouped_mm's row tile on SM90 (grouped_torch.c): the rows
+ * each group is padded to (its 2 x 2 cluster's), with *rel_out scaled by
+ * the kernel's rate (the spilling tile) and the useful share of its
+ * padded N and K; 0 (and *rel_out untouched) where it does not apply:
+ * weights not on FP8 tensor cores, not torch's grouped GEMM, or a GPU with
+ * FP4 tensor cores. */
+uint32_t nvl_cost_torch_fp8_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
+                                 size_t groups, const uint64_t *m, uint64_t n,
+                                 uint64_t k, double *rel_out);
+
+/* The floor of torch's decode-shape grouped kernel (64 x 128 x 128
+ * Pingpong; grouped_torch.c) for these groups, in seconds, or a negative
+ * value where aten takes another kernel (rows / groups and n both above
+ * 128), the weights are neither bf16 nor FP8 on FP8 tensor cores (core),
+ * or the GPU is not SM90. */
+double nvl_cost_torch_grouped_floor_s(const nvl_cost_cfg_t *cfg,
+                                      nvl_wdtype_t dt, nvl_wdtype_t core,
+                                      size_t groups, const uint64_t *m,
+                                      uint64_t n, uint64_t k);
 
 #endif

@@ -17,15 +17,19 @@
  *            softmax, gatherTopK (aten/src/ATen/native/cuda/TensorTopK.cu:
  *            one CTA a row, a radix select of 2 bits a pass,
  *            SortingRadixSelect.cuh), the sort of each row's k results
- *            (sortKeyValueInplace, k <= 32: a warp merge sort), sum, divide
+ *            (sortKeyValueInplace, unstable, k <= 32: SmallBitonicSort, a
+ *            bitonic sort of 32 slots), sum, divide
  *   sort     ids.argsort(stable=True) (aten/src/ATen/native/cuda/Sort.cpp):
  *            at most 4,096 ids (should_use_small_sort) the indices filled
  *            by arange and a copy, the ids copied, one CTA sorts them in
- *            place (SortImpl.cuh: a warp merge sort to 32, a bitonic sort
- *            to 128, cub's BlockRadixSort of 4-bit digits beyond); more,
- *            cub's onesweep radix sort of the 64-bit ids (a histogram, its
- *            exclusive sum, one kernel per 8-bit digit), its values an
- *            arange; then each pair's token (the order // k)
+ *            place (Sort.cu, MediumRadixSort: radixSortKVInPlace, cub's
+ *            BlockRadixSort of 4-bit digits; this PyTorch runs it at every
+ *            size, the profiled step's kernel from 8 ids); more, aten's
+ *            segmented_sort_large_segments (SortStable.cu): the indices
+ *            filled, cub's DeviceRadixSort::SortPairs of the 64-bit ids by
+ *            onesweep (a histogram, its exclusive sum, then per 8-bit digit
+ *            a memset of the look-back state and a onesweep kernel); then
+ *            each pair's token (the order // k)
  *   counts   zeros(E).scatter_add_(ids, ones_like(ids)).cumsum(0).int():
  *            two fills, the scatter's int64 atomics, cub's scan (an init
  *            and a scan kernel), the cast
@@ -47,18 +51,56 @@
 /* should_use_small_sort (aten/src/ATen/native/cuda/Sort.cpp): the
  * in-place one-CTA sort up to this many elements along the dimension. */
 #define TORCH_SMALL_SORT_MAX 4096.0
-/* cub's BlockRadixSort (the one-CTA sort above 128 ids): 4-bit digits
- * (cub's default RADIX_BITS), so 16 passes over 64-bit ids; a pass ranks
- * the keys (digit counts and their block-wide scan) and exchanges keys
- * and values through shared memory: 4 block steps. */
+/* radixSortKVInPlace (aten Sort.cu, MediumRadixSort::fixed_size_sort):
+ * one CTA of cub's BlockRadixSort over the ids padded to a power of two,
+ * ITEMS a thread (2 to 32 ids, 4 to 128, 32 beyond: the profiled kernel's
+ * template, tests/data/calibration/h200-moe-compiled/kernels.csv), 4-bit
+ * digits (cub's default RADIX_BITS), so 16 passes over the 64-bit ids.
+ * A pass ranks the block's keys (counter resets, the block-wide scan of
+ * the digit counts) and exchanges keys and values through shared memory:
+ * one block-synchronous stage, TORCH_BLOCK_STAGE_CYCLES, then each
+ * thread's items one after another (the digit's counter read and
+ * incremented, the key and value stored and read back at their ranks:
+ * dependent shared-memory accesses), TORCH_RADIX_ITEM_CYCLES an item, at
+ * the SM clock.  The same stage prices gatherTopK's and SmallBitonicSort's
+ * __syncthreads-delimited stages below.  Both fit by
+ * scripts/calibration/fit-torch-radix-sort.py to the argsort rows of
+ * tests/data/calibration/h100-moe/route.csv at batch 1 and 64 (8 and 512
+ * ids: 2 and 32 items a thread); its batch 8 and 256 rows (4 and 32
+ * items) are held out (docs/cost-model.md, "Routing under --stack
+ * torch"). */
 #define TORCH_BLOCK_RADIX_PASSES 16.0
-#define TORCH_BLOCK_RADIX_STEPS 4.0
-/* cub's onesweep radix sort of 64-bit keys: 8-bit digits, 8 passes. */
+#define TORCH_BLOCK_STAGE_CYCLES 334.0
+#define TORCH_RADIX_ITEM_CYCLES 81.0
+/* cub's onesweep radix sort of 64-bit keys (DispatchRadixSort::
+ * InvokeOnesweep): 8-bit digits, 8 passes, each a cudaMemsetAsync of the
+ * decoupled look-back state, then the onesweep kernel: its keys read and
+ * ranked (TORCH_ONESWEEP_RANK_STEPS block steps: the 256 digits' counts,
+ * their block scan, the exchange), its digit counts published and its
+ * predecessors' read (the look-back: TORCH_ONESWEEP_LOOKBACK_TRIPS
+ * memory round trips more than an indexed kernel's one) before its
+ * scatter. */
 #define TORCH_ONESWEEP_PASSES 8.0
-/* gatherTopK's radix select (SortingRadixSelect.cuh): 2 bits a pass; it
- * stops once the k-th value's digits single it out (findPattern), about
- * log4(E) passes of E distinct scores, then two scans gather the k. */
+#define TORCH_ONESWEEP_RANK_STEPS 4.0
+#define TORCH_ONESWEEP_LOOKBACK_TRIPS 2.0
+/* gatherTopK's radix select (SortingRadixSelect.cuh, radixSelect): 2 bits
+ * a pass from the top of the score's sortable bits.  A row of softmax
+ * probabilities shares its sign and its exponent's top bit (all in [0,
+ * 1]), so the first pass singles out nothing; about log4(E) more single
+ * the k-th score out (the unique-count exit, then findPattern).  A pass is
+ * countRadixUsingMask: the counts cleared, the row loaded and counted by
+ * warp ballots, the counts read back, three __syncthreads: 3 block
+ * stages; findPattern 2, the two gather loops' exclusive prefix scans 2
+ * each. */
 #define TORCH_SELECT_BITS 2.0
+#define TORCH_SELECT_SHARED_PASSES 1.0
+#define TORCH_SELECT_PASS_STEPS 3.0
+#define TORCH_SELECT_TAIL_STEPS 6.0
+/* SmallBitonicSort (aten Sort.cu: unstable sorts of at most 32): a
+ * bitonic sort of 32 slots, log2 32 x (log2 32 + 1) / 2 = 15
+ * compare-exchange stages, a __syncthreads each. */
+#define TORCH_SMALL_SORT_SLOTS 32.0
+#define TORCH_BITONIC_STEPS 15.0
 /* Threads a CTA can hold per SM (CUDA C++ Programming Guide, "Compute
  * capabilities": 2048 for 9.0 and 10.0). */
 #define TORCH_THREADS_PER_SM 2048.0
@@ -90,6 +132,9 @@ typedef struct {
     nvl_access_t access;
     double (*bytes)(const shape_t *s);
     double (*steps)(const nvl_cost_cfg_t *cfg, const shape_t *s);
+    /* SM cycles of its block-synchronous stages and serial work */
+    double (*cycles)(const nvl_cost_cfg_t *cfg, const shape_t *s);
+    double trips; /* memory round trips beyond its access's */
     int small;     /* 1: only at most TORCH_SMALL_SORT_MAX ids, -1: above */
     double passes; /* launches of it (0: one) */
 } torch_kernel_t;
@@ -113,6 +158,12 @@ static double b_copy_p(const shape_t *s) { return s->P * 16.0; }
 static double b_sort_p(const shape_t *s) { return s->P * 32.0; }
 static double b_hist(const shape_t *s) { return s->P * 8.0; }
 static double b_small(const shape_t *s) { (void)s; return 64.0; }
+/* the look-back state: a tile's 256 digit counts (int64), a tile of
+ * about 4,096 keys (cub's onesweep policy) */
+static double b_lookback(const shape_t *s)
+{
+    return ceil(s->P / 4096.0) * 256.0 * 8.0;
+}
 static double b_fill_e(const shape_t *s) { return s->E * 8.0; }
 static double b_scatter(const shape_t *s) { return s->P * 16.0 + s->E * 8.0; }
 static double b_scan(const shape_t *s) { return s->E * 16.0; }
@@ -131,29 +182,43 @@ static double b_index_add(const shape_t *s)
 }
 
 /* gatherTopK: one CTA of E threads (rounded to warps) a row, in waves of
- * the CTAs the SMs hold; a step per radix pass, one for findPattern, two
- * for the gather's scans. */
-static double st_select(const nvl_cost_cfg_t *cfg, const shape_t *s)
+ * the CTAs the SMs hold, each CTA's block stages (above). */
+static double cy_select(const nvl_cost_cfg_t *cfg, const shape_t *s)
 {
     double threads = fmax(32.0, ceil(s->E / 32.0) * 32.0);
     double resident = (double)cfg->topo->gpu.sm_count *
                       fmax(1.0, floor(TORCH_THREADS_PER_SM / threads));
-    double passes = ceil(log(s->E) / log(pow(2.0, TORCH_SELECT_BITS)));
-    return ceil(s->M / resident) * (passes + 3.0);
+    double passes = TORCH_SELECT_SHARED_PASSES +
+                    ceil(log(s->E) / log(pow(2.0, TORCH_SELECT_BITS)));
+    return ceil(s->M / resident) *
+           (passes * TORCH_SELECT_PASS_STEPS + TORCH_SELECT_TAIL_STEPS) *
+           TORCH_BLOCK_STAGE_CYCLES;
 }
 
-/* sortKeyValueInplace over P ids in one CTA: a warp merge sort to 32
- * (within a warp, no block step), a bitonic sort to 128 (log2 128 x
- * (log2 128 + 1) / 2 = 28 compare-exchange stages, a block step each),
- * cub's BlockRadixSort beyond. */
-static double st_block_sort(const nvl_cost_cfg_t *cfg, const shape_t *s)
+/* sortKeyValueInplace of each row's k results: SmallBitonicSort's stages
+ * (k <= 32; Qwen3's and gpt-oss's k are 8 and 4). */
+static double cy_topk_sort(const nvl_cost_cfg_t *cfg, const shape_t *s)
 {
     (void)cfg;
-    if (s->P <= 32.0)
-        return 0.0;
-    if (s->P <= 128.0)
-        return 28.0;
-    return TORCH_BLOCK_RADIX_PASSES * TORCH_BLOCK_RADIX_STEPS;
+    return s->k > 1 && s->k <= TORCH_SMALL_SORT_SLOTS
+               ? TORCH_BITONIC_STEPS * TORCH_BLOCK_STAGE_CYCLES
+               : 0.0;
+}
+
+/* radixSortKVInPlace over P ids: its items a thread (above) over its 16
+ * passes, each pass's block stage and its items one after another. */
+static double cy_block_sort(const nvl_cost_cfg_t *cfg, const shape_t *s)
+{
+    (void)cfg;
+    double items = s->P <= 32.0 ? 2.0 : s->P <= 128.0 ? 4.0 : 32.0;
+    return TORCH_BLOCK_RADIX_PASSES *
+           (TORCH_BLOCK_STAGE_CYCLES + items * TORCH_RADIX_ITEM_CYCLES);
+}
+
+static double st_onesweep(const nvl_cost_cfg_t *cfg, const shape_t *s)
+{
+    (void)cfg, (void)s;
+    return TORCH_ONESWEEP_RANK_STEPS;
 }
 
 static const torch_kernel_t kernels[] = {
@@ -163,8 +228,9 @@ static const torch_kernel_t kernels[] = {
     {.name = "topk_softmax", .op = OP_ROUTE, .stacks = COMPILED,
      .bytes = b_softmax_cast},
     {.name = "topk_select", .op = OP_ROUTE, .bytes = b_select,
-     .steps = st_select},
-    {.name = "topk_sort", .op = OP_ROUTE, .bytes = b_topk_sort},
+     .cycles = cy_select},
+    {.name = "topk_sort", .op = OP_ROUTE, .bytes = b_topk_sort,
+     .cycles = cy_topk_sort},
     {.name = "topk_sum", .op = OP_ROUTE, .stacks = EAGER, .bytes = b_sum},
     {.name = "topk_div", .op = OP_ROUTE, .stacks = EAGER, .bytes = b_div},
     {.name = "topk_renorm", .op = OP_ROUTE, .stacks = COMPILED,
@@ -173,12 +239,16 @@ static const torch_kernel_t kernels[] = {
     {.name = "sort_index_copy", .op = OP_SORT, .bytes = b_copy_p, .small = 1},
     {.name = "sort_ids_copy", .op = OP_SORT, .bytes = b_copy_p, .small = 1},
     {.name = "sort_block", .op = OP_SORT, .bytes = b_sort_p,
-     .steps = st_block_sort, .small = 1},
+     .cycles = cy_block_sort, .small = 1},
     {.name = "sort_histogram", .op = OP_SORT, .bytes = b_hist, .small = -1},
     {.name = "sort_digit_offsets", .op = OP_SORT, .bytes = b_small,
      .small = -1},
+    {.name = "sort_lookback_reset", .op = OP_SORT, .bytes = b_lookback,
+     .small = -1, .passes = TORCH_ONESWEEP_PASSES},
     {.name = "sort_onesweep", .op = OP_SORT, .access = NVL_ACCESS_INDEXED,
-     .bytes = b_sort_p, .small = -1, .passes = TORCH_ONESWEEP_PASSES},
+     .bytes = b_sort_p, .steps = st_onesweep,
+     .trips = TORCH_ONESWEEP_LOOKBACK_TRIPS, .small = -1,
+     .passes = TORCH_ONESWEEP_PASSES},
     {.name = "sort_token", .op = OP_SORT, .bytes = b_copy_p},
     {.name = "counts_zeros", .op = OP_COUNTS, .bytes = b_fill_e},
     {.name = "counts_ones", .op = OP_COUNTS, .bytes = b_fill_p},
@@ -202,16 +272,22 @@ static const torch_kernel_t kernels[] = {
 };
 
 /* One kernel's cost: its bytes at its access's rate after a simple
- * kernel's fixed cost, and its block steps (one step of a one-CTA-per-row
- * kernel over its row, norm_step_time: loads and a block-wide exchange). */
+ * kernel's fixed cost, its block steps (one step of a one-CTA-per-row
+ * kernel over its row, norm_step_time: loads and a block-wide exchange),
+ * its serial SM cycles at the clock and its further memory round trips
+ * (mem_latency). */
 static nvl_kernel_cost_t kernel_cost(const nvl_cost_cfg_t *cfg,
                                      const torch_kernel_t *k,
                                      const shape_t *s)
 {
+    const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     nvl_kernel_cost_t c = nvl_cost_memory_access(cfg, k->bytes(s), k->access);
+    double t_s = k->trips * (double)g->mem_latency_ps * 1e-12;
     if (k->steps != NULL)
-        c.time_ps += nvl_ps_from_s(k->steps(cfg, s) *
-                                   (double)cfg->topo->gpu.norm_step_ps * 1e-12);
+        t_s += k->steps(cfg, s) * (double)g->norm_step_ps * 1e-12;
+    if (k->cycles != NULL && g->clock_hz > 0)
+        t_s += k->cycles(cfg, s) / g->clock_hz;
+    c.time_ps += nvl_ps_from_s(t_s);
     return c;
 }
 

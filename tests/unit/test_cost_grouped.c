@@ -70,7 +70,12 @@ static void test_grouped_matmul_lowp(void **state)
 
 /* torch's FP8 grouped GEMM on Hopper: the 64-row tile to 128 rows an
  * expert, beyond 128 rows, spilling (0.35 of the rate) unless two of M,
- * N, K reach 2,048; on Blackwell and in a serving engine no switch. */
+ * N, K reach 2,048; its 2 x 2 clusters round each group's row and column
+ * tiles up to pairs and its tiles run whole k blocks (N 192 in two
+ * 256-column tiles, K 96 in two 64-deep blocks); at decode shapes its
+ * Pingpong kernel's floor is BF16's walk in 2 x 2 clusters, 13.5 round
+ * trips at the start and one more a tile; on Blackwell and in a serving
+ * engine no switch. */
 static void test_grouped_matmul_torch_fp8(void **state)
 {
     (void)state;
@@ -97,6 +102,31 @@ static void test_grouped_matmul_torch_fp8(void **state)
     /* 192 rows padded to 256, at 0.35 of the rate */
     assert_true(fabs(t[1][1] / t[0][1] - 256.0 / 192.0 / 0.35) < 0.01);
     assert_true(fabs(t[1][2] / t[0][2] - 1) < 1e-6);
+    double pad[2];
+    for (int torch = 0; torch < 2; torch++) {
+        c.torch_grouped = torch;
+        pad[torch] =
+            (double)nvl_cost_grouped_matmul(&c, 16, m192, 192, 96).time_ps;
+    }
+    assert_true(fabs(pad[1] / pad[0] - 256.0 / 192.0 * 512.0 / 192.0 *
+                                           128.0 / 96.0 / 0.35) < 0.01);
+    topo->gpu.fp8_flops_per_s = fp8_peak;
+    uint64_t r1[128];
+    for (int i = 0; i < 128; i++)
+        r1[i] = 1;
+    c.torch_grouped = true;
+    c.weight_scale_bytes = 0;
+    /* 128 experts x 2 row tiles x 2 column tiles (n 192, k 2,048) */
+    double lat_s = (double)topo->gpu.mem_latency_ps * 1e-12;
+    double floor_s = (13.5 + ceil(128 * 2 * 2 / (double)topo->gpu.sm_count) *
+                                 (2.5 + 128.0 * 2048 / 2 / 25000.0)) * lat_s;
+    /* (the weights' per-tensor scale adds its few bytes to the panel) */
+    assert_true(fabs((double)nvl_cost_grouped_matmul(&c, 128, r1, 192, 2048)
+                             .time_ps /
+                         (double)(topo->gpu.kernel_overhead_ps +
+                                  nvl_ps_from_s(floor_s)) -
+                     1) < 1e-4);
+    topo->gpu.fp8_flops_per_s = fp8_peak / 1e5;
     topo->gpu.fp4_flops_per_s = fp4_peak > 0 ? fp4_peak : fp8_peak;
     assert_true(fabs((double)nvl_cost_grouped_matmul(&c, 16, m192, 4096, 1536)
                          .time_ps /
