@@ -562,13 +562,6 @@ void *nvl_engine_moe_alloc(size_t n, size_t size);
 nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
                                uint64_t row0, float *h);
 
-/* moe_ep.c: the bytes TensorRT-LLM's CUTLASS MoE runner allocates in a
- * MoE layer's call for a step of `rows` rows on this rank, beside the
- * layer's working set: the rows it runs (this rank's, or under the
- * allgather exchange every rank's), their output, and the runner's
- * workspace for top_k of them a row; 0 without a MoE layer. */
-double nvl_engine_moe_runner_bytes(const nvl_engine_t *e, double rows);
-
 /* create.c: whether layer li's experts exchange tokens with all-to-alls
  * (a placement's property: issue.c, pass.c and the layers ask it). */
 bool nvl_engine_moe_is_ep(const nvl_engine_t *e, uint32_t li);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "moe_agrs.h"
 
 /* vLLM's default max_num_batched_tokens under chunked prefill: a serving
  * engine holds a long prefill's activations a chunk at a time. */
