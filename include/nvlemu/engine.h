@@ -459,11 +459,15 @@ typedef struct {
  * and a sampler pass over min(max_seqs, max_rows) rows of the whole
  * vocabulary at that many bytes per logit (vLLM's profile_run: the forward, then a
  * dummy sampler run that sorts every logit, after the forward's tensors
- * are freed); 0: the forward's working set plus the float32 logits. */
+ * are freed); 0: the forward's working set plus the float32 logits.
+ * moe_runner: a mixture of experts' layers also hold, at the profile's
+ * whole step (not chunked), what TensorRT-LLM's CUTLASS MoE runner
+ * allocates for a call (nvl_engine_moe_runner_bytes). */
 typedef struct {
     double fraction;   /* (0, 1] */
     bool of_free;      /* of the free memory, not of the whole */
     double sampler_logit_bytes; /* >= 0 */
+    bool moe_runner;
 } nvl_engine_kv_rule_t;
 
 /* Collective over the engine's group (with a pipeline, every stage: the

@@ -248,6 +248,9 @@ typedef struct {
      * forward's (nvl_engine_kv_rule_t); 0: the float32 logits beside the
      * forward's activations */
     double sampler_logit_bytes;
+    /* the memory profile counts the fused MoE runner's workspace at its
+     * whole step (TensorRT-LLM's CUTLASS MoE; nvl_engine_kv_rule_t) */
+    bool moe_runner_workspace;
     /* CUDA graphs: the rows a step of `seqs` sequences, `tokens` tokens
      * (`prefill` of them prefill) runs, padded to the graph replayed for
      * it; 0: no graph, the step runs as scheduled.  `cap`: the largest

@@ -13,13 +13,15 @@
  * Activations: one layer's working set (bf16) of the largest pass, at most
  * NVL_ACT_CHUNK_TOKENS rows, plus the float32 logits of its sequences
  * (serving under a rule with a sampler pass: the larger of the two,
- * profile_act_bytes).
+ * profile_act_bytes), and under TensorRT-LLM's rule a MoE layer's runner
+ * workspace at the whole step (nvl_engine_moe_runner_bytes).
  * Reserve: NVL_HBM_RESERVE of HBM. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "engine_impl.h"
+#include "moe_agrs.h"
 
 /* vLLM's default max_num_batched_tokens under chunked prefill: a serving
  * engine holds a long prefill's activations a chunk at a time. */
@@ -240,12 +242,15 @@ static double profile_act_bytes(const nvl_engine_t *e, uint64_t max_rows,
                                 uint64_t max_seqs,
                                 const nvl_engine_kv_rule_t *rule)
 {
+    double moe = rule->moe_runner
+                     ? nvl_engine_moe_runner_bytes(e, (double)max_rows)
+                     : 0;
     if (rule->sampler_logit_bytes <= 0)
-        return act_bytes(e, (double)max_rows, (double)max_seqs);
+        return act_bytes(e, (double)max_rows, (double)max_seqs) + moe;
     /* a step samples at most one row a token (vLLM: min(max_num_seqs,
      * max_num_batched_tokens) rows) */
     double rows = (double)(max_seqs < max_rows ? max_seqs : max_rows);
-    return fmax(act_bytes(e, (double)max_rows, 0),
+    return fmax(act_bytes(e, (double)max_rows, 0) + moe,
                 rows * e->cfg.vocab * rule->sampler_logit_bytes);
 }
 

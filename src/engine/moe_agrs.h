@@ -19,4 +19,12 @@ typedef struct {
 nvl_status_t nvl_engine_moe_agrs(nvl_engine_t *e, uint32_t li,
                                  const nvl_moe_agrs_t *a, float *h);
 
+/* moe_ep.c, for memory.c's profile: the bytes TensorRT-LLM's CUTLASS MoE
+ * runner allocates in a MoE layer's call for a step of `rows` rows on
+ * this rank, beside the layer's working set: the rows it runs (this
+ * rank's, or under the allgather exchange every rank's), their output,
+ * and the runner's workspace for top_k of them a row; 0 without a MoE
+ * layer. */
+double nvl_engine_moe_runner_bytes(const nvl_engine_t *e, double rows);
+
 #endif

@@ -45,6 +45,42 @@ static bool ep_allgather(const nvl_engine_t *e)
            (c == NVL_EP_COMM_AUTO && e->shard.attn_dp);
 }
 
+/* TensorRT-LLM's fused_moe op (cpp/tensorrt_llm/thop/moeOp.cpp) takes a
+ * workspace from PyTorch's allocator for every call, sized by
+ * CutlassMoeFCRunner::getWorkspaceDeviceBufferSizes
+ * (cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_kernels.cu)
+ * for x = top_k N expanded rows of the call's N rows, whichever experts
+ * this rank holds (min-latency mode aside):
+ *
+ *   inputs  = max(permuted rows x h a, FC2's output x h 2, FC1's x I a)
+ *   outputs = max(SwiGLU's input x 2I 2, FC2's output x h 2, FC1's x I a)
+ *
+ * (h hidden, I this rank's expert width, a the experts' input bytes a
+ * value, 2: the bf16 GEMM outputs; the overlapped buffers of that
+ * function), and five int32 or fp32 maps a row (the source and permuted
+ * ids and experts, the final scales) and moeOp.cpp's source-to-dest map.
+ * The memory profile that sizes the KV cache (KvCacheCreator.
+ * estimate_max_tokens, tensorrt_llm/_torch/pyexecutor/_util.py) runs a
+ * step of max_num_tokens on every rank and takes the peak, so under
+ * attention DP the call's N is every rank's rows (the allgather). */
+double nvl_engine_moe_runner_bytes(const nvl_engine_t *e, double rows)
+{
+    const nvl_model_config_t *c = &e->cfg;
+    int32_t L = -1;
+    for (uint32_t i = 0; i < e->layers && L < 0; i++)
+        if (nvl_engine_layer_is_moe(e, i))
+            L = (int32_t)i;
+    if (L < 0 || rows <= 0)
+        return 0;
+    double n = ep_allgather(e) ? (double)nvl_comm_size(e->tp) : 1.0;
+    double N = rows * n, x = (double)c->top_k * N, h = (double)c->hidden;
+    double I = (double)e->shard.moe_intermediate.count;
+    double a = nvl_engine_moe_act_bits(e, L) / 8.0;
+    double in = x * fmax(fmax(h * a, h * 2.0), I * a);
+    double out = x * fmax(fmax(2.0 * I * 2.0, h * 2.0), I * a);
+    return N * h * (a + 2.0) + in + out + x * 6.0 * 4.0;
+}
+
 /* The one-sided mode of this pass: low-latency in decode steps, high-
  * throughput in the prefill (SGLang's --deepep-mode auto,
  * DeepEPMode.resolve: normal for extend batches, low_latency for

@@ -86,7 +86,7 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .next_chunk_in_flight = false,
         .bench_limits = nvl_serve_trtllm_bench_limits, .block_tokens = 32,
         .mem_fraction = 0.90, .mem_of_free = true,
-        .graph_rows = trtllm_graph_rows,
+        .moe_runner_workspace = true, .graph_rows = trtllm_graph_rows,
         .preemption_text = "no preemption (no-evict admission)",
         .host_us_per_request = NVL_TRTLLM_HOST_US_PER_REQUEST,
         .host_ref_torch_op_us = NVL_TRTLLM_HOST_REF_TORCH_OP_US,

@@ -28,7 +28,8 @@
                          without it shifted by requests x time
   check.py dep           attention-DP + EP (TensorRT-LLM's DEP) on 3 ranks:
                          one request a rank is run's batch of 3 (the same
-                         TTFT and TPOT); a load finishes, every prompt once
+                         TTFT and TPOT); a load finishes, every prompt once;
+                         the KV cache loses the MoE runner's workspace
 """
 import argparse
 import csv
@@ -303,8 +304,26 @@ def dep(a, tmp):
                       f"layout {pool['layout']!r} (expected 90, 0, 'DEP3')")
     if pool["decode_tokens"] + prompts != pool["tokens"] or pool["tokens"] != prompts + 90 * 29:
         errors.append(f"tokens {pool['tokens']}: prompts {prompts} + 90 x 29 decodes expected")
+    # TensorRT-LLM's memory profile holds the CUTLASS MoE runner's workspace
+    # for the whole gathered step: 1,000 more tokens a rank (past the layer
+    # working set's 8,192-row chunk) are 3,000 gathered rows of hidden 2,048
+    # in and out (bf16: 4 bytes a value) and 8 expanded rows each of two
+    # 2,048-wide bf16 buffers and six 4-byte maps, 0.90 of it out of the KV
+    # cache (docs/serve.md, "The MoE runner's workspace")
+    kv = []
+    for tokens in (9000, 10000):
+        out = os.path.join(tmp, f"kv-dep-{tokens}.json")
+        job(a.root, [a.nvlemu, "serve", "--scheduler", "trtllm"] + lay +
+            ["--requests", "3", "--isl", "16", "--osl", "2", "--max-batch", "8",
+             "--max-tokens-per-step", str(tokens), "--json", out])
+        kv.append(json.load(open(out))["pools"][0]["kv_gb_per_gpu"])
+    want = 0.90 * 3000 * (2048 * 4 + 8 * (2 * 2048 * 2 + 6 * 4)) / 1e9
+    if abs((kv[0] - kv[1]) - want) > 1e-6 * want:
+        errors.append(f"1,000 more tokens a step take {kv[0] - kv[1]!r} GB of KV cache, "
+                      f"expected {want!r} (the MoE runner's workspace)")
     return verdict(errors, f"dep: serve = run (TTFT {run['ttft_ms']:.6f} ms, "
-                           f"TPOT {run['tpot_ms']:.6f} ms); 90 requests on DEP3, every prompt once")
+                           f"TPOT {run['tpot_ms']:.6f} ms); 90 requests on DEP3, every prompt once; "
+                           "the MoE runner's workspace out of the KV cache")
 
 
 def host_loop(a, tmp):
