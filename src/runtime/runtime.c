@@ -80,7 +80,11 @@ static bool launched_alone(void)
  * reductions are user operations, src/coll/wide.c) and netlink
  * reachability (used by the TCP transports only; it maps libnl): 0.3 MB
  * of each rank's resident set, 10.76 -> 10.43 MB mean over the ranks of
- * a 72-rank MPI_Allgather program (docs/serve.md, "Emulation speed").  A
+ * a 72-rank MPI_Allgather program (docs/serve.md, "Emulation speed"); so
+ * do the other launchers' environment detectors (schizo; orte sets up a
+ * singleton, ompi reads mpiexec's environment), the huge-page
+ * memory pool (MPI_Alloc_mem, never called) and the RDMA registration
+ * cache (vader registers nothing): 0.2 MB more (scripts/nvlrun).  A
  * variable the user set is kept. */
 static const struct {
     const char *name, *value;
@@ -93,6 +97,9 @@ static const struct {
     {.name = "OMPI_MCA_io", .value = "ompio"},
     {.name = "OMPI_MCA_op", .value = "^avx"},
     {.name = "OMPI_MCA_reachable", .value = "weighted"},
+    {.name = "OMPI_MCA_schizo", .value = "ompi,orte"},
+    {.name = "OMPI_MCA_mpool", .value = "^hugepage"},
+    {.name = "OMPI_MCA_rcache", .value = "^grdma"},
     {.name = "HWLOC_COMPONENTS", .value = "-linuxio"},
     {.name = "HWLOC_PLUGINS_BLACKLIST",
      .value = "hwloc_pci.so,hwloc_opencl.so,hwloc_gl.so,hwloc_xml_libxml.so"},
