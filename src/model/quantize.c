@@ -51,6 +51,16 @@ static bool own(job_t *j, void *p)
     return true;
 }
 
+/* count floats, a weight's working copy (the caller frees it), or NULL
+ * with the report made. */
+static float *floats(uint64_t count)
+{
+    float *w = malloc((count + 1) * sizeof *w);
+    if (w == NULL)
+        nvl_report("out of memory quantizing a checkpoint");
+    return w;
+}
+
 static nvl_status_t add(job_t *j, const nvl_st_entry_t *e)
 {
     char *name = strdup(e->name);
@@ -165,11 +175,9 @@ static nvl_status_t fused_amax(const job_t *j, const char *name, float *out)
         if (info.ndim != 2)
             continue;
         uint64_t count = info.shape[0] * info.shape[1];
-        float *w = malloc((count + 1) * sizeof *w);
-        if (w == NULL) {
-            nvl_report("out of memory quantizing a checkpoint");
+        float *w = floats(count);
+        if (w == NULL)
             return NVL_ERR_NOMEM;
-        }
         st = nvl_weights_read_f32(j->w, parts[i], 0, info.shape[0], 0,
                                   info.shape[1], w);
         for (uint64_t k = 0; k < count && st == NVL_OK; k++)
@@ -204,8 +212,10 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
                                  const nvl_tensor_info_t *info)
 {
     uint64_t rows = info->shape[0], cols = info->shape[1];
-    float *w = malloc((rows * cols + 1) * sizeof *w);
-    if (!own(j, w))
+    /* the float copy lives while its tensor is quantized (the parts own
+     * their bytes), not for the whole job */
+    float *w = floats(rows * cols);
+    if (w == NULL)
         return NVL_ERR_NOMEM;
     float amax;
     nvl_status_t st = fused_amax(j, name, &amax);
@@ -214,6 +224,7 @@ static nvl_status_t quantize_one(job_t *j, const char *name,
     nvl_quant_tensor_t q;
     if (st == NVL_OK)
         st = nvl_quant_tensor(j->f, name, w, rows, cols, amax, &q);
+    free(w);
     if (st != NVL_OK)
         return st;
     size_t prefix = strlen(name) - strlen("weight");
@@ -239,13 +250,14 @@ static nvl_status_t quantize_experts(job_t *j, const char *name,
                                      const nvl_tensor_info_t *info)
 {
     uint64_t e = info->shape[0], in = info->shape[1], out = info->shape[2];
-    float *w = malloc((e * in * out + 1) * sizeof *w);
-    if (!own(j, w))
+    float *w = floats(e * in * out);
+    if (w == NULL)
         return NVL_ERR_NOMEM;
     nvl_status_t st = nvl_weights_read_f32(j->w, name, 0, e * in, 0, out, w);
     nvl_quant_tensor_t q;
     if (st == NVL_OK)
         st = nvl_quant_mxfp4_experts(name, w, e, in, out, &q);
+    free(w);
     return st == NVL_OK ? add_parts(j, name, strlen(name), &q) : st;
 }
 
