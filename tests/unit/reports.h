@@ -41,4 +41,13 @@ static inline int release_reports(void **state)
     return 0;
 }
 
+/* Exactly one report captured, and it holds want (the includer has
+ * cmocka.h). */
+static inline void expect_one_report(const char *want)
+{
+    assert_int_equal(reports.count, 1);
+    if (strstr(reports.last, want) == NULL)
+        fail_msg("report '%s' lacks '%s'", reports.last, want);
+}
+
 #endif

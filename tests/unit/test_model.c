@@ -409,9 +409,7 @@ static void expect_error(const char *json, nvl_status_t want,
     const char *p = write_config(json);
     assert_int_equal(nvl_model_config_load(p, &c), want);
     unlink(p);
-    assert_int_equal(reports.count, 1);
-    if (strstr(reports.last, text) == NULL)
-        fail_msg("report '%s' lacks '%s'", reports.last, text);
+    expect_one_report(text);
 }
 
 /* config.json texts nvl_model_config_load refuses, each with one report
