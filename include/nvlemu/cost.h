@@ -240,6 +240,14 @@ typedef struct {
                                   cores for run vLLM's Marlin MoE GEMM
                                   (nvl_cost_moe_marlin); false: a CUTLASS
                                   grouped GEMM at BF16's rate */
+    bool moe_triton;           /* BF16 and block-FP8 experts on Hopper run
+                                  vLLM's Triton fused_moe
+                                  (nvl_cost_moe_triton) */
+    uint32_t moe_top_k;        /* the experts' GEMMs: experts a token picks
+                                  and the intermediate width of this GPU's
+                                  shard of an expert (vLLM's config key);
+                                  0 elsewhere */
+    uint64_t moe_inter;
     uint32_t host_sharers;     /* GPUs of this GPU's superchip reading host
                                   memory at once (0 or 1: this one alone) */
 } nvl_cost_cfg_t;
@@ -347,6 +355,18 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
  * BF16 mma.sync.  Such a layer reads its rows through
  * the sorted pair ids in the GEMM: no gather kernel before it. */
 bool nvl_cost_moe_marlin(const nvl_cost_cfg_t *cfg);
+
+/* Whether cfg's expert GEMMs run vLLM's Triton fused_moe (v0.11.0 on
+ * Hopper): cfg->moe_triton, BF16 or block-FP8 weights, a GPU without FP4
+ * tensor cores.  nvl_cost_grouped_matmul then pads each group's rows to
+ * the BLOCK_SIZE_M vLLM's config gives (its H100 file for 128 experts of
+ * intermediate shard 192 at the key nearest cfg->moe_top_k's tokens, else
+ * get_default_config's: block FP8 64; BF16 16 up to as many tokens as
+ * experts, else 64) and computes at NVL_TRITON_*_REL of the dense BF16
+ * rate after NVL_TRITON_*_TILE_K_PAD of k a tile (docs/cost-model.md,
+ * "vLLM's Triton fused_moe").  The kernel gathers its rows through the
+ * sorted pair ids: no gather kernel before it. */
+bool nvl_cost_moe_triton(const nvl_cost_cfg_t *cfg);
 
 /* The expert GEMMs' hidden and intermediate widths as the kernel runs
  * them: unchanged, or under Marlin (nvl_cost_moe_marlin) padded at load

@@ -278,6 +278,9 @@ typedef struct {
     /* the engine's MoE GEMM for 4-bit experts on a GPU without FP4
      * tensor cores: vLLM's Marlin kernel (nvl_cost_cfg_t.moe_marlin) */
     bool moe_marlin;
+    /* BF16 and block-FP8 experts on Hopper: vLLM's Triton fused_moe
+     * (nvl_cost_cfg_t.moe_triton) */
+    bool moe_triton;
     /* a step without a CUDA graph has its kernels launched one by one by
      * the same host thread, before its loop's work for the requests */
     bool eager_without_graph;

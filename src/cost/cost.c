@@ -120,6 +120,10 @@ typedef struct {
 typedef struct {
     double rel;
     double tile_k_pad;
+    /* rel is against the dense BF16 GEMM (cuBLAS at matmul_efficiency,
+     * BF16's peak) whatever the weights' type: a kernel measured against
+     * that one (vLLM's Triton fused_moe) */
+    bool of_bf16_rate;
 } grouped_kernel_t;
 
 /* The width term's share of the weight columns streaming at once: TILES
@@ -214,6 +218,11 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         eff = g->fp4_matmul_efficiency;
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
+    if (gk != NULL && gk->of_bf16_rate) {
+        peak = g->bf16_flops_per_s;
+        eff = g->matmul_efficiency;
+        rel = 1.0;
+    }
     eff *= rel * (gk != NULL ? gk->rel : 1.0);
     nvl_gemm_bytes_t wb =
         nvl_cost_weight_bytes(dt, n, k, cfg->weight_scale_bytes);
@@ -404,10 +413,16 @@ nvl_kernel_cost_t nvl_cost_grouped_matmul(const nvl_cost_cfg_t *cfg,
         nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, dt) <= 0)
         core = NVL_WDT_BF16;
     bool marlin = groups > 0 && nvl_cost_moe_marlin(cfg);
-    uint32_t m_tile = marlin ? nvl_cost_marlin_block(groups, m)
-                             : grouped_tile(cfg, core, groups, m, n, k, &rel);
+    bool triton = groups > 0 && !marlin && nvl_cost_moe_triton(cfg);
+    uint32_t m_tile = marlin   ? nvl_cost_marlin_block(groups, m)
+                      : triton ? nvl_cost_triton_block(cfg, groups, m)
+                               : grouped_tile(cfg, core, groups, m, n, k, &rel);
     grouped_kernel_t gk = grouped_kernel[core];
     gk.rel *= marlin ? nvl_cost_marlin_rel() : rel;
+    if (triton)
+        gk = (grouped_kernel_t){.rel = nvl_cost_triton_rel(cfg),
+                                .tile_k_pad = nvl_cost_triton_tile_k_pad(cfg),
+                                .of_bf16_rate = true};
     nvl_kernel_cost_t c =
         matmul_work(cfg, groups, m, n, k, m_tile, &gk, NULL, &t_s);
     if (c.flops <= 0)

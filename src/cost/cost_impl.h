@@ -1,6 +1,7 @@
 /* The compute cost model's pieces that its files share (private to
  * src/cost): cost.c defines most of them, attention.c uses them too;
- * marlin.c the Marlin kernel's, which cost.c uses; grouped_torch.c
+ * marlin.c the Marlin kernel's and triton_moe.c vLLM's Triton MoE
+ * kernel's, which cost.c uses; grouped_torch.c
  * defines torch's grouped kernels for cost.c. */
 #ifndef NVLEMU_COST_IMPL_H
 #define NVLEMU_COST_IMPL_H
@@ -30,6 +31,15 @@ double nvl_cost_hbm_rate(const nvl_cost_cfg_t *cfg);
  * compute rate against the BF16 grouped kernel's. */
 uint32_t nvl_cost_marlin_block(size_t groups, const uint64_t *m);
 double nvl_cost_marlin_rel(void);
+
+/* vLLM's Triton fused_moe (triton_moe.c): the rows of its tile for these
+ * groups (BLOCK_SIZE_M of the config vLLM picks), its compute rate
+ * against the dense BF16 GEMM's (cuBLAS at matmul_efficiency) and a
+ * tile's fixed work in steps of k. */
+uint32_t nvl_cost_triton_block(const nvl_cost_cfg_t *cfg, size_t groups,
+                               const uint64_t *m);
+double nvl_cost_triton_rel(const nvl_cost_cfg_t *cfg);
+double nvl_cost_triton_tile_k_pad(const nvl_cost_cfg_t *cfg);
 
 /* A grouped GEMM's CTA tile as CUTLASS's grouped kernels take it: 64 rows
  * x 128 columns (cost.c, grouped_torch.c). */

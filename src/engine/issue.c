@@ -337,6 +337,11 @@ nvl_cost_cfg_t nvl_engine_layer_gemm_cost(const nvl_engine_t *e,
     cfg.weight_dtype = nvl_engine_opts_layer_dtype(
         &e->opts, c, layer < 0 ? -1 : (int64_t)e->layer0 + layer);
     cfg.weight_only = cfg.weight_only && cfg.weight_dtype != NVL_WDT_BF16;
+    if (c == NVL_QCLASS_EXPERTS) { /* vLLM's fused_moe picks its config by
+                                      these (nvl_cost_moe_triton) */
+        cfg.moe_top_k = e->cfg.top_k;
+        cfg.moe_inter = e->shard.moe_intermediate.count;
+    }
     return cfg;
 }
 

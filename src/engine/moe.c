@@ -190,11 +190,12 @@ void nvl_engine_moe_expert_kernels(nvl_engine_t *e, int32_t L, const uint64_t *c
                                                      NVL_ACCESS_INDEXED));
         /* each pair's row gathered into its expert's block in the
          * experts' input format: one index a row, whole rows loaded and
-         * stored vectorised; vLLM's Marlin GEMM reads the rows through
-         * the sorted pair ids itself (fused_marlin_moe: no gather) */
+         * stored vectorised; vLLM's Marlin and Triton GEMMs read
+         * the rows through the sorted pair ids themselves
+         * (fused_marlin_moe, fused_moe: no gather) */
         double bits = nvl_engine_moe_act_bits(e, L);
         double in_bytes = quantized_rows ? bits / 8.0 : 2.0;
-        if (!nvl_cost_moe_marlin(cc))
+        if (!nvl_cost_moe_marlin(cc) && !nvl_cost_moe_triton(cc))
             nvl_engine_kernel(e, "expand_rows", NVL_PART_OTHER, L,
                               nvl_cost_memory(cc, ((double)rows * in_bytes +
                                                    pairs * bits / 8.0) *

@@ -77,7 +77,7 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .graph_rows = vllm_graph_rows,
         .host_us_per_request = NVL_VLLM_HOST_US_PER_REQUEST,
         .host_us_per_step = NVL_VLLM_HOST_US_PER_STEP,
-        .host_serial = true, .moe_marlin = true},
+        .host_serial = true, .moe_marlin = true, .moe_triton = true},
     {
         .id = {"trtllm", "TensorRT-LLM as trtllm-bench runs it: "
                          "GUARANTEED_NO_EVICT, whole prompts, "

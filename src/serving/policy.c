@@ -117,6 +117,7 @@ nvl_status_t nvl_serving_policy_resolve(nvl_serving_config_t *c,
         c->mem_fraction = row->mem_fraction;
     p->whole_prompts = p->chunk == 0 && !row->chunked;
     c->engine.cost.moe_marlin = row->moe_marlin;
+    c->engine.cost.moe_triton = row->moe_triton;
     if (p->max_batch == 0)
         p->max_batch = row->max_batch;
     if (p->max_tokens_per_step == 0)
