@@ -1,7 +1,7 @@
 /* Unit tests of the grouped GEMM's cost (include/nvlemu/cost.h,
  * nvl_cost_grouped_matmul): the experts' tiles and weight panels, the
  * low-precision kernels' rates and fixed work a tile, torch's FP8 tile and
- * its bf16 kernel at decode shapes, vLLM's Marlin MoE kernel. */
+ * its bf16 kernel at decode shapes, vLLM's Marlin and Triton MoE kernels. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <math.h>
@@ -282,6 +282,74 @@ static void test_grouped_matmul_marlin(void **state)
     topo->gpu.fp4_flops_per_s = fp4;
 }
 
+/* vLLM's Triton fused_moe (cfg.moe_triton): BF16 and block-FP8 experts on
+ * a GPU without FP4 tensor cores take it; each expert's rows are padded
+ * to BLOCK_SIZE_M (vLLM's H100 file for 128 experts of shard 192: 128 rows
+ * at 2,048 tokens; else the default config: 64 rows, block FP8 always 64),
+ * and the compute runs at 0.670 (BF16) or 0.858 (block FP8) of the dense
+ * BF16 rate after 182 or 311 of k a tile. */
+static void test_grouped_matmul_triton(void **state)
+{
+    (void)state;
+    nvl_cost_cfg_t c = cfg_of(NVL_LAUNCH_GRAPH);
+    double peak = topo->gpu.bf16_flops_per_s, fp4 = topo->gpu.fp4_flops_per_s;
+    double eff = topo->gpu.matmul_efficiency, K = 4096.0;
+    double kpad = (double)topo->gpu.matmul_k_pad;
+    topo->gpu.fp4_flops_per_s = 0; /* Hopper */
+    c.moe_triton = true;
+    c.moe_top_k = 8;
+    c.moe_inter = 192;
+    assert_true(nvl_cost_moe_triton(&c));
+    c.weight_dtype = NVL_WDT_FP8; /* per-tensor FP8: not this kernel */
+    assert_false(nvl_cost_moe_triton(&c));
+    c.weight_dtype = NVL_WDT_FP8_BLOCK;
+    assert_true(nvl_cost_moe_triton(&c));
+    topo->gpu.bf16_flops_per_s = peak / 1e5; /* compute-bound */
+    uint64_t m128[128], m129[128];
+    for (int i = 0; i < 128; i++) {
+        m128[i] = 128;
+        m129[i] = 129;
+    }
+    double over = (double)topo->gpu.kernel_overhead_ps;
+    double f8 = (double)nvl_cost_grouped_matmul(&c, 128, m128, 384, 4096)
+                    .time_ps - over;
+    c.weight_dtype = NVL_WDT_BF16;
+    double b128 = (double)nvl_cost_grouped_matmul(&c, 128, m128, 384, 4096)
+                      .time_ps - over,
+           b129 = (double)nvl_cost_grouped_matmul(&c, 128, m129, 384, 4096)
+                      .time_ps - over;
+    double flops = 2.0 * 128 * 128 * 384 * K;
+    assert_true(fabs(b128 / (flops / (peak / 1e5 * eff * 0.670 * K /
+                                      (K + 182.0)) * 1e12) - 1.0) < 1e-3);
+    assert_true(fabs(f8 / (flops / (peak / 1e5 * eff * 0.858 * K /
+                                    (K + 311.0)) * 1e12) - 1.0) < 1e-3);
+    assert_true(fabs(b129 / b128 - 2.0) < 1e-3); /* 128-row tiles */
+    c.moe_inter = 384; /* no file: the default config's 64 rows */
+    double d129 = (double)nvl_cost_grouped_matmul(&c, 128, m129, 384, 4096)
+                      .time_ps - over;
+    assert_true(fabs(d129 / b128 - 1.5) < 1e-3);
+    c.moe_triton = false; /* the CUTLASS grouped GEMM at the dense rate */
+    double g128 = (double)nvl_cost_grouped_matmul(&c, 128, m128, 384, 4096)
+                      .time_ps - over;
+    assert_true(fabs(b128 / g128 - (K + 182.0) / (K + kpad) / 0.670) < 1e-3);
+    c.moe_triton = true;
+    /* a row an expert: no CUTLASS weight-panel floor (no TMA descriptors
+     * to rewrite), only the weights streamed */
+    topo->gpu.bf16_flops_per_s = peak;
+    uint64_t r1[128];
+    for (int i = 0; i < 128; i++)
+        r1[i] = 1;
+    double t1 = (double)nvl_cost_grouped_matmul(&c, 128, r1, 384, 4096).time_ps;
+    c.moe_triton = false;
+    assert_true(t1 < 0.8 * (double)nvl_cost_grouped_matmul(&c, 128, r1, 384,
+                                                           4096).time_ps);
+    c.moe_triton = true;
+    topo->gpu.fp4_flops_per_s = 1e15; /* Blackwell: not this kernel */
+    assert_false(nvl_cost_moe_triton(&c));
+    topo->gpu.bf16_flops_per_s = peak;
+    topo->gpu.fp4_flops_per_s = fp4;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_grouped_matmul_torch_bf16),
         cmocka_unit_test(test_grouped_matmul_marlin),
+        cmocka_unit_test(test_grouped_matmul_triton),
     };
     return cmocka_run_group_tests(tests, load, unload);
 }
