@@ -218,11 +218,8 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         eff = g->fp4_matmul_efficiency;
     nvl_gemm_lib_choose(cfg, in_dt == NVL_WDT_BF16 ? NVL_WDT_BF16 : dt,
                         &rel);
-    if (gk != NULL && gk->of_bf16_rate) {
-        peak = g->bf16_flops_per_s;
-        eff = g->matmul_efficiency;
-        rel = 1.0;
-    }
+    if (gk != NULL && gk->of_bf16_rate) /* peak x eff x rel: BF16's rate */
+        rel = g->bf16_flops_per_s * g->matmul_efficiency / (peak * eff);
     eff *= rel * (gk != NULL ? gk->rel : 1.0);
     nvl_gemm_bytes_t wb =
         nvl_cost_weight_bytes(dt, n, k, cfg->weight_scale_bytes);
