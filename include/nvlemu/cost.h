@@ -364,8 +364,9 @@ bool nvl_cost_moe_marlin(const nvl_cost_cfg_t *cfg);
  * get_default_config's: block FP8 64; BF16 16 up to as many tokens as
  * experts, else 64) and computes at NVL_TRITON_*_REL of the dense BF16
  * rate after NVL_TRITON_*_TILE_K_PAD of k a tile (docs/cost-model.md,
- * "vLLM's Triton fused_moe").  The kernel gathers its rows through the
- * sorted pair ids: no gather kernel before it. */
+ * "vLLM's Triton fused_moe"), with no CUTLASS weight-panel floor (its
+ * loads take no TMA descriptors).  The kernel gathers its rows through
+ * the sorted pair ids: no gather kernel before it. */
 bool nvl_cost_moe_triton(const nvl_cost_cfg_t *cfg);
 
 /* The expert GEMMs' hidden and intermediate widths as the kernel runs
