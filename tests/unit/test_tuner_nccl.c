@@ -6,6 +6,7 @@
  * all_reduce size (tests/data/calibration/hgx-h100-x4/nccl-tuner-choice.csv). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -215,6 +216,82 @@ static void test_nccl_tuner_logs(void **state)
                     "/calibration/hgx-h100-x4/nccl-tuner-choice.csv");
     check_tuner_log("hgx-h200-x4.topo", NVL_TEST_DATA
                     "/calibration/hgx-h200-x4/nccl-tuner-choice.csv");
+}
+
+/* At 8 ranks, where no log is here: NCCL 2.28.9's own choice recomputed
+ * from tuning.cc (the ring graph 360 / 720 GB/s, NVLS 8 x 40 / 8 x 80,
+ * llMaxBw 141 / 282, perChMaxRingLL128Bw, nvlsEfficiency 0.85 / 0.74,
+ * the latencies of tuning.cc:143-167), at the sizes on both sides of each
+ * switch (docs/collectives.md, "The ring graph's bandwidth"); nccl-tests
+ * sizes (all_gather's the whole output). */
+static const struct {
+    const char *topo;
+    bool nvls;
+    nvl_coll_t coll;
+    size_t bytes;
+    nvl_algo_t algo;
+    nvl_proto_t proto;
+} nccl_8[] = {
+#define MB ((size_t)1 << 20)
+    {"hgx-h100-8.topo", true, NVL_COLL_ALLREDUCE, MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-h100-8.topo", true, NVL_COLL_ALLREDUCE, 2 * MB, NVL_ALGO_NVLS,
+     NVL_PROTO_SIMPLE},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 2 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 4 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 32 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 64 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+    {"hgx-h200.topo", true, NVL_COLL_ALLGATHER, 4 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-h200.topo", true, NVL_COLL_ALLGATHER, 8 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h200.topo", true, NVL_COLL_REDUCESCATTER, 16 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h200.topo", true, NVL_COLL_REDUCESCATTER, 32 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+    {"hgx-b200.topo", true, NVL_COLL_ALLREDUCE, 2 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-b200.topo", true, NVL_COLL_ALLREDUCE, 4 * MB, NVL_ALGO_NVLS,
+     NVL_PROTO_SIMPLE},
+    {"hgx-b200.topo", false, NVL_COLL_ALLREDUCE, 64 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-b200.topo", false, NVL_COLL_ALLREDUCE, 128 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+    {"hgx-b200.topo", true, NVL_COLL_ALLGATHER, 8 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-b200.topo", true, NVL_COLL_ALLGATHER, 64 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+#undef MB
+};
+
+static void test_nccl_choice_8_ranks(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof nccl_8 / sizeof nccl_8[0]; i++) {
+        nvl_topo_t *topo = load(nccl_8[i].topo);
+        if (!nccl_8[i].nvls)
+            setenv("NCCL_NVLS_ENABLE", "0", 1);
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &comm),
+                         NVL_OK);
+        unsetenv("NCCL_NVLS_ENABLE");
+        nvl_coll_info_t info;
+        assert_int_equal(nvl_coll_choose(comm, nccl_8[i].coll,
+                                         nccl_8[i].bytes, &info),
+                         NVL_OK);
+        if (info.algo != nccl_8[i].algo || info.proto != nccl_8[i].proto)
+            fail_msg("row %zu: %s %zu B on %s: NCCL %s %s, model %s %s", i,
+                     nvl_coll_name(nccl_8[i].coll), nccl_8[i].bytes,
+                     nccl_8[i].topo, nvl_algo_name(nccl_8[i].algo),
+                     nvl_proto_name(nccl_8[i].proto),
+                     nvl_algo_name(info.algo), nvl_proto_name(info.proto));
+        nvl_comm_destroy(comm);
+        nvl_topo_free(topo);
+    }
 }
 
 /* NCCL's rating by hand (tuning.cc, Hopper, one node), 4 ranks, LL128,
@@ -434,6 +511,7 @@ int main(void)
         T(test_choice_is_fastest_enabled),
         T(test_nccl_log_choices),
         T(test_nccl_tuner_logs),
+        T(test_nccl_choice_8_ranks),
         T(test_ring_rating_by_hand),
         T(test_nvls_rating),
         T(test_nvls_tuning_lat),
