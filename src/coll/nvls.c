@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "coll_impl.h"
+#include "search.h"
 
 static bool nvls_supports(const nvl_comm_t *c, nvl_coll_t coll,
                           nvl_proto_t proto)
@@ -82,33 +83,6 @@ static double nvls_nccl_heads(const nvl_comm_t *c)
     return c->size < NVL_NVLS_MAX_ARITY ? c->size : NVL_NVLS_MAX_ARITY;
 }
 
-/* NCCL's NVLink rate per link and its intra-node search speeds, by the
- * compute capability it sees ([nccl] compcap; NCCL v2.27.7-1 src/graph/topo.h
- * SM90_NVLINK_BW 20.6 and SM100_NVLINK_BW 40.1 GB/s, search.cc:957
- * sm90SpeedArrayIntra and :962 sm100SpeedArrayIntra, unchanged in
- * v2.28.9-1), the first row whose min_compcap it reaches. */
-#define NVLS_SEARCH_SPEEDS 11
-typedef struct {
-    uint32_t min_compcap;
-    double link_bytes_per_s;
-    double speed_bytes_per_s[NVLS_SEARCH_SPEEDS];
-} nvls_search_row_t;
-
-#define GBS 1e9
-static const nvls_search_row_t nvls_search_rows[] = {
-    {.min_compcap = 100,
-     .link_bytes_per_s = 40.1 * GBS,
-     .speed_bytes_per_s = {90 * GBS, 80 * GBS, 70 * GBS, 60 * GBS, 50 * GBS,
-                           40 * GBS, 30 * GBS, 24 * GBS, 20 * GBS, 19 * GBS,
-                           18 * GBS}},
-    {.min_compcap = 90,
-     .link_bytes_per_s = 20.6 * GBS,
-     .speed_bytes_per_s = {60 * GBS, 50 * GBS, 40 * GBS, 30 * GBS, 24 * GBS,
-                           20 * GBS, 15 * GBS, 12 * GBS, 11 * GBS, 6 * GBS,
-                           3 * GBS}},
-};
-#undef GBS
-
 /* The bandwidth of NCCL's NVLS graph within one node, nChannels x
  * bwIntra, by which NCCL rates NVLS (nvls_rating_s, nvls_nccl_declines).
  * search.cc ncclTopoCompute: H = min(N, NCCL_MAX_NVLS_ARITY) channels,
@@ -119,29 +93,10 @@ static const nvls_search_row_t nvls_search_rows[] = {
  * head, so H channels fit where (H + 1) x speed <= maxBw, else the next
  * speed.  8 x B200: 9 x 80 <= 721.8, 8 x 80 = 640 GB/s; 5 x B200: 5 x
  * 90 = 450 (the array's top); 8 x H100: 8 x 40 = 320.  Without a
- * compcap, maxBw (the rating's upper bound). */
+ * compcap, maxBw (the rating's upper bound).  The speeds: search.c. */
 static double nvls_graph_bw(const nvl_comm_t *c)
 {
-    double h = nvls_nccl_heads(c);
-    const nvls_search_row_t *row = NULL;
-    for (size_t i = 0; row == NULL && i < sizeof nvls_search_rows /
-                                              sizeof nvls_search_rows[0];
-         i++)
-        if (c->topo->nccl.compcap >= nvls_search_rows[i].min_compcap)
-            row = &nvls_search_rows[i];
-    if (row == NULL)
-        return c->nvlink_bw * NVL_NVLINK_DATA_EFF;
-    double links = c->nvlink_bw / c->topo->nvlink.link_bw_bytes_per_s;
-    double max_bw = links * row->link_bytes_per_s;
-    double speed = row->speed_bytes_per_s[NVLS_SEARCH_SPEEDS - 1];
-    for (int i = 0; i < NVLS_SEARCH_SPEEDS; i++) {
-        double s = row->speed_bytes_per_s[i];
-        if (s <= max_bw && (h + 1) * s <= max_bw) {
-            speed = s;
-            break;
-        }
-    }
-    return h * speed;
+    return nvl_coll_search_nvls_bw(c, nvls_nccl_heads(c));
 }
 
 /* What one direction of a member's port carries as NVLS data: the NVLink

@@ -12,8 +12,10 @@
  * ncclTopoGetAlgoTime, NCCL 2.28-2.30), lowest first (tuner.c):
  *   rating = baseLat + (nsteps - inter) hwLat[NVLINK] + inter hwLat[NET]
  *            + nBytes / algBw,  algBw = busBw x N / nsteps
- *   busBw = nChannels x bwIntra (the path's data rate: nvlink_bw x
- *           NVL_NVLINK_DATA_EFF, NCCL's maxBw), x .5 under llMaxBws (LL),
+ *   busBw = nChannels x bwIntra (the ring graph's, search.c: 360 GB/s
+ *           on 18 Hopper links, as NCCL 2.28.9's TUNING tables print on
+ *           the lent HGX H100 and H200 and the H200 pair; the path's data
+ *           rate where no compcap is given), x .5 under llMaxBws (LL),
  *           x .92 under nChannels x perChMaxRingLL128Bws (LL128)
  *   nsteps = 2(N-1) allreduce, N-1 allgather/reduce-scatter, N bcast/reduce
  *   (broadcast and reduce pay one hwLat: one chain).
@@ -43,6 +45,7 @@
 #include <string.h>
 
 #include "coll_impl.h"
+#include "search.h"
 
 static bool ring_supports(const nvl_comm_t *c, nvl_coll_t coll,
                           nvl_proto_t proto)
@@ -106,16 +109,16 @@ static bool ring_steps(const nvl_comm_t *c, nvl_coll_t coll, int *nsteps,
     return false;
 }
 
-/* NCCL's busBw of proto over all the channels the call may use, before
- * the ramp: nvl_coll_model_bus_bw's rate and ceilings at the ramp's end
- * (a wire far past the knee). */
+/* NCCL's busBw of proto over all the channels the call may use: the
+ * ring graph's nChannels x bwIntra (search.c) in the share of the
+ * channels NCCL_MAX_NCHANNELS leaves, the protocol's share and NCCL's
+ * ceilings (tuning.cc ncclTopoTuneModel). */
 static double ring_nccl_bus_bw(const nvl_comm_t *c, nvl_proto_t proto)
 {
     const nvl_nccl_spec_t *n = &c->topo->nccl;
     const nvl_coll_proto_t *p = &nvl_coll_protos[proto];
     double nc = nvl_coll_model_max_channels(c);
-    double bw = nvl_coll_model_path_bw(c) * NVL_NVLINK_DATA_EFF * nc /
-                n->channels * p->eff;
+    double bw = nvl_coll_search_ring_bw(c) * nc / n->channels * p->eff;
     return p->max_bw != NULL && bw > p->max_bw(n, nc) ? p->max_bw(n, nc)
                                                       : bw;
 }

@@ -6,10 +6,13 @@
  * all_reduce size (tests/data/calibration/hgx-h100-x4/nccl-tuner-choice.csv). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -107,7 +110,8 @@ static void test_choice_is_fastest_enabled(void **state)
 /* NCCL 2.28 on the lent HGX H100 (NCCL_NVLS_ENABLE=0), all_reduce, its
  * TUNING lines (nccl-tuner-choice.csv, passes default.g2/g3/g4): the
  * protocol by size, and the channels at 4 GPUs (Ring LL: 8 x 4 = 32 bytes
- * per thread, 512 threads: one channel per 16 KB). */
+ * per thread, 512 threads: one channel per 16 KB); every call's algorithm
+ * and protocol, all five collectives: test_nccl_tuner_logs. */
 static const struct {
     int gpus;
     size_t bytes;
@@ -151,9 +155,150 @@ static void test_nccl_log_choices(void **state)
     nvl_topo_free(topo);
 }
 
+/* Every call of the default passes in NCCL 2.28.9's TUNING lines on both
+ * lent HGX boxes (nccl-tuner-choice.csv: 2-4 GPUs, the five collectives,
+ * 8 B - 4 GB as nccl-tests sizes them): the model runs the algorithm and
+ * protocol NCCL ran. */
+static const char *const coll_log_names[] = {
+    [NVL_COLL_BROADCAST] = "Broadcast", [NVL_COLL_REDUCE] = "Reduce",
+    [NVL_COLL_ALLGATHER] = "AllGather",
+    [NVL_COLL_REDUCESCATTER] = "ReduceScatter",
+    [NVL_COLL_ALLREDUCE] = "AllReduce"};
+
+static void check_tuner_log(const char *topo_name, const char *csv)
+{
+    nvl_topo_t *topo = load(topo_name);
+    FILE *f = fopen(csv, "r");
+    assert_non_null(f);
+    char line[256];
+    int checked = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char pass[64], coll_name[32], algo[16], proto[16];
+        int gpus, channels;
+        unsigned long long size, log_bytes;
+        if (strncmp(line, "default.", 8) != 0)
+            continue;
+        assert_int_equal(sscanf(line,
+                                "%63[^,],%d,%31[^,],%llu,%llu,%15[^,],"
+                                "%15[^,],%d",
+                                pass, &gpus, coll_name, &size, &log_bytes,
+                                algo, proto, &channels),
+                         8);
+        int coll = -1;
+        for (int c = 0; c <= NVL_COLL_ALLREDUCE; c++)
+            if (strcmp(coll_name, coll_log_names[c]) == 0)
+                coll = c;
+        assert_true(coll >= 0);
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(topo, gpus, NULL, &comm),
+                         NVL_OK);
+        nvl_coll_info_t info;
+        assert_int_equal(nvl_coll_choose(comm, (nvl_coll_t)coll,
+                                         (size_t)size, &info),
+                         NVL_OK);
+        if (strcasecmp(nvl_algo_name(info.algo), algo) != 0 ||
+            strcasecmp(nvl_proto_name(info.proto), proto) != 0)
+            fail_msg("%s: %d GPUs %s %llu B: NCCL %s %s, model %s %s",
+                     csv, gpus, coll_name, size, algo, proto,
+                     nvl_algo_name(info.algo), nvl_proto_name(info.proto));
+        nvl_comm_destroy(comm);
+        checked++;
+    }
+    fclose(f);
+    assert_int_equal(checked, 450);
+    nvl_topo_free(topo);
+}
+
+static void test_nccl_tuner_logs(void **state)
+{
+    (void)state;
+    check_tuner_log("hgx-h100.topo", NVL_TEST_DATA
+                    "/calibration/hgx-h100-x4/nccl-tuner-choice.csv");
+    check_tuner_log("hgx-h200-x4.topo", NVL_TEST_DATA
+                    "/calibration/hgx-h200-x4/nccl-tuner-choice.csv");
+}
+
+/* At 8 ranks, where no log is here: NCCL 2.28.9's own choice recomputed
+ * from tuning.cc (the ring graph 360 / 720 GB/s, NVLS 8 x 40 / 8 x 80,
+ * llMaxBw 141 / 282, perChMaxRingLL128Bw, nvlsEfficiency 0.85 / 0.74,
+ * the latencies of tuning.cc:143-167), at the sizes on both sides of each
+ * switch (docs/collectives.md, "The ring graph's bandwidth"); nccl-tests
+ * sizes (all_gather's the whole output). */
+static const struct {
+    const char *topo;
+    bool nvls;
+    nvl_coll_t coll;
+    size_t bytes;
+    nvl_algo_t algo;
+    nvl_proto_t proto;
+} nccl_8[] = {
+#define MB ((size_t)1 << 20)
+    {"hgx-h100-8.topo", true, NVL_COLL_ALLREDUCE, MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-h100-8.topo", true, NVL_COLL_ALLREDUCE, 2 * MB, NVL_ALGO_NVLS,
+     NVL_PROTO_SIMPLE},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 2 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 4 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 32 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h100-8.topo", false, NVL_COLL_ALLREDUCE, 64 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+    {"hgx-h200.topo", true, NVL_COLL_ALLGATHER, 4 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-h200.topo", true, NVL_COLL_ALLGATHER, 8 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h200.topo", true, NVL_COLL_REDUCESCATTER, 16 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-h200.topo", true, NVL_COLL_REDUCESCATTER, 32 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+    {"hgx-b200.topo", true, NVL_COLL_ALLREDUCE, 2 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-b200.topo", true, NVL_COLL_ALLREDUCE, 4 * MB, NVL_ALGO_NVLS,
+     NVL_PROTO_SIMPLE},
+    {"hgx-b200.topo", false, NVL_COLL_ALLREDUCE, 64 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL128},
+    {"hgx-b200.topo", false, NVL_COLL_ALLREDUCE, 128 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+    {"hgx-b200.topo", true, NVL_COLL_ALLGATHER, 8 * MB, NVL_ALGO_RING,
+     NVL_PROTO_LL},
+    {"hgx-b200.topo", true, NVL_COLL_ALLGATHER, 64 * MB, NVL_ALGO_RING,
+     NVL_PROTO_SIMPLE},
+#undef MB
+};
+
+static void test_nccl_choice_8_ranks(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof nccl_8 / sizeof nccl_8[0]; i++) {
+        nvl_topo_t *topo = load(nccl_8[i].topo);
+        if (!nccl_8[i].nvls)
+            setenv("NCCL_NVLS_ENABLE", "0", 1);
+        nvl_comm_t *comm = NULL;
+        assert_int_equal(nvl_comm_create_virtual(topo, 8, NULL, &comm),
+                         NVL_OK);
+        unsetenv("NCCL_NVLS_ENABLE");
+        nvl_coll_info_t info;
+        assert_int_equal(nvl_coll_choose(comm, nccl_8[i].coll,
+                                         nccl_8[i].bytes, &info),
+                         NVL_OK);
+        if (info.algo != nccl_8[i].algo || info.proto != nccl_8[i].proto)
+            fail_msg("row %zu: %s %zu B on %s: NCCL %s %s, model %s %s", i,
+                     nvl_coll_name(nccl_8[i].coll), nccl_8[i].bytes,
+                     nccl_8[i].topo, nvl_algo_name(nccl_8[i].algo),
+                     nvl_proto_name(nccl_8[i].proto),
+                     nvl_algo_name(info.algo), nvl_proto_name(info.proto));
+        nvl_comm_destroy(comm);
+        nvl_topo_free(topo);
+    }
+}
+
 /* NCCL's rating by hand (tuning.cc, Hopper, one node), 4 ranks, LL128,
- * 4 MB: 14 us + 6 x 1.9 us + 4 MB / (370.8 x 0.92 GB/s x 4 / 6): the
- * 24 channels' busBw is min(0.92 x 370.8, 24 x 36.7) GB/s. */
+ * 4 MB: 14 us + 6 x 1.9 us + 4 MB / (360 x 0.92 GB/s x 4 / 6): the ring
+ * graph's busBw is min(0.92 x 360, 24 x 36.7) GB/s, 331.2 as NCCL 2.28.9
+ * prints it (hgx-h100-x4 nccl-debug-logs, Ring LL128 "19.7/ 441.6" for
+ * allgather at 4 GPUs: 331.2 x 4/3). */
 static void test_ring_rating_by_hand(void **state)
 {
     (void)state;
@@ -161,7 +306,7 @@ static void test_ring_rating_by_hand(void **state)
     nvl_comm_t *comm = NULL;
     assert_int_equal(nvl_comm_create_virtual(topo, 4, NULL, &comm), NVL_OK);
     double bytes = 4194304.0;
-    double bus = 18 * 26.562e9 * (370.8 / 478.116) * 0.92;
+    double bus = 360e9 * 0.92;
     double want = 14e-6 + 6 * 1.9e-6 + bytes / (bus * 4 / 6);
     double got = nvl_coll_nccl_rating_s(comm, NVL_COLL_ALLREDUCE,
                                         (size_t)bytes, NVL_ALGO_RING,
@@ -365,6 +510,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_choice_is_fastest_enabled),
         T(test_nccl_log_choices),
+        T(test_nccl_tuner_logs),
+        T(test_nccl_choice_8_ranks),
         T(test_ring_rating_by_hand),
         T(test_nvls_rating),
         T(test_nvls_tuning_lat),
