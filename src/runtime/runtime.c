@@ -65,44 +65,17 @@ static bool launched_alone(void)
     return true;
 }
 
-/* One host's MPI start-up, lean, as scripts/nvlrun sets it (its comments
- * give the measurements): shared memory (vader) and ob1 only, so no rank
- * opens UCX, libfabric or InfiniBand verbs to find no device; only the
- * collective, one-sided, process-topology and file components nvlemu uses;
- * hwloc without its PCI, OpenCL, GL and XML plugins (3 MB of each rank's
- * resident set) and without its Linux backend's I/O phase (every PCI
- * device's config space read once per rank).  A job started by a plain
- * `mpirun` on one host gets the same: a 72-rank `nvlemu topo` took 15.4 s
- * of CPU that way, 8.3 s through nvlrun (2-core machine, loaded).  Two
- * components that only cost memory here stay closed: the AVX reduction
- * operators (MPI's predefined element-wise operations then run Open MPI's
- * base loops, the same arithmetic on each element; nvlemu's own
- * reductions are user operations, src/coll/wide.c) and netlink
- * reachability (used by the TCP transports only; it maps libnl): 0.3 MB
- * of each rank's resident set, 10.76 -> 10.43 MB mean over the ranks of
- * a 72-rank MPI_Allgather program (docs/serve.md, "Emulation speed"); so
- * do the other launchers' environment detectors (schizo; orte sets up a
- * singleton, ompi reads mpiexec's environment), the huge-page
- * memory pool (MPI_Alloc_mem, never called) and the RDMA registration
- * cache (vader registers nothing): 0.2 MB more (scripts/nvlrun).  A
- * variable the user set is kept. */
+/* One host's MPI start-up, lean, as scripts/nvlrun sets it: the settings
+ * of src/runtime/one-host.env (its comments give the measurements), the
+ * rows below generated from it by CMake.  Shared memory and ob1 only; only
+ * the MPI components nvlemu uses; hwloc without its plugins and its I/O
+ * phase.  A job started by a plain `mpirun` on one host gets the same: a
+ * 72-rank `nvlemu topo` took 15.4 s of CPU that way, 8.3 s through nvlrun
+ * (2-core machine, loaded).  A variable the user set is kept. */
 static const struct {
     const char *name, *value;
 } one_host_env[] = {
-    {.name = "OMPI_MCA_pml", .value = "ob1"},
-    {.name = "OMPI_MCA_btl", .value = "self,vader"},
-    {.name = "OMPI_MCA_coll", .value = "basic,libnbc,self,sm,tuned"},
-    {.name = "OMPI_MCA_osc", .value = "sm"},
-    {.name = "OMPI_MCA_topo", .value = "basic"},
-    {.name = "OMPI_MCA_io", .value = "ompio"},
-    {.name = "OMPI_MCA_op", .value = "^avx"},
-    {.name = "OMPI_MCA_reachable", .value = "weighted"},
-    {.name = "OMPI_MCA_schizo", .value = "ompi,orte"},
-    {.name = "OMPI_MCA_mpool", .value = "^hugepage"},
-    {.name = "OMPI_MCA_rcache", .value = "^grdma"},
-    {.name = "HWLOC_COMPONENTS", .value = "-linuxio"},
-    {.name = "HWLOC_PLUGINS_BLACKLIST",
-     .value = "hwloc_pci.so,hwloc_opencl.so,hwloc_gl.so,hwloc_xml_libxml.so"},
+#include "one_host_env.h"
 };
 
 static void lean_one_host_env(void)
