@@ -101,9 +101,10 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
  * nvfp4_nvfp4_gemm.cu, PerSmTileShape_MNK, one SM a CTA, cluster 1 x 1):
  * UMMA's 128 rows on one SM, 128 accumulator columns of the SM's 512 in
  * tensor memory.  cuBLASLt's FP4 kernels are not named in any published
- * figure; the tile is the one that times its B200 rows at M = 128-512 and
- * K = 7168 (DeepGEMM PR 348: 16 and 64 CTAs, one wave of 7,168-deep K
- * loops, no split) as measured, where 256-column tiles halve the CTAs. */
+ * figure; this tile's CTA count is the one its B200 rows at M = 128-512
+ * and K = 7168 show (DeepGEMM PR 348: 11.1 and 10.6 us a call, 16 and 64
+ * CTAs of 7,168-deep K loops, no split; modelled 14.7 and 11.2), where
+ * 256-column tiles would halve the CTAs. */
 #define NVL_BLOCK_SCALED_TILE_N 128.0
 
 /* Blackwell: FP4 tensor cores (block-scaled UMMA) */
