@@ -269,8 +269,16 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
  * shape.  One such kernel: cuBLASLt's outer-vector-scaled FP8 GEMM on
  * Hopper (per-channel weight and per-token input scales, fp8-channel:
  * nvjet_sm90_qqtst_128x128_128x6_1x1_h_bz_coopA_algo2_ovscale_TNT at every
- * shape of tests/data/calibration/h200-fp8-scaled-mm): 128. */
+ * shape of tests/data/calibration/h200-fp8-scaled-mm): 128; and
+ * cuBLASLt's block-scaled FP4 GEMM on Blackwell (CUTLASS's NVFP4 per-SM
+ * tile 128 x 128 x 256): 128. */
 double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt);
+/* The library kernel's time per call beyond kernel_overhead and its body,
+ * in seconds (0 for most): cuBLASLt's block-scaled FP4 GEMM on Blackwell
+ * pays its first tile's prologue and last tile's epilogue once: the
+ * topology's [gpu] fp4_call_overhead (docs/cost-model.md, "GEMM
+ * libraries"). */
+double nvl_gemm_lib_fixed_s(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt);
 
 /* The factor on the HBM rate of a dense GEMM that moves `bytes` (operands
  * and output) under cfg's harness: 1, except under a hot-L2 harness for a

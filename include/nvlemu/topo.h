@@ -116,6 +116,7 @@ typedef struct {
     double strided_efficiency;  /* non-vectorised element-wise: share of the HBM rate */
     double stream_efficiency;   /* contiguous element-wise: share of the HBM rate (0: hbm_efficiency) */
     double hot_l2_speedup;      /* a GEMM's weights from a hot L2 against HBM (1: unmeasured) */
+    int64_t fp4_call_overhead_ps; /* a cuBLASLt block-scaled FP4 GEMM's fixed time beyond kernel_overhead */
 } nvl_gpu_spec_t;
 
 typedef struct {

@@ -248,6 +248,7 @@ static const term_t overhead_term = {
 static void no_fixed_costs(nvl_topo_t *t)
 {
     t->gpu.kernel_overhead_ps = 0;
+    t->gpu.fp4_call_overhead_ps = 0;
     t->gpu.attn_overhead_ps = 0;
     t->gpu.kernel_floor_ps = 0;
     t->gpu.mem_latency_ps = 0;

@@ -269,7 +269,7 @@ static nvl_kernel_cost_t matmul_parts(const nvl_cost_cfg_t *cfg,
         if (tile_n > 0) /* one fixed tile: its waves on the SMs left */
             *t_s_out = fmax(*t_s_out, fixed_tile_waves_s(
                 (double)m[0], N, K, tile_n, g->sm_count * sm_left, rate,
-                e_c, K / (K + k_pad)));
+                e_c, K / (K + k_pad))) + nvl_gemm_lib_fixed_s(cfg, dt);
     }
     c.time_ps = nvl_ps_from_s(nvl_cost_overhead_s(cfg, g->kernel_overhead_ps) +
                              *t_s_out);

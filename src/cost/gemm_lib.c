@@ -34,10 +34,10 @@ static const struct {
      *   19566, activations quantised upstream): 0.574 of 4.5 PF; B200's
      *   cuBLASLt 2,377 at 8192^3 (TransformerEngine issue 1747): 0.532.
      * fp4: 3,904 TFLOP/s at M = 16384, N = 6144, K = 4096 on B200 (vLLM PR
-     *   20646): 0.441 of 9 PF; B200's cuBLASLt 0.69 (topology/hgx-b200.topo:
-     *   GB200's measured 0.76, Azure ND GB200 v6, scaled by B200's FP8
-     *   ratio; no B200 cuBLASLt FP4 figure gathered). */
-    [NVL_GEMM_CUTLASS] = {{"cutlass", "CUTLASS"}, {1.0, 1.08, 0.64}},
+     *   20646): 0.441 of 9 PF; B200's cuBLASLt 0.71 (topology/hgx-b200.topo:
+     *   GB200's measured 0.78, Azure ND GB200 v6, scaled by B200's FP8
+     *   ratio; no B200 cuBLASLt NVFP4 figure gathered): 0.622. */
+    [NVL_GEMM_CUTLASS] = {{"cutlass", "CUTLASS"}, {1.0, 1.08, 0.622}},
     /* bf16: no published figure: cuBLASLt's (derived, 1).
      * fp8: no SM100 figure published; on SM90 1,500 TFLOP/s at M = 4096,
      *   N = 7168, K = 16384 on an H800 (DeepGEMM PR 81): 0.761 of 1,979 TF,
@@ -49,10 +49,10 @@ static const struct {
     /* bf16, fp8: no published dense figure: cuBLASLt's (derived, 1).
      * fp4: 2,187 TFLOP/s against CUTLASS's 3,370 at M = 1024, N = 7168,
      *   K = 4608 on B200 (FlashInfer PR 1979, mm_fp4 backends): 0.649 of
-     *   CUTLASS's, 0.649 x 0.64 = 0.415 of cuBLASLt's. */
+     *   CUTLASS's, 0.649 x 0.622 = 0.404 of cuBLASLt's. */
     [NVL_GEMM_TRTLLM_GEN] = {{"trtllm-gen", "TensorRT-LLM's trtllm-gen "
                                             "kernels"},
-                             {1.0, 1.0, 0.415}},
+                             {1.0, 1.0, 0.404}},
 };
 
 const nvl_family_t nvl_gemm_lib_family =
@@ -96,15 +96,59 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
  * shape. */
 #define NVL_OVSCALE_TILE_N 128.0
 
+/* The per-SM tile of a block-scaled FP4 GEMM on Blackwell: 128 x 128 x 256
+ * (CUTLASS examples/72_blackwell_narrow_precision_gemm/72b_blackwell_
+ * nvfp4_nvfp4_gemm.cu, PerSmTileShape_MNK, one SM a CTA, cluster 1 x 1):
+ * UMMA's 128 rows on one SM, 128 accumulator columns of the SM's 512 in
+ * tensor memory.  cuBLASLt's FP4 kernels are not named in any published
+ * figure; this tile's CTA count is the one its B200 rows at M = 128-512
+ * and K = 7168 show (DeepGEMM PR 348: 11.1 and 10.6 us a call, 16 and 64
+ * CTAs of 7,168-deep K loops, no split; modelled 14.7 and 11.2), where
+ * 256-column tiles would halve the CTAs. */
+#define NVL_BLOCK_SCALED_TILE_N 128.0
+
+/* Blackwell: FP4 tensor cores (block-scaled UMMA) */
+static bool blackwell(const nvl_gpu_spec_t *g)
+{
+    return g->fp4_flops_per_s > 0;
+}
+
+/* Whether the kernel for weight type dt is cuBLASLt's block-scaled FP4 GEMM
+ * on Blackwell (FP4 weights and activations, not weight-only). */
+static bool block_scaled_fp4(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt)
+{
+    double rel;
+    return blackwell(&cfg->topo->gpu) && !cfg->weight_only &&
+           nvl_wdtype_core(dt) == NVL_WDT_FP4 &&
+           nvl_gemm_lib_choose(cfg, dt, &rel) == NVL_GEMM_CUBLASLT;
+}
+
 double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt)
 {
     double rel;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
-    bool hopper = g->fp8_flops_per_s > 0 && g->fp4_flops_per_s <= 0;
+    bool hopper = g->fp8_flops_per_s > 0 && !blackwell(g);
+    if (block_scaled_fp4(cfg, dt))
+        return NVL_BLOCK_SCALED_TILE_N;
     if (dt != NVL_WDT_FP8_CHANNEL || cfg->weight_only || !hopper)
         return 0;
     return nvl_gemm_lib_choose(cfg, dt, &rel) == NVL_GEMM_CUBLASLT
                ? NVL_OVSCALE_TILE_N
+               : 0;
+}
+
+/* What cuBLASLt's block-scaled FP4 call costs once beyond a plain kernel's
+ * kernel_overhead: the first tile's prologue (its first K stages and their
+ * scale factors into shared and tensor memory before the first UMMA) and
+ * the last tile's epilogue (the accumulators out of tensor memory, scaled,
+ * stored), which a persistent kernel overlaps for every other tile: the
+ * topology's [gpu] fp4_call_overhead (GB200's fit to 2 of the 15 cuBLASLt
+ * FP4 rows of published-gemm.csv; docs/cost-model.md, "GEMM
+ * libraries"). */
+double nvl_gemm_lib_fixed_s(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt)
+{
+    return block_scaled_fp4(cfg, dt)
+               ? (double)cfg->topo->gpu.fp4_call_overhead_ps * 1e-12
                : 0;
 }
 

@@ -103,7 +103,7 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "fraction of FP8 tensor-core peak a large FP8 matmul reaches in "
      "cuBLASLt, its input already quantised (0: matmul_efficiency)"},
     {"gpu", "fp4_matmul_efficiency", NVL_QTY_RATIO, NVL_FIELD_F64,
-     F(gpu.fp4_matmul_efficiency), "0", 0, 1, "0.76",
+     F(gpu.fp4_matmul_efficiency), "0", 0, 1, "0.78",
      "fraction of FP4 tensor-core peak a large FP4 matmul reaches in "
      "cuBLASLt, its input already quantised (0: matmul_efficiency)"},
     {"gpu", "matmul_k_pad", NVL_QTY_COUNT, NVL_FIELD_U32,
@@ -163,6 +163,9 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "a GEMM's weight stream from a hot L2 against HBM, where a benchmark "
      "replays one call on the same operands (cost gemm --harness "
      "graph-hot-l2; 1: unmeasured, no faster)"},
+    {"gpu", "fp4_call_overhead", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(gpu.fp4_call_overhead_ps), "0us", 0, PS(1000.0), "3.8us",
+     "cuBLASLt block-scaled FP4 GEMM's time a call beyond kernel_overhead"},
     {"gpu", "dies", NVL_QTY_COUNT, NVL_FIELD_U32, F(gpu.dies), "1", 1, 8,
      "2", "compute dies per GPU package"},
     {"gpu", "die_link_bw", NVL_QTY_BW, NVL_FIELD_F64,
