@@ -16,6 +16,8 @@ struct nvl_comm {
     nvl_data_path_t data_path; /* how data mode moves data */
     size_t time_elem_bytes;  /* element size the time model uses; 0: the call's */
     double time_bits;        /* bits a value for collectives; 0: unused */
+    bool time_rooted;        /* allgather, reduce-scatter timed as grouped
+                                broadcasts, reduces (set_time_rooted) */
     nvl_tuner_cfg_t tuner;
     nvl_ar_impl_t ar_impl;   /* allreduce implementation (allreduce.c) */
     bool graph;              /* NCCL calls are CUDA graph nodes (graph.c) */
