@@ -165,6 +165,21 @@ void nvl_comm_set_time_dtype(nvl_comm_t *comm, nvl_dtype_t dtype);
  * widths.  0 (the default) restores set_time_dtype's rule.  Must be the
  * same on every member. */
 void nvl_comm_set_time_bits(nvl_comm_t *comm, double bits);
+/* rooted true: every later allgather is timed as a group of one
+ * ncclBroadcast a member (root r sending its own part) and every
+ * reduce-scatter as one ncclReduce a member (root r receiving its own
+ * part), as TensorRT-LLM's allgather and reducescatter ops run them
+ * (cpp/tensorrt_llm/thop/allgatherOp.cpp, reducescatterOp.cpp).  NCCL
+ * (src/enqueue.cc, ncclPrepareTasks) aggregates a group's calls of one
+ * function, operation and type within 4x of each other's size into one
+ * call of their summed count for the choice of algorithm and protocol and
+ * spreads them over its channels by their bytes, so the group costs one
+ * Broadcast (Reduce) of the gathered (scattered) bytes: the ring only,
+ * each chunk crossing its n - 1 links one after another (docs/
+ * collectives.md, "Attention DP's allgather and reduce-scatter").  The
+ * data move as the call's own collective.  false (the default): each
+ * call is timed as itself.  Must be the same on every member. */
+void nvl_comm_set_time_rooted(nvl_comm_t *comm, bool rooted);
 /* graph true: every later NCCL collective of comm is a node of a CUDA
  * graph beside the caller's kernels (a serving step's graph replay), and
  * costs the GPU time of its kernel, the one nccl-tests -G is timed by

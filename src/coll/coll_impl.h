@@ -16,6 +16,7 @@ struct nvl_comm {
     nvl_data_path_t data_path; /* how data mode moves data */
     size_t time_elem_bytes;  /* element size the time model uses; 0: the call's */
     double time_bits;        /* bits a value for collectives; 0: unused */
+    bool time_rooted;        /* set_time_rooted: grouped broadcasts */
     nvl_tuner_cfg_t tuner;
     nvl_ar_impl_t ar_impl;   /* allreduce implementation (allreduce.c) */
     bool graph;              /* NCCL calls are CUDA graph nodes (graph.c) */
@@ -304,7 +305,6 @@ const nvl_ar_row_t *nvl_ar_auto_pick(const nvl_comm_t *comm, size_t bytes);
  * packs each, the last member also the rest): [*off, *off + *len). */
 void nvl_ar_blocks(size_t count, size_t esz, int n, int b, size_t *off,
                    size_t *len);
-
 
 
 /* ---- cost model pieces (src/coll/model.c) ------------------------------ */

@@ -87,6 +87,19 @@ static nvl_status_t choose(nvl_comm_t *comm, nvl_coll_t coll, size_t bytes,
     return st;
 }
 
+/* The collective whose cost the call takes (nvl_comm_set_time_rooted):
+ * the summed bytes of a group of rooted calls are the call's own. */
+static nvl_coll_t timed_as(const nvl_coll_call_t *call)
+{
+    if (!call->comm->time_rooted)
+        return call->coll;
+    if (call->coll == NVL_COLL_ALLGATHER)
+        return NVL_COLL_BROADCAST;
+    if (call->coll == NVL_COLL_REDUCESCATTER)
+        return NVL_COLL_REDUCE;
+    return call->coll;
+}
+
 /* What the checked call will cost: a serving engine's kernel (*engine_out
  * set), the tuner's choice, or the point-to-point model; 0 (why says)
  * when nothing enabled can run it or its time is past the clock's range. */
@@ -100,7 +113,7 @@ static int predict(const nvl_coll_call_t *call, size_t bytes,
         info->impl != NVL_AR_NCCL) {
         *engine_out = true;
     } else if (call->coll <= NVL_COLL_ALLREDUCE) {
-        if (choose(comm, call->coll, bytes, info) != NVL_OK) {
+        if (choose(comm, timed_as(call), bytes, info) != NVL_OK) {
             snprintf(why, len, "no enabled algorithm/protocol can run it on "
                                "%d rank(s) (check NCCL_ALGO, NCCL_PROTO, "
                                "NCCL_NVLS_ENABLE)",

@@ -246,6 +246,10 @@ void nvl_comm_set_time_bits(nvl_comm_t *c, double bits)
 {
     c->time_bits = bits > 0 ? bits : 0;
 }
+void nvl_comm_set_time_rooted(nvl_comm_t *c, bool rooted)
+{
+    c->time_rooted = rooted;
+}
 nvl_mode_t nvl_comm_mode(const nvl_comm_t *c) { return c->mode; }
 void nvl_comm_set_data_path(nvl_comm_t *c, nvl_data_path_t path)
 {

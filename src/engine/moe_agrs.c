@@ -8,24 +8,31 @@
  *
  *   quantises this rank's rows (FP8, or NVFP4 with its scales; a kernel
  *               of its own, agrs_quantize),
- *   allgather   [rows, scales, expert ids, weights] of every rank, padded
- *               to the most rows any rank has under CUDA-graph padding
- *               (use_dp_padding), or at each rank's count (allgatherv)
+ *   allgather   [rows, scales, expert ids, weights] of every rank at its
+ *               own count (Qwen3's MoE passes use_dp_padding=False, so
+ *               the op gets every rank's count): one ncclAllGather when
+ *               the counts are equal (a CUDA-graph step pads every rank to
+ *               one graph's rows), else one ncclBroadcast a rank in a
+ *               group (cpp/tensorrt_llm/thop/allgatherOp.cpp)
  *   fused_moe   this rank's experts over every gathered row: the pairs of
  *               its experts sorted, expanded (the quantised rows copied),
  *               FC1, activation, FC2, and
  *               finalize writing every gathered row (zero where none of
  *               its experts was chosen)
  *   reducescatter  (reducescatter_or_allreduce) the partial outputs in the
- *               output dtype (bf16), summed, each rank its own rows back.
+ *               output dtype (bf16), summed, each rank its own rows back:
+ *               one ncclReduceScatter for equal counts, else one
+ *               ncclReduce a rank in a group (reducescatterOp.cpp).
  *
- * Cost: the allgather moves n P rows of hidden quantised values (NVFP4:
- * 4.5 bits a value with its scales, MX-FP4 4.25, FP8 8) and top_k int32
- * ids and fp32 weights (agrs_row_bits); the experts' kernels run over n P rows with
+ * Cost: the allgather moves the S rows of every rank (n P when the counts
+ * are equal) of hidden quantised values (NVFP4: 4.5 bits a value with its
+ * scales, MX-FP4 4.25, FP8 8) and top_k int32 ids and fp32 weights
+ * (agrs_row_bits); the experts' kernels run over the S gathered rows with
  * this rank's share of the job's pairs (moe.c); the reduce-scatter moves
- * n P hidden bf16 values.  Every padded row here is gathered at P rows a
- * rank (what CUDA-graph padding gives every generation-only step; a mixed
- * step's allgatherv moves the ranks' own counts, at most this). */
+ * S hidden bf16 values.  Unequal counts (a step with a prompt on some
+ * rank) time the grouped broadcasts and reduces as NCCL runs a group
+ * (nvl_comm_set_time_rooted): one ring Broadcast (Reduce) of the S rows.
+ * Data mode moves every rank's rows padded to P, the same sums. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +94,7 @@ static double agrs_row_bits(const nvl_engine_t *e, int32_t L)
     return (hid * nvl_engine_moe_act_bits(e, L) + k * 64.0) / (hid + 2.0 * k);
 }
 
-/* The quantisation of this rank's P rows before the allgather, a kernel
+/* The quantisation of this rank's R rows before the allgather, a kernel
  * of its own: forward_chunk's fp4_quantize (NVFP4, with its E4M3 scales)
  * or static_quantize_e4m3_per_tensor (FP8) on the layer's input, Qwen3's
  * RMSNorm not fusing it; bf16 rows read, the quantised rows written. */
@@ -102,25 +109,49 @@ static void agrs_quantize(nvl_engine_t *e, int32_t L, uint64_t P)
                                               (2.0 + bits / 8.0)));
 }
 
+/* The share of the padded n P rows that the ranks' own counts move, and
+ * whether they differ (the grouped broadcasts and reduces). */
+static double agrs_share(const nvl_engine_t *e, const nvl_moe_agrs_t *a)
+{
+    double padded = (double)a->P * (double)nvl_comm_size(e->tp);
+    return padded > 0 ? (double)a->S / padded : 1.0;
+}
+
+/* Times the next call of e->tp at `bits` a value of the padded buffer
+ * scaled to the ranks' own rows, rooted when their counts differ. */
+static void agrs_time(nvl_engine_t *e, const nvl_moe_agrs_t *a, double bits)
+{
+    double share = agrs_share(e, a);
+    nvl_comm_set_time_bits(e->tp, bits * share);
+    nvl_comm_set_time_rooted(e->tp, share < 1.0);
+}
+
+static void agrs_time_end(nvl_engine_t *e)
+{
+    nvl_comm_set_time_rooted(e->tp, false);
+    nvl_comm_set_time_bits(e->tp, 0);
+}
+
 /* The allgather of the quantised rows, timed at their wire width (the
  * tensor-parallel group's calls are otherwise timed as bf16). */
-static nvl_status_t agrs_gather(nvl_engine_t *e, int32_t L, const float *send,
+static nvl_status_t agrs_gather(nvl_engine_t *e, int32_t L,
+                                const nvl_moe_agrs_t *a, const float *send,
                                 float *recv, uint64_t count)
 {
     nvl_coll_info_t info;
     double bits = agrs_row_bits(e, L);
     int64_t entry = nvl_engine_coll_begin(e, L);
-    nvl_comm_set_time_bits(e->tp, bits);
+    agrs_time(e, a, bits);
     nvl_status_t st = nvl_allgather(e->tp, send, recv, count, NVL_DT_F32,
                                     &info);
-    nvl_comm_set_time_bits(e->tp, 0);
+    agrs_time_end(e);
     if (st != NVL_OK)
         return st;
     nvl_engine_coll_done_ep(e, "moe_allgather", L, entry, &info,
                             NVL_EP_XCHG_DISPATCH);
-    /* this rank's rows to every other */
-    e->cur.dispatch_bytes +=
-        (double)count * bits / 8.0 * (double)(nvl_comm_size(e->tp) - 1);
+    /* what a ring moves out of this rank: every other rank's rows */
+    double pay = (double)e->cfg.hidden + 2.0 * (double)e->cfg.top_k;
+    e->cur.dispatch_bytes += (double)(a->S - a->R) * pay * bits / 8.0;
     return NVL_OK;
 }
 
@@ -137,21 +168,23 @@ nvl_status_t nvl_engine_moe_agrs(nvl_engine_t *e, uint32_t li,
         part = nvl_engine_moe_alloc(N * hid, sizeof *part);
         mine = nvl_engine_moe_alloc(a->P * hid, sizeof *mine);
     }
-    agrs_quantize(e, L, a->P);
-    nvl_status_t st = agrs_gather(e, L, send, recv, a->P * pay);
+    agrs_quantize(e, L, a->R);
+    nvl_status_t st = agrs_gather(e, L, a, send, recv, a->P * pay);
     if (st == NVL_OK) {
         if (e->data)
             agrs_compute(e, li, recv, N, part);
-        nvl_engine_moe_expert_kernels(e, L, a->held_count, N,
+        nvl_engine_moe_expert_kernels(e, L, a->held_count, a->S,
                                       nvl_engine_moe_act_bits(e, L) < 16.0);
         nvl_coll_info_t info;
         int64_t entry = nvl_engine_coll_begin(e, L);
+        agrs_time(e, a, 8.0 * (double)nvl_dtype_size(NVL_DT_BF16));
         st = nvl_reducescatter(e->tp, part, mine, a->P * hid, NVL_DT_F32,
                                NVL_OP_SUM, &info);
+        agrs_time_end(e);
         if (st == NVL_OK) {
             nvl_engine_coll_done_ep(e, "moe_reducescatter", L, entry, &info,
                                     NVL_EP_XCHG_COMBINE);
-            e->cur.combine_bytes += (double)(a->P * hid * (n - 1)) *
+            e->cur.combine_bytes += (double)((a->S - a->R) * hid) *
                                     (double)nvl_dtype_size(NVL_DT_BF16);
         }
     }

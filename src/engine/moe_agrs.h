@@ -7,11 +7,12 @@
 /* moe_agrs.c: one expert-parallel layer by allgather and reduce-scatter
  * over e->tp (opts.ep_comm allgather): this rank's R rows (ids, w: their
  * experts and weights, R x top_k, data mode) padded to P, the most rows
- * any rank has; held_count[i]: the whole job's tokens for this rank's
- * i-th expert.  Data mode: h holds the normed rows [R, hidden] and
+ * any rank has; S: the sum of every rank's rows (size x P when the ranks'
+ * counts are equal); held_count[i]: the whole job's tokens for this
+ * rank's i-th expert.  Data mode: h holds the normed rows [R, hidden] and
  * receives the experts' complete weighted sum; timing mode: h is NULL. */
 typedef struct {
-    uint64_t R, P;
+    uint64_t R, P, S;
     const uint32_t *ids;
     const float *w;
     const uint64_t *held_count;

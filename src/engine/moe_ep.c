@@ -531,20 +531,22 @@ static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
 }
 
 /* The layer by allgather and reduce-scatter (moe_agrs.c): every rank's
- * rows padded to the most any rank has. */
+ * rows, their most and their sum. */
 static nvl_status_t ep_agrs(nvl_engine_t *e, uint32_t li, ep_layer_t *s,
                             float *h)
 {
     nvl_range_t held = e->shard.experts;
-    uint64_t P = 0;
-    for (int r = 0; r < s->n; r++)
+    uint64_t P = 0, S = 0;
+    for (int r = 0; r < s->n; r++) {
         P = s->from[r] > P ? s->from[r] : P;
+        S += s->from[r];
+    }
     uint64_t *held_count =
         nvl_engine_moe_alloc(held.count, sizeof *held_count);
     for (uint32_t i = 0; i < held.count; i++)
         held_count[i] = s->count[held.first + i];
-    nvl_moe_agrs_t a = {.R = s->R, .P = P, .ids = s->ids, .w = s->w,
-                        .held_count = held_count};
+    nvl_moe_agrs_t a = {.R = s->R, .P = P, .S = S, .ids = s->ids,
+                        .w = s->w, .held_count = held_count};
     nvl_status_t st = nvl_engine_moe_agrs(e, li, &a, h);
     free(held_count);
     return st;

@@ -341,6 +341,31 @@ static void check_time_bits(nvl_comm_t *comm)
                 (long long)a.time_ps, (size_t)b.bytes, (long long)b.time_ps);
         t.failures++;
     }
+    /* nvl_comm_set_time_rooted: the allgather (reduce-scatter) takes a
+     * broadcast's (reduce's) time of the gathered (scattered) bytes, and
+     * false restores its own */
+    nvl_coll_info_t c, d, f, g;
+    nvl_comm_set_time_rooted(comm, true);
+    nvl_status_t sc = nvl_allgather(comm, NULL, NULL, 4096, NVL_DT_BF16, &c);
+    nvl_status_t sf = nvl_reducescatter(comm, NULL, NULL, 4096, NVL_DT_BF16,
+                                        NVL_OP_SUM, &f);
+    nvl_comm_set_time_rooted(comm, false);
+    size_t all = 4096 * (size_t)size_;
+    nvl_status_t sd = nvl_broadcast(comm, NULL, NULL, all, NVL_DT_BF16, 0, &d);
+    nvl_status_t sg = nvl_reduce(comm, NULL, NULL, all, NVL_DT_BF16,
+                                 NVL_OP_SUM, 0, &g);
+    nvl_status_t se = nvl_allgather(comm, NULL, NULL, 4096, NVL_DT_BF16, &a);
+    if (sc != NVL_OK || sd != NVL_OK || sf != NVL_OK || sg != NVL_OK ||
+        se != NVL_OK || c.time_ps != d.time_ps || f.time_ps != g.time_ps ||
+        (size_ > 2 && a.time_ps == c.time_ps)) {
+        fprintf(stderr, "rank %d: rooted: allgather %lld ps, broadcast %lld "
+                        "ps, reduce-scatter %lld ps, reduce %lld ps, "
+                        "allgather again %lld ps\n", rank_,
+                (long long)c.time_ps, (long long)d.time_ps,
+                (long long)f.time_ps, (long long)g.time_ps,
+                (long long)a.time_ps);
+        t.failures++;
+    }
 }
 
 int main(int argc, char **argv)
