@@ -169,8 +169,8 @@ void nvl_comm_set_time_bits(nvl_comm_t *comm, double bits);
  * ncclBroadcast a member (root r sending its own part) and every
  * reduce-scatter as one ncclReduce a member (root r receiving its own
  * part), as TensorRT-LLM's allgather and reducescatter ops run them
- * (cpp/tensorrt_llm/thop/allgatherOp.cpp, reducescatterOp.cpp).  NCCL
- * (src/enqueue.cc, ncclPrepareTasks) aggregates a group's calls of one
+ * (cpp/tensorrt_llm/thop/allgatherOp.cpp, reducescatterOp.cpp).
+ * NCCL (src/enqueue.cc, ncclPrepareTasks) aggregates a group's calls of one
  * function, operation and type within 4x of each other's size into one
  * call of their summed count for the choice of algorithm and protocol and
  * spreads them over its channels by their bytes, so the group costs one
