@@ -1,11 +1,12 @@
 /* The compute cost model's pieces that its files share (private to
- * src/cost): cost.c defines most of them, attention.c uses them too;
- * marlin.c the Marlin kernel's and triton_moe.c vLLM's Triton MoE
- * kernel's, which cost.c uses; grouped_torch.c
- * defines torch's grouped kernels for cost.c. */
+ * src/cost): cost.c defines most of them, attention.c and gemm_lib.c use
+ * them too; marlin.c the Marlin kernel's and triton_moe.c vLLM's Triton
+ * MoE kernel's, which cost.c uses; grouped_torch.c defines torch's
+ * grouped kernels for cost.c. */
 #ifndef NVLEMU_COST_IMPL_H
 #define NVLEMU_COST_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,23 @@ double nvl_cost_simple_fixed_s(const nvl_cost_cfg_t *cfg);
 /* The HBM rate a streaming kernel reaches on cfg's GPU (its bandwidth,
  * with overrides, at hbm_efficiency); bytes per second. */
 double nvl_cost_hbm_rate(const nvl_cost_cfg_t *cfg);
+
+/* Whether g has FP4 tensor cores (Blackwell's block-scaled UMMA); a GPU
+ * without them (Hopper) runs other kernels for the same layers. */
+static inline bool nvl_cost_fp4_cores(const nvl_gpu_spec_t *g)
+{
+    return g->fp4_flops_per_s > 0;
+}
+
+/* The rows of a grouped GEMM's groups together (m[0] + ... +
+ * m[groups - 1]: the (token, expert) pairs of a MoE layer). */
+static inline double nvl_cost_grouped_rows(size_t groups, const uint64_t *m)
+{
+    double rows = 0;
+    for (size_t i = 0; i < groups; i++)
+        rows += (double)m[i];
+    return rows;
+}
 
 /* vLLM's Marlin MoE GEMM (marlin.c): the rows of its moe block for these
  * groups (fused_marlin_moe's block_size_m: the first of 8, 16, 32, 48

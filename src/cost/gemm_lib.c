@@ -16,6 +16,8 @@
 
 #include <string.h>
 
+#include "cost_impl.h"
+
 /* One row per library: its name and, per tensor-core type, its efficiency
  * relative to cuBLASLt's (0: the library has no kernel of that type). */
 static const struct {
@@ -107,18 +109,12 @@ nvl_gemm_lib_t nvl_gemm_lib_choose(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt,
  * 256-column tiles would halve the CTAs. */
 #define NVL_BLOCK_SCALED_TILE_N 128.0
 
-/* Blackwell: FP4 tensor cores (block-scaled UMMA) */
-static bool blackwell(const nvl_gpu_spec_t *g)
-{
-    return g->fp4_flops_per_s > 0;
-}
-
 /* Whether the kernel for weight type dt is cuBLASLt's block-scaled FP4 GEMM
  * on Blackwell (FP4 weights and activations, not weight-only). */
 static bool block_scaled_fp4(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt)
 {
     double rel;
-    return blackwell(&cfg->topo->gpu) && !cfg->weight_only &&
+    return nvl_cost_fp4_cores(&cfg->topo->gpu) && !cfg->weight_only &&
            nvl_wdtype_core(dt) == NVL_WDT_FP4 &&
            nvl_gemm_lib_choose(cfg, dt, &rel) == NVL_GEMM_CUBLASLT;
 }
@@ -127,7 +123,7 @@ double nvl_gemm_lib_fixed_tile_n(const nvl_cost_cfg_t *cfg, nvl_wdtype_t dt)
 {
     double rel;
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
-    bool hopper = g->fp8_flops_per_s > 0 && !blackwell(g);
+    bool hopper = g->fp8_flops_per_s > 0 && !nvl_cost_fp4_cores(g);
     if (block_scaled_fp4(cfg, dt))
         return NVL_BLOCK_SCALED_TILE_N;
     if (dt != NVL_WDT_FP8_CHANNEL || cfg->weight_only || !hopper)

@@ -34,7 +34,7 @@
 static bool torch_fp8_sm90(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core)
 {
     return core == NVL_WDT_FP8 && cfg->torch_grouped &&
-           nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) <= 0;
+           !nvl_cost_fp4_cores(&cfg->topo->gpu);
 }
 
 uint32_t nvl_cost_torch_fp8_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
@@ -43,9 +43,7 @@ uint32_t nvl_cost_torch_fp8_tile(const nvl_cost_cfg_t *cfg, nvl_wdtype_t core,
 {
     if (!torch_fp8_sm90(cfg, core) || groups == 0 || n == 0 || k == 0)
         return 0;
-    double rows = 0;
-    for (size_t i = 0; i < groups; i++)
-        rows += (double)m[i];
+    double rows = nvl_cost_grouped_rows(groups, m);
     double M = floor(rows / (double)groups), N = (double)n, K = (double)k;
     double tile_m = 2 * NVL_GROUPED_TILE_M, tile_n = NVL_GROUPED_TILE_N,
            tile_k = NVL_GROUPED_TILE_N;
@@ -108,8 +106,7 @@ double nvl_cost_torch_grouped_floor_s(const nvl_cost_cfg_t *cfg,
 {
     const nvl_gpu_spec_t *g = &cfg->topo->gpu;
     bool fp8 = torch_fp8_sm90(cfg, core);
-    if (!cfg->torch_grouped || groups == 0 ||
-        nvl_wdtype_peak_flops_per_s(g, NVL_WDT_FP4) > 0 ||
+    if (!cfg->torch_grouped || groups == 0 || nvl_cost_fp4_cores(g) ||
         !(fp8 || (dt == NVL_WDT_BF16 && core == NVL_WDT_BF16)))
         return -1;
     double cluster_n = fp8 ? TORCH_FP8_CLUSTER : 1.0;

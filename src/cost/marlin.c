@@ -37,9 +37,7 @@ static const uint32_t marlin_block_rows[] = {8, 16, 32, 48, 64};
 uint32_t nvl_cost_marlin_block(size_t groups, const uint64_t *m)
 {
     size_t n = sizeof marlin_block_rows / sizeof *marlin_block_rows;
-    double pairs = 0;
-    for (size_t i = 0; i < groups; i++)
-        pairs += (double)m[i];
+    double pairs = nvl_cost_grouped_rows(groups, m);
     for (size_t b = 0; b + 1 < n; b++)
         if (pairs / (double)groups / marlin_block_rows[b] <
             NVL_MARLIN_BLOCK_FILL)
@@ -77,6 +75,5 @@ bool nvl_cost_moe_marlin(const nvl_cost_cfg_t *cfg)
     bool four_bit = dt == NVL_WDT_FP4 || dt == NVL_WDT_NVFP4 ||
                     dt == NVL_WDT_INT4;
     /* Hopper: no FP4 tensor cores (Blackwell's run their own kernels) */
-    return cfg->moe_marlin && four_bit &&
-           nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) <= 0;
+    return cfg->moe_marlin && four_bit && !nvl_cost_fp4_cores(&cfg->topo->gpu);
 }

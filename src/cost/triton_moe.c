@@ -71,7 +71,7 @@ bool nvl_cost_moe_triton(const nvl_cost_cfg_t *cfg)
     /* Hopper: Blackwell's FP4 GPUs run other MoE kernels under vLLM */
     return cfg->moe_triton && !cfg->weight_only &&
            (dt == NVL_WDT_BF16 || dt == NVL_WDT_FP8_BLOCK) &&
-           nvl_wdtype_peak_flops_per_s(&cfg->topo->gpu, NVL_WDT_FP4) <= 0;
+           !nvl_cost_fp4_cores(&cfg->topo->gpu);
 }
 
 uint32_t nvl_cost_triton_block(const nvl_cost_cfg_t *cfg, size_t groups,
@@ -79,9 +79,7 @@ uint32_t nvl_cost_triton_block(const nvl_cost_cfg_t *cfg, size_t groups,
 {
     if (cfg->weight_dtype == NVL_WDT_FP8_BLOCK)
         return NVL_TRITON_DEFAULT_FP8_BLOCK_M;
-    double pairs = 0;
-    for (size_t i = 0; i < groups; i++)
-        pairs += (double)m[i];
+    double pairs = nvl_cost_grouped_rows(groups, m);
     double tokens = cfg->moe_top_k > 0 ? pairs / cfg->moe_top_k : pairs;
     if (groups == NVL_TRITON_TUNED_EXPERTS &&
         cfg->moe_inter == NVL_TRITON_TUNED_INTER) {
