@@ -462,6 +462,26 @@ nvl_status_t nvl_direct_allgather(const nvl_coll_call_t *call,
                                   const nvl_group_t *g, char *buf,
                                   const nvl_blocks_t *b);
 
+/* A block algorithm's two passes over a group's blocks: ring.c's (ring
+ * steps) or nvls.c's (direct pulls and multicast). */
+typedef struct {
+    const char *name; /* in the out-of-memory report: "ring", "NVLS" */
+    nvl_status_t (*reduce_scatter)(const nvl_coll_call_t *call,
+                                   const nvl_group_t *g, char *buf,
+                                   const nvl_blocks_t *b);
+    nvl_status_t (*allgather)(const nvl_coll_call_t *call,
+                              const nvl_group_t *g, char *buf,
+                              const nvl_blocks_t *b);
+} nvl_block_passes_t;
+
+/* Moves the data of call (an allreduce, allgather or reduce-scatter over
+ * every member) by p's passes: allreduce as a reduce-scatter then an
+ * allgather on recv cut into even blocks, allgather and reduce-scatter on
+ * one block of call->count elements a member.  Reports running out of
+ * memory (NVL_ERR_NOMEM); NVL_ERR_INVALID for another collective. */
+nvl_status_t nvl_blocks_run(const nvl_coll_call_t *call,
+                            const nvl_block_passes_t *p);
+
 /* nvl_coll_choose without reporting (NVL_ERR_INVALID when nothing fits). */
 nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
                                    size_t bytes, nvl_coll_info_t *info_out);

@@ -267,51 +267,15 @@ double nvl_nvls_allreduce_pipe_s(const nvl_comm_t *c, double s,
     return t;
 }
 
+static const nvl_block_passes_t nvls_passes = {
+    .name = "NVLS",
+    .reduce_scatter = nvl_direct_reduce_scatter,
+    .allgather = nvl_direct_allgather,
+};
+
 static nvl_status_t nvls_run(const nvl_coll_call_t *call)
 {
-    nvl_comm_t *c = call->comm;
-    int n = c->size;
-    size_t esz = nvl_dtype_size(call->dtype);
-    size_t *off = malloc(2 * (size_t)n * sizeof *off);
-    char *work = NULL;
-    nvl_status_t st = NVL_ERR_NOMEM;
-    if (off == NULL)
-        goto out;
-    size_t *len = off + n;
-    nvl_group_t g = nvl_group_all(c);
-    nvl_blocks_t b = {off, len};
-    if (call->coll == NVL_COLL_ALLREDUCE) {
-        if (call->recv != call->send)
-            memcpy(call->recv, call->send, call->count * esz);
-        nvl_blocks_even(call->count, n, off, len);
-        st = nvl_direct_reduce_scatter(call, &g, call->recv, &b);
-        if (st == NVL_OK)
-            st = nvl_direct_allgather(call, &g, call->recv, &b);
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        off[i] = (size_t)i * call->count;
-        len[i] = call->count;
-    }
-    if (call->coll == NVL_COLL_ALLGATHER) {
-        memmove((char *)call->recv + off[c->rank] * esz, call->send,
-                call->count * esz);
-        st = nvl_direct_allgather(call, &g, call->recv, &b);
-    } else {
-        work = malloc(call->count * (size_t)n * esz + 1);
-        if (work == NULL)
-            goto out;
-        memcpy(work, call->send, call->count * (size_t)n * esz);
-        st = nvl_direct_reduce_scatter(call, &g, work, &b);
-        if (st == NVL_OK)
-            memcpy(call->recv, work + off[c->rank] * esz, call->count * esz);
-    }
-out:
-    if (st == NVL_ERR_NOMEM)
-        nvl_report("out of memory in NVLS %s", nvl_coll_name(call->coll));
-    free(work);
-    free(off);
-    return st;
+    return nvl_blocks_run(call, &nvls_passes);
 }
 
 /* NCCL's tuning latency of an NVLS call on NVLink, [nccl] nvls_tuning_lat

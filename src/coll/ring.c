@@ -201,73 +201,37 @@ static nvl_status_t chain(const nvl_coll_call_t *call, char *buf, size_t bytes,
     return st;
 }
 
+static const nvl_block_passes_t ring_passes = {
+    .name = "ring",
+    .reduce_scatter = nvl_ring_reduce_scatter,
+    .allgather = nvl_ring_allgather,
+};
+
 static nvl_status_t ring_run(const nvl_coll_call_t *call)
 {
-    nvl_comm_t *c = call->comm;
-    int n = c->size;
-    size_t esz = nvl_dtype_size(call->dtype);
-    size_t *off = malloc(2 * (size_t)n * sizeof *off);
-    char *work = NULL;
-    nvl_status_t st = NVL_ERR_NOMEM;
-    if (off == NULL)
-        goto out;
-    size_t *len = off + n;
-    nvl_group_t g = nvl_group_all(c);
-    nvl_blocks_t b = {off, len};
+    size_t bytes = call->count * nvl_dtype_size(call->dtype);
+    nvl_status_t st;
+    char *work;
     switch (call->coll) {
-    case NVL_COLL_ALLREDUCE:
-        if (call->recv != call->send)
-            memcpy(call->recv, call->send, call->count * esz);
-        nvl_blocks_even(call->count, n, off, len);
-        st = nvl_ring_reduce_scatter(call, &g, call->recv, &b);
-        if (st == NVL_OK)
-            st = nvl_ring_allgather(call, &g, call->recv, &b);
-        break;
-    case NVL_COLL_REDUCESCATTER:
-        work = malloc(call->count * (size_t)n * esz + 1);
-        if (work == NULL)
-            break;
-        memcpy(work, call->send, call->count * (size_t)n * esz);
-        for (int i = 0; i < n; i++) {
-            off[i] = (size_t)i * call->count;
-            len[i] = call->count;
-        }
-        st = nvl_ring_reduce_scatter(call, &g, work, &b);
-        if (st == NVL_OK)
-            memcpy(call->recv, work + off[c->rank] * esz, call->count * esz);
-        break;
-    case NVL_COLL_ALLGATHER:
-        for (int i = 0; i < n; i++) {
-            off[i] = (size_t)i * call->count;
-            len[i] = call->count;
-        }
-        memmove((char *)call->recv + off[c->rank] * esz, call->send,
-                call->count * esz);
-        st = nvl_ring_allgather(call, &g, call->recv, &b);
-        break;
     case NVL_COLL_BROADCAST:
-        if (c->rank == call->root && call->recv != call->send)
-            memcpy(call->recv, call->send, call->count * esz);
-        st = chain(call, call->recv, call->count * esz, 0);
-        break;
+        if (call->comm->rank == call->root && call->recv != call->send)
+            memcpy(call->recv, call->send, bytes);
+        return chain(call, call->recv, bytes, 0);
     case NVL_COLL_REDUCE:
-        work = malloc(call->count * esz + 1);
-        if (work == NULL)
-            break;
-        memcpy(work, call->send, call->count * esz);
-        st = chain(call, work, call->count * esz, 1);
-        if (st == NVL_OK && c->rank == call->root)
-            memcpy(call->recv, work, call->count * esz);
-        break;
+        work = malloc(bytes + 1);
+        if (work == NULL) {
+            nvl_report("out of memory in ring %s", nvl_coll_name(call->coll));
+            return NVL_ERR_NOMEM;
+        }
+        memcpy(work, call->send, bytes);
+        st = chain(call, work, bytes, 1);
+        if (st == NVL_OK && call->comm->rank == call->root)
+            memcpy(call->recv, work, bytes);
+        free(work);
+        return st;
     default:
-        st = NVL_ERR_INVALID;
+        return nvl_blocks_run(call, &ring_passes);
     }
-out:
-    free(work);
-    free(off);
-    if (st == NVL_ERR_NOMEM)
-        nvl_report("out of memory in ring %s", nvl_coll_name(call->coll));
-    return st;
 }
 
 const char nvl_coll_algo_doc_ring[] =
