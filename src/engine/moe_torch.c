@@ -85,10 +85,10 @@
 #define TORCH_ONESWEEP_LOOKBACK_TRIPS 2.0
 /* gatherTopK's radix select (SortingRadixSelect.cuh, radixSelect): 2 bits
  * a pass from the top of the score's 32 bits.  A row of softmax
- * probabilities between 2^-15 and 1 shares its sign and its exponent's top
- * four bits (0111: fields 112-126), so the first two passes single out nothing; about
- * log4(E) more single the k-th score out (the unique-count exit, then
- * findPattern) -- when it is unique.  A k-th score equal to a
+ * probabilities between 2^-15 and 1 shares its sign and its exponent's
+ * top four bits (0111: fields 112-126), so the first two passes single
+ * out nothing; about log4(E) more single the k-th score out (the
+ * unique-count exit, then findPattern) -- when it is unique.  A k-th score equal to a
  * neighbour's (the k-1-th or k+1-th) is never singled out: the select
  * walks all 16 passes and returns the pattern it narrowed to.  A pass is
  * countRadixUsingMask: two block stages (TORCH_BLOCK_STAGE_CYCLES), the
