@@ -88,9 +88,9 @@
  * probabilities between 2^-15 and 1 shares its sign and its exponent's
  * top four bits (0111: fields 112-126), so the first two passes single
  * out nothing; about log4(E) more single the k-th score out (the
- * unique-count exit, then findPattern) -- when it is unique.  A k-th score equal to a
- * neighbour's (the k-1-th or k+1-th) is never singled out: the select
- * walks all 16 passes and returns the pattern it narrowed to.  A pass is
+ * unique-count exit, then findPattern) -- when it is unique.  A k-th
+ * score equal to a neighbour's (the k-1-th or k+1-th) is never singled
+ * out: the select walks all 16 passes and returns the pattern it narrowed to.  A pass is
  * countRadixUsingMask: two block stages (TORCH_BLOCK_STAGE_CYCLES), the
  * warps' counts added in shared memory and read back; its third
  * __syncthreads, after the counts are cleared, orders no exchange.
@@ -251,12 +251,14 @@ static double cy_select(const nvl_cost_cfg_t *cfg, const shape_t *s)
     double sms = fmax(1.0, (double)cfg->topo->gpu.sm_count);
     double early = TORCH_SELECT_SHARED_PASSES +
                    ceil(log(s->E) / log(pow(2.0, TORCH_SELECT_BITS)));
-    double more = fmax(0.0, TORCH_SELECT_SCORE_BITS / TORCH_SELECT_BITS - early);
+    double more =
+        fmax(0.0, TORCH_SELECT_SCORE_BITS / TORCH_SELECT_BITS - early);
     double p = select_tie_share(s);
     double slowest = early + (1.0 - pow(1.0 - p, fmax(1.0, s->M))) * more;
     double mean = early + p * more;
-    double latency = TORCH_BLOCK_STAGE_CYCLES *
-                     (slowest * TORCH_SELECT_PASS_STEPS + TORCH_SELECT_TAIL_STEPS);
+    double latency =
+        TORCH_BLOCK_STAGE_CYCLES *
+        (slowest * TORCH_SELECT_PASS_STEPS + TORCH_SELECT_TAIL_STEPS);
     double issue = (threads / 32.0) *
                    (mean + TORCH_SELECT_TAIL_STEPS / TORCH_SELECT_PASS_STEPS) *
                    TORCH_SELECT_PASS_WARP_INSTR / TORCH_SM_ISSUE_PER_CYCLE;
