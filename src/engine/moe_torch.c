@@ -90,8 +90,8 @@
  * out nothing; about log4(E) more single the k-th score out (the
  * unique-count exit, then findPattern) -- when it is unique.  A k-th
  * score equal to a neighbour's (the k-1-th or k+1-th) is never singled
- * out: the select walks all 16 passes and returns the pattern it narrowed to.  A pass is
- * countRadixUsingMask: two block stages (TORCH_BLOCK_STAGE_CYCLES), the
+ * out: the select walks all 16 passes and returns the pattern it
+ * narrowed to.  A pass is countRadixUsingMask: two block stages (TORCH_BLOCK_STAGE_CYCLES), the
  * warps' counts added in shared memory and read back; its third
  * __syncthreads, after the counts are cleared, orders no exchange.
  * findPattern is 2 stages, the two gather loops' exclusive prefix scans
