@@ -91,15 +91,16 @@
  * unique-count exit, then findPattern) -- when it is unique.  A k-th
  * score equal to a neighbour's (the k-1-th or k+1-th) is never singled
  * out: the select walks all 16 passes and returns the pattern it
- * narrowed to.  A pass is countRadixUsingMask: two block stages (TORCH_BLOCK_STAGE_CYCLES), the
- * warps' counts added in shared memory and read back; its third
- * __syncthreads, after the counts are cleared, orders no exchange.
- * findPattern is 2 stages, the two gather loops' exclusive prefix scans
- * 2 each.  On one H200 (tests/data/calibration/h200-topk-passes) rows
- * that walk all 16 passes take 8.2-8.8 us from 1 to 64 rows (this: 8.2
- * us at 1.98 GHz with the simple kernel's 1.8 us); one row's k-th score
- * singled out 2 bits later costs 0.51 us more there against this 0.34:
- * the later passes cost more than the first, which this does not split. */
+ * narrowed to.  A pass is countRadixUsingMask: two block stages
+ * (TORCH_BLOCK_STAGE_CYCLES), the warps' counts added in shared memory
+ * and read back; its third __syncthreads, after the counts are cleared,
+ * orders no exchange.  findPattern is 2 stages, the two gather loops'
+ * exclusive prefix scans 2 each.  On one H200
+ * (tests/data/calibration/h200-topk-passes) rows that walk all 16 passes
+ * take 8.2-8.8 us from 1 to 64 rows (this: 8.2 us at 1.98 GHz with the
+ * simple kernel's 1.8 us); one row's k-th score singled out 2 bits later
+ * costs 0.51 us more there against this 0.34: the later passes cost more
+ * than the first, which this does not split. */
 #define TORCH_SELECT_BITS 2.0
 #define TORCH_SELECT_SCORE_BITS 32.0
 #define TORCH_SELECT_SHARED_PASSES 2.0
