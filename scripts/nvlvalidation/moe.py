@@ -243,7 +243,9 @@ def _doc(fams, route, parts, steps):
            "uniform rows of 1-128 rows an expert; torch's one-CTA radix sort's two constants "
            "(`scripts/calibration/fit-torch-radix-sort.py`) on route.csv's argsort rows at "
            "batch 1 and 64 (that file's rows at those batches are the routing family's fit "
-           "rows); every other row held out, the step included.\n"]
+           "rows); gatherTopK's issue a pass measured, not fit, on one H200's rows of known "
+           "passes (`scripts/calibration/fit-topk-select.py`, h200-topk-passes); every other "
+           "row held out, the step included.\n"]
     for rows, name, _src, _held, _topo in fams:
         doc.append("### %s\n" % name)
         doc.append("%d rows: %s geomean, worst %s.\n" % (

@@ -84,26 +84,59 @@
 #define TORCH_ONESWEEP_RANK_STEPS 4.0
 #define TORCH_ONESWEEP_LOOKBACK_TRIPS 2.0
 /* gatherTopK's radix select (SortingRadixSelect.cuh, radixSelect): 2 bits
- * a pass from the top of the score's sortable bits.  A row of softmax
- * probabilities shares its sign and its exponent's top bit (all in [0,
- * 1]), so the first pass singles out nothing; about log4(E) more single
- * the k-th score out (the unique-count exit, then findPattern).  A pass is
- * countRadixUsingMask: the counts cleared, the row loaded and counted by
- * warp ballots, the counts read back, three __syncthreads: 3 block
- * stages; findPattern 2, the two gather loops' exclusive prefix scans 2
- * each. */
+ * a pass from the top of the score's 32 bits.  A row of softmax
+ * probabilities between 2^-15 and 1 shares its sign and its exponent's
+ * top four bits (0111: fields 112-126), so the first two passes single
+ * out nothing; about log4(E) more single the k-th score out (the
+ * unique-count exit, then findPattern) -- when it is unique.  A k-th
+ * score equal to a neighbour's (the k-1-th or k+1-th) is never singled
+ * out: the select walks all 16 passes and returns the pattern it
+ * narrowed to.  A pass is countRadixUsingMask: two block stages
+ * (TORCH_BLOCK_STAGE_CYCLES), the warps' counts added in shared memory
+ * and read back; its third __syncthreads, after the counts are cleared,
+ * orders no exchange.  findPattern is 2 stages, the two gather loops'
+ * exclusive prefix scans 2 each.  On one H200
+ * (tests/data/calibration/h200-topk-passes) rows that walk all 16 passes
+ * take 8.2-8.8 us from 1 to 64 rows (this: 8.2 us at 1.98 GHz with the
+ * simple kernel's 1.8 us); one row's k-th score singled out 2 bits later
+ * costs 0.51 us more there against this 0.34: the later passes cost more
+ * than the first, which this does not split. */
 #define TORCH_SELECT_BITS 2.0
-#define TORCH_SELECT_SHARED_PASSES 1.0
-#define TORCH_SELECT_PASS_STEPS 3.0
+#define TORCH_SELECT_SCORE_BITS 32.0
+#define TORCH_SELECT_SHARED_PASSES 2.0
+#define TORCH_SELECT_PASS_STEPS 2.0
 #define TORCH_SELECT_TAIL_STEPS 6.0
+/* Ties come from the router's bf16 logits (softmax is monotone, so equal
+ * logits give equal probabilities): bf16 keeps 8 significant bits, so
+ * neighbouring values of a logit x lie x 2^-8 to x 2^-7 apart, about x
+ * 2^-7.5.  Over E logits of one spread (normal, mean 0: the spread
+ * cancels), the k-th sits at z = the normal quantile of 1 - k/E and its
+ * neighbours about 1 / (E phi(z)) away, so it rounds onto one of them
+ * with a chance of z 2^-7.5 E phi(z): 0.133 a row at E = 128, k = 8 (a
+ * draw of 20,000 rows of 128 rounded normals: 0.132 at spread 45, 0.108
+ * at spread 1).  A batch of rows that fits the GPU at once waits for its
+ * slowest: all 16 passes unless no row ties, (1 - p)^M; a batch of many
+ * rows an SM is issue-bound and takes its rows' mean passes. */
+#define TORCH_BF16_SIGNIFICANT_BITS 8.0
+/* The SM's issue: a pass of a 128-thread CTA is about 145 warp
+ * instructions a warp (countRadixUsingMask's load, the float's sortable
+ * bits, the mask test and digit, 4 digits x (compare, ballot, popc, add),
+ * lane 0's shared atomics, the counts read back, radixSelect's digit
+ * tests), issued by the SM's 4 warp schedulers, one instruction a cycle
+ * each (NVIDIA H100 and Blackwell architecture whitepapers: 4 SM
+ * sub-partitions), findPattern and the gathers (6 stages) as 3 passes.
+ * Measured, not counted: on one H200 (h200-topk-passes) 3,072 more rows
+ * that walk all 16 passes take 31.7 us (2,697 cycles a CTA an SM), rows
+ * singled out about 6.5 passes earlier 20.6 us (1,756): 145 cycles a
+ * pass of 4 warps, 2.6 passes more (scripts/calibration/
+ * fit-topk-select.py). */
+#define TORCH_SELECT_PASS_WARP_INSTR 145.0
+#define TORCH_SM_ISSUE_PER_CYCLE 4.0
 /* SmallBitonicSort (aten Sort.cu: unstable sorts of at most 32): a
  * bitonic sort of 32 slots, log2 32 x (log2 32 + 1) / 2 = 15
  * compare-exchange stages, a __syncthreads each. */
 #define TORCH_SMALL_SORT_SLOTS 32.0
 #define TORCH_BITONIC_STEPS 15.0
-/* Threads a CTA can hold per SM (CUDA C++ Programming Guide, "Compute
- * capabilities": 2048 for 9.0 and 10.0). */
-#define TORCH_THREADS_PER_SM 2048.0
 
 typedef enum {
     OP_ROUTE,
@@ -181,18 +214,56 @@ static double b_index_add(const shape_t *s)
     return s->P * s->h * 6.0 + s->P * 8.0;
 }
 
-/* gatherTopK: one CTA of E threads (rounded to warps) a row, in waves of
- * the CTAs the SMs hold, each CTA's block stages (above). */
+/* The inverse of the normal upper tail: z with P(Z > z) = q (0 < q < 1),
+ * by bisection over erfc. */
+static double normal_upper_quantile(double q)
+{
+    double lo = -10.0, hi = 10.0;
+    for (int i = 0; i < 80; i++) {
+        double z = 0.5 * (lo + hi);
+        if (0.5 * erfc(z / sqrt(2.0)) > q)
+            lo = z;
+        else
+            hi = z;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* The chance p that a row's k-th score ties with a neighbour (above). */
+static double select_tie_share(const shape_t *s)
+{
+    if (s->k < 1.0 || s->E <= s->k)
+        return 0.0;
+    double z = normal_upper_quantile(s->k / s->E);
+    double phi = exp(-0.5 * z * z) / sqrt(2.0 * acos(-1.0));
+    double spacing = fabs(z) * pow(2.0, 0.5 - TORCH_BF16_SIGNIFICANT_BITS);
+    return fmin(1.0, spacing * s->E * phi);
+}
+
+/* gatherTopK: one CTA of E threads (rounded to warps) a row.  Its block
+ * stages (above) over the slowest row's expected passes, once; each
+ * further CTA an SM (rows beyond one an SM) adds the warp instructions of
+ * a row's mean passes at the SM's issue rate, its latency hidden behind
+ * the others' (h200-topk-passes' rows of known passes, 1 to 4,096 rows:
+ * -17 % to +13 %, scripts/calibration/fit-topk-select.py). */
 static double cy_select(const nvl_cost_cfg_t *cfg, const shape_t *s)
 {
     double threads = fmax(32.0, ceil(s->E / 32.0) * 32.0);
-    double resident = (double)cfg->topo->gpu.sm_count *
-                      fmax(1.0, floor(TORCH_THREADS_PER_SM / threads));
-    double passes = TORCH_SELECT_SHARED_PASSES +
-                    ceil(log(s->E) / log(pow(2.0, TORCH_SELECT_BITS)));
-    return ceil(s->M / resident) *
-           (passes * TORCH_SELECT_PASS_STEPS + TORCH_SELECT_TAIL_STEPS) *
-           TORCH_BLOCK_STAGE_CYCLES;
+    double sms = fmax(1.0, (double)cfg->topo->gpu.sm_count);
+    double early = TORCH_SELECT_SHARED_PASSES +
+                   ceil(log(s->E) / log(pow(2.0, TORCH_SELECT_BITS)));
+    double more =
+        fmax(0.0, TORCH_SELECT_SCORE_BITS / TORCH_SELECT_BITS - early);
+    double p = select_tie_share(s);
+    double slowest = early + (1.0 - pow(1.0 - p, fmax(1.0, s->M))) * more;
+    double mean = early + p * more;
+    double latency =
+        TORCH_BLOCK_STAGE_CYCLES *
+        (slowest * TORCH_SELECT_PASS_STEPS + TORCH_SELECT_TAIL_STEPS);
+    double issue = (threads / 32.0) *
+                   (mean + TORCH_SELECT_TAIL_STEPS / TORCH_SELECT_PASS_STEPS) *
+                   TORCH_SELECT_PASS_WARP_INSTR / TORCH_SM_ISSUE_PER_CYCLE;
+    return latency + fmax(0.0, s->M / sms - 1.0) * issue;
 }
 
 /* sortKeyValueInplace of each row's k results: SmallBitonicSort's stages
