@@ -13,9 +13,13 @@
  * (nvl_group_*): their time follows the busiest GPU's ports, so a rank
  * whose experts are hot receives and computes more, and the others wait
  * for it before the combine: that wait is the cost of imbalance.  Timing
- * mode agrees that bookkeeping once a pass for every expert-parallel layer
+ * mode keeps that bookkeeping once a pass for every expert-parallel layer
  * (ep_book_pass: the seeded routing makes each layer's numbers known at
- * the pass's start). */
+ * the pass's start): a small pass's every rank routes every member's rows
+ * (their rows are known: attention.c's split, or the caller's under
+ * data-parallel attention) and exchanges nothing; a large one exchanges
+ * each rank's counts. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,9 +247,11 @@ static void ep_route_counts(nvl_engine_t *e, uint32_t li, uint64_t row0,
 }
 
 /* The wire factors of the low-latency mode, and the dispatch and combine
- * as the implementation the run does not use would time them, on this
- * rank (t[0], t[1]); false when that implementation is not usable. */
-static bool ep_alt_local(nvl_engine_t *e, ep_layer_t *s, int64_t t[2])
+ * as the implementation the run does not use would time them, on member
+ * `member` whose numbers s holds (t[0], t[1]); false when that
+ * implementation is not usable. */
+static bool ep_alt_member(nvl_engine_t *e, ep_layer_t *s, int member,
+                          int64_t t[2])
 {
     int n = s->n;
     s->wsend = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->wsend);
@@ -271,9 +277,15 @@ static bool ep_alt_local(nvl_engine_t *e, ep_layer_t *s, int64_t t[2])
     t[0] = t[1] = 0;
     if (ep_allgather(e) || !nvl_a2a_usable(e->tp, alt, why, sizeof why))
         return false;
-    t[0] = nvl_a2a_predict_ps(e->tp, alt, dsend, drecv);
-    t[1] = nvl_a2a_predict_ps(e->tp, alt, csend, crecv);
+    t[0] = nvl_a2a_predict_member_ps(e->tp, member, alt, dsend, drecv);
+    t[1] = nvl_a2a_predict_member_ps(e->tp, member, alt, csend, crecv);
     return true;
+}
+
+/* The same on this rank. */
+static bool ep_alt_local(nvl_engine_t *e, ep_layer_t *s, int64_t t[2])
+{
+    return ep_alt_member(e, s, nvl_comm_rank(e->tp), t);
 }
 
 /* The other implementation's dispatch and combine, the group's largest
@@ -347,13 +359,152 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s, const int64_t *agreed_alt)
 
 /* Timing mode's book of a pass (R rows from row0 on this rank): for every
  * expert-parallel layer, [to n][pto n][from n][pfrom n][count E], and the
- * other implementation's two times.  The routing is seeded (a function of
- * the seed, the pass, the layer and the rows), so each rank routes every
- * layer's rows at the pass's first such layer and the group agrees in
- * three MPI calls for the pass, not three a layer: the same numbers. */
+ * other implementation's two times (the group's largest).  The routing is
+ * seeded (a function of the seed, the pass, the layer and the row), so
+ * where every member's rows are known (ep_members) each rank routes every
+ * member's rows of every layer at the pass's first such layer: the
+ * numbers the members would exchange, with no exchange (ep_book_local);
+ * else each routes its own and the group agrees in three MPI calls for
+ * the pass, not three a layer (ep_book_exchange): the same numbers. */
 static size_t book_stride(const nvl_engine_t *e)
 {
     return 4 * (size_t)nvl_comm_size(e->tp) + (size_t)e->cfg.num_experts;
+}
+
+void nvl_engine_ep_rows(nvl_engine_t *e, const uint64_t *rows,
+                        const uint64_t *first)
+{
+    int n = nvl_comm_size(e->tp);
+    free(e->ep_rows);
+    e->ep_rows = nvl_engine_moe_alloc(2 * (size_t)n, sizeof *e->ep_rows);
+    memcpy(e->ep_rows, rows, (size_t)n * sizeof *rows);
+    memcpy(e->ep_rows + n, first, (size_t)n * sizeof *first);
+    e->row0 = first[nvl_comm_rank(e->tp)];
+}
+
+/* Every member's rows of the pass, rows[r] from row first[r]: under
+ * tensor-parallel attention its share of the pass's rows (attention.c's
+ * split of e->cur.tokens from e->row0), under data-parallel attention the
+ * caller's (nvl_engine_ep_rows); false when they are not known (the same
+ * on every member: the callers are).  This rank's must be (R, row0). */
+static bool ep_members(nvl_engine_t *e, uint64_t R, uint64_t row0,
+                       uint64_t *rows, uint64_t *first)
+{
+    int n = nvl_comm_size(e->tp), me = nvl_comm_rank(e->tp);
+    if (e->shard.attn_dp && e->ep_rows == NULL)
+        return false;
+    for (int r = 0; r < n; r++) {
+        nvl_range_t sh = nvl_range_split((uint32_t)e->cur.tokens, n, r);
+        rows[r] = e->shard.attn_dp ? e->ep_rows[r] : sh.count;
+        first[r] = e->shard.attn_dp ? e->ep_rows[n + r] : e->row0 + sh.first;
+    }
+    if (rows[me] != R || first[me] != row0) { /* the engine's own error */
+        nvl_report("expert parallelism: pass %d routes %" PRIu64
+                   " rows from row %" PRIu64 " on rank %d, its members' "
+                   "rows say %" PRIu64 " from %" PRIu64,
+                   (int)e->pass, R, row0, me, rows[me], first[me]);
+        nvl_runtime_abort(1);
+    }
+    return true;
+}
+
+/* Member q's rows and pairs to each rank, into to[d] and pto[d] (grp:
+ * its rows and pairs to each expert group, ep_book_local's). */
+static void ep_member_to(const nvl_engine_t *e, const uint64_t *grp,
+                         uint64_t rows, uint64_t *to, uint64_t *pto)
+{
+    int n = nvl_comm_size(e->tp), etp = e->shard.etp;
+    uint32_t ep = (uint32_t)e->shard.ep;
+    bool all = ep_allgather(e);
+    for (int d = 0; d < n; d++) {
+        to[d] = all ? rows : grp[d / etp];
+        pto[d] = grp[ep + (uint32_t)(d / etp)];
+    }
+}
+
+/* The other implementation's times over the group, the largest of each
+ * member's (grp: every member's rows and pairs to each expert group);
+ * false when it is not usable. */
+static bool ep_alt_group(nvl_engine_t *e, const uint64_t *grp,
+                         const uint64_t *rows, int64_t most[2])
+{
+    int n = nvl_comm_size(e->tp);
+    size_t nn = (size_t)n, ep = (size_t)e->shard.ep;
+    uint64_t *to = nvl_engine_moe_alloc(2 * nn * nn, sizeof *to);
+    uint64_t *mem = nvl_engine_moe_alloc(4 * nn, sizeof *mem);
+    for (int q = 0; q < n; q++)
+        ep_member_to(e, grp + 2 * (size_t)q * ep, rows[q], to + 2 * q * nn,
+                     to + 2 * q * nn + nn);
+    bool usable = true;
+    most[0] = most[1] = 0;
+    for (int q = 0; q < n && usable; q++) { /* member q's numbers */
+        for (int d = 0; d < n; d++) {
+            mem[d] = to[2 * q * nn + d];
+            mem[n + d] = to[2 * q * nn + nn + d];
+            mem[2 * n + d] = to[2 * d * nn + q];
+            mem[3 * n + d] = to[2 * d * nn + nn + q];
+        }
+        ep_layer_t s = {.R = rows[q], .hid = e->cfg.hidden,
+                        .k = e->cfg.top_k,
+                        .pay = e->cfg.hidden + 2 * (uint64_t)e->cfg.top_k,
+                        .n = n, .to = mem, .pto = mem + n,
+                        .from = mem + 2 * n, .pfrom = mem + 3 * n};
+        int64_t t[2];
+        usable = ep_alt_member(e, &s, q, t);
+        free(s.wsend);
+        for (int i = 0; i < 2 && usable; i++)
+            most[i] = t[i] > most[i] ? t[i] : most[i];
+    }
+    free(mem);
+    free(to);
+    if (!usable)
+        most[0] = most[1] = 0;
+    return usable;
+}
+
+/* The book from the members' rows (ep_members): each member's rows and
+ * pairs to each expert group, hence this rank's to and from each rank;
+ * the tokens per expert summed over the members in integers (the
+ * exchange's sum); the other implementation's times as each member
+ * predicts them, their largest (the exchange's max). */
+static void ep_book_local(nvl_engine_t *e, const uint64_t *rows,
+                          const uint64_t *first)
+{
+    int n = nvl_comm_size(e->tp), me = nvl_comm_rank(e->tp);
+    int etp = e->shard.etp;
+    uint32_t E = e->cfg.num_experts, L = e->layers, ep = (uint32_t)e->shard.ep;
+    size_t per = book_stride(e);
+    bool all = ep_allgather(e);
+    char why[256];
+    nvl_a2a_t alt = e->opts.a2a_onesided ? NVL_A2A_NCCL : onesided_mode(e);
+    bool usable = !all && nvl_a2a_usable(e->tp, alt, why, sizeof why);
+    uint32_t *group = nvl_engine_moe_alloc(E, sizeof *group);
+    for (uint32_t x = 0; x < E; x++)
+        group[x] = (uint32_t)expert_group(e, x);
+    /* member q's rows [q][ep] and pairs [q][ep] to each expert group */
+    uint64_t *grp = nvl_engine_moe_alloc(2 * (size_t)n * ep, sizeof *grp);
+    for (uint32_t l = 0; l < L; l++) {
+        if (!nvl_engine_moe_is_ep(e, l))
+            continue;
+        uint64_t *b = e->ep_book + l * per;
+        memset(grp, 0, 2 * (size_t)n * ep * sizeof *grp);
+        for (int q = 0; q < n; q++) {
+            uint64_t *gq = grp + 2 * (size_t)q * ep;
+            nvl_moe_groups_t g = {.group = group, .n = ep, .count = b + 4 * n,
+                                  .pairs = gq + ep, .rows = gq};
+            nvl_engine_moe_route_count(e, l, first[q], rows[q], &g);
+        }
+        ep_member_to(e, grp + 2 * (size_t)me * ep, rows[me], b, b + n);
+        for (int d = 0; d < n; d++) { /* what member d sends this rank */
+            const uint64_t *gd = grp + 2 * (size_t)d * ep;
+            b[2 * n + d] = all ? rows[d] : gd[me / etp];
+            b[3 * n + d] = gd[ep + (uint32_t)(me / etp)];
+        }
+        if (usable)
+            ep_alt_group(e, grp, rows, e->ep_book_alt + 2 * (size_t)l);
+    }
+    free(grp);
+    free(group);
 }
 
 static void ep_book_route(nvl_engine_t *e, uint64_t R, uint64_t row0,
@@ -375,18 +526,14 @@ static void ep_book_route(nvl_engine_t *e, uint64_t R, uint64_t row0,
     }
 }
 
-static void ep_book_pass(nvl_engine_t *e, uint64_t R, uint64_t row0)
+/* The book by exchange: this rank's rows routed, the rows and pairs to
+ * each rank told by one MPI_Alltoall, the tokens per expert summed by an
+ * MPI_Allreduce, the other implementation's times by another. */
+static void ep_book_exchange(nvl_engine_t *e, uint64_t R, uint64_t row0)
 {
-    if (e->ep_book != NULL && e->ep_book_pass == e->pass &&
-        e->ep_book_rows == R && e->ep_book_row0 == row0)
-        return;
     int n = nvl_comm_size(e->tp);
     uint32_t E = e->cfg.num_experts, L = e->layers;
     size_t per = book_stride(e);
-    free(e->ep_book);
-    free(e->ep_book_alt);
-    e->ep_book = nvl_engine_moe_alloc(L * per, sizeof *e->ep_book);
-    e->ep_book_alt = nvl_engine_moe_alloc(2 * (size_t)L, sizeof *e->ep_book_alt);
     uint64_t *send = nvl_engine_moe_alloc(4 * (size_t)n * L, sizeof *send);
     uint64_t *recv = send + 2 * (size_t)n * L;
     uint64_t *mine = nvl_engine_moe_alloc(2 * (size_t)L * E, sizeof *mine);
@@ -420,6 +567,93 @@ static void ep_book_pass(nvl_engine_t *e, uint64_t R, uint64_t row0)
                       MPI_MAX, mpi);
     free(mine);
     free(send);
+}
+
+/* Up to this many (row, expert) draws of a pass over the group's rows and
+ * expert-parallel layers, every rank routes every member's rows (the
+ * book without an exchange); above it each routes its own and the group
+ * exchanges.  Routing them all costs each rank the group's draws instead
+ * of its own (5-7 ns a draw on the 2-core host); the exchange, waits in
+ * two blocking MPI calls a pass.  Measured there, Qwen3-235B FP4 under
+ * data-parallel attention, the job's user + system CPU seconds over its
+ * ranks: DEP32 on gb200-nvl72, 31 decode steps of 32 rows (24 000 draws a
+ * pass): 3.7 routing alone, 3.7 exchanging (the load moved: 3.1 and 5.6
+ * in a second pair); 15 steps of 256 rows (193 000 draws): 3.2 and 2.9,
+ * 3.0 and 2.9; DEP8 on hgx-b200, 63 steps of 64 rows (385 000): 0.84 and
+ * about 0.95; a 64 x 1000 prefill (48 million draws): 2.7 alone, 0.5
+ * exchanging.  The bound sits where the two meet at 8 to 32 ranks. */
+#define NVL_EP_LOCAL_DRAWS 524288.0
+
+/* The draws of one of the pass's rows: top_k a layer over the
+ * expert-parallel layers. */
+static double ep_draws_per_row(const nvl_engine_t *e)
+{
+    double layers = 0;
+    for (uint32_t l = 0; l < e->layers; l++)
+        layers += nvl_engine_moe_is_ep(e, l) ? 1.0 : 0.0;
+    return layers * (double)e->cfg.top_k;
+}
+
+void nvl_engine_ep_done(nvl_engine_t *e)
+{
+    if (e->ep_alone_pending)
+        nvl_runtime_wait(&e->ep_alone_req);
+    e->ep_alone_pending = false;
+}
+
+/* Whether every member routes this pass's book alone (known: the
+ * members' rows, who, are known here).  Each member wishes to where it
+ * knows them and the pass draws no more than NVL_EP_LOCAL_DRAWS; the
+ * members agree by the largest wish, a non-blocking allreduce: a member
+ * that wishes to goes on without waiting (nobody can exchange once one
+ * member routes alone), one that does not waits and routes alone too
+ * when any member does.  Members whose views of the rows agree (a
+ * consistent job) wish alike, so in a job with every pass under the
+ * bound nobody waits; in one whose ranks were given other rows (another
+ * --batch) no member is left waiting in an exchange the others skip:
+ * the first call that differs is named at the pass's agreement. */
+static bool ep_alone(nvl_engine_t *e, bool known, const uint64_t *who)
+{
+    int n = nvl_comm_size(e->tp);
+    double draws = 0; /* the group's (row, expert) draws of the pass */
+    for (int r = 0; known && r < n; r++)
+        draws += (double)who[r];
+    nvl_engine_ep_done(e);
+    e->ep_alone[0] =
+        known && draws * ep_draws_per_row(e) <= NVL_EP_LOCAL_DRAWS;
+    MPI_Iallreduce(&e->ep_alone[0], &e->ep_alone[1], 1, MPI_INT, MPI_MAX,
+                   nvl_comm_mpi(e->tp), &e->ep_alone_req);
+    e->ep_alone_pending = true;
+    if (e->ep_alone[0])
+        return true;
+    nvl_engine_ep_done(e);
+    if (e->ep_alone[1] && !known) { /* the engine's own error */
+        nvl_report("expert parallelism: pass %d: members route the book "
+                   "alone, rank %d was not given their rows",
+                   (int)e->pass, nvl_comm_rank(e->tp));
+        nvl_runtime_abort(1);
+    }
+    return e->ep_alone[1];
+}
+
+static void ep_book_pass(nvl_engine_t *e, uint64_t R, uint64_t row0)
+{
+    if (e->ep_book != NULL && e->ep_book_pass == e->pass &&
+        e->ep_book_rows == R && e->ep_book_row0 == row0)
+        return;
+    int n = nvl_comm_size(e->tp);
+    uint32_t L = e->layers;
+    free(e->ep_book);
+    free(e->ep_book_alt);
+    e->ep_book = nvl_engine_moe_alloc(L * book_stride(e), sizeof *e->ep_book);
+    e->ep_book_alt =
+        nvl_engine_moe_alloc(2 * (size_t)L, sizeof *e->ep_book_alt);
+    uint64_t *who = nvl_engine_moe_alloc(2 * (size_t)n, sizeof *who);
+    if (ep_alone(e, ep_members(e, R, row0, who, who + n), who))
+        ep_book_local(e, who, who + n);
+    else
+        ep_book_exchange(e, R, row0);
+    free(who);
     e->ep_book_pass = e->pass;
     e->ep_book_rows = R;
     e->ep_book_row0 = row0;
