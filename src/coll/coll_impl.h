@@ -475,8 +475,7 @@ nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);
  * a group writing out_bytes to its peers and receiving in_bytes, all over
  * NVLink, in mode a2a (not NVL_A2A_NCCL). */
 int64_t nvl_onesided_time_ps(const nvl_comm_t *comm, int member,
-                             nvl_a2a_t a2a, double out_bytes,
-                             double in_bytes);
+                             nvl_a2a_t a2a, double out_bytes, double in_bytes);
 
 /* ---- agreeing on a call (src/coll/agree.c) ----------------------------- */
 

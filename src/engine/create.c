@@ -272,7 +272,8 @@ void nvl_engine_free(nvl_engine_t *e)
     if (e == NULL)
         return;
     nvl_engine_free_weights(e);
-    nvl_engine_ep_done(e);
+    if (e->ep_alone_pending) /* moe_ep.c's last wish, posted by every rank */
+        nvl_runtime_wait(&e->ep_alone_req);
     if (e->dense != NULL && e->dense != e->tp)
         nvl_comm_destroy(e->dense);
     nvl_comm_destroy(e->ovl);

@@ -21,6 +21,8 @@
  *   moe_ep.c     expert parallelism: the dispatch / combine all-to-alls
  *                around the experts, or moe_agrs.c's allgather and
  *                reduce-scatter (moe_agrs.h; calls moe.c, moe_route.c)
+ *   moe_book.c   an expert-parallel layer's numbers: its rows' counts over
+ *                the expert groups, timing mode's book of a pass (moe_ep.h)
  *   moe.c        the experts' maths and kernels (--stack torch: moe_torch.c)
  *   moe_route.c  the routing of a layer's rows (real or seeded)
  *   ---------------------------------------------------------------------
@@ -165,7 +167,7 @@ struct nvl_engine {
     uint64_t *moe_counts;
     int32_t moe_counts_pass;
     uint64_t moe_counts_rows;
-    /* moe_ep.c, timing mode: the pass's expert-parallel book (each EP
+    /* moe_book.c, timing mode: the pass's expert-parallel book (each EP
      * layer's rows and pairs to and from each rank and tokens per expert,
      * agreed once a pass; the other all-to-all's times) */
     uint64_t *ep_book;
@@ -539,7 +541,7 @@ void *nvl_engine_moe_alloc(size_t n, size_t size);
 nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
                                uint64_t row0, float *h);
 
-/* moe_ep.c, data-parallel attention: the next pass's rows of every member
+/* moe_book.c, data-parallel attention: the next pass's rows of every member
  * of e->tp (rows[r] from row first[r] of the whole step's, members'
  * entries each), so that timing mode's expert-parallel book routes every
  * member's rows without an exchange; e->row0 becomes this rank's first.
@@ -548,7 +550,7 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
 void nvl_engine_ep_rows(nvl_engine_t *e, const uint64_t *rows,
                         const uint64_t *first);
 
-/* moe_ep.c: completes the last pass's agreement on how the book is
+/* moe_book.c: completes the last pass's agreement on how the book is
  * routed, if pending (every member has posted it by the end of the pass
  * that did). */
 void nvl_engine_ep_done(nvl_engine_t *e);
