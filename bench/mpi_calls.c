@@ -1,10 +1,11 @@
 /* mpi_calls: preloaded into every rank of a job (LD_PRELOAD, through
  * mpiexec -x), it counts the rank's MPI calls that exchange messages
- * (allreduce, broadcast, blocking and non-blocking sends and receives)
- * and at MPI_Finalize rank 0 prints the mean over the ranks on standard
- * error: the number of agreements a run costs, which no load on the host
- * changes (its wall and CPU times move with it).  Unchanged program
- * otherwise (the MPI profiling interface).
+ * (allreduce, broadcast, blocking and non-blocking sends and receives,
+ * all-to-all, allgather, non-blocking allreduce) and at MPI_Finalize rank
+ * 0 prints the mean over the ranks on standard error: the number of
+ * agreements a run costs, which no load on the host changes (its wall
+ * and CPU times move with it).  Unchanged program otherwise (the MPI
+ * profiling interface).
  *
  *   mpiexec -n 8 -x LD_PRELOAD=build/bench/mpi_calls.so build/nvlemu run ...
  *
@@ -13,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { C_ALLREDUCE, C_BCAST, C_SEND, C_RECV, C_ISEND, C_IRECV, C_N };
+enum { C_ALLREDUCE, C_BCAST, C_SEND, C_RECV, C_ISEND, C_IRECV, C_ALLTOALL,
+       C_ALLGATHER, C_IALLREDUCE, C_N };
 static long counts[C_N];
 static const char *const names[C_N] = {"allreduce", "bcast", "send", "recv",
-                                       "isend", "irecv"};
+                                       "isend", "irecv", "alltoall",
+                                       "allgather", "iallreduce"};
 
 int MPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
                   MPI_Comm comm)
@@ -57,6 +60,27 @@ int MPI_Irecv(void *b, int n, MPI_Datatype t, int from, int tag,
 {
     counts[C_IRECV]++;
     return PMPI_Irecv(b, n, t, from, tag, comm, req);
+}
+
+int MPI_Alltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn,
+                 MPI_Datatype rt, MPI_Comm comm)
+{
+    counts[C_ALLTOALL]++;
+    return PMPI_Alltoall(sb, sn, st, rb, rn, rt, comm);
+}
+
+int MPI_Allgather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn,
+                  MPI_Datatype rt, MPI_Comm comm)
+{
+    counts[C_ALLGATHER]++;
+    return PMPI_Allgather(sb, sn, st, rb, rn, rt, comm);
+}
+
+int MPI_Iallreduce(const void *sb, void *rb, int n, MPI_Datatype t,
+                   MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    counts[C_IALLREDUCE]++;
+    return PMPI_Iallreduce(sb, rb, n, t, op, comm, req);
 }
 
 int MPI_Finalize(void)

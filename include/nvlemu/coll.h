@@ -456,6 +456,14 @@ int64_t nvl_a2a_predict_ps(const nvl_comm_t *comm, nvl_a2a_t a2a,
                            const double *send_bytes,
                            const double *recv_bytes);
 
+/* The same seen from member `member` (its sends and receives, its GPU's
+ * ports): what nvl_a2a_predict_ps returns on that member, on any member
+ * (timing mode's expert-parallel book takes the group's largest without
+ * an exchange). */
+int64_t nvl_a2a_predict_member_ps(const nvl_comm_t *comm, int member,
+                                  nvl_a2a_t a2a, const double *send_bytes,
+                                  const double *recv_bytes);
+
 /* NCCL's point-to-point time of a group (as nvl_a2a_predict_ps with
  * NVL_A2A_NCCL) seen from any member: that member sending send_bytes[p]
  * to and receiving recv_bytes[p] from each member p.  Pure: no MPI, no

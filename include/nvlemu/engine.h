@@ -486,11 +486,14 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
                                      const nvl_engine_kv_rule_t *rule,
                                      nvl_engine_kv_room_t *room_out);
 
-/* Data-parallel attention: the next nvl_engine_serve_step's sequences
- * are rows row0.. of the replica's step (the rows of the ranks before this
- * one), so each rank's rows draw their own seeded expert routing; the
- * step after it starts from row 0 again. */
-void nvl_engine_serve_first_row(nvl_engine_t *e, uint64_t row0);
+/* Data-parallel attention: the rows every rank of the replica (the
+ * engine's group, `ranks` members) runs in the next nvl_engine_serve_step,
+ * rows[r] for rank r, in rank order: rank r's are rows sum_{q<r} rows[q]..
+ * of the replica's step, so each rank's rows draw their own seeded expert
+ * routing, and timing mode routes every rank's without an exchange.  The
+ * step after it starts from row 0 again; `ranks` other than the group's
+ * size: only this rank's first row is set (the book is exchanged). */
+void nvl_engine_serve_rows(nvl_engine_t *e, int ranks, const uint64_t *rows);
 
 /* Collective over the engine's group, timing mode: one continuous-batching
  * step from start_ps (the clock waits until then): sequence i runs

@@ -491,11 +491,11 @@ nvl_status_t nvl_coll_choose_quiet(const nvl_comm_t *comm, nvl_coll_t coll,
 int64_t nvl_p2p_predict_ps(const nvl_coll_call_t *call);
 nvl_status_t nvl_p2p_run(const nvl_coll_call_t *call);
 
-/* One-sided all-to-all (src/coll/onesided.c): this member's time of a
- * group writing out_bytes to its peers and receiving in_bytes, all over
+/* One-sided all-to-all (src/coll/onesided.c): member `member`'s time of
+ * a group writing out_bytes to its peers and receiving in_bytes, all over
  * NVLink, in mode a2a (not NVL_A2A_NCCL). */
-int64_t nvl_onesided_time_ps(const nvl_comm_t *comm, nvl_a2a_t a2a,
-                             double out_bytes, double in_bytes);
+int64_t nvl_onesided_time_ps(const nvl_comm_t *comm, int member,
+                             nvl_a2a_t a2a, double out_bytes, double in_bytes);
 
 /* ---- agreeing on a call (src/coll/agree.c) ----------------------------- */
 

@@ -62,14 +62,15 @@ bool nvl_a2a_usable(const nvl_comm_t *c, nvl_a2a_t a2a, char *why,
     return true;
 }
 
-int64_t nvl_onesided_time_ps(const nvl_comm_t *c, nvl_a2a_t a2a,
-                             double out_bytes, double in_bytes)
+int64_t nvl_onesided_time_ps(const nvl_comm_t *c, int member,
+                             nvl_a2a_t a2a, double out_bytes,
+                             double in_bytes)
 {
     if (out_bytes <= 0 && in_bytes <= 0)
         return 0;
     const nvl_topo_t *t = c->topo;
     const a2a_row_t *r = &rows[a2a];
-    double bw = nvl_topo_nvlink_bw(t, c->gpus[c->rank]) * NVL_NVLINK_DATA_EFF;
+    double bw = nvl_topo_nvlink_bw(t, c->gpus[member]) * NVL_NVLINK_DATA_EFF;
     double most = out_bytes > in_bytes ? out_bytes : in_bytes;
     return (int64_t)r->kernels * t->gpu.kernel_overhead_ps +
            (int64_t)r->hops * t->nvlink.hop_lat_ps + nvl_ps_from_s(most / bw);

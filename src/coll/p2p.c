@@ -417,23 +417,31 @@ static nvl_status_t report_pairs(nvl_comm_t *c)
     return NVL_ERR_INVALID;
 }
 
-int64_t nvl_a2a_predict_ps(const nvl_comm_t *c, nvl_a2a_t a2a,
-                           const double *send_bytes, const double *recv_bytes)
+int64_t nvl_a2a_predict_member_ps(const nvl_comm_t *c, int member,
+                                  nvl_a2a_t a2a, const double *send_bytes,
+                                  const double *recv_bytes)
 {
     port_load_t l = {{0}, {0}, {0}, {0}};
     double out = 0, in = 0;
     for (int p = 0; p < c->size; p++) {
-        if (p == c->rank)
+        if (p == member)
             continue;
         if (send_bytes[p] > 0)
-            load_add(c, &l, p, true, send_bytes[p]);
+            load_add_at(c, member, &l, p, true, send_bytes[p]);
         if (recv_bytes[p] > 0)
-            load_add(c, &l, p, false, recv_bytes[p]);
+            load_add_at(c, member, &l, p, false, recv_bytes[p]);
         out += send_bytes[p];
         in += recv_bytes[p];
     }
-    return a2a == NVL_A2A_NCCL ? port_time_ps(c, &l)
-                               : nvl_onesided_time_ps(c, a2a, out, in);
+    return a2a == NVL_A2A_NCCL
+               ? port_time_at_ps(c, member, &l)
+               : nvl_onesided_time_ps(c, member, a2a, out, in);
+}
+
+int64_t nvl_a2a_predict_ps(const nvl_comm_t *c, nvl_a2a_t a2a,
+                           const double *send_bytes, const double *recv_bytes)
+{
+    return nvl_a2a_predict_member_ps(c, c->rank, a2a, send_bytes, recv_bytes);
 }
 
 int64_t nvl_p2p_predict_member_ps(const nvl_comm_t *c, int member,
@@ -468,8 +476,9 @@ static int64_t group_time_ps(const nvl_comm_t *c, nvl_a2a_t a2a,
         if (op->peer != c->rank)
             *(op->send ? &out : &in) += b;
     }
-    return a2a == NVL_A2A_NCCL ? port_time_ps(c, &l)
-                               : nvl_onesided_time_ps(c, a2a, out, in);
+    return a2a == NVL_A2A_NCCL
+               ? port_time_ps(c, &l)
+               : nvl_onesided_time_ps(c, c->rank, a2a, out, in);
 }
 
 nvl_status_t nvl_group_end(nvl_comm_t *c, nvl_coll_info_t *info_out)

@@ -272,6 +272,8 @@ void nvl_engine_free(nvl_engine_t *e)
     if (e == NULL)
         return;
     nvl_engine_free_weights(e);
+    if (e->ep_alone_pending) /* moe_ep.c's last wish, posted by every rank */
+        nvl_runtime_wait(&e->ep_alone_req);
     if (e->dense != NULL && e->dense != e->tp)
         nvl_comm_destroy(e->dense);
     nvl_comm_destroy(e->ovl);
@@ -283,6 +285,7 @@ void nvl_engine_free(nvl_engine_t *e)
     free(e->moe_counts);
     free(e->ep_book);
     free(e->ep_book_alt);
+    free(e->ep_rows);
     free(e->route_table);
     free(e);
 }

@@ -21,6 +21,8 @@
  *   moe_ep.c     expert parallelism: the dispatch / combine all-to-alls
  *                around the experts, or moe_agrs.c's allgather and
  *                reduce-scatter (moe_agrs.h; calls moe.c, moe_route.c)
+ *   moe_book.c   an expert-parallel layer's numbers: its rows' counts over
+ *                the expert groups, timing mode's book of a pass (moe_ep.h)
  *   moe.c        the experts' maths and kernels (--stack torch: moe_torch.c)
  *   moe_route.c  the routing of a layer's rows (real or seeded)
  *   ---------------------------------------------------------------------
@@ -165,13 +167,20 @@ struct nvl_engine {
     uint64_t *moe_counts;
     int32_t moe_counts_pass;
     uint64_t moe_counts_rows;
-    /* moe_ep.c, timing mode: the pass's expert-parallel book (each EP
+    /* moe_book.c, timing mode: the pass's expert-parallel book (each EP
      * layer's rows and pairs to and from each rank and tokens per expert,
      * agreed once a pass; the other all-to-all's times) */
     uint64_t *ep_book;
     int64_t *ep_book_alt;
     int32_t ep_book_pass;
     uint64_t ep_book_rows, ep_book_row0;
+    /* whether the members route the book alone: each member's wish (1:
+     * alone) and the group's largest, a non-blocking allreduce that a
+     * member routing alone does not wait for (completed before the next
+     * one, or when the engine is freed: nvl_engine_ep_done) */
+    int ep_alone[2];
+    MPI_Request ep_alone_req;
+    bool ep_alone_pending;
     /* moe_route.c, timing mode: the routing table (rows of top_k experts
      * by popularity rank; NULL until a pass routes) */
     uint32_t *route_table;
@@ -188,7 +197,11 @@ struct nvl_engine {
      * kernels (swap-in, prefix reloads) and after them (swap-out,
      * evictions) */
     double serve_h2d_bytes, serve_d2h_bytes;
-    uint64_t serve_row0;  /* the next serving step's first row (ADP) */
+    /* data-parallel attention: the next pass's rows of every member of
+     * e->tp, [2 x members]: member r runs ep_rows[r] rows from row
+     * ep_rows[members + r] of the step's (generate.c, step.c; owned,
+     * dropped when the pass ends); NULL: not handed in */
+    uint64_t *ep_rows;
     /* issue.c, deferred agreement (timing mode): the pass's kernels and
      * collectives recorded, issued when the group has agreed on the
      * collectives (nvl_engine_settle); meanwhile the clock stands still
@@ -527,6 +540,20 @@ void *nvl_engine_moe_alloc(size_t n, size_t size);
  * the experts' complete weighted sum; timing mode: h is NULL. */
 nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
                                uint64_t row0, float *h);
+
+/* moe_book.c, data-parallel attention: the next pass's rows of every member
+ * of e->tp (rows[r] from row first[r] of the whole step's, members'
+ * entries each), so that timing mode's expert-parallel book routes every
+ * member's rows without an exchange; e->row0 becomes this rank's first.
+ * Holds for one pass (nvl_engine_forward drops it); a pass without it
+ * exchanges the book. */
+void nvl_engine_ep_rows(nvl_engine_t *e, const uint64_t *rows,
+                        const uint64_t *first);
+
+/* moe_book.c: completes the last pass's agreement on how the book is
+ * routed, if pending (every member has posted it by the end of the pass
+ * that did). */
+void nvl_engine_ep_done(nvl_engine_t *e);
 
 /* create.c: whether layer li's experts exchange tokens with all-to-alls
  * (a placement's property: issue.c, pass.c and the layers ask it). */

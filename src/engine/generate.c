@@ -108,6 +108,7 @@ static nvl_status_t check_clock(const nvl_engine_t *e, nvl_status_t st)
  * which the last stage ended its last pass. */
 typedef struct {
     int nb, mbs, max_new;
+    int batch;          /* the whole batch's sequences */
     uint32_t first;
     const int32_t *ids;
     const int *lens;
@@ -164,6 +165,29 @@ static void gen_free(nvl_engine_t *e, gen_t *g)
     free(g->logits);
 }
 
+/* Data-parallel attention: every member's rows of step s of microbatch m
+ * (its sequences' prompts at s 0, one row each after), from its first
+ * row of the batch's, handed to the engine (nvl_engine_ep_rows). */
+static void member_rows(nvl_engine_t *e, const gen_t *g, int m, int s)
+{
+    int n = nvl_comm_size(e->tp);
+    uint64_t *rows = nvl_engine_moe_alloc(2 * (size_t)n, sizeof *rows);
+    for (int q = 0; q < n; q++) {
+        nvl_range_t seqs = nvl_range_split((uint32_t)g->batch, n, q);
+        int mbs = (int)seqs.count < e->stages ? (int)seqs.count : e->stages;
+        nvl_range_t r = nvl_range_split(seqs.count, mbs < 1 ? 1 : mbs, m);
+        uint64_t at = 0, len = 0;
+        for (uint32_t b = 0; s == 0 && b < seqs.first + r.first; b++)
+            at += (uint64_t)g->lens[b];
+        for (uint32_t b = 0; s == 0 && b < r.count; b++)
+            len += (uint64_t)g->lens[seqs.first + r.first + b];
+        rows[q] = s == 0 ? len : r.count;
+        rows[n + q] = s == 0 ? at : seqs.first + r.first;
+    }
+    nvl_engine_ep_rows(e, rows, rows + n);
+    free(rows);
+}
+
 /* Step s of microbatch m on this rank: the prefill (s 0) of its prompts
  * or a decode step of its last tokens. */
 static nvl_status_t forward_one(nvl_engine_t *e, gen_t *g, int m, int s)
@@ -175,6 +199,8 @@ static nvl_status_t forward_one(nvl_engine_t *e, gen_t *g, int m, int s)
         e->row0 = g->row[r.first];
         tok = g->ids != NULL ? g->ids + g->row[r.first] : NULL;
     }
+    if (e->shard.attn_dp)
+        member_rows(e, g, m, s);
     nvl_status_t st = nvl_engine_forward(
         e, (int)r.count, g->caches + r.first, tok, g->T + r.first,
         e->data ? g->logits + (size_t)r.first * e->cfg.vocab : NULL);
@@ -364,7 +390,7 @@ nvl_status_t nvl_engine_generate(nvl_engine_t *e, const int32_t *ids,
     if (e->shard.attn_dp)
         mine = nvl_range_split((uint32_t)batch, nvl_comm_size(e->tp),
                                nvl_comm_rank(e->tp));
-    gen_t g = {.nb = (int)mine.count, .first = mine.first,
+    gen_t g = {.nb = (int)mine.count, .first = mine.first, .batch = batch,
                .max_new = max_new, .ids = ids, .lens = lens,
                .out = new_tokens_out, .last_logits = last_logits_out};
     gen_alloc(e, &g);

@@ -13,37 +13,23 @@
  * (nvl_group_*): their time follows the busiest GPU's ports, so a rank
  * whose experts are hot receives and computes more, and the others wait
  * for it before the combine: that wait is the cost of imbalance.  Timing
- * mode agrees that bookkeeping once a pass for every expert-parallel layer
- * (ep_book_pass: the seeded routing makes each layer's numbers known at
- * the pass's start). */
+ * mode keeps that bookkeeping once a pass for every expert-parallel layer
+ * (moe_book.c: the seeded routing makes each layer's numbers known at the
+ * pass's start): a small pass's every rank routes every member's rows
+ * (their rows are known: attention.c's split, or the caller's under
+ * data-parallel attention) and exchanges nothing; a large one exchanges
+ * each rank's counts. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_impl.h"
 #include "moe_agrs.h"
+#include "moe_ep.h"
 #include "nvlemu/runtime.h"
 
-/* The expert group holding expert x (groups hold nvl_range_split shares). */
-static int expert_group(const nvl_engine_t *e, uint32_t x)
-{
-    uint32_t E = e->cfg.num_experts, ep = (uint32_t)e->shard.ep;
-    uint32_t base = E / ep, extra = E % ep;
-    if (x < extra * (base + 1))
-        return (int)(x / (base + 1));
-    return (int)(extra + (x - extra * (base + 1)) / base);
-}
-
 static float *at(float *buf, uint64_t off) { return buf ? buf + off : NULL; }
-
-/* Whether this run's layers exchange by allgather and reduce-scatter
- * (moe_agrs.c): --ep-comm allgather, or auto under attention DP. */
-static bool ep_allgather(const nvl_engine_t *e)
-{
-    nvl_ep_comm_t c = e->opts.ep_comm;
-    return c == NVL_EP_COMM_ALLGATHER ||
-           (c == NVL_EP_COMM_AUTO && e->shard.attn_dp);
-}
 
 /* TensorRT-LLM's fused_moe op (cpp/tensorrt_llm/thop/moeOp.cpp) takes a
  * workspace from PyTorch's allocator for every call, sized by
@@ -72,7 +58,7 @@ double nvl_engine_moe_runner_bytes(const nvl_engine_t *e, double rows)
             L = (int32_t)i;
     if (L < 0 || rows <= 0)
         return 0;
-    double n = ep_allgather(e) ? (double)nvl_comm_size(e->tp) : 1.0;
+    double n = nvl_ep_allgather(e) ? (double)nvl_comm_size(e->tp) : 1.0;
     double N = rows * n, x = (double)c->top_k * N, h = (double)c->hidden;
     double I = (double)e->shard.moe_intermediate.count;
     double a = nvl_engine_moe_act_bits(e, L) / 8.0;
@@ -81,19 +67,10 @@ double nvl_engine_moe_runner_bytes(const nvl_engine_t *e, double rows)
     return N * h * (a + 2.0) + in + out + x * 6.0 * 4.0;
 }
 
-/* The one-sided mode of this pass: low-latency in decode steps, high-
- * throughput in the prefill (SGLang's --deepep-mode auto,
- * DeepEPMode.resolve: normal for extend batches, low_latency for
- * decode). */
-static nvl_a2a_t onesided_mode(const nvl_engine_t *e)
-{
-    return e->pass >= 1 ? NVL_A2A_ONESIDED_LL : NVL_A2A_ONESIDED_HT;
-}
-
 /* The run's all-to-all implementation for this pass. */
 static nvl_a2a_t a2a_of(const nvl_engine_t *e)
 {
-    return e->opts.a2a_onesided ? onesided_mode(e) : NVL_A2A_NCCL;
+    return e->opts.a2a_onesided ? nvl_ep_onesided_mode(e) : NVL_A2A_NCCL;
 }
 
 /* One all-to-all of rows: to[d] rows of `width` floats to member d (from
@@ -141,149 +118,14 @@ static nvl_status_t exchange(nvl_engine_t *e, const char *name, int32_t L,
     return NVL_OK;
 }
 
-/* One expert-parallel MoE layer on this rank: its rows' routing and the
- * plan and buffers of the two all-to-alls. */
-typedef struct {
-    uint64_t R, hid, pay;          /* rows; values per row; dispatched */
-    uint32_t k;                    /* experts per row */
-    int n;                         /* ranks */
-    uint32_t *ids;                 /* R x k: the rows' experts */
-    float *w;                      /* R x k: their weights */
-    unsigned char *dest;           /* R x n: row t goes to rank d */
-    uint64_t *to, *sofs;           /* rows sent to each rank, and where */
-    uint64_t *from, *rofs;         /* rows received from each, and where */
-    uint64_t *pto, *pfrom;         /* (row, expert) pairs to / from each */
-    double *wsend, *wrecv;         /* pairs / rows to and from each rank:
-                                      the low-latency mode's wire factors
-                                      (one message per pair) */
-    uint64_t nsend, nrecv;
-    uint64_t *mine;                /* tokens per expert, this rank's rows */
-    uint64_t *count;               /* tokens per expert, the whole job */
-    float *sbuf, *rbuf;            /* dispatch (data mode) */
-    float *xin, *win, *back;       /* received rows, weights, outputs */
-    uint32_t *idin;
-} ep_layer_t;
-
-static void ep_free(ep_layer_t *s)
-{
-    free(s->ids);
-    free(s->w);
-    free(s->dest);
-    free(s->to);
-    free(s->wsend);
-    free(s->mine);
-    free(s->count);
-    free(s->sbuf);
-    free(s->rbuf);
-    free(s->xin);
-    free(s->win);
-    free(s->back);
-    free(s->idin);
-}
-
-/* The per-rank arrays of s; each rank's rows and pairs from its group's
- * (g: the counts over the expert groups); under the allgather every rank
- * gets every row, so from[r] is rank r's row count. */
-static void ep_counts_to_ranks(nvl_engine_t *e, const nvl_moe_groups_t *g,
-                               ep_layer_t *s)
-{
-    int n = s->n, etp = e->shard.etp;
-    bool all = ep_allgather(e);
-    s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
-    s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
-    s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
-    for (int d = 0; d < n; d++) {
-        s->to[d] = all ? s->R : g->rows[d / etp];
-        s->pto[d] = g->pairs[d / etp];
-    }
-}
-
-/* Routes this rank's R rows (its counts, as ep_route_counts's); row t
- * goes to every rank of each group holding one of its experts, once
- * (dest).  Data mode. */
-static void ep_route(nvl_engine_t *e, uint32_t li, uint64_t row0,
-                     const float *h, const nvl_moe_groups_t *g,
-                     ep_layer_t *s)
-{
-    int n = s->n, etp = e->shard.etp;
-    uint32_t k = s->k;
-    s->ids = nvl_engine_moe_alloc(s->R * k, sizeof *s->ids);
-    s->w = nvl_engine_moe_alloc(s->R * k, sizeof *s->w);
-    nvl_engine_moe_route(e, li, row0, s->R, h, s->ids, s->w);
-    nvl_engine_moe_count(e, s->ids, s->R, g);
-    s->dest = nvl_engine_moe_alloc(s->R * (uint64_t)n, 1);
-    for (uint64_t t = 0; t < s->R; t++)
-        for (uint32_t j = 0; j < k; j++)
-            for (int i = 0; i < etp; i++)
-                s->dest[t * (uint64_t)n +
-                        (uint64_t)(g->group[s->ids[t * k + j]] * etp + i)] = 1;
-}
-
-/* The counts of layer li's routing of this rank's R rows over the expert
- * groups (routed in data mode, ep_route; counted from the seeded routing
- * in timing mode), and s's per-rank arrays from them. */
-static void ep_route_counts(nvl_engine_t *e, uint32_t li, uint64_t row0,
-                            const float *h, ep_layer_t *s)
-{
-    uint32_t E = e->cfg.num_experts, ep = (uint32_t)e->shard.ep;
-    uint32_t *group = nvl_engine_moe_alloc(E, sizeof *group);
-    for (uint32_t x = 0; x < E; x++)
-        group[x] = (uint32_t)expert_group(e, x);
-    uint64_t *pr = nvl_engine_moe_alloc(2 * (size_t)ep, sizeof *pr);
-    s->mine = nvl_engine_moe_alloc(E, sizeof *s->mine);
-    nvl_moe_groups_t g = {.group = group, .n = ep, .count = s->mine,
-                          .pairs = pr, .rows = pr + ep};
-    if (e->data)
-        ep_route(e, li, row0, h, &g, s);
-    else
-        nvl_engine_moe_route_count(e, li, row0, s->R, &g);
-    ep_counts_to_ranks(e, &g, s);
-    free(pr);
-    free(group);
-}
-
-/* The wire factors of the low-latency mode, and the dispatch and combine
- * as the implementation the run does not use would time them, on this
- * rank (t[0], t[1]); false when that implementation is not usable. */
-static bool ep_alt_local(nvl_engine_t *e, ep_layer_t *s, int64_t t[2])
-{
-    int n = s->n;
-    s->wsend = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->wsend);
-    s->wrecv = s->wsend + n;
-    double *dsend = s->wsend + 2 * n, *drecv = s->wsend + 3 * n;
-    double *csend = s->wsend + 4 * n, *crecv = s->wsend + 5 * n;
-    double esz = (double)nvl_dtype_size(NVL_DT_BF16); /* timed as bf16 */
-    for (int r = 0; r < n; r++) {
-        s->wsend[r] = s->to[r] ? (double)s->pto[r] / (double)s->to[r] : 1;
-        s->wrecv[r] =
-            s->from[r] ? (double)s->pfrom[r] / (double)s->from[r] : 1;
-    }
-    nvl_a2a_t alt = e->opts.a2a_onesided ? NVL_A2A_NCCL : onesided_mode(e);
-    bool ll = alt == NVL_A2A_ONESIDED_LL;
-    for (int r = 0; r < n; r++) { /* the queued bytes, as exchange() */
-        double ws = ll ? s->wsend[r] : 1, wr = ll ? s->wrecv[r] : 1;
-        dsend[r] = (double)(s->to[r] * s->pay) * esz * ws;
-        drecv[r] = (double)(s->from[r] * s->pay) * esz * wr;
-        csend[r] = (double)(s->from[r] * s->hid) * esz * wr;
-        crecv[r] = (double)(s->to[r] * s->hid) * esz * ws;
-    }
-    char why[256];
-    t[0] = t[1] = 0;
-    if (ep_allgather(e) || !nvl_a2a_usable(e->tp, alt, why, sizeof why))
-        return false;
-    t[0] = nvl_a2a_predict_ps(e->tp, alt, dsend, drecv);
-    t[1] = nvl_a2a_predict_ps(e->tp, alt, csend, crecv);
-    return true;
-}
-
 /* The other implementation's dispatch and combine, the group's largest
  * (one small MPI_Allreduce, bookkeeping as ep_count's; `agreed`: already
  * agreed for the pass, timing mode's book). */
-static void ep_alt_predict(nvl_engine_t *e, ep_layer_t *s,
+static void ep_alt_predict(nvl_engine_t *e, nvl_ep_layer_t *s,
                            const int64_t *agreed)
 {
     int64_t t[2];
-    bool usable = ep_alt_local(e, s, t);
+    bool usable = nvl_ep_alt_local(e, s, t);
     if (usable && agreed != NULL)
         t[0] = agreed[0], t[1] = agreed[1];
     else if (usable)
@@ -296,7 +138,7 @@ static void ep_alt_predict(nvl_engine_t *e, ep_layer_t *s,
 
 /* What every rank tells every other: the rows it will send it, and its
  * tokens per expert (summed: every expert's load over the job). */
-static void ep_count_exchange(nvl_engine_t *e, ep_layer_t *s)
+static void ep_count_exchange(nvl_engine_t *e, nvl_ep_layer_t *s)
 {
     int n = s->n;
     uint32_t E = e->cfg.num_experts;
@@ -315,7 +157,7 @@ static void ep_count_exchange(nvl_engine_t *e, ep_layer_t *s)
 
 /* With the counts known: the offsets of the exchanges and the pass's
  * load numbers (agreed_alt: ep_alt_predict's). */
-static void ep_count(nvl_engine_t *e, ep_layer_t *s, const int64_t *agreed_alt)
+static void ep_count(nvl_engine_t *e, nvl_ep_layer_t *s, const int64_t *agreed_alt)
 {
     int n = s->n, etp = e->shard.etp;
     uint32_t E = e->cfg.num_experts;
@@ -345,109 +187,9 @@ static void ep_count(nvl_engine_t *e, ep_layer_t *s, const int64_t *agreed_alt)
     e->cur.expert_pairs_mean += sum / n;
 }
 
-/* Timing mode's book of a pass (R rows from row0 on this rank): for every
- * expert-parallel layer, [to n][pto n][from n][pfrom n][count E], and the
- * other implementation's two times.  The routing is seeded (a function of
- * the seed, the pass, the layer and the rows), so each rank routes every
- * layer's rows at the pass's first such layer and the group agrees in
- * three MPI calls for the pass, not three a layer: the same numbers. */
-static size_t book_stride(const nvl_engine_t *e)
-{
-    return 4 * (size_t)nvl_comm_size(e->tp) + (size_t)e->cfg.num_experts;
-}
-
-static void ep_book_route(nvl_engine_t *e, uint64_t R, uint64_t row0,
-                          uint64_t *send, uint64_t *mine)
-{
-    int n = nvl_comm_size(e->tp);
-    uint32_t E = e->cfg.num_experts, L = e->layers;
-    for (uint32_t l = 0; l < L; l++) {
-        if (!nvl_engine_moe_is_ep(e, l))
-            continue;
-        ep_layer_t s = {.R = R, .k = e->cfg.top_k, .n = n};
-        ep_route_counts(e, l, row0, NULL, &s);
-        for (int d = 0; d < n; d++) {
-            send[((size_t)d * L + l) * 2] = s.to[d];
-            send[((size_t)d * L + l) * 2 + 1] = s.pto[d];
-        }
-        memcpy(mine + (size_t)l * E, s.mine, E * sizeof *mine);
-        ep_free(&s);
-    }
-}
-
-static void ep_book_pass(nvl_engine_t *e, uint64_t R, uint64_t row0)
-{
-    if (e->ep_book != NULL && e->ep_book_pass == e->pass &&
-        e->ep_book_rows == R && e->ep_book_row0 == row0)
-        return;
-    int n = nvl_comm_size(e->tp);
-    uint32_t E = e->cfg.num_experts, L = e->layers;
-    size_t per = book_stride(e);
-    free(e->ep_book);
-    free(e->ep_book_alt);
-    e->ep_book = nvl_engine_moe_alloc(L * per, sizeof *e->ep_book);
-    e->ep_book_alt = nvl_engine_moe_alloc(2 * (size_t)L, sizeof *e->ep_book_alt);
-    uint64_t *send = nvl_engine_moe_alloc(4 * (size_t)n * L, sizeof *send);
-    uint64_t *recv = send + 2 * (size_t)n * L;
-    uint64_t *mine = nvl_engine_moe_alloc(2 * (size_t)L * E, sizeof *mine);
-    uint64_t *count = mine + (size_t)L * E;
-    ep_book_route(e, R, row0, send, mine);
-    MPI_Comm mpi = nvl_comm_mpi(e->tp);
-    MPI_Alltoall(send, 2 * (int)L, MPI_UINT64_T, recv, 2 * (int)L,
-                 MPI_UINT64_T, mpi);
-    MPI_Allreduce(mine, count, (int)(L * E), MPI_UINT64_T, MPI_SUM, mpi);
-    bool usable = false;
-    for (uint32_t l = 0; l < L; l++) {
-        if (!nvl_engine_moe_is_ep(e, l))
-            continue;
-        uint64_t *b = e->ep_book + l * per;
-        for (int d = 0; d < n; d++) {
-            b[d] = send[((size_t)d * L + l) * 2];
-            b[n + d] = send[((size_t)d * L + l) * 2 + 1];
-            b[2 * n + d] = recv[((size_t)d * L + l) * 2];
-            b[3 * n + d] = recv[((size_t)d * L + l) * 2 + 1];
-        }
-        memcpy(b + 4 * n, count + (size_t)l * E, E * sizeof *b);
-        ep_layer_t s = {.R = R, .hid = e->cfg.hidden, .k = e->cfg.top_k,
-                        .pay = e->cfg.hidden + 2 * (uint64_t)e->cfg.top_k,
-                        .n = n, .to = b, .pto = b + n, .from = b + 2 * n,
-                        .pfrom = b + 3 * n};
-        usable = ep_alt_local(e, &s, e->ep_book_alt + 2 * (size_t)l);
-        free(s.wsend);
-    }
-    if (usable)
-        MPI_Allreduce(MPI_IN_PLACE, e->ep_book_alt, 2 * (int)L, MPI_INT64_T,
-                      MPI_MAX, mpi);
-    free(mine);
-    free(send);
-    e->ep_book_pass = e->pass;
-    e->ep_book_rows = R;
-    e->ep_book_row0 = row0;
-}
-
-/* Layer li's numbers from the pass's book into s (as ep_route and
- * ep_count_exchange leave them); its agreed alternative times. */
-static const int64_t *ep_from_book(nvl_engine_t *e, uint32_t li,
-                                   ep_layer_t *s)
-{
-    int n = s->n;
-    uint32_t E = e->cfg.num_experts;
-    const uint64_t *b = e->ep_book + li * book_stride(e);
-    s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
-    s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
-    s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
-    memcpy(s->to, b, n * sizeof *b);
-    memcpy(s->pto, b + n, n * sizeof *b);
-    memcpy(s->from, b + 2 * n, n * sizeof *b);
-    memcpy(s->pfrom, b + 3 * n, n * sizeof *b);
-    s->count = nvl_engine_moe_alloc(E, sizeof *s->count);
-    memcpy(s->count, b + 4 * n, E * sizeof *b);
-    return e->ep_book_alt + 2 * (size_t)li;
-}
-
 /* Dispatch: each row with its experts and weights to its ranks. */
 static nvl_status_t ep_dispatch(nvl_engine_t *e, int32_t L, const float *h,
-                                ep_layer_t *s)
+                                nvl_ep_layer_t *s)
 {
     uint64_t hid = s->hid, pay = s->pay;
     uint32_t k = s->k;
@@ -472,7 +214,7 @@ static nvl_status_t ep_dispatch(nvl_engine_t *e, int32_t L, const float *h,
 }
 
 /* The experts this rank holds, over the rows it received. */
-static void ep_compute(nvl_engine_t *e, uint32_t li, ep_layer_t *s)
+static void ep_compute(nvl_engine_t *e, uint32_t li, nvl_ep_layer_t *s)
 {
     nvl_range_t held = e->shard.experts;
     uint64_t hid = s->hid, pay = s->pay;
@@ -503,7 +245,7 @@ static void ep_compute(nvl_engine_t *e, uint32_t li, ep_layer_t *s)
 /* Combine: the outputs back to the rows' ranks, summed there in rank
  * order into h. */
 static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
-                               ep_layer_t *s)
+                               nvl_ep_layer_t *s)
 {
     uint64_t hid = s->hid;
     if (e->data)
@@ -532,7 +274,7 @@ static nvl_status_t ep_combine(nvl_engine_t *e, int32_t L, float *h,
 
 /* The layer by allgather and reduce-scatter (moe_agrs.c): every rank's
  * rows, their most and their sum. */
-static nvl_status_t ep_agrs(nvl_engine_t *e, uint32_t li, ep_layer_t *s,
+static nvl_status_t ep_agrs(nvl_engine_t *e, uint32_t li, nvl_ep_layer_t *s,
                             float *h)
 {
     nvl_range_t held = e->shard.experts;
@@ -558,21 +300,21 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
     const nvl_model_config_t *c = &e->cfg;
     int32_t L = (int32_t)li;
     nvl_pass_stats_t before = e->cur;
-    ep_layer_t s = {.R = R, .hid = c->hidden, .k = c->top_k,
+    nvl_ep_layer_t s = {.R = R, .hid = c->hidden, .k = c->top_k,
                     .pay = c->hidden + 2 * (uint64_t)c->top_k,
                     .n = nvl_comm_size(e->tp)};
     if (e->data) {
-        ep_route_counts(e, li, row0, h, &s);
+        nvl_ep_route_counts(e, li, row0, h, &s);
         nvl_engine_moe_router_kernels(e, L, R);
         ep_count_exchange(e, &s);
         ep_count(e, &s, NULL);
     } else {
-        ep_book_pass(e, R, row0);
+        nvl_ep_book_pass(e, R, row0);
         nvl_engine_moe_router_kernels(e, L, R);
-        ep_count(e, &s, ep_from_book(e, li, &s));
+        ep_count(e, &s, nvl_ep_from_book(e, li, &s));
     }
     nvl_status_t st = NVL_OK;
-    if (ep_allgather(e)) {
+    if (nvl_ep_allgather(e)) {
         st = ep_agrs(e, li, &s, h);
     } else {
         st = ep_dispatch(e, L, h, &s);
@@ -582,6 +324,6 @@ nvl_status_t nvl_engine_moe_ep(nvl_engine_t *e, uint32_t li, uint64_t R,
         }
     }
     nvl_engine_moe_layer_done(e, li, &before);
-    ep_free(&s);
+    nvl_ep_free(&s);
     return st;
 }

@@ -291,6 +291,8 @@ nvl_status_t nvl_engine_forward(nvl_engine_t *e, int n, nvl_kv_cache_t *caches,
         e->norm_fused = false; /* the next stage adds the residual */
     }
     st = settle(e, st);
+    free(e->ep_rows); /* one pass's (nvl_engine_ep_rows) */
+    e->ep_rows = NULL;
     for (int i = 0; i < n; i++)
         caches[i].len += T[i];
     nvl_engine_pass_close(e, p.ctx);

@@ -10,9 +10,16 @@
 #include "engine_impl.h"
 #include "nvlemu/runtime.h"
 
-void nvl_engine_serve_first_row(nvl_engine_t *e, uint64_t row0)
+void nvl_engine_serve_rows(nvl_engine_t *e, int ranks, const uint64_t *rows)
 {
-    e->serve_row0 = row0;
+    int n = nvl_comm_size(e->tp), me = nvl_comm_rank(e->tp);
+    if (ranks != n || me >= n)
+        return;
+    uint64_t *first = nvl_engine_moe_alloc((size_t)n, sizeof *first);
+    for (int r = 1; r < n; r++)
+        first[r] = first[r - 1] + rows[r - 1];
+    nvl_engine_ep_rows(e, rows, first);
+    free(first);
 }
 
 nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
@@ -43,8 +50,10 @@ nvl_status_t nvl_engine_serve_step(nvl_engine_t *e, int n,
         nvl_runtime_capture_begin();
         nvl_engine_step_record(e);
     }
-    e->row0 = e->serve_row0; /* its routing's rows (attention-DP) */
-    e->serve_row0 = 0;
+    /* its routing's rows: nvl_engine_serve_rows's, else from row 0 */
+    e->row0 = e->ep_rows != NULL ? e->ep_rows[nvl_comm_size(e->tp) +
+                                              nvl_comm_rank(e->tp)]
+                                 : 0;
     e->serve_h2d_bytes = h2d_bytes;
     e->serve_d2h_bytes = d2h_bytes;
     nvl_status_t st = nvl_engine_forward(e, n, caches, NULL, new_tokens,

@@ -17,7 +17,10 @@
  *     generation-only step pads every rank to the graph of the largest
  *     rank's batch; a step with a context anywhere runs as scheduled;
  *   - rank r's rows are rows sum_{q<r} rows_q.. of the replica's step, so
- *     each rank draws its own seeded expert routing. */
+ *     each rank draws its own seeded expert routing (every rank's rows
+ *     handed to the engine: timing mode routes them all on each rank). */
+#include <stdlib.h>
+
 #include "serving_impl.h"
 
 typedef struct {
@@ -48,10 +51,15 @@ static nvl_status_t dp_step(void *ctx, const nvl_serve_batch_t *b,
     uint32_t gen_rows =
         gen_only ? c->sc->sched->graph_rows(most, most, 0, c->sc->graph_cap)
                  : 0;
-    uint64_t row0 = 0;
-    for (int r = 0; r < c->rank; r++)
-        row0 += rank_rows(&b[r], gen_rows);
-    nvl_engine_serve_first_row(c->sc->e, row0);
+    uint64_t *rows = calloc((size_t)ranks + 1, sizeof *rows);
+    if (rows == NULL) {
+        nvl_report("out of memory for a step of %d ranks", ranks);
+        nvl_runtime_abort(1);
+    }
+    for (int r = 0; r < ranks; r++)
+        rows[r] = rank_rows(&b[r], gen_rows);
+    nvl_engine_serve_rows(c->sc->e, ranks, rows);
+    free(rows);
     nvl_serve_step_time_t t = {0, 0};
     nvl_status_t st = nvl_serving_run_step(
         c->sc, &b[c->rank], rank_rows(&b[c->rank], gen_rows), &t);
