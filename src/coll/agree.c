@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "xfer.h"
 #include "nvlemu/hash.h"
 #include "nvlemu/runtime.h"
 

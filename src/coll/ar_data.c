@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "host_paths.h"
+#include "xfer.h"
 #include "nvlemu/runtime.h"
 
 /* Whole buffers while a member receives at most this much of them. */

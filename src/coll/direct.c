@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "host_paths.h"
+#include "xfer.h"
 
 /* Whole buffers while a member receives at most this much of them,
  * (N-1) x the buffer: where one exchange of whole buffers beats two of

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "xfer.h"
 
 static bool same_per_domain(const nvl_comm_t *c)
 {

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "xfer.h"
 #include "nvlemu/runtime.h"
 
 /* Bytes this member moves per fabric and direction, and the channels

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "xfer.h"
 
 static bool pat_supports(const nvl_comm_t *c, nvl_coll_t coll,
                          nvl_proto_t proto)

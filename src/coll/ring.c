@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "xfer.h"
 #include "search.h"
 
 static bool ring_supports(const nvl_comm_t *c, nvl_coll_t coll,

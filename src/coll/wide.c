@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "host_paths.h"
+#include "xfer.h"
 
 /* One MPI_User_function per dtype and op: MPI passes no context. */
 #define WIDE_REDUCE(dt, op, name)                                            \

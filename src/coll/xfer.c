@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_impl.h"
+#include "xfer.h"
 #include "nvlemu/runtime.h"
 
 #define PIECE_BYTES ((size_t)1 << 30) /* MPI counts are int */
