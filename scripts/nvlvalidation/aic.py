@@ -6,8 +6,9 @@ and the document's section."""
 import csv
 import os
 
-from .common import ROOT, die, error, geomean, parallel, pct, run, table
+from .common import ROOT, die, geomean, parallel, pct, run, table
 from .families import regions, summary_row
+from .nccl import compared
 
 AIC = "tests/data/calibration/aiconfigurator"
 KINDS = ("nccl", "trtllm-allreduce")
@@ -95,20 +96,10 @@ def predict(build, rows):
                os.path.join(ROOT, topo), "-b", str(sizes[0]), "-e", str(sizes[-1]),
                "-f", "2", "--mode", "timing"] + \
             (NCCL_ARGS + ["-t", str(gpus)] if kind == "nccl" else TRTLLM_ARGS)
-        pred = {}
-        for line in run(cmd).splitlines():
-            f = line.split()
-            if len(f) > 8 and f[0].isdigit():
-                pred[int(f[0])] = (float(f[5]), f[-2] + " " + f[-1])
-        return cmd, pred
+        return cmd, run(cmd)
     out = []
-    for key, (cmd, pred) in zip(groups, parallel(one, list(groups))):
-        for r in groups[key]:
-            if r["size"] not in pred:
-                die("%s: no prediction for %d bytes from '%s'" % (r["file"], r["size"],
-                                                                 " ".join(cmd)))
-            us, choice = pred[r["size"]]
-            out.append(dict(r, pred_us=us, choice=choice, error=error(us, r["meas_us"])))
+    for key, (cmd, stdout) in zip(groups, parallel(one, list(groups))):
+        out += compared(groups[key], cmd, stdout, 5, "meas_us", "pred_us")
     return out
 
 
