@@ -13,6 +13,7 @@ def write_doc(out, res, summary):
     doc = _head(summary) + _bench_tools(res) + _published(res) + _h100(res)
     if res.nccl:
         doc += nccl_doc(res.nccl)
+    doc += res.aic[1]
     doc += (_serving(res.serves, res.serves_skipped) + _end_to_end(res) + res.prefill[1]
             + res.moe[1])
     if res.hgx is not None:

@@ -130,17 +130,28 @@ def published_nccl(build, groups):
         return cmd, run(cmd, env)
     out = []
     for (_, rows), (cmd, stdout) in zip(groups.items(), parallel(one, groups.items())):
-        pred = {}
-        for line in stdout.splitlines():
-            f = line.split()
-            if len(f) > 8 and f[0].isdigit():
-                pred[int(f[0])] = (float(f[7]), f[-2] + " " + f[-1])
-        for r in rows:
-            if r["size"] not in pred:
-                die("%s: no prediction for %d bytes from '%s'" % (r["file"], r["size"],
-                                                                 " ".join(cmd)))
-            busbw, choice = pred[r["size"]]
-            out.append(dict(r, pred=busbw, choice=choice, error=error(busbw, r["pub"])))
+        out += compared(rows, cmd, stdout, 7, "pub", "pred")
+    return out
+
+
+def compared(rows, cmd, stdout, column, meas_key, pred_key):
+    """ROWS (dicts with file, size and MEAS_KEY), each with PRED_KEY (the
+    COLUMN-th field of the line for its size in STDOUT, a *_perf bench's
+    table that CMD printed), choice (the model's algorithm and protocol)
+    and error; dies naming the file, size and command where a size has no
+    line."""
+    pred, out = {}, []
+    for line in stdout.splitlines():
+        f = line.split()
+        if len(f) > 8 and f[0].isdigit():
+            pred[int(f[0])] = (float(f[column]), f[-2] + " " + f[-1])
+    for r in rows:
+        if r["size"] not in pred:
+            die("%s: no prediction for %d bytes from '%s'" % (r["file"], r["size"],
+                                                             " ".join(cmd)))
+        value, choice = pred[r["size"]]
+        out.append(dict(r, choice=choice, error=error(value, r[meas_key]),
+                        **{pred_key: value}))
     return out
 
 
