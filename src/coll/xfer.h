@@ -56,35 +56,28 @@ typedef struct {
  * get one more); off and len have n entries. */
 void nvl_blocks_even(size_t count, int n, size_t *off, size_t *len);
 
-/* Ring reduce-scatter over g on buf (n blocks): afterwards this member's
- * block g->pos holds the reduction of everyone's block g->pos. */
-nvl_status_t nvl_ring_reduce_scatter(const nvl_coll_call_t *call,
-                                     const nvl_group_t *g, char *buf,
-                                     const nvl_blocks_t *b);
-/* Ring allgather over g on buf: each member contributes its block g->pos. */
-nvl_status_t nvl_ring_allgather(const nvl_coll_call_t *call,
-                                const nvl_group_t *g, char *buf,
-                                const nvl_blocks_t *b);
-/* Direct (NVLS-style) reduce-scatter: every member pulls its block from
- * every other member and reduces them in member order 0..n-1. */
-nvl_status_t nvl_direct_reduce_scatter(const nvl_coll_call_t *call,
+/* A pass of a block algorithm over g's blocks b of buf. */
+typedef nvl_status_t nvl_block_pass_fn(const nvl_coll_call_t *call,
                                        const nvl_group_t *g, char *buf,
                                        const nvl_blocks_t *b);
-/* Direct (multicast-style) allgather. */
-nvl_status_t nvl_direct_allgather(const nvl_coll_call_t *call,
-                                  const nvl_group_t *g, char *buf,
-                                  const nvl_blocks_t *b);
 
-/* A block algorithm's two passes over a group's blocks: ring.c's (ring
- * steps) or nvls.c's (direct pulls and multicast). */
+/* Ring reduce-scatter: afterwards this member's block g->pos holds the
+ * reduction of everyone's block g->pos. */
+nvl_block_pass_fn nvl_ring_reduce_scatter;
+/* Ring allgather: each member contributes its block g->pos. */
+nvl_block_pass_fn nvl_ring_allgather;
+/* Direct (NVLS-style) reduce-scatter: every member pulls its block from
+ * every other member and reduces them in member order 0..n-1. */
+nvl_block_pass_fn nvl_direct_reduce_scatter;
+/* Direct (multicast-style) allgather. */
+nvl_block_pass_fn nvl_direct_allgather;
+
+/* A block algorithm's two passes: ring.c's (ring steps) or nvls.c's
+ * (direct pulls and multicast). */
 typedef struct {
     const char *name; /* in the out-of-memory report: "ring", "NVLS" */
-    nvl_status_t (*reduce_scatter)(const nvl_coll_call_t *call,
-                                   const nvl_group_t *g, char *buf,
-                                   const nvl_blocks_t *b);
-    nvl_status_t (*allgather)(const nvl_coll_call_t *call,
-                              const nvl_group_t *g, char *buf,
-                              const nvl_blocks_t *b);
+    nvl_block_pass_fn *reduce_scatter;
+    nvl_block_pass_fn *allgather;
 } nvl_block_passes_t;
 
 /* Moves the data of call (an allreduce, allgather or reduce-scatter over
