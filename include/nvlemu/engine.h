@@ -462,12 +462,16 @@ typedef struct {
  * are freed); 0: the forward's working set plus the float32 logits.
  * moe_runner: a mixture of experts' layers also hold, at the profile's
  * whole step (not chunked), what TensorRT-LLM's CUTLASS MoE runner
- * allocates for a call (nvl_engine_moe_runner_bytes). */
+ * allocates for a call (nvl_engine_moe_runner_bytes).  outside_bytes:
+ * HBM the engine holds on each GPU beyond the weights and the profile's
+ * activations (its CUDA context, libraries' modules and workspaces), taken
+ * before the fraction like them. */
 typedef struct {
     double fraction;   /* (0, 1] */
     bool of_free;      /* of the free memory, not of the whole */
     double sampler_logit_bytes; /* >= 0 */
     bool moe_runner;
+    double outside_bytes; /* >= 0 */
 } nvl_engine_kv_rule_t;
 
 /* Collective over the engine's group (with a pipeline, every stage: the

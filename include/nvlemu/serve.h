@@ -242,6 +242,10 @@ typedef struct {
      * free (mem_of_free: TensorRT-LLM's free_gpu_memory_fraction) */
     double mem_fraction;
     bool mem_of_free;
+    /* HBM the engine holds on each GPU outside what the model counts
+     * (weights, the profile's activations), taken before mem_fraction;
+     * 0: none */
+    double outside_bytes;
     /* the memory profile's sampler pass: bytes per logit over max_batch
      * sequences (at most one a token of --max-tokens-per-step) of the
      * whole vocabulary, its peak taken apart from the
@@ -293,6 +297,20 @@ typedef struct {
  * its authors call host-bound; github.com/NVIDIA/TensorRT-LLM/pull/10273);
  * docs/serve.md, "The executor's host loop". */
 #define NVL_TRTLLM_HOST_US_PER_REQUEST (45110.0 / 1536.0)
+
+/* What TensorRT-LLM's PyTorch executor holds on a GPU beyond the weights
+ * and the activations the model counts, when it sizes its KV cache
+ * (KvCacheCreator: (total - peak of torch and non-torch memory in the
+ * profiling pass) x free_gpu_memory_fraction; the non-torch part is its
+ * CUDA context, the modules of its kernels and the libraries'
+ * workspaces).  From the one published log of that sizing: TensorRT-LLM
+ * issue 6294 (github.com/NVIDIA/TensorRT-LLM/issues/6294; v0.20.0,
+ * trtllm-bench on one H100 80GB, Llama-3.1-8B FP8 with an FP8 KV cache,
+ * fraction 0.8, max_num_tokens 23,552) allocated 860,320 positions,
+ * 31,840 fewer than the 892,160 the model sized without it at the same
+ * settings: 31,840 x 65,536 bytes a position / 0.8 = 2.61 GB
+ * (docs/serve.md, "The KV cache outside the profile"). */
+#define NVL_TRTLLM_OUTSIDE_BYTES (31840.0 * 65536.0 / 0.8)
 
 /* That run's host, a GB200's Grace (72 Neoverse V2 cores): one
  * torch.nn.Linear forward (BF16, hidden 2048, 8192 tokens) costs its CPU

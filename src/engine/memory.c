@@ -308,17 +308,18 @@ static nvl_status_t serve_sizes(nvl_engine_t *e, uint64_t max_rows,
 }
 
 static void report_no_kv_room(const nvl_engine_t *e, const nvl_mem_plan_t *p,
-                              double w, uint64_t max_rows)
+                              double w, uint64_t max_rows, double outside)
 {
     nvl_report("does not fit: %s at TP %d leaves no HBM for the KV "
                "cache: weights %.2f GB + activations %.2f GB (a step of "
-               "%llu tokens) + reserve %.2f GB of %.1f GB per GPU; ways "
+               "%llu tokens) + the engine's own %.2f GB + reserve %.2f GB "
+               "of %.1f GB per GPU; ways "
                "out: more GPUs (TP), --dtype fp8|fp4, a smaller "
                "--max-tokens-per-step, --weights-host", e->cfg.name,
                nvl_comm_size(e->tp),
                (p->weights_bytes - w * p->layer_weights_bytes) / 1e9,
                p->act_bytes / 1e9, (unsigned long long)max_rows,
-               p->reserve_bytes / 1e9, p->hbm_bytes / 1e9);
+               outside / 1e9, p->reserve_bytes / 1e9, p->hbm_bytes / 1e9);
 }
 
 nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
@@ -338,7 +339,8 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     uint32_t layers = e->layers ? e->layers : 1;
     double w = o->weights_host > 0 ? o->weights_host : 0;
     double free_bytes = p->hbm_bytes - p->weights_bytes +
-                        w * p->layer_weights_bytes - p->act_bytes;
+                        w * p->layer_weights_bytes - p->act_bytes -
+                        rule->outside_bytes;
     p->reserve_bytes = rule->of_free
                            ? (free_bytes > 0 ? (1 - rule->fraction) *
                                                    free_bytes
@@ -389,7 +391,7 @@ nvl_status_t nvl_engine_serve_memory(nvl_engine_t *e, uint64_t max_rows,
     e->opts.cost.host_sharers = k > 0 || w > 0 ? sharers : 1;
     p->fits = n >= 1 && host >= 0;
     if (!p->fits) {
-        report_no_kv_room(e, p, w, max_rows);
+        report_no_kv_room(e, p, w, max_rows, rule->outside_bytes);
         return NVL_ERR_NOMEM;
     }
     *room_out = (nvl_engine_kv_room_t){

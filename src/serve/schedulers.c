@@ -86,6 +86,7 @@ static const nvl_serve_scheduler_t schedulers[] = {
         .next_chunk_in_flight = false,
         .bench_limits = nvl_serve_trtllm_bench_limits, .block_tokens = 32,
         .mem_fraction = 0.90, .mem_of_free = true,
+        .outside_bytes = NVL_TRTLLM_OUTSIDE_BYTES,
         .moe_runner_workspace = true, .graph_rows = trtllm_graph_rows,
         .preemption_text = "no preemption (no-evict admission)",
         .host_us_per_request = NVL_TRTLLM_HOST_US_PER_REQUEST,

@@ -110,7 +110,8 @@ static nvl_status_t kv_capacity(nvl_serving_job_t *j)
         .fraction = j->c->mem_fraction,
         .of_free = row->mem_of_free,
         .sampler_logit_bytes = row->sampler_logit_bytes,
-        .moe_runner = row->moe_runner_workspace};
+        .moe_runner = row->moe_runner_workspace,
+        .outside_bytes = row->outside_bytes};
     nvl_status_t st = nvl_engine_serve_memory(
         j->e, p->max_tokens_per_step, p->max_batch, &rule, &j->room);
     if (st != NVL_OK)
