@@ -5,7 +5,9 @@ against `nvlemu cost grouped --stack torch`, torch's routing kernels
 (h100-moe/route.csv) and the eager parts of a torch MoE decode step on
 one H200 (h200-moe-step) against the kernels of `nvlemu run --stack
 torch`, its compiled attention and routing against `--stack compiled`'s,
-and that step end to end under `--stack compiled` (the stack it ran).
+and that step end to end under `--stack compiled` (the stack it ran);
+TensorRT-LLM's own MoE layer at Qwen3's expert shapes (trtllm-moe-op)
+against the fused stack's MoE kernels of `nvlemu run`.
 Summary rows and the document's section."""
 import collections
 import csv
@@ -26,6 +28,15 @@ PREFILL = CAL + "/h200-moe-prefill/grouped-prefill.csv"
 DEP8 = CAL + "/h200-fp8-k/grouped-decode.csv"
 DECODE = CAL + "/h200-grouped-decode/grouped-decode.csv"
 STEP = CAL + "/h200-moe-step"
+TRTLLM_OP = CAL + "/trtllm-moe-op/moe-op.csv"
+# TensorRT-LLM's MoE layer (trtllm-moe-op): its balanced rows of these
+# tokens against the fused stack's kernels of the op (the router GEMM and
+# the DEP exchange left out: the measurement hands the op its logits and
+# runs one GPU); nothing is fit to them, every group held out
+TRTLLM_OP_TOKENS = (256, 32768)
+TRTLLM_OP_KERNELS = ("topk_softmax", "moe_quantize", "sort_pairs", "expand_rows",
+                     "experts_gate_up", "silu_mul", "experts_down", "moe_sum")
+TRTLLM_OP_GROUPS = (("topology/hgx-h200.topo", "fp8"), ("topology/hgx-b200.topo", "fp4"))
 # the fit rule (scripts/calibration/fit-moe-grouped.py): the grouped GEMM's
 # panel constants on h100-moe's uniform rows and the DEP8 file's gate+up
 # rows (K 4,096); everything else here is held out, the step included
@@ -145,6 +156,58 @@ def _step_parts(build, stack, mapping):
     return _parts(meas, kern, mapping, ("model", "batch"))
 
 
+def _trtllm_op(build):
+    """TensorRT-LLM's measured MoE layers (TRTLLM_OP's balanced rows) against
+    the fused stack's kernels of that op in one decode step of `nvlemu run`
+    at `tokens` rows a rank's experts see: the batch of one rank (EP 1) or
+    the gathered batch of 8 attention-DP ranks (EP 8), one layer, the mean
+    over the ranks."""
+    src = [r for r in _read(TRTLLM_OP)
+           if r["distribution"] == "balanced" and
+           (r["topology"], r["dtype"]) in TRTLLM_OP_GROUPS and
+           TRTLLM_OP_TOKENS[0] <= int(r["tokens"]) <= TRTLLM_OP_TOKENS[1]]
+    tmp = tempfile.mkdtemp(prefix="nvl-trtllm-op-")
+    try:
+        cmds = []
+        for i, r in enumerate(src):
+            cmd = [os.path.join(ROOT, "scripts", "nvlrun"), r["ep"],
+                   os.path.join(build, "nvlemu"), "run", "--topo", r["topology"],
+                   "--model", r["model"], "--dtype", r["dtype"], "--kv-dtype", "fp8",
+                   "--layers", "1", "--ctx", "16", "--batch", r["tokens"],
+                   "--trace", os.path.join(tmp, "%d.json" % i), "--trace-steps", "1"]
+            if r["ep"] != "1":
+                cmd += ["--ep", r["ep"], "--attn-parallel", "dp"]
+            cmds.append(cmd)
+        run_all(cmds)
+        got = []
+        for i, r in enumerate(src):
+            with open(os.path.join(tmp, "%d.json" % i)) as f:
+                d = json.load(f)
+            # the mean over the ranks (threads): their experts' rows are the
+            # seeded routing's, the measurement's balanced on average
+            ranks = collections.defaultdict(float)
+            for e in d["traceEvents"] if isinstance(d, dict) else d:
+                if (e.get("ph") == "X" and e.get("pid", 0) == 0 and
+                        e["args"].get("pass") == 1 and e["name"] in TRTLLM_OP_KERNELS):
+                    ranks[e.get("tid", 0)] += float(e["dur"])
+            pred = sum(ranks.values()) / len(ranks)
+            meas = float(r["op_us"])
+            got.append(dict(r, pred_us=pred, meas_us=meas, error=error(pred, meas)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    fams = []
+    for topo, dtype in TRTLLM_OP_GROUPS:
+        for model in ("qwen3-235b-a22b", "qwen3-30b-a3b"):
+            for ep in ("8", "1"):
+                rows = [r for r in got if (r["topology"], r["dtype"], r["model"], r["ep"]) ==
+                        (topo, dtype, model, ep)]
+                if rows:
+                    fams.append((rows, "TensorRT-LLM's MoE layer on %s, %s %s, EP %s (--stack "
+                                 "fused)" % (rows[0]["gpu"].replace("NVIDIA ", ""), model,
+                                             dtype, ep), True))
+    return fams
+
+
 def _family(rows, name, source, held, topo):
     return summary_row(name, [r["error"] for r in rows], source, held_out=held,
                        where=regions(rows, "grouped", topo, 1, size_key="flops", unit="FLOP"))
@@ -196,6 +259,9 @@ def moe_kernels(build):
              (dep["fp8"], "MoE grouped GEMM on H200 at DEP8 decode shapes: torch fp8", DEP8,
               True, H200_TOPO)]
     rows = [_family(*f) for f in fams]
+    trtllm = _trtllm_op(build)
+    rows += [summary_row(name, [r["error"] for r in op], TRTLLM_OP, held_out=held)
+             for op, name, held in trtllm]
     route_fit = [r for r in route if r["batch"] in ROUTE_FIT_BATCHES]
     rows.append(summary_row("MoE routing kernels on H100 (torch, --stack torch), batch 1 and "
                             "64 (fit)", [r["error"] for r in route_fit], ROUTE, held_out=False))
@@ -214,14 +280,14 @@ def moe_kernels(build):
                                 held_out=True, attributes={"stack": "compiled"},
                                 where=regions(sel, "decode", H200_TOPO, 1, size_key="batch",
                                               unit="sequences")))
-    return rows, _doc(fams, route, parts + compiled, steps)
+    return rows, _doc(fams, route, parts + compiled, steps, trtllm)
 
 
 def _signed(r):
     return "%+.1f%%" % (100 * (r["pred_us"] / r["meas_us"] - 1))
 
 
-def _doc(fams, route, parts, steps):
+def _doc(fams, route, parts, steps, trtllm):
     doc = ["## A MoE layer's parts (issue 32)\n",
            "Torch's grouped GEMMs against `nvlemu cost grouped M N K --groups G --dtype D "
            "--stack torch` on the measuring machine's topology (M rows spread evenly over G "
@@ -262,6 +328,17 @@ def _doc(fams, route, parts, steps):
         doc.append(table(["model", "batch", "part", "measured (us)", "model (us)", "error"],
                          [[r["model"], r["batch"], r["part"], "%.1f" % r["meas_us"],
                            "%.1f" % r["pred_us"], _signed(r)] for r in rows]))
+    doc.append("### TensorRT-LLM's MoE layer (%s)\n" % TRTLLM_OP)
+    doc.append("TensorRT-LLM's `moe.forward` (CUTLASS backend, balanced routing, CUDA "
+               "graph; NVIDIA AI Configurator's tables, its README) against the fused "
+               "stack's kernels of the op in one decode step of `nvlemu run` at that many "
+               "rows (EP 8: the batch of 8 attention-DP ranks), one layer's mean over the "
+               "ranks, the router GEMM and the exchange left out.\n")
+    doc.append(table(["gpu", "model", "dtype", "EP", "tokens", "rows an expert",
+                      "measured (us)", "model (us)", "error"],
+                     [[r["gpu"], r["model"], r["dtype"], r["ep"], r["tokens"],
+                       r["rows_per_expert"], "%.1f" % r["meas_us"], "%.1f" % r["pred_us"],
+                       _signed(r)] for op, _n, _h in trtllm for r in op]))
     doc.append("### MoE decode on H200, end to end (--stack compiled)\n")
     doc.append(table(["model", "layers", "batch", "ctx", "measured (us)", "predicted (us)",
                       "error"],
@@ -270,3 +347,18 @@ def _doc(fams, route, parts, steps):
                                                                   float(r["measured_us"]) - 1))]
                       for r in steps]))
     return doc
+
+
+if __name__ == "__main__":
+    # PYTHONPATH=scripts python3 -m nvlvalidation.moe [BUILD]: the
+    # TensorRT-LLM MoE layer's rows and families alone
+    import sys
+    for op_rows, op_name, _held in _trtllm_op(sys.argv[1] if len(sys.argv) > 1 else "build"):
+        for r in op_rows:
+            print("%s %s %s EP %s, %s tokens (%s rows an expert): measured %.1f us, "
+                  "model %.1f us, %s" % (r["gpu"], r["model"], r["dtype"], r["ep"],
+                                         r["tokens"], r["rows_per_expert"], r["meas_us"],
+                                         r["pred_us"], _signed(r)))
+        print("%s: %d rows, geomean %s, worst %s" % (
+            op_name, len(op_rows), pct(geomean([r["error"] for r in op_rows])),
+            pct(max(r["error"] for r in op_rows))))
