@@ -32,8 +32,9 @@ def linear(dtype):
     """What TensorRT-LLM 1.3.0rc20's Linear.forward runs for AI
     Configurator's GEMM type DTYPE (collector/trtllm/collect_gemm.py
     builds a Linear per row; tensorrt_llm/_torch/modules/linear.py):
-    (nvlemu --dtype, the GEMM libraries its op chooses among, fastest
-    taken as TensorRT-LLM's autotuner does, and the activation kernels
+    (nvlemu --dtype, the GEMM library its op runs (a tuple: with more
+    than one, the fastest per shape is taken, as an autotuner would), and
+    the activation kernels
     before the GEMM as bytes moved per element of x[M, K], 0 for a
     kernel of no size such as a memset)."""
     if dtype == "bfloat16":  # UnquantizedLinearMethod: F.linear / cublas_mm
@@ -91,7 +92,7 @@ def _times_us(outs):
 def gemm_rows(build, sample=True):
     """The GEMM rows (a sample: SAMPLE_NK x SAMPLE_M) with the model's time:
     the Linear's activation kernels (nvlemu cost elementwise) plus its
-    GEMM in the fastest of its libraries (nvlemu cost gemm)."""
+    GEMM in its library (nvlemu cost gemm; the fastest, if several)."""
     src = [r for r in _read("gemm.csv")
            if not sample or ((int(r["n"]), int(r["k"])) in SAMPLE_NK and int(r["m"]) in SAMPLE_M)]
     cmds, plan = [], []
