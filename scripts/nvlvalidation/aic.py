@@ -25,6 +25,7 @@ SAMPLE_M = {1, 32, 256, 1024, 16384}
 SAMPLE_HEADS = {(64, 8), (8, 1)}
 SAMPLE_BATCH = {1, 64}
 SAMPLE_CTX = {127, 2047, 32767}
+GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
 REGIONS = (("M <= 64", 1, 64), ("64 < M <= 1024", 65, 1024), ("M > 1024", 1025, 1 << 62))
 
 
@@ -61,23 +62,39 @@ def linear(dtype):
         # the autotuner's pick is taken as CUTLASS, the fused stack's
         # (docs/cost-model.md, "GEMM libraries")
         return "nvfp4", ("cutlass",), (2 + 0.5 + 1 / 16,)
-    die("%s: unknown gemm dtype %r" % (AIC, dtype))
+    raise ValueError(dtype)  # _read admits GEMM_DTYPES only
 
 
-def _read(name):
-    path = os.path.join(AIC, name)
+def read_aic(folder=AIC):
+    """(GEMM rows, attention rows) of FOLDER's gemm.csv and attention.csv
+    (relative to the repository root or absolute), every row checked
+    (_read) before any run."""
+    return (_read(folder, "gemm.csv", ("m", "n", "k"), {"dtype": GEMM_DTYPES}),
+            _read(folder, "attention.csv", ("batch", "ctx", "heads", "kv_heads", "head_dim"),
+                  {"kv_dtype": ("bfloat16", "fp8")}))
+
+
+def _read(folder, name, ints, choices):
+    """The rows of FOLDER/NAME, each checked: a gpu not in TOPO, a column of
+    INTS that is not a positive integer, a column of CHOICES ({column:
+    allowed}) not among its values or a latency that is not a positive
+    number stops the report naming the file and line."""
+    path = os.path.join(folder, name)
     with open(os.path.join(ROOT, path)) as f:
         rows = list(csv.DictReader(f))
     for n, r in enumerate(rows, start=2):
-        if r.get("gpu") not in TOPO:
-            die("%s:%d: gpu %r (expected one of %s)" % (path, n, r.get("gpu"), ", ".join(TOPO)))
-        try:
-            ok = float(r["latency_ms"]) > 0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            die("%s:%d: latency_ms %r (expected a positive number)" % (path, n,
-                                                                      r.get("latency_ms")))
+        for key, ok in dict(choices, gpu=tuple(TOPO)).items():
+            if r.get(key) not in ok:
+                die("%s:%d: %s %r (expected one of %s)" % (path, n, key, r.get(key),
+                                                          ", ".join(ok)))
+        for key in ints + ("latency_ms",):
+            try:
+                v = float(r[key]) if key == "latency_ms" else int(r[key])
+            except (TypeError, ValueError):
+                v = 0
+            if not v > 0:
+                die("%s:%d: %s %r (expected a positive %s)" % (
+                    path, n, key, r.get(key), "number" if key == "latency_ms" else "integer"))
     return rows
 
 
@@ -89,12 +106,11 @@ def _times_us(outs):
     return [float(json.loads(o)["time_us"]) for o in outs]
 
 
-def gemm_rows(build, sample=True):
+def gemm_rows(build, src, sample=True):
     """The GEMM rows (a sample: SAMPLE_NK x SAMPLE_M) with the model's time:
     the Linear's activation kernels (nvlemu cost elementwise) plus its
     GEMM in its library (nvlemu cost gemm; the fastest, if several)."""
-    src = [r for r in _read("gemm.csv")
-           if not sample or ((int(r["n"]), int(r["k"])) in SAMPLE_NK and int(r["m"]) in SAMPLE_M)]
+    src = [r for r in src if not sample or ((int(r["n"]), int(r["k"])) in SAMPLE_NK and int(r["m"]) in SAMPLE_M)]
     cmds, plan = [], []
     for r in src:
         topo = TOPO[r["gpu"]]
@@ -120,11 +136,10 @@ def gemm_rows(build, sample=True):
     return rows
 
 
-def attention_rows(build, sample=True):
+def attention_rows(build, src, sample=True):
     """The decode-attention rows (a sample) with nvlemu cost attention's
     time (the kernel nvlemu run picks: fa4 on Blackwell, fa3 on Hopper)."""
-    src = [r for r in _read("attention.csv")
-           if not sample or ((int(r["heads"]), int(r["kv_heads"])) in SAMPLE_HEADS
+    src = [r for r in src if not sample or ((int(r["heads"]), int(r["kv_heads"])) in SAMPLE_HEADS
                              and int(r["batch"]) in SAMPLE_BATCH
                              and int(r["ctx"]) in SAMPLE_CTX)]
     kv = {"bfloat16": "bf16", "fp8": "fp8"}
@@ -176,12 +191,13 @@ def _signed_geo(rows):
     return pct(geomean([r["pred_us"] / r["meas_us"] - 1 for r in rows])) if rows else "-"
 
 
-def aic_kernels(build):
-    """(summary rows, document lines) of the AI Configurator families."""
-    gemms, attns = gemm_rows(build), attention_rows(build)
+def aic_kernels(build, rows):
+    """(summary rows, document lines) of the AI Configurator families from
+    ROWS (read_aic's)."""
+    gemms, attns = gemm_rows(build, rows[0]), attention_rows(build, rows[1])
     summary, gtab, atab = [], [], []
     for gpu in TOPO:
-        for dt in ("bfloat16", "fp8", "fp8_block", "nvfp4"):
+        for dt in GEMM_DTYPES:
             rows = [r for r in gemms if r["gpu"] == gpu and r["dtype"] == dt]
             if not rows:
                 continue
