@@ -11,7 +11,7 @@ import os
 from .common import ROOT, die, error, geomean, pct, run_all, table
 from .families import regions, summary_row
 
-AIC = "tests/data/calibration/aiconfigurator-kernels"
+AIC_KERNELS = "tests/data/calibration/aiconfigurator-kernels"
 VERSION = "1.3.0rc20"
 TOPO = {"h100": "topology/hgx-h100.topo", "h200": "topology/hgx-h200.topo",
         "b200": "topology/hgx-b200.topo", "gb200": "topology/gb200-nvl72.topo"}
@@ -65,7 +65,7 @@ def linear(dtype):
     raise ValueError(dtype)  # _read admits GEMM_DTYPES only
 
 
-def read_aic(folder=AIC):
+def read_aic_kernels(folder=AIC_KERNELS):
     """(GEMM rows, attention rows) of FOLDER's gemm.csv and attention.csv
     (relative to the repository root or absolute), every row checked
     (_read) before any run."""
@@ -110,7 +110,8 @@ def gemm_rows(build, src, sample=True):
     """The GEMM rows (a sample: SAMPLE_NK x SAMPLE_M) with the model's time:
     the Linear's activation kernels (nvlemu cost elementwise) plus its
     GEMM in its library (nvlemu cost gemm; the fastest, if several)."""
-    src = [r for r in src if not sample or ((int(r["n"]), int(r["k"])) in SAMPLE_NK and int(r["m"]) in SAMPLE_M)]
+    src = [r for r in src if not sample
+           or ((int(r["n"]), int(r["k"])) in SAMPLE_NK and int(r["m"]) in SAMPLE_M)]
     cmds, plan = [], []
     for r in src:
         topo = TOPO[r["gpu"]]
@@ -191,9 +192,9 @@ def _signed_geo(rows):
     return pct(geomean([r["pred_us"] / r["meas_us"] - 1 for r in rows])) if rows else "-"
 
 
-def aic_kernels(build, rows):
+def aic_kernel_families(build, rows):
     """(summary rows, document lines) of the AI Configurator families from
-    ROWS (read_aic's)."""
+    ROWS (read_aic_kernels')."""
     gemms, attns = gemm_rows(build, rows[0]), attention_rows(build, rows[1])
     summary, gtab, atab = [], [], []
     for gpu in TOPO:
@@ -203,7 +204,7 @@ def aic_kernels(build, rows):
                 continue
             name = _gemm_family(gpu, dt)
             libs = [r["library"] for r in rows]
-            summary.append(summary_row(name, [r["error"] for r in rows], AIC, held_out=True,
+            summary.append(summary_row(name, [r["error"] for r in rows], AIC_KERNELS, held_out=True,
                                        attributes={"library": max(set(libs), key=libs.count),
                                                    "dtype": linear(dt)[0]},
                                        where=regions(rows, "gemm", unit="FLOP")))
@@ -215,7 +216,8 @@ def aic_kernels(build, rows):
             rows = [r for r in attns if r["gpu"] == gpu and r["kv_dtype"] == kv]
             if not rows:
                 continue
-            summary.append(summary_row(_attn_family(gpu, kv), [r["error"] for r in rows], AIC,
+            summary.append(summary_row(_attn_family(gpu, kv), [r["error"] for r in rows],
+                                       AIC_KERNELS,
                                        held_out=True,
                                        attributes={"kernel": rows[0]["kernel"]},
                                        where=regions(rows, "attention", unit="FLOP")))
@@ -227,11 +229,12 @@ def aic_kernels(build, rows):
     doc = ["## AI Configurator kernel tables (TensorRT-LLM %s, held out)\n" % VERSION,
            "NVIDIA's AI Configurator performance databases: TensorRT-LLM's `Linear` "
            "and decode attention timed in a CUDA graph on one H100 SXM, H200 SXM, B200 "
-           "and GB200 (" + AIC + ", its README: source, conditions). A GEMM row is "
+           "and GB200 (" + AIC_KERNELS + ", its README: source, conditions). A GEMM row is "
            "predicted as what the `Linear` runs: the activation quantization kernels "
            "(`nvlemu cost elementwise`) and the GEMM (`nvlemu cost gemm M N K --dtype D "
            "--library L` on the GPU's topology, L the library TensorRT-LLM's op runs "
-           "for the type: aic.py's `linear`); an attention row as the op's QKV preprocessing kernel "
+           "for the type: aic_kernels.py's `linear`); an attention row as the op's QKV "
+           "preprocessing kernel "
            "(RoPE and the KV append: `nvlemu cost elementwise`) and `nvlemu cost "
            "attention --batch B --ctx C --heads H --kv-heads K --head-dim 128 --kv-dtype "
            "D`. Nothing was fit to "
