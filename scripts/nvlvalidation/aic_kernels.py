@@ -8,7 +8,7 @@ import csv
 import json
 import os
 
-from .common import ROOT, die, error, geomean, pct, run_all, table
+from .common import ROOT, check_row, error, geomean, pct, run_all, table
 from .families import regions, summary_row
 
 AIC_KERNELS = "tests/data/calibration/aiconfigurator-kernels"
@@ -83,18 +83,7 @@ def _read(folder, name, ints, choices):
     with open(os.path.join(ROOT, path)) as f:
         rows = list(csv.DictReader(f))
     for n, r in enumerate(rows, start=2):
-        for key, ok in dict(choices, gpu=tuple(TOPO)).items():
-            if r.get(key) not in ok:
-                die("%s:%d: %s %r (expected one of %s)" % (path, n, key, r.get(key),
-                                                          ", ".join(ok)))
-        for key in ints + ("latency_ms",):
-            try:
-                v = float(r[key]) if key == "latency_ms" else int(r[key])
-            except (TypeError, ValueError):
-                v = 0
-            if not v > 0:
-                die("%s:%d: %s %r (expected a positive %s)" % (
-                    path, n, key, r.get(key), "number" if key == "latency_ms" else "integer"))
+        check_row(path, n, r, dict(choices, gpu=tuple(TOPO)), ints, "latency_ms")
     return rows
 
 
