@@ -150,6 +150,25 @@ def parallel_dict(jobs):
     return dict(zip(names, parallel(lambda n: jobs[n](), names)))
 
 
+def check_row(path, line, row, choices, ints, number):
+    """Dies naming PATH:LINE where ROW (a csv.DictReader row) holds, under
+    a key of CHOICES ({key: allowed values}), a value not among them, under
+    a key of INTS anything but a positive integer, or under NUMBER anything
+    but a positive number."""
+    for key, ok in choices.items():
+        if row.get(key) not in ok:
+            die("%s:%d: %s %r (expected one of %s)" % (path, line, key, row.get(key),
+                                                      ", ".join(ok)))
+    for key in tuple(ints) + (number,):
+        try:
+            v = float(row[key]) if key == number else int(row[key])
+        except (TypeError, ValueError):
+            v = 0
+        if not v > 0:
+            die("%s:%d: %s %r (expected a positive %s)" % (
+                path, line, key, row.get(key), "number" if key == number else "integer"))
+
+
 def error(pred, meas):
     return max(pred / meas, meas / pred) - 1.0
 

@@ -108,7 +108,8 @@ def gemm_flops(kernel):
 def summary(res):
     """Every summary row of RES (the sources' results, a namespace as
     scripts/validation-report's main fills it), in the document's order."""
-    rows = _measured_rows(res) + _run_rows(res) + res.aic[0] + res.prefill[0] + res.moe[0]
+    rows = (_measured_rows(res) + _run_rows(res) + res.aic[0] + res.prefill[0]
+            + res.moe[0] + res.aic_kernels[0])
     if res.hgx is not None:
         rows += res.hgx[0]
     return rows

@@ -15,7 +15,7 @@ def write_doc(out, res, summary):
         doc += nccl_doc(res.nccl)
     doc += res.aic[1]
     doc += (_serving(res.serves, res.serves_skipped) + _end_to_end(res) + res.prefill[1]
-            + res.moe[1])
+            + res.moe[1] + res.aic_kernels[1])
     if res.hgx is not None:
         doc += res.hgx[1]
     with open(out, "w") as f:

@@ -9,7 +9,7 @@ import os
 import re
 
 from .common import (C2C_COPIES, E2E_TOPO, GEMMS, H100, H100_OPS, H100_TOPO, ROOT,
-                     SCALED_MM, SCALED_MM_DTYPE, SCALED_MM_TOPO, SERVING, die, error, run, run_all, run_json_points, topo_name)
+                     SCALED_MM, SCALED_MM_DTYPE, SCALED_MM_TOPO, SERVING, check_row, die, error, run, run_all, run_json_points, topo_name)
 
 
 # ---- the tools' outputs -----------------------------------------------------
@@ -151,19 +151,8 @@ def gemm_rows(path=GEMMS):
     with open(os.path.join(ROOT, path)) as f:
         src = list(csv.DictReader(f))
     for n, row in enumerate(src, start=2):
-        for key, ok in (("role", GEMM_ROLES), ("harness", GEMM_HARNESSES),
-                        ("library", GEMM_LIBRARIES)):
-            if row.get(key) not in ok:
-                die("%s:%d: %s %r (expected one of %s)" % (path, n, key, row.get(key),
-                                                          ", ".join(ok)))
-        for key in ("m", "n", "k", "tflops"):
-            try:
-                v = int(row[key]) if key != "tflops" else float(row[key])
-            except (TypeError, ValueError):
-                v = 0
-            if not v > 0:
-                die("%s:%d: %s %r (expected a positive %s)" % (
-                    path, n, key, row.get(key), "number" if key == "tflops" else "integer"))
+        check_row(path, n, row, {"role": GEMM_ROLES, "harness": GEMM_HARNESSES,
+                                 "library": GEMM_LIBRARIES}, ("m", "n", "k"), "tflops")
     return src
 
 
