@@ -332,6 +332,12 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "from the kernel before an NCCL call captured in a CUDA graph to the "
      "start of NCCL's kernel (measured: profiled serving steps on H200 and "
      "H100, 2.3-2.6 us where two compute kernels are 0.4 us apart)"},
+    {"nccl", "stream_gap", NVL_QTY_TIME, NVL_FIELD_I64,
+     F(nccl.stream_gap_ps), "2.4us", 0, PS(100.0), "2.4us",
+     "device time a back-to-back eager NCCL call (nccl-tests, one GPU per "
+     "process or thread, -n calls with no synchronization) adds over its "
+     "kernel as a CUDA graph replays it (default: [gpu] kernel_overhead - "
+     "kernel_floor, the lent HGX H200's one-process-per-GPU rows)"},
     {"nccl", "ll_max_bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(nccl.ll_max_bw_bytes_per_s), "141GB/s", 1e9, 1e14, "141GB/s",
      "LL protocol ceiling over all channels (NCCL llMaxBws)"},
