@@ -67,9 +67,8 @@ const nvl_topo_key_t nvl_topo_keys[] = {
     {"gpu", "bf16_flops", NVL_QTY_FLOPS, NVL_FIELD_F64,
      F(gpu.bf16_flops_per_s), NULL, 1e12, 1e18, "2.5PFLOP/s",
      "dense BF16 tensor-core peak"},
-    {"gpu", "fp8_flops", NVL_QTY_FLOPS, NVL_FIELD_F64,
-     F(gpu.fp8_flops_per_s), NULL, 1e12, 1e18, "5PFLOP/s",
-     "dense FP8 tensor-core peak"},
+    {"gpu", "fp8_flops", NVL_QTY_FLOPS, NVL_FIELD_F64, F(gpu.fp8_flops_per_s),
+     NULL, 1e12, 1e18, "5PFLOP/s", "dense FP8 tensor-core peak"},
     {"gpu", "fp4_flops", NVL_QTY_FLOPS, NVL_FIELD_F64,
      F(gpu.fp4_flops_per_s), "0FLOP/s", 0, 1e18, "10PFLOP/s",
      "dense FP4 tensor-core peak (0: no FP4 tensor cores)"},
@@ -226,17 +225,15 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "GPU <-> host CPU link bandwidth per direction (0: not modeled)"},
     {"c2c", "lat", NVL_QTY_TIME, NVL_FIELD_I64, F(c2c.lat_ps), "0us", 0,
      PS(1000.0), "1us", "GPU <-> host CPU link latency"},
-    {"c2c", "line", NVL_QTY_BYTES, NVL_FIELD_U64, F(c2c.line_bytes), "128B",
-     1, 4096, "128B",
-     "data one packet carries: the GPU's 128-byte L2 line"},
+    {"c2c", "line", NVL_QTY_BYTES, NVL_FIELD_U64, F(c2c.line_bytes), "128B", 1,
+     4096, "128B", "data one packet carries: the GPU's 128-byte L2 line"},
     {"c2c", "header", NVL_QTY_BYTES, NVL_FIELD_U64, F(c2c.header_bytes),
      "16B", 0, 4096, "16B",
      "the packet's header beside its data: one 16-byte flit (the link "
      "moves line / (line + header) of its rate as data)"},
 
-    {"host_memory", "size", NVL_QTY_BYTES, NVL_FIELD_U64,
-     F(host_memory.bytes), "0B", 0, 1e16, "240GB",
-     "host memory per GPU (0: not modeled)"},
+    {"host_memory", "size", NVL_QTY_BYTES, NVL_FIELD_U64, F(host_memory.bytes),
+     "0B", 0, 1e16, "240GB", "host memory per GPU (0: not modeled)"},
     {"host_memory", "bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(host_memory.bw_bytes_per_s), "0B/s", 0, 1e14, "256GB/s",
      "host memory bandwidth per GPU"},
@@ -334,10 +331,8 @@ const nvl_topo_key_t nvl_topo_keys[] = {
      "H100, 2.3-2.6 us where two compute kernels are 0.4 us apart)"},
     {"nccl", "stream_gap", NVL_QTY_TIME, NVL_FIELD_I64,
      F(nccl.stream_gap_ps), "2.4us", 0, PS(100.0), "2.4us",
-     "device time a back-to-back eager NCCL call (nccl-tests, one GPU per "
-     "process or thread, -n calls with no synchronization) adds over its "
-     "kernel as a CUDA graph replays it (default: [gpu] kernel_overhead - "
-     "kernel_floor, the lent HGX H200's one-process-per-GPU rows)"},
+     "device time a back-to-back eager call (nccl-tests' -n loop) adds over "
+     "its CUDA-graph kernel (default: [gpu] kernel_overhead - kernel_floor)"},
     {"nccl", "ll_max_bw", NVL_QTY_BW, NVL_FIELD_F64,
      F(nccl.ll_max_bw_bytes_per_s), "141GB/s", 1e9, 1e14, "141GB/s",
      "LL protocol ceiling over all channels (NCCL llMaxBws)"},
@@ -362,9 +357,8 @@ const nvl_topo_key_t nvl_topo_gpu_keys[] = {
      "1", 0.01, 100, "0.5", "scales the GPU's HBM bandwidth"},
     {"gpu.N", "links_down", NVL_QTY_COUNT, NVL_FIELD_U32, O(links_down), "0",
      0, 1024, "1", "NVLink links of the GPU out of service"},
-    {"gpu.N", "link_bw_scale", NVL_QTY_RATIO, NVL_FIELD_F64,
-     O(link_bw_scale), "1", 0.01, 100, "0.5",
-     "scales the bandwidth of the GPU's NVLink links"},
+    {"gpu.N", "link_bw_scale", NVL_QTY_RATIO, NVL_FIELD_F64, O(link_bw_scale),
+     "1", 0.01, 100, "0.5", "scales the bandwidth of the GPU's NVLink links"},
     {"gpu.N", "nic_bw_scale", NVL_QTY_RATIO, NVL_FIELD_F64, O(nic_bw_scale),
      "1", 0.01, 100, "0.5", "scales the GPU's scale-out NIC bandwidth"},
 };
