@@ -194,6 +194,7 @@ typedef struct {
     int64_t empty_call_ps;      /* host cost of a count-0 call (no kernel) */
     int64_t torch_call_ps; /* host cost of one torch.distributed call */
     int64_t graph_edge_ps; /* a CUDA graph's edge into an NCCL kernel node */
+    int64_t stream_gap_ps; /* a back-to-back eager call over its graph kernel */
     double ll_max_bw_bytes_per_s;          /* LL ceiling, all channels */
     double ll128_max_bw_per_channel_bytes_per_s;
     double tree_max_bw_per_channel_bytes_per_s;

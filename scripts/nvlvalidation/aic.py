@@ -25,6 +25,17 @@ MB = 1 << 20
 # replay's time by 5.
 NCCL_ARGS = ["-d", "half", "-a", "1", "-c", "0"]
 TRTLLM_ARGS = ["-d", "bfloat16", "--impl", "auto", "-G", "5"]
+# The rows [nccl] stream_gap of these systems' topologies was fit on
+# (topology/hgx-h100-8.topo, topology/hgx-h200.topo; docs/collectives.md,
+# "Each harness its own cost"): 2 GPUs, below 1 MB, the collectives that
+# take nccl-tests' one-GPU-per-thread loop (alltoall's p2p path does not).
+FIT_SYSTEMS = ("H100 SXM", "H200 SXM")
+
+
+def is_fit(r):
+    """Whether the row R (read_aic) is one a constant was fit on."""
+    return r["kind"] == "nccl" and r["system"] in FIT_SYSTEMS and r["gpus"] == 2 \
+        and r["size"] < MB and r["collective"] != "alltoall"
 
 
 def read_aic(folder=AIC):
@@ -104,11 +115,15 @@ def predict(build, rows):
 
 
 def families(rows):
-    """[(name, kind, rows)]: one family per table kind, system and
-    collective, in the order of the rows."""
-    fams = {}
+    """[(name, kind, rows, held_out)]: one held-out family per table kind,
+    system and collective, in the order of the rows, without the rows
+    is_fit takes; then one fit family per system of those."""
+    fams, fit = {}, {}
     for r in rows:
-        fams.setdefault((r["kind"], r["system"], r["collective"]), []).append(r)
+        if is_fit(r):
+            fit.setdefault(r["system"], []).append(r)
+        else:
+            fams.setdefault((r["kind"], r["system"], r["collective"]), []).append(r)
     out = []
     for (kind, system, coll), rs in fams.items():
         gpus = "/".join(str(g) for g in sorted({r["gpus"] for r in rs}))
@@ -117,7 +132,10 @@ def families(rows):
         else:
             name = "AI Configurator TensorRT-LLM all_reduce AUTO (held out): %s, %s GPUs" \
                 % (system, gpus)
-        out.append((name, kind, rs))
+        out.append((name, kind, rs, True))
+    for system, rs in fit.items():
+        out.append(("AI Configurator NCCL (fit: [nccl] stream_gap): %s all_gather, "
+                    "all_reduce, reduce_scatter, 2 GPUs, < 1 MB" % system, "nccl", rs, False))
     return out
 
 
@@ -130,11 +148,11 @@ def aic_tables(build, rows, folder=AIC):
     """(summary rows, document lines) of ROWS (read_aic of FOLDER)."""
     rows = predict(build, rows)
     summary, fam_rows = [], []
-    for name, kind, rs in families(rows):
-        cls = rs[0]["collective"] if kind == "nccl" else "allreduce-auto"
-        summary.append(summary_row(name, [r["error"] for r in rs], folder, held_out=True,
-                                   where=regions([dict(r, ranks=r["gpus"]) for r in rs],
-                                                 cls)))
+    for name, kind, rs, held_out in families(rows):
+        where = regions([dict(r, ranks=r["gpus"], cls=r["collective"] if kind == "nccl"
+                              else "allreduce-auto") for r in rs], cls_key="cls")
+        summary.append(summary_row(name, [r["error"] for r in rs], folder,
+                                   held_out=held_out, where=where))
         small = [r for r in rs if r["size"] < MB]
         large = [r for r in rs if r["size"] >= MB]
         fam_rows.append([name, len(rs)] + list(_geo_worst(rs)) + list(_geo_worst(small))
@@ -147,15 +165,18 @@ def aic_tables(build, rows, folder=AIC):
            " ".join(NCCL_ARGS) + " --mode timing` on the table's topology. "
            "TensorRT-LLM rows: its AllReduce with strategy AUTO, bf16, 5 calls per "
            "torch CUDA graph, time per call; predicted by `all_reduce_perf " +
-           " ".join(TRTLLM_ARGS) + " --mode timing`. Time against time; nothing "
-           "was fit to either table.\n",
+           " ".join(TRTLLM_ARGS) + " --mode timing`. Time against time. One "
+           "constant was fit on rows of the NCCL tables: `[nccl] stream_gap` of "
+           "the H100 and H200 topologies, on their 2-GPU rows below 1 MB but "
+           "alltoall's (role `fit` below, and the fit families); every other row "
+           "is held out.\n",
            table(["family", "comparisons", "geomean error", "worst error",
                   "geomean < 1 MB", "worst < 1 MB", "geomean >= 1 MB", "worst >= 1 MB",
                   "file"], fam_rows),
            "### Rows\n",
            table(["system", "table", "collective", "GPUs", "size (B)", "measured (us)",
-                  "predicted (us)", "error", "model's choice"],
+                  "predicted (us)", "error", "model's choice", "role"],
                  [[r["system"], r["kind"], r["collective"], r["gpus"], r["size"],
                    "%.2f" % r["meas_us"], "%.2f" % r["pred_us"], pct(r["error"]),
-                   r["choice"]] for r in rows])]
+                   r["choice"], "fit" if is_fit(r) else "held out"] for r in rows])]
     return summary, doc

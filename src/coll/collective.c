@@ -282,20 +282,20 @@ nvl_status_t nvl_sendrecv(nvl_comm_t *comm, const void *sendbuf, int to,
  * smaller that neither hides (the first enqueue before any kernel runs,
  * or the last kernel after the last enqueue), spread over the -n calls.
  * The device time is the kernel as a CUDA graph runs it (nccl-tests -G)
- * with a stream launch's cost ([gpu] kernel_overhead) in place of a graph
- * node's ([gpu] kernel_floor, which the graph-timed kernel includes); no
- * per-step hop_lat: the lent HGX H200's eager rows are 1-4 us over its -G
- * rows whatever the ring's steps (docs/collectives.md, "Four harnesses on
- * one box"). */
+ * plus [nccl] stream_gap, what a back-to-back stream launch adds over a
+ * graph node: 2.4 us by default (a stream launch's [gpu] kernel_overhead
+ * in place of a graph node's kernel_floor; the lent HGX H200's eager rows
+ * are 1-4 us over its -G rows whatever the ring's steps), 0 on the hosts
+ * of AI Configurator's Hopper tables (docs/collectives.md, "The
+ * one-process-per-GPU loop"); no per-step hop_lat. */
 int64_t nvl_coll_process_loop_time_ps(const nvl_comm_t *comm,
                                       const nvl_coll_info_t *info, long iters)
 {
     if (info->bytes == 0 || iters < 1 || !nvl_coll_has_kernel(comm, info))
         return nvl_coll_loop_time_ps(comm, info, 1, 1);
-    const nvl_gpu_spec_t *g = &comm->topo->gpu;
     int64_t host = comm->topo->nccl.launch_overhead_ps;
-    int64_t device = nvl_coll_kernel_ps(comm, info) + g->kernel_overhead_ps -
-                     g->kernel_floor_ps;
+    int64_t device = nvl_coll_kernel_ps(comm, info) +
+                     comm->topo->nccl.stream_gap_ps;
     int64_t hi = device > host ? device : host;
     int64_t lo = device > host ? host : device;
     return hi + lo / iters;
