@@ -132,7 +132,7 @@ def attention_rows(build, src, sample=True):
     src = [r for r in src if not sample or ((int(r["heads"]), int(r["kv_heads"])) in SAMPLE_HEADS
                              and int(r["batch"]) in SAMPLE_BATCH
                              and int(r["ctx"]) in SAMPLE_CTX)]
-    kv = {"bfloat16": "bf16", "fp8": "fp8"}
+    kv = KV_NAME
     pre = run_all([_cost(build, TOPO[r["gpu"]], ["elementwise", str(_preprocess_bytes(r))])
                    for r in src])
     outs = [json.loads(o) for o in run_all([_cost(build, TOPO[r["gpu"]],
@@ -162,6 +162,11 @@ def _preprocess_bytes(r):
 
 def _gemm_family(gpu, dtype):
     return "AI Configurator GEMM (TensorRT-LLM %s): %s %s" % (VERSION, GPU_NAME[gpu], dtype)
+
+
+# the tables' KV dtypes as nvlemu names them (--kv-dtype, cost attention's
+# provenance attribute kv_dtype)
+KV_NAME = {"bfloat16": "bf16", "fp8": "fp8"}
 
 
 def _attn_family(gpu, kv):
@@ -208,7 +213,8 @@ def aic_kernel_families(build, rows):
             summary.append(summary_row(_attn_family(gpu, kv), [r["error"] for r in rows],
                                        AIC_KERNELS,
                                        held_out=True,
-                                       attributes={"kernel": rows[0]["kernel"]},
+                                       attributes={"kernel": rows[0]["kernel"],
+                                                   "kv_dtype": KV_NAME[kv]},
                                        where=regions(rows, "attention", unit="FLOP")))
             by_ctx = [_cell([r["error"] for r in rows if r["ctx"] == c])
                       for c in sorted({r["ctx"] for r in attns}, key=int)]

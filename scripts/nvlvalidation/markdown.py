@@ -36,7 +36,7 @@ def _head(summary):
            "`gemm`, `attention`, `elementwise`, `copy-c2c`, `decode`, `prefill` or "
            "`serving`; the topology it was checked on; the rank counts and the sizes its "
            "rows span, in bytes, FLOP or sequences), the attributes an answer must share "
-           "(`stack`, GEMM `library` and `dtype`), its geomean and worst error and "
+           "(`stack`, GEMM `library` and `dtype`, attention `kernel` and `kv_dtype`), its geomean and worst error and "
            "whether it is held out (nothing was fit to it: the summary's column). `nvlemu run`, "
            "`serve`, `cost` and the `*_perf` benches read that file at run time "
            "(`$NVLEMU_VALIDATION` names another) and end their report with the families "

@@ -239,6 +239,8 @@ static void query_attention(const nvl_cli_cost_args_t *a, char *cls,
     (void)len;
     q->attrs[0].key = "kernel";
     q->attrs[0].value = nvl_attn_name(a->cfg.attn);
+    q->attrs[1].key = "kv_dtype";
+    q->attrs[1].value = nvl_wdtype_name(a->cfg.kv_dtype);
 }
 
 static nvl_status_t read_elementwise(nvl_cli_cost_args_t *a)
