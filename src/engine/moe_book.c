@@ -21,6 +21,16 @@ int nvl_ep_expert_group(const nvl_engine_t *e, uint32_t x)
     return (int)(extra + (x - extra * (base + 1)) / base);
 }
 
+/* The expert group of every expert (nvl_ep_expert_group), E entries. */
+static uint32_t *ep_group_table(const nvl_engine_t *e)
+{
+    uint32_t E = e->cfg.num_experts;
+    uint32_t *group = nvl_engine_moe_alloc(E, sizeof *group);
+    for (uint32_t x = 0; x < E; x++)
+        group[x] = (uint32_t)nvl_ep_expert_group(e, x);
+    return group;
+}
+
 /* Whether this run's layers exchange by allgather and reduce-scatter
  * (moe_agrs.c): --ep-comm allgather, or auto under attention DP. */
 bool nvl_ep_allgather(const nvl_engine_t *e)
@@ -56,21 +66,31 @@ void nvl_ep_free(nvl_ep_layer_t *s)
     free(s->idin);
 }
 
+/* A member's rows and pairs to each rank, into to[d] and pto[d], from its
+ * rows and pairs to each expert group (under the allgather every rank
+ * gets all of its rows). */
+static void ep_member_to(const nvl_engine_t *e, const uint64_t *grp_rows,
+                         const uint64_t *grp_pairs, uint64_t rows,
+                         uint64_t *to, uint64_t *pto)
+{
+    int n = nvl_comm_size(e->tp), etp = e->shard.etp;
+    bool all = nvl_ep_allgather(e);
+    for (int d = 0; d < n; d++) {
+        to[d] = all ? rows : grp_rows[d / etp];
+        pto[d] = grp_pairs[d / etp];
+    }
+}
+
 /* The per-rank arrays of s; each rank's rows and pairs from its group's
- * (g: the counts over the expert groups); under the allgather every rank
- * gets every row, so from[r] is rank r's row count. */
+ * (g: the counts over the expert groups, ep_member_to). */
 static void ep_counts_to_ranks(nvl_engine_t *e, const nvl_moe_groups_t *g,
                                nvl_ep_layer_t *s)
 {
-    int n = s->n, etp = e->shard.etp;
-    bool all = nvl_ep_allgather(e);
+    int n = s->n;
     s->to = nvl_engine_moe_alloc((uint64_t)n * 6, sizeof *s->to);
     s->sofs = s->to + n, s->from = s->to + 2 * n, s->rofs = s->to + 3 * n;
     s->pto = s->to + 4 * n, s->pfrom = s->to + 5 * n;
-    for (int d = 0; d < n; d++) {
-        s->to[d] = all ? s->R : g->rows[d / etp];
-        s->pto[d] = g->pairs[d / etp];
-    }
+    ep_member_to(e, g->rows, g->pairs, s->R, s->to, s->pto);
 }
 
 /* Routes this rank's R rows (its counts, as nvl_ep_route_counts's); row t
@@ -101,9 +121,7 @@ void nvl_ep_route_counts(nvl_engine_t *e, uint32_t li, uint64_t row0,
                             const float *h, nvl_ep_layer_t *s)
 {
     uint32_t E = e->cfg.num_experts, ep = (uint32_t)e->shard.ep;
-    uint32_t *group = nvl_engine_moe_alloc(E, sizeof *group);
-    for (uint32_t x = 0; x < E; x++)
-        group[x] = (uint32_t)nvl_ep_expert_group(e, x);
+    uint32_t *group = ep_group_table(e);
     uint64_t *pr = nvl_engine_moe_alloc(2 * (size_t)ep, sizeof *pr);
     s->mine = nvl_engine_moe_alloc(E, sizeof *s->mine);
     nvl_moe_groups_t g = {.group = group, .n = ep, .count = s->mine,
@@ -173,6 +191,18 @@ static size_t book_stride(const nvl_engine_t *e)
     return 4 * (size_t)nvl_comm_size(e->tp) + (size_t)e->cfg.num_experts;
 }
 
+/* A layer of R rows whose to, pto, from and pfrom are b's four n-runs (a
+ * book's layout). */
+static nvl_ep_layer_t ep_book_layer(const nvl_engine_t *e, uint64_t R,
+                                    uint64_t *b)
+{
+    int n = nvl_comm_size(e->tp);
+    return (nvl_ep_layer_t){.R = R, .hid = e->cfg.hidden, .k = e->cfg.top_k,
+                            .pay = e->cfg.hidden + 2 * (uint64_t)e->cfg.top_k,
+                            .n = n, .to = b, .pto = b + n, .from = b + 2 * n,
+                            .pfrom = b + 3 * n};
+}
+
 void nvl_engine_ep_rows(nvl_engine_t *e, const uint64_t *rows,
                         const uint64_t *first)
 {
@@ -210,20 +240,6 @@ static bool ep_members(nvl_engine_t *e, uint64_t R, uint64_t row0,
     return true;
 }
 
-/* Member q's rows and pairs to each rank, into to[d] and pto[d] (grp:
- * its rows and pairs to each expert group, ep_book_local's). */
-static void ep_member_to(const nvl_engine_t *e, const uint64_t *grp,
-                         uint64_t rows, uint64_t *to, uint64_t *pto)
-{
-    int n = nvl_comm_size(e->tp), etp = e->shard.etp;
-    uint32_t ep = (uint32_t)e->shard.ep;
-    bool all = nvl_ep_allgather(e);
-    for (int d = 0; d < n; d++) {
-        to[d] = all ? rows : grp[d / etp];
-        pto[d] = grp[ep + (uint32_t)(d / etp)];
-    }
-}
-
 /* The other implementation's times over the group, the largest of each
  * member's (grp: every member's rows and pairs to each expert group);
  * false when it is not usable. */
@@ -235,8 +251,8 @@ static bool ep_alt_group(nvl_engine_t *e, const uint64_t *grp,
     uint64_t *to = nvl_engine_moe_alloc(2 * nn * nn, sizeof *to);
     uint64_t *mem = nvl_engine_moe_alloc(4 * nn, sizeof *mem);
     for (int q = 0; q < n; q++)
-        ep_member_to(e, grp + 2 * (size_t)q * ep, rows[q], to + 2 * q * nn,
-                     to + 2 * q * nn + nn);
+        ep_member_to(e, grp + 2 * (size_t)q * ep, grp + (2 * (size_t)q + 1) * ep,
+                     rows[q], to + 2 * q * nn, to + 2 * q * nn + nn);
     bool usable = true;
     most[0] = most[1] = 0;
     for (int q = 0; q < n && usable; q++) { /* member q's numbers */
@@ -246,11 +262,7 @@ static bool ep_alt_group(nvl_engine_t *e, const uint64_t *grp,
             mem[2 * n + d] = to[2 * d * nn + q];
             mem[3 * n + d] = to[2 * d * nn + nn + q];
         }
-        nvl_ep_layer_t s = {.R = rows[q], .hid = e->cfg.hidden,
-                        .k = e->cfg.top_k,
-                        .pay = e->cfg.hidden + 2 * (uint64_t)e->cfg.top_k,
-                        .n = n, .to = mem, .pto = mem + n,
-                        .from = mem + 2 * n, .pfrom = mem + 3 * n};
+        nvl_ep_layer_t s = ep_book_layer(e, rows[q], mem);
         int64_t t[2];
         usable = nvl_ep_alt_member(e, &s, q, t);
         free(s.wsend);
@@ -274,15 +286,13 @@ static void ep_book_local(nvl_engine_t *e, const uint64_t *rows,
 {
     int n = nvl_comm_size(e->tp), me = nvl_comm_rank(e->tp);
     int etp = e->shard.etp;
-    uint32_t E = e->cfg.num_experts, L = e->layers, ep = (uint32_t)e->shard.ep;
+    uint32_t L = e->layers, ep = (uint32_t)e->shard.ep;
     size_t per = book_stride(e);
     bool all = nvl_ep_allgather(e);
     char why[256];
     nvl_a2a_t alt = e->opts.a2a_onesided ? NVL_A2A_NCCL : nvl_ep_onesided_mode(e);
     bool usable = !all && nvl_a2a_usable(e->tp, alt, why, sizeof why);
-    uint32_t *group = nvl_engine_moe_alloc(E, sizeof *group);
-    for (uint32_t x = 0; x < E; x++)
-        group[x] = (uint32_t)nvl_ep_expert_group(e, x);
+    uint32_t *group = ep_group_table(e);
     /* member q's rows [q][ep] and pairs [q][ep] to each expert group */
     uint64_t *grp = nvl_engine_moe_alloc(2 * (size_t)n * ep, sizeof *grp);
     for (uint32_t l = 0; l < L; l++) {
@@ -296,7 +306,8 @@ static void ep_book_local(nvl_engine_t *e, const uint64_t *rows,
                                   .pairs = gq + ep, .rows = gq};
             nvl_engine_moe_route_count(e, l, first[q], rows[q], &g);
         }
-        ep_member_to(e, grp + 2 * (size_t)me * ep, rows[me], b, b + n);
+        ep_member_to(e, grp + 2 * (size_t)me * ep,
+                     grp + (2 * (size_t)me + 1) * ep, rows[me], b, b + n);
         for (int d = 0; d < n; d++) { /* what member d sends this rank */
             const uint64_t *gd = grp + 2 * (size_t)d * ep;
             b[2 * n + d] = all ? rows[d] : gd[me / etp];
@@ -357,10 +368,7 @@ static void ep_book_exchange(nvl_engine_t *e, uint64_t R, uint64_t row0)
             b[3 * n + d] = recv[((size_t)d * L + l) * 2 + 1];
         }
         memcpy(b + 4 * n, count + (size_t)l * E, E * sizeof *b);
-        nvl_ep_layer_t s = {.R = R, .hid = e->cfg.hidden, .k = e->cfg.top_k,
-                        .pay = e->cfg.hidden + 2 * (uint64_t)e->cfg.top_k,
-                        .n = n, .to = b, .pto = b + n, .from = b + 2 * n,
-                        .pfrom = b + 3 * n};
+        nvl_ep_layer_t s = ep_book_layer(e, R, b);
         usable = nvl_ep_alt_local(e, &s, e->ep_book_alt + 2 * (size_t)l);
         free(s.wsend);
     }
